@@ -1,0 +1,51 @@
+// Interface of the collective / point-to-point backends: one collective on a process group
+// placed on the cluster's hierarchical network.
+#ifndef PROJECTOR_BACKENDS_COLLECTIVE_BACKEND_H_
+#define PROJECTOR_BACKENDS_COLLECTIVE_BACKEND_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "backends/gemm_backend.h"
+#include "core/op_shapes.h"
+#include "core/units.h"
+
+namespace projector {
+
+// Collective algorithms. kAuto lets the backend pick the fastest, as NCCL/RCCL's tuner would.
+enum class CollectiveAlgorithm {
+  kAuto,
+  kRing,
+  kTree,
+  kDirect,  // one-shot / direct send to every peer
+  kHalvingDoubling,
+  kHierarchical,  // intra-node RS, inter-node collective, intra-node AG (A2A: 2-phase)
+  kPxn,           // A2A: aggregate over scale-up, then one NIC hop (DeepEP / NCCL PXN)
+};
+std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a);
+absl::StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name);
+
+struct CollectiveEstimate {
+  Seconds time;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  // nccl-tests bus bandwidth: algbw · factor (AllReduce 2(n-1)/n, AG/RS (n-1)/n, A2A (n-1)/n).
+  BytesPerSecond bus_bandwidth;
+  int64_t nodes_spanned = 1;     // nodes the group touches
+  int64_t ranks_per_node = 1;    // group ranks sharing one node
+  Bound bound = Bound::kNetwork;
+};
+
+class CollectiveBackend {
+ public:
+  virtual ~CollectiveBackend() = default;
+  // kInvalidArgument for a group size < 1, negative bytes, or SendRecv with size != 2;
+  // kUnimplemented if `algorithm` does not exist for op.kind.
+  virtual absl::StatusOr<CollectiveEstimate> Estimate(
+      const CollectiveOp& op, CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto) const = 0;
+  virtual std::string_view name() const = 0;
+};
+
+}  // namespace projector
+
+#endif  // PROJECTOR_BACKENDS_COLLECTIVE_BACKEND_H_

@@ -1,0 +1,301 @@
+#include "core/json_reader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace projector {
+namespace {
+
+using nlohmann::json;
+
+std::string EscapePointerToken(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view JsonTypeName(const json& value) {
+  switch (value.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::object:
+      return "object";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::boolean:
+      return "boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return "integer";
+    case json::value_t::number_float:
+      return "number";
+    default:
+      return "value";
+  }
+}
+
+absl::Status JsonFieldError(std::string_view origin, std::string_view pointer,
+                            std::string_view problem) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(origin, ": ", pointer.empty() ? "/" : pointer, ": ", problem));
+}
+
+absl::StatusOr<json> ParseJsonText(std::string_view text, std::string_view origin) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": invalid JSON at byte ", e.byte, ": ", e.what()));
+  }
+}
+
+absl::StatusOr<json> ReadJsonFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    // Translate the byte offset into a line number for people.
+    size_t byte = std::min<size_t>(e.byte, text.size());
+    int64_t line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(byte), '\n');
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": invalid JSON near line ", line, ": ", e.what()));
+  }
+}
+
+absl::StatusOr<JsonObject> JsonObject::Make(const json& value, std::string origin,
+                                            std::string pointer) {
+  if (!value.is_object()) {
+    return JsonFieldError(origin, pointer,
+                          absl::StrCat("expected an object, got ", JsonTypeName(value)));
+  }
+  return JsonObject(value, std::move(origin), std::move(pointer));
+}
+
+std::string JsonObject::PathOf(std::string_view key) const {
+  return absl::StrCat(pointer_, "/", EscapePointerToken(key));
+}
+
+bool JsonObject::Has(std::string_view key) const {
+  auto it = value_->find(std::string(key));
+  return it != value_->end() && !it->is_null();
+}
+
+void JsonObject::Accept(std::string_view key) {
+  if (std::find(known_.begin(), known_.end(), key) == known_.end()) {
+    known_.emplace_back(key);
+  }
+}
+
+absl::Status JsonObject::FieldError(std::string_view key, std::string_view problem) const {
+  return JsonFieldError(origin_, PathOf(key), problem);
+}
+
+absl::StatusOr<const json*> JsonObject::Get(std::string_view key, bool required) {
+  Accept(key);
+  auto it = value_->find(std::string(key));
+  if (it == value_->end() || it->is_null()) {
+    if (required) return FieldError(key, "required field is missing");
+    return nullptr;
+  }
+  return &*it;
+}
+
+absl::StatusOr<int64_t> JsonObject::Int(std::string_view key) {
+  auto v = Get(key, true);
+  if (!v.ok()) return v.status();
+  const json& j = **v;
+  if (j.is_number_integer() || j.is_number_unsigned()) return j.get<int64_t>();
+  if (j.is_number_float()) {
+    double d = j.get<double>();
+    if (std::floor(d) == d && std::fabs(d) < 9e15) return static_cast<int64_t>(d);
+  }
+  return FieldError(key, absl::StrCat("expected an integer, got ", JsonTypeName(j),
+                                      j.is_primitive() ? absl::StrCat(" ", j.dump()) : ""));
+}
+
+absl::StatusOr<double> JsonObject::Number(std::string_view key) {
+  auto v = Get(key, true);
+  if (!v.ok()) return v.status();
+  const json& j = **v;
+  if (!j.is_number()) {
+    return FieldError(key, absl::StrCat("expected a number, got ", JsonTypeName(j),
+                                        j.is_primitive() ? absl::StrCat(" ", j.dump()) : ""));
+  }
+  double d = j.get<double>();
+  if (!std::isfinite(d)) return FieldError(key, "must be a finite number");
+  return d;
+}
+
+absl::StatusOr<bool> JsonObject::Bool(std::string_view key) {
+  auto v = Get(key, true);
+  if (!v.ok()) return v.status();
+  const json& j = **v;
+  if (!j.is_boolean()) {
+    return FieldError(key, absl::StrCat("expected true or false, got ", JsonTypeName(j),
+                                        j.is_primitive() ? absl::StrCat(" ", j.dump()) : ""));
+  }
+  return j.get<bool>();
+}
+
+absl::StatusOr<std::string> JsonObject::String(std::string_view key) {
+  auto v = Get(key, true);
+  if (!v.ok()) return v.status();
+  const json& j = **v;
+  if (!j.is_string()) {
+    return FieldError(key, absl::StrCat("expected a string, got ", JsonTypeName(j)));
+  }
+  return j.get<std::string>();
+}
+
+absl::StatusOr<JsonObject> JsonObject::Object(std::string_view key) {
+  auto v = Get(key, true);
+  if (!v.ok()) return v.status();
+  return Make(**v, origin_, PathOf(key));
+}
+
+absl::StatusOr<const json*> JsonObject::Array(std::string_view key) {
+  auto v = Get(key, true);
+  if (!v.ok()) return v.status();
+  if (!(*v)->is_array()) {
+    return FieldError(key, absl::StrCat("expected an array, got ", JsonTypeName(**v)));
+  }
+  return *v;
+}
+
+absl::StatusOr<int64_t> JsonObject::PositiveInt(std::string_view key, bool allow_zero) {
+  auto v = Int(key);
+  if (!v.ok()) return v.status();
+  if (allow_zero ? *v < 0 : *v <= 0) {
+    return FieldError(key, absl::StrCat("must be ", allow_zero ? ">= 0" : "> 0", ", got ", *v));
+  }
+  return *v;
+}
+
+absl::StatusOr<double> JsonObject::PositiveNumber(std::string_view key, bool allow_zero) {
+  auto v = Number(key);
+  if (!v.ok()) return v.status();
+  if (allow_zero ? *v < 0 : *v <= 0) {
+    return FieldError(key, absl::StrCat("must be ", allow_zero ? ">= 0" : "> 0", ", got ", *v));
+  }
+  return *v;
+}
+
+absl::StatusOr<int64_t> JsonObject::IntOr(std::string_view key, int64_t fallback) {
+  if (!Has(key)) {
+    Accept(key);
+    return fallback;
+  }
+  return Int(key);
+}
+
+absl::StatusOr<std::optional<int64_t>> JsonObject::OptionalInt(std::string_view key) {
+  if (!Has(key)) {
+    Accept(key);
+    return std::optional<int64_t>();
+  }
+  auto v = Int(key);
+  if (!v.ok()) return v.status();
+  return std::optional<int64_t>(*v);
+}
+
+absl::StatusOr<double> JsonObject::NumberOr(std::string_view key, double fallback) {
+  if (!Has(key)) {
+    Accept(key);
+    return fallback;
+  }
+  return Number(key);
+}
+
+absl::StatusOr<std::optional<double>> JsonObject::OptionalNumber(std::string_view key) {
+  if (!Has(key)) {
+    Accept(key);
+    return std::optional<double>();
+  }
+  auto v = Number(key);
+  if (!v.ok()) return v.status();
+  return std::optional<double>(*v);
+}
+
+absl::StatusOr<bool> JsonObject::BoolOr(std::string_view key, bool fallback) {
+  if (!Has(key)) {
+    Accept(key);
+    return fallback;
+  }
+  return Bool(key);
+}
+
+absl::StatusOr<std::string> JsonObject::StringOr(std::string_view key, std::string fallback) {
+  if (!Has(key)) {
+    Accept(key);
+    return fallback;
+  }
+  return String(key);
+}
+
+absl::StatusOr<std::optional<JsonObject>> JsonObject::OptionalObject(std::string_view key) {
+  if (!Has(key)) {
+    Accept(key);
+    return std::optional<JsonObject>();
+  }
+  auto v = Object(key);
+  if (!v.ok()) return v.status();
+  return std::optional<JsonObject>(std::move(*v));
+}
+
+absl::StatusOr<std::string> JsonObject::Enum(std::string_view key,
+                                             const std::vector<std::string>& valid) {
+  auto v = String(key);
+  if (!v.ok()) return v.status();
+  if (std::find(valid.begin(), valid.end(), *v) == valid.end()) {
+    return FieldError(key, absl::StrCat("unknown value '", *v, "'; accepted: ",
+                                        absl::StrJoin(valid, ", ")));
+  }
+  return *v;
+}
+
+absl::StatusOr<std::string> JsonObject::EnumOr(std::string_view key,
+                                               const std::vector<std::string>& valid,
+                                               std::string fallback) {
+  if (!Has(key)) {
+    Accept(key);
+    return fallback;
+  }
+  return Enum(key, valid);
+}
+
+absl::Status JsonObject::CheckNoUnknownKeys() const {
+  for (auto it = value_->begin(); it != value_->end(); ++it) {
+    if (std::find(known_.begin(), known_.end(), it.key()) == known_.end()) {
+      std::vector<std::string> accepted = known_;
+      std::sort(accepted.begin(), accepted.end());
+      return FieldError(it.key(), absl::StrCat("unknown key '", it.key(), "'; accepted keys: ",
+                                               absl::StrJoin(accepted, ", ")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace projector

@@ -1,0 +1,122 @@
+// Plain descriptions of the ops the backends time: GEMMs, flash attention, memory-bound kernels
+// and collectives on a process group. Profilers build them; backends estimate them.
+#ifndef PROJECTOR_CORE_OP_SHAPES_H_
+#define PROJECTOR_CORE_OP_SHAPES_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/dtype.h"
+#include "core/units.h"
+
+namespace projector {
+
+// C[m,n] = A[m,k] · B[k,n], `batch` independent problems of the same shape.
+struct GemmShape {
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  int64_t batch = 1;
+  DType dtype = DType::kBf16;
+  bool transpose_a = false;
+  bool transpose_b = false;
+
+  bool operator==(const GemmShape&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const GemmShape& s) {
+    return H::combine(std::move(h), s.m, s.n, s.k, s.batch, s.dtype, s.transpose_a, s.transpose_b);
+  }
+};
+
+// 2·m·n·k·batch.
+constexpr Flops GemmFlops(const GemmShape& s) {
+  return Flops(2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
+               static_cast<double>(s.k) * static_cast<double>(s.batch));
+}
+
+enum class AttentionPass { kForward, kBackward };
+
+// Flash-attention call: `batch` sequences, query heads attending over key/value heads (GQA/MQA
+// when num_kv_heads < num_q_heads), qk and v head dims (they differ for MLA: 192/128).
+struct AttentionShape {
+  int64_t batch = 1;
+  int64_t num_q_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t seq_q = 0;
+  int64_t seq_kv = 0;
+  int64_t qk_head_dim = 0;
+  int64_t v_head_dim = 0;
+  bool causal = true;
+  DType dtype = DType::kBf16;
+
+  bool operator==(const AttentionShape&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const AttentionShape& s) {
+    return H::combine(std::move(h), s.batch, s.num_q_heads, s.num_kv_heads, s.seq_q, s.seq_kv,
+                      s.qk_head_dim, s.v_head_dim, s.causal, s.dtype);
+  }
+};
+
+// Matmul FLOPs of flash attention by the convention of the FA benchmarks
+// (Dao-AILab benchmark_flash_attention.py): forward 2·B·Hq·Sq·Skv·(Dqk + Dv), halved when causal
+// (for Sq == Skv); backward 2.5× forward (five GEMMs instead of two).
+constexpr Flops AttentionFlops(const AttentionShape& s, AttentionPass pass) {
+  double f = 2.0 * static_cast<double>(s.batch) * static_cast<double>(s.num_q_heads) *
+             static_cast<double>(s.seq_q) * static_cast<double>(s.seq_kv) *
+             static_cast<double>(s.qk_head_dim + s.v_head_dim);
+  if (s.causal) f *= 0.5;
+  if (pass == AttentionPass::kBackward) f *= 2.5;
+  return Flops(f);
+}
+
+// A memory-bound kernel (norm, residual add, activation, RoPE, permutation, optimizer update,
+// embedding lookup): bytes read plus written, optional vector FLOPs, number of kernel launches.
+struct MemoryOp {
+  Bytes bytes;
+  Flops flops;
+  int64_t launches = 1;
+
+  bool operator==(const MemoryOp&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const MemoryOp& s) {
+    return H::combine(std::move(h), s.bytes.value(), s.flops.value(), s.launches);
+  }
+};
+
+enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv, kBroadcast };
+
+std::string_view CollectiveKindName(CollectiveKind k);
+
+// A process group laid out in the global rank space: `size` ranks r0 + i·stride. The rank order
+// is TP fastest, then CP, then DP (EP borrows from DP), then PP, so a TP group has stride 1, an
+// EP group stride TP·CP, a DP group stride TP·CP, a PP group stride TP·CP·DP.
+struct ProcessGroup {
+  int64_t size = 1;
+  int64_t stride = 1;
+
+  bool operator==(const ProcessGroup&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const ProcessGroup& g) {
+    return H::combine(std::move(h), g.size, g.stride);
+  }
+};
+
+// One collective call. `bytes` follows the nccl-tests convention: AllReduce and Broadcast the
+// buffer size; AllGather the gathered output size; ReduceScatter the full input size;
+// AllToAll the total bytes a rank sends (its whole buffer, own share included); SendRecv the
+// message size (group.size is 2, stride the distance between the two ranks).
+struct CollectiveOp {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  Bytes bytes;
+  ProcessGroup group;
+
+  bool operator==(const CollectiveOp&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const CollectiveOp& c) {
+    return H::combine(std::move(h), c.kind, c.bytes.value(), c.group);
+  }
+};
+
+}  // namespace projector
+
+#endif  // PROJECTOR_CORE_OP_SHAPES_H_

@@ -1,0 +1,28 @@
+#include "core/parallel_config.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace projector {
+
+std::string_view RecomputeName(Recompute r) {
+  switch (r) {
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
+  }
+  return "?";
+}
+
+absl::StatusOr<Recompute> ParseRecompute(std::string_view name) {
+  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    if (RecomputeName(r) == name) return r;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown recompute '", name, "'; valid: none, selective, full"));
+}
+
+}  // namespace projector

@@ -1,0 +1,65 @@
+// The parallel layout and the training-run settings of one scenario, plus the process groups
+// the layout implies. Validation against a model and a cluster lives in projection/scenario.
+#ifndef PROJECTOR_CORE_PARALLEL_CONFIG_H_
+#define PROJECTOR_CORE_PARALLEL_CONFIG_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "core/dtype.h"
+#include "core/op_shapes.h"
+
+namespace projector {
+
+enum class Recompute { kNone, kSelective, kFull };
+std::string_view RecomputeName(Recompute r);
+absl::StatusOr<Recompute> ParseRecompute(std::string_view name);
+
+// Rank order: TP fastest, then CP, then DP (EP and expert-TP are carved out of TP·CP·DP for the
+// expert layers), then PP. num_gpus = tp·pp·cp·dp.
+struct ParallelConfig {
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t vpp = 1;  // virtual stages (model chunks) per PP rank; > 1 = interleaved 1F1B
+  int64_t cp = 1;
+  int64_t ep = 1;   // expert parallel, borrowed from DP (and CP)
+  int64_t etp = 1;  // tensor parallel inside an expert
+  int64_t dp = 1;
+  bool sequence_parallel = false;
+  bool fsdp = false;                   // weights, grads and optimizer state sharded over DP
+  bool distributed_optimizer = false;  // optimizer state sharded over DP (ZeRO-1)
+  // Uneven pipeline split: layers on the first/last stage; 0 = balanced.
+  int64_t first_stage_layers = 0;
+  int64_t last_stage_layers = 0;
+  // MoE execution switches.
+  bool turbo_grouped_gemm = true;  // one batched GEMM over local experts (else one per expert)
+  bool deepep = false;             // DeepEP-style dispatch: PXN A2A overlapped with compute
+
+  int64_t NumGpus() const { return tp * pp * cp * dp; }
+
+  ProcessGroup TpGroup() const { return {.size = tp, .stride = 1}; }
+  ProcessGroup CpGroup() const { return {.size = cp, .stride = tp}; }
+  ProcessGroup DpGroup() const { return {.size = dp, .stride = tp * cp}; }
+  // Data-parallel group of the non-expert weights when CP > 1 (gradients reduce over CP·DP).
+  ProcessGroup DpCpGroup() const { return {.size = dp * cp, .stride = tp}; }
+  // EP ranks are strided by expert-TP inside the TP·CP·DP block of one PP stage.
+  ProcessGroup EpGroup() const { return {.size = ep, .stride = etp}; }
+  ProcessGroup PpGroup() const { return {.size = pp, .stride = tp * cp * dp}; }
+};
+
+// Training-run settings.
+struct TrainingConfig {
+  int64_t seq_len = 4096;
+  int64_t micro_batch = 1;
+  int64_t global_batch = 8;
+  Recompute recompute = Recompute::kNone;
+  int64_t recompute_layers = 0;  // full recompute: layers per stage (0 = all)
+  DType precision = DType::kBf16;
+  bool overlap_grad_reduce = true;   // DP gradient sync overlapped with backward (Megatron)
+  bool overlap_param_gather = true;  // distributed optimizer all-gather overlapped with forward
+};
+
+}  // namespace projector
+
+#endif  // PROJECTOR_CORE_PARALLEL_CONFIG_H_

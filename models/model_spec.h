@@ -1,0 +1,89 @@
+// ModelSpec: the architecture of one transformer LLM (dense or MoE, MHA/GQA/MQA or MLA), its
+// JSON loader and validation. The library of shipped models lives beside it (models/*.json).
+#ifndef PROJECTOR_MODELS_MODEL_SPEC_H_
+#define PROJECTOR_MODELS_MODEL_SPEC_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/json_reader.h"
+
+namespace projector {
+
+enum class MlpKind { kSwiGlu, kGelu };  // gated (three GEMMs) or plain (two GEMMs)
+enum class NormKind { kRmsNorm, kLayerNorm };
+
+struct MoeSpec {
+  int64_t num_experts = 0;
+  int64_t top_k = 0;
+  int64_t expert_ffn_hidden = 0;  // per expert (one of gate/up for SwiGLU)
+  int64_t num_shared_experts = 0;
+  int64_t shared_expert_ffn_hidden = 0;  // per shared expert; 0 = expert_ffn_hidden
+  int64_t num_dense_layers = 0;          // leading dense layers (DeepSeek's first_k_dense)
+  // Optional explicit per-layer pattern (size = num_layers, true = MoE); overrides
+  // num_dense_layers when non-empty.
+  std::vector<bool> layer_pattern;
+};
+
+// Multi-latent attention (DeepSeek-V2/V3). qk head dim = qk_nope_head_dim + qk_rope_head_dim.
+struct MlaSpec {
+  int64_t q_lora_rank = 0;  // 0 = Q projected directly (DeepSeek-V2-Lite)
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;  // the calibration schema's `qk_head_dim`
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string source;  // paper or public model config the numbers come from
+  int64_t num_layers = 0;
+  int64_t hidden_size = 0;
+  int64_t ffn_hidden_size = 0;  // dense layers (one of gate/up for SwiGLU)
+  int64_t num_attention_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;  // hidden/heads unless given
+  int64_t vocab_size = 0;
+  MlpKind mlp = MlpKind::kSwiGlu;
+  NormKind norm = NormKind::kRmsNorm;
+  bool tied_embeddings = false;
+  bool qk_norm = false;
+  bool attention_bias = false;
+  std::optional<MoeSpec> moe;
+  std::optional<MlaSpec> mla;
+
+  bool IsMoeLayer(int64_t layer_idx) const;
+  int64_t NumMoeLayers() const;
+  int64_t NumDenseLayers() const { return num_layers - NumMoeLayers(); }
+  // Attention head dims seen by the attention kernel (MLA: nope+rope / v).
+  int64_t QkHeadDim() const;
+  int64_t VHeadDim() const;
+  // Total parameters (embedding and output counted once when tied).
+  double TotalParameters() const;
+  // Parameters one token activates (top-k routed + shared experts only).
+  double ActiveParameters() const;
+};
+
+// Loads a model file in the library format. kNotFound / kInvalidArgument naming file and field.
+absl::StatusOr<ModelSpec> LoadModelFile(const std::string& path);
+// Parses a model object: the library format, or the calibration case schema's `model` object
+// (keys layers, hidden, ffn_hidden, heads, kv_heads, head_dim, vocab, mlp, moe, mla).
+absl::StatusOr<ModelSpec> ParseModelJson(const nlohmann::json& value, const std::string& origin,
+                                         const std::string& pointer);
+// Cross-field checks (heads divisible by kv heads, top-k <= experts, pattern length, ...).
+absl::Status ValidateModel(const ModelSpec& model, const std::string& origin);
+
+// Directory of the shipped library (compile-time default, overridable by $PROJECTOR_MODELS_DIR).
+std::string ModelLibraryDir();
+// Names of the shipped models (file stems), sorted.
+std::vector<std::string> ListLibraryModels();
+// `name_or_path`: a library name ("llama3.1-8b") or a path to a JSON file. An unknown name gives
+// kInvalidArgument listing the valid names.
+absl::StatusOr<ModelSpec> ResolveModel(const std::string& name_or_path);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_MODELS_MODEL_SPEC_H_

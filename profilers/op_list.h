@@ -1,0 +1,75 @@
+// The op list: the project's intermediate representation. A profiler turns one module of one
+// layer and one micro-batch into ops (GEMMs, attention kernels, memory-bound kernels,
+// collectives), each tagged with its phase, FLOPs and bytes; backends then time each op.
+#ifndef PROJECTOR_PROFILERS_OP_LIST_H_
+#define PROJECTOR_PROFILERS_OP_LIST_H_
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "backends/attention_backend.h"
+#include "backends/collective_backend.h"
+#include "backends/gemm_backend.h"
+#include "backends/memory_backend.h"
+#include "core/op_shapes.h"
+#include "core/units.h"
+
+namespace projector {
+
+enum class OpKind { kGemm, kAttention, kMemory, kCollective };
+enum class OpPhase { kForward, kBackwardDgrad, kBackwardWgrad, kRecompute };
+// Which parallel dimension a collective runs over.
+enum class CommDim { kNone, kTp, kCp, kEp, kDp, kPp };
+// Where an op's time came from (profile mode marks measured and scaled terms).
+enum class Provenance { kSimulated, kMeasured, kScaledFromMeasured };
+
+std::string_view OpKindName(OpKind k);
+std::string_view OpPhaseName(OpPhase p);
+std::string_view CommDimName(CommDim d);
+std::string_view ProvenanceName(Provenance p);
+
+struct Op {
+  std::string_view name;    // static string: "qkv_proj", "attention_core", "ep_dispatch" ...
+  std::string_view module;  // static string: "attention", "mlp", "moe", "embedding", ...
+  OpKind kind = OpKind::kGemm;
+  OpPhase phase = OpPhase::kForward;
+  CommDim comm_dim = CommDim::kNone;
+  // Exactly one of these describes the op, by `kind`.
+  GemmShape gemm;
+  AttentionShape attention;
+  AttentionPass attention_pass = AttentionPass::kForward;
+  MemoryOp memory;
+  CollectiveOp collective;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+  // The op runs `repeat` times back to back (legacy grouped GEMM: one GEMM per local expert).
+  int64_t repeat = 1;
+  Flops flops;  // all repeats
+  Bytes bytes;  // HBM traffic (or bytes on the wire for collectives), all repeats
+
+  // Filled by timing.
+  Seconds time;               // all repeats
+  Seconds clock_scaled_time;  // part of `time` that scales with 1/clock
+  Provenance provenance = Provenance::kSimulated;
+};
+
+using OpList = std::vector<Op>;
+
+// Non-owning views of the four backend families.
+struct BackendRefs {
+  const GemmBackend& gemm;
+  const AttentionBackend& attention;
+  const MemoryBackend& memory;
+  const CollectiveBackend& collective;
+};
+
+// Times every op with the backends (time = repeat × one estimate).
+absl::Status TimeOps(const BackendRefs& backends, OpList& ops);
+
+// Sum of op times whose phase is `phase` (and module, when not empty).
+Seconds SumTime(const OpList& ops, OpPhase phase, std::string_view module = {});
+
+}  // namespace projector
+
+#endif  // PROJECTOR_PROFILERS_OP_LIST_H_
