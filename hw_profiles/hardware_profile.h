@@ -39,8 +39,13 @@ struct GpuSpec {
   Bytes register_file_per_cu;
 
   // Measured efficiencies (fractions in (0, 1]).
-  double gemm_efficiency = 0.9;  // of peak at the sustained clock, large GEMM
-  double attention_efficiency = 0.8;
+  // Special-function (exp) throughput per clock per CU/SM, for the softmax of flash attention.
+  double exp_per_clock_per_cu = 16;
+  // Measured efficiencies (fractions in (0, 1]), each derived in the profile from a cited
+  // measurement:
+  double gemm_efficiency = 0.9;  // main-loop fraction of the peak at the sustained clock
+  double attention_fwd_efficiency = 0.7;  // flash-attention forward main loop
+  double attention_bwd_efficiency = 0.6;  // flash-attention backward main loop
   double hbm_efficiency = 0.8;  // achievable fraction of HBM bandwidth for streaming kernels
   Seconds kernel_launch_overhead;
 

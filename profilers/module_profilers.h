@@ -1,0 +1,78 @@
+// Module profilers: each turns one module of one transformer layer (or the embedding / output
+// layer) and one micro-batch into an op list with forward, backward-dgrad, backward-wgrad and
+// recompute ops, plus the module's parameters and stored activations per GPU. Sizes follow the
+// layout: sequence parallelism and CP divide the tokens, TP divides heads and FFN, EP divides
+// the experts. Communication is added by the layer composer (projection/), not here.
+#ifndef PROJECTOR_PROFILERS_MODULE_PROFILERS_H_
+#define PROJECTOR_PROFILERS_MODULE_PROFILERS_H_
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/parallel_config.h"
+#include "core/units.h"
+#include "models/model_spec.h"
+#include "profilers/op_list.h"
+
+namespace projector {
+
+struct ProfileContext {
+  const ModelSpec& model;
+  const ParallelConfig& parallel;
+  const TrainingConfig& training;
+  // Recompute applied to this layer: kFull adds a kRecompute copy of every forward op,
+  // kSelective a copy of the attention core (Megatron's selective recompute), kNone nothing.
+  Recompute recompute = Recompute::kNone;
+};
+
+struct ModuleProfile {
+  std::string_view module;  // "attention", "mlp", "moe", "norms", "embedding", "output"
+  OpList ops;
+  // Parameters held per GPU (after TP/EP/PP sharding, before DP/FSDP sharding), split so that
+  // gradient sync can treat expert weights (reduced over the expert-DP group) separately.
+  double dense_parameters = 0;
+  double expert_parameters = 0;
+  // Activation bytes one micro-batch keeps for backward on one GPU, by recompute mode.
+  Bytes activation_bytes;            // no recompute
+  Bytes activation_bytes_selective;  // selective recompute (attention core not stored)
+  // Tokens this GPU processes through the module per micro-batch (after SP/CP; for MoE the
+  // routed token-expert pairs handled by the local experts).
+  int64_t tokens = 0;
+};
+
+// Tokens per GPU per micro-batch entering a layer: micro_batch·seq_len/CP (the sequence is
+// further divided by TP inside norms/dropout under sequence parallelism).
+int64_t TokensPerGpu(const ModelSpec& model, const ParallelConfig& parallel,
+                     const TrainingConfig& training);
+
+// Attention: norm-free QKV (or MLA's LoRA-factored Q, compressed KV and RoPE projections), QK
+// norm when the model has it, RoPE, the flash-attention kernel and the output projection.
+absl::StatusOr<ModuleProfile> ProfileAttention(const ProfileContext& ctx);
+// Dense MLP: SwiGLU (gate, up, down) or plain (up, down) GEMMs and the activation.
+absl::StatusOr<ModuleProfile> ProfileDenseMlp(const ProfileContext& ctx);
+// MoE MLP: router GEMM + top-k, permutation/unpermutation, grouped expert GEMMs (turbo: one
+// batched GEMM over local experts; legacy: one GEMM per local expert), shared experts,
+// activation. EP All-to-All is added by the composer.
+absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx);
+// The two pre-norms and two residual adds of one layer.
+absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx);
+// Embedding lookup (first stage).
+absl::StatusOr<ModuleProfile> ProfileEmbedding(const ProfileContext& ctx);
+// Final norm, output projection (vocab-parallel over TP) and cross-entropy loss (last stage).
+absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx);
+
+// One transformer layer: attention, norms and the dense MLP or the MoE MLP.
+struct LayerProfile {
+  bool is_moe = false;
+  std::vector<ModuleProfile> modules;
+};
+absl::StatusOr<LayerProfile> ProfileLayer(const ProfileContext& ctx, bool is_moe);
+
+// Times every op of every module through the backends.
+absl::Status TimeLayer(const BackendRefs& backends, LayerProfile& layer);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_PROFILERS_MODULE_PROFILERS_H_
