@@ -1,0 +1,56 @@
+// Scenario: model + hardware profile (with node/network) + parallel layout + training settings
+// + backend selection, loaded and validated once. Everything after this point can assume valid
+// input. Sources: a scenario JSON file, CLI flags (which override it), or one case of a
+// calibration file (the ../shared/calibration schema).
+#ifndef PROJECTOR_PROJECTION_SCENARIO_H_
+#define PROJECTOR_PROJECTION_SCENARIO_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/backend_registry.h"
+#include "core/parallel_config.h"
+#include "hw_profiles/hardware_profile.h"
+#include "models/model_spec.h"
+#include "nlohmann/json.hpp"
+
+namespace projector {
+
+struct Scenario {
+  std::string name;  // case id or "default"
+  ModelSpec model;
+  HardwareProfile hw;  // gpus_per_node and clock overrides already applied
+  ParallelConfig parallel;
+  TrainingConfig training;
+  BackendSelection backends;
+  int64_t num_gpus = 8;
+  std::optional<double> measured_tokens_per_s_per_gpu;
+  // Settings the input did not state and the tool's defaults decided (shown in the report).
+  std::vector<std::string> defaults_used;
+};
+
+// Llama-3.1-8B on 8 MI300X, TP1 DP8, seq 8192, micro-batch 1, global batch 64, bf16.
+absl::StatusOr<Scenario> DefaultScenario();
+
+// Cross-field validation: TP·PP·CP·DP == num_gpus, heads % TP, kv heads vs TP, layers across
+// PP·VPP (unless an uneven split is given), experts % EP, EP·ETP vs DP·CP·TP, global batch vs
+// micro-batch·DP, ... kFailedPrecondition / kInvalidArgument with `origin` and the field.
+absl::Status ValidateScenario(const Scenario& scenario, const std::string& origin);
+
+// A scenario JSON file: {"model": NAME|PATH|{inline model}, "gpu": NAME|PATH, "num_gpus",
+// "gpus_per_node", "parallel": {...}, "training": {...}, "backends": {...},
+// "measured_tokens_per_s_per_gpu"}.
+absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path);
+// One case object of a calibration JSONL file (`origin` is "file:line").
+absl::StatusOr<Scenario> ScenarioFromCase(const nlohmann::json& value, const std::string& origin);
+// "FILE:ID": the case with that id.
+absl::StatusOr<Scenario> LoadCalibrationCase(const std::string& file_colon_id);
+
+// One-line layout summary: "TP8 PP16 VPP4 CP1 EP1 DP128 SP".
+std::string LayoutSummary(const ParallelConfig& parallel);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_PROJECTION_SCENARIO_H_
