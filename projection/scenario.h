@@ -48,6 +48,11 @@ absl::StatusOr<Scenario> ScenarioFromCase(const nlohmann::json& value, const std
 // "FILE:ID": the case with that id.
 absl::StatusOr<Scenario> LoadCalibrationCase(const std::string& file_colon_id);
 
+// The scenario as JSON (model, gpu, cluster, layout, training, backends, defaults used).
+nlohmann::json ScenarioToJson(const Scenario& scenario);
+// A few readable lines describing the scenario.
+std::string DescribeScenario(const Scenario& scenario);
+
 // One-line layout summary: "TP8 PP16 VPP4 CP1 EP1 DP128 SP".
 std::string LayoutSummary(const ParallelConfig& parallel);
 

@@ -1,0 +1,284 @@
+#include "cli/cli_options.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "core/status_macros.h"
+
+namespace projector {
+namespace {
+
+absl::Status FlagError(std::string_view flag, std::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", problem));
+}
+
+// Reads an integer flag that must be > 0 (or >= 0 when allow_zero).
+absl::StatusOr<int64_t> PositiveFlag(const cxxopts::ParseResult& flags, const std::string& name,
+                                     bool allow_zero = false) {
+  int64_t v = 0;
+  try {
+    v = flags[name].as<int64_t>();
+  } catch (const std::exception& e) {
+    return FlagError(name, absl::StrCat("expected an integer (", e.what(), ")"));
+  }
+  if (allow_zero ? v < 0 : v <= 0) {
+    return FlagError(name, absl::StrCat("must be ", allow_zero ? ">= 0" : "> 0", ", got ", v));
+  }
+  return v;
+}
+
+bool Given(const cxxopts::ParseResult& flags, const std::string& name) {
+  return flags.count(name) > 0;
+}
+
+}  // namespace
+
+void AddScenarioFlags(cxxopts::Options& options) {
+  // clang-format off
+  options.add_options("Scenario")
+    ("scenario", "Scenario JSON file (flags override it)", cxxopts::value<std::string>(), "FILE")
+    ("case", "One case of a calibration JSONL file", cxxopts::value<std::string>(), "FILE:ID")
+    ("model", "Model library name or JSON file (see --list-models)",
+     cxxopts::value<std::string>(), "NAME|FILE")
+    ("gpu-arch", "GPU hardware profile name or JSON file (see --list-gpus)",
+     cxxopts::value<std::string>(), "NAME|FILE")
+    ("num-gpus", "Number of GPUs in the job", cxxopts::value<int64_t>(), "N")
+    ("gpus-per-node", "GPUs per node (default: the hardware profile's)",
+     cxxopts::value<int64_t>(), "N")
+    ("gpu-clock-mhz", "Sustained GPU clock in MHz; a list (1300,1700,2100) runs a what-if sweep",
+     cxxopts::value<std::string>(), "MHZ[,MHZ...]")
+    ("measured-tgs", "Measured tokens/s/GPU to compare the projection with",
+     cxxopts::value<double>(), "TGS");
+  options.add_options("Parallel layout")
+    ("tp", "Tensor parallel size", cxxopts::value<int64_t>(), "N")
+    ("pp", "Pipeline parallel size", cxxopts::value<int64_t>(), "N")
+    ("vpp", "Virtual pipeline stages per PP rank (interleaved 1F1B)", cxxopts::value<int64_t>(), "N")
+    ("cp", "Context parallel size", cxxopts::value<int64_t>(), "N")
+    ("ep", "Expert parallel size (borrowed from DP)", cxxopts::value<int64_t>(), "N")
+    ("etp", "Tensor parallel size inside an expert", cxxopts::value<int64_t>(), "N")
+    ("dp", "Data parallel size (default: num-gpus / (tp·pp·cp))", cxxopts::value<int64_t>(), "N")
+    ("sequence-parallel", "Sequence parallelism with TP",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("fsdp", "Shard weights, grads and optimizer state over DP",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("distributed-optimizer", "Shard optimizer state over DP (ZeRO-1)",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("first-stage-layers", "Layers on the first pipeline stage (uneven split)",
+     cxxopts::value<int64_t>(), "N")
+    ("last-stage-layers", "Layers on the last pipeline stage (uneven split)",
+     cxxopts::value<int64_t>(), "N")
+    ("moe-grouped-gemm", "MoE expert GEMMs: turbo (one batched GEMM) or legacy (one per expert)",
+     cxxopts::value<std::string>(), "turbo|legacy")
+    ("deepep", "DeepEP-style dispatch: PXN All-to-All overlapped with compute",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL");
+  options.add_options("Training run")
+    ("seq-len", "Sequence length in tokens", cxxopts::value<int64_t>(), "N")
+    ("micro-batch", "Sequences per micro-batch", cxxopts::value<int64_t>(), "N")
+    ("global-batch", "Sequences per optimizer step", cxxopts::value<int64_t>(), "N")
+    ("recompute", "Activation recomputation: none, selective or full",
+     cxxopts::value<std::string>(), "MODE")
+    ("recompute-layers", "Layers per stage recomputed under full recompute (default: all)",
+     cxxopts::value<int64_t>(), "N")
+    ("precision", "GEMM precision: bf16, fp16 or fp8", cxxopts::value<std::string>(), "DTYPE");
+  options.add_options("Backends")
+    ("profiling-mode", "simulate, profile, both or measure", cxxopts::value<std::string>(), "MODE")
+    ("gemm-backend", "GEMM backend (see --list-backends)", cxxopts::value<std::string>(), "NAME")
+    ("attention-backend", "Attention backend", cxxopts::value<std::string>(), "NAME")
+    ("memory-backend", "Memory-bound kernel backend", cxxopts::value<std::string>(), "NAME")
+    ("collective-backend", "Collective backend", cxxopts::value<std::string>(), "NAME");
+  // clang-format on
+}
+
+absl::StatusOr<std::vector<double>> ParsePositiveList(const std::string& text,
+                                                      const std::string& flag) {
+  std::vector<double> out;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    double v = 0;
+    if (!absl::SimpleAtod(absl::StripAsciiWhitespace(part), &v) || !std::isfinite(v) || v <= 0) {
+      return FlagError(flag, absl::StrCat("'", std::string(part),
+                                          "' is not a positive number; expected e.g. 1300,1700"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+absl::StatusOr<double> ParseByteSize(const std::string& text, const std::string& flag) {
+  struct Suffix {
+    const char* name;
+    double factor;
+  };
+  static constexpr Suffix kSuffixes[] = {{"GiB", 1073741824.0}, {"MiB", 1048576.0},
+                                         {"KiB", 1024.0},       {"TB", 1e12},
+                                         {"GB", 1e9},           {"MB", 1e6},
+                                         {"KB", 1e3},           {"B", 1.0}};
+  absl::string_view body = absl::StripAsciiWhitespace(text);
+  double factor = 1.0;
+  for (const Suffix& s : kSuffixes) {
+    if (absl::ConsumeSuffix(&body, s.name)) {
+      factor = s.factor;
+      break;
+    }
+  }
+  double v = 0;
+  if (!absl::SimpleAtod(body, &v) || !std::isfinite(v) || v < 0) {
+    return FlagError(flag, absl::StrCat("'", text,
+                                        "' is not a size; expected a number with an optional "
+                                        "suffix B, KB, MB, GB, TB, KiB, MiB, GiB"));
+  }
+  return v * factor;
+}
+
+int ExitCodeFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return 0;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kUnimplemented:
+    case absl::StatusCode::kOutOfRange:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
+  if (Given(flags, "scenario") && Given(flags, "case")) {
+    return absl::InvalidArgumentError("--scenario and --case are exclusive; give one of them");
+  }
+  Scenario s;
+  bool from_file = false;
+  if (Given(flags, "scenario")) {
+    PROJECTOR_ASSIGN_OR_RETURN(s, LoadScenarioFile(flags["scenario"].as<std::string>()));
+    from_file = true;
+  } else if (Given(flags, "case")) {
+    PROJECTOR_ASSIGN_OR_RETURN(s, LoadCalibrationCase(flags["case"].as<std::string>()));
+    from_file = true;
+  } else {
+    PROJECTOR_ASSIGN_OR_RETURN(s, DefaultScenario());
+  }
+  (void)from_file;
+  if (Given(flags, "model")) {
+    auto model = ResolveModel(flags["model"].as<std::string>());
+    if (!model.ok()) return FlagError("model", model.status().message());
+    s.model = *std::move(model);
+  }
+  if (Given(flags, "gpu-arch")) {
+    auto hw = ResolveHardwareProfile(flags["gpu-arch"].as<std::string>());
+    if (!hw.ok()) return FlagError("gpu-arch", hw.status().message());
+    s.hw = *std::move(hw);
+  }
+  if (Given(flags, "gpus-per-node")) {
+    PROJECTOR_ASSIGN_OR_RETURN(s.hw.gpus_per_node, PositiveFlag(flags, "gpus-per-node"));
+  }
+  if (Given(flags, "gpu-clock-mhz")) {
+    PROJECTOR_ASSIGN_OR_RETURN(auto clocks,
+                               ParsePositiveList(flags["gpu-clock-mhz"].as<std::string>(),
+                                                 "gpu-clock-mhz"));
+    // A single clock sets the scenario's clock; a list is a sweep handled by the caller.
+    if (clocks.size() == 1) s.hw.gpu.sustained_clock = Megahertz(clocks[0]);
+  }
+  if (Given(flags, "measured-tgs")) {
+    double v = flags["measured-tgs"].as<double>();
+    if (!(v > 0)) return FlagError("measured-tgs", absl::StrCat("must be > 0, got ", v));
+    s.measured_tokens_per_s_per_gpu = v;
+  }
+  ParallelConfig& p = s.parallel;
+  struct IntFlag {
+    const char* name;
+    int64_t* target;
+    bool allow_zero;
+  };
+  const IntFlag int_flags[] = {
+      {"tp", &p.tp, false},
+      {"pp", &p.pp, false},
+      {"vpp", &p.vpp, false},
+      {"cp", &p.cp, false},
+      {"ep", &p.ep, false},
+      {"etp", &p.etp, false},
+      {"first-stage-layers", &p.first_stage_layers, true},
+      {"last-stage-layers", &p.last_stage_layers, true},
+      {"seq-len", &s.training.seq_len, false},
+      {"micro-batch", &s.training.micro_batch, false},
+      {"global-batch", &s.training.global_batch, false},
+      {"recompute-layers", &s.training.recompute_layers, true},
+  };
+  bool layout_changed = false;
+  for (const IntFlag& f : int_flags) {
+    if (!Given(flags, f.name)) continue;
+    PROJECTOR_ASSIGN_OR_RETURN(*f.target, PositiveFlag(flags, f.name, f.allow_zero));
+    layout_changed = true;
+  }
+  struct BoolFlag {
+    const char* name;
+    bool* target;
+  };
+  const BoolFlag bool_flags[] = {{"sequence-parallel", &p.sequence_parallel},
+                                 {"fsdp", &p.fsdp},
+                                 {"distributed-optimizer", &p.distributed_optimizer},
+                                 {"deepep", &p.deepep}};
+  for (const BoolFlag& f : bool_flags) {
+    if (!Given(flags, f.name)) continue;
+    try {
+      *f.target = flags[f.name].as<bool>();
+    } catch (const std::exception& e) {
+      return FlagError(f.name, "expected true or false");
+    }
+  }
+  if (Given(flags, "moe-grouped-gemm")) {
+    std::string v = flags["moe-grouped-gemm"].as<std::string>();
+    if (v != "turbo" && v != "legacy") {
+      return FlagError("moe-grouped-gemm", absl::StrCat("unknown mode '", v,
+                                                        "'; accepted: turbo, legacy"));
+    }
+    p.turbo_grouped_gemm = v == "turbo";
+  }
+  if (Given(flags, "recompute")) {
+    auto r = ParseRecompute(flags["recompute"].as<std::string>());
+    if (!r.ok()) return FlagError("recompute", r.status().message());
+    s.training.recompute = *r;
+  }
+  if (Given(flags, "precision")) {
+    std::string v = flags["precision"].as<std::string>();
+    if (v != "bf16" && v != "fp16" && v != "fp8") {
+      return FlagError("precision", absl::StrCat("unknown precision '", v,
+                                                 "'; accepted: bf16, fp16, fp8"));
+    }
+    s.training.precision = *ParseDType(v);
+  }
+  const std::pair<const char*, std::string*> backend_flags[] = {
+      {"gemm-backend", &s.backends.gemm},
+      {"attention-backend", &s.backends.attention},
+      {"memory-backend", &s.backends.memory},
+      {"collective-backend", &s.backends.collective}};
+  for (const auto& [name, target] : backend_flags) {
+    if (Given(flags, name)) *target = flags[name].as<std::string>();
+  }
+  // DP: explicit, else derived from the GPU count and the other dimensions.
+  bool num_gpus_given = Given(flags, "num-gpus");
+  if (num_gpus_given) PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, PositiveFlag(flags, "num-gpus"));
+  int64_t model_parallel = p.tp * p.pp * p.cp;
+  if (Given(flags, "dp")) {
+    PROJECTOR_ASSIGN_OR_RETURN(p.dp, PositiveFlag(flags, "dp"));
+    if (!num_gpus_given) s.num_gpus = model_parallel * p.dp;
+  } else if (num_gpus_given || layout_changed) {
+    if (s.num_gpus % model_parallel != 0) {
+      return FlagError(num_gpus_given ? "num-gpus" : "tp",
+                       absl::StrCat(s.num_gpus, " GPUs are not divisible by tp·pp·cp = ",
+                                    model_parallel,
+                                    "; choose dimensions whose product divides the GPU count"));
+    }
+    p.dp = s.num_gpus / model_parallel;
+  }
+  PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, "command line"));
+  return s;
+}
+
+}  // namespace projector

@@ -1,0 +1,35 @@
+// Command-line flags of the `project` executable: their definitions, and how they build a
+// validated Scenario (defaults <- --scenario FILE or --case FILE:ID <- individual flags).
+// Nothing here models performance.
+#ifndef PROJECTOR_CLI_CLI_OPTIONS_H_
+#define PROJECTOR_CLI_CLI_OPTIONS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cxxopts.hpp"
+#include "projection/scenario.h"
+
+namespace projector {
+
+// Adds the scenario flags (model, GPU, cluster, layout, run settings, backends) to `options`.
+void AddScenarioFlags(cxxopts::Options& options);
+
+// Builds and validates the scenario the flags describe. kInvalidArgument / kNotFound /
+// kFailedPrecondition with the flag or field named.
+absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags);
+
+// Parses a comma-separated list of positive numbers ("1300,1700,2100") for `flag`.
+absl::StatusOr<std::vector<double>> ParsePositiveList(const std::string& text,
+                                                      const std::string& flag);
+
+// Parses a byte size: "1GiB", "512MiB", "4MB", "1e9", "65536".
+absl::StatusOr<double> ParseByteSize(const std::string& text, const std::string& flag);
+
+// Maps a status to the process exit code: 2 for bad input, 1 for internal errors.
+int ExitCodeFor(const absl::Status& status);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_CLI_CLI_OPTIONS_H_

@@ -1,0 +1,385 @@
+// The `project` executable: parses flags, dispatches to the main projection or a subcommand
+// (estimate, validate, search), prints, and maps errors to exit codes (2 = bad input,
+// 1 = internal error). No modelling happens here.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "backends/backend_registry.h"
+#include "cli/cli_options.h"
+#include "core/status_macros.h"
+#include "cxxopts.hpp"
+#include "hw_profiles/hardware_profile.h"
+#include "models/model_spec.h"
+#include "nlohmann/json.hpp"
+#include "projection/scenario.h"
+
+namespace projector {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kUsage[] =
+    "Projects LLM training throughput (tokens/GPU/s) for a model, GPU, cluster and layout.\n"
+    "\n"
+    "  project [flags]                          project one training step\n"
+    "  project estimate gemm|attention|collective [flags]   time one op\n"
+    "\n"
+    "Example:\n"
+    "  project --profiling-mode simulate --gpu-arch mi300x --model llama3.1-70b --num-gpus 64 \\\n"
+    "          --fsdp --recompute full --seq-len 8192 --micro-batch 1 --global-batch 64\n";
+
+struct Output {
+  std::ostream& out;
+  std::ostream& err;
+};
+
+// Checks --format and returns true for json.
+absl::StatusOr<bool> WantsJson(const cxxopts::ParseResult& flags) {
+  if (!flags.count("format")) return false;
+  std::string f = flags["format"].as<std::string>();
+  if (f == "json") return true;
+  if (f == "text") return false;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--format: unknown format '", f, "'; accepted: text, json"));
+}
+
+void AddCommonFlags(cxxopts::Options& options) {
+  options.add_options()("h,help", "Show this help")(
+      "format", "Output format: text or json", cxxopts::value<std::string>(), "FORMAT");
+}
+
+std::string ListModels() {
+  std::string out;
+  for (const std::string& name : ListLibraryModels()) {
+    auto m = ResolveModel(name);
+    if (!m.ok()) {
+      absl::StrAppend(&out, name, "  (", m.status().message(), ")\n");
+      continue;
+    }
+    absl::StrAppendFormat(&out, "%-22s %-26s %4d layers  hidden %6d  %s%.1fB params\n", name,
+                          m->name, m->num_layers, m->hidden_size,
+                          m->moe ? absl::StrFormat("MoE %dx top-%d  ", m->moe->num_experts,
+                                                   m->moe->top_k)
+                                 : std::string(),
+                          m->TotalParameters() / 1e9);
+  }
+  return out;
+}
+
+std::string ListGpus() {
+  std::string out;
+  for (const std::string& name : ListLibraryGpus()) {
+    auto hw = ResolveHardwareProfile(name);
+    if (!hw.ok()) {
+      absl::StrAppend(&out, name, "  (", hw.status().message(), ")\n");
+      continue;
+    }
+    const GpuSpec& g = hw->gpu;
+    absl::StrAppendFormat(
+        &out, "%-15s %4d CUs/SMs  bf16 %7.1f TFLOP/s @ %4.0f MHz  HBM %5.0f GB %4.2f TB/s  %d/node\n",
+        name, g.compute_units, ToTeraFlopsPerSecond(g.MatrixPeak(DType::kBf16, g.peak_clock)),
+        ToMegahertz(g.peak_clock), g.hbm_capacity.value() / 1e9, g.hbm_bandwidth.value() / 1e12,
+        hw->gpus_per_node);
+  }
+  return out;
+}
+
+absl::StatusOr<HardwareProfile> HardwareFromFlags(const cxxopts::ParseResult& flags) {
+  if (!flags.count("gpu-arch")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--gpu-arch: required; valid: ", absl::StrJoin(ListLibraryGpus(), ", ")));
+  }
+  auto hw = ResolveHardwareProfile(flags["gpu-arch"].as<std::string>());
+  if (!hw.ok()) return absl::InvalidArgumentError(absl::StrCat("--gpu-arch: ", hw.status().message()));
+  if (flags.count("gpus-per-node")) {
+    int64_t g = flags["gpus-per-node"].as<int64_t>();
+    if (g <= 0) return absl::InvalidArgumentError(absl::StrCat("--gpus-per-node: must be > 0, got ", g));
+    hw->gpus_per_node = g;
+  }
+  if (flags.count("gpu-clock-mhz")) {
+    double mhz = flags["gpu-clock-mhz"].as<double>();
+    if (!(mhz > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("--gpu-clock-mhz: must be > 0, got ", mhz));
+    }
+    hw->gpu.sustained_clock = Megahertz(mhz);
+  }
+  return hw;
+}
+
+absl::StatusOr<int64_t> RequiredPositive(const cxxopts::ParseResult& flags, const char* name) {
+  if (!flags.count(name)) return absl::InvalidArgumentError(absl::StrCat("--", name, ": required"));
+  int64_t v = flags[name].as<int64_t>();
+  if (v <= 0) return absl::InvalidArgumentError(absl::StrCat("--", name, ": must be > 0, got ", v));
+  return v;
+}
+
+absl::StatusOr<DType> DTypeFlag(const cxxopts::ParseResult& flags) {
+  std::string name = flags.count("dtype") ? flags["dtype"].as<std::string>() : "bf16";
+  auto d = ParseDType(name);
+  if (!d.ok()) return absl::InvalidArgumentError(absl::StrCat("--dtype: ", d.status().message()));
+  return *d;
+}
+
+absl::Status RunEstimate(int argc, char** argv, Output& io) {
+  if (argc < 3) {
+    return absl::InvalidArgumentError(
+        "estimate: which op? accepted: gemm, attention, collective (e.g. project estimate gemm "
+        "--gpu-arch h100-sxm --m 8192 --n 8192 --k 8192)");
+  }
+  std::string kind = argv[2];
+  cxxopts::Options options(absl::StrCat("project estimate ", kind), "Estimate one op.");
+  AddCommonFlags(options);
+  // clang-format off
+  options.add_options()
+    ("gpu-arch", "GPU profile name or file", cxxopts::value<std::string>(), "NAME|FILE")
+    ("gpus-per-node", "GPUs per node", cxxopts::value<int64_t>(), "N")
+    ("gpu-clock-mhz", "Sustained clock override", cxxopts::value<double>(), "MHZ")
+    ("dtype", "bf16, fp16, fp8, fp32, tf32, fp4", cxxopts::value<std::string>(), "DTYPE");
+  // clang-format on
+  if (kind == "gemm") {
+    options.add_options()("m", "M", cxxopts::value<int64_t>(), "N")("n", "N", cxxopts::value<int64_t>(), "N")(
+        "k", "K", cxxopts::value<int64_t>(), "N")("batch", "Batch count", cxxopts::value<int64_t>(), "N")(
+        "gemm-backend", "GEMM backend", cxxopts::value<std::string>()->default_value("tile"), "NAME");
+  } else if (kind == "attention") {
+    options.add_options()("batch", "Sequences", cxxopts::value<int64_t>(), "N")(
+        "heads", "Query heads", cxxopts::value<int64_t>(), "N")(
+        "kv-heads", "Key/value heads (default: heads)", cxxopts::value<int64_t>(), "N")(
+        "seq-q", "Query length", cxxopts::value<int64_t>(), "N")(
+        "seq-kv", "Key/value length (default: seq-q)", cxxopts::value<int64_t>(), "N")(
+        "head-dim", "QK and V head dim", cxxopts::value<int64_t>(), "N")(
+        "qk-head-dim", "QK head dim (MLA: 192)", cxxopts::value<int64_t>(), "N")(
+        "v-head-dim", "V head dim (MLA: 128)", cxxopts::value<int64_t>(), "N")(
+        "causal", "Causal mask", cxxopts::value<bool>()->default_value("true")->implicit_value("true"), "BOOL")(
+        "pass", "fwd or bwd", cxxopts::value<std::string>()->default_value("fwd"), "PASS")(
+        "attention-backend", "Attention backend", cxxopts::value<std::string>()->default_value("tile"), "NAME");
+  } else if (kind == "collective") {
+    options.add_options()("op", "allreduce, allgather, reducescatter, alltoall, sendrecv, broadcast",
+                          cxxopts::value<std::string>(), "OP")(
+        "bytes", "Message size (nccl-tests convention), e.g. 1GiB", cxxopts::value<std::string>(), "SIZE")(
+        "ranks", "Group size", cxxopts::value<int64_t>(), "N")(
+        "stride", "Distance between group ranks in the global rank order", cxxopts::value<int64_t>()->default_value("1"), "N")(
+        "algorithm", "auto, ring, tree, direct, halving-doubling, hierarchical, pxn",
+        cxxopts::value<std::string>()->default_value("auto"), "NAME")(
+        "collective-backend", "Collective backend", cxxopts::value<std::string>()->default_value("hierarchical"), "NAME");
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("estimate: unknown op '", kind, "'; accepted: gemm, attention, collective"));
+  }
+  cxxopts::ParseResult flags;
+  try {
+    flags = options.parse(argc - 2, argv + 2);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("estimate ", kind, ": ", e.what()));
+  }
+  if (flags.count("help")) {
+    io.out << options.help();
+    return absl::OkStatus();
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(bool as_json, WantsJson(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(HardwareProfile hw, HardwareFromFlags(flags));
+  json j;
+  j["gpu"] = hw.name;
+  j["clock_mhz"] = ToMegahertz(hw.gpu.sustained_clock);
+  std::string text;
+  if (kind == "gemm") {
+    GemmShape shape;
+    PROJECTOR_ASSIGN_OR_RETURN(shape.m, RequiredPositive(flags, "m"));
+    PROJECTOR_ASSIGN_OR_RETURN(shape.n, RequiredPositive(flags, "n"));
+    PROJECTOR_ASSIGN_OR_RETURN(shape.k, RequiredPositive(flags, "k"));
+    if (flags.count("batch")) PROJECTOR_ASSIGN_OR_RETURN(shape.batch, RequiredPositive(flags, "batch"));
+    PROJECTOR_ASSIGN_OR_RETURN(shape.dtype, DTypeFlag(flags));
+    auto backend = MakeGemmBackend(flags["gemm-backend"].as<std::string>(), hw);
+    if (!backend.ok()) return absl::InvalidArgumentError(absl::StrCat("--gemm-backend: ", backend.status().message()));
+    PROJECTOR_ASSIGN_OR_RETURN(GemmEstimate e, (*backend)->Estimate(shape));
+    double tflops = ToTeraFlopsPerSecond(GemmFlops(shape) / e.time);
+    j.update({{"op", "gemm"}, {"backend", std::string((*backend)->name())}, {"m", shape.m}, {"n", shape.n},
+              {"k", shape.k}, {"batch", shape.batch}, {"dtype", std::string(DTypeName(shape.dtype))},
+              {"time_s", e.time.value()}, {"tflops", tflops}, {"bound", std::string(BoundName(e.bound))},
+              {"tile", {e.tile_m, e.tile_n, e.tile_k}}, {"waves", e.waves},
+              {"clock_scaled_time_s", e.clock_scaled_time.value()}});
+    text = absl::StrFormat(
+        "GEMM %dx%dx%d batch %d %s on %s @ %.0f MHz (%s backend)\n  time      %.3f us\n  "
+        "achieved  %.1f TFLOP/s\n  tile      %dx%dx%d, %d waves\n  bound     %s\n",
+        shape.m, shape.n, shape.k, shape.batch, DTypeName(shape.dtype), hw.name,
+        ToMegahertz(hw.gpu.sustained_clock), (*backend)->name(), ToMicroseconds(e.time), tflops,
+        e.tile_m, e.tile_n, e.tile_k, e.waves, BoundName(e.bound));
+  } else if (kind == "attention") {
+    AttentionShape shape;
+    PROJECTOR_ASSIGN_OR_RETURN(shape.batch, RequiredPositive(flags, "batch"));
+    PROJECTOR_ASSIGN_OR_RETURN(shape.num_q_heads, RequiredPositive(flags, "heads"));
+    shape.num_kv_heads = shape.num_q_heads;
+    if (flags.count("kv-heads")) PROJECTOR_ASSIGN_OR_RETURN(shape.num_kv_heads, RequiredPositive(flags, "kv-heads"));
+    PROJECTOR_ASSIGN_OR_RETURN(shape.seq_q, RequiredPositive(flags, "seq-q"));
+    shape.seq_kv = shape.seq_q;
+    if (flags.count("seq-kv")) PROJECTOR_ASSIGN_OR_RETURN(shape.seq_kv, RequiredPositive(flags, "seq-kv"));
+    if (flags.count("head-dim")) {
+      PROJECTOR_ASSIGN_OR_RETURN(shape.qk_head_dim, RequiredPositive(flags, "head-dim"));
+      shape.v_head_dim = shape.qk_head_dim;
+    }
+    if (flags.count("qk-head-dim")) PROJECTOR_ASSIGN_OR_RETURN(shape.qk_head_dim, RequiredPositive(flags, "qk-head-dim"));
+    if (flags.count("v-head-dim")) PROJECTOR_ASSIGN_OR_RETURN(shape.v_head_dim, RequiredPositive(flags, "v-head-dim"));
+    if (shape.qk_head_dim <= 0 || shape.v_head_dim <= 0) {
+      return absl::InvalidArgumentError("--head-dim: required (or --qk-head-dim and --v-head-dim)");
+    }
+    shape.causal = flags["causal"].as<bool>();
+    PROJECTOR_ASSIGN_OR_RETURN(shape.dtype, DTypeFlag(flags));
+    std::string pass_name = flags["pass"].as<std::string>();
+    if (pass_name != "fwd" && pass_name != "bwd") {
+      return absl::InvalidArgumentError(absl::StrCat("--pass: unknown pass '", pass_name, "'; accepted: fwd, bwd"));
+    }
+    AttentionPass pass = pass_name == "fwd" ? AttentionPass::kForward : AttentionPass::kBackward;
+    auto backend = MakeAttentionBackend(flags["attention-backend"].as<std::string>(), hw);
+    if (!backend.ok()) return absl::InvalidArgumentError(absl::StrCat("--attention-backend: ", backend.status().message()));
+    PROJECTOR_ASSIGN_OR_RETURN(AttentionEstimate e, (*backend)->Estimate(shape, pass));
+    double tflops = ToTeraFlopsPerSecond(AttentionFlops(shape, pass) / e.time);
+    j.update({{"op", "attention"}, {"backend", std::string((*backend)->name())}, {"pass", pass_name},
+              {"batch", shape.batch}, {"heads", shape.num_q_heads}, {"kv_heads", shape.num_kv_heads},
+              {"seq_q", shape.seq_q}, {"seq_kv", shape.seq_kv}, {"qk_head_dim", shape.qk_head_dim},
+              {"v_head_dim", shape.v_head_dim}, {"causal", shape.causal},
+              {"dtype", std::string(DTypeName(shape.dtype))}, {"time_s", e.time.value()},
+              {"tflops", tflops}, {"bound", std::string(BoundName(e.bound))},
+              {"tile", {e.tile_q, e.tile_kv}}, {"waves", e.waves},
+              {"clock_scaled_time_s", e.clock_scaled_time.value()}});
+    text = absl::StrFormat(
+        "Attention %s B%d H%d/%d Sq%d Skv%d D%d/%d %s %s on %s @ %.0f MHz (%s backend)\n  time      "
+        "%.3f us\n  achieved  %.1f TFLOP/s\n  tile      %dx%d, %d waves\n  bound     %s\n",
+        pass_name, shape.batch, shape.num_q_heads, shape.num_kv_heads, shape.seq_q, shape.seq_kv,
+        shape.qk_head_dim, shape.v_head_dim, shape.causal ? "causal" : "non-causal",
+        DTypeName(shape.dtype), hw.name, ToMegahertz(hw.gpu.sustained_clock), (*backend)->name(),
+        ToMicroseconds(e.time), tflops, e.tile_q, e.tile_kv, e.waves, BoundName(e.bound));
+  } else {
+    CollectiveOp op;
+    if (!flags.count("op")) {
+      return absl::InvalidArgumentError(
+          "--op: required; accepted: allreduce, allgather, reducescatter, alltoall, sendrecv, broadcast");
+    }
+    std::string op_name = flags["op"].as<std::string>();
+    bool found = false;
+    for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
+                             CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll,
+                             CollectiveKind::kSendRecv, CollectiveKind::kBroadcast}) {
+      if (CollectiveKindName(k) == op_name) {
+        op.kind = k;
+        found = true;
+      }
+    }
+    if (!found) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--op: unknown collective '", op_name,
+          "'; accepted: allreduce, allgather, reducescatter, alltoall, sendrecv, broadcast"));
+    }
+    if (!flags.count("bytes")) return absl::InvalidArgumentError("--bytes: required (e.g. 1GiB)");
+    PROJECTOR_ASSIGN_OR_RETURN(double bytes, ParseByteSize(flags["bytes"].as<std::string>(), "bytes"));
+    op.bytes = Bytes(bytes);
+    PROJECTOR_ASSIGN_OR_RETURN(op.group.size, RequiredPositive(flags, "ranks"));
+    PROJECTOR_ASSIGN_OR_RETURN(op.group.stride, RequiredPositive(flags, "stride"));
+    auto algorithm = ParseCollectiveAlgorithm(flags["algorithm"].as<std::string>());
+    if (!algorithm.ok()) return absl::InvalidArgumentError(absl::StrCat("--algorithm: ", algorithm.status().message()));
+    auto backend = MakeCollectiveBackend(flags["collective-backend"].as<std::string>(), hw);
+    if (!backend.ok()) return absl::InvalidArgumentError(absl::StrCat("--collective-backend: ", backend.status().message()));
+    PROJECTOR_ASSIGN_OR_RETURN(CollectiveEstimate e, (*backend)->Estimate(op, *algorithm));
+    double busbw = ToGigabytesPerSecond(e.bus_bandwidth);
+    j.update({{"op", op_name}, {"backend", std::string((*backend)->name())}, {"bytes", bytes},
+              {"ranks", op.group.size}, {"stride", op.group.stride}, {"time_s", e.time.value()},
+              {"bus_bandwidth_gbps", busbw}, {"algorithm", std::string(CollectiveAlgorithmName(e.algorithm))},
+              {"nodes_spanned", e.nodes_spanned}, {"ranks_per_node", e.ranks_per_node},
+              {"bound", std::string(BoundName(e.bound))}});
+    text = absl::StrFormat(
+        "%s of %.4g bytes over %d ranks (stride %d) on %s, %d per node (%s backend)\n  time      "
+        "%.3f us\n  bus bw    %.1f GB/s\n  algorithm %s\n  placement %d nodes x %d ranks\n  bound     %s\n",
+        op_name, bytes, op.group.size, op.group.stride, hw.name, hw.gpus_per_node,
+        (*backend)->name(), ToMicroseconds(e.time), busbw, CollectiveAlgorithmName(e.algorithm),
+        e.nodes_spanned, e.ranks_per_node, BoundName(e.bound));
+  }
+  io.out << (as_json ? j.dump(2) + "\n" : text);
+  return absl::OkStatus();
+}
+
+absl::Status RunProject(int argc, char** argv, Output& io) {
+  cxxopts::Options options("project", kUsage);
+  AddCommonFlags(options);
+  options.add_options()("list-models", "List the model library")(
+      "list-gpus", "List the hardware profile library")("list-backends", "List the backends");
+  AddScenarioFlags(options);
+  cxxopts::ParseResult flags;
+  try {
+    flags = options.parse(argc, argv);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(e.what(), " (see project --help)"));
+  }
+  if (!flags.unmatched().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unexpected argument '", flags.unmatched().front(),
+        "'; subcommands: estimate (see project --help)"));
+  }
+  if (flags.count("help")) {
+    io.out << options.help({"", "Scenario", "Parallel layout", "Training run", "Backends"});
+    return absl::OkStatus();
+  }
+  if (flags.count("list-models")) {
+    io.out << ListModels();
+    return absl::OkStatus();
+  }
+  if (flags.count("list-gpus")) {
+    io.out << ListGpus();
+    return absl::OkStatus();
+  }
+  if (flags.count("list-backends")) {
+    io.out << DescribeBackends();
+    return absl::OkStatus();
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(bool as_json, WantsJson(flags));
+  std::string mode = flags.count("profiling-mode") ? flags["profiling-mode"].as<std::string>()
+                                                   : "simulate";
+  if (mode != "simulate" && mode != "profile" && mode != "both" && mode != "measure") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--profiling-mode: unknown mode '", mode, "'; accepted: simulate, profile, both, measure"));
+  }
+  if (mode != "simulate") {
+    return absl::UnimplementedError(absl::StrCat(
+        "--profiling-mode ", mode, ": not available in this build yet; use simulate"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(Scenario scenario, ScenarioFromFlags(flags));
+  if (as_json) {
+    io.out << ScenarioToJson(scenario).dump(2) << "\n";
+  } else {
+    io.out << DescribeScenario(scenario);
+  }
+  return absl::OkStatus();
+}
+
+int Run(int argc, char** argv, Output& io) {
+  absl::Status status;
+  std::string sub = argc > 1 ? argv[1] : "";
+  if (sub == "estimate") {
+    status = RunEstimate(argc, argv, io);
+  } else {
+    status = RunProject(argc, argv, io);
+  }
+  if (!status.ok()) {
+    io.err << "project: error: " << status.message() << "\n";
+    return ExitCodeFor(status);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace projector
+
+int main(int argc, char** argv) {
+  projector::Output io{std::cout, std::cerr};
+  try {
+    return projector::Run(argc, argv, io);
+  } catch (const std::exception& e) {
+    std::cerr << "project: internal error: " << e.what() << "\n";
+    return 1;
+  } catch (...) {
+    std::cerr << "project: internal error: unknown exception\n";
+    return 1;
+  }
+}

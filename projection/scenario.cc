@@ -1,0 +1,474 @@
+#include "projection/scenario.h"
+
+#include <fstream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/json_reader.h"
+#include "core/status_macros.h"
+
+namespace projector {
+namespace {
+
+using nlohmann::json;
+
+absl::Status Precondition(std::string_view origin, std::string_view field,
+                          std::string_view problem) {
+  return absl::FailedPreconditionError(absl::StrCat(origin, ": ", field, ": ", problem));
+}
+
+// Resolves a "model" value: a library name, a path, or an inline model object.
+absl::StatusOr<ModelSpec> ModelFromJson(JsonObject& obj, std::string_view key,
+                                        const std::string& base_dir) {
+  obj.Accept(key);
+  if (!obj.Has(key)) return obj.FieldError(key, "required field is missing");
+  const json& v = obj.json().at(std::string(key));
+  if (v.is_object()) return ParseModelJson(v, obj.origin(), obj.PathOf(key));
+  if (!v.is_string()) {
+    return obj.FieldError(key, "expected a model name, a file path or an inline model object");
+  }
+  std::string name = v.get<std::string>();
+  // Relative paths in a scenario file are relative to the file.
+  if (name.find('/') != std::string::npos && name[0] != '/' && !base_dir.empty()) {
+    name = absl::StrCat(base_dir, "/", name);
+  }
+  auto model = ResolveModel(name);
+  if (!model.ok()) return obj.FieldError(key, model.status().message());
+  return model;
+}
+
+absl::StatusOr<HardwareProfile> GpuFromJson(JsonObject& obj, std::string_view key,
+                                            const std::string& base_dir) {
+  PROJECTOR_ASSIGN_OR_RETURN(std::string name, obj.String(key));
+  if (name.find('/') != std::string::npos && name[0] != '/' && !base_dir.empty()) {
+    name = absl::StrCat(base_dir, "/", name);
+  }
+  auto hw = ResolveHardwareProfile(name);
+  if (!hw.ok()) return obj.FieldError(key, hw.status().message());
+  return hw;
+}
+
+const std::vector<std::string> kPrecisions = {"bf16", "fp16", "fp8"};
+const std::vector<std::string> kRecomputes = {"none", "selective", "full"};
+
+absl::Status ParseParallel(JsonObject& p, ParallelConfig& out, bool& dp_given) {
+  PROJECTOR_ASSIGN_OR_RETURN(out.tp, p.IntOr("tp", 1));
+  PROJECTOR_ASSIGN_OR_RETURN(out.pp, p.IntOr("pp", 1));
+  PROJECTOR_ASSIGN_OR_RETURN(out.vpp, p.IntOr("vpp", 1));
+  PROJECTOR_ASSIGN_OR_RETURN(out.cp, p.IntOr("cp", 1));
+  PROJECTOR_ASSIGN_OR_RETURN(out.ep, p.IntOr("ep", 1));
+  PROJECTOR_ASSIGN_OR_RETURN(out.etp, p.IntOr("etp", 1));
+  dp_given = p.Has("dp");
+  PROJECTOR_ASSIGN_OR_RETURN(out.dp, p.IntOr("dp", 0));
+  PROJECTOR_ASSIGN_OR_RETURN(out.sequence_parallel, p.BoolOr("sequence_parallel", false));
+  PROJECTOR_ASSIGN_OR_RETURN(out.fsdp, p.BoolOr("fsdp", false));
+  PROJECTOR_ASSIGN_OR_RETURN(out.distributed_optimizer, p.BoolOr("distributed_optimizer", false));
+  PROJECTOR_ASSIGN_OR_RETURN(out.first_stage_layers, p.IntOr("first_stage_layers", 0));
+  PROJECTOR_ASSIGN_OR_RETURN(out.last_stage_layers, p.IntOr("last_stage_layers", 0));
+  PROJECTOR_ASSIGN_OR_RETURN(out.turbo_grouped_gemm, p.BoolOr("turbo_grouped_gemm", true));
+  PROJECTOR_ASSIGN_OR_RETURN(out.deepep, p.BoolOr("deepep", false));
+  for (const char* key : {"tp", "pp", "vpp", "cp", "ep", "etp"}) {
+    if (p.Has(key)) PROJECTOR_RETURN_IF_ERROR(p.PositiveInt(key).status());
+  }
+  if (dp_given) PROJECTOR_RETURN_IF_ERROR(p.PositiveInt("dp").status());
+  for (const char* key : {"first_stage_layers", "last_stage_layers"}) {
+    if (p.Has(key)) PROJECTOR_RETURN_IF_ERROR(p.PositiveInt(key, /*allow_zero=*/true).status());
+  }
+  return p.CheckNoUnknownKeys();
+}
+
+absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
+  PROJECTOR_ASSIGN_OR_RETURN(out.seq_len, t.PositiveInt("seq_len"));
+  PROJECTOR_ASSIGN_OR_RETURN(out.micro_batch, t.PositiveInt("micro_batch"));
+  PROJECTOR_ASSIGN_OR_RETURN(out.global_batch, t.PositiveInt("global_batch"));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string recompute, t.EnumOr("recompute", kRecomputes, "none"));
+  out.recompute = *ParseRecompute(recompute);
+  PROJECTOR_ASSIGN_OR_RETURN(out.recompute_layers, t.IntOr("recompute_layers", 0));
+  if (t.Has("recompute_layers")) {
+    PROJECTOR_RETURN_IF_ERROR(t.PositiveInt("recompute_layers", true).status());
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(std::string precision, t.EnumOr("precision", kPrecisions, "bf16"));
+  out.precision = *ParseDType(precision);
+  PROJECTOR_ASSIGN_OR_RETURN(out.overlap_grad_reduce, t.BoolOr("overlap_grad_reduce", true));
+  PROJECTOR_ASSIGN_OR_RETURN(out.overlap_param_gather, t.BoolOr("overlap_param_gather", true));
+  return t.CheckNoUnknownKeys();
+}
+
+absl::Status ParseBackends(JsonObject& b, BackendSelection& out) {
+  PROJECTOR_ASSIGN_OR_RETURN(out.gemm, b.StringOr("gemm", out.gemm));
+  PROJECTOR_ASSIGN_OR_RETURN(out.attention, b.StringOr("attention", out.attention));
+  PROJECTOR_ASSIGN_OR_RETURN(out.memory, b.StringOr("memory", out.memory));
+  PROJECTOR_ASSIGN_OR_RETURN(out.collective, b.StringOr("collective", out.collective));
+  return b.CheckNoUnknownKeys();
+}
+
+std::string DirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+// Fills dp (when not given) and num_gpus, and records the defaults the input left open.
+absl::Status Complete(Scenario& s, bool dp_given, bool num_gpus_given, std::string_view origin) {
+  ParallelConfig& p = s.parallel;
+  int64_t model_parallel = p.tp * p.pp * p.cp;
+  if (!dp_given) {
+    if (!num_gpus_given) {
+      p.dp = 1;
+    } else {
+      if (s.num_gpus % model_parallel != 0) {
+        return Precondition(origin, "/parallel/dp",
+                            absl::StrFormat("num_gpus %d is not divisible by tp·pp·cp = %d; "
+                                            "choose a layout whose product divides the GPU count",
+                                            s.num_gpus, model_parallel));
+      }
+      p.dp = s.num_gpus / model_parallel;
+    }
+  }
+  if (!num_gpus_given) s.num_gpus = p.tp * p.pp * p.cp * p.dp;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string LayoutSummary(const ParallelConfig& p) {
+  std::string out = absl::StrFormat("TP%d PP%d", p.tp, p.pp);
+  if (p.vpp > 1) absl::StrAppendFormat(&out, " VPP%d", p.vpp);
+  absl::StrAppendFormat(&out, " CP%d", p.cp);
+  if (p.ep > 1) absl::StrAppendFormat(&out, " EP%d", p.ep);
+  if (p.etp > 1) absl::StrAppendFormat(&out, " ETP%d", p.etp);
+  absl::StrAppendFormat(&out, " DP%d", p.dp);
+  if (p.sequence_parallel) out += " SP";
+  if (p.fsdp) out += " FSDP";
+  if (p.distributed_optimizer) out += " DistOpt";
+  return out;
+}
+
+nlohmann::json ScenarioToJson(const Scenario& s) {
+  const ParallelConfig& p = s.parallel;
+  const TrainingConfig& t = s.training;
+  json j;
+  j["name"] = s.name;
+  j["model"] = s.model.name;
+  j["gpu"] = s.hw.name;
+  j["num_gpus"] = s.num_gpus;
+  j["gpus_per_node"] = s.hw.gpus_per_node;
+  j["gpu_clock_mhz"] = ToMegahertz(s.hw.gpu.sustained_clock);
+  j["parallel"] = {{"tp", p.tp},
+                   {"pp", p.pp},
+                   {"vpp", p.vpp},
+                   {"cp", p.cp},
+                   {"ep", p.ep},
+                   {"etp", p.etp},
+                   {"dp", p.dp},
+                   {"sequence_parallel", p.sequence_parallel},
+                   {"fsdp", p.fsdp},
+                   {"distributed_optimizer", p.distributed_optimizer},
+                   {"first_stage_layers", p.first_stage_layers},
+                   {"last_stage_layers", p.last_stage_layers},
+                   {"turbo_grouped_gemm", p.turbo_grouped_gemm},
+                   {"deepep", p.deepep}};
+  j["training"] = {{"seq_len", t.seq_len},
+                   {"micro_batch", t.micro_batch},
+                   {"global_batch", t.global_batch},
+                   {"recompute", std::string(RecomputeName(t.recompute))},
+                   {"recompute_layers", t.recompute_layers},
+                   {"precision", std::string(DTypeName(t.precision))},
+                   {"overlap_grad_reduce", t.overlap_grad_reduce},
+                   {"overlap_param_gather", t.overlap_param_gather}};
+  j["backends"] = {{"gemm", s.backends.gemm},
+                   {"attention", s.backends.attention},
+                   {"memory", s.backends.memory},
+                   {"collective", s.backends.collective}};
+  j["defaults_used"] = s.defaults_used;
+  if (s.measured_tokens_per_s_per_gpu) {
+    j["measured_tokens_per_s_per_gpu"] = *s.measured_tokens_per_s_per_gpu;
+  }
+  return j;
+}
+
+std::string DescribeScenario(const Scenario& s) {
+  const TrainingConfig& t = s.training;
+  std::string out = absl::StrFormat(
+      "Scenario %s\n  model      %s (%d layers, hidden %d%s)\n  cluster    %d x %s (%d per "
+      "node, clock %.0f MHz)\n  layout     %s\n  training   seq %d, micro-batch %d, global "
+      "batch %d, recompute %s, %s\n  backends   gemm=%s attention=%s memory=%s "
+      "collective=%s\n",
+      s.name, s.model.name, s.model.num_layers, s.model.hidden_size,
+      s.model.moe ? absl::StrFormat(", %d experts top-%d", s.model.moe->num_experts,
+                                    s.model.moe->top_k)
+                  : std::string(),
+      s.num_gpus, s.hw.name, s.hw.gpus_per_node, ToMegahertz(s.hw.gpu.sustained_clock),
+      LayoutSummary(s.parallel), t.seq_len, t.micro_batch, t.global_batch,
+      RecomputeName(t.recompute), DTypeName(t.precision), s.backends.gemm, s.backends.attention,
+      s.backends.memory, s.backends.collective);
+  for (const std::string& d : s.defaults_used) absl::StrAppend(&out, "  default    ", d, "\n");
+  return out;
+}
+
+absl::StatusOr<Scenario> DefaultScenario() {
+  Scenario s;
+  s.name = "default";
+  PROJECTOR_ASSIGN_OR_RETURN(s.model, ResolveModel("llama3.1-8b"));
+  PROJECTOR_ASSIGN_OR_RETURN(s.hw, ResolveHardwareProfile("mi300x"));
+  s.num_gpus = 8;
+  s.parallel.tp = 1;
+  s.parallel.dp = 8;
+  s.parallel.distributed_optimizer = true;
+  s.training.seq_len = 8192;
+  s.training.micro_batch = 1;
+  s.training.global_batch = 64;
+  s.training.precision = DType::kBf16;
+  return s;
+}
+
+absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
+  const ParallelConfig& p = s.parallel;
+  const ModelSpec& m = s.model;
+  const TrainingConfig& t = s.training;
+  for (auto [name, v] : {std::pair<const char*, int64_t>{"tp", p.tp}, {"pp", p.pp},
+                         {"vpp", p.vpp}, {"cp", p.cp}, {"ep", p.ep}, {"etp", p.etp},
+                         {"dp", p.dp}}) {
+    if (v <= 0) {
+      return JsonFieldError(origin, absl::StrCat("/parallel/", name),
+                            absl::StrCat("must be > 0, got ", v));
+    }
+  }
+  if (s.num_gpus <= 0) {
+    return JsonFieldError(origin, "/num_gpus", absl::StrCat("must be > 0, got ", s.num_gpus));
+  }
+  if (p.NumGpus() != s.num_gpus) {
+    return Precondition(origin, "/parallel",
+                        absl::StrFormat("tp·pp·cp·dp = %d·%d·%d·%d = %d does not equal num_gpus "
+                                        "%d; the layout must use every GPU exactly once",
+                                        p.tp, p.pp, p.cp, p.dp, p.NumGpus(), s.num_gpus));
+  }
+  if (s.hw.gpus_per_node <= 0) {
+    return JsonFieldError(origin, "/gpus_per_node",
+                          absl::StrCat("must be > 0, got ", s.hw.gpus_per_node));
+  }
+  if (s.num_gpus > s.hw.gpus_per_node && s.num_gpus % s.hw.gpus_per_node != 0) {
+    return Precondition(origin, "/num_gpus",
+                        absl::StrFormat("%d GPUs do not fill whole nodes of %d GPUs; use a "
+                                        "multiple of gpus_per_node",
+                                        s.num_gpus, s.hw.gpus_per_node));
+  }
+  if (m.num_attention_heads % p.tp != 0) {
+    return Precondition(origin, "/parallel/tp",
+                        absl::StrFormat("%d attention heads of %s are not divisible by tp %d; "
+                                        "tp must divide the head count",
+                                        m.num_attention_heads, m.name, p.tp));
+  }
+  if (!m.mla) {
+    bool kv_ok = m.num_kv_heads >= p.tp ? m.num_kv_heads % p.tp == 0 : p.tp % m.num_kv_heads == 0;
+    if (!kv_ok) {
+      return Precondition(origin, "/parallel/tp",
+                          absl::StrFormat("%d key/value heads of %s cannot be split or replicated "
+                                          "evenly over tp %d; tp must divide or be a multiple of "
+                                          "the kv head count",
+                                          m.num_kv_heads, m.name, p.tp));
+    }
+  }
+  if (p.vpp > 1 && p.pp == 1) {
+    return Precondition(origin, "/parallel/vpp",
+                        absl::StrFormat("vpp %d needs pipeline parallelism (pp > 1)", p.vpp));
+  }
+  int64_t chunks = p.pp * p.vpp;
+  bool uneven = p.first_stage_layers > 0 || p.last_stage_layers > 0;
+  if (uneven) {
+    if (p.pp < 2) {
+      return Precondition(origin, "/parallel/first_stage_layers",
+                          "an uneven first/last stage needs pp >= 2");
+    }
+    if (p.vpp > 1) {
+      return Precondition(origin, "/parallel/first_stage_layers",
+                          "uneven first/last stages are supported with vpp 1 only");
+    }
+    int64_t middle_stages = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
+    int64_t rest = m.num_layers - p.first_stage_layers - p.last_stage_layers;
+    if (rest < 0 || (middle_stages > 0 && rest % middle_stages != 0) ||
+        (middle_stages == 0 && rest != 0)) {
+      return Precondition(origin, "/parallel/first_stage_layers",
+                          absl::StrFormat("%d layers minus first %d and last %d do not split "
+                                          "evenly over the %d remaining stages",
+                                          m.num_layers, p.first_stage_layers,
+                                          p.last_stage_layers, middle_stages));
+    }
+  } else if (m.num_layers % chunks != 0) {
+    return Precondition(origin, "/parallel/pp",
+                        absl::StrFormat("%d layers of %s are not divisible by pp·vpp = %d; choose "
+                                        "pp·vpp dividing the layer count or give "
+                                        "first_stage_layers/last_stage_layers",
+                                        m.num_layers, m.name, chunks));
+  }
+  if (m.moe) {
+    if (m.moe->num_experts % p.ep != 0) {
+      return Precondition(origin, "/parallel/ep",
+                          absl::StrFormat("%d experts of %s are not divisible by ep %d",
+                                          m.moe->num_experts, m.name, p.ep));
+    }
+    if ((p.tp * p.cp * p.dp) % (p.ep * p.etp) != 0) {
+      return Precondition(origin, "/parallel/ep",
+                          absl::StrFormat("ep·etp = %d must divide tp·cp·dp = %d (expert "
+                                          "parallelism borrows from the data-parallel ranks)",
+                                          p.ep * p.etp, p.tp * p.cp * p.dp));
+    }
+    if (m.moe->expert_ffn_hidden % p.etp != 0) {
+      return Precondition(origin, "/parallel/etp",
+                          absl::StrFormat("expert FFN %d is not divisible by etp %d",
+                                          m.moe->expert_ffn_hidden, p.etp));
+    }
+  } else if (p.ep > 1) {
+    return Precondition(origin, "/parallel/ep",
+                        absl::StrFormat("ep %d given but %s has no experts; use ep 1", p.ep,
+                                        m.name));
+  }
+  if (t.seq_len <= 0 || t.micro_batch <= 0 || t.global_batch <= 0) {
+    return JsonFieldError(origin, "/training", "seq_len, micro_batch and global_batch must be > 0");
+  }
+  if (t.seq_len % p.cp != 0) {
+    return Precondition(origin, "/training/seq_len",
+                        absl::StrFormat("seq_len %d is not divisible by cp %d", t.seq_len, p.cp));
+  }
+  if (p.sequence_parallel && t.seq_len / p.cp % p.tp != 0) {
+    return Precondition(origin, "/parallel/sequence_parallel",
+                        absl::StrFormat("sequence parallelism needs seq_len/cp = %d divisible by "
+                                        "tp %d",
+                                        t.seq_len / p.cp, p.tp));
+  }
+  if (t.global_batch % (t.micro_batch * p.dp) != 0) {
+    return Precondition(origin, "/training/global_batch",
+                        absl::StrFormat("global batch %d is not divisible by micro_batch·dp = "
+                                        "%d·%d = %d",
+                                        t.global_batch, t.micro_batch, p.dp,
+                                        t.micro_batch * p.dp));
+  }
+  int64_t layers_per_stage = m.num_layers / p.pp;
+  if (t.recompute_layers > 0 && t.recompute != Recompute::kFull) {
+    return Precondition(origin, "/training/recompute_layers",
+                        "recompute_layers applies to full recompute only; set recompute full");
+  }
+  if (t.recompute_layers > layers_per_stage + p.first_stage_layers + p.last_stage_layers) {
+    return Precondition(origin, "/training/recompute_layers",
+                        absl::StrFormat("recompute_layers %d exceeds the %d layers of a stage",
+                                        t.recompute_layers, layers_per_stage));
+  }
+  double rate = s.hw.gpu.matrix_flops_per_clock_per_cu[DTypeIndex(t.precision)];
+  if (rate <= 0) {
+    return absl::UnimplementedError(
+        absl::StrFormat("%s: /training/precision: %s has no %s matrix rate; use bf16", origin,
+                        s.hw.name, DTypeName(t.precision)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path) {
+  PROJECTOR_ASSIGN_OR_RETURN(json root, ReadJsonFile(path));
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, JsonObject::Make(root, path, ""));
+  std::string base = DirOf(path);
+  Scenario s;
+  PROJECTOR_ASSIGN_OR_RETURN(s.name, obj.StringOr("name", path));
+  PROJECTOR_ASSIGN_OR_RETURN(s.model, ModelFromJson(obj, "model", base));
+  PROJECTOR_ASSIGN_OR_RETURN(s.hw, GpuFromJson(obj, "gpu", base));
+  bool num_gpus_given = obj.Has("num_gpus");
+  PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, obj.IntOr("num_gpus", 0));
+  if (num_gpus_given) PROJECTOR_RETURN_IF_ERROR(obj.PositiveInt("num_gpus").status());
+  if (obj.Has("gpus_per_node")) {
+    PROJECTOR_ASSIGN_OR_RETURN(s.hw.gpus_per_node, obj.PositiveInt("gpus_per_node"));
+  } else {
+    obj.Accept("gpus_per_node");
+  }
+  if (obj.Has("gpu_clock_mhz")) {
+    PROJECTOR_ASSIGN_OR_RETURN(double mhz, obj.PositiveNumber("gpu_clock_mhz"));
+    s.hw.gpu.sustained_clock = Megahertz(mhz);
+  } else {
+    obj.Accept("gpu_clock_mhz");
+  }
+  bool dp_given = false;
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> parallel, obj.OptionalObject("parallel"));
+  if (parallel) PROJECTOR_RETURN_IF_ERROR(ParseParallel(*parallel, s.parallel, dp_given));
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject training, obj.Object("training"));
+  PROJECTOR_RETURN_IF_ERROR(ParseTraining(training, s.training));
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> backends, obj.OptionalObject("backends"));
+  if (backends) PROJECTOR_RETURN_IF_ERROR(ParseBackends(*backends, s.backends));
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<double> measured,
+                             obj.OptionalNumber("measured_tokens_per_s_per_gpu"));
+  s.measured_tokens_per_s_per_gpu = measured;
+  PROJECTOR_RETURN_IF_ERROR(obj.CheckNoUnknownKeys());
+  PROJECTOR_RETURN_IF_ERROR(Complete(s, dp_given, num_gpus_given, path));
+  PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, path));
+  return s;
+}
+
+absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& origin) {
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, JsonObject::Make(value, origin, ""));
+  Scenario s;
+  PROJECTOR_ASSIGN_OR_RETURN(s.name, obj.String("id"));
+  PROJECTOR_RETURN_IF_ERROR(obj.String("source").status());
+  PROJECTOR_RETURN_IF_ERROR(obj.StringOr("notes", "").status());
+  obj.Accept("model");
+  if (!obj.Has("model")) return obj.FieldError("model", "required field is missing");
+  PROJECTOR_ASSIGN_OR_RETURN(s.model, ParseModelJson(value.at("model"), origin, "/model"));
+  PROJECTOR_ASSIGN_OR_RETURN(s.hw, GpuFromJson(obj, "gpu", ""));
+  PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, obj.PositiveInt("num_gpus"));
+  PROJECTOR_ASSIGN_OR_RETURN(s.hw.gpus_per_node, obj.PositiveInt("gpus_per_node"));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string precision, obj.Enum("precision", kPrecisions));
+  s.training.precision = *ParseDType(precision);
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject parallel, obj.Object("parallel"));
+  bool dp_given = false;
+  PROJECTOR_RETURN_IF_ERROR(ParseParallel(parallel, s.parallel, dp_given));
+  PROJECTOR_ASSIGN_OR_RETURN(s.training.seq_len, obj.PositiveInt("seq_len"));
+  PROJECTOR_ASSIGN_OR_RETURN(s.training.micro_batch, obj.PositiveInt("micro_batch"));
+  PROJECTOR_ASSIGN_OR_RETURN(s.training.global_batch, obj.PositiveInt("global_batch"));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string recompute, obj.Enum("recompute", kRecomputes));
+  s.training.recompute = *ParseRecompute(recompute);
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject measured, obj.Object("measured"));
+  PROJECTOR_ASSIGN_OR_RETURN(double tgs, measured.PositiveNumber("tokens_per_s_per_gpu"));
+  PROJECTOR_RETURN_IF_ERROR(measured.CheckNoUnknownKeys());
+  s.measured_tokens_per_s_per_gpu = tgs;
+  PROJECTOR_RETURN_IF_ERROR(obj.CheckNoUnknownKeys());
+  // The case format does not state these; the tool's defaults decide them.
+  if (!parallel.Has("distributed_optimizer") && !s.parallel.fsdp && s.parallel.dp > 1) {
+    s.parallel.distributed_optimizer = true;
+    s.defaults_used.push_back("distributed_optimizer=true (Megatron/NeMo benchmark default)");
+  }
+  s.defaults_used.push_back("overlap_grad_reduce=true, overlap_param_gather=true");
+  s.defaults_used.push_back(absl::StrFormat("interconnect from hw profile %s", s.hw.name));
+  PROJECTOR_RETURN_IF_ERROR(Complete(s, dp_given, true, origin));
+  PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, origin));
+  return s;
+}
+
+absl::StatusOr<Scenario> LoadCalibrationCase(const std::string& file_colon_id) {
+  size_t colon = file_colon_id.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == file_colon_id.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--case: expected FILE:ID (e.g. cases.jsonl:megatron_sc21_table1_1.7b), got '",
+        file_colon_id, "'"));
+  }
+  std::string path = file_colon_id.substr(0, colon);
+  std::string id = file_colon_id.substr(colon + 1);
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
+  std::string line;
+  int64_t line_no = 0;
+  std::vector<std::string> ids;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::string origin = absl::StrCat(path, ":", line_no);
+    PROJECTOR_ASSIGN_OR_RETURN(json value, ParseJsonText(line, origin));
+    if (!value.is_object() || !value.contains("id") || !value["id"].is_string()) {
+      return JsonFieldError(origin, "/id", "every case needs a string id");
+    }
+    if (value["id"].get<std::string>() == id) return ScenarioFromCase(value, origin);
+    if (ids.size() < 8) ids.push_back(value["id"].get<std::string>());
+  }
+  return absl::InvalidArgumentError(absl::StrCat(path, ": no case with id '", id,
+                                                 "'; ids start with: ", absl::StrJoin(ids, ", "),
+                                                 ids.size() == 8 ? ", ..." : ""));
+}
+
+}  // namespace projector
