@@ -1,11 +1,18 @@
 // HardwareProfile: one GPU, its node and its network (scale-up fabric and scale-out NICs), with
 // measured efficiencies where known; its JSON loader and validation. The library lives beside it
 // (hw_profiles/*.json), every figure with its source.
+//
+// JSON units are in the key names and are converted once, by the loader: clocks in MHz, HBM
+// capacity in GB (1e9 B), HBM bandwidth in TB/s, caches as vendors quote them (l2_cache_mb and
+// last_level_cache_mb in MiB, lds_per_cu_kb and register_file_per_cu_kb in KiB), fabric
+// bandwidths in GB/s unidirectional, NIC rates in Gb/s line rate, latencies and overheads in us.
+// A figure is a bare number or {"value": n, "source": "...", "derived": "..."}.
 #ifndef PROJECTOR_HW_PROFILES_HARDWARE_PROFILE_H_
 #define PROJECTOR_HW_PROFILES_HARDWARE_PROFILE_H_
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,7 +45,6 @@ struct GpuSpec {
   Bytes lds_per_cu;        // LDS / shared memory per CU/SM
   Bytes register_file_per_cu;
 
-  // Measured efficiencies (fractions in (0, 1]).
   // Special-function (exp) throughput per clock per CU/SM, for the softmax of flash attention.
   double exp_per_clock_per_cu = 16;
   // Measured efficiencies (fractions in (0, 1]), each derived in the profile from a cited
@@ -64,6 +70,10 @@ struct ScaleUpFabric {
   double alltoall_efficiency = 0.8;
   Seconds alltoall_per_peer_overhead;  // per intra-node A2A peer (seed: 28 us on MI300X)
   bool supports_in_network_reduction = false;  // NVLS/SHARP
+  // Measured all-reduce bus bandwidth with in-network reduction (NVLS) on one scale-up domain of
+  // 8 GPUs; zero when there is none or no measurement. Can exceed per_gpu_bandwidth because the
+  // switch does the reduction.
+  BytesPerSecond in_network_allreduce_busbw;
 };
 
 struct ScaleOutNetwork {
@@ -72,6 +82,7 @@ struct ScaleOutNetwork {
   BytesPerSecond per_nic_bandwidth;  // unidirectional
   Seconds latency;
   double efficiency = 0.8;  // achieved / line rate
+  Seconds alltoall_per_peer_overhead;  // per inter-node A2A peer (Primus a2a_peer_lat 0.45 us)
 };
 
 struct HardwareProfile {
@@ -81,17 +92,29 @@ struct HardwareProfile {
   int64_t gpus_per_node = 8;
   ScaleUpFabric scale_up;
   ScaleOutNetwork scale_out;
+  std::string description;  // one line for people ("AMD Instinct MI300X OAM, 750 W")
+  // JSON pointer of each figure that cites a source ("/gpu/peak_clock_mhz") -> its source, with
+  // " [derived: ...]" appended where the profile says how the figure was derived.
+  std::map<std::string, std::string> figure_sources;
 };
 
+// Parses one profile and checks types and per-field ranges (no cross-field checks).
+// kNotFound if the file cannot be opened; kInvalidArgument naming file and JSON pointer for a
+// syntax error, an unknown key, a wrong type, a non-positive size or a fraction outside (0, 1].
 absl::StatusOr<HardwareProfile> LoadHardwareProfileFile(const std::string& path);
-// Cross-field checks.
+// Ranges and cross-field checks (sustained <= peak clock, bf16 rate > 0, per-link <= per-GPU
+// bandwidth <= links x per-link, full mesh has a link to every peer, ...); also usable on
+// profiles built in code. kInvalidArgument "<origin>: <json-pointer>: <problem>".
 absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::string& origin);
 
 // Directory of the shipped library (compile-time default, overridable by
 // $PROJECTOR_HW_PROFILES_DIR).
 std::string HardwareLibraryDir();
+// Sorted file stems of the *.json files in HardwareLibraryDir(); empty if it cannot be read.
 std::vector<std::string> ListLibraryGpus();
-// A library name ("mi300x") or a path to a JSON file; unknown names list the valid ones.
+// A library name ("mi300x", case-insensitive) or a path to a JSON file (a value containing '/'
+// or ending in ".json"), loaded and validated. Unknown names: kInvalidArgument
+// "unknown GPU 'x'; valid: a100-sxm-40gb, ...".
 absl::StatusOr<HardwareProfile> ResolveHardwareProfile(const std::string& name_or_path);
 
 }  // namespace projector

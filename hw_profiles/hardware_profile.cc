@@ -1,0 +1,509 @@
+#include "hw_profiles/hardware_profile.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/json_reader.h"
+#include "core/status_macros.h"
+
+#ifndef PROJECTOR_DEFAULT_HW_PROFILES_DIR
+#define PROJECTOR_DEFAULT_HW_PROFILES_DIR "hw_profiles"
+#endif
+
+namespace projector {
+namespace {
+
+using nlohmann::json;
+
+// Per-field range a figure must satisfy.
+enum class Range {
+  kPositive,     // > 0: sizes, rates, clocks, counts
+  kNonNegative,  // >= 0: optional capabilities where 0 means "none" (LLC, fp8 rate, overheads)
+  kFraction,     // (0, 1]: efficiencies
+};
+
+const char* RangeText(Range range) {
+  switch (range) {
+    case Range::kPositive:
+      return "must be > 0";
+    case Range::kNonNegative:
+      return "must be >= 0";
+    case Range::kFraction:
+      return "must be a fraction in (0, 1]";
+  }
+  return "";
+}
+
+bool InRange(double v, Range range) {
+  switch (range) {
+    case Range::kPositive:
+      return v > 0;
+    case Range::kNonNegative:
+      return v >= 0;
+    case Range::kFraction:
+      return v > 0 && v <= 1;
+  }
+  return false;
+}
+
+// Reads the figures of one JSON object: each is a bare number (user-written profiles) or
+// {"value": n, "source": "...", "derived": "..."} (the shipped library cites every figure).
+// Sources are collected into `sources`, keyed by the figure's JSON pointer.
+class FigureReader {
+ public:
+  FigureReader(JsonObject obj, std::map<std::string, std::string>& sources)
+      : obj_(std::move(obj)), sources_(sources) {}
+
+  JsonObject& object() { return obj_; }
+
+  // nullopt when absent or null (the caller supplies the default).
+  absl::StatusOr<std::optional<double>> Optional(std::string_view key, Range range) {
+    if (!obj_.Has(key)) {
+      obj_.Accept(key);
+      return std::optional<double>();
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(Figure fig, Read(key));
+    if (!InRange(fig.value, range)) {
+      return JsonFieldError(obj_.origin(), fig.pointer,
+                            absl::StrCat(RangeText(range), ", got ", FormatNumber(fig.value)));
+    }
+    return std::optional<double>(fig.value);
+  }
+
+  absl::StatusOr<double> Required(std::string_view key, Range range) {
+    if (!obj_.Has(key)) {
+      obj_.Accept(key);
+      return obj_.FieldError(key, absl::StrCat("required field is missing; a number or {\"value\": "
+                                               "number, \"source\": string}"));
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(std::optional<double> v, Optional(key, range));
+    return *v;
+  }
+
+  absl::StatusOr<double> Or(std::string_view key, Range range, double fallback) {
+    PROJECTOR_ASSIGN_OR_RETURN(std::optional<double> v, Optional(key, range));
+    return v.value_or(fallback);
+  }
+
+  // A count: a positive integer.
+  absl::StatusOr<int64_t> Count(std::string_view key) {
+    if (!obj_.Has(key)) {
+      obj_.Accept(key);
+      return obj_.FieldError(key, "required field is missing; a positive integer");
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(Figure fig, Read(key));
+    if (std::floor(fig.value) != fig.value || std::fabs(fig.value) > 9e15) {
+      return JsonFieldError(obj_.origin(), fig.pointer,
+                            absl::StrCat("expected an integer, got ", FormatNumber(fig.value)));
+    }
+    if (fig.value <= 0) {
+      return JsonFieldError(obj_.origin(), fig.pointer,
+                            absl::StrCat("must be > 0, got ", FormatNumber(fig.value)));
+    }
+    return static_cast<int64_t>(fig.value);
+  }
+
+  // A flag, bare or as {"value": true, "source": "..."}; `fallback` when absent.
+  absl::StatusOr<bool> Flag(std::string_view key, bool fallback) {
+    if (!obj_.Has(key)) {
+      obj_.Accept(key);
+      return fallback;
+    }
+    const json& j = obj_.json().at(std::string(key));
+    if (!j.is_object()) return obj_.Bool(key);
+    obj_.Accept(key);
+    PROJECTOR_ASSIGN_OR_RETURN(JsonObject fig, JsonObject::Make(j, obj_.origin(), obj_.PathOf(key)));
+    PROJECTOR_ASSIGN_OR_RETURN(bool value, fig.Bool("value"));
+    PROJECTOR_RETURN_IF_ERROR(ReadProvenance(fig));
+    return value;
+  }
+
+ private:
+  struct Figure {
+    double value = 0;
+    std::string pointer;  // of the number itself, for range messages
+  };
+
+  static std::string FormatNumber(double v) { return absl::StrCat(v); }
+
+  absl::StatusOr<Figure> Read(std::string_view key) {
+    const json& j = obj_.json().at(std::string(key));
+    if (j.is_number()) {
+      PROJECTOR_ASSIGN_OR_RETURN(double v, obj_.Number(key));
+      return Figure{v, obj_.PathOf(key)};
+    }
+    obj_.Accept(key);
+    if (!j.is_object()) {
+      return obj_.FieldError(
+          key, absl::StrCat("expected a number or {\"value\": number, \"source\": string}, got ",
+                            std::string(JsonTypeName(j)), j.is_primitive() ? absl::StrCat(" ", j.dump()) : ""));
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(JsonObject fig, JsonObject::Make(j, obj_.origin(), obj_.PathOf(key)));
+    PROJECTOR_ASSIGN_OR_RETURN(double v, fig.Number("value"));
+    PROJECTOR_RETURN_IF_ERROR(ReadProvenance(fig));
+    return Figure{v, fig.PathOf("value")};
+  }
+
+  // "source" and "derived" of a figure object; records the source by pointer.
+  absl::Status ReadProvenance(JsonObject& fig) {
+    PROJECTOR_ASSIGN_OR_RETURN(std::string source, fig.StringOr("source", ""));
+    PROJECTOR_ASSIGN_OR_RETURN(std::string derived, fig.StringOr("derived", ""));
+    PROJECTOR_RETURN_IF_ERROR(fig.CheckNoUnknownKeys());
+    if (!source.empty()) {
+      sources_[fig.pointer()] =
+          derived.empty() ? source : absl::StrCat(source, " [derived: ", derived, "]");
+    }
+    return absl::OkStatus();
+  }
+
+  JsonObject obj_;
+  std::map<std::string, std::string>& sources_;
+};
+
+absl::StatusOr<FigureReader> Section(JsonObject& parent, std::string_view key,
+                                     std::map<std::string, std::string>& sources) {
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, parent.Object(key));
+  return FigureReader(std::move(obj), sources);
+}
+
+absl::Status ReadMatrixRates(FigureReader& gpu, GpuSpec& spec,
+                             std::map<std::string, std::string>& sources) {
+  PROJECTOR_ASSIGN_OR_RETURN(FigureReader rates,
+                             Section(gpu.object(), "matrix_flops_per_clock_per_cu", sources));
+  for (DType d : kAllDTypes) {
+    // 0 or absent = no native support; bf16 > 0 is a cross-field rule of the validator.
+    PROJECTOR_ASSIGN_OR_RETURN(double v, rates.Or(DTypeName(d), Range::kNonNegative, 0.0));
+    spec.matrix_flops_per_clock_per_cu[DTypeIndex(d)] = v;
+  }
+  return rates.object().CheckNoUnknownKeys();
+}
+
+absl::Status ReadGpu(JsonObject& root, std::map<std::string, std::string>& sources,
+                     GpuSpec& g) {
+  PROJECTOR_ASSIGN_OR_RETURN(FigureReader gpu, Section(root, "gpu", sources));
+  JsonObject& obj = gpu.object();
+  PROJECTOR_ASSIGN_OR_RETURN(std::string vendor, obj.Enum("vendor", {"amd", "nvidia"}));
+  g.vendor = vendor == "amd" ? Vendor::kAmd : Vendor::kNvidia;
+  PROJECTOR_ASSIGN_OR_RETURN(g.arch, obj.String("arch"));
+  PROJECTOR_ASSIGN_OR_RETURN(g.compute_units, gpu.Count("compute_units"));
+  PROJECTOR_ASSIGN_OR_RETURN(g.num_xcds, gpu.Count("num_xcds"));
+  PROJECTOR_ASSIGN_OR_RETURN(double peak_mhz, gpu.Required("peak_clock_mhz", Range::kPositive));
+  g.peak_clock = Megahertz(peak_mhz);
+  PROJECTOR_ASSIGN_OR_RETURN(double sustained_mhz,
+                             gpu.Or("sustained_clock_mhz", Range::kPositive, peak_mhz));
+  g.sustained_clock = Megahertz(sustained_mhz);
+  PROJECTOR_RETURN_IF_ERROR(ReadMatrixRates(gpu, g, sources));
+  PROJECTOR_ASSIGN_OR_RETURN(g.vector_fp32_flops_per_clock_per_cu,
+                             gpu.Required("vector_fp32_flops_per_clock_per_cu", Range::kPositive));
+  PROJECTOR_ASSIGN_OR_RETURN(g.exp_per_clock_per_cu,
+                             gpu.Or("exp_per_clock_per_cu", Range::kPositive, 16));
+
+  PROJECTOR_ASSIGN_OR_RETURN(double hbm_gb, gpu.Required("hbm_capacity_gb", Range::kPositive));
+  g.hbm_capacity = Gigabytes(hbm_gb);
+  PROJECTOR_ASSIGN_OR_RETURN(double hbm_tbs, gpu.Required("hbm_bandwidth_tbs", Range::kPositive));
+  g.hbm_bandwidth = TerabytesPerSecond(hbm_tbs);
+  // Cache sizes are binary, as vendors quote them (MI300X "4 MB" L2 per XCD = 4 MiB).
+  PROJECTOR_ASSIGN_OR_RETURN(double l2_mb, gpu.Required("l2_cache_mb", Range::kPositive));
+  g.l2_cache = Mebibytes(l2_mb);
+  PROJECTOR_ASSIGN_OR_RETURN(double llc_mb,
+                             gpu.Or("last_level_cache_mb", Range::kNonNegative, 0.0));
+  g.last_level_cache = Mebibytes(llc_mb);
+  PROJECTOR_ASSIGN_OR_RETURN(double lds_kb, gpu.Required("lds_per_cu_kb", Range::kPositive));
+  g.lds_per_cu = Kibibytes(lds_kb);
+  PROJECTOR_ASSIGN_OR_RETURN(double rf_kb,
+                             gpu.Required("register_file_per_cu_kb", Range::kPositive));
+  g.register_file_per_cu = Kibibytes(rf_kb);
+
+  PROJECTOR_ASSIGN_OR_RETURN(g.gemm_efficiency,
+                             gpu.Or("gemm_efficiency", Range::kFraction, g.gemm_efficiency));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      g.attention_fwd_efficiency,
+      gpu.Or("attention_fwd_efficiency", Range::kFraction, g.attention_fwd_efficiency));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      g.attention_bwd_efficiency,
+      gpu.Or("attention_bwd_efficiency", Range::kFraction, g.attention_bwd_efficiency));
+  PROJECTOR_ASSIGN_OR_RETURN(g.hbm_efficiency,
+                             gpu.Or("hbm_efficiency", Range::kFraction, g.hbm_efficiency));
+  PROJECTOR_ASSIGN_OR_RETURN(double launch_us,
+                             gpu.Or("kernel_launch_overhead_us", Range::kNonNegative, 0.0));
+  g.kernel_launch_overhead = Microseconds(launch_us);
+  return obj.CheckNoUnknownKeys();
+}
+
+absl::Status ReadNode(JsonObject& root, std::map<std::string, std::string>& sources,
+                      HardwareProfile& hw) {
+  PROJECTOR_ASSIGN_OR_RETURN(FigureReader node, Section(root, "node", sources));
+  PROJECTOR_ASSIGN_OR_RETURN(hw.gpus_per_node, node.Count("gpus_per_node"));
+  return node.object().CheckNoUnknownKeys();
+}
+
+absl::Status ReadScaleUp(JsonObject& root, std::map<std::string, std::string>& sources,
+                         ScaleUpFabric& f) {
+  PROJECTOR_ASSIGN_OR_RETURN(FigureReader up, Section(root, "scale_up", sources));
+  JsonObject& obj = up.object();
+  PROJECTOR_ASSIGN_OR_RETURN(f.name, obj.String("name"));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string topology, obj.Enum("topology", {"switch", "full_mesh"}));
+  f.topology = topology == "switch" ? FabricTopology::kSwitch : FabricTopology::kFullMesh;
+  PROJECTOR_ASSIGN_OR_RETURN(double per_gpu,
+                             up.Required("per_gpu_bandwidth_gbs", Range::kPositive));
+  f.per_gpu_bandwidth = GigabytesPerSecond(per_gpu);
+  PROJECTOR_ASSIGN_OR_RETURN(double per_link,
+                             up.Required("per_link_bandwidth_gbs", Range::kPositive));
+  f.per_link_bandwidth = GigabytesPerSecond(per_link);
+  PROJECTOR_ASSIGN_OR_RETURN(f.links_per_gpu, up.Count("links_per_gpu"));
+  PROJECTOR_ASSIGN_OR_RETURN(double latency_us, up.Required("latency_us", Range::kNonNegative));
+  f.latency = Microseconds(latency_us);
+  PROJECTOR_ASSIGN_OR_RETURN(
+      f.allreduce_efficiency,
+      up.Or("allreduce_efficiency", Range::kFraction, f.allreduce_efficiency));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      f.alltoall_efficiency, up.Or("alltoall_efficiency", Range::kFraction, f.alltoall_efficiency));
+  PROJECTOR_ASSIGN_OR_RETURN(double peer_us,
+                             up.Or("alltoall_per_peer_overhead_us", Range::kNonNegative, 0.0));
+  f.alltoall_per_peer_overhead = Microseconds(peer_us);
+  PROJECTOR_ASSIGN_OR_RETURN(f.supports_in_network_reduction,
+                             up.Flag("supports_in_network_reduction", false));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      double nvls_gbs, up.Or("in_network_allreduce_busbw_gbs", Range::kNonNegative, 0.0));
+  f.in_network_allreduce_busbw = GigabytesPerSecond(nvls_gbs);
+  return obj.CheckNoUnknownKeys();
+}
+
+absl::Status ReadScaleOut(JsonObject& root, std::map<std::string, std::string>& sources,
+                          ScaleOutNetwork& n) {
+  PROJECTOR_ASSIGN_OR_RETURN(FigureReader out, Section(root, "scale_out", sources));
+  JsonObject& obj = out.object();
+  PROJECTOR_ASSIGN_OR_RETURN(n.name, obj.String("name"));
+  PROJECTOR_ASSIGN_OR_RETURN(n.nics_per_node, out.Count("nics_per_node"));
+  PROJECTOR_ASSIGN_OR_RETURN(double gbps, out.Required("per_nic_bandwidth_gbps", Range::kPositive));
+  n.per_nic_bandwidth = GigabitsPerSecond(gbps);
+  PROJECTOR_ASSIGN_OR_RETURN(double latency_us, out.Required("latency_us", Range::kNonNegative));
+  n.latency = Microseconds(latency_us);
+  PROJECTOR_ASSIGN_OR_RETURN(n.efficiency, out.Or("efficiency", Range::kFraction, n.efficiency));
+  PROJECTOR_ASSIGN_OR_RETURN(double peer_us,
+                             out.Or("alltoall_per_peer_overhead_us", Range::kNonNegative, 0.0));
+  n.alltoall_per_peer_overhead = Microseconds(peer_us);
+  return obj.CheckNoUnknownKeys();
+}
+
+absl::Status CheckNotes(JsonObject& root) {
+  if (!root.Has("notes")) {
+    root.Accept("notes");
+    return absl::OkStatus();
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const json* notes, root.Array("notes"));
+  for (size_t note_idx = 0; note_idx < notes->size(); ++note_idx) {
+    if (!(*notes)[note_idx].is_string()) {
+      return JsonFieldError(root.origin(), absl::StrCat(root.PathOf("notes"), "/", note_idx),
+                            absl::StrCat("expected a string, got ",
+                                         std::string(JsonTypeName((*notes)[note_idx]))));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool LooksLikePath(std::string_view s) {
+  return s.find('/') != std::string_view::npos ||
+         (s.size() >= 5 && s.substr(s.size() - 5) == ".json");
+}
+
+// Rule of the validator: `value` must satisfy `range`.
+absl::Status CheckRange(const std::string& origin, std::string_view pointer, double value,
+                        Range range) {
+  if (InRange(value, range)) return absl::OkStatus();
+  return JsonFieldError(origin, pointer, absl::StrCat(RangeText(range), ", got ", value));
+}
+
+}  // namespace
+
+FlopsPerSecond GpuSpec::MatrixPeak(DType dtype, Hertz clock) const {
+  return FlopsPerSecond(static_cast<double>(compute_units) *
+                        matrix_flops_per_clock_per_cu[DTypeIndex(dtype)] * clock.value());
+}
+
+absl::StatusOr<HardwareProfile> LoadHardwareProfileFile(const std::string& path) {
+  PROJECTOR_ASSIGN_OR_RETURN(json doc, ReadJsonFile(path));
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject root, JsonObject::Make(doc, path, ""));
+  HardwareProfile hw;
+  hw.source_file = path;
+  PROJECTOR_ASSIGN_OR_RETURN(hw.name,
+                             root.StringOr("name", std::filesystem::path(path).stem().string()));
+  if (hw.name.empty()) return root.FieldError("name", "must not be empty");
+  PROJECTOR_ASSIGN_OR_RETURN(hw.description, root.StringOr("description", ""));
+  PROJECTOR_RETURN_IF_ERROR(CheckNotes(root));
+  hw.gpu.name = hw.name;
+  PROJECTOR_RETURN_IF_ERROR(ReadGpu(root, hw.figure_sources, hw.gpu));
+  PROJECTOR_RETURN_IF_ERROR(ReadNode(root, hw.figure_sources, hw));
+  PROJECTOR_RETURN_IF_ERROR(ReadScaleUp(root, hw.figure_sources, hw.scale_up));
+  PROJECTOR_RETURN_IF_ERROR(ReadScaleOut(root, hw.figure_sources, hw.scale_out));
+  PROJECTOR_RETURN_IF_ERROR(root.CheckNoUnknownKeys());
+  return hw;
+}
+
+absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::string& origin) {
+  const GpuSpec& g = hw.gpu;
+  const ScaleUpFabric& up = hw.scale_up;
+  const ScaleOutNetwork& out = hw.scale_out;
+
+  // Per-field ranges again, for profiles built in code rather than loaded; values in the JSON
+  // key's unit so the message reads like the file.
+  struct RangeRule {
+    std::string_view pointer;
+    double value;
+    Range range;
+  };
+  const RangeRule rules[] = {
+      {"/gpu/compute_units", static_cast<double>(g.compute_units), Range::kPositive},
+      {"/gpu/num_xcds", static_cast<double>(g.num_xcds), Range::kPositive},
+      {"/gpu/peak_clock_mhz", ToMegahertz(g.peak_clock), Range::kPositive},
+      {"/gpu/sustained_clock_mhz", ToMegahertz(g.sustained_clock), Range::kPositive},
+      {"/gpu/vector_fp32_flops_per_clock_per_cu", g.vector_fp32_flops_per_clock_per_cu,
+       Range::kPositive},
+      {"/gpu/exp_per_clock_per_cu", g.exp_per_clock_per_cu, Range::kPositive},
+      {"/gpu/hbm_capacity_gb", g.hbm_capacity.value() * 1e-9, Range::kPositive},
+      {"/gpu/hbm_bandwidth_tbs", g.hbm_bandwidth.value() * 1e-12, Range::kPositive},
+      {"/gpu/l2_cache_mb", g.l2_cache / Mebibytes(1), Range::kPositive},
+      {"/gpu/last_level_cache_mb", g.last_level_cache / Mebibytes(1), Range::kNonNegative},
+      {"/gpu/lds_per_cu_kb", g.lds_per_cu / Kibibytes(1), Range::kPositive},
+      {"/gpu/register_file_per_cu_kb", g.register_file_per_cu / Kibibytes(1), Range::kPositive},
+      {"/gpu/gemm_efficiency", g.gemm_efficiency, Range::kFraction},
+      {"/gpu/attention_fwd_efficiency", g.attention_fwd_efficiency, Range::kFraction},
+      {"/gpu/attention_bwd_efficiency", g.attention_bwd_efficiency, Range::kFraction},
+      {"/gpu/hbm_efficiency", g.hbm_efficiency, Range::kFraction},
+      {"/gpu/kernel_launch_overhead_us", ToMicroseconds(g.kernel_launch_overhead), Range::kNonNegative},
+      {"/node/gpus_per_node", static_cast<double>(hw.gpus_per_node), Range::kPositive},
+      {"/scale_up/per_gpu_bandwidth_gbs", ToGigabytesPerSecond(up.per_gpu_bandwidth), Range::kPositive},
+      {"/scale_up/per_link_bandwidth_gbs", ToGigabytesPerSecond(up.per_link_bandwidth), Range::kPositive},
+      {"/scale_up/links_per_gpu", static_cast<double>(up.links_per_gpu), Range::kPositive},
+      {"/scale_up/latency_us", ToMicroseconds(up.latency), Range::kNonNegative},
+      {"/scale_up/allreduce_efficiency", up.allreduce_efficiency, Range::kFraction},
+      {"/scale_up/alltoall_efficiency", up.alltoall_efficiency, Range::kFraction},
+      {"/scale_up/alltoall_per_peer_overhead_us", ToMicroseconds(up.alltoall_per_peer_overhead),
+       Range::kNonNegative},
+      {"/scale_up/in_network_allreduce_busbw_gbs", ToGigabytesPerSecond(up.in_network_allreduce_busbw),
+       Range::kNonNegative},
+      {"/scale_out/nics_per_node", static_cast<double>(out.nics_per_node), Range::kPositive},
+      {"/scale_out/per_nic_bandwidth_gbps", out.per_nic_bandwidth / GigabitsPerSecond(1), Range::kPositive},
+      {"/scale_out/latency_us", ToMicroseconds(out.latency), Range::kNonNegative},
+      {"/scale_out/efficiency", out.efficiency, Range::kFraction},
+      {"/scale_out/alltoall_per_peer_overhead_us", ToMicroseconds(out.alltoall_per_peer_overhead),
+       Range::kNonNegative},
+  };
+  for (const RangeRule& rule : rules) {
+    PROJECTOR_RETURN_IF_ERROR(CheckRange(origin, rule.pointer, rule.value, rule.range));
+  }
+  for (DType d : kAllDTypes) {
+    PROJECTOR_RETURN_IF_ERROR(
+        CheckRange(origin, absl::StrCat("/gpu/matrix_flops_per_clock_per_cu/", std::string(DTypeName(d))),
+                   g.matrix_flops_per_clock_per_cu[DTypeIndex(d)], Range::kNonNegative));
+  }
+
+  // Cross-field rules.
+  if (g.sustained_clock > g.peak_clock) {
+    return JsonFieldError(
+        origin, "/gpu/sustained_clock_mhz",
+        absl::StrCat(ToMegahertz(g.sustained_clock), " MHz exceeds peak_clock_mhz ",
+                     ToMegahertz(g.peak_clock), "; the sustained clock must be <= the peak clock"));
+  }
+  if (g.matrix_flops_per_clock_per_cu[DTypeIndex(DType::kBf16)] <= 0) {
+    return JsonFieldError(origin, "/gpu/matrix_flops_per_clock_per_cu/bf16",
+                          "must be > 0; every profile needs a bf16 matrix rate (the training "
+                          "dtype the projection defaults to)");
+  }
+  if (g.compute_units % g.num_xcds != 0) {
+    return JsonFieldError(origin, "/gpu/num_xcds",
+                          absl::StrCat("compute_units ", g.compute_units,
+                                       " is not divisible by num_xcds ", g.num_xcds,
+                                       "; each XCD / L2 domain holds the same number of CUs"));
+  }
+  if (up.per_link_bandwidth > up.per_gpu_bandwidth) {
+    return JsonFieldError(
+        origin, "/scale_up/per_link_bandwidth_gbs",
+        absl::StrCat(ToGigabytesPerSecond(up.per_link_bandwidth),
+                     " GB/s exceeds per_gpu_bandwidth_gbs ",
+                     ToGigabytesPerSecond(up.per_gpu_bandwidth),
+                     "; one link cannot carry more than all links of the GPU"));
+  }
+  // 0.1% slack for vendor rounding (76.5 GB/s x 7 vs a quoted aggregate).
+  if (up.per_gpu_bandwidth.value() >
+      1.001 * static_cast<double>(up.links_per_gpu) * up.per_link_bandwidth.value()) {
+    return JsonFieldError(
+        origin, "/scale_up/per_gpu_bandwidth_gbs",
+        absl::StrCat(ToGigabytesPerSecond(up.per_gpu_bandwidth),
+                     " GB/s exceeds links_per_gpu x per_link_bandwidth_gbs = ", up.links_per_gpu,
+                     " x ", ToGigabytesPerSecond(up.per_link_bandwidth),
+                     "; the per-GPU bandwidth is at most the sum of its links"));
+  }
+  if (up.topology == FabricTopology::kFullMesh && up.links_per_gpu < hw.gpus_per_node - 1) {
+    return JsonFieldError(
+        origin, "/scale_up/links_per_gpu",
+        absl::StrCat(up.links_per_gpu, " links cannot reach the ", hw.gpus_per_node - 1,
+                     " peers of a full mesh of gpus_per_node ", hw.gpus_per_node,
+                     "; a full mesh needs links_per_gpu >= gpus_per_node - 1"));
+  }
+  if (!up.supports_in_network_reduction && up.in_network_allreduce_busbw.value() > 0) {
+    return JsonFieldError(origin, "/scale_up/in_network_allreduce_busbw_gbs",
+                          "is set but supports_in_network_reduction is false; set both or "
+                          "neither");
+  }
+  return absl::OkStatus();
+}
+
+std::string HardwareLibraryDir() {
+  const char* env = std::getenv("PROJECTOR_HW_PROFILES_DIR");
+  if (env != nullptr && env[0] != '\0') return env;
+  return PROJECTOR_DEFAULT_HW_PROFILES_DIR;
+}
+
+std::vector<std::string> ListLibraryGpus() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(HardwareLibraryDir(), ec);
+  if (ec) return names;
+  for (const auto& entry : it) {
+    const std::filesystem::path& p = entry.path();
+    if (p.extension() == ".json" && entry.is_regular_file(ec)) names.push_back(p.stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+absl::StatusOr<HardwareProfile> ResolveHardwareProfile(const std::string& name_or_path) {
+  std::string path;
+  if (LooksLikePath(name_or_path)) {
+    path = name_or_path;
+  } else {
+    std::vector<std::string> names = ListLibraryGpus();
+    std::string wanted = ToLower(name_or_path);
+    if (std::find(names.begin(), names.end(), wanted) == names.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown GPU '", name_or_path, "'; valid: ",
+                       names.empty() ? absl::StrCat("none found in ", HardwareLibraryDir())
+                                     : absl::StrJoin(names, ", "),
+                       ", or a path to a profile .json file"));
+    }
+    path = absl::StrCat(HardwareLibraryDir(), "/", wanted, ".json");
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(HardwareProfile hw, LoadHardwareProfileFile(path));
+  PROJECTOR_RETURN_IF_ERROR(ValidateHardwareProfile(hw, path));
+  return hw;
+}
+
+}  // namespace projector

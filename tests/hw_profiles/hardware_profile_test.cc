@@ -1,0 +1,403 @@
+#include "hw_profiles/hardware_profile.h"
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/json_reader.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector {
+namespace {
+
+using ::projector::testing::IsNearRel;
+using ::projector::testing::IsOk;
+using ::projector::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kLibraryDir = PROJECTOR_SOURCE_DIR "/hw_profiles";
+const std::string kTestDataDir = PROJECTOR_SOURCE_DIR "/tests/testdata/hw_profiles";
+
+std::string TestData(const std::string& name) { return absl::StrCat(kTestDataDir, "/", name); }
+std::string LibraryFile(const std::string& name) {
+  return absl::StrCat(kLibraryDir, "/", name, ".json");
+}
+
+// The tests below read the shipped library from the source tree, whatever the environment says.
+class LibraryEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { unsetenv("PROJECTOR_HW_PROFILES_DIR"); }
+};
+const ::testing::Environment* const kEnv =
+    ::testing::AddGlobalTestEnvironment(new LibraryEnvironment);
+
+// ---------------------------------------------------------------------------------------------
+// The shipped library, one case per file in the directory listing.
+
+class ShippedProfileTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ShippedProfileTest, LoadsAndValidates) {
+  auto hw = LoadHardwareProfileFile(LibraryFile(GetParam()));
+  ASSERT_THAT(hw, IsOk());
+  EXPECT_THAT(ValidateHardwareProfile(*hw, hw->source_file), IsOk());
+  EXPECT_EQ(hw->name, GetParam()) << "the profile name must equal the file stem";
+  EXPECT_EQ(hw->gpu.name, GetParam());
+  EXPECT_FALSE(hw->description.empty());
+}
+
+TEST_P(ShippedProfileTest, ResolvesByName) {
+  auto hw = ResolveHardwareProfile(GetParam());
+  ASSERT_THAT(hw, IsOk());
+  EXPECT_EQ(hw->name, GetParam());
+}
+
+// Walks the JSON: every number or boolean must sit in a figure object
+// {"value": ..., "source": "<non-empty>"}; strings (names, topology, notes) need none.
+void ExpectSourced(const nlohmann::json& j, const std::string& pointer,
+                   std::vector<std::string>& unsourced, int& figures) {
+  if (j.is_object() && j.contains("value")) {
+    ++figures;
+    auto it = j.find("source");
+    if (it == j.end() || !it->is_string() || it->get<std::string>().empty()) {
+      unsourced.push_back(pointer);
+    }
+    return;
+  }
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      ExpectSourced(*it, absl::StrCat(pointer, "/", it.key()), unsourced, figures);
+    }
+    return;
+  }
+  if (j.is_array()) {
+    for (size_t idx = 0; idx < j.size(); ++idx) {
+      ExpectSourced(j[idx], absl::StrCat(pointer, "/", idx), unsourced, figures);
+    }
+    return;
+  }
+  if (j.is_number() || j.is_boolean()) unsourced.push_back(pointer);
+}
+
+TEST_P(ShippedProfileTest, EveryFigureCitesItsSource) {
+  auto doc = ReadJsonFile(LibraryFile(GetParam()));
+  ASSERT_THAT(doc, IsOk());
+  std::vector<std::string> unsourced;
+  int figures = 0;
+  ExpectSourced(*doc, "", unsourced, figures);
+  EXPECT_THAT(unsourced, ::testing::IsEmpty()) << GetParam() << ": figures without a source";
+  EXPECT_GE(figures, 35);
+
+  auto hw = LoadHardwareProfileFile(LibraryFile(GetParam()));
+  ASSERT_THAT(hw, IsOk());
+  EXPECT_EQ(static_cast<int>(hw->figure_sources.size()), figures);
+  EXPECT_THAT(hw->figure_sources, ::testing::Contains(::testing::Key("/gpu/peak_clock_mhz")));
+}
+
+TEST_P(ShippedProfileTest, FiguresArePlausible) {
+  auto hw = LoadHardwareProfileFile(LibraryFile(GetParam()));
+  ASSERT_THAT(hw, IsOk());
+  const GpuSpec& g = hw->gpu;
+  // Invariants every profile must keep, whatever the GPU.
+  EXPECT_EQ(g.matrix_flops_per_clock_per_cu[DTypeIndex(DType::kFp16)],
+            g.matrix_flops_per_clock_per_cu[DTypeIndex(DType::kBf16)]);
+  EXPECT_GE(ToMegahertz(g.sustained_clock), 1000);
+  EXPECT_GE(g.hbm_capacity, Gigabytes(40));
+  EXPECT_EQ(g.last_level_cache > Bytes(0), g.vendor == Vendor::kAmd);
+  EXPECT_EQ(hw->scale_up.topology == FabricTopology::kFullMesh, g.vendor == Vendor::kAmd);
+  EXPECT_EQ(hw->scale_out.nics_per_node, hw->gpus_per_node);
+  if (hw->scale_up.supports_in_network_reduction) {
+    EXPECT_EQ(g.vendor, Vendor::kNvidia);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Library, ShippedProfileTest, ::testing::ValuesIn([] {
+                           unsetenv("PROJECTOR_HW_PROFILES_DIR");
+                           return ListLibraryGpus();
+                         }()),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           std::string name = param_info.param;
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
+
+TEST(HardwareLibraryTest, ListsTheShippedGpus) {
+  EXPECT_EQ(HardwareLibraryDir(), kLibraryDir);
+  EXPECT_THAT(ListLibraryGpus(),
+              ElementsAre("a100-sxm-40gb", "a100-sxm-80gb", "b200", "gb200", "h100-sxm",
+                          "h200-sxm", "h800-sxm", "mi300x", "mi325x", "mi355x"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Datasheet peaks: compute_units x FLOPs/clk/CU x peak clock must reproduce the vendor's dense
+// TFLOPS within 1% (e.g. MI300X 304 x 2048 x 2.1 GHz = 1307.4).
+
+struct DatasheetPeak {
+  const char* gpu;
+  DType dtype;
+  double tflops;  // dense, from the datasheet (shared/reference/hardware_models.md 3.1)
+};
+
+class DatasheetPeakTest : public ::testing::TestWithParam<DatasheetPeak> {};
+
+TEST_P(DatasheetPeakTest, MatrixPeakReproducesDatasheet) {
+  const DatasheetPeak& want = GetParam();
+  auto hw = LoadHardwareProfileFile(LibraryFile(want.gpu));
+  ASSERT_THAT(hw, IsOk());
+  EXPECT_THAT(ToTeraFlopsPerSecond(hw->gpu.MatrixPeak(want.dtype, hw->gpu.peak_clock)),
+              IsNearRel(want.tflops, 0.01))
+      << want.gpu << " " << DTypeName(want.dtype);
+}
+
+const DatasheetPeak kDatasheetPeaks[] = {
+        {"mi300x", DType::kBf16, 1307.4}, {"mi300x", DType::kFp8, 2614.9},
+        {"mi300x", DType::kTf32, 653.7}, {"mi300x", DType::kFp32, 163.4},
+        {"mi325x", DType::kBf16, 1307.4}, {"mi325x", DType::kFp8, 2614.9},
+        {"mi355x", DType::kBf16, 2516.6}, {"mi355x", DType::kFp8, 5033.2},
+        {"mi355x", DType::kFp4, 10066.3}, {"mi355x", DType::kFp32, 157.3},
+        {"a100-sxm-40gb", DType::kBf16, 312},
+        {"a100-sxm-80gb", DType::kBf16, 312},
+        {"a100-sxm-80gb", DType::kTf32, 156},
+        {"a100-sxm-80gb", DType::kFp32, 19.5},
+        {"h100-sxm", DType::kBf16, 989}, {"h100-sxm", DType::kFp8, 1979},
+        {"h100-sxm", DType::kTf32, 494.5},
+        {"h200-sxm", DType::kBf16, 989}, {"h200-sxm", DType::kFp8, 1979},
+        {"h800-sxm", DType::kBf16, 989},
+        {"b200", DType::kBf16, 2250}, {"b200", DType::kFp8, 4500},
+        {"b200", DType::kFp4, 9000}, {"b200", DType::kTf32, 1125},
+        {"gb200", DType::kBf16, 2500}, {"gb200", DType::kFp8, 5000},
+        {"gb200", DType::kFp4, 10000}};
+
+INSTANTIATE_TEST_SUITE_P(Datasheets, DatasheetPeakTest, ::testing::ValuesIn(kDatasheetPeaks));
+
+TEST(DatasheetPeakTest, EveryShippedGpuHasABf16DatasheetRow) {
+  for (const std::string& name : ListLibraryGpus()) {
+    bool found = false;
+    for (const DatasheetPeak& row : kDatasheetPeaks) {
+      found = found || (row.gpu == name && row.dtype == DType::kBf16);
+    }
+    EXPECT_TRUE(found) << name << " has no bf16 datasheet row";
+  }
+}
+
+TEST(MatrixPeakTest, UnsupportedDtypeIsZero) {
+  auto mi355x = LoadHardwareProfileFile(LibraryFile("mi355x"));
+  auto a100 = LoadHardwareProfileFile(LibraryFile("a100-sxm-80gb"));
+  ASSERT_THAT(mi355x, IsOk());
+  ASSERT_THAT(a100, IsOk());
+  EXPECT_EQ(mi355x->gpu.MatrixPeak(DType::kTf32, mi355x->gpu.peak_clock).value(), 0);
+  EXPECT_EQ(a100->gpu.MatrixPeak(DType::kFp8, a100->gpu.peak_clock).value(), 0);
+}
+
+TEST(MatrixPeakTest, ScalesLinearlyWithClock) {
+  auto hw = LoadHardwareProfileFile(LibraryFile("mi300x"));
+  ASSERT_THAT(hw, IsOk());
+  // 304 CUs x 2048 FLOP/clk x 1 GHz = 622.6 TFLOPS.
+  EXPECT_THAT(ToTeraFlopsPerSecond(hw->gpu.MatrixPeak(DType::kBf16, Megahertz(1000))),
+              IsNearRel(622.592, 1e-9));
+}
+
+// The efficiencies are defined against the peak at the sustained clock, so peak(sustained) x
+// gemm_efficiency must give back the measured large-GEMM TFLOPS each was derived from.
+struct MeasuredGemm {
+  const char* gpu;
+  double sustained_mhz;
+  double tflops;
+};
+
+class MeasuredGemmTest : public ::testing::TestWithParam<MeasuredGemm> {};
+
+TEST_P(MeasuredGemmTest, SustainedPeakTimesEfficiencyGivesMeasurement) {
+  const MeasuredGemm& want = GetParam();
+  auto hw = LoadHardwareProfileFile(LibraryFile(want.gpu));
+  ASSERT_THAT(hw, IsOk());
+  EXPECT_NEAR(ToMegahertz(hw->gpu.sustained_clock), want.sustained_mhz, 1e-9);
+  double achieved = ToTeraFlopsPerSecond(hw->gpu.MatrixPeak(DType::kBf16, hw->gpu.sustained_clock)) *
+                    hw->gpu.gemm_efficiency;
+  EXPECT_THAT(achieved, IsNearRel(want.tflops, 0.01)) << want.gpu;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Measurements, MeasuredGemmTest,
+    ::testing::Values(MeasuredGemm{"mi300x", 1207, 708},     // AMD MAF blog
+                      MeasuredGemm{"mi325x", 1447, 843},     // AMD MAF blog
+                      MeasuredGemm{"mi355x", 1600, 1591},    // AITER 8192^3 (clock estimated)
+                      MeasuredGemm{"a100-sxm-80gb", 1410, 271.2},  // MAMF
+                      MeasuredGemm{"h100-sxm", 1830, 794.5},       // MAMF
+                      MeasuredGemm{"b200", 1856, 1745}));          // MAMF
+
+TEST(ShippedFiguresTest, NetworkFiguresMatchTheReferences) {
+  auto mi300x = ResolveHardwareProfile("mi300x");
+  auto h100 = ResolveHardwareProfile("h100-sxm");
+  auto h800 = ResolveHardwareProfile("h800-sxm");
+  auto gb200 = ResolveHardwareProfile("gb200");
+  auto a100 = ResolveHardwareProfile("a100-sxm-80gb");
+  ASSERT_THAT(mi300x, IsOk());
+  ASSERT_THAT(h100, IsOk());
+  ASSERT_THAT(h800, IsOk());
+  ASSERT_THAT(gb200, IsOk());
+  ASSERT_THAT(a100, IsOk());
+  // 7 xGMI links x 64 GB/s uni; busbw 312.9 GB/s measured.
+  EXPECT_NEAR(ToGigabytesPerSecond(mi300x->scale_up.per_gpu_bandwidth), 448, 1e-9);
+  EXPECT_THAT(mi300x->scale_up.allreduce_efficiency, IsNearRel(312.9 / 448, 0.01));
+  EXPECT_NEAR(ToMicroseconds(mi300x->scale_up.alltoall_per_peer_overhead), 28, 1e-9);
+  EXPECT_NEAR(ToGigabytesPerSecond(h100->scale_up.per_gpu_bandwidth), 450, 1e-9);
+  EXPECT_TRUE(h100->scale_up.supports_in_network_reduction);
+  // H800: 8 NVLink links, 400 GB/s bidirectional.
+  EXPECT_EQ(h800->scale_up.links_per_gpu, 8);
+  EXPECT_NEAR(ToGigabytesPerSecond(h800->scale_up.per_gpu_bandwidth), 200, 1e-9);
+  // 400 Gb/s = 50 GB/s per NIC; A100 HDR 200 Gb/s = 25 GB/s.
+  EXPECT_NEAR(ToGigabytesPerSecond(h100->scale_out.per_nic_bandwidth), 50, 1e-9);
+  EXPECT_NEAR(ToGigabytesPerSecond(a100->scale_out.per_nic_bandwidth), 25, 1e-9);
+  // GB200 NVL72: the node is the 72-GPU NVLink domain.
+  EXPECT_EQ(gb200->gpus_per_node, 72);
+  // Cache sizes are binary: 4 MiB per XCD x 8.
+  EXPECT_EQ(mi300x->gpu.l2_cache, Mebibytes(32));
+  EXPECT_EQ(mi300x->gpu.hbm_capacity, Gigabytes(192));
+}
+
+// ---------------------------------------------------------------------------------------------
+// User-written profiles and bad input: one test per rule, each naming code, file and pointer.
+
+TEST(LoadHardwareProfileTest, UserProfileWithBareNumbersLoads) {
+  auto hw = LoadHardwareProfileFile(TestData("user_minimal.json"));
+  ASSERT_THAT(hw, IsOk());
+  EXPECT_THAT(ValidateHardwareProfile(*hw, hw->source_file), IsOk());
+  EXPECT_EQ(hw->name, "user_minimal");  // from the file stem
+  EXPECT_TRUE(hw->figure_sources.empty());
+  EXPECT_EQ(hw->gpu.compute_units, 304);
+  EXPECT_NEAR(ToMegahertz(hw->gpu.sustained_clock), 1500, 1e-9);
+  EXPECT_EQ(hw->gpu.lds_per_cu, Kibibytes(64));
+  EXPECT_EQ(hw->scale_up.topology, FabricTopology::kFullMesh);
+  // Absent optional figures keep the struct defaults; absent dtypes are unsupported.
+  EXPECT_DOUBLE_EQ(hw->gpu.attention_fwd_efficiency, GpuSpec{}.attention_fwd_efficiency);
+  EXPECT_EQ(hw->gpu.matrix_flops_per_clock_per_cu[DTypeIndex(DType::kFp4)], 0);
+  EXPECT_FALSE(hw->scale_up.supports_in_network_reduction);
+}
+
+TEST(LoadHardwareProfileTest, UserProfileResolvesByPath) {
+  EXPECT_THAT(ResolveHardwareProfile(TestData("user_minimal.json")), IsOk());
+}
+
+struct BadInput {
+  const char* file;
+  absl::StatusCode code;
+  const char* pointer;  // or another substring the message must contain
+  const char* problem;
+};
+
+class BadInputTest : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(BadInputTest, NamesCodeFileAndField) {
+  const BadInput& bad = GetParam();
+  // Resolve = load + validate, so both per-field and cross-field rules surface here.
+  auto hw = ResolveHardwareProfile(TestData(bad.file));
+  EXPECT_THAT(hw, StatusIs(bad.code, AllOf(HasSubstr(bad.file), HasSubstr(bad.pointer),
+                                           HasSubstr(bad.problem))));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, BadInputTest,
+    ::testing::Values(
+        BadInput{"bad_unknown_key.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/hbm_bandwith_tbs", "unknown key 'hbm_bandwith_tbs'; accepted keys:"},
+        BadInput{"bad_unknown_top_key.json", absl::StatusCode::kInvalidArgument, "/scale_upp",
+                 "unknown key"},
+        BadInput{"bad_unknown_figure_key.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/compute_units/sorce", "unknown key"},
+        BadInput{"bad_type.json", absl::StatusCode::kInvalidArgument, "/gpu/compute_units",
+                 "expected a number or {\"value\""},
+        BadInput{"bad_non_integer_count.json", absl::StatusCode::kInvalidArgument,
+                 "/scale_up/links_per_gpu", "expected an integer"},
+        BadInput{"bad_non_positive.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/hbm_capacity_gb/value", "must be > 0, got -1"},
+        BadInput{"bad_zero_count.json", absl::StatusCode::kInvalidArgument,
+                 "/node/gpus_per_node", "must be > 0, got 0"},
+        BadInput{"bad_fraction.json", absl::StatusCode::kInvalidArgument,
+                 "/scale_up/allreduce_efficiency", "must be a fraction in (0, 1], got 1.2"},
+        BadInput{"bad_missing_field.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/hbm_bandwidth_tbs", "required field is missing"},
+        BadInput{"bad_topology.json", absl::StatusCode::kInvalidArgument, "/scale_up/topology",
+                 "unknown value 'torus'; accepted: switch, full_mesh"},
+        BadInput{"bad_sustained_clock.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/sustained_clock_mhz", "must be <= the peak clock"},
+        BadInput{"bad_no_bf16.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/matrix_flops_per_clock_per_cu/bf16", "must be > 0"},
+        BadInput{"bad_per_link_bandwidth.json", absl::StatusCode::kInvalidArgument,
+                 "/scale_up/per_link_bandwidth_gbs", "exceeds per_gpu_bandwidth_gbs"},
+        BadInput{"bad_per_gpu_bandwidth.json", absl::StatusCode::kInvalidArgument,
+                 "/scale_up/per_gpu_bandwidth_gbs", "exceeds links_per_gpu x"},
+        BadInput{"bad_full_mesh_links.json", absl::StatusCode::kInvalidArgument,
+                 "/scale_up/links_per_gpu", "links_per_gpu >= gpus_per_node - 1"},
+        BadInput{"bad_xcd_split.json", absl::StatusCode::kInvalidArgument, "/gpu/num_xcds",
+                 "not divisible by num_xcds 7"},
+        BadInput{"bad_nvls_without_support.json", absl::StatusCode::kInvalidArgument,
+                 "/scale_up/in_network_allreduce_busbw_gbs", "supports_in_network_reduction"},
+        BadInput{"bad_syntax.json", absl::StatusCode::kInvalidArgument, "invalid JSON near line 5",
+                 "parse error"},
+        BadInput{"does_not_exist.json", absl::StatusCode::kNotFound, "hw_profiles/does_not_exist",
+                 "cannot open file"}),
+    [](const ::testing::TestParamInfo<BadInput>& param_info) {
+      std::string name = param_info.param.file;
+      name = name.substr(0, name.find('.'));
+      return name;
+    });
+
+TEST(ValidateHardwareProfileTest, ChecksProfilesBuiltInCode) {
+  auto hw = LoadHardwareProfileFile(TestData("user_minimal.json"));
+  ASSERT_THAT(hw, IsOk());
+  hw->gpu.hbm_efficiency = 0;
+  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("in-code: /gpu/hbm_efficiency"),
+                             HasSubstr("must be a fraction in (0, 1], got 0"))));
+  hw->gpu.hbm_efficiency = 0.8;
+  hw->gpu.hbm_capacity = Gigabytes(-2);
+  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/gpu/hbm_capacity_gb"), HasSubstr("got -2"))));
+}
+
+TEST(ResolveHardwareProfileTest, UnknownNameListsValidOnes) {
+  EXPECT_THAT(ResolveHardwareProfile("mi999x"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("unknown GPU 'mi999x'; valid: a100-sxm-40gb, a100-sxm-80gb, "
+                                       "b200, gb200, h100-sxm, h200-sxm, h800-sxm, mi300x, mi325x, "
+                                       "mi355x"))));
+}
+
+TEST(ResolveHardwareProfileTest, NamesAreCaseInsensitive) {
+  auto hw = ResolveHardwareProfile("MI300X");
+  ASSERT_THAT(hw, IsOk());
+  EXPECT_EQ(hw->name, "mi300x");
+}
+
+TEST(ResolveHardwareProfileTest, PathLikeValuesAreNotLibraryNames) {
+  // Ends in .json: a path, so a missing file is kNotFound, not "unknown GPU".
+  EXPECT_THAT(ResolveHardwareProfile("mi300x.json"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("mi300x.json: cannot open file")));
+  EXPECT_THAT(ResolveHardwareProfile(LibraryFile("mi300x")), IsOk());
+}
+
+TEST(ResolveHardwareProfileTest, EnvironmentOverridesTheLibraryDir) {
+  setenv("PROJECTOR_HW_PROFILES_DIR", TestData("library").c_str(), 1);
+  EXPECT_EQ(HardwareLibraryDir(), TestData("library"));
+  EXPECT_THAT(ListLibraryGpus(), ElementsAre("tiny-gpu"));
+  EXPECT_THAT(ResolveHardwareProfile("tiny-gpu"), IsOk());
+  EXPECT_THAT(ResolveHardwareProfile("mi300x"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("unknown GPU 'mi300x'; valid: tiny-gpu"),
+                             Not(HasSubstr("mi325x")))));
+  unsetenv("PROJECTOR_HW_PROFILES_DIR");
+  EXPECT_EQ(HardwareLibraryDir(), kLibraryDir);
+}
+
+}  // namespace
+}  // namespace projector
