@@ -38,7 +38,7 @@ absl::StatusOr<DType> ParseDType(std::string_view name) {
     if (DTypeName(d) == name) return d;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown dtype '", name, "'; valid: ", ValidDTypeNames()));
+      absl::StrCat("unknown dtype '", absl::string_view(name.data(), name.size()), "'; valid: ", ValidDTypeNames()));
 }
 
 }  // namespace projector

@@ -13,6 +13,9 @@ namespace {
 
 using nlohmann::json;
 
+// Debian's Abseil 20220623 has its own absl::string_view, which StrCat needs.
+absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
 std::string EscapePointerToken(std::string_view key) {
   std::string out;
   for (char c : key) {
@@ -29,7 +32,7 @@ std::string EscapePointerToken(std::string_view key) {
 
 }  // namespace
 
-std::string_view JsonTypeName(const json& value) {
+std::string_view JsonTypeName(const nlohmann::json& value) {
   switch (value.type()) {
     case json::value_t::null:
       return "null";
@@ -54,7 +57,8 @@ std::string_view JsonTypeName(const json& value) {
 absl::Status JsonFieldError(std::string_view origin, std::string_view pointer,
                             std::string_view problem) {
   return absl::InvalidArgumentError(
-      absl::StrCat(origin, ": ", pointer.empty() ? "/" : pointer, ": ", problem));
+      absl::StrCat(AbslView(origin), ": ", pointer.empty() ? "/" : AbslView(pointer), ": ",
+                   AbslView(problem)));
 }
 
 absl::StatusOr<json> ParseJsonText(std::string_view text, std::string_view origin) {
@@ -62,7 +66,7 @@ absl::StatusOr<json> ParseJsonText(std::string_view text, std::string_view origi
     return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": invalid JSON at byte ", e.byte, ": ", e.what()));
+        absl::StrCat(AbslView(origin), ": invalid JSON at byte ", e.byte, ": ", e.what()));
   }
 }
 
@@ -85,11 +89,11 @@ absl::StatusOr<json> ReadJsonFile(const std::string& path) {
   }
 }
 
-absl::StatusOr<JsonObject> JsonObject::Make(const json& value, std::string origin,
+absl::StatusOr<JsonObject> JsonObject::Make(const nlohmann::json& value, std::string origin,
                                             std::string pointer) {
   if (!value.is_object()) {
     return JsonFieldError(origin, pointer,
-                          absl::StrCat("expected an object, got ", JsonTypeName(value)));
+                          absl::StrCat("expected an object, got ", AbslView(JsonTypeName(value))));
   }
   return JsonObject(value, std::move(origin), std::move(pointer));
 }
@@ -113,7 +117,7 @@ absl::Status JsonObject::FieldError(std::string_view key, std::string_view probl
   return JsonFieldError(origin_, PathOf(key), problem);
 }
 
-absl::StatusOr<const json*> JsonObject::Get(std::string_view key, bool required) {
+absl::StatusOr<const nlohmann::json*> JsonObject::Get(std::string_view key, bool required) {
   Accept(key);
   auto it = value_->find(std::string(key));
   if (it == value_->end() || it->is_null()) {
@@ -126,22 +130,22 @@ absl::StatusOr<const json*> JsonObject::Get(std::string_view key, bool required)
 absl::StatusOr<int64_t> JsonObject::Int(std::string_view key) {
   auto v = Get(key, true);
   if (!v.ok()) return v.status();
-  const json& j = **v;
+  const nlohmann::json& j = **v;
   if (j.is_number_integer() || j.is_number_unsigned()) return j.get<int64_t>();
   if (j.is_number_float()) {
     double d = j.get<double>();
     if (std::floor(d) == d && std::fabs(d) < 9e15) return static_cast<int64_t>(d);
   }
-  return FieldError(key, absl::StrCat("expected an integer, got ", JsonTypeName(j),
+  return FieldError(key, absl::StrCat("expected an integer, got ", AbslView(JsonTypeName(j)),
                                       j.is_primitive() ? absl::StrCat(" ", j.dump()) : ""));
 }
 
 absl::StatusOr<double> JsonObject::Number(std::string_view key) {
   auto v = Get(key, true);
   if (!v.ok()) return v.status();
-  const json& j = **v;
+  const nlohmann::json& j = **v;
   if (!j.is_number()) {
-    return FieldError(key, absl::StrCat("expected a number, got ", JsonTypeName(j),
+    return FieldError(key, absl::StrCat("expected a number, got ", AbslView(JsonTypeName(j)),
                                         j.is_primitive() ? absl::StrCat(" ", j.dump()) : ""));
   }
   double d = j.get<double>();
@@ -152,9 +156,9 @@ absl::StatusOr<double> JsonObject::Number(std::string_view key) {
 absl::StatusOr<bool> JsonObject::Bool(std::string_view key) {
   auto v = Get(key, true);
   if (!v.ok()) return v.status();
-  const json& j = **v;
+  const nlohmann::json& j = **v;
   if (!j.is_boolean()) {
-    return FieldError(key, absl::StrCat("expected true or false, got ", JsonTypeName(j),
+    return FieldError(key, absl::StrCat("expected true or false, got ", AbslView(JsonTypeName(j)),
                                         j.is_primitive() ? absl::StrCat(" ", j.dump()) : ""));
   }
   return j.get<bool>();
@@ -163,9 +167,9 @@ absl::StatusOr<bool> JsonObject::Bool(std::string_view key) {
 absl::StatusOr<std::string> JsonObject::String(std::string_view key) {
   auto v = Get(key, true);
   if (!v.ok()) return v.status();
-  const json& j = **v;
+  const nlohmann::json& j = **v;
   if (!j.is_string()) {
-    return FieldError(key, absl::StrCat("expected a string, got ", JsonTypeName(j)));
+    return FieldError(key, absl::StrCat("expected a string, got ", AbslView(JsonTypeName(j))));
   }
   return j.get<std::string>();
 }
@@ -176,11 +180,11 @@ absl::StatusOr<JsonObject> JsonObject::Object(std::string_view key) {
   return Make(**v, origin_, PathOf(key));
 }
 
-absl::StatusOr<const json*> JsonObject::Array(std::string_view key) {
+absl::StatusOr<const nlohmann::json*> JsonObject::Array(std::string_view key) {
   auto v = Get(key, true);
   if (!v.ok()) return v.status();
   if (!(*v)->is_array()) {
-    return FieldError(key, absl::StrCat("expected an array, got ", JsonTypeName(**v)));
+    return FieldError(key, absl::StrCat("expected an array, got ", AbslView(JsonTypeName(**v))));
   }
   return *v;
 }

@@ -22,7 +22,7 @@ absl::StatusOr<Recompute> ParseRecompute(std::string_view name) {
     if (RecomputeName(r) == name) return r;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown recompute '", name, "'; valid: none, selective, full"));
+      absl::StrCat("unknown recompute '", absl::string_view(name.data(), name.size()), "'; valid: none, selective, full"));
 }
 
 }  // namespace projector
