@@ -25,6 +25,11 @@ struct ProfileContext {
   // Recompute applied to this layer: kFull adds a kRecompute copy of every forward op,
   // kSelective a copy of the attention core (Megatron's selective recompute), kNone nothing.
   Recompute recompute = Recompute::kNone;
+  // Activation-memory model switches (op lists do not depend on them). Flash attention stores
+  // the output and the softmax statistics instead of the a·s² score matrices; dropout adds
+  // Korthikanti's 1-byte masks (Llama-style recipes train without dropout).
+  bool flash_attention = true;
+  bool dropout = false;
 };
 
 struct ModuleProfile {
@@ -47,6 +52,10 @@ struct ModuleProfile {
 int64_t TokensPerGpu(const ModelSpec& model, const ParallelConfig& parallel,
                      const TrainingConfig& training);
 
+// Vocabulary as Megatron pads it (--make-vocab-size-divisible-by 128): the next multiple of
+// 128·tp, so that every TP rank holds padded/tp rows of the embedding and output weights.
+int64_t PaddedVocabSize(const ModelSpec& model, int64_t tp);
+
 // Attention: norm-free QKV (or MLA's LoRA-factored Q, compressed KV and RoPE projections), QK
 // norm when the model has it, RoPE, the flash-attention kernel and the output projection.
 absl::StatusOr<ModuleProfile> ProfileAttention(const ProfileContext& ctx);
@@ -61,6 +70,9 @@ absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx);
 // Embedding lookup (first stage).
 absl::StatusOr<ModuleProfile> ProfileEmbedding(const ProfileContext& ctx);
 // Final norm, output projection (vocab-parallel over TP) and cross-entropy loss (last stage).
+// Tied embeddings: with pp == 1 the output projection uses the embedding's weight, so its
+// parameters are counted by ProfileEmbedding only; with pp > 1 the last stage holds its own
+// copy (Megatron keeps one and all-reduces its gradient with the first stage) and counts it.
 absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx);
 
 // One transformer layer: attention, norms and the dense MLP or the MoE MLP.

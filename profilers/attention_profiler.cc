@@ -1,0 +1,239 @@
+// Attention profiler: MHA/GQA/MQA (fused QKV projection, optional QK-norm, RoPE, flash
+// attention, output projection) and DeepSeek multi-latent attention (LoRA-factored Q,
+// compressed KV, separate RoPE key projection). Shapes follow Megatron-Core's
+// SelfAttention / MLASelfAttention with tensor parallelism: column-parallel projections split
+// the heads, the output projection is row-parallel; every TP-split GEMM sees all T tokens of
+// the micro-batch (sequence parallelism gathers them first).
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "profilers/module_profilers.h"
+#include "profilers/profiler_internal.h"
+
+namespace projector {
+namespace {
+
+using profiler_internal::CheckDivisible;
+using profiler_internal::D;
+using profiler_internal::LayerDims;
+using profiler_internal::ModuleOpBuilder;
+
+constexpr std::string_view kModule = "attention";
+
+// Norm weights per normalised element: RMSNorm has a scale, LayerNorm a scale and a bias.
+double NormParamsPerElement(const ModelSpec& model) {
+  return model.norm == NormKind::kLayerNorm ? 2.0 : 1.0;
+}
+
+// A normalisation over `rows`×`width` elements. Forward reads x and writes y; backward reads
+// x and dy and writes dx (the weight-gradient reduction rides along). ~4 vector FLOPs per
+// element forward (square, sum, scale, weight), twice that backward.
+void AddNorm(ModuleOpBuilder& b, std::string_view name, int64_t rows, int64_t width, double e) {
+  double n = D(rows) * D(width);
+  b.Memory(name, MemoryOp{.bytes = Bytes(2.0 * e * n), .flops = Flops(4.0 * n)},
+           MemoryOp{.bytes = Bytes(3.0 * e * n), .flops = Flops(8.0 * n)});
+}
+
+// Rotary embedding applied to `rows`×`width` elements (read, rotate, write; cos/sin tables are
+// small and cached). The backward is the inverse rotation of the gradient: same traffic.
+void AddRope(ModuleOpBuilder& b, int64_t rows, int64_t width, double e) {
+  double n = D(rows) * D(width);
+  MemoryOp op{.bytes = Bytes(2.0 * e * n), .flops = Flops(3.0 * n)};
+  b.Memory("rope", op, op);
+}
+
+// HBM traffic of flash attention. Forward reads Q, K, V and writes O and the fp32 log-sum-exp;
+// backward reads Q, K, V, O, dO and the LSE and writes dQ, dK, dV (FlashAttention-2, Dao 2023).
+struct AttentionTraffic {
+  Bytes forward;
+  Bytes backward;
+};
+AttentionTraffic FlashTraffic(const AttentionShape& s, double e) {
+  double q = D(s.batch) * D(s.seq_q) * D(s.num_q_heads) * D(s.qk_head_dim);
+  double kv = D(s.batch) * D(s.seq_kv) * D(s.num_kv_heads) * D(s.qk_head_dim + s.v_head_dim);
+  double o = D(s.batch) * D(s.seq_q) * D(s.num_q_heads) * D(s.v_head_dim);
+  double lse = 4.0 * D(s.batch) * D(s.seq_q) * D(s.num_q_heads);
+  return {.forward = Bytes(e * (q + kv + o) + lse),
+          .backward = Bytes(e * 2.0 * (q + kv + o) + lse)};
+}
+
+// Activation bytes of the attention core itself, the term selective recompute drops.
+// Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"
+// (arXiv:2205.05198), section 4.1: softmax output 2as²b, its dropout mask as²b and the dropout
+// output 2as²b = 5as²b (per TP rank /t). Without dropout only the softmax output (2as²b) is
+// kept. Flash attention keeps no score matrix, only the fp32 softmax statistics (4 bytes per
+// query row and head); its output O is counted as the output projection's input.
+double CoreActivationBytes(const ProfileContext& ctx, const AttentionShape& s, double e) {
+  double rows = D(s.batch) * D(s.num_q_heads) * D(s.seq_q);
+  if (ctx.flash_attention) return 4.0 * rows;
+  double per_score = ctx.dropout ? 2.0 * e + 1.0 : e;
+  return per_score * rows * D(s.seq_kv);
+}
+
+AttentionShape KernelShape(const LayerDims& dims, int64_t q_heads, int64_t kv_heads,
+                           int64_t qk_dim, int64_t v_dim) {
+  // With CP the local seq_len/CP queries (Megatron's load-balanced pair of chunks) attend over
+  // the gathered keys/values. AttentionFlops halves the product for causal masking, which is
+  // the average causal work per rank under that load balancing.
+  return AttentionShape{.batch = dims.micro_batch,
+                        .num_q_heads = q_heads,
+                        .num_kv_heads = kv_heads,
+                        .seq_q = dims.seq_q,
+                        .seq_kv = dims.seq_kv,
+                        .qk_head_dim = qk_dim,
+                        .v_head_dim = v_dim,
+                        .causal = true,
+                        .dtype = dims.act_dtype};
+}
+
+// MHA / GQA / MQA. Forward: qkv_proj, [qk_norm], rope, attention_core, out_proj.
+absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const LayerDims& dims) {
+  const ModelSpec& model = ctx.model;
+  const int64_t h = model.hidden_size;
+  const int64_t a = model.num_attention_heads;
+  const int64_t g = model.num_kv_heads;
+  const int64_t d = profiler_internal::StandardHeadDim(model);
+  const int64_t t = dims.tp;
+  if (a <= 0 || g <= 0 || d <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model ", model.name, ": attention heads, kv heads and head_dim must be > 0, got ", a,
+        ", ", g, ", ", d));
+  }
+  if (a % g != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("model ", model.name, ": num_attention_heads ",
+                                                   a, " is not a multiple of num_kv_heads ", g));
+  }
+  PROJECTOR_RETURN_IF_ERROR(CheckDivisible("num_attention_heads", a, "tp", t));
+  // Megatron splits the query groups over TP; when TP exceeds them each group is replicated on
+  // tp/g ranks, which needs g | tp.
+  if (g % t != 0 && t % g != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("num_kv_heads ", g, " and tp ", t,
+                     ": one must divide the other (kv heads are split, or replicated when "
+                     "tp > kv heads)"));
+  }
+  const int64_t a_l = a / t;
+  const int64_t g_l = g >= t ? g / t : 1;
+  const int64_t T = dims.tokens;
+  const double e = dims.act_bytes;
+
+  ModuleProfile profile;
+  profile.module = kModule;
+  profile.tokens = T;
+  ModuleOpBuilder b(kModule, profile.ops, 20);
+  // Column-parallel fused QKV: N = (a + 2g)·d/t (replicated kv heads count once per rank).
+  // A Q/K/V bias (attention_bias) is fused into the GEMM epilogue: parameters only.
+  b.Linear("qkv_proj", T, h, (a_l + 2 * g_l) * d, dims.gemm_dtype);
+  if (model.qk_norm) AddNorm(b, "qk_norm", T, (a_l + g_l) * d, e);
+  AddRope(b, T, (a_l + g_l) * d, e);
+  const AttentionShape shape = KernelShape(dims, a_l, g_l, d, d);
+  const AttentionTraffic traffic = FlashTraffic(shape, e);
+  b.Attention("attention_core", shape, traffic.forward, traffic.backward);
+  b.Linear("out_proj", T, a_l * d, h, dims.gemm_dtype);
+  b.Finish(ctx.recompute);
+
+  double params = D(h) * D((a_l + 2 * g_l) * d) + D(a_l * d) * D(h);
+  if (model.attention_bias) params += D((a_l + 2 * g_l) * d);
+  if (model.qk_norm) params += 2.0 * D(d) * NormParamsPerElement(model);
+  profile.dense_parameters = params;
+
+  // Korthikanti et al. 2022, section 4.1, generalised to GQA: QKV input 2sbh (the norm
+  // output; kept sharded under SP), Q and K 4sbh and V 2sbh (now e·T·(a + 2g)·d/t), the core
+  // (CoreActivationBytes), the output projection's input 2sbh/t and its 1-byte dropout mask
+  // sbh. QK-norm keeps its inputs (Q and K before the norm) as well.
+  const double core = CoreActivationBytes(ctx, shape, e);
+  double stored = e * D(dims.sp_tokens) * D(h) + e * D(T) * D((a_l + 2 * g_l) * d) + core +
+                  e * D(T) * D(a_l * d);
+  if (model.qk_norm) stored += e * D(T) * D((a_l + g_l) * d);
+  if (ctx.dropout) stored += D(dims.sp_tokens) * D(h);
+  profile.activation_bytes = Bytes(stored);
+  profile.activation_bytes_selective = Bytes(stored - core);
+  return profile;
+}
+
+// Multi-latent attention (DeepSeek-V2/V3; Megatron-Core MLASelfAttention). Forward GEMMs:
+//   q_down      hidden → q_lora_rank            (replicated, on the T/t SP tokens)
+//   q_up        q_lora_rank → heads·(nope+rope)/t
+//     (no Q LoRA, q_lora_rank == 0: one q_proj hidden → heads·(nope+rope)/t instead of both)
+//   kv_down     hidden → kv_lora_rank           (replicated, SP tokens)
+//   k_rope_proj hidden → qk_rope_head_dim       (replicated, SP tokens; the shared RoPE key.
+//               Megatron fuses it into linear_kv_down_proj; same FLOPs, kept separate as in
+//               the DeepSeek papers and Primus' _simulate_mla_gemms)
+//   kv_up       kv_lora_rank → heads·(nope+v)/t
+//   o_proj      heads·v/t → hidden
+// = 6 forward GEMMs (5 without Q LoRA), each with a dgrad and a wgrad: 12 (10) backward.
+// Memory ops: q_norm (with Q LoRA), kv_norm, rope (Q's rope part and the shared key).
+absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerDims& dims) {
+  const ModelSpec& model = ctx.model;
+  const MlaSpec& mla = *model.mla;
+  const int64_t h = model.hidden_size;
+  const int64_t a = model.num_attention_heads;
+  const int64_t t = dims.tp;
+  const int64_t ql = mla.q_lora_rank;
+  const int64_t kl = mla.kv_lora_rank;
+  const int64_t nope = mla.qk_nope_head_dim;
+  const int64_t rope = mla.qk_rope_head_dim;
+  const int64_t v = mla.v_head_dim;
+  if (a <= 0 || ql < 0 || kl <= 0 || nope <= 0 || rope <= 0 || v <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model ", model.name,
+        ": MLA needs heads, kv_lora_rank and head dims > 0 and q_lora_rank >= 0"));
+  }
+  PROJECTOR_RETURN_IF_ERROR(CheckDivisible("num_attention_heads", a, "tp", t));
+  const int64_t a_l = a / t;
+  const int64_t T = dims.tokens;
+  const int64_t Ts = dims.sp_tokens;
+  const double e = dims.act_bytes;
+  const DType dt = dims.gemm_dtype;
+
+  ModuleProfile profile;
+  profile.module = kModule;
+  profile.tokens = T;
+  ModuleOpBuilder b(kModule, profile.ops, 40);
+  double params = 0;
+  const double norm_w = NormParamsPerElement(model);
+  if (ql > 0) {
+    b.Linear("q_down_proj", Ts, h, ql, dt);
+    AddNorm(b, "q_norm", Ts, ql, e);
+    b.Linear("q_up_proj", T, ql, a_l * (nope + rope), dt);
+    params += D(h) * D(ql) + norm_w * D(ql) + D(ql) * D(a_l * (nope + rope));
+  } else {
+    b.Linear("q_proj", T, h, a_l * (nope + rope), dt);
+    params += D(h) * D(a_l * (nope + rope));
+  }
+  b.Linear("kv_down_proj", Ts, h, kl, dt);
+  b.Linear("k_rope_proj", Ts, h, rope, dt);
+  AddNorm(b, "kv_norm", Ts, kl, e);
+  b.Linear("kv_up_proj", T, kl, a_l * (nope + v), dt);
+  AddRope(b, T, a_l * rope + rope, e);
+  // After kv_up every head has its own K and V: kv heads = q heads.
+  const AttentionShape shape = KernelShape(dims, a_l, a_l, nope + rope, v);
+  const AttentionTraffic traffic = FlashTraffic(shape, e);
+  b.Attention("attention_core", shape, traffic.forward, traffic.backward);
+  b.Linear("o_proj", T, a_l * v, h, dt);
+  b.Finish(ctx.recompute);
+  params += D(h) * D(kl + rope) + norm_w * D(kl) + D(kl) * D(a_l * (nope + v)) + D(a_l * v) * D(h);
+  profile.dense_parameters = params;
+
+  // Korthikanti's terms for MLA's graph: the shared norm output (SP-sharded), the inputs of
+  // q_norm and q_up and of kv_norm and kv_up (SP-sharded), Q, K (nope+rope per head) and V for
+  // the core, the core itself, o_proj's input and the dropout mask.
+  const double core = CoreActivationBytes(ctx, shape, e);
+  double stored = e * D(Ts) * D(h) + (ql > 0 ? 2.0 * e * D(Ts) * D(ql) : 0.0) +
+                  2.0 * e * D(Ts) * D(kl) + e * D(T) * D(a_l * (2 * (nope + rope) + v)) + core +
+                  e * D(T) * D(a_l * v);
+  if (ctx.dropout) stored += D(Ts) * D(h);
+  profile.activation_bytes = Bytes(stored);
+  profile.activation_bytes_selective = Bytes(stored - core);
+  return profile;
+}
+
+}  // namespace
+
+absl::StatusOr<ModuleProfile> ProfileAttention(const ProfileContext& ctx) {
+  PROJECTOR_ASSIGN_OR_RETURN(const LayerDims dims, profiler_internal::ResolveDims(ctx));
+  if (ctx.model.mla.has_value()) return ProfileMla(ctx, dims);
+  return ProfileStandard(ctx, dims);
+}
+
+}  // namespace projector

@@ -1,0 +1,55 @@
+// Embedding profiler: the vocab-parallel word-embedding lookup of the first pipeline stage
+// (Megatron VocabParallelEmbedding). Each TP rank looks up all T tokens in its V/t rows and
+// writes a masked output; the composer adds the TP AllReduce (or ReduceScatter under SP).
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "profilers/module_profilers.h"
+#include "profilers/profiler_internal.h"
+
+namespace projector {
+
+int64_t PaddedVocabSize(const ModelSpec& model, int64_t tp) {
+  const int64_t multiple = 128 * (tp > 0 ? tp : 1);
+  return (model.vocab_size + multiple - 1) / multiple * multiple;
+}
+
+absl::StatusOr<ModuleProfile> ProfileEmbedding(const ProfileContext& ctx) {
+  using profiler_internal::D;
+  PROJECTOR_ASSIGN_OR_RETURN(const profiler_internal::LayerDims dims,
+                             profiler_internal::ResolveDims(ctx));
+  const ModelSpec& model = ctx.model;
+  if (model.vocab_size <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model ", model.name, ": vocab_size must be > 0"));
+  }
+  const int64_t v_l = PaddedVocabSize(model, dims.tp) / dims.tp;
+  const double h = D(model.hidden_size);
+  const double T = D(dims.tokens);
+  const double e = dims.act_bytes;
+
+  ModuleProfile profile;
+  profile.module = "embedding";
+  profile.tokens = dims.tokens;
+  profiler_internal::ModuleOpBuilder b("embedding", profile.ops, 4);
+  // Forward: read the int64 token ids and, on average, the T/t rows this rank owns; write the
+  // full masked T×h output.
+  const MemoryOp lookup{.bytes = Bytes(8.0 * T + e * T * h / D(dims.tp) + e * T * h),
+                        .flops = Flops(0)};
+  // Backward is a weight gradient only (token ids need none): PyTorch's dense embedding
+  // backward zero-fills the V/t×h gradient, reads dY and scatter-adds (read-modify-write) the
+  // owned T/t rows; Megatron's DDP hook then accumulates it into the fp32 main_grad (read bf16,
+  // read and write fp32): (e + e + 8)·V/t·h + e·T·h + 2e·T·h/t.
+  const MemoryOp scatter_add{.bytes = Bytes((2.0 * e + 8.0) * D(v_l) * h + e * T * h +
+                                            2.0 * e * T * h / D(dims.tp)),
+                             .flops = Flops(T * h / D(dims.tp) + D(v_l) * h)};
+  b.Memory("embedding_lookup", lookup, scatter_add, OpPhase::kBackwardWgrad);
+  b.Finish(ctx.recompute);
+  profile.dense_parameters = D(v_l) * h;
+  // Only the token ids are kept for backward.
+  profile.activation_bytes = Bytes(8.0 * T);
+  profile.activation_bytes_selective = profile.activation_bytes;
+  return profile;
+}
+
+}  // namespace projector

@@ -1,0 +1,46 @@
+// Norms profiler: the pre-attention and pre-MLP norms (RMSNorm or LayerNorm) and the two
+// residual adds of one pre-norm transformer layer, all memory-bound. Under sequence
+// parallelism each GPU normalises and adds only its T/t slice of the tokens.
+#include "core/status_macros.h"
+#include "profilers/module_profilers.h"
+#include "profilers/profiler_internal.h"
+
+namespace projector {
+
+absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx) {
+  using profiler_internal::D;
+  PROJECTOR_ASSIGN_OR_RETURN(const profiler_internal::LayerDims dims,
+                             profiler_internal::ResolveDims(ctx));
+  const ModelSpec& model = ctx.model;
+  const double n = D(dims.sp_tokens) * D(model.hidden_size);
+  const double e = dims.act_bytes;
+  const bool layer_norm = model.norm == NormKind::kLayerNorm;
+
+  // Norm: forward reads x, writes y (RMSNorm ~4 FLOPs per element: square, sum, scale,
+  // weight; LayerNorm ~7: mean, centre, square, sum, scale, weight, bias). Backward reads x and
+  // dy and writes dx; the weight-gradient reduction rides along.
+  const MemoryOp norm_fwd{.bytes = Bytes(2.0 * e * n), .flops = Flops((layer_norm ? 7.0 : 4.0) * n)};
+  const MemoryOp norm_bwd{.bytes = Bytes(3.0 * e * n), .flops = Flops((layer_norm ? 14.0 : 8.0) * n)};
+  // Residual add: reads two streams and writes one. In backward the gradient of the residual
+  // branch point is the sum of two incoming gradients: the same traffic.
+  const MemoryOp residual{.bytes = Bytes(3.0 * e * n), .flops = Flops(n)};
+
+  ModuleProfile profile;
+  profile.module = "norms";
+  profile.tokens = dims.sp_tokens;
+  profiler_internal::ModuleOpBuilder b("norms", profile.ops, 12);
+  b.Memory("input_norm", norm_fwd, norm_bwd);
+  b.Memory("attention_residual_add", residual, residual);
+  b.Memory("pre_mlp_norm", norm_fwd, norm_bwd);
+  b.Memory("mlp_residual_add", residual, residual);
+  b.Finish(ctx.recompute);
+  profile.dense_parameters = (layer_norm ? 4.0 : 2.0) * D(model.hidden_size);
+
+  // Korthikanti et al. 2022, section 4.1: each norm keeps its input, 2sbh ×2 = 4sbh
+  // (/t under SP). The residual adds keep nothing.
+  profile.activation_bytes = Bytes(2.0 * e * n);
+  profile.activation_bytes_selective = profile.activation_bytes;
+  return profile;
+}
+
+}  // namespace projector

@@ -1,0 +1,138 @@
+#include "profilers/op_list.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace projector {
+namespace {
+
+// Prefixes a backend error with the op it came from, keeping the status code.
+absl::Status Annotate(const absl::Status& s, const Op& op) {
+  return absl::Status(s.code(), absl::StrCat(std::string(op.module), "/", std::string(op.name),
+                                             " (", std::string(OpPhaseName(op.phase)), "): ",
+                                             s.message()));
+}
+
+Provenance ProvenanceOf(Bound bound) {
+  return bound == Bound::kMeasured ? Provenance::kMeasured : Provenance::kSimulated;
+}
+
+}  // namespace
+
+std::string_view OpKindName(OpKind k) {
+  switch (k) {
+    case OpKind::kGemm:
+      return "gemm";
+    case OpKind::kAttention:
+      return "attention";
+    case OpKind::kMemory:
+      return "memory";
+    case OpKind::kCollective:
+      return "collective";
+  }
+  return "?";
+}
+
+std::string_view OpPhaseName(OpPhase p) {
+  switch (p) {
+    case OpPhase::kForward:
+      return "forward";
+    case OpPhase::kBackwardDgrad:
+      return "backward_dgrad";
+    case OpPhase::kBackwardWgrad:
+      return "backward_wgrad";
+    case OpPhase::kRecompute:
+      return "recompute";
+  }
+  return "?";
+}
+
+std::string_view CommDimName(CommDim d) {
+  switch (d) {
+    case CommDim::kNone:
+      return "none";
+    case CommDim::kTp:
+      return "tp";
+    case CommDim::kCp:
+      return "cp";
+    case CommDim::kEp:
+      return "ep";
+    case CommDim::kDp:
+      return "dp";
+    case CommDim::kPp:
+      return "pp";
+  }
+  return "?";
+}
+
+std::string_view ProvenanceName(Provenance p) {
+  switch (p) {
+    case Provenance::kSimulated:
+      return "simulated";
+    case Provenance::kMeasured:
+      return "measured";
+    case Provenance::kScaledFromMeasured:
+      return "scaled_from_measured";
+  }
+  return "?";
+}
+
+// An op that runs `repeat` times back to back costs repeat × one estimate (no overlap between
+// the repeats: legacy grouped GEMM launches one expert after the other).
+absl::Status TimeOps(const BackendRefs& backends, OpList& ops) {
+  for (Op& op : ops) {
+    const double repeat = static_cast<double>(op.repeat);
+    switch (op.kind) {
+      case OpKind::kGemm: {
+        absl::StatusOr<GemmEstimate> e = backends.gemm.Estimate(op.gemm);
+        if (!e.ok()) return Annotate(e.status(), op);
+        op.time = e->time * repeat;
+        op.clock_scaled_time = e->clock_scaled_time * repeat;
+        op.provenance = ProvenanceOf(e->bound);
+        break;
+      }
+      case OpKind::kAttention: {
+        absl::StatusOr<AttentionEstimate> e =
+            backends.attention.Estimate(op.attention, op.attention_pass);
+        if (!e.ok()) return Annotate(e.status(), op);
+        op.time = e->time * repeat;
+        op.clock_scaled_time = e->clock_scaled_time * repeat;
+        op.provenance = ProvenanceOf(e->bound);
+        break;
+      }
+      case OpKind::kMemory: {
+        absl::StatusOr<MemoryEstimate> e = backends.memory.Estimate(op.memory);
+        if (!e.ok()) return Annotate(e.status(), op);
+        op.time = e->time * repeat;
+        op.clock_scaled_time = e->clock_scaled_time * repeat;
+        op.provenance = ProvenanceOf(e->bound);
+        break;
+      }
+      case OpKind::kCollective: {
+        absl::StatusOr<CollectiveEstimate> e =
+            backends.collective.Estimate(op.collective, op.algorithm);
+        if (!e.ok()) return Annotate(e.status(), op);
+        op.time = e->time * repeat;
+        // Network time does not scale with the GPU clock.
+        op.clock_scaled_time = Seconds(0);
+        op.provenance = ProvenanceOf(e->bound);
+        break;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+Seconds SumTime(const OpList& ops, OpPhase phase, std::string_view module) {
+  Seconds total(0);
+  for (const Op& op : ops) {
+    if (op.phase != phase) continue;
+    if (!module.empty() && op.module != module) continue;
+    total += op.time;
+  }
+  return total;
+}
+
+}  // namespace projector

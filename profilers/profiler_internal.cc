@@ -1,0 +1,221 @@
+#include "profilers/profiler_internal.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace projector::profiler_internal {
+namespace {
+
+// HBM traffic of one GEMM problem: read A[m,k] and B[k,n] in the GEMM dtype, write C[m,n].
+// A wgrad accumulates into Megatron's fp32 main_grad (gradient_accumulation_fusion): read and
+// write 4 bytes per weight element.
+Bytes GemmBytes(const GemmShape& s, bool accumulate_fp32) {
+  double in_bytes = BytesPerElement(s.dtype);
+  double out_bytes = accumulate_fp32 ? 8.0 : GemmOutputBytes(s.dtype);
+  double per_problem = (D(s.m) * D(s.k) + D(s.k) * D(s.n)) * in_bytes + D(s.m) * D(s.n) * out_bytes;
+  return Bytes(per_problem * D(s.batch));
+}
+
+}  // namespace
+
+int64_t StandardHeadDim(const ModelSpec& model) {
+  if (model.head_dim > 0) return model.head_dim;
+  if (model.num_attention_heads <= 0) return 0;
+  return model.hidden_size / model.num_attention_heads;
+}
+
+absl::Status CheckDivisible(std::string_view what, int64_t value, std::string_view by_name,
+                            int64_t by) {
+  if (by > 0 && value % by == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(std::string(what), " ", value, " is not divisible by ", std::string(by_name),
+                   " ", by));
+}
+
+double GemmOutputBytes(DType dtype) {
+  if (dtype == DType::kFp8 || dtype == DType::kFp4) return 2.0;
+  return BytesPerElement(dtype);
+}
+
+absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
+  const TrainingConfig& training = ctx.training;
+  const ParallelConfig& parallel = ctx.parallel;
+  if (training.micro_batch <= 0 || training.seq_len <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "micro_batch and seq_len must be > 0, got ", training.micro_batch, " and ",
+        training.seq_len));
+  }
+  if (parallel.tp < 1 || parallel.cp < 1 || parallel.ep < 1 || parallel.etp < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("tp, cp, ep and etp must be >= 1, got tp=",
+                                                   parallel.tp, " cp=", parallel.cp, " ep=",
+                                                   parallel.ep, " etp=", parallel.etp));
+  }
+  if (ctx.model.hidden_size <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model ", ctx.model.name, ": hidden_size must be > 0"));
+  }
+  PROJECTOR_RETURN_IF_ERROR(CheckDivisible("seq_len", training.seq_len, "cp", parallel.cp));
+  LayerDims dims;
+  dims.micro_batch = training.micro_batch;
+  dims.seq_q = training.seq_len / parallel.cp;
+  dims.seq_kv = training.seq_len;
+  dims.tokens = training.micro_batch * dims.seq_q;
+  dims.tp = parallel.tp;
+  if (parallel.sequence_parallel) {
+    PROJECTOR_RETURN_IF_ERROR(CheckDivisible("tokens per micro-batch (micro_batch*seq_len/cp)",
+                                             dims.tokens, "tp (sequence parallel)", parallel.tp));
+    dims.sp_tokens = dims.tokens / parallel.tp;
+  } else {
+    dims.sp_tokens = dims.tokens;
+  }
+  dims.gemm_dtype = training.precision;
+  // FP8/FP4 training (Transformer Engine) runs the linear layers in low precision; activations,
+  // the attention kernel and the output layer stay bf16.
+  dims.act_dtype = (training.precision == DType::kFp8 || training.precision == DType::kFp4)
+                       ? DType::kBf16
+                       : training.precision;
+  if (dims.act_dtype == DType::kTf32) dims.act_dtype = DType::kFp32;
+  dims.act_bytes = BytesPerElement(dims.act_dtype);
+  return dims;
+}
+
+ModuleOpBuilder::ModuleOpBuilder(std::string_view module, OpList& ops, size_t capacity)
+    : module_(module), ops_(ops), start_(ops.size()) {
+  ops_.reserve(start_ + capacity);
+}
+
+Op& ModuleOpBuilder::AddForward(std::string_view name, OpKind kind) {
+  PROJECTOR_CHECK(forward_count_ < kMaxForwardOps);
+  pending_[forward_count_] = Pending{};
+  ++forward_count_;
+  Op& op = ops_.emplace_back();
+  op.name = name;
+  op.module = module_;
+  op.kind = kind;
+  op.phase = OpPhase::kForward;
+  return op;
+}
+
+void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64_t out,
+                             DType dtype, int64_t batch, int64_t repeat) {
+  Op& op = AddForward(name, OpKind::kGemm);
+  op.gemm = GemmShape{.m = m, .n = out, .k = in, .batch = batch, .dtype = dtype};
+  op.repeat = repeat;
+  op.flops = GemmFlops(op.gemm) * D(repeat);
+  op.bytes = GemmBytes(op.gemm, /*accumulate_fp32=*/false) * D(repeat);
+}
+
+void ModuleOpBuilder::Memory(std::string_view name, MemoryOp forward, MemoryOp backward,
+                             OpPhase backward_phase) {
+  Op& op = AddForward(name, OpKind::kMemory);
+  op.memory = forward;
+  op.flops = forward.flops;
+  op.bytes = forward.bytes;
+  Pending& p = pending_[forward_count_ - 1];
+  p.backward_memory = backward;
+  p.backward_phase = backward_phase;
+  p.has_backward = backward.bytes.value() > 0 || backward.flops.value() > 0;
+}
+
+void ModuleOpBuilder::Attention(std::string_view name, const AttentionShape& shape,
+                                Bytes forward_bytes, Bytes backward_bytes) {
+  Op& op = AddForward(name, OpKind::kAttention);
+  op.attention = shape;
+  op.attention_pass = AttentionPass::kForward;
+  op.flops = AttentionFlops(shape, AttentionPass::kForward);
+  op.bytes = forward_bytes;
+  pending_[forward_count_ - 1].backward_bytes = backward_bytes;
+}
+
+void ModuleOpBuilder::Finish(Recompute recompute) {
+  const size_t first = start_;
+  const size_t end = start_ + forward_count_;
+  if (recompute != Recompute::kNone) {
+    for (size_t i = first; i < end; ++i) {
+      if (recompute == Recompute::kSelective && ops_[i].kind != OpKind::kAttention) continue;
+      Op copy = ops_[i];
+      copy.phase = OpPhase::kRecompute;
+      ops_.push_back(copy);
+    }
+  }
+  for (size_t idx = forward_count_; idx-- > 0;) {
+    const Op fwd = ops_[first + idx];
+    const Pending& p = pending_[idx];
+    switch (fwd.kind) {
+      case OpKind::kGemm: {
+        const GemmShape& f = fwd.gemm;
+        Op dgrad = fwd;
+        dgrad.phase = OpPhase::kBackwardDgrad;
+        dgrad.gemm = GemmShape{.m = f.m, .n = f.k, .k = f.n, .batch = f.batch, .dtype = f.dtype,
+                               .transpose_b = true};
+        dgrad.flops = GemmFlops(dgrad.gemm) * D(fwd.repeat);
+        dgrad.bytes = GemmBytes(dgrad.gemm, false) * D(fwd.repeat);
+        ops_.push_back(dgrad);
+        Op wgrad = fwd;
+        wgrad.phase = OpPhase::kBackwardWgrad;
+        wgrad.gemm = GemmShape{.m = f.k, .n = f.n, .k = f.m, .batch = f.batch, .dtype = f.dtype,
+                               .transpose_a = true};
+        wgrad.flops = GemmFlops(wgrad.gemm) * D(fwd.repeat);
+        wgrad.bytes = GemmBytes(wgrad.gemm, true) * D(fwd.repeat);
+        ops_.push_back(wgrad);
+        break;
+      }
+      case OpKind::kAttention: {
+        Op bwd = fwd;
+        bwd.phase = OpPhase::kBackwardDgrad;
+        bwd.attention_pass = AttentionPass::kBackward;
+        bwd.flops = AttentionFlops(fwd.attention, AttentionPass::kBackward);
+        bwd.bytes = p.backward_bytes;
+        ops_.push_back(bwd);
+        break;
+      }
+      case OpKind::kMemory: {
+        if (!p.has_backward) break;
+        Op bwd = fwd;
+        bwd.phase = p.backward_phase;
+        bwd.memory = p.backward_memory;
+        bwd.flops = p.backward_memory.flops;
+        bwd.bytes = p.backward_memory.bytes;
+        ops_.push_back(bwd);
+        break;
+      }
+      case OpKind::kCollective:
+        break;
+    }
+  }
+  forward_count_ = 0;
+  start_ = ops_.size();
+}
+
+void AddMlpOps(ModuleOpBuilder& b, const MlpOpNames& names, int64_t m, int64_t hidden,
+               int64_t f_local, bool gated, DType gemm_dtype, double act_bytes,
+               int64_t act_rows, int64_t batch, int64_t repeat) {
+  b.Linear(names.fc1, m, hidden, gated ? 2 * f_local : f_local, gemm_dtype, batch, repeat);
+  const double n = D(act_rows) * D(f_local);
+  const double e = act_bytes;
+  if (gated) {
+    // SwiGLU silu(g)·u: forward reads g and u, writes the product (~5 FLOPs per output:
+    // exp, add, divide, two multiplies); backward reads g, u, dy and writes dg, du.
+    b.Memory(names.act, MemoryOp{.bytes = Bytes(3.0 * e * n), .flops = Flops(5.0 * n)},
+             MemoryOp{.bytes = Bytes(5.0 * e * n), .flops = Flops(10.0 * n)});
+  } else {
+    // GELU (tanh form, ~8 FLOPs per element): forward reads x and writes y; backward reads x
+    // and dy and writes dx.
+    b.Memory(names.act, MemoryOp{.bytes = Bytes(2.0 * e * n), .flops = Flops(8.0 * n)},
+             MemoryOp{.bytes = Bytes(3.0 * e * n), .flops = Flops(16.0 * n)});
+  }
+  b.Linear(names.fc2, m, f_local, hidden, gemm_dtype, batch, repeat);
+}
+
+double MlpParameters(int64_t hidden, int64_t f_local, bool gated) {
+  return (gated ? 3.0 : 2.0) * D(hidden) * D(f_local);
+}
+
+double MlpInnerActivationBytes(int64_t rows, int64_t f_local, bool gated, double act_bytes) {
+  return act_bytes * D(rows) * D(f_local) * (gated ? 3.0 : 2.0);
+}
+
+}  // namespace projector::profiler_internal

@@ -1,0 +1,115 @@
+// Internals shared by the module profilers (not part of the public API): the per-layer sizes
+// derived from a ProfileContext, and ModuleOpBuilder, which turns a module's forward ops into
+// the full op list (forward, recompute copies, backward dgrad/wgrad in reverse order).
+#ifndef PROJECTOR_PROFILERS_PROFILER_INTERNAL_H_
+#define PROJECTOR_PROFILERS_PROFILER_INTERNAL_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "core/dtype.h"
+#include "core/op_shapes.h"
+#include "core/parallel_config.h"
+#include "core/units.h"
+#include "profilers/module_profilers.h"
+#include "profilers/op_list.h"
+
+namespace projector::profiler_internal {
+
+// Sizes every module of one layer derives from the layout, validated once.
+struct LayerDims {
+  int64_t micro_batch = 1;
+  int64_t seq_q = 0;     // local query positions: seq_len/CP
+  int64_t seq_kv = 0;    // key/value positions one rank attends over: seq_len (CP gathers KV)
+  int64_t tokens = 0;    // T = micro_batch·seq_len/CP: rows of every TP-split GEMM
+  int64_t sp_tokens = 0; // T/TP under sequence parallelism, else T: norms, residual, dropout
+  int64_t tp = 1;
+  DType gemm_dtype = DType::kBf16;  // training.precision
+  DType act_dtype = DType::kBf16;   // activations, attention kernel, output layer
+  double act_bytes = 2.0;           // bytes per activation element
+};
+
+// kInvalidArgument for non-positive sizes in the training config or model; kFailedPrecondition
+// when CP does not divide the sequence or, under sequence parallelism, TP does not divide T.
+absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx);
+
+// Head dim of a standard (non-MLA) attention: model.head_dim, or hidden/heads when unset.
+int64_t StandardHeadDim(const ModelSpec& model);
+
+// kFailedPrecondition "<what> <value> is not divisible by <by_name> <by>" unless value % by == 0.
+absl::Status CheckDivisible(std::string_view what, int64_t value, std::string_view by_name,
+                            int64_t by);
+
+// Bytes per output element of a GEMM in `dtype`: fp8/fp4 GEMMs write bf16.
+double GemmOutputBytes(DType dtype);
+
+inline double D(int64_t v) { return static_cast<double>(v); }
+
+// Builds one module's op list. Forward ops are appended as they are declared; Finish() appends
+// the recompute copies and then the backward ops in reverse forward order (a linear layer gives
+// dgrad then wgrad, as Megatron computes them). Names and module are static strings.
+class ModuleOpBuilder {
+ public:
+  static constexpr size_t kMaxForwardOps = 24;
+
+  // Reserves `capacity` ops once (a module emits at most ~3× its forward op count + recompute).
+  ModuleOpBuilder(std::string_view module, OpList& ops, size_t capacity);
+
+  // y[m, out] = x[m, in] · W[in, out], `batch` independent problems (turbo grouped GEMM), run
+  // `repeat` times back to back (legacy grouped GEMM). Backward: dgrad dX = dY·Wᵀ, shape
+  // (m, in, out); wgrad dW = Xᵀ·dY, shape (in, out, m).
+  void Linear(std::string_view name, int64_t m, int64_t in, int64_t out, DType dtype,
+              int64_t batch = 1, int64_t repeat = 1);
+  // A memory-bound kernel. `backward` with zero bytes and flops has no backward op;
+  // `backward_phase` is kBackwardDgrad for activation gradients, kBackwardWgrad for weight
+  // gradients that are not GEMMs (embedding scatter-add).
+  void Memory(std::string_view name, MemoryOp forward, MemoryOp backward,
+              OpPhase backward_phase = OpPhase::kBackwardDgrad);
+  // Flash-attention forward now, backward at Finish. Bytes are HBM traffic per pass.
+  void Attention(std::string_view name, const AttentionShape& shape, Bytes forward_bytes,
+                 Bytes backward_bytes);
+  // kFull: a kRecompute copy of every forward op; kSelective: of the attention kernels only.
+  void Finish(Recompute recompute);
+
+ private:
+  struct Pending {
+    MemoryOp backward_memory;
+    Bytes backward_bytes;
+    OpPhase backward_phase = OpPhase::kBackwardDgrad;
+    bool has_backward = true;
+  };
+  Op& AddForward(std::string_view name, OpKind kind);
+
+  std::string_view module_;
+  OpList& ops_;
+  size_t start_;
+  std::array<Pending, kMaxForwardOps> pending_{};
+  size_t forward_count_ = 0;
+};
+
+// The GEMMs and activation of one (dense, shared-expert or grouped-expert) MLP block:
+// gated (SwiGLU): fc1 = fused gate+up projection h → 2·f_local (Megatron's linear_fc1 with
+// gated_linear_unit; same FLOPs as separate gate and up GEMMs), SwiGLU, fc2 f_local → h;
+// plain: fc1 h → f_local, GELU, fc2. `m`, `batch`, `repeat` as in ModuleOpBuilder::Linear;
+// the activation is one element-wise kernel over `act_rows` rows.
+struct MlpOpNames {
+  std::string_view fc1;
+  std::string_view act;
+  std::string_view fc2;
+};
+void AddMlpOps(ModuleOpBuilder& b, const MlpOpNames& names, int64_t m, int64_t hidden,
+               int64_t f_local, bool gated, DType gemm_dtype, double act_bytes,
+               int64_t act_rows, int64_t batch = 1, int64_t repeat = 1);
+// Weights of one such block: (gated ? 3 : 2)·hidden·f_local.
+double MlpParameters(int64_t hidden, int64_t f_local, bool gated);
+// Korthikanti et al. 2022 (section 4.1) MLP terms without the fc1 input: activation input
+// (gated: both fc1 halves, 2·f_local; plain: 4h → 8sbh) and fc2 input (f_local; 8sbh), in bytes
+// for `rows` rows.
+double MlpInnerActivationBytes(int64_t rows, int64_t f_local, bool gated, double act_bytes);
+
+}  // namespace projector::profiler_internal
+
+#endif  // PROJECTOR_PROFILERS_PROFILER_INTERNAL_H_
