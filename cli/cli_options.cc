@@ -13,7 +13,7 @@
 namespace projector {
 namespace {
 
-absl::Status FlagError(std::string_view flag, std::string_view problem) {
+absl::Status FlagError(const std::string& flag, absl::string_view problem) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", problem));
 }
 
@@ -142,8 +142,9 @@ int ExitCodeFor(const absl::Status& status) {
     case absl::StatusCode::kNotFound:
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kUnimplemented:
-    case absl::StatusCode::kOutOfRange:
       return 2;
+    case absl::StatusCode::kOutOfRange:  // a check the user asked for failed (accuracy floor)
+      return 3;
     default:
       return 1;
   }
@@ -263,7 +264,9 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
   }
   // DP: explicit, else derived from the GPU count and the other dimensions.
   bool num_gpus_given = Given(flags, "num-gpus");
-  if (num_gpus_given) PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, PositiveFlag(flags, "num-gpus"));
+  if (num_gpus_given) {
+    PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, PositiveFlag(flags, "num-gpus"));
+  }
   int64_t model_parallel = p.tp * p.pp * p.cp;
   if (Given(flags, "dp")) {
     PROJECTOR_ASSIGN_OR_RETURN(p.dp, PositiveFlag(flags, "dp"));

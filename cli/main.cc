@@ -17,6 +17,7 @@
 #include "models/model_spec.h"
 #include "nlohmann/json.hpp"
 #include "projection/scenario.h"
+#include "projection/validate.h"
 
 namespace projector {
 namespace {
@@ -191,7 +192,9 @@ absl::Status RunEstimate(int argc, char** argv, Output& io) {
     PROJECTOR_ASSIGN_OR_RETURN(shape.m, RequiredPositive(flags, "m"));
     PROJECTOR_ASSIGN_OR_RETURN(shape.n, RequiredPositive(flags, "n"));
     PROJECTOR_ASSIGN_OR_RETURN(shape.k, RequiredPositive(flags, "k"));
-    if (flags.count("batch")) PROJECTOR_ASSIGN_OR_RETURN(shape.batch, RequiredPositive(flags, "batch"));
+    if (flags.count("batch")) {
+      PROJECTOR_ASSIGN_OR_RETURN(shape.batch, RequiredPositive(flags, "batch"));
+    }
     PROJECTOR_ASSIGN_OR_RETURN(shape.dtype, DTypeFlag(flags));
     auto backend = MakeGemmBackend(flags["gemm-backend"].as<std::string>(), hw);
     if (!backend.ok()) return absl::InvalidArgumentError(absl::StrCat("--gemm-backend: ", backend.status().message()));
@@ -213,16 +216,24 @@ absl::Status RunEstimate(int argc, char** argv, Output& io) {
     PROJECTOR_ASSIGN_OR_RETURN(shape.batch, RequiredPositive(flags, "batch"));
     PROJECTOR_ASSIGN_OR_RETURN(shape.num_q_heads, RequiredPositive(flags, "heads"));
     shape.num_kv_heads = shape.num_q_heads;
-    if (flags.count("kv-heads")) PROJECTOR_ASSIGN_OR_RETURN(shape.num_kv_heads, RequiredPositive(flags, "kv-heads"));
+    if (flags.count("kv-heads")) {
+      PROJECTOR_ASSIGN_OR_RETURN(shape.num_kv_heads, RequiredPositive(flags, "kv-heads"));
+    }
     PROJECTOR_ASSIGN_OR_RETURN(shape.seq_q, RequiredPositive(flags, "seq-q"));
     shape.seq_kv = shape.seq_q;
-    if (flags.count("seq-kv")) PROJECTOR_ASSIGN_OR_RETURN(shape.seq_kv, RequiredPositive(flags, "seq-kv"));
+    if (flags.count("seq-kv")) {
+      PROJECTOR_ASSIGN_OR_RETURN(shape.seq_kv, RequiredPositive(flags, "seq-kv"));
+    }
     if (flags.count("head-dim")) {
       PROJECTOR_ASSIGN_OR_RETURN(shape.qk_head_dim, RequiredPositive(flags, "head-dim"));
       shape.v_head_dim = shape.qk_head_dim;
     }
-    if (flags.count("qk-head-dim")) PROJECTOR_ASSIGN_OR_RETURN(shape.qk_head_dim, RequiredPositive(flags, "qk-head-dim"));
-    if (flags.count("v-head-dim")) PROJECTOR_ASSIGN_OR_RETURN(shape.v_head_dim, RequiredPositive(flags, "v-head-dim"));
+    if (flags.count("qk-head-dim")) {
+      PROJECTOR_ASSIGN_OR_RETURN(shape.qk_head_dim, RequiredPositive(flags, "qk-head-dim"));
+    }
+    if (flags.count("v-head-dim")) {
+      PROJECTOR_ASSIGN_OR_RETURN(shape.v_head_dim, RequiredPositive(flags, "v-head-dim"));
+    }
     if (shape.qk_head_dim <= 0 || shape.v_head_dim <= 0) {
       return absl::InvalidArgumentError("--head-dim: required (or --qk-head-dim and --v-head-dim)");
     }
@@ -300,6 +311,59 @@ absl::Status RunEstimate(int argc, char** argv, Output& io) {
   return absl::OkStatus();
 }
 
+absl::Status RunValidate(int argc, char** argv, Output& io) {
+  cxxopts::Options options("project validate",
+                           "Projects every case of a calibration JSONL file in simulate mode and "
+                           "compares with the measured throughput.");
+  AddCommonFlags(options);
+  // clang-format off
+  options.add_options()
+    ("cases", "Calibration JSONL file (the ../shared/calibration schema)",
+     cxxopts::value<std::string>(), "FILE")
+    ("threads", "Worker threads (default: all cores)", cxxopts::value<int>(), "N")
+    ("min-within-20-pct", "Fail (exit 3) when fewer cases are within 20%",
+     cxxopts::value<double>(), "PCT")
+    ("max-median-error-pct", "Fail (exit 3) when the median |error| is larger",
+     cxxopts::value<double>(), "PCT");
+  // clang-format on
+  cxxopts::ParseResult flags;
+  try {
+    flags = options.parse(argc - 1, argv + 1);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("validate: ", e.what()));
+  }
+  if (flags.count("help")) {
+    io.out << options.help();
+    return absl::OkStatus();
+  }
+  if (!flags.unmatched().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("validate: unexpected argument '", flags.unmatched().front(), "'"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(bool as_json, WantsJson(flags));
+  if (!flags.count("cases")) {
+    return absl::InvalidArgumentError("--cases: required (a calibration JSONL file)");
+  }
+  int threads = flags.count("threads") ? flags["threads"].as<int>() : 0;
+  if (threads < 0) return absl::InvalidArgumentError("--threads: must be >= 0");
+  PROJECTOR_ASSIGN_OR_RETURN(ValidationReport report,
+                             ValidateCasesFile(flags["cases"].as<std::string>(), threads));
+  io.out << (as_json ? ValidationToJson(report).dump(2) + "\n" : FormatValidationText(report));
+  if (flags.count("max-median-error-pct") &&
+      report.summary.median_abs_error_pct > flags["max-median-error-pct"].as<double>()) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "accuracy floor not met: median |error| %.1f%% > %.1f%%",
+        report.summary.median_abs_error_pct, flags["max-median-error-pct"].as<double>()));
+  }
+  if (flags.count("min-within-20-pct") &&
+      report.summary.within_20_pct < flags["min-within-20-pct"].as<double>()) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "accuracy floor not met: %.1f%% of cases within 20%% < %.1f%%",
+        report.summary.within_20_pct, flags["min-within-20-pct"].as<double>()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunProject(int argc, char** argv, Output& io) {
   cxxopts::Options options("project", kUsage);
   AddCommonFlags(options);
@@ -358,6 +422,8 @@ int Run(int argc, char** argv, Output& io) {
   std::string sub = argc > 1 ? argv[1] : "";
   if (sub == "estimate") {
     status = RunEstimate(argc, argv, io);
+  } else if (sub == "validate") {
+    status = RunValidate(argc, argv, io);
   } else {
     status = RunProject(argc, argv, io);
   }

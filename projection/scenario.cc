@@ -15,8 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-absl::Status Precondition(std::string_view origin, std::string_view field,
-                          std::string_view problem) {
+absl::Status Precondition(const std::string& origin, const std::string& field,
+                          const std::string& problem) {
   return absl::FailedPreconditionError(absl::StrCat(origin, ": ", field, ": ", problem));
 }
 
@@ -36,7 +36,7 @@ absl::StatusOr<ModelSpec> ModelFromJson(JsonObject& obj, std::string_view key,
     name = absl::StrCat(base_dir, "/", name);
   }
   auto model = ResolveModel(name);
-  if (!model.ok()) return obj.FieldError(key, model.status().message());
+  if (!model.ok()) return obj.FieldError(key, std::string(model.status().message()));
   return model;
 }
 
@@ -47,7 +47,7 @@ absl::StatusOr<HardwareProfile> GpuFromJson(JsonObject& obj, std::string_view ke
     name = absl::StrCat(base_dir, "/", name);
   }
   auto hw = ResolveHardwareProfile(name);
-  if (!hw.ok()) return obj.FieldError(key, hw.status().message());
+  if (!hw.ok()) return obj.FieldError(key, std::string(hw.status().message()));
   return hw;
 }
 
@@ -111,7 +111,7 @@ std::string DirOf(const std::string& path) {
 }
 
 // Fills dp (when not given) and num_gpus, and records the defaults the input left open.
-absl::Status Complete(Scenario& s, bool dp_given, bool num_gpus_given, std::string_view origin) {
+absl::Status Complete(Scenario& s, bool dp_given, bool num_gpus_given, const std::string& origin) {
   ParallelConfig& p = s.parallel;
   int64_t model_parallel = p.tp * p.pp * p.cp;
   if (!dp_given) {

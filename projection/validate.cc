@@ -1,0 +1,289 @@
+#include "projection/validate.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/json_reader.h"
+#include "core/status_macros.h"
+#include "projection/projection.h"
+#include "projection/scenario.h"
+
+namespace projector {
+namespace {
+
+using nlohmann::json;
+
+// Short label of a source for grouping: a repository path's first token
+// ("mosaicml/llm-foundry"), else the text before the first comma ("Narayanan et al.").
+std::string SourceLabel(const std::string& source) {
+  std::string first = source.substr(0, source.find(' '));
+  if (first.find('/') != std::string::npos) return first;
+  std::string head = source.substr(0, source.find(','));
+  if (head.size() > 40) head = head.substr(0, 40);
+  return head;
+}
+
+// The two largest terms of the step breakdown with their share of the step.
+std::string DominantTerms(const Projection& p) {
+  const StepBreakdown& b = p.breakdown;
+  std::vector<std::pair<double, const char*>> terms = {
+      {b.compute.value(), "compute"},
+      {b.exposed_tp_comm.value(), "tp"},
+      {b.exposed_cp_comm.value(), "cp"},
+      {b.exposed_ep_comm.value(), "ep"},
+      {b.pipeline_bubble.value(), "bubble"},
+      {b.p2p.value(), "p2p"},
+      {b.exposed_dp_comm.value(), "dp"},
+      {b.exposed_fsdp_comm.value(), "fsdp"},
+      {b.optimizer.value(), "optimizer"}};
+  std::sort(terms.begin(), terms.end(), [](auto& a, auto& c) { return a.first > c.first; });
+  double total = p.step_time.value();
+  std::string out;
+  for (int i = 0; i < 2; ++i) {
+    if (terms[i].first <= 0) break;
+    if (!out.empty()) out += ", ";
+    absl::StrAppendFormat(&out, "%s %.0f%%", terms[i].second, 100.0 * terms[i].first / total);
+  }
+  return out;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct ParsedCase {
+  ValidationCase result;
+  std::optional<Scenario> scenario;
+};
+
+std::string HardwareKey(const HardwareProfile& hw) {
+  return absl::StrCat(hw.name, "/", hw.gpus_per_node, "/", hw.gpu.sustained_clock.value());
+}
+
+}  // namespace
+
+ErrorSummary Summarise(const std::vector<const ValidationCase*>& cases, std::string group) {
+  ErrorSummary s;
+  s.group = std::move(group);
+  s.count = static_cast<int64_t>(cases.size());
+  std::vector<double> abs_errors;
+  double sum = 0;
+  int64_t w10 = 0, w20 = 0, w30 = 0;
+  for (const ValidationCase* c : cases) {
+    if (!c->error_pct) continue;
+    double e = *c->error_pct;
+    abs_errors.push_back(std::fabs(e));
+    sum += e;
+    w10 += std::fabs(e) <= 10;
+    w20 += std::fabs(e) <= 20;
+    w30 += std::fabs(e) <= 30;
+  }
+  s.projected = static_cast<int64_t>(abs_errors.size());
+  if (s.projected == 0) return s;
+  double n = static_cast<double>(s.projected);
+  s.median_abs_error_pct = Median(abs_errors);
+  s.mean_error_pct = sum / n;
+  s.within_10_pct = 100.0 * static_cast<double>(w10) / n;
+  s.within_20_pct = 100.0 * static_cast<double>(w20) / n;
+  s.within_30_pct = 100.0 * static_cast<double>(w30) / n;
+  return s;
+}
+
+absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path, int threads) {
+  auto start = std::chrono::steady_clock::now();
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
+  ValidationReport report;
+  report.file = path;
+  std::vector<ParsedCase> parsed;
+  std::string line;
+  int64_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::string origin = absl::StrCat(path, ":", line_no);
+    PROJECTOR_ASSIGN_OR_RETURN(json value, ParseJsonText(line, origin));
+    ParsedCase pc;
+    ValidationCase& c = pc.result;
+    c.line = line_no;
+    auto scenario = ScenarioFromCase(value, origin);
+    // Schema errors (types, missing or unknown fields) fail the run; a valid case whose layout
+    // or feature the tool cannot project is listed instead.
+    if (!scenario.ok() && scenario.status().code() == absl::StatusCode::kInvalidArgument &&
+        scenario.status().message().find("unknown GPU") == std::string_view::npos &&
+        scenario.status().message().find("unknown model") == std::string_view::npos) {
+      return scenario.status();
+    }
+    c.id = value.value("id", "");
+    c.gpu = value.value("gpu", "");
+    c.source = SourceLabel(value.value("source", ""));
+    c.num_gpus = value.value("num_gpus", int64_t{0});
+    if (value.contains("model") && value["model"].is_object()) {
+      c.model = value["model"].value("name", "");
+    }
+    if (value.contains("measured") && value["measured"].is_object()) {
+      c.measured_tokens_per_s_per_gpu = value["measured"].value("tokens_per_s_per_gpu", 0.0);
+    }
+    if (scenario.ok()) {
+      c.layout = LayoutSummary(scenario->parallel);
+      pc.scenario = *std::move(scenario);
+    } else {
+      c.status = "unsupported";
+      c.reason = std::string(scenario.status().message());
+    }
+    parsed.push_back(std::move(pc));
+  }
+
+  // One backend set per distinct hardware (backends are immutable and shared across threads).
+  std::map<std::string, BackendSet> backends;
+  for (ParsedCase& pc : parsed) {
+    if (!pc.scenario) continue;
+    std::string key = HardwareKey(pc.scenario->hw);
+    if (backends.count(key)) continue;
+    auto set = MakeBackendSet(pc.scenario->backends, pc.scenario->hw);
+    if (!set.ok()) return set.status();
+    backends.emplace(key, *std::move(set));
+  }
+
+  std::atomic<size_t> next{0};
+  auto worker = [&]() {
+    for (size_t i = next++; i < parsed.size(); i = next++) {
+      ParsedCase& pc = parsed[i];
+      if (!pc.scenario) continue;
+      const BackendSet& set = backends.at(HardwareKey(pc.scenario->hw));
+      BackendRefs refs{*set.gemm, *set.attention, *set.memory, *set.collective};
+      auto projection = Project(*pc.scenario, refs);
+      ValidationCase& c = pc.result;
+      if (!projection.ok()) {
+        c.status = "unsupported";
+        c.reason = std::string(projection.status().message());
+        continue;
+      }
+      c.status = "ok";
+      c.projected_tokens_per_s_per_gpu = projection->tokens_per_s_per_gpu;
+      c.error_pct = 100.0 * (projection->tokens_per_s_per_gpu - c.measured_tokens_per_s_per_gpu) /
+                    c.measured_tokens_per_s_per_gpu;
+      c.dominant_terms = DominantTerms(*projection);
+      c.fits_in_memory = projection->fits_in_memory;
+    }
+  };
+  int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+
+  std::vector<const ValidationCase*> all;
+  std::map<std::string, std::vector<const ValidationCase*>> by_gpu, by_source;
+  for (ParsedCase& pc : parsed) {
+    report.cases.push_back(std::move(pc.result));
+  }
+  for (const ValidationCase& c : report.cases) {
+    all.push_back(&c);
+    by_gpu[c.gpu].push_back(&c);
+    by_source[c.source].push_back(&c);
+  }
+  report.summary = Summarise(all, "all");
+  for (auto& [gpu, cases] : by_gpu) report.by_gpu.push_back(Summarise(cases, gpu));
+  for (auto& [source, cases] : by_source) report.by_source.push_back(Summarise(cases, source));
+  report.elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+namespace {
+
+std::string SummaryRow(const ErrorSummary& s) {
+  return absl::StrFormat("%-28s %5d %9d %10.1f%% %10.1f%% %7.0f%% %7.0f%% %7.0f%%\n", s.group,
+                         s.count, s.projected, s.median_abs_error_pct, s.mean_error_pct,
+                         s.within_10_pct, s.within_20_pct, s.within_30_pct);
+}
+
+json SummaryJson(const ErrorSummary& s) {
+  return {{"group", s.group},
+          {"count", s.count},
+          {"projected", s.projected},
+          {"median_abs_error_pct", s.median_abs_error_pct},
+          {"mean_error_pct", s.mean_error_pct},
+          {"within_10_pct", s.within_10_pct},
+          {"within_20_pct", s.within_20_pct},
+          {"within_30_pct", s.within_30_pct}};
+}
+
+}  // namespace
+
+std::string FormatValidationText(const ValidationReport& r) {
+  std::string out = absl::StrFormat(
+      "%-34s %-16s %-14s %5s %-22s %10s %10s %8s  %s\n", "id", "model", "gpu", "gpus", "layout",
+      "measured", "projected", "error", "dominant terms");
+  for (const ValidationCase& c : r.cases) {
+    if (c.status != "ok") continue;
+    absl::StrAppendFormat(&out, "%-34s %-16s %-14s %5d %-22s %10.1f %10.1f %+7.1f%%  %s%s\n",
+                          c.id.substr(0, 34), c.model.substr(0, 16), c.gpu, c.num_gpus,
+                          c.layout.substr(0, 22), c.measured_tokens_per_s_per_gpu,
+                          *c.projected_tokens_per_s_per_gpu, *c.error_pct, c.dominant_terms,
+                          c.fits_in_memory ? "" : "  [does not fit]");
+  }
+  bool header = false;
+  for (const ValidationCase& c : r.cases) {
+    if (c.status == "ok") continue;
+    if (!header) {
+      out += "\nCases not projected:\n";
+      header = true;
+    }
+    absl::StrAppendFormat(&out, "  %s (line %d): %s\n", c.id, c.line, c.reason);
+  }
+  std::string head = absl::StrFormat("%-28s %5s %9s %11s %11s %8s %8s %8s\n", "group", "cases",
+                                     "projected", "median|err|", "mean err", "<=10%", "<=20%",
+                                     "<=30%");
+  absl::StrAppend(&out, "\nSummary\n", head, SummaryRow(r.summary));
+  absl::StrAppend(&out, "\nBy GPU\n", head);
+  for (const ErrorSummary& s : r.by_gpu) out += SummaryRow(s);
+  absl::StrAppend(&out, "\nBy source\n", head);
+  for (const ErrorSummary& s : r.by_source) out += SummaryRow(s);
+  absl::StrAppendFormat(&out, "\n%d cases in %.2f s\n", r.summary.count, r.elapsed_s);
+  return out;
+}
+
+json ValidationToJson(const ValidationReport& r) {
+  json cases = json::array();
+  for (const ValidationCase& c : r.cases) {
+    json j = {{"id", c.id},
+              {"line", c.line},
+              {"model", c.model},
+              {"gpu", c.gpu},
+              {"source", c.source},
+              {"num_gpus", c.num_gpus},
+              {"layout", c.layout},
+              {"measured_tokens_per_s_per_gpu", c.measured_tokens_per_s_per_gpu},
+              {"status", c.status}};
+    j["projected_tokens_per_s_per_gpu"] =
+        c.projected_tokens_per_s_per_gpu ? json(*c.projected_tokens_per_s_per_gpu) : json();
+    j["error_pct"] = c.error_pct ? json(*c.error_pct) : json();
+    if (!c.reason.empty()) j["reason"] = c.reason;
+    if (!c.dominant_terms.empty()) j["dominant_terms"] = c.dominant_terms;
+    j["fits_in_memory"] = c.fits_in_memory;
+    cases.push_back(std::move(j));
+  }
+  json by_gpu = json::array(), by_source = json::array();
+  for (const ErrorSummary& s : r.by_gpu) by_gpu.push_back(SummaryJson(s));
+  for (const ErrorSummary& s : r.by_source) by_source.push_back(SummaryJson(s));
+  json summary = SummaryJson(r.summary);
+  summary.erase("group");
+  return {{"file", r.file},       {"cases", cases},         {"summary", summary},
+          {"by_gpu", by_gpu},     {"by_source", by_source}, {"elapsed_s", r.elapsed_s}};
+}
+
+}  // namespace projector
