@@ -1,0 +1,220 @@
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "profilers/module_profilers.h"
+#include "tests/profilers/profiler_test_util.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector {
+namespace {
+
+using ::projector::testing::CountOps;
+using ::projector::testing::CountPhase;
+using ::projector::testing::D;
+using ::projector::testing::FindOp;
+using ::projector::testing::IsNearRel;
+using ::projector::testing::IsOk;
+using ::projector::testing::StatusIs;
+using ::projector::testing::SumFlops;
+using ::testing::HasSubstr;
+using Case = ::projector::testing::ProfilerCase;
+
+Case Llama(int64_t tp) {
+  Case c(testing::Llama31_8B());
+  c.parallel.tp = tp;
+  c.parallel.sequence_parallel = tp > 1;
+  c.training.seq_len = 4096;
+  c.training.micro_batch = 1;
+  return c;
+}
+
+// QKV N = (heads + 2·kv_heads)·head_dim / t; dgrad (T, in, out), wgrad (in, out, T).
+TEST(ProfileAttentionTest, QkvShapesAndExplicitBackwardGemms) {
+  Case c = Llama(4);
+  absl::StatusOr<ModuleProfile> p = ProfileAttention(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  const Op* fwd = FindOp(p->ops, "qkv_proj", OpPhase::kForward);
+  const Op* dgrad = FindOp(p->ops, "qkv_proj", OpPhase::kBackwardDgrad);
+  const Op* wgrad = FindOp(p->ops, "qkv_proj", OpPhase::kBackwardWgrad);
+  ASSERT_NE(fwd, nullptr);
+  ASSERT_NE(dgrad, nullptr);
+  ASSERT_NE(wgrad, nullptr);
+  const int64_t n = (32 + 2 * 8) * 128 / 4;
+  EXPECT_EQ(fwd->gemm, (GemmShape{.m = 4096, .n = n, .k = 4096}));
+  EXPECT_EQ(dgrad->gemm, (GemmShape{.m = 4096, .n = 4096, .k = n, .transpose_b = true}));
+  EXPECT_EQ(wgrad->gemm, (GemmShape{.m = 4096, .n = n, .k = 4096, .transpose_a = true}));
+  EXPECT_THAT(fwd->flops.value(), IsNearRel(2.0 * 4096 * n * 4096, 1e-12));
+  EXPECT_GT(fwd->bytes.value(), 0);
+  EXPECT_GT(wgrad->bytes.value(), 0);
+  // 4 forward ops (qkv, rope, core, out), 2 GEMM × 2 + rope + core backward.
+  EXPECT_EQ(CountPhase(p->ops, OpPhase::kForward), 4);
+  EXPECT_EQ(CountOps(p->ops, OpKind::kGemm, OpPhase::kBackwardDgrad), 2);
+  EXPECT_EQ(CountOps(p->ops, OpKind::kGemm, OpPhase::kBackwardWgrad), 2);
+  EXPECT_EQ(CountOps(p->ops, OpKind::kAttention, OpPhase::kBackwardDgrad), 1);
+}
+
+// TP 16 > 8 kv heads: each rank keeps one (replicated) kv head: N = (32/16 + 2)·128.
+TEST(ProfileAttentionTest, KvHeadsReplicateWhenTpExceedsThem) {
+  Case c = Llama(16);
+  absl::StatusOr<ModuleProfile> p = ProfileAttention(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  const Op* qkv = FindOp(p->ops, "qkv_proj", OpPhase::kForward);
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->gemm.n, (2 + 2) * 128);
+  const Op* core = FindOp(p->ops, "attention_core", OpPhase::kForward);
+  ASSERT_NE(core, nullptr);
+  EXPECT_EQ(core->attention.num_q_heads, 2);
+  EXPECT_EQ(core->attention.num_kv_heads, 1);
+}
+
+TEST(ProfileAttentionTest, MqaHasOneKvHead) {
+  Case c = Llama(8);
+  c.model.num_kv_heads = 1;
+  absl::StatusOr<ModuleProfile> p = ProfileAttention(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(FindOp(p->ops, "qkv_proj", OpPhase::kForward)->gemm.n, (4 + 2) * 128);
+  EXPECT_EQ(FindOp(p->ops, "attention_core", OpPhase::kForward)->attention.num_kv_heads, 1);
+}
+
+// With CP the local seq_len/CP queries attend over the whole gathered sequence (causal), and
+// the projections see T = b·s/CP rows.
+TEST(ProfileAttentionTest, ContextParallelDividesQueries) {
+  Case c = Llama(2);
+  c.parallel.cp = 4;
+  c.training.micro_batch = 2;
+  absl::StatusOr<ModuleProfile> p = ProfileAttention(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  const Op* core = FindOp(p->ops, "attention_core", OpPhase::kForward);
+  ASSERT_NE(core, nullptr);
+  EXPECT_EQ(core->attention.batch, 2);
+  EXPECT_EQ(core->attention.seq_q, 1024);
+  EXPECT_EQ(core->attention.seq_kv, 4096);
+  EXPECT_TRUE(core->attention.causal);
+  EXPECT_EQ(core->attention.num_q_heads, 16);
+  EXPECT_EQ(core->attention.num_kv_heads, 4);
+  EXPECT_EQ(FindOp(p->ops, "qkv_proj", OpPhase::kForward)->gemm.m, 2 * 1024);
+  EXPECT_EQ(p->tokens, 2 * 1024);
+  // Causal forward FLOPs 2·b·(a/t)·s_q·s_kv·(d + d)/2: the rank's share of the causal work.
+  EXPECT_THAT(core->flops.value(), IsNearRel(2.0 * 2 * 16 * 1024 * 4096 * 256 / 2, 1e-12));
+  const Op* bwd = FindOp(p->ops, "attention_core", OpPhase::kBackwardDgrad);
+  ASSERT_NE(bwd, nullptr);
+  EXPECT_EQ(bwd->attention_pass, AttentionPass::kBackward);
+  EXPECT_THAT(bwd->flops.value(), IsNearRel(2.5 * core->flops.value(), 1e-12));
+}
+
+// FP8 training runs the projections in fp8; the attention kernel stays bf16.
+TEST(ProfileAttentionTest, Fp8GemmsBf16Attention) {
+  Case c = Llama(1);
+  c.training.precision = DType::kFp8;
+  absl::StatusOr<ModuleProfile> p = ProfileAttention(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(FindOp(p->ops, "qkv_proj", OpPhase::kForward)->gemm.dtype, DType::kFp8);
+  EXPECT_EQ(FindOp(p->ops, "out_proj", OpPhase::kBackwardWgrad)->gemm.dtype, DType::kFp8);
+  EXPECT_EQ(FindOp(p->ops, "attention_core", OpPhase::kForward)->attention.dtype, DType::kBf16);
+}
+
+TEST(ProfileAttentionTest, QkNormAndBiasWhereTheModelHasThem) {
+  Case c = Llama(2);
+  absl::StatusOr<ModuleProfile> plain = ProfileAttention(c.Ctx());
+  c.model.qk_norm = true;
+  c.model.attention_bias = true;
+  absl::StatusOr<ModuleProfile> with = ProfileAttention(c.Ctx());
+  ASSERT_THAT(plain, IsOk());
+  ASSERT_THAT(with, IsOk());
+  EXPECT_EQ(FindOp(plain->ops, "qk_norm", OpPhase::kForward), nullptr);
+  const Op* norm = FindOp(with->ops, "qk_norm", OpPhase::kForward);
+  ASSERT_NE(norm, nullptr);
+  EXPECT_EQ(norm->kind, OpKind::kMemory);
+  EXPECT_NE(FindOp(with->ops, "qk_norm", OpPhase::kBackwardDgrad), nullptr);
+  // Bias (a + 2g)·d/t and two RMSNorm scales of head_dim.
+  EXPECT_THAT(with->dense_parameters - plain->dense_parameters,
+              IsNearRel((16 + 2 * 4) * 128 + 2 * 128, 1e-12));
+}
+
+TEST(ProfileAttentionTest, IndivisibleHeadsAreFailedPrecondition) {
+  Case c = Llama(3);
+  c.parallel.sequence_parallel = false;
+  EXPECT_THAT(ProfileAttention(c.Ctx()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("num_attention_heads 32 is not divisible by tp 3")));
+  // 24 heads, 6 kv heads, TP 4: kv heads neither split nor replicate evenly.
+  Case g = Llama(4);
+  g.model.num_attention_heads = 24;
+  g.model.num_kv_heads = 6;
+  EXPECT_THAT(ProfileAttention(g.Ctx()),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("num_kv_heads 6")));
+  Case bad = Llama(1);
+  bad.model.num_kv_heads = 5;
+  EXPECT_THAT(ProfileAttention(bad.Ctx()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("multiple of num_kv_heads")));
+}
+
+Case DeepSeek(int64_t tp) {
+  Case c(testing::DeepSeekV3());
+  c.parallel.tp = tp;
+  c.parallel.sequence_parallel = tp > 1;
+  c.training.seq_len = 4096;
+  c.training.micro_batch = 1;
+  return c;
+}
+
+// MLA forward GEMMs: q_down, q_up, kv_down, k_rope_proj, kv_up, o_proj; dgrad + wgrad each.
+// FLOPs: 2·[Ts·h·ql + T·ql·(a/t)·(n+r) + Ts·h·kl + Ts·h·r + T·kl·(a/t)·(n+v) + T·(a/t)·v·h],
+// Ts = T/t (the replicated down projections run on the SP shard).
+TEST(ProfileAttentionTest, MlaHasSixForwardAndTwelveBackwardGemms) {
+  Case c = DeepSeek(4);
+  absl::StatusOr<ModuleProfile> p = ProfileAttention(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(CountOps(p->ops, OpKind::kGemm, OpPhase::kForward), 6);
+  EXPECT_EQ(CountOps(p->ops, OpKind::kGemm, OpPhase::kBackwardDgrad) +
+                CountOps(p->ops, OpKind::kGemm, OpPhase::kBackwardWgrad),
+            12);
+  const double T = 4096, Ts = 1024, h = 7168, ql = 1536, kl = 512, n = 128, r = 64, v = 128;
+  const double a_l = 32;
+  const double fwd = 2 * (Ts * h * ql + T * ql * a_l * (n + r) + Ts * h * kl + Ts * h * r +
+                          T * kl * a_l * (n + v) + T * a_l * v * h);
+  EXPECT_THAT(SumFlops(p->ops, OpKind::kGemm, OpPhase::kForward), IsNearRel(fwd, 1e-12));
+  EXPECT_THAT(SumFlops(p->ops, OpKind::kGemm, OpPhase::kBackwardDgrad), IsNearRel(fwd, 1e-12));
+  EXPECT_THAT(SumFlops(p->ops, OpKind::kGemm, OpPhase::kBackwardWgrad), IsNearRel(fwd, 1e-12));
+  const Op* core = FindOp(p->ops, "attention_core", OpPhase::kForward);
+  ASSERT_NE(core, nullptr);
+  EXPECT_EQ(core->attention.qk_head_dim, 192);
+  EXPECT_EQ(core->attention.v_head_dim, 128);
+  EXPECT_EQ(core->attention.num_q_heads, 32);
+  EXPECT_EQ(core->attention.num_kv_heads, 32);
+  EXPECT_NE(FindOp(p->ops, "q_norm", OpPhase::kForward), nullptr);
+  EXPECT_NE(FindOp(p->ops, "kv_norm", OpPhase::kForward), nullptr);
+  // Parameters: replicated down projections and norms, TP-split up/out projections.
+  const double params = h * ql + ql + ql * a_l * (n + r) + h * (kl + r) + kl +
+                        kl * a_l * (n + v) + a_l * v * h;
+  EXPECT_THAT(p->dense_parameters, IsNearRel(params, 1e-12));
+}
+
+// DeepSeek-V2-Lite style: no Q LoRA, Q projected directly: 5 forward and 10 backward GEMMs.
+TEST(ProfileAttentionTest, MlaWithoutQLoraHasFiveForwardGemms) {
+  Case c = DeepSeek(1);
+  c.model.mla->q_lora_rank = 0;
+  absl::StatusOr<ModuleProfile> p = ProfileAttention(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(CountOps(p->ops, OpKind::kGemm, OpPhase::kForward), 5);
+  EXPECT_EQ(CountOps(p->ops, OpKind::kGemm, OpPhase::kBackwardDgrad), 5);
+  EXPECT_EQ(CountOps(p->ops, OpKind::kGemm, OpPhase::kBackwardWgrad), 5);
+  const Op* q = FindOp(p->ops, "q_proj", OpPhase::kForward);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->gemm, (GemmShape{.m = 4096, .n = 128 * 192, .k = 7168}));
+  EXPECT_EQ(FindOp(p->ops, "q_norm", OpPhase::kForward), nullptr);
+}
+
+TEST(ProfileAttentionTest, SelectiveRecomputeCopiesOnlyTheCore) {
+  Case c = DeepSeek(2);
+  absl::StatusOr<ModuleProfile> p = ProfileAttention(c.Ctx(Recompute::kSelective));
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(CountPhase(p->ops, OpPhase::kRecompute), 1);
+  const Op* re = FindOp(p->ops, "attention_core", OpPhase::kRecompute);
+  ASSERT_NE(re, nullptr);
+  EXPECT_EQ(re->attention_pass, AttentionPass::kForward);
+  // Selective recompute stores less than no recompute: the core's softmax statistics.
+  EXPECT_LT(p->activation_bytes_selective.value(), p->activation_bytes.value());
+}
+
+}  // namespace
+}  // namespace projector

@@ -1,0 +1,52 @@
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "profilers/module_profilers.h"
+#include "tests/profilers/profiler_test_util.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector {
+namespace {
+
+using ::projector::testing::CountPhase;
+using ::projector::testing::FindOp;
+using ::projector::testing::IsNearRel;
+using ::projector::testing::IsOk;
+using ::projector::testing::StatusIs;
+using ::testing::HasSubstr;
+using Case = ::projector::testing::ProfilerCase;
+
+TEST(PaddedVocabSizeTest, MegatronPadsToMultipleOf128TimesTp) {
+  ModelSpec m = testing::Llama31_8B();
+  EXPECT_EQ(PaddedVocabSize(m, 1), 128256);  // 1002·128
+  EXPECT_EQ(PaddedVocabSize(m, 8), 129024);  // 126·1024
+  m.vocab_size = 50257;
+  EXPECT_EQ(PaddedVocabSize(m, 1), 50304);
+}
+
+// Lookup forward (memory op); backward is a weight-gradient scatter-add, no dgrad.
+TEST(ProfileEmbeddingTest, LookupAndScatterAddBackward) {
+  Case c(testing::Llama31_8B());
+  c.parallel.tp = 8;
+  c.training.seq_len = 4096;
+  absl::StatusOr<ModuleProfile> p = ProfileEmbedding(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(p->module, "embedding");
+  const Op* lookup = FindOp(p->ops, "embedding_lookup", OpPhase::kForward);
+  ASSERT_NE(lookup, nullptr);
+  EXPECT_EQ(lookup->kind, OpKind::kMemory);
+  EXPECT_GT(lookup->bytes.value(), 2.0 * 4096 * 4096);  // at least the T×h bf16 output
+  EXPECT_NE(FindOp(p->ops, "embedding_lookup", OpPhase::kBackwardWgrad), nullptr);
+  EXPECT_EQ(CountPhase(p->ops, OpPhase::kBackwardDgrad), 0);
+  EXPECT_THAT(p->dense_parameters, IsNearRel(129024.0 / 8 * 4096, 1e-12));
+  EXPECT_EQ(p->tokens, 4096);
+}
+
+TEST(ProfileEmbeddingTest, ZeroVocabIsInvalid) {
+  Case c(testing::Llama31_8B());
+  c.model.vocab_size = 0;
+  EXPECT_THAT(ProfileEmbedding(c.Ctx()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("vocab_size")));
+}
+
+}  // namespace
+}  // namespace projector

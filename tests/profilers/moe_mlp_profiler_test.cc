@@ -1,0 +1,173 @@
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "profilers/module_profilers.h"
+#include "tests/profilers/profiler_test_util.h"
+#include "tests/testing/fake_backends.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector {
+namespace {
+
+using ::projector::testing::CountOps;
+using ::projector::testing::D;
+using ::projector::testing::FakeBackends;
+using ::projector::testing::FindOp;
+using ::projector::testing::IsNearRel;
+using ::projector::testing::IsOk;
+using ::projector::testing::StatusIs;
+using ::projector::testing::SumFlops;
+using ::testing::HasSubstr;
+using Case = ::projector::testing::ProfilerCase;
+
+// Mixtral-8x7B, TP2 + SP, EP4, s = 4096, b = 1: T = 4096, T_l = T/t = 2048 routed per GPU,
+// pairs = T_l·k = 4096, local experts 8/4 = 2, rows per expert 2048.
+Case Mixtral(bool turbo) {
+  Case c(testing::Mixtral8x7B());
+  c.parallel.tp = 2;
+  c.parallel.sequence_parallel = true;
+  c.parallel.ep = 4;
+  c.parallel.turbo_grouped_gemm = turbo;
+  c.training.seq_len = 4096;
+  c.training.micro_batch = 1;
+  return c;
+}
+
+double ExpertFlops(const ModuleProfile& p, OpPhase phase) {
+  double f = 0;
+  for (const Op& op : p.ops) {
+    if (op.phase == phase && op.kind == OpKind::kGemm && op.name.starts_with("expert_")) {
+      f += op.flops.value();
+    }
+  }
+  return f;
+}
+
+TEST(ProfileMoeMlpTest, TurboIsOneBatchedGemmOverLocalExperts) {
+  Case c = Mixtral(true);
+  absl::StatusOr<ModuleProfile> p = ProfileMoeMlp(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(p->tokens, 4096);
+  const Op* fc1 = FindOp(p->ops, "expert_fc1", OpPhase::kForward);
+  ASSERT_NE(fc1, nullptr);
+  EXPECT_EQ(fc1->gemm, (GemmShape{.m = 2048, .n = 2 * 14336, .k = 4096, .batch = 2}));
+  EXPECT_EQ(fc1->repeat, 1);
+  const Op* fc2w = FindOp(p->ops, "expert_fc2", OpPhase::kBackwardWgrad);
+  ASSERT_NE(fc2w, nullptr);
+  EXPECT_EQ(fc2w->gemm, (GemmShape{.m = 14336, .n = 4096, .k = 2048, .batch = 2,
+                                   .transpose_a = true}));
+}
+
+TEST(ProfileMoeMlpTest, LegacyRepeatsOneGemmPerLocalExpertWithTheSameFlops) {
+  absl::StatusOr<ModuleProfile> turbo = ProfileMoeMlp(Mixtral(true).Ctx());
+  Case legacy_case = Mixtral(false);
+  absl::StatusOr<ModuleProfile> legacy = ProfileMoeMlp(legacy_case.Ctx());
+  ASSERT_THAT(turbo, IsOk());
+  ASSERT_THAT(legacy, IsOk());
+  const Op* fc1 = FindOp(legacy->ops, "expert_fc1", OpPhase::kForward);
+  ASSERT_NE(fc1, nullptr);
+  EXPECT_EQ(fc1->gemm, (GemmShape{.m = 2048, .n = 2 * 14336, .k = 4096, .batch = 1}));
+  EXPECT_EQ(fc1->repeat, 2);
+  EXPECT_EQ(FindOp(legacy->ops, "expert_fc2", OpPhase::kBackwardDgrad)->repeat, 2);
+  // Expert FLOPs: 2·pairs·3·h·ffn_e in both modes, per phase.
+  const double expected = 2.0 * 4096 * 3 * 4096 * 14336;
+  for (OpPhase phase : {OpPhase::kForward, OpPhase::kBackwardDgrad, OpPhase::kBackwardWgrad}) {
+    EXPECT_THAT(ExpertFlops(*turbo, phase), IsNearRel(expected, 1e-12));
+    EXPECT_THAT(ExpertFlops(*legacy, phase), IsNearRel(expected, 1e-12));
+  }
+  // With a fixed time per FLOP the two modes cost the same; a tile model would tell them apart.
+  FakeBackends fakes;
+  ASSERT_THAT(TimeOps(fakes.Refs(), turbo->ops), IsOk());
+  ASSERT_THAT(TimeOps(fakes.Refs(), legacy->ops), IsOk());
+  EXPECT_THAT(SumTime(legacy->ops, OpPhase::kForward).value(),
+              IsNearRel(SumTime(turbo->ops, OpPhase::kForward).value(), 1e-12));
+}
+
+// Tokens under SP are divided by TP before dispatch: pairs = (T/t)·k, router m = T/t.
+TEST(ProfileMoeMlpTest, RoutedTokensAreDividedByTp) {
+  for (int64_t tp : {1, 2, 4}) {
+    Case c = Mixtral(true);
+    c.parallel.tp = tp;
+    c.parallel.sequence_parallel = tp > 1;
+    absl::StatusOr<ModuleProfile> p = ProfileMoeMlp(c.Ctx());
+    ASSERT_THAT(p, IsOk());
+    const int64_t t_l = 4096 / tp;
+    EXPECT_EQ(p->tokens, t_l * 2) << "tp " << tp;
+    const Op* router = FindOp(p->ops, "router", OpPhase::kForward);
+    ASSERT_NE(router, nullptr);
+    EXPECT_EQ(router->gemm, (GemmShape{.m = t_l, .n = 8, .k = 4096}));
+    // Permutation moves T_l·k·h bf16 elements: read + write.
+    EXPECT_THAT(FindOp(p->ops, "permute", OpPhase::kForward)->bytes.value(),
+                IsNearRel(2.0 * D(t_l) * 2 * 4096 * 2, 1e-12));
+    EXPECT_NE(FindOp(p->ops, "unpermute", OpPhase::kBackwardDgrad), nullptr);
+    EXPECT_NE(FindOp(p->ops, "router_topk", OpPhase::kForward), nullptr);
+  }
+}
+
+// Expert TP: each GPU sees ETP× the pairs against an ffn/ETP slice: same FLOPs.
+TEST(ProfileMoeMlpTest, ExpertTensorParallelKeepsFlops) {
+  Case c = Mixtral(true);
+  absl::StatusOr<ModuleProfile> base = ProfileMoeMlp(c.Ctx());
+  c.parallel.etp = 2;
+  absl::StatusOr<ModuleProfile> split = ProfileMoeMlp(c.Ctx());
+  ASSERT_THAT(base, IsOk());
+  ASSERT_THAT(split, IsOk());
+  EXPECT_EQ(split->tokens, 2 * base->tokens);
+  EXPECT_EQ(FindOp(split->ops, "expert_fc2", OpPhase::kForward)->gemm.k, 14336 / 2);
+  EXPECT_THAT(ExpertFlops(*split, OpPhase::kForward),
+              IsNearRel(ExpertFlops(*base, OpPhase::kForward), 1e-12));
+  EXPECT_THAT(split->expert_parameters, IsNearRel(base->expert_parameters / 2, 1e-12));
+}
+
+// DeepSeek-V3, TP1, EP8: 32 local experts of 3·h·2048, a router h·256, one shared expert
+// 3·h·2048 on all T tokens.
+TEST(ProfileMoeMlpTest, DeepSeekSharedExpertsAndParameters) {
+  Case c(testing::DeepSeekV3());
+  c.parallel.ep = 8;
+  c.training.seq_len = 4096;
+  absl::StatusOr<ModuleProfile> p = ProfileMoeMlp(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  const double h = 7168;
+  EXPECT_THAT(p->expert_parameters, IsNearRel(32 * 3 * h * 2048, 1e-12));
+  EXPECT_THAT(p->dense_parameters, IsNearRel(h * 256 + 3 * h * 2048, 1e-12));
+  const Op* shared = FindOp(p->ops, "shared_fc1", OpPhase::kForward);
+  ASSERT_NE(shared, nullptr);
+  EXPECT_EQ(shared->gemm, (GemmShape{.m = 4096, .n = 2 * 2048, .k = 7168}));
+  // Forward GEMMs: router, expert fc1/fc2, shared fc1/fc2.
+  EXPECT_EQ(CountOps(p->ops, OpKind::kGemm, OpPhase::kForward), 5);
+  EXPECT_EQ(CountOps(p->ops, OpKind::kGemm, OpPhase::kBackwardWgrad), 5);
+  // pairs = 4096·8, 32 local experts: 1024 rows each.
+  EXPECT_EQ(FindOp(p->ops, "expert_fc1", OpPhase::kForward)->gemm.m, 1024);
+  // Routed + shared + router forward FLOPs: 2·(T·k·3·h·f_e + T·3·h·f_s + T·h·E).
+  const double T = 4096;
+  EXPECT_THAT(SumFlops(p->ops, OpKind::kGemm, OpPhase::kForward),
+              IsNearRel(2 * (T * 8 * 3 * h * 2048 + T * 3 * h * 2048 + T * h * 256), 1e-12));
+}
+
+TEST(ProfileMoeMlpTest, FullRecomputeCopiesTheForward) {
+  Case c = Mixtral(true);
+  absl::StatusOr<ModuleProfile> p = ProfileMoeMlp(c.Ctx(Recompute::kFull));
+  ASSERT_THAT(p, IsOk());
+  EXPECT_THAT(SumFlops(p->ops, OpKind::kGemm, OpPhase::kRecompute),
+              IsNearRel(SumFlops(p->ops, OpKind::kGemm, OpPhase::kForward), 1e-12));
+}
+
+TEST(ProfileMoeMlpTest, ErrorPaths) {
+  Case dense(testing::Llama31_8B());
+  EXPECT_THAT(ProfileMoeMlp(dense.Ctx()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no MoE")));
+  Case c = Mixtral(true);
+  c.parallel.ep = 3;
+  EXPECT_THAT(ProfileMoeMlp(c.Ctx()),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("num_experts 8")));
+  c = Mixtral(true);
+  c.parallel.etp = 5;
+  EXPECT_THAT(ProfileMoeMlp(c.Ctx()),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("expert_ffn_hidden")));
+  c = Mixtral(true);
+  c.model.moe->top_k = 9;
+  EXPECT_THAT(ProfileMoeMlp(c.Ctx()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("top_k")));
+}
+
+}  // namespace
+}  // namespace projector

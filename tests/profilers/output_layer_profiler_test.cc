@@ -1,0 +1,72 @@
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "profilers/module_profilers.h"
+#include "tests/profilers/profiler_test_util.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector {
+namespace {
+
+using ::projector::testing::D;
+using ::projector::testing::FindOp;
+using ::projector::testing::IsNearRel;
+using ::projector::testing::IsOk;
+using ::projector::testing::StatusIs;
+using ::testing::HasSubstr;
+using Case = ::projector::testing::ProfilerCase;
+
+// Output projection T × h × V/t forward, dgrad (T, h, V/t), wgrad (h, V/t, T), bf16 even
+// under FP8; cross-entropy over T·V/t fp32 logits.
+TEST(ProfileOutputLayerTest, VocabParallelProjectionAndLoss) {
+  Case c(testing::Llama31_8B());
+  c.parallel.tp = 8;
+  c.parallel.sequence_parallel = true;
+  c.training.seq_len = 4096;
+  c.training.precision = DType::kFp8;
+  absl::StatusOr<ModuleProfile> p = ProfileOutputLayer(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  const int64_t v_l = 129024 / 8;
+  EXPECT_EQ(FindOp(p->ops, "output_proj", OpPhase::kForward)->gemm,
+            (GemmShape{.m = 4096, .n = v_l, .k = 4096}));
+  EXPECT_EQ(FindOp(p->ops, "output_proj", OpPhase::kBackwardDgrad)->gemm,
+            (GemmShape{.m = 4096, .n = 4096, .k = v_l, .transpose_b = true}));
+  EXPECT_EQ(FindOp(p->ops, "output_proj", OpPhase::kBackwardWgrad)->gemm,
+            (GemmShape{.m = 4096, .n = v_l, .k = 4096, .transpose_a = true}));
+  const Op* ce = FindOp(p->ops, "cross_entropy", OpPhase::kForward);
+  ASSERT_NE(ce, nullptr);
+  EXPECT_EQ(ce->kind, OpKind::kMemory);
+  EXPECT_THAT(ce->bytes.value(), IsNearRel(14.0 * 4096 * v_l, 1e-12));
+  EXPECT_NE(FindOp(p->ops, "cross_entropy", OpPhase::kBackwardDgrad), nullptr);
+  EXPECT_NE(FindOp(p->ops, "final_norm", OpPhase::kForward), nullptr);
+  // Final norm over the SP shard, output weight V/t·h.
+  EXPECT_THAT(p->dense_parameters, IsNearRel(4096 + D(v_l) * 4096, 1e-12));
+  // Stored: norm input and projection input (SP-sharded bf16) + fp32 softmax.
+  EXPECT_THAT(p->activation_bytes.value(),
+              IsNearRel(2 * 2.0 * 512 * 4096 + 4.0 * 4096 * v_l, 1e-12));
+}
+
+// Tied embeddings share the embedding's weight when both sit on one stage (pp == 1); with
+// pp > 1 the last stage holds its own copy.
+TEST(ProfileOutputLayerTest, TiedEmbeddingsCountedOnceOnOneStage) {
+  Case c(testing::GptMha());
+  c.model.tied_embeddings = true;
+  absl::StatusOr<ModuleProfile> same_stage = ProfileOutputLayer(c.Ctx());
+  c.parallel.pp = 4;
+  absl::StatusOr<ModuleProfile> last_stage = ProfileOutputLayer(c.Ctx());
+  ASSERT_THAT(same_stage, IsOk());
+  ASSERT_THAT(last_stage, IsOk());
+  EXPECT_THAT(same_stage->dense_parameters, IsNearRel(2 * 2048, 1e-12));  // LayerNorm only
+  EXPECT_THAT(last_stage->dense_parameters, IsNearRel(2 * 2048 + 51200.0 * 2048, 1e-12));
+  // The GEMMs run either way.
+  EXPECT_NE(FindOp(same_stage->ops, "output_proj", OpPhase::kBackwardWgrad), nullptr);
+}
+
+TEST(ProfileOutputLayerTest, ZeroVocabIsInvalid) {
+  Case c(testing::Llama31_8B());
+  c.model.vocab_size = -1;
+  EXPECT_THAT(ProfileOutputLayer(c.Ctx()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("vocab_size")));
+}
+
+}  // namespace
+}  // namespace projector
