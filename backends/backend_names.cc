@@ -57,7 +57,7 @@ absl::StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view na
     valid += CollectiveAlgorithmName(a);
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown collective algorithm '", name, "'; valid: ", valid));
+      absl::StrCat("unknown collective algorithm '", std::string(name), "'; valid: ", valid));
 }
 
 }  // namespace projector

@@ -1,0 +1,51 @@
+#include "backends/simulate/roofline_memory_backend.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "backends/simulate/gpu_model_constants.h"
+
+namespace projector {
+
+RooflineMemoryBackend::RooflineMemoryBackend(const HardwareProfile& hw)
+    : hbm_bandwidth_(hw.gpu.hbm_bandwidth * hw.gpu.hbm_efficiency),
+      vector_rate_(FlopsPerSecond(hw.gpu.vector_fp32_flops_per_clock_per_cu *
+                                  static_cast<double>(hw.gpu.compute_units) *
+                                  gpu_model::RunningClock(hw.gpu).value())),
+      launch_overhead_(hw.gpu.kernel_launch_overhead) {}
+
+absl::StatusOr<MemoryEstimate> RooflineMemoryBackend::Estimate(const MemoryOp& op) const {
+  if (std::optional<MemoryEstimate> hit = cache_.Find(op)) return *hit;
+  if (op.bytes.value() < 0 || op.flops.value() < 0 || op.launches < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "memory op must have bytes >= 0, flops >= 0 and launches >= 1; got bytes=%g flops=%g "
+        "launches=%d",
+        op.bytes.value(), op.flops.value(), op.launches));
+  }
+  const Seconds launch = launch_overhead_ * static_cast<double>(op.launches);
+  const Seconds memory_time =
+      hbm_bandwidth_.value() > 0 ? op.bytes / hbm_bandwidth_ : Seconds(0);
+  const Seconds vector_time = vector_rate_.value() > 0 ? op.flops / vector_rate_ : Seconds(0);
+
+  MemoryEstimate estimate;
+  estimate.time = launch + std::max(memory_time, vector_time);
+  if (vector_time > memory_time) {
+    estimate.bound = Bound::kCompute;
+    estimate.clock_scaled_time = vector_time;
+  } else if (memory_time.value() > 0) {
+    estimate.bound = Bound::kMemory;
+  } else {
+    estimate.bound = Bound::kLatency;
+  }
+  cache_.Insert(op, estimate);
+  return estimate;
+}
+
+std::unique_ptr<MemoryBackend> MakeRooflineMemoryBackend(const HardwareProfile& hw) {
+  return std::make_unique<RooflineMemoryBackend>(hw);
+}
+
+}  // namespace projector
