@@ -17,13 +17,9 @@ using profiler_internal::CheckDivisible;
 using profiler_internal::D;
 using profiler_internal::LayerDims;
 using profiler_internal::ModuleOpBuilder;
+using profiler_internal::NormParamsPerElement;
 
 constexpr std::string_view kModule = "attention";
-
-// Norm weights per normalised element: RMSNorm has a scale, LayerNorm a scale and a bias.
-double NormParamsPerElement(const ModelSpec& model) {
-  return model.norm == NormKind::kLayerNorm ? 2.0 : 1.0;
-}
 
 // A normalisation over `rows`×`width` elements. Forward reads x and writes y; backward reads
 // x and dy and writes dx (the weight-gradient reduction rides along). ~4 vector FLOPs per
@@ -122,7 +118,8 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   profile.tokens = T;
   ModuleOpBuilder b(kModule, profile.ops, 20);
   // Column-parallel fused QKV: N = (a + 2g)·d/t (replicated kv heads count once per rank).
-  // A Q/K/V bias (attention_bias) is fused into the GEMM epilogue: parameters only.
+  // A Q/K/V bias (attention_bias, or linear_bias on every linear layer) is fused into the
+  // GEMM epilogue: parameters only.
   b.Linear("qkv_proj", T, h, (a_l + 2 * g_l) * d, dims.gemm_dtype);
   if (model.qk_norm) AddNorm(b, "qk_norm", T, (a_l + g_l) * d, e);
   AddRope(b, T, (a_l + g_l) * d, e);
@@ -133,7 +130,9 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   b.Finish(ctx.recompute);
 
   double params = D(h) * D((a_l + 2 * g_l) * d) + D(a_l * d) * D(h);
-  if (model.attention_bias) params += D((a_l + 2 * g_l) * d);
+  if (model.attention_bias || model.linear_bias) params += D((a_l + 2 * g_l) * d);
+  // The row-parallel output bias is replicated on every TP rank.
+  if (model.linear_bias) params += D(h);
   if (model.qk_norm) params += 2.0 * D(d) * NormParamsPerElement(model);
   profile.dense_parameters = params;
 
@@ -213,6 +212,10 @@ absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerD
   b.Linear("o_proj", T, a_l * v, h, dt);
   b.Finish(ctx.recompute);
   params += D(h) * D(kl + rope) + norm_w * D(kl) + D(kl) * D(a_l * (nope + v)) + D(a_l * v) * D(h);
+  if (model.linear_bias) {
+    params += (ql > 0 ? D(ql) : 0.0) + D(a_l * (nope + rope)) + D(kl + rope) +
+              D(a_l * (nope + v)) + D(h);
+  }
   profile.dense_parameters = params;
 
   // Korthikanti's terms for MLA's graph: the shared norm output (SP-sharded), the inputs of

@@ -34,7 +34,7 @@ absl::StatusOr<ModuleProfile> ProfileDenseMlp(const ProfileContext& ctx) {
                                    .fc2 = "fc2_down"},
                                T, h, f_l, gated, dims.gemm_dtype, dims.act_bytes, T);
   b.Finish(ctx.recompute);
-  profile.dense_parameters = profiler_internal::MlpParameters(h, f_l, gated);
+  profile.dense_parameters = profiler_internal::MlpParameters(h, f_l, gated, model.linear_bias);
 
   // Korthikanti et al. 2022, section 4.1: fc1 input 2sbh (the norm output, SP-sharded), the
   // activation input (GELU: 8sbh for ffn = 4h; SwiGLU: both fc1 halves) and fc2's input (8sbh),

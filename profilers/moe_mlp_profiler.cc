@@ -111,11 +111,13 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
   }
   b.Finish(ctx.recompute);
 
-  profile.dense_parameters = D(h) * D(E);
+  profile.dense_parameters = D(h) * D(E);  // router, no bias
   if (shared_f_l > 0) {
-    profile.dense_parameters += profiler_internal::MlpParameters(h, shared_f_l, gated);
+    profile.dense_parameters +=
+        profiler_internal::MlpParameters(h, shared_f_l, gated, model.linear_bias);
   }
-  profile.expert_parameters = D(experts_l) * profiler_internal::MlpParameters(h, f_l, gated);
+  profile.expert_parameters =
+      D(experts_l) * profiler_internal::MlpParameters(h, f_l, gated, model.linear_bias);
 
   // Korthikanti et al. 2022's MLP terms applied per routed pair (pairs rows instead of sbh):
   // the MoE input (the norm output, SP-sharded; also the shared experts' fc1 input), the fp32

@@ -34,7 +34,8 @@ absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx) {
   b.Memory("pre_mlp_norm", norm_fwd, norm_bwd);
   b.Memory("mlp_residual_add", residual, residual);
   b.Finish(ctx.recompute);
-  profile.dense_parameters = (layer_norm ? 4.0 : 2.0) * D(model.hidden_size);
+  profile.dense_parameters =
+      2.0 * profiler_internal::NormParamsPerElement(model) * D(model.hidden_size);
 
   // Korthikanti et al. 2022, section 4.1: each norm keeps its input, 2sbh ×2 = 4sbh
   // (/t under SP). The residual adds keep nothing.

@@ -43,7 +43,8 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
 
   const bool shares_embedding = model.tied_embeddings && ctx.parallel.pp == 1;
   profile.dense_parameters =
-      (layer_norm ? 2.0 : 1.0) * D(h) + (shares_embedding ? 0.0 : D(v_l) * D(h));
+      profiler_internal::NormParamsPerElement(model) * D(h) +
+      (shares_embedding ? 0.0 : D(v_l) * D(h));
   // Kept for backward: the final norm's input (SP-sharded), the output projection's input
   // (the norm output, SP-sharded and re-gathered in backward) and the fp32 softmax.
   profile.activation_bytes = Bytes(2.0 * e * norm_n + 4.0 * logits);

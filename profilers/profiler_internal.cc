@@ -210,8 +210,14 @@ void AddMlpOps(ModuleOpBuilder& b, const MlpOpNames& names, int64_t m, int64_t h
   b.Linear(names.fc2, m, f_local, hidden, gemm_dtype, batch, repeat);
 }
 
-double MlpParameters(int64_t hidden, int64_t f_local, bool gated) {
-  return (gated ? 3.0 : 2.0) * D(hidden) * D(f_local);
+double MlpParameters(int64_t hidden, int64_t f_local, bool gated, bool bias) {
+  double params = (gated ? 3.0 : 2.0) * D(hidden) * D(f_local);
+  if (bias) params += (gated ? 2.0 : 1.0) * D(f_local) + D(hidden);
+  return params;
+}
+
+double NormParamsPerElement(const ModelSpec& model) {
+  return model.norm == NormKind::kLayerNorm && model.linear_bias ? 2.0 : 1.0;
 }
 
 double MlpInnerActivationBytes(int64_t rows, int64_t f_local, bool gated, double act_bytes) {

@@ -103,8 +103,13 @@ struct MlpOpNames {
 void AddMlpOps(ModuleOpBuilder& b, const MlpOpNames& names, int64_t m, int64_t hidden,
                int64_t f_local, bool gated, DType gemm_dtype, double act_bytes,
                int64_t act_rows, int64_t batch = 1, int64_t repeat = 1);
-// Weights of one such block: (gated ? 3 : 2)·hidden·f_local.
-double MlpParameters(int64_t hidden, int64_t f_local, bool gated);
+// Weights of one such block: (gated ? 3 : 2)·hidden·f_local, plus with `bias` the fc1 bias
+// ((gated ? 2 : 1)·f_local, split with the columns) and the fc2 bias (hidden: a row-parallel
+// bias is replicated on every TP rank).
+double MlpParameters(int64_t hidden, int64_t f_local, bool gated, bool bias);
+// Weights per normalised element: 1 (RMSNorm, or LayerNorm without bias as in MPT's no_bias);
+// 2 for a LayerNorm with bias (GPT / Megatron GPT, i.e. model.linear_bias).
+double NormParamsPerElement(const ModelSpec& model);
 // Korthikanti et al. 2022 (section 4.1) MLP terms without the fc1 input: activation input
 // (gated: both fc1 halves, 2·f_local; plain: 4h → 8sbh) and fc2 input (f_local; 8sbh), in bytes
 // for `rows` rows.

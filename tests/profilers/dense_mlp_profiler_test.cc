@@ -57,7 +57,8 @@ TEST(ProfileDenseMlpTest, GeluHasTwoGemms) {
   EXPECT_EQ(FindOp(p->ops, "fc1_up", OpPhase::kForward)->gemm.n, 4096);
   EXPECT_THAT(SumFlops(p->ops, OpKind::kGemm, OpPhase::kForward),
               IsNearRel(2.0 * 2048 * 2 * 2048 * 4096, 1e-12));
-  EXPECT_THAT(p->dense_parameters, IsNearRel(2.0 * 2048 * 4096, 1e-12));
+  // Weights 2·h·ffn/t, fc1 bias ffn/t, replicated fc2 bias h.
+  EXPECT_THAT(p->dense_parameters, IsNearRel(2.0 * 2048 * 4096 + 4096 + 2048, 1e-12));
 }
 
 TEST(ProfileDenseMlpTest, FullRecomputeCopiesEveryForwardOp) {

@@ -30,7 +30,8 @@ inline ModelSpec Llama31_8B() {
   return m;
 }
 
-// A GPT-style MHA model as in Korthikanti et al. 2022: GELU with ffn = 4h, LayerNorm.
+// A GPT-style MHA model as in Korthikanti et al. 2022: GELU with ffn = 4h, LayerNorm, biases
+// on every linear layer and norm (Megatron's add_bias_linear).
 inline ModelSpec GptMha() {
   ModelSpec m;
   m.name = "gpt-mha";
@@ -44,6 +45,7 @@ inline ModelSpec GptMha() {
   m.mlp = MlpKind::kGelu;
   m.norm = NormKind::kLayerNorm;
   m.tied_embeddings = true;
+  m.linear_bias = true;
   return m;
 }
 
