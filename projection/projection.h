@@ -1,10 +1,96 @@
 // Projection of one training step: composes the timed op lists of the module profilers into
 // layers (with TP/CP/EP communication and overlap), pipeline stages and schedules, DP/FSDP
 // gradient and weight communication and the optimizer step; estimates memory per GPU; and
-// derives TGS, TFLOP/s per GPU and MFU.
+// derives TGS, TFLOP/s per GPU and MFU. This is the public entry point of projection/.
 #ifndef PROJECTOR_PROJECTION_PROJECTION_H_
 #define PROJECTOR_PROJECTION_PROJECTION_H_
 
-// Owned by the projection engineer; see projection.cc. (Placeholder until it lands.)
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/units.h"
+#include "profilers/op_list.h"
+#include "projection/layer_composer.h"
+#include "projection/memory_model.h"
+#include "projection/scenario.h"
+#include "projection/step_composer.h"
+
+namespace projector {
+
+// Modelling switches that the Scenario does not carry (yet); each default is the framework's
+// default and is listed in Projection::defaults_used.
+struct ProjectionOptions {
+  // Megatron --tp-comm-overlap (userbuffers): TP collectives overlapped with their GEMMs.
+  // Off by default, as in Megatron-LM.
+  bool tp_comm_overlap = false;
+};
+
+// One layer kind (dense or MoE) of one micro-batch on one GPU.
+struct LayerKindTimes {
+  bool is_moe = false;
+  int64_t count = 0;  // layers of this kind in the model
+  std::vector<ModuleTimes> modules;
+  Seconds forward;    // compute + exposed TP/CP/EP communication
+  Seconds backward;   // dgrad + wgrad + exposed communication
+  Seconds recompute;  // extra forward under recompute (0 without)
+  Bytes activation_bytes;  // stored for backward per micro-batch, after recompute
+};
+
+struct Projection {
+  std::string scenario_name;
+  std::string layout;  // "TP8 PP16 VPP4 CP1 EP1 DP128 SP"
+  int64_t num_gpus = 0;
+  int64_t micro_batches = 0;  // per pipeline per step: global_batch / (micro_batch · DP)
+  std::string schedule;       // "1f1b" or "interleaved"
+
+  Seconds step_time;
+  double tokens_per_s_per_gpu = 0;  // TGS = global_batch · seq_len / step_time / num_gpus
+  double tokens_per_s = 0;          // global_batch · seq_len / step_time
+  // Model FLOPs per step (recompute NOT counted; PaLM appendix B / Megatron convention):
+  //   tokens · (6 · N_matmul + 6 · L · s · H · (d_qk + d_v))
+  // with N_matmul = active parameters minus the input-embedding table (a lookup, no FLOPs),
+  // tokens = global_batch · seq_len, L layers, s = seq_len, H query heads, non-causal
+  // attention (for MHA: 12 · L · s · h per token, PaLM's term).
+  Flops model_flops_per_step;
+  double tflops_per_gpu = 0;  // model FLOPs / step_time / num_gpus / 1e12
+  // tflops_per_gpu / the GPU's datasheet dense matrix peak for the training precision at the
+  // peak clock.
+  double mfu = 0;
+  FlopsPerSecond peak_flops_per_gpu;
+
+  StepBreakdown breakdown;
+  // Share of step time that scales with 1/clock (compute-bound cycles).
+  double clock_scaled_share = 0;
+
+  std::vector<LayerKindTimes> layer_kinds;  // dense and/or MoE, whichever exist
+  ModuleTimes embedding;
+  ModuleTimes output_layer;
+
+  MemoryFootprint memory;
+  Bytes peak_memory_per_gpu;
+  bool fits_in_memory = true;
+
+  std::optional<double> measured_tokens_per_s_per_gpu;
+  std::optional<double> error_pct;  // (projected − measured) / measured · 100
+
+  std::vector<std::string> defaults_used;
+};
+
+// Projects one training step with backends the caller built once (MakeBackendSet) and reuses.
+// Errors from the profilers/backends pass through (kInvalidArgument, kUnimplemented, ...).
+absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& backends,
+                                   const ProjectionOptions& options = {});
+
+// Convenience: builds the backends from scenario.backends and scenario.hw, then projects.
+absl::StatusOr<Projection> Project(const Scenario& scenario,
+                                   const ProjectionOptions& options = {});
+
+// Model FLOPs of one training step by the formula documented on Projection.
+Flops ModelFlopsPerStep(const ModelSpec& model, const TrainingConfig& training);
+
+}  // namespace projector
 
 #endif  // PROJECTOR_PROJECTION_PROJECTION_H_

@@ -1,0 +1,376 @@
+#include "projection/layer_composer.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "core/status_macros.h"
+
+namespace projector {
+namespace {
+
+// Activations and gradients cross the wire in bf16 (Megatron communicates in the params dtype;
+// fp8 training keeps bf16 activations between layers).
+constexpr double kCommBytesPerElement = 2.0;
+
+Seconds Max0(Seconds s) { return s.value() > 0 ? s : Seconds(0); }
+
+// Per-module compute sums and the overlap windows the communication rules need.
+struct ModuleSums {
+  std::string_view module;
+  Seconds fwd, bwd, rec;
+  Seconds fwd_cs, bwd_cs, rec_cs;
+  Seconds attention_fwd, attention_bwd, attention_rec;  // flash-attention kernels
+  Seconds max_fwd_gemm, max_dgrad_gemm, max_wgrad_gemm;  // largest single GEMM per phase
+};
+
+ModuleSums SumModule(const ModuleProfile& m) {
+  ModuleSums s;
+  s.module = m.module;
+  for (const Op& op : m.ops) {
+    if (op.kind == OpKind::kCollective) continue;  // profilers add none; be safe
+    switch (op.phase) {
+      case OpPhase::kForward:
+        s.fwd += op.time;
+        s.fwd_cs += op.clock_scaled_time;
+        if (op.kind == OpKind::kAttention) s.attention_fwd += op.time;
+        if (op.kind == OpKind::kGemm) s.max_fwd_gemm = std::max(s.max_fwd_gemm, op.time);
+        break;
+      case OpPhase::kBackwardDgrad:
+      case OpPhase::kBackwardWgrad:
+        s.bwd += op.time;
+        s.bwd_cs += op.clock_scaled_time;
+        if (op.kind == OpKind::kAttention) s.attention_bwd += op.time;
+        if (op.kind == OpKind::kGemm && op.phase == OpPhase::kBackwardDgrad) {
+          s.max_dgrad_gemm = std::max(s.max_dgrad_gemm, op.time);
+        }
+        if (op.kind == OpKind::kGemm && op.phase == OpPhase::kBackwardWgrad) {
+          s.max_wgrad_gemm = std::max(s.max_wgrad_gemm, op.time);
+        }
+        break;
+      case OpPhase::kRecompute:
+        s.rec += op.time;
+        s.rec_cs += op.clock_scaled_time;
+        if (op.kind == OpKind::kAttention) s.attention_rec += op.time;
+        break;
+    }
+  }
+  return s;
+}
+
+class CommBuilder {
+ public:
+  CommBuilder(const CollectiveBackend& collective, OpList& ops)
+      : collective_(collective), ops_(ops) {}
+
+  // Adds and times one collective; returns its time (all `repeat`s).
+  absl::StatusOr<Seconds> Add(std::string_view name, std::string_view module, OpPhase phase,
+                              CommDim dim, CollectiveKind kind, Bytes bytes, ProcessGroup group,
+                              CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto,
+                              int64_t repeat = 1) {
+    if (group.size <= 1 || bytes.value() <= 0) return Seconds(0);
+    CollectiveOp c{.kind = kind, .bytes = bytes, .group = group};
+    absl::StatusOr<CollectiveEstimate> e = collective_.Estimate(c, algorithm);
+    // PXN needs a group that spans nodes; inside one node fall back to the backend's choice.
+    if (!e.ok() && e.status().code() == absl::StatusCode::kUnimplemented &&
+        algorithm != CollectiveAlgorithm::kAuto) {
+      algorithm = CollectiveAlgorithm::kAuto;
+      e = collective_.Estimate(c, algorithm);
+    }
+    if (!e.ok()) return e.status();
+    Op op;
+    op.name = name;
+    op.module = module;
+    op.kind = OpKind::kCollective;
+    op.phase = phase;
+    op.comm_dim = dim;
+    op.collective = c;
+    op.algorithm = e->algorithm;
+    op.repeat = repeat;
+    op.bytes = bytes * static_cast<double>(repeat);
+    op.time = e->time * static_cast<double>(repeat);
+    ops_.push_back(op);
+    return op.time;
+  }
+
+ private:
+  const CollectiveBackend& collective_;
+  OpList& ops_;
+};
+
+// Exposed time of the TP collectives around one TP-sharded block (attention, or the MLP /
+// shared experts): Megatron's ColumnParallelLinear → ... → RowParallelLinear pattern.
+//
+// Without sequence parallelism (Megatron `f`/`g` operators):
+//   fwd: one AllReduce of the block output [tokens, h]            → exposed
+//   bwd: one AllReduce of the block input grad, issued async and overlapped with the wgrad GEMM
+//        of the column-parallel linear (LinearWithGradAccumulationAndAsyncCommunication)
+//        → exposed max(0, AR − wgrad)
+// With sequence parallelism (Korthikanti et al. 2022, §4.2.2):
+//   fwd: AllGather of the block input + ReduceScatter of its output  → both exposed
+//   bwd: AllGather of the output grad (the RS's backward)             → exposed;
+//        re-AllGather of the saved SP-sharded input for the wgrad GEMM, async under the dgrad
+//        GEMM → max(0, AG − dgrad); ReduceScatter of the input grad, async under the wgrad GEMM
+//        → max(0, RS − wgrad).
+// With --tp-comm-overlap the forward collectives also hide behind the adjacent GEMM.
+// Sizes follow nccl-tests: AR buffer = AG output = RS input = tokens·h·2 B, so an AG or RS
+// moves half the bytes of an AR.
+struct TpExposure {
+  Seconds fwd, bwd;
+};
+
+absl::StatusOr<TpExposure> AddTpBlock(CommBuilder& b, std::string_view module,
+                                      const ModuleSums& s, const ParallelConfig& par, Bytes act,
+                                      bool tp_comm_overlap) {
+  TpExposure x;
+  ProcessGroup g = par.TpGroup();
+  if (g.size <= 1) return x;
+  Seconds fwd_window = tp_comm_overlap ? s.max_fwd_gemm : Seconds(0);
+  if (!par.sequence_parallel) {
+    PROJECTOR_ASSIGN_OR_RETURN(Seconds ar_f, b.Add("tp_allreduce", module, OpPhase::kForward,
+                                                   CommDim::kTp, CollectiveKind::kAllReduce, act,
+                                                   g));
+    PROJECTOR_ASSIGN_OR_RETURN(Seconds ar_b,
+                               b.Add("tp_allreduce_grad", module, OpPhase::kBackwardDgrad,
+                                     CommDim::kTp, CollectiveKind::kAllReduce, act, g));
+    x.fwd = Max0(ar_f - fwd_window);
+    x.bwd = Max0(ar_b - s.max_wgrad_gemm);
+    return x;
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(Seconds ag_f, b.Add("sp_allgather", module, OpPhase::kForward,
+                                                 CommDim::kTp, CollectiveKind::kAllGather, act,
+                                                 g));
+  PROJECTOR_ASSIGN_OR_RETURN(Seconds rs_f, b.Add("sp_reducescatter", module, OpPhase::kForward,
+                                                 CommDim::kTp, CollectiveKind::kReduceScatter,
+                                                 act, g));
+  PROJECTOR_ASSIGN_OR_RETURN(Seconds ag_grad,
+                             b.Add("sp_allgather_grad", module, OpPhase::kBackwardDgrad,
+                                   CommDim::kTp, CollectiveKind::kAllGather, act, g));
+  PROJECTOR_ASSIGN_OR_RETURN(Seconds ag_input,
+                             b.Add("sp_allgather_wgrad_input", module, OpPhase::kBackwardDgrad,
+                                   CommDim::kTp, CollectiveKind::kAllGather, act, g));
+  PROJECTOR_ASSIGN_OR_RETURN(Seconds rs_grad,
+                             b.Add("sp_reducescatter_grad", module, OpPhase::kBackwardWgrad,
+                                   CommDim::kTp, CollectiveKind::kReduceScatter, act, g));
+  x.fwd = Max0(ag_f - fwd_window) + Max0(rs_f - fwd_window);
+  Seconds bwd_window = tp_comm_overlap ? s.max_dgrad_gemm : Seconds(0);
+  x.bwd = Max0(ag_grad - bwd_window) + Max0(ag_input - s.max_dgrad_gemm) +
+          Max0(rs_grad - s.max_wgrad_gemm);
+  return x;
+}
+
+}  // namespace
+
+Bytes LayerInputBytes(const ModelSpec& model, const ParallelConfig& parallel,
+                      const TrainingConfig& training) {
+  double tokens = static_cast<double>(training.micro_batch * training.seq_len) /
+                  static_cast<double>(parallel.cp);
+  if (parallel.sequence_parallel) tokens /= static_cast<double>(parallel.tp);
+  return Bytes(tokens * static_cast<double>(model.hidden_size) * kCommBytesPerElement);
+}
+
+absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
+                                           const LayerCompositionContext& ctx,
+                                           const CollectiveBackend& collective) {
+  const ModelSpec& model = ctx.model;
+  const ParallelConfig& par = ctx.parallel;
+  const TrainingConfig& tr = ctx.training;
+  ComposedLayer out;
+  out.is_moe = timed_layer.is_moe;
+  out.modules.reserve(timed_layer.modules.size() + 3);
+
+  ModuleSums attention, mlp;  // the TP-sharded blocks (mlp = dense MLP or the MoE module)
+  bool has_mlp_block = false;
+  for (const ModuleProfile& m : timed_layer.modules) {
+    ModuleSums s = SumModule(m);
+    out.forward_compute += s.fwd;
+    out.backward_compute += s.bwd;
+    out.recompute_compute += s.rec;
+    out.forward_clock_scaled += s.fwd_cs;
+    out.backward_clock_scaled += s.bwd_cs;
+    out.recompute_clock_scaled += s.rec_cs;
+    out.dense_parameters += m.dense_parameters;
+    out.expert_parameters += m.expert_parameters;
+    out.activation_bytes += m.activation_bytes;
+    out.activation_bytes_selective += m.activation_bytes_selective;
+    out.modules.push_back({.module = m.module, .forward = s.fwd, .backward = s.bwd,
+                           .recompute = s.rec});
+    if (m.module == "attention") attention = s;
+    if (m.module == "mlp" || m.module == "moe") {
+      mlp = s;
+      has_mlp_block = true;
+    }
+  }
+  out.input_bytes = LayerInputBytes(model, par, tr);
+
+  CommBuilder b(collective, out.comm_ops);
+  const bool full_recompute = ctx.recompute == Recompute::kFull;
+
+  // Activation [micro_batch · seq/CP tokens, hidden] gathered over TP.
+  Bytes act(static_cast<double>(tr.micro_batch * tr.seq_len) / static_cast<double>(par.cp) *
+            static_cast<double>(model.hidden_size) * kCommBytesPerElement);
+
+  // --- TP: around attention, and around the dense MLP or the MoE's shared experts. Routed
+  // experts are not TP-sharded (expert-TP handled with EP below).
+  PROJECTOR_ASSIGN_OR_RETURN(TpExposure tp_attn,
+                             AddTpBlock(b, "attention", attention, par, act, ctx.tp_comm_overlap));
+  TpExposure tp_mlp;
+  bool mlp_is_tp_sharded =
+      has_mlp_block && (!timed_layer.is_moe ||
+                        (model.moe.has_value() && model.moe->num_shared_experts > 0));
+  if (mlp_is_tp_sharded) {
+    PROJECTOR_ASSIGN_OR_RETURN(tp_mlp, AddTpBlock(b, timed_layer.is_moe ? "moe" : "mlp", mlp,
+                                                  par, act, ctx.tp_comm_overlap));
+  }
+  out.forward_comm.tp = tp_attn.fwd + tp_mlp.fwd;
+  out.backward_comm.tp = tp_attn.bwd + tp_mlp.bwd;
+  if (full_recompute) out.recompute_comm.tp = out.forward_comm.tp;
+
+  // --- CP: Megatron's default cp_comm_type "p2p" is a ring: CP − 1 steps, each sending the
+  // local K/V block to the next rank while attention runs on the block received before
+  // (TransformerEngine's AttnFuncWithCPAndKVP2P). Backward circulates K/V and dK/dV (2× bytes).
+  // Exposed = max(0, ring comm − attention kernel time).
+  if (par.cp > 1) {
+    double kv_heads =
+        std::max(1.0, static_cast<double>(model.num_kv_heads) / static_cast<double>(par.tp));
+    Bytes kv(static_cast<double>(tr.micro_batch * tr.seq_len) / static_cast<double>(par.cp) *
+             kv_heads * static_cast<double>(model.QkHeadDim() + model.VHeadDim()) *
+             kCommBytesPerElement);
+    ProcessGroup neighbours{.size = 2, .stride = par.CpGroup().stride};
+    int64_t steps = par.cp - 1;
+    PROJECTOR_ASSIGN_OR_RETURN(
+        Seconds f, b.Add("cp_kv_ring", "attention", OpPhase::kForward, CommDim::kCp,
+                         CollectiveKind::kSendRecv, kv, neighbours, CollectiveAlgorithm::kAuto,
+                         steps));
+    PROJECTOR_ASSIGN_OR_RETURN(
+        Seconds bw, b.Add("cp_kv_dkv_ring", "attention", OpPhase::kBackwardDgrad, CommDim::kCp,
+                          CollectiveKind::kSendRecv, kv * 2.0, neighbours,
+                          CollectiveAlgorithm::kAuto, steps));
+    out.forward_comm.cp = Max0(f - attention.attention_fwd);
+    out.backward_comm.cp = Max0(bw - attention.attention_bwd);
+    if (ctx.recompute != Recompute::kNone && attention.attention_rec.value() > 0) {
+      out.recompute_comm.cp = Max0(f - attention.attention_rec);
+    }
+  }
+
+  // --- EP: All-to-All dispatch and combine in forward, and their gradients in backward. The
+  // message is what this GPU sends: its tokens (÷TP under sequence parallelism) × top_k ×
+  // hidden × 2 B. PXN when DeepEP-style dispatch is on, else the backend's best (single-shot /
+  // hierarchical). DeepEP overlaps the A2A of one micro-batch with the expert and shared-expert
+  // compute of another: exposed = max(0, A2A − MoE compute of the phase). Expert-TP > 1 adds
+  // an AllGather of the dispatched tokens before and a ReduceScatter after the experts.
+  if (timed_layer.is_moe && model.moe.has_value()) {
+    double tokens = static_cast<double>(tr.micro_batch * tr.seq_len) / static_cast<double>(par.cp);
+    if (par.sequence_parallel) tokens /= static_cast<double>(par.tp);
+    Bytes msg(tokens * static_cast<double>(model.moe->top_k) *
+              static_cast<double>(model.hidden_size) * kCommBytesPerElement);
+    CollectiveAlgorithm algo = par.deepep ? CollectiveAlgorithm::kPxn : CollectiveAlgorithm::kAuto;
+    ProcessGroup ep = par.EpGroup();
+    Seconds a2a_f, a2a_b;
+    if (ep.size > 1) {
+      PROJECTOR_ASSIGN_OR_RETURN(
+          a2a_f, b.Add("ep_dispatch_combine", "moe", OpPhase::kForward, CommDim::kEp,
+                       CollectiveKind::kAllToAll, msg, ep, algo, 2));
+      PROJECTOR_ASSIGN_OR_RETURN(
+          a2a_b, b.Add("ep_dispatch_combine_grad", "moe", OpPhase::kBackwardDgrad, CommDim::kEp,
+                       CollectiveKind::kAllToAll, msg, ep, algo, 2));
+    }
+    Seconds etp_f, etp_b;
+    if (par.etp > 1) {
+      ProcessGroup etp{.size = par.etp, .stride = 1};
+      PROJECTOR_ASSIGN_OR_RETURN(
+          Seconds ag, b.Add("etp_allgather", "moe", OpPhase::kForward, CommDim::kEp,
+                            CollectiveKind::kAllGather, msg * static_cast<double>(par.etp), etp));
+      PROJECTOR_ASSIGN_OR_RETURN(
+          Seconds rs, b.Add("etp_reducescatter", "moe", OpPhase::kForward, CommDim::kEp,
+                            CollectiveKind::kReduceScatter, msg * static_cast<double>(par.etp),
+                            etp));
+      PROJECTOR_ASSIGN_OR_RETURN(
+          Seconds agb, b.Add("etp_allgather_grad", "moe", OpPhase::kBackwardDgrad, CommDim::kEp,
+                             CollectiveKind::kAllGather, msg * static_cast<double>(par.etp),
+                             etp));
+      PROJECTOR_ASSIGN_OR_RETURN(
+          Seconds rsb, b.Add("etp_reducescatter_grad", "moe", OpPhase::kBackwardDgrad,
+                             CommDim::kEp, CollectiveKind::kReduceScatter,
+                             msg * static_cast<double>(par.etp), etp));
+      etp_f = ag + rs;
+      etp_b = agb + rsb;
+    }
+    if (par.deepep) {
+      out.forward_comm.ep = Max0(a2a_f - mlp.fwd) + etp_f;
+      out.backward_comm.ep = Max0(a2a_b - mlp.bwd) + etp_b;
+    } else {
+      out.forward_comm.ep = a2a_f + etp_f;
+      out.backward_comm.ep = a2a_b + etp_b;
+    }
+    if (full_recompute) out.recompute_comm.ep = out.forward_comm.ep;
+  }
+
+  out.modules.push_back({.module = "tp_comm", .forward = out.forward_comm.tp,
+                         .backward = out.backward_comm.tp, .recompute = out.recompute_comm.tp});
+  if (par.cp > 1) {
+    out.modules.push_back({.module = "cp_comm", .forward = out.forward_comm.cp,
+                           .backward = out.backward_comm.cp,
+                           .recompute = out.recompute_comm.cp});
+  }
+  if (timed_layer.is_moe) {
+    out.modules.push_back({.module = "ep_comm", .forward = out.forward_comm.ep,
+                           .backward = out.backward_comm.ep,
+                           .recompute = out.recompute_comm.ep});
+  }
+  return out;
+}
+
+absl::StatusOr<ComposedEndModule> ComposeEndModule(const ModuleProfile& timed_module,
+                                                   bool is_output,
+                                                   const LayerCompositionContext& ctx,
+                                                   const CollectiveBackend& collective) {
+  const ParallelConfig& par = ctx.parallel;
+  const TrainingConfig& tr = ctx.training;
+  ComposedEndModule out;
+  ModuleSums s = SumModule(timed_module);
+  out.forward_compute = s.fwd;
+  out.backward_compute = s.bwd;
+  out.forward_clock_scaled = s.fwd_cs;
+  out.backward_clock_scaled = s.bwd_cs;
+  out.parameters = timed_module.dense_parameters + timed_module.expert_parameters;
+  out.activation_bytes = timed_module.activation_bytes;
+  ProcessGroup g = par.TpGroup();
+  if (g.size <= 1) return out;
+  OpList scratch;
+  CommBuilder b(collective, scratch);
+  double tokens = static_cast<double>(tr.micro_batch * tr.seq_len) / static_cast<double>(par.cp);
+  Bytes act(tokens * static_cast<double>(ctx.model.hidden_size) * kCommBytesPerElement);
+  const bool sp = par.sequence_parallel;
+  std::string_view module = timed_module.module;
+  if (!is_output) {
+    PROJECTOR_ASSIGN_OR_RETURN(
+        Seconds f, b.Add("embedding_tp", module, OpPhase::kForward, CommDim::kTp,
+                         sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, act, g));
+    out.forward_tp_comm = f;
+    if (sp) {
+      PROJECTOR_ASSIGN_OR_RETURN(
+          Seconds bw, b.Add("embedding_tp_grad", module, OpPhase::kBackwardDgrad, CommDim::kTp,
+                            CollectiveKind::kAllGather, act, g));
+      out.backward_tp_comm = bw;
+    }
+    return out;
+  }
+  Seconds f;
+  if (sp) {
+    PROJECTOR_ASSIGN_OR_RETURN(f, b.Add("output_sp_allgather", module, OpPhase::kForward,
+                                        CommDim::kTp, CollectiveKind::kAllGather, act, g));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(
+      Seconds ce, b.Add("cross_entropy_allreduce", module, OpPhase::kForward, CommDim::kTp,
+                        CollectiveKind::kAllReduce, Bytes(tokens * 4.0), g,
+                        CollectiveAlgorithm::kAuto, 3));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      Seconds bw, b.Add("output_tp_grad", module, OpPhase::kBackwardWgrad, CommDim::kTp,
+                        sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, act, g));
+  out.forward_tp_comm = f + ce;
+  out.backward_tp_comm = Max0(bw - s.max_wgrad_gemm);
+  return out;
+}
+
+}  // namespace projector

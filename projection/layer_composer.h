@@ -1,0 +1,113 @@
+// Layer composer: takes the timed op list of one transformer layer (profilers/) and adds the
+// communication the layout implies — TP AllReduce or sequence-parallel AllGather/ReduceScatter,
+// CP ring exchange of K/V, EP All-to-All dispatch/combine (and expert-TP gathers) — timed with
+// the collective backend, then applies the overlap rules to get the layer's forward, backward
+// and recompute time per micro-batch on one GPU.
+#ifndef PROJECTOR_PROJECTION_LAYER_COMPOSER_H_
+#define PROJECTOR_PROJECTION_LAYER_COMPOSER_H_
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/collective_backend.h"
+#include "core/parallel_config.h"
+#include "core/units.h"
+#include "models/model_spec.h"
+#include "profilers/module_profilers.h"
+#include "profilers/op_list.h"
+
+namespace projector {
+
+// Time of one module (or one exposed-communication term) for one micro-batch.
+struct ModuleTimes {
+  std::string_view module;  // "attention", "mlp", "moe", "norms", "tp_comm", ...
+  Seconds forward;
+  Seconds backward;
+  Seconds recompute;
+};
+
+// Exposed communication of one phase, by parallel dimension.
+struct ExposedComm {
+  Seconds tp;
+  Seconds cp;
+  Seconds ep;
+  Seconds Total() const { return tp + cp + ep; }
+};
+
+struct LayerCompositionContext {
+  const ModelSpec& model;
+  const ParallelConfig& parallel;
+  const TrainingConfig& training;
+  // Recompute the layer was profiled with (its kRecompute ops). Under kFull the recompute
+  // forward repeats the layer's forward collectives.
+  Recompute recompute = Recompute::kNone;
+  bool tp_comm_overlap = false;
+};
+
+// One layer, one micro-batch, one GPU. "compute" = GEMM, attention and memory-bound ops.
+struct ComposedLayer {
+  bool is_moe = false;
+  Seconds forward_compute;
+  Seconds backward_compute;   // dgrad + wgrad
+  Seconds recompute_compute;  // the layer's kRecompute ops
+  // Parts of the compute that scale with 1/clock.
+  Seconds forward_clock_scaled;
+  Seconds backward_clock_scaled;
+  Seconds recompute_clock_scaled;
+  ExposedComm forward_comm;
+  ExposedComm backward_comm;
+  ExposedComm recompute_comm;
+  // Per module compute, plus one entry per exposed communication dimension.
+  std::vector<ModuleTimes> modules;
+  OpList comm_ops;  // the added collectives, timed (time = whole cost, before overlap)
+  double dense_parameters = 0;   // per GPU, after TP/EP sharding
+  double expert_parameters = 0;  // per GPU, after EP/ETP sharding
+  Bytes activation_bytes;            // per micro-batch, no recompute
+  Bytes activation_bytes_selective;  // per micro-batch, selective recompute
+  Bytes input_bytes;                 // the layer input kept per micro-batch under full recompute
+
+  Seconds Forward() const { return forward_compute + forward_comm.Total(); }
+  Seconds Backward() const { return backward_compute + backward_comm.Total(); }
+  Seconds Recompute() const { return recompute_compute + recompute_comm.Total(); }
+};
+
+// Composes a layer whose ops TimeLayer already timed. kInvalidArgument/kUnimplemented from the
+// collective backend pass through.
+absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
+                                           const LayerCompositionContext& ctx,
+                                           const CollectiveBackend& collective);
+
+// The embedding (first stage) or the output layer with loss (last stage), composed.
+struct ComposedEndModule {
+  Seconds forward_compute;
+  Seconds backward_compute;
+  Seconds forward_clock_scaled;
+  Seconds backward_clock_scaled;
+  Seconds forward_tp_comm;   // exposed
+  Seconds backward_tp_comm;  // exposed
+  double parameters = 0;     // per GPU (dense)
+  Bytes activation_bytes;    // per micro-batch
+  Seconds Forward() const { return forward_compute + forward_tp_comm; }
+  Seconds Backward() const { return backward_compute + backward_tp_comm; }
+};
+
+// Composes the embedding (is_output = false) or the output layer with loss (true): adds the
+// vocab-parallel TP communication. Embedding: forward AllReduce (ReduceScatter under SP) of its
+// output, backward AllGather under SP. Output: forward AllGather of the input under SP and three
+// [tokens] fp32 AllReduces of the vocab-parallel cross-entropy (max, sum-exp, target logit);
+// backward AllReduce (ReduceScatter under SP) of the input grad under its wgrad GEMM.
+absl::StatusOr<ComposedEndModule> ComposeEndModule(const ModuleProfile& timed_module,
+                                                   bool is_output,
+                                                   const LayerCompositionContext& ctx,
+                                                   const CollectiveBackend& collective);
+
+// Bytes of the activation tensor [tokens, hidden] in bf16 that one GPU holds between layers
+// (tokens = micro_batch · seq_len / CP, further / TP under sequence parallelism).
+Bytes LayerInputBytes(const ModelSpec& model, const ParallelConfig& parallel,
+                      const TrainingConfig& training);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_PROJECTION_LAYER_COMPOSER_H_

@@ -1,0 +1,49 @@
+#include "projection/memory_model.h"
+
+#include <algorithm>
+
+namespace projector {
+
+MemoryFootprint EstimateMemory(const std::vector<StageMemoryInput>& stages,
+                              const MemoryModelConfig& config) {
+  MemoryFootprint out;
+  out.capacity = config.hbm_capacity;
+  out.stages.reserve(stages.size());
+  const double dense_shard = static_cast<double>(std::max<int64_t>(1, config.dense_shard));
+  const double expert_shard = static_cast<double>(std::max<int64_t>(1, config.expert_shard));
+  const double vpp = static_cast<double>(std::max<int64_t>(1, config.vpp));
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const StageMemoryInput& in = stages[i];
+    StageMemory s;
+    s.stage = static_cast<int64_t>(i);
+    s.parameters = in.dense_parameters + in.expert_parameters;
+    // Parameters whose state this GPU keeps under sharding.
+    double sharded = in.dense_parameters / dense_shard + in.expert_parameters / expert_shard;
+    double weight_params = config.fsdp ? sharded : s.parameters;
+    double grad_params = config.fsdp ? sharded : s.parameters;
+    double optim_params = (config.fsdp || config.distributed_optimizer) ? sharded : s.parameters;
+    s.weights = Bytes(weight_params * kWeightBytesPerParam);
+    if (config.fsdp) {
+      // FSDP2 unshards the current layer while prefetching the next one.
+      s.weights += Bytes(2.0 * in.largest_layer_parameters * kWeightBytesPerParam);
+    }
+    s.gradients = Bytes(grad_params * kGradBytesPerParam);
+    s.optimizer_state = Bytes(optim_params * kOptimizerBytesPerParam);
+    s.in_flight_micro_batches = in.in_flight_chunk_micro_batches;
+    s.activations = in.activations_per_micro_batch *
+                        (static_cast<double>(in.in_flight_chunk_micro_batches) / vpp) +
+                    in.recompute_working_set;
+    Bytes live = s.weights + s.gradients + s.optimizer_state + s.activations;
+    s.workspace = Gibibytes(kWorkspaceFixedGib) + live * kFragmentationShare;
+    s.total = live + s.workspace;
+    if (s.total > out.peak) {
+      out.peak = s.total;
+      out.peak_stage = s.stage;
+    }
+    out.stages.push_back(s);
+  }
+  out.fits = out.capacity.value() <= 0 || out.peak <= out.capacity;
+  return out;
+}
+
+}  // namespace projector

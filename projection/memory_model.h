@@ -1,0 +1,81 @@
+// Memory model: bytes one GPU holds at the peak of a training step, per pipeline stage —
+// weights, gradients, optimizer state (sharded by the distributed optimizer or FSDP),
+// activations of the in-flight micro-batches (after recompute), and a workspace allowance.
+#ifndef PROJECTOR_PROJECTION_MEMORY_MODEL_H_
+#define PROJECTOR_PROJECTION_MEMORY_MODEL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/units.h"
+
+namespace projector {
+
+// Bytes per parameter in Megatron-style bf16 mixed precision (Rajbhandari et al. 2020, ZeRO
+// §3.1; Megatron-LM distributed optimizer docs: 18 B/param = 2 + 4 + 12, or 6 + 12/d sharded).
+inline constexpr double kWeightBytesPerParam = 2.0;     // bf16 weights
+inline constexpr double kGradBytesPerParam = 4.0;       // fp32 main_grad buffer
+inline constexpr double kOptimizerBytesPerParam = 12.0;  // fp32 master copy + Adam m + v
+// Fixed workspace: NCCL/RCCL channel buffers (NCCL_BUFFSIZE 4 MiB × channels × peers of the
+// TP/DP/EP communicators) and cuBLAS/hipBLASLt workspaces, plus CUDA/HIP context: ~2 GiB.
+inline constexpr double kWorkspaceFixedGib = 2.0;
+// Caching-allocator fragmentation on top of the live tensors (PyTorch CUDA caching allocator;
+// reserved − allocated is typically 5–10 % in Megatron memory reports): 5 %.
+inline constexpr double kFragmentationShare = 0.05;
+
+// What one pipeline rank holds, before DP/FSDP sharding.
+struct StageMemoryInput {
+  double dense_parameters = 0;   // after TP (and PP) sharding
+  double expert_parameters = 0;  // after EP/ETP (and PP) sharding
+  // Stored activations of one micro-batch through all of this rank's model chunks.
+  Bytes activations_per_micro_batch;
+  // (micro-batch, chunk) units in flight at the schedule's peak (InFlightChunkMicroBatches).
+  int64_t in_flight_chunk_micro_batches = 1;
+  // Transient activations of one layer recomputed during backward (full recompute), else 0.
+  Bytes recompute_working_set;
+  // Largest layer's parameters on this rank (FSDP holds ~2 gathered layers: current + prefetch).
+  double largest_layer_parameters = 0;
+};
+
+struct MemoryModelConfig {
+  int64_t vpp = 1;
+  bool distributed_optimizer = false;
+  bool fsdp = false;
+  int64_t dense_shard = 1;   // DP·CP: ranks the non-expert state is sharded over
+  int64_t expert_shard = 1;  // expert-DP = DP·CP·TP / (EP·ETP)
+  Bytes hbm_capacity;
+};
+
+struct StageMemory {
+  int64_t stage = 0;
+  double parameters = 0;  // before DP/FSDP sharding
+  Bytes weights;
+  Bytes gradients;
+  Bytes optimizer_state;
+  Bytes activations;
+  Bytes workspace;
+  Bytes total;
+  int64_t in_flight_micro_batches = 0;  // (micro-batch, chunk) units
+};
+
+struct MemoryFootprint {
+  std::vector<StageMemory> stages;
+  Bytes peak;
+  int64_t peak_stage = 0;
+  Bytes capacity;
+  bool fits = true;
+};
+
+// Per stage:
+//   weights = 2 B · P        (FSDP: / shard, + 2 gathered layers · 2 B)
+//   grads   = 4 B · P        (FSDP: / shard; the distributed optimizer keeps the full buffer)
+//   optim   = 12 B · P       (distributed optimizer or FSDP: / shard)
+//   acts    = in_flight / vpp · activations_per_micro_batch + recompute working set
+//   workspace = 2 GiB + 5 % of the above
+// with P split into dense (shard DP·CP) and expert (shard expert-DP) parameters.
+MemoryFootprint EstimateMemory(const std::vector<StageMemoryInput>& stages,
+                              const MemoryModelConfig& config);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_PROJECTION_MEMORY_MODEL_H_

@@ -1,0 +1,183 @@
+#include "projection/pipeline_schedule.h"
+
+#include <algorithm>
+#include <cstddef>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace projector {
+namespace {
+
+struct ScheduledOp {
+  int32_t micro_batch;
+  int32_t chunk;
+  bool backward;
+};
+
+// Megatron-core get_schedule_table (pipeline_parallel/schedules.py): micro-batches run in
+// groups of `pp` per model chunk; the last group takes the remainder.
+// Forward k of a rank runs table[k]; backward k runs table[k] with the chunk order reversed.
+void ScheduleTable(int64_t m, int64_t pp, int64_t vpp, std::vector<ScheduledOp>& table) {
+  table.clear();
+  table.reserve(static_cast<size_t>(m * vpp));
+  for (int64_t first = 0; first < m; first += pp) {
+    int64_t last = std::min(first + pp, m);
+    for (int64_t chunk = 0; chunk < vpp; ++chunk) {
+      for (int64_t mb = first; mb < last; ++mb) {
+        table.push_back({static_cast<int32_t>(mb), static_cast<int32_t>(chunk), false});
+      }
+    }
+  }
+}
+
+// The op order of one rank: warm-up forwards, steady 1F1B pairs, cool-down backwards
+// (Megatron forward_backward_pipelining_{without,with}_interleaving).
+void RankOrder(int64_t rank, int64_t pp, int64_t vpp, int64_t m,
+               const std::vector<ScheduledOp>& table, std::vector<ScheduledOp>& order) {
+  order.clear();
+  int64_t total = m * vpp;
+  order.reserve(static_cast<size_t>(2 * total));
+  int64_t warmup;
+  if (vpp == 1) {
+    warmup = std::min(pp - rank - 1, m);
+  } else if (m == pp) {
+    warmup = total;  // Megatron's all_warmup_microbatches
+  } else {
+    warmup = std::min((pp - rank - 1) * 2 + (vpp - 1) * pp, total);
+  }
+  auto fwd = [&](int64_t k) {
+    ScheduledOp op = table[static_cast<size_t>(k)];
+    op.backward = false;
+    order.push_back(op);
+  };
+  auto bwd = [&](int64_t k) {
+    ScheduledOp op = table[static_cast<size_t>(k)];
+    op.chunk = static_cast<int32_t>(vpp - 1 - op.chunk);
+    op.backward = true;
+    order.push_back(op);
+  };
+  int64_t steady = total - warmup;
+  for (int64_t k = 0; k < warmup; ++k) fwd(k);
+  for (int64_t k = 0; k < steady; ++k) {
+    fwd(warmup + k);
+    bwd(k);
+  }
+  for (int64_t k = steady; k < total; ++k) bwd(k);
+}
+
+}  // namespace
+
+absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec) {
+  const int64_t p = spec.pp, v = spec.vpp, m = spec.micro_batches;
+  if (p < 1 || v < 1 || m < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pipeline: pp, vpp and micro-batches must be >= 1, got ", p, ", ", v, ", ",
+                     m));
+  }
+  if (static_cast<int64_t>(spec.chunks.size()) != p * v) {
+    return absl::InvalidArgumentError(absl::StrCat("pipeline: expected ", p * v,
+                                                   " chunk times, got ", spec.chunks.size()));
+  }
+  const int64_t stages = p * v;
+  const double p2p = spec.p2p.value();
+  // Completion times per (virtual stage, micro-batch); < 0 = not done yet.
+  std::vector<double> f_end(static_cast<size_t>(stages * m), -1.0);
+  std::vector<double> b_end(static_cast<size_t>(stages * m), -1.0);
+
+  std::vector<ScheduledOp> table;
+  ScheduleTable(m, p, v, table);
+  std::vector<std::vector<ScheduledOp>> orders(static_cast<size_t>(p));
+  for (int64_t r = 0; r < p; ++r) RankOrder(r, p, v, m, table, orders[static_cast<size_t>(r)]);
+
+  PipelineTimeline out;
+  out.rank_finish.assign(static_cast<size_t>(p), Seconds(0));
+  out.rank_busy.assign(static_cast<size_t>(p), Seconds(0));
+  out.last_backward_start.assign(static_cast<size_t>(p * v), Seconds(0));
+  out.last_backward_end.assign(static_cast<size_t>(p * v), Seconds(0));
+  out.first_forward_start.assign(static_cast<size_t>(p * v), Seconds(-1));
+
+  std::vector<size_t> next(static_cast<size_t>(p), 0);
+  std::vector<double> free_at(static_cast<size_t>(p), 0.0);
+  int64_t remaining = 2 * stages * m;
+  while (remaining > 0) {
+    bool progressed = false;
+    for (int64_t r = 0; r < p; ++r) {
+      const auto& order = orders[static_cast<size_t>(r)];
+      size_t& k = next[static_cast<size_t>(r)];
+      double& free = free_at[static_cast<size_t>(r)];
+      while (k < order.size()) {
+        const ScheduledOp& op = order[k];
+        int64_t vs = op.chunk * p + r;
+        size_t idx = static_cast<size_t>(vs * m + op.micro_batch);
+        double dep = 0.0;
+        bool cross_rank = false;
+        if (!op.backward) {
+          if (vs > 0) {
+            dep = f_end[idx - static_cast<size_t>(m)];
+            cross_rank = p > 1;
+          }
+        } else if (vs < stages - 1) {
+          dep = b_end[idx + static_cast<size_t>(m)];
+          cross_rank = p > 1;
+        } else {
+          dep = f_end[idx];
+        }
+        if (dep < 0) break;  // producer not done yet
+        double start;
+        if (!cross_rank) {
+          start = std::max(free, dep);
+        } else if (spec.p2p_overlapped) {
+          start = std::max(free, dep + p2p);
+        } else {
+          start = std::max(free, dep) + p2p;
+        }
+        const ChunkTimes& t = spec.chunks[static_cast<size_t>(r * v + op.chunk)];
+        double dur = op.backward ? t.backward.value() : t.forward.value();
+        double end = start + dur;
+        size_t rc = static_cast<size_t>(r * v + op.chunk);
+        if (op.backward) {
+          b_end[idx] = end;
+          out.last_backward_start[rc] = Seconds(start);
+          out.last_backward_end[rc] = Seconds(end);
+        } else {
+          f_end[idx] = end;
+          if (out.first_forward_start[rc].value() < 0) out.first_forward_start[rc] = Seconds(start);
+        }
+        out.rank_busy[static_cast<size_t>(r)] += Seconds(dur);
+        free = end;
+        ++k;
+        --remaining;
+        progressed = true;
+      }
+    }
+    if (!progressed) {
+      return absl::InternalError(absl::StrCat("pipeline: schedule deadlocked (pp ", p, ", vpp ",
+                                              v, ", micro-batches ", m, ")"));
+    }
+  }
+  for (int64_t r = 0; r < p; ++r) {
+    out.rank_finish[static_cast<size_t>(r)] = Seconds(free_at[static_cast<size_t>(r)]);
+    out.makespan = std::max(out.makespan, Seconds(free_at[static_cast<size_t>(r)]));
+  }
+  return out;
+}
+
+Seconds OneFOneBClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Seconds b) {
+  return (f + b) * static_cast<double>(micro_batches + pp - 1);
+}
+
+Seconds InterleavedClosedForm(int64_t micro_batches, int64_t pp, int64_t vpp, Seconds f,
+                              Seconds b) {
+  return (f + b) * static_cast<double>(micro_batches) +
+         (f + b) * (static_cast<double>(pp - 1) / static_cast<double>(vpp));
+}
+
+int64_t InFlightChunkMicroBatches(int64_t rank, int64_t pp, int64_t vpp, int64_t micro_batches) {
+  if (vpp == 1) return std::max<int64_t>(1, std::min(micro_batches, pp - rank));
+  int64_t total = micro_batches * vpp;
+  if (micro_batches == pp) return total;
+  return std::max<int64_t>(1, std::min(total, (pp - rank - 1) * 2 + (vpp - 1) * pp + 1));
+}
+
+}  // namespace projector

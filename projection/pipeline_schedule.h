@@ -1,0 +1,68 @@
+// Pipeline schedules: replays Megatron's 1F1B and interleaved 1F1B (virtual pipeline) schedules
+// over the pipeline ranks with per-(rank, chunk) forward/backward times and a P2P transfer time,
+// and returns when every rank finishes. With uniform stages and free P2P the result equals the
+// closed forms (m + p − 1)(f + b) and m(f + b) + (p − 1)(f + b)/v.
+//
+//   1F1B, p = 4, m = 6 (F = forward, B = backward of micro-batch k):
+//   rank 0: F0 F1 F2 F3 B0 F4 B1 F5 B2 .. B3 .. B4 .. B5
+//   rank 3:          F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5
+#ifndef PROJECTOR_PROJECTION_PIPELINE_SCHEDULE_H_
+#define PROJECTOR_PROJECTION_PIPELINE_SCHEDULE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/units.h"
+
+namespace projector {
+
+struct ChunkTimes {
+  Seconds forward;   // one micro-batch through this model chunk
+  Seconds backward;  // incl. recompute
+};
+
+struct PipelineSpec {
+  int64_t pp = 1;
+  int64_t vpp = 1;  // model chunks per rank; > 1 = interleaved
+  int64_t micro_batches = 1;
+  // Index rank · vpp + chunk; virtual stage of (rank, chunk) = chunk · pp + rank.
+  std::vector<ChunkTimes> chunks;
+  // One activation (or activation-gradient) transfer between neighbouring stages.
+  Seconds p2p;
+  // false: the receive is a rendezvous on the rank's timeline (Megatron 1F1B's blocking
+  // send_forward_recv_backward): start = max(rank free, producer done) + p2p.
+  // true: the transfer runs on its own stream (interleaved with overlap_p2p_comm, Megatron's
+  // default): start = max(rank free, producer done + p2p).
+  bool p2p_overlapped = false;
+};
+
+struct PipelineTimeline {
+  Seconds makespan;                 // all ranks done
+  std::vector<Seconds> rank_finish;  // per rank: its last backward done
+  std::vector<Seconds> rank_busy;    // per rank: sum of its forward and backward times
+  // Per (rank · vpp + chunk): start and end of that chunk's last backward (the one after which
+  // its gradients are final: where Megatron's overlapped grad reduce fires).
+  std::vector<Seconds> last_backward_start;
+  std::vector<Seconds> last_backward_end;
+  // Per (rank · vpp + chunk): start of its first forward (param all-gather deadline).
+  std::vector<Seconds> first_forward_start;
+};
+
+// kInvalidArgument for pp, vpp or micro_batches < 1, or a chunk table of the wrong size.
+absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec);
+
+// Closed forms for uniform stages (f, b = one micro-batch through one whole stage).
+Seconds OneFOneBClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Seconds b);
+Seconds InterleavedClosedForm(int64_t micro_batches, int64_t pp, int64_t vpp, Seconds f,
+                              Seconds b);
+
+// Micro-batches in flight on `rank` at the 1F1B / interleaved steady state, counted in
+// (micro-batch, chunk) units: Megatron's warm-up count + 1, capped by m · vpp.
+//   1F1B:        min(m, p − rank)
+//   interleaved: min(m·v, (p − rank − 1)·2 + (v − 1)·p + 1)   (all of m·v when m == p)
+int64_t InFlightChunkMicroBatches(int64_t rank, int64_t pp, int64_t vpp, int64_t micro_batches);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_PROJECTION_PIPELINE_SCHEDULE_H_

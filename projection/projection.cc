@@ -1,0 +1,156 @@
+#include "projection/projection.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "backends/backend_registry.h"
+#include "core/status_macros.h"
+#include "profilers/module_profilers.h"
+
+namespace projector {
+namespace {
+
+LayerKindTimes KindTimes(const ComposedLayer& layer, int64_t count, Recompute recompute) {
+  LayerKindTimes k;
+  k.is_moe = layer.is_moe;
+  k.count = count;
+  k.modules = layer.modules;
+  k.forward = layer.Forward();
+  k.backward = layer.Backward();
+  k.recompute = layer.Recompute();
+  switch (recompute) {
+    case Recompute::kNone:
+      k.activation_bytes = layer.activation_bytes;
+      break;
+    case Recompute::kSelective:
+      k.activation_bytes = layer.activation_bytes_selective;
+      break;
+    case Recompute::kFull:
+      k.activation_bytes = layer.input_bytes;
+      break;
+  }
+  return k;
+}
+
+ModuleTimes EndTimes(std::string_view name, const ComposedEndModule& m) {
+  return {.module = name, .forward = m.Forward(), .backward = m.Backward(),
+          .recompute = Seconds(0)};
+}
+
+}  // namespace
+
+Flops ModelFlopsPerStep(const ModelSpec& model, const TrainingConfig& training) {
+  const double tokens = static_cast<double>(training.global_batch) *
+                        static_cast<double>(training.seq_len);
+  double matmul_params = model.ActiveParameters();
+  // The input embedding is a table lookup; with tied weights the one table is the output GEMM.
+  if (!model.tied_embeddings) {
+    matmul_params -= static_cast<double>(model.vocab_size) * static_cast<double>(model.hidden_size);
+  }
+  // Attention scores and values per token per layer, forward: 2·s·H·d_qk + 2·s·H·d_v; ×3 for
+  // forward + backward; non-causal (PaLM appendix B).
+  const double attention = 6.0 * static_cast<double>(model.num_layers) *
+                           static_cast<double>(training.seq_len) *
+                           static_cast<double>(model.num_attention_heads) *
+                           static_cast<double>(model.QkHeadDim() + model.VHeadDim());
+  return Flops(tokens * (6.0 * matmul_params + attention));
+}
+
+absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& backends,
+                                   const ProjectionOptions& options) {
+  const ModelSpec& model = scenario.model;
+  const ParallelConfig& par = scenario.parallel;
+  const TrainingConfig& tr = scenario.training;
+
+  // Each distinct layer kind is profiled and composed once, not once per layer.
+  const int64_t moe_layers = model.NumMoeLayers();
+  const int64_t dense_layers = model.num_layers - moe_layers;
+  ProfileContext ctx{.model = model, .parallel = par, .training = tr, .recompute = tr.recompute};
+  LayerCompositionContext lctx{.model = model, .parallel = par, .training = tr,
+                               .recompute = tr.recompute,
+                               .tp_comm_overlap = options.tp_comm_overlap};
+  std::optional<ComposedLayer> dense, moe;
+  if (dense_layers > 0) {
+    PROJECTOR_ASSIGN_OR_RETURN(LayerProfile lp, ProfileLayer(ctx, /*is_moe=*/false));
+    PROJECTOR_RETURN_IF_ERROR(TimeLayer(backends, lp));
+    PROJECTOR_ASSIGN_OR_RETURN(dense, ComposeLayer(lp, lctx, backends.collective));
+  }
+  if (moe_layers > 0) {
+    PROJECTOR_ASSIGN_OR_RETURN(LayerProfile lp, ProfileLayer(ctx, /*is_moe=*/true));
+    PROJECTOR_RETURN_IF_ERROR(TimeLayer(backends, lp));
+    PROJECTOR_ASSIGN_OR_RETURN(moe, ComposeLayer(lp, lctx, backends.collective));
+  }
+  ProfileContext end_ctx{.model = model, .parallel = par, .training = tr,
+                         .recompute = Recompute::kNone};
+  PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile emb, ProfileEmbedding(end_ctx));
+  PROJECTOR_RETURN_IF_ERROR(TimeOps(backends, emb.ops));
+  PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile outl, ProfileOutputLayer(end_ctx));
+  PROJECTOR_RETURN_IF_ERROR(TimeOps(backends, outl.ops));
+
+  PROJECTOR_ASSIGN_OR_RETURN(ComposedEndModule emb_c,
+                             ComposeEndModule(emb, /*is_output=*/false, lctx, backends.collective));
+  PROJECTOR_ASSIGN_OR_RETURN(ComposedEndModule out_c,
+                             ComposeEndModule(outl, /*is_output=*/true, lctx, backends.collective));
+  StepInputs in{.model = model, .parallel = par, .training = tr,
+                .dense = dense ? &*dense : nullptr, .moe = moe ? &*moe : nullptr,
+                .embedding = emb_c, .output = out_c,
+                .hbm_capacity = scenario.hw.gpu.hbm_capacity};
+  PROJECTOR_ASSIGN_OR_RETURN(StepResult step, ComposeStep(in, backends));
+
+  Projection p;
+  p.scenario_name = scenario.name;
+  p.layout = LayoutSummary(par);
+  p.num_gpus = scenario.num_gpus;
+  p.micro_batches = step.micro_batches;
+  p.schedule = par.vpp > 1 ? "interleaved" : "1f1b";
+  p.step_time = step.step_time;
+  p.breakdown = step.breakdown;
+  const double tokens = static_cast<double>(tr.global_batch) * static_cast<double>(tr.seq_len);
+  const double step_s = p.step_time.value();
+  if (step_s <= 0) {
+    return absl::InternalError("projection: non-positive step time");
+  }
+  p.tokens_per_s = tokens / step_s;
+  p.tokens_per_s_per_gpu = p.tokens_per_s / static_cast<double>(scenario.num_gpus);
+  p.model_flops_per_step = ModelFlopsPerStep(model, tr);
+  p.tflops_per_gpu =
+      p.model_flops_per_step.value() / step_s / static_cast<double>(scenario.num_gpus) * 1e-12;
+  p.peak_flops_per_gpu = scenario.hw.gpu.MatrixPeak(tr.precision, scenario.hw.gpu.peak_clock);
+  if (p.peak_flops_per_gpu.value() > 0) {
+    p.mfu = p.tflops_per_gpu * 1e12 / p.peak_flops_per_gpu.value();
+  }
+  p.clock_scaled_share = step.clock_scaled.value() / step_s;
+
+  if (dense) p.layer_kinds.push_back(KindTimes(*dense, dense_layers, tr.recompute));
+  if (moe) p.layer_kinds.push_back(KindTimes(*moe, moe_layers, tr.recompute));
+  p.embedding = EndTimes("embedding", in.embedding);
+  p.output_layer = EndTimes("output", in.output);
+
+  p.memory = std::move(step.memory);
+  p.peak_memory_per_gpu = p.memory.peak;
+  p.fits_in_memory = p.memory.fits;
+
+  p.measured_tokens_per_s_per_gpu = scenario.measured_tokens_per_s_per_gpu;
+  if (p.measured_tokens_per_s_per_gpu.has_value() && *p.measured_tokens_per_s_per_gpu > 0) {
+    p.error_pct = (p.tokens_per_s_per_gpu - *p.measured_tokens_per_s_per_gpu) /
+                  *p.measured_tokens_per_s_per_gpu * 100.0;
+  }
+  p.defaults_used = scenario.defaults_used;
+  if (!options.tp_comm_overlap && par.tp > 1) {
+    p.defaults_used.push_back(
+        "tp_comm_overlap=false (Megatron default: TP collectives exposed, backward ones async "
+        "under the weight-gradient GEMM)");
+  }
+  return p;
+}
+
+absl::StatusOr<Projection> Project(const Scenario& scenario, const ProjectionOptions& options) {
+  PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(scenario.backends, scenario.hw));
+  BackendRefs refs{.gemm = *set.gemm, .attention = *set.attention, .memory = *set.memory,
+                   .collective = *set.collective};
+  return Project(scenario, refs, options);
+}
+
+}  // namespace projector

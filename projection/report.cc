@@ -1,0 +1,195 @@
+#include "projection/report.h"
+
+#include <string>
+#include <string_view>
+
+#include "absl/strings/str_format.h"
+
+namespace projector {
+namespace {
+
+constexpr std::string_view kMfuFormula =
+    "model_flops_per_step = global_batch*seq_len*(6*N_matmul + 6*L*seq_len*H*(d_qk+d_v)), "
+    "N_matmul = active params minus the input embedding (kept when tied); non-causal attention "
+    "(PaLM); recompute not counted. mfu = model_flops_per_step / step_time_s / num_gpus / "
+    "peak dense matrix FLOP/s of the training precision at the datasheet peak clock";
+
+double Ms(Seconds s) { return ToMilliseconds(s); }
+double GiB(Bytes b) { return b.value() / (1024.0 * 1024.0 * 1024.0); }
+
+std::string_view KindName(const LayerKindTimes& k) { return k.is_moe ? "moe" : "dense"; }
+
+void AppendBreakdownRow(std::string& out, std::string_view name, Seconds t, Seconds step) {
+  double pct = step.value() > 0 ? t / step * 100.0 : 0.0;
+  absl::StrAppendFormat(&out, "  %-26s %12.2f ms  %6.1f%%\n", name, Ms(t), pct);
+}
+
+nlohmann::json ModuleJson(std::string_view layer, const ModuleTimes& m) {
+  return {{"layer", std::string(layer)},
+          {"module", std::string(m.module)},
+          {"forward_s", m.forward.value()},
+          {"backward_s", m.backward.value()},
+          {"recompute_s", m.recompute.value()}};
+}
+
+}  // namespace
+
+std::string ProjectionText(const Scenario& scenario, const Projection& p) {
+  const TrainingConfig& tr = scenario.training;
+  std::string out;
+  absl::StrAppendFormat(&out, "Projection: %s\n", p.scenario_name);
+  absl::StrAppendFormat(&out, "  model      %s (%d layers, hidden %d)\n", scenario.model.name,
+                        scenario.model.num_layers, scenario.model.hidden_size);
+  absl::StrAppendFormat(&out, "  hardware   %s x %d GPUs (%d per node), sustained %.0f MHz\n",
+                        scenario.hw.name, p.num_gpus, scenario.hw.gpus_per_node,
+                        ToMegahertz(scenario.hw.gpu.sustained_clock));
+  absl::StrAppendFormat(&out, "  layout     %s, schedule %s, %d micro-batches\n", p.layout,
+                        p.schedule, p.micro_batches);
+  absl::StrAppendFormat(&out,
+                        "  training   seq %d, micro-batch %d, global batch %d, %s, recompute %s\n",
+                        tr.seq_len, tr.micro_batch, tr.global_batch, DTypeName(tr.precision),
+                        RecomputeName(tr.recompute));
+  if (!p.defaults_used.empty()) {
+    out += "  defaults used:\n";
+    for (const std::string& d : p.defaults_used) absl::StrAppendFormat(&out, "    - %s\n", d);
+  }
+
+  out += "\nPer layer, one micro-batch (ms)\n";
+  for (const LayerKindTimes& k : p.layer_kinds) {
+    absl::StrAppendFormat(&out, "  %s layer (x%d)\n", KindName(k), k.count);
+    absl::StrAppendFormat(&out, "    %-18s %10s %10s %10s\n", "module", "forward", "backward",
+                          "recompute");
+    for (const ModuleTimes& m : k.modules) {
+      absl::StrAppendFormat(&out, "    %-18s %10.3f %10.3f %10.3f\n", m.module, Ms(m.forward),
+                            Ms(m.backward), Ms(m.recompute));
+    }
+    absl::StrAppendFormat(&out, "    %-18s %10.3f %10.3f %10.3f   total %.3f ms, act %.1f MiB\n",
+                          "layer total", Ms(k.forward), Ms(k.backward), Ms(k.recompute),
+                          Ms(k.forward + k.backward + k.recompute),
+                          k.activation_bytes.value() / (1024.0 * 1024.0));
+  }
+  for (const ModuleTimes* m : {&p.embedding, &p.output_layer}) {
+    absl::StrAppendFormat(&out, "  %-20s %10.3f %10.3f\n", m->module, Ms(m->forward),
+                          Ms(m->backward));
+  }
+
+  const StepBreakdown& b = p.breakdown;
+  absl::StrAppendFormat(&out, "\nStep breakdown (critical pipeline rank)\n");
+  AppendBreakdownRow(out, "compute", b.compute, p.step_time);
+  AppendBreakdownRow(out, "exposed TP comm", b.exposed_tp_comm, p.step_time);
+  AppendBreakdownRow(out, "exposed CP comm", b.exposed_cp_comm, p.step_time);
+  AppendBreakdownRow(out, "exposed EP comm", b.exposed_ep_comm, p.step_time);
+  AppendBreakdownRow(out, "pipeline bubble", b.pipeline_bubble, p.step_time);
+  AppendBreakdownRow(out, "pipeline P2P", b.p2p, p.step_time);
+  AppendBreakdownRow(out, "exposed DP grad sync", b.exposed_dp_comm, p.step_time);
+  AppendBreakdownRow(out, "exposed FSDP comm", b.exposed_fsdp_comm, p.step_time);
+  AppendBreakdownRow(out, "optimizer step", b.optimizer, p.step_time);
+  AppendBreakdownRow(out, "step time", p.step_time, p.step_time);
+
+  out += "\nThroughput\n";
+  absl::StrAppendFormat(&out, "  tokens/s/GPU (TGS)  %.1f\n", p.tokens_per_s_per_gpu);
+  absl::StrAppendFormat(&out, "  tokens/s total      %.4g\n", p.tokens_per_s);
+  absl::StrAppendFormat(&out, "  TFLOP/s/GPU         %.1f (model FLOPs, recompute not counted)\n",
+                        p.tflops_per_gpu);
+  absl::StrAppendFormat(&out, "  MFU                 %.1f%% of %.0f TFLOP/s peak\n", p.mfu * 100.0,
+                        ToTeraFlopsPerSecond(p.peak_flops_per_gpu));
+  absl::StrAppendFormat(&out, "  clock-scaled share  %.1f%% of step time\n",
+                        p.clock_scaled_share * 100.0);
+  if (p.measured_tokens_per_s_per_gpu.has_value()) {
+    absl::StrAppendFormat(&out, "  measured TGS        %.1f (projection %+.1f%%)\n",
+                          *p.measured_tokens_per_s_per_gpu, p.error_pct.value_or(0.0));
+  }
+
+  out += "\nMemory per GPU (GiB)\n";
+  absl::StrAppendFormat(&out, "  %5s %9s %9s %9s %9s %9s %9s %8s\n", "stage", "weights", "grads",
+                        "optim", "acts", "workspc", "total", "in-flt");
+  for (const StageMemory& s : p.memory.stages) {
+    absl::StrAppendFormat(&out, "  %5d %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %8d\n", s.stage,
+                          GiB(s.weights), GiB(s.gradients), GiB(s.optimizer_state),
+                          GiB(s.activations), GiB(s.workspace), GiB(s.total),
+                          s.in_flight_micro_batches);
+  }
+  absl::StrAppendFormat(&out, "  peak %.2f GiB (stage %d) of %.2f GiB HBM%s\n",
+                        GiB(p.peak_memory_per_gpu), p.memory.peak_stage, GiB(p.memory.capacity),
+                        p.fits_in_memory ? "" : "  ** DOES NOT FIT **");
+  return out;
+}
+
+nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
+  const StepBreakdown& b = p.breakdown;
+  nlohmann::json layers = nlohmann::json::array();
+  nlohmann::json modules = nlohmann::json::array();
+  for (const LayerKindTimes& k : p.layer_kinds) {
+    layers.push_back({{"kind", std::string(KindName(k))},
+                      {"count", k.count},
+                      {"forward_s", k.forward.value()},
+                      {"backward_s", k.backward.value()},
+                      {"recompute_s", k.recompute.value()},
+                      {"total_s", (k.forward + k.backward + k.recompute).value()},
+                      {"activation_bytes", k.activation_bytes.value()}});
+    for (const ModuleTimes& m : k.modules) modules.push_back(ModuleJson(KindName(k), m));
+  }
+  modules.push_back(ModuleJson("embedding", p.embedding));
+  modules.push_back(ModuleJson("output", p.output_layer));
+
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StageMemory& s : p.memory.stages) {
+    stages.push_back({{"stage", s.stage},
+                      {"parameters", s.parameters},
+                      {"weights_bytes", s.weights.value()},
+                      {"gradients_bytes", s.gradients.value()},
+                      {"optimizer_state_bytes", s.optimizer_state.value()},
+                      {"activations_bytes", s.activations.value()},
+                      {"workspace_bytes", s.workspace.value()},
+                      {"total_bytes", s.total.value()},
+                      {"in_flight_micro_batches", s.in_flight_micro_batches}});
+  }
+  nlohmann::json j = {
+      {"scenario", p.scenario_name},
+      {"model", scenario.model.name},
+      {"gpu", scenario.hw.name},
+      {"layout", p.layout},
+      {"num_gpus", p.num_gpus},
+      {"schedule", p.schedule},
+      {"micro_batches", p.micro_batches},
+      {"global_batch", scenario.training.global_batch},
+      {"seq_len", scenario.training.seq_len},
+      {"step_time_s", p.step_time.value()},
+      {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
+      {"tokens_per_s", p.tokens_per_s},
+      {"model_flops_per_step", p.model_flops_per_step.value()},
+      {"tflops_per_gpu", p.tflops_per_gpu},
+      {"peak_tflops_per_gpu", ToTeraFlopsPerSecond(p.peak_flops_per_gpu)},
+      {"mfu", p.mfu},
+      {"mfu_formula", std::string(kMfuFormula)},
+      {"clock_scaled_share", p.clock_scaled_share},
+      {"breakdown",
+       {{"compute_s", b.compute.value()},
+        {"exposed_tp_comm_s", b.exposed_tp_comm.value()},
+        {"exposed_cp_comm_s", b.exposed_cp_comm.value()},
+        {"exposed_ep_comm_s", b.exposed_ep_comm.value()},
+        {"pipeline_bubble_s", b.pipeline_bubble.value()},
+        {"p2p_s", b.p2p.value()},
+        {"exposed_dp_comm_s", b.exposed_dp_comm.value()},
+        {"exposed_fsdp_comm_s", b.exposed_fsdp_comm.value()},
+        {"optimizer_s", b.optimizer.value()}}},
+      {"layers", layers},
+      {"modules", modules},
+      {"memory",
+       {{"peak_bytes", p.memory.peak.value()},
+        {"peak_stage", p.memory.peak_stage},
+        {"capacity_bytes", p.memory.capacity.value()},
+        {"fits", p.memory.fits},
+        {"stages", stages}}},
+      {"peak_memory_bytes", p.peak_memory_per_gpu.value()},
+      {"fits_in_memory", p.fits_in_memory},
+      {"defaults_used", p.defaults_used},
+  };
+  if (p.measured_tokens_per_s_per_gpu.has_value()) {
+    j["measured_tokens_per_s_per_gpu"] = *p.measured_tokens_per_s_per_gpu;
+    j["error_pct"] = p.error_pct.value_or(0.0);
+  }
+  return j;
+}
+
+}  // namespace projector

@@ -1,0 +1,40 @@
+// Report of a projection: a readable text table for people and JSON for programs. The JSON
+// field names are stable and documented here (units in the key: _s seconds, _bytes bytes).
+#ifndef PROJECTOR_PROJECTION_REPORT_H_
+#define PROJECTOR_PROJECTION_REPORT_H_
+
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "projection/projection.h"
+#include "projection/scenario.h"
+
+namespace projector {
+
+// Text: scenario, layout, defaults used, per-module fwd/bwd/recompute ms for each layer kind,
+// per-layer totals, step breakdown with % of step, TGS, TFLOP/s/GPU, MFU, memory per stage and
+// peak with a "does not fit" flag, and projected vs measured TGS when a measurement is given.
+std::string ProjectionText(const Scenario& scenario, const Projection& projection);
+
+// JSON object:
+//   scenario (string), model (string), gpu (string), layout (string), num_gpus (int),
+//   schedule ("1f1b" | "interleaved"), micro_batches (int), global_batch (int), seq_len (int),
+//   step_time_s, tokens_per_s_per_gpu, tokens_per_s, model_flops_per_step, tflops_per_gpu,
+//   peak_tflops_per_gpu, mfu (fraction), mfu_formula (string), clock_scaled_share (fraction),
+//   breakdown {compute_s, exposed_tp_comm_s, exposed_cp_comm_s, exposed_ep_comm_s,
+//              pipeline_bubble_s, p2p_s, exposed_dp_comm_s, exposed_fsdp_comm_s, optimizer_s},
+//   layers [{kind ("dense" | "moe"), count, forward_s, backward_s, recompute_s, total_s,
+//            activation_bytes}],
+//   modules [{layer ("dense" | "moe" | "embedding" | "output"), module, forward_s, backward_s,
+//             recompute_s}],
+//   memory {peak_bytes, peak_stage, capacity_bytes, fits,
+//           stages [{stage, parameters, weights_bytes, gradients_bytes, optimizer_state_bytes,
+//                    activations_bytes, workspace_bytes, total_bytes,
+//                    in_flight_micro_batches}]},
+//   peak_memory_bytes, fits_in_memory (bool), defaults_used [string],
+//   and, only with a measurement: measured_tokens_per_s_per_gpu, error_pct.
+nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& projection);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_PROJECTION_REPORT_H_

@@ -1,0 +1,507 @@
+#include "projection/step_composer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace projector {
+namespace {
+
+Seconds Max0(Seconds s) { return s.value() > 0 ? s : Seconds(0); }
+
+// FSDP2 (torch fully_shard) reshards after forward by default, so every layer is gathered
+// again for its backward. Under full recompute that second gather serves both the recompute
+// forward and the backward (FSDP2 skips the reshard in the recompute's post-forward), so a
+// layer sees 2 AllGathers + 1 ReduceScatter per micro-batch either way — twice the seed's
+// forward-only count, which adds its second gather only under full recompute.
+constexpr bool kFsdpReshardAfterForward = true;
+
+// Per-micro-batch totals of one chunk, split like StepBreakdown.
+struct ChunkCost {
+  Seconds forward, backward;
+  Seconds compute, tp, cp, ep, fsdp;
+  Seconds clock_scaled;
+  Bytes activations;
+  Bytes recompute_working_set;
+  double dense_parameters = 0;
+  double expert_parameters = 0;
+  double largest_layer_parameters = 0;
+};
+
+// One FSDP unit (a layer, or the embedding / output layer) in execution order.
+struct FsdpUnit {
+  Seconds forward, backward;  // compute-stream time (backward incl. recompute)
+  Seconds gather, reduce;     // one AllGather, one ReduceScatter
+};
+
+void AddLayers(const ComposedLayer& k, int64_t n, int64_t n_recomputed, Recompute mode,
+               ChunkCost& c) {
+  if (n == 0) return;
+  double dn = static_cast<double>(n), dr = static_cast<double>(n_recomputed);
+  c.forward += k.Forward() * dn;
+  c.backward += k.Backward() * dn + k.Recompute() * dr;
+  c.compute += (k.forward_compute + k.backward_compute) * dn + k.recompute_compute * dr;
+  c.tp += (k.forward_comm.tp + k.backward_comm.tp) * dn + k.recompute_comm.tp * dr;
+  c.cp += (k.forward_comm.cp + k.backward_comm.cp) * dn + k.recompute_comm.cp * dr;
+  c.ep += (k.forward_comm.ep + k.backward_comm.ep) * dn + k.recompute_comm.ep * dr;
+  c.clock_scaled +=
+      (k.forward_clock_scaled + k.backward_clock_scaled) * dn + k.recompute_clock_scaled * dr;
+  Bytes stored = mode == Recompute::kSelective ? k.activation_bytes_selective : k.activation_bytes;
+  if (mode == Recompute::kFull) {
+    c.activations += k.activation_bytes * (dn - dr) + k.input_bytes * dr;
+    if (n_recomputed > 0) c.recompute_working_set = std::max(c.recompute_working_set, k.activation_bytes);
+  } else {
+    c.activations += stored * dn;
+  }
+  c.dense_parameters += k.dense_parameters * dn;
+  c.expert_parameters += k.expert_parameters * dn;
+  c.largest_layer_parameters =
+      std::max(c.largest_layer_parameters, k.dense_parameters + k.expert_parameters);
+}
+
+void AddEnd(const ComposedEndModule& e, ChunkCost& c) {
+  c.forward += e.Forward();
+  c.backward += e.Backward();
+  c.compute += e.forward_compute + e.backward_compute;
+  c.tp += e.forward_tp_comm + e.backward_tp_comm;
+  c.clock_scaled += e.forward_clock_scaled + e.backward_clock_scaled;
+  c.activations += e.activation_bytes;
+  c.dense_parameters += e.parameters;
+}
+
+absl::StatusOr<Seconds> Collective(const CollectiveBackend& backend, CollectiveKind kind,
+                                   Bytes bytes, ProcessGroup group) {
+  if (group.size <= 1 || bytes.value() <= 0) return Seconds(0);
+  PROJECTOR_ASSIGN_OR_RETURN(CollectiveEstimate e,
+                             backend.Estimate(CollectiveOp{.kind = kind, .bytes = bytes,
+                                                           .group = group}));
+  return e.time;
+}
+
+// FSDP AllGather (bf16 weights) and ReduceScatter (fp32 grads, Megatron's grad_reduce_in_fp32
+// under bf16) of one unit's parameters: dense over DP·CP, experts over expert-DP.
+absl::StatusOr<FsdpUnit> FsdpComm(const CollectiveBackend& backend, const ParallelConfig& par,
+                                  double dense_params, double expert_params) {
+  FsdpUnit u;
+  ProcessGroup dg = par.DpCpGroup(), eg = ExpertDpGroup(par);
+  PROJECTOR_ASSIGN_OR_RETURN(Seconds ag_d, Collective(backend, CollectiveKind::kAllGather,
+                                                      Bytes(dense_params * 2.0), dg));
+  PROJECTOR_ASSIGN_OR_RETURN(Seconds ag_e, Collective(backend, CollectiveKind::kAllGather,
+                                                      Bytes(expert_params * 2.0), eg));
+  PROJECTOR_ASSIGN_OR_RETURN(Seconds rs_d, Collective(backend, CollectiveKind::kReduceScatter,
+                                                      Bytes(dense_params * 4.0), dg));
+  PROJECTOR_ASSIGN_OR_RETURN(Seconds rs_e, Collective(backend, CollectiveKind::kReduceScatter,
+                                                      Bytes(expert_params * 4.0), eg));
+  u.gather = ag_d + ag_e;
+  u.reduce = rs_d + rs_e;
+  return u;
+}
+
+// Exposed FSDP time of one micro-batch through a chunk's units (execution order).
+//   forward:  the first unit's AllGather has nothing to hide behind; unit i's gather is
+//             prefetched during unit i−1's forward → max(0, AG_i − F_{i−1}).
+//   backward: unit i's backward gather (prefetched) and its gradient ReduceScatter share the
+//             communication stream while unit i's backward (+ recompute) runs
+//             → max(0, g·AG_i + RS_i − B_i), g = 1 with reshard-after-forward.
+// A unit with unknown (zero) compute falls back to the seed's flat 93 % overlap.
+struct FsdpExposure {
+  Seconds forward, backward, total_comm;
+};
+FsdpExposure ExposeFsdp(const std::vector<FsdpUnit>& units) {
+  FsdpExposure x;
+  const double bwd_gathers = kFsdpReshardAfterForward ? 1.0 : 0.0;
+  for (size_t i = 0; i < units.size(); ++i) {
+    const FsdpUnit& u = units[i];
+    Seconds bwd_comm = u.gather * bwd_gathers + u.reduce;
+    x.total_comm += u.gather + bwd_comm;
+    if (i == 0) {
+      x.forward += u.gather;
+    } else if (units[i - 1].forward.value() > 0) {
+      x.forward += Max0(u.gather - units[i - 1].forward);
+    } else {
+      x.forward += u.gather * (1.0 - kFsdpFallbackOverlap);
+    }
+    if (u.backward.value() > 0) {
+      x.backward += Max0(bwd_comm - u.backward);
+    } else {
+      x.backward += bwd_comm * (1.0 - kFsdpFallbackOverlap);
+    }
+  }
+  return x;
+}
+
+// One gradient buffer (dense or expert) of one chunk, split into Megatron DDP buckets.
+struct BucketedBuffer {
+  int64_t buckets = 0;
+  Seconds full;  // one full bucket's reduce
+  Seconds last;  // the remainder bucket's reduce
+  Seconds gather_full, gather_last;  // distributed optimizer param AllGather (bf16)
+  Seconds Total() const {
+    if (buckets == 0) return Seconds(0);
+    return full * static_cast<double>(buckets - 1) + last;
+  }
+  Seconds GatherTotal() const {
+    if (buckets == 0) return Seconds(0);
+    return gather_full * static_cast<double>(buckets - 1) + gather_last;
+  }
+};
+
+absl::StatusOr<BucketedBuffer> BucketBuffer(const CollectiveBackend& backend, double params,
+                                            ProcessGroup group, bool distributed_optimizer) {
+  BucketedBuffer b;
+  if (group.size <= 1 || params <= 0) return b;
+  double bucket = std::max(kDdpMinBucketParams,
+                           kDdpBucketParamsPerDpRank * static_cast<double>(group.size));
+  b.buckets = static_cast<int64_t>(std::ceil(params / bucket));
+  double full = std::min(bucket, params);
+  double last = params - bucket * static_cast<double>(b.buckets - 1);
+  // Megatron reduces fp32 main grads under bf16 (accumulate_allreduce_grads_in_fp32 is forced
+  // on for bf16): AllReduce, or ReduceScatter with the distributed optimizer, of 4 B/param.
+  CollectiveKind kind = distributed_optimizer ? CollectiveKind::kReduceScatter
+                                              : CollectiveKind::kAllReduce;
+  PROJECTOR_ASSIGN_OR_RETURN(b.full, Collective(backend, kind, Bytes(full * 4.0), group));
+  PROJECTOR_ASSIGN_OR_RETURN(b.last, Collective(backend, kind, Bytes(last * 4.0), group));
+  if (distributed_optimizer) {
+    PROJECTOR_ASSIGN_OR_RETURN(
+        b.gather_full, Collective(backend, CollectiveKind::kAllGather, Bytes(full * 2.0), group));
+    PROJECTOR_ASSIGN_OR_RETURN(
+        b.gather_last, Collective(backend, CollectiveKind::kAllGather, Bytes(last * 2.0), group));
+  }
+  return b;
+}
+
+// Serial communication stream: buckets become ready at a uniform rate while [start, end]
+// runs (the chunk's last backward, where the grads become final) and are reduced in order.
+Seconds DrainBuckets(const BucketedBuffer& b, Seconds start, Seconds end, Seconds stream) {
+  for (int64_t j = 0; j < b.buckets; ++j) {
+    double frac = static_cast<double>(j + 1) / static_cast<double>(b.buckets);
+    Seconds ready = start + (end - start) * frac;
+    stream = std::max(stream, ready) + (j + 1 == b.buckets ? b.last : b.full);
+  }
+  return stream;
+}
+
+}  // namespace
+
+int64_t MicroBatches(const ParallelConfig& parallel, const TrainingConfig& training) {
+  int64_t denom = training.micro_batch * parallel.dp;
+  return denom > 0 ? training.global_batch / denom : 0;
+}
+
+ProcessGroup ExpertDpGroup(const ParallelConfig& parallel) {
+  int64_t block = parallel.tp * parallel.cp * parallel.dp;
+  int64_t experts = std::max<int64_t>(1, parallel.ep * parallel.etp);
+  return {.size = std::max<int64_t>(1, block / experts), .stride = experts};
+}
+
+absl::StatusOr<std::vector<ChunkAssignment>> AssignLayers(const ModelSpec& model,
+                                                          const ParallelConfig& parallel,
+                                                          const TrainingConfig& training) {
+  const int64_t p = std::max<int64_t>(1, parallel.pp), v = std::max<int64_t>(1, parallel.vpp);
+  const int64_t layers = model.num_layers;
+  std::vector<int64_t> per_vs(static_cast<size_t>(p * v), 0);
+  bool uneven = p > 1 && (parallel.first_stage_layers > 0 || parallel.last_stage_layers > 0);
+  if (uneven) {
+    std::vector<int64_t> per_rank(static_cast<size_t>(p), 0);
+    std::vector<bool> fixed(static_cast<size_t>(p), false);
+    int64_t rest = layers;
+    if (parallel.first_stage_layers > 0) {
+      per_rank[0] = parallel.first_stage_layers;
+      fixed[0] = true;
+      rest -= parallel.first_stage_layers;
+    }
+    if (parallel.last_stage_layers > 0) {
+      per_rank[static_cast<size_t>(p - 1)] = parallel.last_stage_layers;
+      fixed[static_cast<size_t>(p - 1)] = true;
+      rest -= parallel.last_stage_layers;
+    }
+    int64_t free_ranks = 0;
+    for (bool f : fixed) free_ranks += f ? 0 : 1;
+    if (rest < 0 || (free_ranks == 0 && rest != 0)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "uneven pipeline split: first_stage_layers ", parallel.first_stage_layers,
+          " + last_stage_layers ", parallel.last_stage_layers, " does not fit ", layers,
+          " layers on ", p, " stages"));
+    }
+    int64_t seen = 0;
+    for (int64_t r = 0; r < p; ++r) {
+      if (fixed[static_cast<size_t>(r)]) continue;
+      per_rank[static_cast<size_t>(r)] = rest / free_ranks + (seen < rest % free_ranks ? 1 : 0);
+      ++seen;
+    }
+    for (int64_t r = 0; r < p; ++r) {
+      int64_t n = per_rank[static_cast<size_t>(r)];
+      for (int64_t c = 0; c < v; ++c) {
+        per_vs[static_cast<size_t>(c * p + r)] = n / v + (c < n % v ? 1 : 0);
+      }
+    }
+  } else {
+    int64_t stages = p * v;
+    for (int64_t vs = 0; vs < stages; ++vs) {
+      per_vs[static_cast<size_t>(vs)] = layers / stages + (vs < layers % stages ? 1 : 0);
+    }
+  }
+  std::vector<ChunkAssignment> out(static_cast<size_t>(p * v));
+  int64_t next_layer = 0;
+  for (int64_t vs = 0; vs < p * v; ++vs) {
+    int64_t r = vs % p, c = vs / p;
+    ChunkAssignment& a = out[static_cast<size_t>(r * v + c)];
+    a.first_layer = next_layer;
+    a.num_layers = per_vs[static_cast<size_t>(vs)];
+    int64_t recomputed = 0;
+    if (training.recompute == Recompute::kFull) {
+      recomputed = training.recompute_layers > 0
+                       ? std::min(training.recompute_layers, a.num_layers)
+                       : a.num_layers;
+    }
+    for (int64_t i = 0; i < a.num_layers; ++i) {
+      bool moe = model.moe.has_value() && model.IsMoeLayer(next_layer + i);
+      (moe ? a.moe_layers : a.dense_layers) += 1;
+      if (i < recomputed) (moe ? a.recomputed_moe : a.recomputed_dense) += 1;
+    }
+    a.has_embedding = vs == 0;
+    a.has_output = vs == p * v - 1;
+    next_layer += a.num_layers;
+  }
+  return out;
+}
+
+absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& backends) {
+  const ParallelConfig& par = in.parallel;
+  const TrainingConfig& tr = in.training;
+  const int64_t p = std::max<int64_t>(1, par.pp), v = std::max<int64_t>(1, par.vpp);
+  StepResult out;
+  out.micro_batches = MicroBatches(par, tr);
+  const int64_t m = out.micro_batches;
+  if (m < 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "global batch ", tr.global_batch, " is smaller than micro_batch ", tr.micro_batch,
+        " x DP ", par.dp, "; no full micro-batch per pipeline"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(out.chunks, AssignLayers(in.model, par, tr));
+
+  // --- Chunk costs (one micro-batch).
+  std::vector<ChunkCost> costs(out.chunks.size());
+  std::vector<FsdpUnit> units;
+  FsdpUnit dense_fsdp, moe_fsdp, emb_fsdp, out_fsdp;
+  if (par.fsdp) {
+    if (in.dense != nullptr) {
+      PROJECTOR_ASSIGN_OR_RETURN(dense_fsdp, FsdpComm(backends.collective, par,
+                                                      in.dense->dense_parameters,
+                                                      in.dense->expert_parameters));
+      dense_fsdp.forward = in.dense->Forward();
+    }
+    if (in.moe != nullptr) {
+      PROJECTOR_ASSIGN_OR_RETURN(moe_fsdp, FsdpComm(backends.collective, par,
+                                                    in.moe->dense_parameters,
+                                                    in.moe->expert_parameters));
+      moe_fsdp.forward = in.moe->Forward();
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(emb_fsdp, FsdpComm(backends.collective, par,
+                                                  in.embedding.parameters, 0));
+    emb_fsdp.forward = in.embedding.Forward();
+    emb_fsdp.backward = in.embedding.Backward();
+    PROJECTOR_ASSIGN_OR_RETURN(out_fsdp,
+                               FsdpComm(backends.collective, par, in.output.parameters, 0));
+    out_fsdp.forward = in.output.Forward();
+    out_fsdp.backward = in.output.Backward();
+  }
+  Seconds fsdp_comm_per_mb_rank_total;
+  std::vector<Seconds> fsdp_comm_per_rank(static_cast<size_t>(p), Seconds(0));
+  for (size_t i = 0; i < out.chunks.size(); ++i) {
+    const ChunkAssignment& a = out.chunks[i];
+    ChunkCost& c = costs[i];
+    if ((a.dense_layers > 0 && in.dense == nullptr) || (a.moe_layers > 0 && in.moe == nullptr)) {
+      return absl::InternalError("step composer: a layer kind placed on a stage was not composed");
+    }
+    if (a.dense_layers > 0) {
+      AddLayers(*in.dense, a.dense_layers, tr.recompute == Recompute::kSelective ? a.dense_layers
+                                                                                : a.recomputed_dense,
+                tr.recompute, c);
+    }
+    if (a.moe_layers > 0) {
+      AddLayers(*in.moe, a.moe_layers,
+                tr.recompute == Recompute::kSelective ? a.moe_layers : a.recomputed_moe,
+                tr.recompute, c);
+    }
+    if (a.has_embedding) AddEnd(in.embedding, c);
+    if (a.has_output) AddEnd(in.output, c);
+    if (par.fsdp) {
+      units.clear();
+      if (a.has_embedding) units.push_back(emb_fsdp);
+      int64_t recomputed_seen = 0;
+      for (int64_t l = 0; l < a.num_layers; ++l) {
+        bool moe = in.model.moe.has_value() && in.model.IsMoeLayer(a.first_layer + l);
+        const ComposedLayer& k = moe ? *in.moe : *in.dense;
+        FsdpUnit u = moe ? moe_fsdp : dense_fsdp;
+        bool recomputed = tr.recompute == Recompute::kSelective ||
+                          (tr.recompute == Recompute::kFull &&
+                           recomputed_seen++ < a.recomputed_dense + a.recomputed_moe);
+        u.backward = k.Backward() + (recomputed ? k.Recompute() : Seconds(0));
+        units.push_back(u);
+      }
+      if (a.has_output) units.push_back(out_fsdp);
+      FsdpExposure x = ExposeFsdp(units);
+      c.forward += x.forward;
+      c.backward += x.backward;
+      c.fsdp += x.forward + x.backward;
+      fsdp_comm_per_rank[i / static_cast<size_t>(v)] += x.total_comm;
+    }
+  }
+  (void)fsdp_comm_per_mb_rank_total;
+
+  // --- Pipeline.
+  PipelineSpec spec;
+  spec.pp = p;
+  spec.vpp = v;
+  spec.micro_batches = m;
+  spec.chunks.reserve(costs.size());
+  for (const ChunkCost& c : costs) spec.chunks.push_back({c.forward, c.backward});
+  spec.p2p_overlapped = v > 1;  // Megatron's overlap_p2p_comm (default on for interleaving)
+  if (p > 1) {
+    // One activation [micro_batch · seq/CP (/TP under SP), hidden] in bf16 to the next stage,
+    // on the PP group's stride: inter-node when the neighbouring stages sit on other nodes.
+    PROJECTOR_ASSIGN_OR_RETURN(
+        spec.p2p, Collective(backends.collective, CollectiveKind::kSendRecv,
+                             LayerInputBytes(in.model, par, tr),
+                             ProcessGroup{.size = 2, .stride = par.PpGroup().stride}));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(PipelineTimeline tl, SimulatePipeline(spec));
+  Seconds makespan_no_p2p = tl.makespan;
+  if (p > 1 && spec.p2p.value() > 0) {
+    PipelineSpec free_p2p = spec;
+    free_p2p.p2p = Seconds(0);
+    PROJECTOR_ASSIGN_OR_RETURN(PipelineTimeline t0, SimulatePipeline(free_p2p));
+    makespan_no_p2p = std::min(t0.makespan, tl.makespan);
+  }
+  out.pipeline_time = tl.makespan;
+  out.chunk_times = spec.chunks;
+
+  // Critical rank: the one with the most work.
+  int64_t crit = 0;
+  for (int64_t r = 1; r < p; ++r) {
+    if (tl.rank_busy[static_cast<size_t>(r)] > tl.rank_busy[static_cast<size_t>(crit)]) crit = r;
+  }
+  out.critical_rank = crit;
+  const double dm = static_cast<double>(m);
+  Seconds busy;
+  for (int64_t c = 0; c < v; ++c) {
+    const ChunkCost& cc = costs[static_cast<size_t>(crit * v + c)];
+    out.breakdown.compute += cc.compute * dm;
+    out.breakdown.exposed_tp_comm += cc.tp * dm;
+    out.breakdown.exposed_cp_comm += cc.cp * dm;
+    out.breakdown.exposed_ep_comm += cc.ep * dm;
+    out.breakdown.exposed_fsdp_comm += cc.fsdp * dm;
+    out.clock_scaled += cc.clock_scaled * dm;
+    busy += (cc.forward + cc.backward) * dm;
+  }
+  out.breakdown.p2p = Max0(tl.makespan - makespan_no_p2p);
+  out.breakdown.pipeline_bubble = Max0(tl.makespan - busy - out.breakdown.p2p);
+  out.fsdp_comm_total = fsdp_comm_per_rank[static_cast<size_t>(crit)] * dm;
+
+  // --- DP gradient sync, parameter gather and optimizer, per pipeline rank.
+  const bool shard_optimizer = par.distributed_optimizer || par.fsdp;
+  const ProcessGroup dense_group = par.DpCpGroup(), expert_group = ExpertDpGroup(par);
+  Seconds step_end = tl.makespan;
+  Seconds best_after, best_opt;
+  Seconds crit_dp_comm;
+  bool have_best = false;
+  std::vector<size_t> order(static_cast<size_t>(v));
+  std::vector<StageMemoryInput> mem(static_cast<size_t>(p));
+  for (int64_t r = 0; r < p; ++r) {
+    double dense_params = 0, expert_params = 0;
+    StageMemoryInput& mi = mem[static_cast<size_t>(r)];
+    for (int64_t c = 0; c < v; ++c) {
+      const ChunkCost& cc = costs[static_cast<size_t>(r * v + c)];
+      dense_params += cc.dense_parameters;
+      expert_params += cc.expert_parameters;
+      mi.activations_per_micro_batch += cc.activations;
+      mi.recompute_working_set = std::max(mi.recompute_working_set, cc.recompute_working_set);
+      mi.largest_layer_parameters =
+          std::max(mi.largest_layer_parameters, cc.largest_layer_parameters);
+    }
+    mi.dense_parameters = dense_params;
+    mi.expert_parameters = expert_params;
+    mi.in_flight_chunk_micro_batches = InFlightChunkMicroBatches(r, p, v, m);
+
+    const Seconds finish = tl.rank_finish[static_cast<size_t>(r)];
+    Seconds stream, comm_total, gather_exposed;
+    if (!par.fsdp) {
+      // Chunks in the order their grads become final.
+      for (int64_t c = 0; c < v; ++c) order[static_cast<size_t>(c)] = static_cast<size_t>(c);
+      std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+        return tl.last_backward_end[static_cast<size_t>(r * v) + x] <
+               tl.last_backward_end[static_cast<size_t>(r * v) + y];
+      });
+      for (size_t c : order) {
+        const ChunkCost& cc = costs[static_cast<size_t>(r * v) + c];
+        PROJECTOR_ASSIGN_OR_RETURN(BucketedBuffer db,
+                                   BucketBuffer(backends.collective, cc.dense_parameters,
+                                                dense_group, par.distributed_optimizer));
+        PROJECTOR_ASSIGN_OR_RETURN(BucketedBuffer eb,
+                                   BucketBuffer(backends.collective, cc.expert_parameters,
+                                                expert_group, par.distributed_optimizer));
+        // Megatron overlap_grad_reduce: a bucket's reduce is issued as soon as the last
+        // micro-batch's backward has produced all its grads. Without it, everything is
+        // reduced after the rank's last backward (finish_grad_sync).
+        Seconds s = tr.overlap_grad_reduce ? tl.last_backward_start[static_cast<size_t>(r * v) + c]
+                                           : finish;
+        Seconds e = tr.overlap_grad_reduce ? tl.last_backward_end[static_cast<size_t>(r * v) + c]
+                                           : finish;
+        stream = DrainBuckets(db, s, e, stream);
+        stream = DrainBuckets(eb, s, e, stream);
+        comm_total += db.Total() + eb.Total() + db.GatherTotal() + eb.GatherTotal();
+        if (par.distributed_optimizer) {
+          // overlap_param_gather: the gathers run under the next step's forward, except the
+          // one the first forward waits on (first chunk's first bucket); otherwise all exposed.
+          if (!tr.overlap_param_gather) {
+            gather_exposed += db.GatherTotal() + eb.GatherTotal();
+          } else if (c == 0) {
+            gather_exposed += db.gather_last + eb.gather_last;
+          }
+        }
+      }
+    }
+    Seconds after = std::max(finish, stream) + gather_exposed;
+    // Adam over the parameters this GPU updates.
+    double updated = shard_optimizer
+                         ? dense_params / static_cast<double>(dense_group.size) +
+                               expert_params / static_cast<double>(expert_group.size)
+                         : dense_params + expert_params;
+    Seconds opt;
+    if (updated > 0) {
+      PROJECTOR_ASSIGN_OR_RETURN(
+          MemoryEstimate e,
+          backends.memory.Estimate(MemoryOp{.bytes = Bytes(updated * kOptimizerBytesPerUpdatedParam),
+                                            .flops = Flops(updated * 12.0),
+                                            .launches = 2}));
+      opt = e.time;
+    }
+    if (!have_best || after + opt > best_after + best_opt) {
+      best_after = after;
+      best_opt = opt;
+      crit_dp_comm = comm_total;
+      have_best = true;
+    }
+  }
+  step_end = std::max(step_end, best_after + best_opt);
+  out.breakdown.exposed_dp_comm = Max0(best_after - tl.makespan);
+  out.breakdown.optimizer = Max0(step_end - tl.makespan - out.breakdown.exposed_dp_comm);
+  out.dp_comm_total = crit_dp_comm;
+  out.step_time = out.breakdown.Total();
+
+  MemoryModelConfig mc{.vpp = v,
+                       .distributed_optimizer = par.distributed_optimizer,
+                       .fsdp = par.fsdp,
+                       .dense_shard = dense_group.size,
+                       .expert_shard = expert_group.size,
+                       .hbm_capacity = in.hbm_capacity};
+  out.memory = EstimateMemory(mem, mc);
+  return out;
+}
+
+}  // namespace projector

@@ -1,0 +1,112 @@
+// Step composer: places the layers on pipeline ranks and model chunks, builds each chunk's
+// forward/backward time (layers + recompute + exposed FSDP communication + embedding/output),
+// replays the pipeline schedule with P2P, then adds the exposed data-parallel gradient
+// synchronisation (bucketed, overlapped with the last micro-batch's backward), the
+// distributed-optimizer parameter gather and the optimizer step. Also feeds the memory model.
+#ifndef PROJECTOR_PROJECTION_STEP_COMPOSER_H_
+#define PROJECTOR_PROJECTION_STEP_COMPOSER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/parallel_config.h"
+#include "core/units.h"
+#include "models/model_spec.h"
+#include "profilers/op_list.h"
+#include "projection/layer_composer.h"
+#include "projection/memory_model.h"
+#include "projection/pipeline_schedule.h"
+
+namespace projector {
+
+// Where the step time goes. The terms add up to the step time exactly: the pipeline terms are
+// taken on the pipeline rank with the most work ("critical rank").
+struct StepBreakdown {
+  Seconds compute;            // GEMM, attention and memory-bound kernels (incl. recompute)
+  Seconds exposed_tp_comm;    // TP AllReduce / AllGather / ReduceScatter not hidden
+  Seconds exposed_cp_comm;    // CP K/V ring exchange not hidden behind attention
+  Seconds exposed_ep_comm;    // EP All-to-All (and expert-TP) not hidden
+  Seconds pipeline_bubble;    // idle time of the critical rank in the schedule
+  Seconds p2p;                // pipeline send/recv on the critical path
+  Seconds exposed_dp_comm;    // gradient reduce (+ distributed-optimizer param gather)
+  Seconds exposed_fsdp_comm;  // FSDP all-gathers / reduce-scatters not hidden
+  Seconds optimizer;          // Adam update
+
+  Seconds Total() const {
+    return compute + exposed_tp_comm + exposed_cp_comm + exposed_ep_comm + pipeline_bubble +
+           p2p + exposed_dp_comm + exposed_fsdp_comm + optimizer;
+  }
+};
+
+// The layers of one (rank, chunk); index rank · vpp + chunk.
+struct ChunkAssignment {
+  int64_t first_layer = 0;
+  int64_t num_layers = 0;
+  int64_t dense_layers = 0;
+  int64_t moe_layers = 0;
+  int64_t recomputed_dense = 0;  // full recompute: how many of them are recomputed
+  int64_t recomputed_moe = 0;
+  bool has_embedding = false;
+  bool has_output = false;
+};
+
+// Balanced (remainder to the earlier virtual stages), or with parallel.first_stage_layers /
+// last_stage_layers on the first/last pipeline rank (each split evenly over its chunks) and the
+// rest balanced over the others. Virtual stage of (rank, chunk) = chunk · pp + rank holds
+// consecutive layers. Full recompute marks the first recompute_layers (0 = all) of each chunk.
+// kFailedPrecondition if the uneven split does not add up.
+absl::StatusOr<std::vector<ChunkAssignment>> AssignLayers(const ModelSpec& model,
+                                                          const ParallelConfig& parallel,
+                                                          const TrainingConfig& training);
+
+// Bytes of Adam's update traffic per parameter a GPU updates (Megatron FusedAdam after
+// clip_grad_norm): read fp32 grad, fp32 master, m, v (16 B) + write master, m, v (12 B) and
+// the bf16 model weight (2 B) + read the fp32 grad once more for the grad-norm (4 B) = 34 B.
+inline constexpr double kOptimizerBytesPerUpdatedParam = 34.0;
+// Megatron DDP bucket size: max(40M, 1M · DP) parameters (distributed_data_parallel.py).
+inline constexpr double kDdpMinBucketParams = 40e6;
+inline constexpr double kDdpBucketParamsPerDpRank = 1e6;
+// FSDP fallback overlap when a layer's compute is unknown (Primus PR #560: 93 %, measured on
+// Llama-3-70B); with known compute the per-layer max(0, comm − compute) is used instead.
+inline constexpr double kFsdpFallbackOverlap = 0.93;
+
+struct StepInputs {
+  const ModelSpec& model;
+  const ParallelConfig& parallel;
+  const TrainingConfig& training;
+  const ComposedLayer* dense = nullptr;  // nullptr when the model has no dense layers
+  const ComposedLayer* moe = nullptr;    // nullptr when it has no MoE layers
+  ComposedEndModule embedding;
+  ComposedEndModule output;
+  Bytes hbm_capacity;
+};
+
+struct StepResult {
+  int64_t micro_batches = 0;
+  Seconds step_time;
+  StepBreakdown breakdown;
+  Seconds clock_scaled;  // compute time on the critical path that scales with 1/clock
+  int64_t critical_rank = 0;
+  Seconds pipeline_time;    // the schedule's makespan, P2P included
+  Seconds dp_comm_total;    // all DP gradient (+ param gather) communication of the critical rank
+  Seconds fsdp_comm_total;  // all FSDP communication of the critical rank per step
+  std::vector<ChunkAssignment> chunks;
+  std::vector<ChunkTimes> chunk_times;
+  MemoryFootprint memory;
+};
+
+// kFailedPrecondition when global_batch < micro_batch · DP or layers cannot be placed;
+// collective/memory backend errors pass through.
+absl::StatusOr<StepResult> ComposeStep(const StepInputs& inputs, const BackendRefs& backends);
+
+// Micro-batches per pipeline per step: global_batch / (micro_batch · DP), floored.
+int64_t MicroBatches(const ParallelConfig& parallel, const TrainingConfig& training);
+
+// Expert-data-parallel group of the expert weights: the DP·CP·TP ranks of one stage divided by
+// EP·ETP, strided by EP·ETP (rank order TP, CP, DP; experts carved out of that block).
+ProcessGroup ExpertDpGroup(const ParallelConfig& parallel);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_PROJECTION_STEP_COMPOSER_H_

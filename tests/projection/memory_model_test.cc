@@ -1,0 +1,78 @@
+#include "projection/memory_model.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector {
+namespace {
+
+using ::projector::testing::IsNearRel;
+
+StageMemoryInput OneBillionParams() {
+  StageMemoryInput in;
+  in.dense_parameters = 1e9;
+  in.activations_per_micro_batch = Gibibytes(1);
+  in.in_flight_chunk_micro_batches = 4;
+  in.largest_layer_parameters = 1e8;
+  return in;
+}
+
+TEST(MemoryModelTest, PlainDataParallelHolds18BytesPerParam) {
+  MemoryFootprint m = EstimateMemory({OneBillionParams()}, {.dense_shard = 8,
+                                                            .hbm_capacity = Gigabytes(192)});
+  const StageMemory& s = m.stages[0];
+  EXPECT_DOUBLE_EQ(s.weights.value(), 2e9);
+  EXPECT_DOUBLE_EQ(s.gradients.value(), 4e9);
+  EXPECT_DOUBLE_EQ(s.optimizer_state.value(), 12e9);
+  EXPECT_DOUBLE_EQ(s.activations.value(), Gibibytes(4).value());  // 4 in flight × 1 GiB
+  double live = 18e9 + Gibibytes(4).value();
+  EXPECT_THAT(s.workspace.value(), IsNearRel(Gibibytes(2).value() + 0.05 * live, 1e-12));
+  EXPECT_THAT(s.total.value(), IsNearRel(live + s.workspace.value(), 1e-12));
+  EXPECT_TRUE(m.fits);
+}
+
+TEST(MemoryModelTest, DistributedOptimizerShardsOnlyTheOptimizerState) {
+  // Megatron distributed optimizer: 6 + 12/d bytes per parameter.
+  MemoryFootprint m = EstimateMemory(
+      {OneBillionParams()},
+      {.distributed_optimizer = true, .dense_shard = 8, .hbm_capacity = Gigabytes(192)});
+  const StageMemory& s = m.stages[0];
+  EXPECT_DOUBLE_EQ(s.weights.value(), 2e9);
+  EXPECT_DOUBLE_EQ(s.gradients.value(), 4e9);
+  EXPECT_DOUBLE_EQ(s.optimizer_state.value(), 12e9 / 8);
+}
+
+TEST(MemoryModelTest, FsdpShardsEverythingAndHoldsTwoGatheredLayers) {
+  StageMemoryInput in = OneBillionParams();
+  in.expert_parameters = 2e9;
+  MemoryFootprint m = EstimateMemory(
+      {in}, {.fsdp = true, .dense_shard = 8, .expert_shard = 2, .hbm_capacity = Gigabytes(192)});
+  const StageMemory& s = m.stages[0];
+  double sharded = 1e9 / 8 + 2e9 / 2;
+  EXPECT_DOUBLE_EQ(s.weights.value(), 2 * sharded + 2 * 1e8 * 2);
+  EXPECT_DOUBLE_EQ(s.gradients.value(), 4 * sharded);
+  EXPECT_DOUBLE_EQ(s.optimizer_state.value(), 12 * sharded);
+}
+
+TEST(MemoryModelTest, InterleavedActivationsCountChunkMicroBatches) {
+  StageMemoryInput in = OneBillionParams();
+  in.in_flight_chunk_micro_batches = 6;  // units of one chunk = 1/vpp of the stage
+  MemoryFootprint m = EstimateMemory({in}, {.vpp = 2, .hbm_capacity = Gigabytes(192)});
+  EXPECT_DOUBLE_EQ(m.stages[0].activations.value(), Gibibytes(3).value());
+}
+
+TEST(MemoryModelTest, PeakIsTheLargestStageAndFlagsWhatDoesNotFit) {
+  StageMemoryInput small = OneBillionParams();
+  StageMemoryInput big = OneBillionParams();
+  big.in_flight_chunk_micro_batches = 40;
+  MemoryFootprint m = EstimateMemory({small, big}, {.hbm_capacity = Gigabytes(40)});
+  EXPECT_EQ(m.peak_stage, 1);
+  EXPECT_DOUBLE_EQ(m.peak.value(), m.stages[1].total.value());
+  EXPECT_FALSE(m.fits);
+  MemoryFootprint roomy = EstimateMemory({small, big}, {.hbm_capacity = Gigabytes(1000)});
+  EXPECT_TRUE(roomy.fits);
+}
+
+}  // namespace
+}  // namespace projector

@@ -1,0 +1,101 @@
+#include "projection/projection.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/projection/projection_test_util.h"
+#include "tests/testing/fake_backends.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector {
+namespace {
+
+using ::projector::testing::FakeBackends;
+using ::projector::testing::IsNearRel;
+using ::projector::testing::IsOk;
+using ::projector::testing::ToyScenario;
+
+TEST(ProjectTest, TgsIsGlobalTokensOverStepTimeOverGpus) {
+  FakeBackends fakes;
+  Scenario s = ToyScenario();
+  auto p = Project(s, fakes.Refs());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(p->micro_batches, 64 / (1 * 8));
+  double tokens = 64.0 * 512;
+  EXPECT_THAT(p->tokens_per_s_per_gpu, IsNearRel(tokens / p->step_time.value() / 8, 1e-12));
+  EXPECT_THAT(p->tokens_per_s, IsNearRel(tokens / p->step_time.value(), 1e-12));
+  EXPECT_THAT(p->breakdown.Total().value(), IsNearRel(p->step_time.value(), 1e-12));
+  EXPECT_GT(p->breakdown.compute.value(), 0.0);
+}
+
+TEST(ProjectTest, MfuIsModelFlopsOverStepOverPeak) {
+  FakeBackends fakes;
+  Scenario s = ToyScenario();
+  auto p = Project(s, fakes.Refs());
+  ASSERT_THAT(p, IsOk());
+  // 6·N_matmul + 6·L·s·H·(d_qk + d_v) per token, N_matmul excluding the input embedding.
+  const ModelSpec& m = s.model;
+  double n = m.ActiveParameters() - 1000.0 * 256;
+  double per_token = 6 * n + 6.0 * 4 * 512 * 4 * 128;
+  EXPECT_THAT(p->model_flops_per_step.value(), IsNearRel(64.0 * 512 * per_token, 1e-12));
+  double tflops = p->model_flops_per_step.value() / p->step_time.value() / 8 * 1e-12;
+  EXPECT_THAT(p->tflops_per_gpu, IsNearRel(tflops, 1e-12));
+  EXPECT_THAT(p->mfu, IsNearRel(tflops * 1e12 / p->peak_flops_per_gpu.value(), 1e-12));
+  EXPECT_GT(p->peak_flops_per_gpu.value(), 0.0);
+}
+
+TEST(ProjectTest, ComputeOnlyScenarioScalesWithClockShare) {
+  FakeBackends fakes;
+  Scenario s = ToyScenario();
+  s.parallel.dp = 1;
+  s.num_gpus = 1;
+  s.training.global_batch = 2;
+  auto p = Project(s, fakes.Refs());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_GT(p->clock_scaled_share, 0.0);
+  EXPECT_LE(p->clock_scaled_share, 1.0);
+  EXPECT_DOUBLE_EQ(p->breakdown.exposed_dp_comm.value(), 0.0);
+}
+
+TEST(ProjectTest, MoeModelReportsDenseAndMoeLayers) {
+  FakeBackends fakes;
+  Scenario s = ToyScenario();
+  s.model = projector::testing::ToyMoeModel();
+  s.parallel.ep = 4;
+  auto p = Project(s, fakes.Refs());
+  ASSERT_THAT(p, IsOk());
+  ASSERT_EQ(p->layer_kinds.size(), 2u);
+  EXPECT_FALSE(p->layer_kinds[0].is_moe);
+  EXPECT_EQ(p->layer_kinds[0].count, 1);
+  EXPECT_TRUE(p->layer_kinds[1].is_moe);
+  EXPECT_EQ(p->layer_kinds[1].count, 3);
+  EXPECT_GT(p->breakdown.exposed_ep_comm.value(), 0.0);
+}
+
+TEST(ProjectTest, DoesNotFitFlagFollowsHbmCapacity) {
+  FakeBackends fakes;
+  Scenario s = ToyScenario();
+  s.hw.gpu.hbm_capacity = Gigabytes(1);  // below the 2 GiB workspace allowance alone
+  auto p = Project(s, fakes.Refs());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_FALSE(p->fits_in_memory);
+  s.hw.gpu.hbm_capacity = Gigabytes(80);
+  auto q = Project(s, fakes.Refs());
+  ASSERT_THAT(q, IsOk());
+  EXPECT_TRUE(q->fits_in_memory);
+  EXPECT_GT(q->peak_memory_per_gpu.value(), 0.0);
+}
+
+TEST(ProjectTest, MeasuredTgsGivesSignedErrorPercent) {
+  FakeBackends fakes;
+  Scenario s = ToyScenario();
+  auto p0 = Project(s, fakes.Refs());
+  ASSERT_THAT(p0, IsOk());
+  s.measured_tokens_per_s_per_gpu = p0->tokens_per_s_per_gpu / 1.1;
+  auto p = Project(s, fakes.Refs());
+  ASSERT_THAT(p, IsOk());
+  ASSERT_TRUE(p->error_pct.has_value());
+  EXPECT_THAT(*p->error_pct, IsNearRel(10.0, 1e-9));
+}
+
+}  // namespace
+}  // namespace projector

@@ -1,0 +1,106 @@
+#include "projection/report.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/projection/projection_test_util.h"
+#include "tests/testing/fake_backends.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector {
+namespace {
+
+using ::projector::testing::FakeBackends;
+using ::projector::testing::IsOk;
+using ::projector::testing::ToyScenario;
+using ::testing::HasSubstr;
+
+Projection ProjectToy(Scenario& s) {
+  FakeBackends fakes;
+  auto p = Project(s, fakes.Refs());
+  EXPECT_THAT(p, IsOk());
+  return *p;
+}
+
+void ExpectNumbers(const nlohmann::json& obj, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    ASSERT_TRUE(obj.contains(k)) << k;
+    EXPECT_TRUE(obj[k].is_number()) << k;
+  }
+}
+
+TEST(ProjectionJsonTest, EveryDocumentedFieldIsPresentWithItsType) {
+  Scenario s = ToyScenario();
+  s.model = projector::testing::ToyMoeModel();
+  s.parallel.ep = 2;
+  Projection p = ProjectToy(s);
+  nlohmann::json j = ProjectionJson(s, p);
+  for (const char* k : {"scenario", "model", "gpu", "layout", "schedule", "mfu_formula"}) {
+    ASSERT_TRUE(j.contains(k)) << k;
+    EXPECT_TRUE(j[k].is_string()) << k;
+  }
+  ExpectNumbers(j, {"num_gpus", "micro_batches", "global_batch", "seq_len", "step_time_s",
+                    "tokens_per_s_per_gpu", "tokens_per_s", "model_flops_per_step",
+                    "tflops_per_gpu", "peak_tflops_per_gpu", "mfu", "clock_scaled_share",
+                    "peak_memory_bytes"});
+  EXPECT_TRUE(j["fits_in_memory"].is_boolean());
+  EXPECT_TRUE(j["defaults_used"].is_array());
+  ExpectNumbers(j["breakdown"],
+                {"compute_s", "exposed_tp_comm_s", "exposed_cp_comm_s", "exposed_ep_comm_s",
+                 "pipeline_bubble_s", "p2p_s", "exposed_dp_comm_s", "exposed_fsdp_comm_s",
+                 "optimizer_s"});
+  ASSERT_TRUE(j["layers"].is_array());
+  ASSERT_EQ(j["layers"].size(), 2u);
+  EXPECT_EQ(j["layers"][0]["kind"], "dense");
+  EXPECT_EQ(j["layers"][1]["kind"], "moe");
+  for (const auto& l : j["layers"]) {
+    ExpectNumbers(l, {"count", "forward_s", "backward_s", "recompute_s", "total_s",
+                      "activation_bytes"});
+  }
+  ASSERT_TRUE(j["modules"].is_array());
+  for (const auto& m : j["modules"]) {
+    EXPECT_TRUE(m["layer"].is_string());
+    EXPECT_TRUE(m["module"].is_string());
+    ExpectNumbers(m, {"forward_s", "backward_s", "recompute_s"});
+  }
+  const auto& mem = j["memory"];
+  ExpectNumbers(mem, {"peak_bytes", "peak_stage", "capacity_bytes"});
+  EXPECT_TRUE(mem["fits"].is_boolean());
+  ASSERT_TRUE(mem["stages"].is_array());
+  ASSERT_FALSE(mem["stages"].empty());
+  ExpectNumbers(mem["stages"][0],
+                {"stage", "parameters", "weights_bytes", "gradients_bytes",
+                 "optimizer_state_bytes", "activations_bytes", "workspace_bytes", "total_bytes",
+                 "in_flight_micro_batches"});
+  EXPECT_FALSE(j.contains("measured_tokens_per_s_per_gpu"));
+  EXPECT_FALSE(j.contains("error_pct"));
+  EXPECT_DOUBLE_EQ(j["step_time_s"].get<double>(), p.step_time.value());
+}
+
+TEST(ProjectionJsonTest, MeasuredTgsAddsMeasurementAndError) {
+  Scenario s = ToyScenario();
+  s.measured_tokens_per_s_per_gpu = 1000.0;
+  Projection p = ProjectToy(s);
+  nlohmann::json j = ProjectionJson(s, p);
+  EXPECT_DOUBLE_EQ(j["measured_tokens_per_s_per_gpu"].get<double>(), 1000.0);
+  EXPECT_TRUE(j["error_pct"].is_number());
+}
+
+TEST(ProjectionTextTest, ShowsTheHeadlineNumbersAndTheFitFlag) {
+  Scenario s = ToyScenario();
+  s.measured_tokens_per_s_per_gpu = 1000.0;
+  s.hw.gpu.hbm_capacity = Gigabytes(1);
+  Projection p = ProjectToy(s);
+  std::string text = ProjectionText(s, p);
+  EXPECT_THAT(text, HasSubstr("tokens/s/GPU (TGS)"));
+  EXPECT_THAT(text, HasSubstr("TFLOP/s/GPU"));
+  EXPECT_THAT(text, HasSubstr("MFU"));
+  EXPECT_THAT(text, HasSubstr("pipeline bubble"));
+  EXPECT_THAT(text, HasSubstr("dense layer"));
+  EXPECT_THAT(text, HasSubstr("measured TGS"));
+  EXPECT_THAT(text, HasSubstr("DOES NOT FIT"));
+}
+
+}  // namespace
+}  // namespace projector
