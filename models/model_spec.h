@@ -26,6 +26,11 @@ struct MoeSpec {
   // Optional explicit per-layer pattern (size = num_layers, true = MoE); overrides
   // num_dense_layers when non-empty.
   std::vector<bool> layer_pattern;
+
+  // FFN hidden size of one shared expert (expert_ffn_hidden when not given).
+  int64_t SharedExpertFfnHidden() const {
+    return shared_expert_ffn_hidden > 0 ? shared_expert_ffn_hidden : expert_ffn_hidden;
+  }
 };
 
 // Multi-latent attention (DeepSeek-V2/V3). qk head dim = qk_nope_head_dim + qk_rope_head_dim.
@@ -42,16 +47,20 @@ struct ModelSpec {
   std::string source;  // paper or public model config the numbers come from
   int64_t num_layers = 0;
   int64_t hidden_size = 0;
-  int64_t ffn_hidden_size = 0;  // dense layers (one of gate/up for SwiGLU)
+  int64_t ffn_hidden_size = 0;  // dense layers (one of gate/up for SwiGLU); 0 when all are MoE
   int64_t num_attention_heads = 0;
   int64_t num_kv_heads = 0;
-  int64_t head_dim = 0;  // hidden/heads unless given
+  int64_t head_dim = 0;  // hidden/heads unless given (MLA: qk_nope + qk_rope unless given)
   int64_t vocab_size = 0;
   MlpKind mlp = MlpKind::kSwiGlu;
   NormKind norm = NormKind::kRmsNorm;
   bool tied_embeddings = false;
   bool qk_norm = false;
-  bool attention_bias = false;
+  bool attention_bias = false;  // bias on the Q, K, V projections (Qwen2.5)
+  // Bias on every linear layer of a block (QKV, attention output, MLP and expert matrices) and
+  // on LayerNorm: GPT-2/3 and Megatron GPT (`add_bias_linear`). MPT (`no_bias`) and the Llama
+  // family have none.
+  bool linear_bias = false;
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
 
@@ -67,21 +76,27 @@ struct ModelSpec {
   double ActiveParameters() const;
 };
 
-// Loads a model file in the library format. kNotFound / kInvalidArgument naming file and field.
+// Loads and validates a model file in the library format. kNotFound if it cannot be read;
+// kInvalidArgument naming file and field.
 absl::StatusOr<ModelSpec> LoadModelFile(const std::string& path);
 // Parses a model object: the library format, or the calibration case schema's `model` object
-// (keys layers, hidden, ffn_hidden, heads, kv_heads, head_dim, vocab, mlp, moe, mla).
+// (keys layers, hidden, ffn_hidden, heads, kv_heads, head_dim, vocab, mlp, moe, mla), told
+// apart by "layers" vs "num_layers". Calibration models get source "inline", RMSNorm/untied
+// for SwiGLU and LayerNorm/tied for GELU (the GPT/MPT convention), no biases. Also runs the
+// ValidateModel checks, naming the fields in the schema's own keys under `pointer`.
+// kInvalidArgument naming `origin` and the JSON pointer of the bad field.
 absl::StatusOr<ModelSpec> ParseModelJson(const nlohmann::json& value, const std::string& origin,
                                          const std::string& pointer);
 // Cross-field checks (heads divisible by kv heads, top-k <= experts, pattern length, ...).
+// kInvalidArgument "<origin>: <pointer in library keys>: <problem>".
 absl::Status ValidateModel(const ModelSpec& model, const std::string& origin);
 
 // Directory of the shipped library (compile-time default, overridable by $PROJECTOR_MODELS_DIR).
 std::string ModelLibraryDir();
 // Names of the shipped models (file stems), sorted.
 std::vector<std::string> ListLibraryModels();
-// `name_or_path`: a library name ("llama3.1-8b") or a path to a JSON file. An unknown name gives
-// kInvalidArgument listing the valid names.
+// `name_or_path`: a library name ("llama3.1-8b") or a path to a JSON file (a value containing
+// '/' or ending in ".json"). An unknown name gives kInvalidArgument listing the valid names.
 absl::StatusOr<ModelSpec> ResolveModel(const std::string& name_or_path);
 
 }  // namespace projector

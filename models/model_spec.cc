@@ -1,0 +1,630 @@
+#include "models/model_spec.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <initializer_list>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+
+namespace projector {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kInlineSource[] = "inline";
+
+// The key names of one input schema, so that a cross-field message names the key the user
+// actually wrote ("/model/kv_heads" in a calibration case, "/num_kv_heads" in a library file).
+struct SchemaKeys {
+  const char* name;
+  const char* num_layers;
+  const char* hidden_size;
+  const char* ffn_hidden_size;
+  const char* num_attention_heads;
+  const char* num_kv_heads;
+  const char* head_dim;
+  const char* vocab_size;
+  const char* moe;
+  const char* num_experts;
+  const char* top_k;
+  const char* expert_ffn_hidden;
+  const char* num_shared_experts;
+  const char* shared_expert_ffn_hidden;
+  const char* num_dense_layers;
+  const char* layer_pattern;
+  const char* mla;
+  const char* q_lora_rank;
+  const char* kv_lora_rank;
+  const char* qk_nope_head_dim;
+  const char* qk_rope_head_dim;
+  const char* v_head_dim;
+};
+
+constexpr SchemaKeys kLibraryKeys = {
+    .name = "name",
+    .num_layers = "num_layers",
+    .hidden_size = "hidden_size",
+    .ffn_hidden_size = "ffn_hidden_size",
+    .num_attention_heads = "num_attention_heads",
+    .num_kv_heads = "num_kv_heads",
+    .head_dim = "head_dim",
+    .vocab_size = "vocab_size",
+    .moe = "moe",
+    .num_experts = "num_experts",
+    .top_k = "top_k",
+    .expert_ffn_hidden = "expert_ffn_hidden",
+    .num_shared_experts = "num_shared_experts",
+    .shared_expert_ffn_hidden = "shared_expert_ffn_hidden",
+    .num_dense_layers = "num_dense_layers",
+    .layer_pattern = "layer_pattern",
+    .mla = "mla",
+    .q_lora_rank = "q_lora_rank",
+    .kv_lora_rank = "kv_lora_rank",
+    .qk_nope_head_dim = "qk_nope_head_dim",
+    .qk_rope_head_dim = "qk_rope_head_dim",
+    .v_head_dim = "v_head_dim",
+};
+
+// ../shared/calibration/README.md, "Schema of one case", the `model` object. The calibration
+// `qk_head_dim` is the non-RoPE part of the QK head (DeepSeek's qk_nope_head_dim).
+constexpr SchemaKeys kCalibrationKeys = {
+    .name = "name",
+    .num_layers = "layers",
+    .hidden_size = "hidden",
+    .ffn_hidden_size = "ffn_hidden",
+    .num_attention_heads = "heads",
+    .num_kv_heads = "kv_heads",
+    .head_dim = "head_dim",
+    .vocab_size = "vocab",
+    .moe = "moe",
+    .num_experts = "experts",
+    .top_k = "topk",
+    .expert_ffn_hidden = "ffn_hidden",
+    .num_shared_experts = "shared_experts",
+    .shared_expert_ffn_hidden = "",
+    .num_dense_layers = "dense_layers",
+    .layer_pattern = "",
+    .mla = "mla",
+    .q_lora_rank = "q_lora_rank",
+    .kv_lora_rank = "kv_lora_rank",
+    .qk_nope_head_dim = "qk_head_dim",
+    .qk_rope_head_dim = "qk_rope_dim",
+    .v_head_dim = "v_head_dim",
+};
+
+std::vector<std::string> MlpNames() { return {"swiglu", "gelu"}; }
+std::vector<std::string> NormNames() { return {"rmsnorm", "layernorm"}; }
+
+MlpKind ToMlpKind(std::string_view name) {
+  return name == "gelu" ? MlpKind::kGelu : MlpKind::kSwiGlu;
+}
+
+// Sets every key of `keys` as known, then rejects any other key. Checking before reading means
+// a misspelt required key is reported as the typo it is (listing all accepted keys), not as a
+// missing field.
+absl::Status CheckKeys(JsonObject& obj, std::initializer_list<std::string_view> keys) {
+  for (std::string_view key : keys) obj.Accept(key);
+  return obj.CheckNoUnknownKeys();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cross-field validation, shared by both schemas.
+
+std::string KeyPath(const std::string& base, const char* key) {
+  return absl::StrCat(base, "/", key);
+}
+
+absl::Status CheckPositive(const std::string& origin, const std::string& pointer, int64_t value,
+                           bool allow_zero = false) {
+  if (allow_zero ? value >= 0 : value > 0) return absl::OkStatus();
+  return JsonFieldError(origin, pointer,
+                        absl::StrCat("must be ", allow_zero ? ">= 0" : "> 0", ", got ", value));
+}
+
+absl::Status ValidateWithKeys(const ModelSpec& m, const std::string& origin,
+                              const std::string& base, const SchemaKeys& keys) {
+  auto at = [&](const char* key) { return KeyPath(base, key); };
+  if (m.name.empty()) {
+    return JsonFieldError(origin, at(keys.name), "must be a non-empty string");
+  }
+  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.num_layers), m.num_layers));
+  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.hidden_size), m.hidden_size));
+  PROJECTOR_RETURN_IF_ERROR(
+      CheckPositive(origin, at(keys.ffn_hidden_size), m.ffn_hidden_size, m.moe.has_value()));
+  PROJECTOR_RETURN_IF_ERROR(
+      CheckPositive(origin, at(keys.num_attention_heads), m.num_attention_heads));
+  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.num_kv_heads), m.num_kv_heads));
+  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.head_dim), m.head_dim));
+  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.vocab_size), m.vocab_size));
+
+  if (m.num_attention_heads % m.num_kv_heads != 0) {
+    return JsonFieldError(
+        origin, at(keys.num_kv_heads),
+        absl::StrCat(keys.num_attention_heads, " ", m.num_attention_heads, " is not divisible by ",
+                     keys.num_kv_heads, " ", m.num_kv_heads, "; accepted: a divisor of ",
+                     keys.num_attention_heads, " (equal for MHA, 1 for MQA)"));
+  }
+
+  if (m.mla.has_value()) {
+    const MlaSpec& mla = *m.mla;
+    const std::string mla_base = at(keys.mla);
+    auto mla_at = [&](const char* key) { return KeyPath(mla_base, key); };
+    PROJECTOR_RETURN_IF_ERROR(
+        CheckPositive(origin, mla_at(keys.q_lora_rank), mla.q_lora_rank, /*allow_zero=*/true));
+    PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, mla_at(keys.kv_lora_rank), mla.kv_lora_rank));
+    PROJECTOR_RETURN_IF_ERROR(
+        CheckPositive(origin, mla_at(keys.qk_nope_head_dim), mla.qk_nope_head_dim));
+    PROJECTOR_RETURN_IF_ERROR(
+        CheckPositive(origin, mla_at(keys.qk_rope_head_dim), mla.qk_rope_head_dim));
+    PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, mla_at(keys.v_head_dim), mla.v_head_dim));
+  }
+
+  if (!m.moe.has_value()) return absl::OkStatus();
+  const MoeSpec& moe = *m.moe;
+  const std::string moe_base = at(keys.moe);
+  auto moe_at = [&](const char* key) { return KeyPath(moe_base, key); };
+  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, moe_at(keys.num_experts), moe.num_experts));
+  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, moe_at(keys.top_k), moe.top_k));
+  PROJECTOR_RETURN_IF_ERROR(
+      CheckPositive(origin, moe_at(keys.expert_ffn_hidden), moe.expert_ffn_hidden));
+  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, moe_at(keys.num_shared_experts),
+                                          moe.num_shared_experts, /*allow_zero=*/true));
+  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, moe_at(keys.num_dense_layers),
+                                          moe.num_dense_layers, /*allow_zero=*/true));
+  if (moe.top_k > moe.num_experts) {
+    return JsonFieldError(origin, moe_at(keys.top_k),
+                          absl::StrCat(moe.top_k, " exceeds ", keys.num_experts, " ",
+                                       moe.num_experts, "; accepted: 1..", moe.num_experts));
+  }
+  // The calibration schema has neither key; a programmatic spec is named in library keys.
+  const char* shared_ffn_key = keys.shared_expert_ffn_hidden[0] == '\0'
+                                   ? kLibraryKeys.shared_expert_ffn_hidden
+                                   : keys.shared_expert_ffn_hidden;
+  const char* pattern_key =
+      keys.layer_pattern[0] == '\0' ? kLibraryKeys.layer_pattern : keys.layer_pattern;
+  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, moe_at(shared_ffn_key),
+                                          moe.shared_expert_ffn_hidden, /*allow_zero=*/true));
+  if (moe.shared_expert_ffn_hidden > 0 && moe.num_shared_experts == 0) {
+    return JsonFieldError(
+        origin, moe_at(shared_ffn_key),
+        absl::StrCat("is ", moe.shared_expert_ffn_hidden, " but ", keys.num_shared_experts,
+                     " is 0; accepted: set it only with shared experts"));
+  }
+  if (moe.layer_pattern.empty()) {
+    if (moe.num_dense_layers >= m.num_layers) {
+      return JsonFieldError(
+          origin, moe_at(keys.num_dense_layers),
+          absl::StrCat(moe.num_dense_layers, " leading dense layers leave no MoE layer of ",
+                       keys.num_layers, " ", m.num_layers, "; accepted: 0..", m.num_layers - 1,
+                       " (drop `", keys.moe, "` for a dense model)"));
+    }
+  } else {
+    if (moe.num_dense_layers > 0) {
+      return JsonFieldError(origin, moe_at(keys.num_dense_layers),
+                            absl::StrCat("is ", moe.num_dense_layers, " and ", pattern_key,
+                                         " is also given; accepted: one of the two"));
+    }
+    if (static_cast<int64_t>(moe.layer_pattern.size()) != m.num_layers) {
+      return JsonFieldError(
+          origin, moe_at(pattern_key),
+          absl::StrCat("has ", moe.layer_pattern.size(), " entries but ", keys.num_layers, " is ",
+                       m.num_layers, "; accepted: one entry per layer"));
+    }
+    if (std::none_of(moe.layer_pattern.begin(), moe.layer_pattern.end(),
+                     [](bool is_moe) { return is_moe; })) {
+      return JsonFieldError(origin, moe_at(pattern_key),
+                            absl::StrCat("has no MoE layer; accepted: at least one \"moe\" entry "
+                                         "(drop `",
+                                         keys.moe, "` for a dense model)"));
+    }
+  }
+  if (m.ffn_hidden_size == 0 && m.NumDenseLayers() > 0) {
+    return JsonFieldError(origin, at(keys.ffn_hidden_size),
+                          absl::StrCat("must be > 0 because the model has ", m.NumDenseLayers(),
+                                       " dense layers, got 0"));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The library format (models/*.json).
+
+absl::StatusOr<std::vector<bool>> ParseLayerPattern(const json& array, const std::string& origin,
+                                                    const std::string& pointer) {
+  std::vector<bool> pattern;
+  pattern.reserve(array.size());
+  for (size_t layer_idx = 0; layer_idx < array.size(); ++layer_idx) {
+    const json& entry = array[layer_idx];
+    if (entry.is_boolean()) {
+      pattern.push_back(entry.get<bool>());
+      continue;
+    }
+    if (entry.is_string()) {
+      // Compared as std::string: comparing a json to a literal builds a temporary json, which
+      // trips GCC 12's -Warray-bounds false positive at -O3.
+      const std::string& kind = entry.get_ref<const std::string&>();
+      if (kind == "dense" || kind == "moe") {
+        pattern.push_back(kind == "moe");
+        continue;
+      }
+    }
+    return JsonFieldError(origin, absl::StrCat(pointer, "/", layer_idx),
+                          absl::StrCat("unknown layer kind ", entry.dump(),
+                                       "; accepted: \"dense\", \"moe\", true (MoE), false"));
+  }
+  return pattern;
+}
+
+absl::StatusOr<MoeSpec> ParseLibraryMoe(JsonObject& obj) {
+  PROJECTOR_RETURN_IF_ERROR(
+      CheckKeys(obj, {"num_experts", "top_k", "expert_ffn_hidden", "num_shared_experts",
+                      "shared_expert_ffn_hidden", "num_dense_layers", "layer_pattern"}));
+  MoeSpec moe;
+  PROJECTOR_ASSIGN_OR_RETURN(moe.num_experts, obj.PositiveInt("num_experts"));
+  PROJECTOR_ASSIGN_OR_RETURN(moe.top_k, obj.PositiveInt("top_k"));
+  PROJECTOR_ASSIGN_OR_RETURN(moe.expert_ffn_hidden, obj.PositiveInt("expert_ffn_hidden"));
+  if (obj.Has("num_shared_experts")) {
+    PROJECTOR_ASSIGN_OR_RETURN(moe.num_shared_experts,
+                               obj.PositiveInt("num_shared_experts", /*allow_zero=*/true));
+  }
+  if (obj.Has("shared_expert_ffn_hidden")) {
+    PROJECTOR_ASSIGN_OR_RETURN(moe.shared_expert_ffn_hidden,
+                               obj.PositiveInt("shared_expert_ffn_hidden", /*allow_zero=*/true));
+  }
+  if (obj.Has("num_dense_layers")) {
+    PROJECTOR_ASSIGN_OR_RETURN(moe.num_dense_layers,
+                               obj.PositiveInt("num_dense_layers", /*allow_zero=*/true));
+  }
+  if (obj.Has("layer_pattern")) {
+    PROJECTOR_ASSIGN_OR_RETURN(const json* array, obj.Array("layer_pattern"));
+    PROJECTOR_ASSIGN_OR_RETURN(
+        moe.layer_pattern, ParseLayerPattern(*array, obj.origin(), obj.PathOf("layer_pattern")));
+  }
+  return moe;
+}
+
+absl::StatusOr<MlaSpec> ParseLibraryMla(JsonObject& obj) {
+  PROJECTOR_RETURN_IF_ERROR(CheckKeys(
+      obj, {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}));
+  MlaSpec mla;
+  if (obj.Has("q_lora_rank")) {
+    PROJECTOR_ASSIGN_OR_RETURN(mla.q_lora_rank,
+                               obj.PositiveInt("q_lora_rank", /*allow_zero=*/true));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(mla.kv_lora_rank, obj.PositiveInt("kv_lora_rank"));
+  PROJECTOR_ASSIGN_OR_RETURN(mla.qk_nope_head_dim, obj.PositiveInt("qk_nope_head_dim"));
+  PROJECTOR_ASSIGN_OR_RETURN(mla.qk_rope_head_dim, obj.PositiveInt("qk_rope_head_dim"));
+  PROJECTOR_ASSIGN_OR_RETURN(mla.v_head_dim, obj.PositiveInt("v_head_dim"));
+  return mla;
+}
+
+// head_dim when the input gives none: hidden/heads, or the MLA QK head (nope + rope).
+absl::Status DefaultHeadDim(JsonObject& obj, const char* heads_key, ModelSpec& m) {
+  if (m.mla.has_value()) {
+    m.head_dim = m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim;
+    return absl::OkStatus();
+  }
+  if (m.hidden_size % m.num_attention_heads != 0) {
+    return obj.FieldError(
+        "head_dim",
+        absl::StrCat("is required because the hidden size ", m.hidden_size, " is not divisible by ",
+                     heads_key, " ", m.num_attention_heads, "; accepted: an integer > 0"));
+  }
+  m.head_dim = m.hidden_size / m.num_attention_heads;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModelSpec> ParseLibraryModel(JsonObject& obj) {
+  PROJECTOR_RETURN_IF_ERROR(CheckKeys(
+      obj, {"name", "source", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
+            "num_kv_heads", "head_dim", "vocab_size", "mlp", "norm", "tied_embeddings", "qk_norm",
+            "attention_bias", "linear_bias", "moe", "mla"}));
+  ModelSpec m;
+  PROJECTOR_ASSIGN_OR_RETURN(m.name, obj.String("name"));
+  if (m.name.empty()) return obj.FieldError("name", "must be a non-empty string");
+  PROJECTOR_ASSIGN_OR_RETURN(m.source, obj.StringOr("source", ""));
+  PROJECTOR_ASSIGN_OR_RETURN(m.num_layers, obj.PositiveInt("num_layers"));
+  PROJECTOR_ASSIGN_OR_RETURN(m.hidden_size, obj.PositiveInt("hidden_size"));
+  // All-MoE models (Mixtral) may give 0: no layer uses the dense FFN. ValidateModel checks it.
+  PROJECTOR_ASSIGN_OR_RETURN(m.ffn_hidden_size,
+                             obj.PositiveInt("ffn_hidden_size", /*allow_zero=*/obj.Has("moe")));
+  PROJECTOR_ASSIGN_OR_RETURN(m.num_attention_heads, obj.PositiveInt("num_attention_heads"));
+  PROJECTOR_ASSIGN_OR_RETURN(m.num_kv_heads, obj.PositiveInt("num_kv_heads"));
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<int64_t> head_dim, obj.OptionalInt("head_dim"));
+  PROJECTOR_ASSIGN_OR_RETURN(m.vocab_size, obj.PositiveInt("vocab_size"));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string mlp, obj.Enum("mlp", MlpNames()));
+  m.mlp = ToMlpKind(mlp);
+  // GELU models in the literature (GPT-2/3, MPT) use LayerNorm; SwiGLU ones (Llama) RMSNorm.
+  PROJECTOR_ASSIGN_OR_RETURN(
+      std::string norm,
+      obj.EnumOr("norm", NormNames(), m.mlp == MlpKind::kGelu ? "layernorm" : "rmsnorm"));
+  m.norm = norm == "layernorm" ? NormKind::kLayerNorm : NormKind::kRmsNorm;
+  PROJECTOR_ASSIGN_OR_RETURN(m.tied_embeddings, obj.BoolOr("tied_embeddings", false));
+  PROJECTOR_ASSIGN_OR_RETURN(m.qk_norm, obj.BoolOr("qk_norm", false));
+  PROJECTOR_ASSIGN_OR_RETURN(m.attention_bias, obj.BoolOr("attention_bias", false));
+  PROJECTOR_ASSIGN_OR_RETURN(m.linear_bias, obj.BoolOr("linear_bias", false));
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> moe, obj.OptionalObject("moe"));
+  if (moe.has_value()) {
+    PROJECTOR_ASSIGN_OR_RETURN(m.moe, ParseLibraryMoe(*moe));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> mla, obj.OptionalObject("mla"));
+  if (mla.has_value()) {
+    PROJECTOR_ASSIGN_OR_RETURN(m.mla, ParseLibraryMla(*mla));
+  }
+  if (head_dim.has_value()) {
+    if (*head_dim <= 0) {
+      return obj.FieldError("head_dim", absl::StrCat("must be > 0, got ", *head_dim));
+    }
+    m.head_dim = *head_dim;
+  } else {
+    PROJECTOR_RETURN_IF_ERROR(DefaultHeadDim(obj, "num_attention_heads", m));
+  }
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The calibration case schema's `model` object (../shared/calibration/README.md).
+
+absl::StatusOr<ModelSpec> ParseCalibrationModel(JsonObject& obj) {
+  PROJECTOR_RETURN_IF_ERROR(CheckKeys(obj, {"name", "layers", "hidden", "ffn_hidden", "heads",
+                                            "kv_heads", "head_dim", "vocab", "mlp", "moe", "mla"}));
+  ModelSpec m;
+  m.source = kInlineSource;
+  PROJECTOR_ASSIGN_OR_RETURN(m.name, obj.String("name"));
+  if (m.name.empty()) return obj.FieldError("name", "must be a non-empty string");
+  PROJECTOR_ASSIGN_OR_RETURN(m.num_layers, obj.PositiveInt("layers"));
+  PROJECTOR_ASSIGN_OR_RETURN(m.hidden_size, obj.PositiveInt("hidden"));
+  const bool has_moe = obj.Has("moe");
+  // All-MoE models may leave the dense FFN null or 0.
+  if (!has_moe || obj.Has("ffn_hidden")) {
+    PROJECTOR_ASSIGN_OR_RETURN(m.ffn_hidden_size,
+                               obj.PositiveInt("ffn_hidden", /*allow_zero=*/has_moe));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(m.num_attention_heads, obj.PositiveInt("heads"));
+  PROJECTOR_ASSIGN_OR_RETURN(m.num_kv_heads, obj.PositiveInt("kv_heads"));
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<int64_t> head_dim, obj.OptionalInt("head_dim"));
+  PROJECTOR_ASSIGN_OR_RETURN(m.vocab_size, obj.PositiveInt("vocab"));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string mlp, obj.Enum("mlp", MlpNames()));
+  m.mlp = ToMlpKind(mlp);
+  // The schema states neither norm nor embedding tying. Every GELU model of the published
+  // results (Megatron GPT, MPT) uses LayerNorm and ties the output layer to the embedding;
+  // every SwiGLU one (Llama, Qwen, Mixtral, DeepSeek) uses RMSNorm and an untied output layer.
+  // Biases are left out: they are < 0.01 % of the parameters and FLOPs.
+  if (m.mlp == MlpKind::kGelu) {
+    m.norm = NormKind::kLayerNorm;
+    m.tied_embeddings = true;
+  }
+
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> moe_obj, obj.OptionalObject("moe"));
+  if (moe_obj.has_value()) {
+    PROJECTOR_RETURN_IF_ERROR(
+        CheckKeys(*moe_obj, {"experts", "topk", "ffn_hidden", "shared_experts", "dense_layers"}));
+    MoeSpec moe;
+    PROJECTOR_ASSIGN_OR_RETURN(moe.num_experts, moe_obj->PositiveInt("experts"));
+    PROJECTOR_ASSIGN_OR_RETURN(moe.top_k, moe_obj->PositiveInt("topk"));
+    PROJECTOR_ASSIGN_OR_RETURN(moe.expert_ffn_hidden, moe_obj->PositiveInt("ffn_hidden"));
+    if (moe_obj->Has("shared_experts")) {
+      PROJECTOR_ASSIGN_OR_RETURN(moe.num_shared_experts,
+                                 moe_obj->PositiveInt("shared_experts", /*allow_zero=*/true));
+    }
+    if (moe_obj->Has("dense_layers")) {
+      PROJECTOR_ASSIGN_OR_RETURN(moe.num_dense_layers,
+                                 moe_obj->PositiveInt("dense_layers", /*allow_zero=*/true));
+    }
+    m.moe = std::move(moe);
+  }
+
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> mla_obj, obj.OptionalObject("mla"));
+  if (mla_obj.has_value()) {
+    PROJECTOR_RETURN_IF_ERROR(CheckKeys(
+        *mla_obj, {"q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_rope_dim", "v_head_dim"}));
+    MlaSpec mla;
+    // null or 0: Q is projected directly (DeepSeek-V2-Lite).
+    if (mla_obj->Has("q_lora_rank")) {
+      PROJECTOR_ASSIGN_OR_RETURN(mla.q_lora_rank,
+                                 mla_obj->PositiveInt("q_lora_rank", /*allow_zero=*/true));
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(mla.kv_lora_rank, mla_obj->PositiveInt("kv_lora_rank"));
+    PROJECTOR_ASSIGN_OR_RETURN(mla.qk_nope_head_dim, mla_obj->PositiveInt("qk_head_dim"));
+    PROJECTOR_ASSIGN_OR_RETURN(mla.qk_rope_head_dim, mla_obj->PositiveInt("qk_rope_dim"));
+    PROJECTOR_ASSIGN_OR_RETURN(mla.v_head_dim, mla_obj->PositiveInt("v_head_dim"));
+    m.mla = mla;
+  }
+
+  if (head_dim.has_value()) {
+    if (*head_dim <= 0) {
+      return obj.FieldError("head_dim", absl::StrCat("must be > 0, got ", *head_dim));
+    }
+    m.head_dim = *head_dim;
+  } else {
+    PROJECTOR_RETURN_IF_ERROR(DefaultHeadDim(obj, "heads", m));
+  }
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parameter counts. Weights of a linear layer d_in -> d_out are d_in·d_out, plus d_out with a
+// bias. Sources: the Hugging Face modelling code of each family (LlamaAttention/LlamaMLP,
+// Qwen2Attention's q/k/v bias, MixtralSparseMoeBlock, DeepseekV3Attention/DeepseekV3MoE) and
+// Megatron-LM's GPT model (add_bias_linear, LayerNorm with bias).
+
+double Linear(int64_t d_in, int64_t d_out, bool bias) {
+  return static_cast<double>(d_in) * static_cast<double>(d_out) +
+         (bias ? static_cast<double>(d_out) : 0.0);
+}
+
+double NormParams(const ModelSpec& m, int64_t width) {
+  const bool has_bias = m.norm == NormKind::kLayerNorm && m.linear_bias;
+  return static_cast<double>(width) * (has_bias ? 2.0 : 1.0);
+}
+
+double AttentionParams(const ModelSpec& m) {
+  const int64_t h = m.hidden_size;
+  const int64_t heads = m.num_attention_heads;
+  const bool bias = m.linear_bias;
+  double params = 0;
+  if (m.mla.has_value()) {
+    // DeepSeek-V2/V3 MLA: Q through a LoRA pair (q_a, RMSNorm, q_b) or directly; a joint KV
+    // down-projection that also yields the shared RoPE key (kv_a: h -> kv_lora + rope), its
+    // RMSNorm, the KV up-projection (kv_b: kv_lora -> heads·(nope + v)) and the output.
+    const MlaSpec& mla = *m.mla;
+    const int64_t qk_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+    if (mla.q_lora_rank > 0) {
+      params += Linear(h, mla.q_lora_rank, bias) + static_cast<double>(mla.q_lora_rank) +
+                Linear(mla.q_lora_rank, heads * qk_dim, bias);
+    } else {
+      params += Linear(h, heads * qk_dim, bias);
+    }
+    params += Linear(h, mla.kv_lora_rank + mla.qk_rope_head_dim, bias) +
+              static_cast<double>(mla.kv_lora_rank) +
+              Linear(mla.kv_lora_rank, heads * (mla.qk_nope_head_dim + mla.v_head_dim), bias);
+    params += Linear(heads * mla.v_head_dim, h, bias);
+  } else {
+    // Q, K, V (GQA: kv_heads key/value heads) and the output projection.
+    const bool qkv_bias = m.attention_bias || m.linear_bias;
+    params += Linear(h, heads * m.head_dim, qkv_bias) +
+              2.0 * Linear(h, m.num_kv_heads * m.head_dim, qkv_bias) +
+              Linear(heads * m.head_dim, h, bias);
+  }
+  if (m.qk_norm) params += 2.0 * static_cast<double>(m.QkHeadDim());  // per-head q and k norms
+  return params;
+}
+
+// One MLP of width `ffn`: SwiGLU has gate, up (h -> ffn) and down (ffn -> h); plain has two.
+double MlpParams(const ModelSpec& m, int64_t ffn) {
+  const int64_t h = m.hidden_size;
+  const double up = Linear(h, ffn, m.linear_bias) * (m.mlp == MlpKind::kSwiGlu ? 2.0 : 1.0);
+  return up + Linear(ffn, h, m.linear_bias);
+}
+
+// One layer's FFN: the dense MLP, or the router (h -> experts, no bias), `routed` experts and
+// the shared experts.
+double FfnParams(const ModelSpec& m, bool is_moe, int64_t routed) {
+  if (!is_moe) return MlpParams(m, m.ffn_hidden_size);
+  const MoeSpec& moe = *m.moe;
+  return Linear(m.hidden_size, moe.num_experts, false) +
+         static_cast<double>(routed) * MlpParams(m, moe.expert_ffn_hidden) +
+         static_cast<double>(moe.num_shared_experts) * MlpParams(m, moe.SharedExpertFfnHidden());
+}
+
+// Embedding, output layer (when untied) and the final norm.
+double EmbeddingAndOutputParams(const ModelSpec& m) {
+  const double table = static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
+  return table * (m.tied_embeddings ? 1.0 : 2.0) + NormParams(m, m.hidden_size);
+}
+
+double CountParameters(const ModelSpec& m, bool active_only) {
+  const double per_layer_common = AttentionParams(m) + 2.0 * NormParams(m, m.hidden_size);
+  const int64_t moe_layers = m.NumMoeLayers();
+  const int64_t dense_layers = m.num_layers - moe_layers;
+  double params = EmbeddingAndOutputParams(m) +
+                  static_cast<double>(m.num_layers) * per_layer_common +
+                  static_cast<double>(dense_layers) * FfnParams(m, false, 0);
+  if (moe_layers > 0) {
+    const int64_t routed = active_only ? m.moe->top_k : m.moe->num_experts;
+    params += static_cast<double>(moe_layers) * FfnParams(m, true, routed);
+  }
+  return params;
+}
+
+}  // namespace
+
+bool ModelSpec::IsMoeLayer(int64_t layer_idx) const {
+  if (!moe.has_value() || layer_idx < 0 || layer_idx >= num_layers) return false;
+  if (!moe->layer_pattern.empty()) {
+    return static_cast<size_t>(layer_idx) < moe->layer_pattern.size() &&
+           moe->layer_pattern[static_cast<size_t>(layer_idx)];
+  }
+  return layer_idx >= moe->num_dense_layers;
+}
+
+int64_t ModelSpec::NumMoeLayers() const {
+  if (!moe.has_value()) return 0;
+  int64_t count = 0;
+  for (int64_t layer_idx = 0; layer_idx < num_layers; ++layer_idx) {
+    if (IsMoeLayer(layer_idx)) ++count;
+  }
+  return count;
+}
+
+int64_t ModelSpec::QkHeadDim() const {
+  if (mla.has_value()) return mla->qk_nope_head_dim + mla->qk_rope_head_dim;
+  return head_dim;
+}
+
+int64_t ModelSpec::VHeadDim() const {
+  if (mla.has_value()) return mla->v_head_dim;
+  return head_dim;
+}
+
+double ModelSpec::TotalParameters() const { return CountParameters(*this, false); }
+
+double ModelSpec::ActiveParameters() const { return CountParameters(*this, true); }
+
+absl::StatusOr<ModelSpec> ParseModelJson(const json& value, const std::string& origin,
+                                         const std::string& pointer) {
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, JsonObject::Make(value, origin, pointer));
+  if (obj.Has("layers")) {
+    PROJECTOR_ASSIGN_OR_RETURN(ModelSpec model, ParseCalibrationModel(obj));
+    PROJECTOR_RETURN_IF_ERROR(ValidateWithKeys(model, origin, pointer, kCalibrationKeys));
+    return model;
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(ModelSpec model, ParseLibraryModel(obj));
+  PROJECTOR_RETURN_IF_ERROR(ValidateWithKeys(model, origin, pointer, kLibraryKeys));
+  return model;
+}
+
+absl::Status ValidateModel(const ModelSpec& model, const std::string& origin) {
+  return ValidateWithKeys(model, origin, "", kLibraryKeys);
+}
+
+absl::StatusOr<ModelSpec> LoadModelFile(const std::string& path) {
+  PROJECTOR_ASSIGN_OR_RETURN(json value, ReadJsonFile(path));
+  return ParseModelJson(value, path, "");
+}
+
+std::string ModelLibraryDir() {
+  const char* env = std::getenv("PROJECTOR_MODELS_DIR");
+  if (env != nullptr && env[0] != '\0') return env;
+  return PROJECTOR_DEFAULT_MODELS_DIR;
+}
+
+std::vector<std::string> ListLibraryModels() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(ModelLibraryDir(), ec);
+  if (ec) return names;
+  for (const auto& entry : it) {
+    std::error_code type_ec;
+    if (!entry.is_regular_file(type_ec) || entry.path().extension() != ".json") continue;
+    names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+absl::StatusOr<ModelSpec> ResolveModel(const std::string& name_or_path) {
+  if (absl::StrContains(name_or_path, '/') || absl::EndsWith(name_or_path, ".json")) {
+    return LoadModelFile(name_or_path);
+  }
+  const std::vector<std::string> names = ListLibraryModels();
+  if (std::find(names.begin(), names.end(), name_or_path) == names.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown model '", name_or_path, "'; valid: ",
+                     names.empty() ? std::string("(none found in ") + ModelLibraryDir() + ")"
+                                   : absl::StrJoin(names, ", "),
+                     ", or a path to a model JSON file"));
+  }
+  return LoadModelFile(
+      (std::filesystem::path(ModelLibraryDir()) / (name_or_path + ".json")).string());
+}
+
+}  // namespace projector
