@@ -16,7 +16,7 @@ using ::projector::testing::StatusIs;
 using ::testing::HasSubstr;
 
 TEST(BackendRegistryTest, EveryNameMakesABackendWithThatName) {
-  const HardwareProfile hw = testing::Mi300xLike();
+  const HardwareProfile hw = testing::compute::Mi300xLike();
   for (const GemmBackendInfo& info : GemmBackends()) {
     absl::StatusOr<std::unique_ptr<GemmBackend>> b = MakeGemmBackend(info.name, hw);
     ASSERT_THAT(b, IsOk()) << info.name;
@@ -41,7 +41,7 @@ TEST(BackendRegistryTest, EveryNameMakesABackendWithThatName) {
 }
 
 TEST(BackendRegistryTest, UnknownNamesListTheValidOnes) {
-  const HardwareProfile hw = testing::H100Like();
+  const HardwareProfile hw = testing::compute::H100Like();
   EXPECT_THAT(MakeGemmBackend("x", hw),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("unknown GEMM backend 'x'; valid: tile, roofline")));
@@ -57,7 +57,7 @@ TEST(BackendRegistryTest, UnknownNamesListTheValidOnes) {
 }
 
 TEST(BackendRegistryTest, DefaultSelectionBuildsAllFourFamilies) {
-  absl::StatusOr<BackendSet> set = MakeBackendSet(BackendSelection{}, testing::H100Like());
+  absl::StatusOr<BackendSet> set = MakeBackendSet(BackendSelection{}, testing::compute::H100Like());
   ASSERT_THAT(set, IsOk());
   EXPECT_EQ(set->gemm->name(), "tile");
   EXPECT_EQ(set->attention->name(), "tile");
@@ -71,7 +71,7 @@ TEST(BackendRegistryTest, DefaultSelectionBuildsAllFourFamilies) {
 TEST(BackendRegistryTest, BadSelectionNamesTheFamily) {
   BackendSelection selection;
   selection.attention = "nope";
-  EXPECT_THAT(MakeBackendSet(selection, testing::H100Like()),
+  EXPECT_THAT(MakeBackendSet(selection, testing::compute::H100Like()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attention backend 'nope'")));
 }
 

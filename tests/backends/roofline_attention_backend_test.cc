@@ -16,7 +16,7 @@ using ::testing::HasSubstr;
 
 // Forward, compute-bound: 4·B·H·S²·D (non-causal) / (132 · 4096 · 1.83 GHz · 0.68) + 4 µs.
 TEST(RooflineAttentionBackendTest, ComputeBoundForwardIsFlopsOverAchievablePeak) {
-  RooflineAttentionBackend backend(testing::H100Like());
+  RooflineAttentionBackend backend(testing::compute::H100Like());
   const AttentionShape s{.batch = 1, .num_q_heads = 16, .num_kv_heads = 16, .seq_q = 16384,
                          .seq_kv = 16384, .qk_head_dim = 128, .v_head_dim = 128, .causal = false};
   absl::StatusOr<AttentionEstimate> e = backend.Estimate(s, AttentionPass::kForward);
@@ -28,7 +28,7 @@ TEST(RooflineAttentionBackendTest, ComputeBoundForwardIsFlopsOverAchievablePeak)
 
 // Backward, compute-bound: 2.5× the forward FLOPs at the backward efficiency + 3 launches.
 TEST(RooflineAttentionBackendTest, ComputeBoundBackwardUsesBackwardEfficiency) {
-  RooflineAttentionBackend backend(testing::H100Like());
+  RooflineAttentionBackend backend(testing::compute::H100Like());
   const AttentionShape s{.batch = 1, .num_q_heads = 16, .num_kv_heads = 16, .seq_q = 16384,
                          .seq_kv = 16384, .qk_head_dim = 128, .v_head_dim = 128, .causal = true};
   absl::StatusOr<AttentionEstimate> e = backend.Estimate(s, AttentionPass::kBackward);
@@ -40,7 +40,7 @@ TEST(RooflineAttentionBackendTest, ComputeBoundBackwardUsesBackwardEfficiency) {
 // Decode: one query row per sequence; K and V of 8 KV heads dominate the bytes:
 // (Q + K + V + O)·2 bytes / (3.35 TB/s · 0.85) + 4 µs.
 TEST(RooflineAttentionBackendTest, DecodeIsMemoryBound) {
-  RooflineAttentionBackend backend(testing::H100Like());
+  RooflineAttentionBackend backend(testing::compute::H100Like());
   const AttentionShape s{.batch = 32, .num_q_heads = 64, .num_kv_heads = 8, .seq_q = 1,
                          .seq_kv = 8192, .qk_head_dim = 128, .v_head_dim = 128, .causal = false};
   absl::StatusOr<AttentionEstimate> e = backend.Estimate(s, AttentionPass::kForward);
@@ -51,7 +51,7 @@ TEST(RooflineAttentionBackendTest, DecodeIsMemoryBound) {
 }
 
 TEST(RooflineAttentionBackendTest, RejectsBadShapes) {
-  RooflineAttentionBackend backend(testing::H100Like());
+  RooflineAttentionBackend backend(testing::compute::H100Like());
   AttentionShape s{.batch = 1, .num_q_heads = 6, .num_kv_heads = 4, .seq_q = 8, .seq_kv = 8,
                    .qk_head_dim = 64, .v_head_dim = 64};
   EXPECT_THAT(backend.Estimate(s, AttentionPass::kForward),

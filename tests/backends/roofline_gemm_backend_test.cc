@@ -16,7 +16,7 @@ using ::testing::HasSubstr;
 
 // Compute-bound: 2·M·N·K / (132 SMs · 4096 FLOPs/clk · 1.83 GHz · 0.83) + 4 µs launch.
 TEST(RooflineGemmBackendTest, ComputeBoundTimeIsFlopsOverAchievablePeak) {
-  RooflineGemmBackend backend(testing::H100Like());
+  RooflineGemmBackend backend(testing::compute::H100Like());
   absl::StatusOr<GemmEstimate> e = backend.Estimate({.m = 8192, .n = 8192, .k = 8192});
   ASSERT_THAT(e, IsOk());
   const double expected = 2.0 * 8192 * 8192 * 8192 / (132 * 4096 * 1.83e9 * 0.83) + 4e-6;
@@ -27,7 +27,7 @@ TEST(RooflineGemmBackendTest, ComputeBoundTimeIsFlopsOverAchievablePeak) {
 
 // Memory-bound: ((m·k + k·n) + m·n)·2 bytes / (3.35 TB/s · 0.85) + 4 µs launch.
 TEST(RooflineGemmBackendTest, MemoryBoundTimeIsBytesOverAchievableBandwidth) {
-  RooflineGemmBackend backend(testing::H100Like());
+  RooflineGemmBackend backend(testing::compute::H100Like());
   absl::StatusOr<GemmEstimate> e = backend.Estimate({.m = 1, .n = 16384, .k = 16384});
   ASSERT_THAT(e, IsOk());
   const double bytes = (1.0 * 16384 + 16384.0 * 16384 + 1.0 * 16384) * 2;
@@ -37,7 +37,7 @@ TEST(RooflineGemmBackendTest, MemoryBoundTimeIsBytesOverAchievableBandwidth) {
 }
 
 TEST(RooflineGemmBackendTest, BatchMultipliesTime) {
-  RooflineGemmBackend backend(testing::Mi300xLike());
+  RooflineGemmBackend backend(testing::compute::Mi300xLike());
   absl::StatusOr<GemmEstimate> one = backend.Estimate({.m = 4096, .n = 4096, .k = 4096});
   absl::StatusOr<GemmEstimate> four = backend.Estimate({.m = 4096, .n = 4096, .k = 4096, .batch = 4});
   ASSERT_THAT(one, IsOk());
@@ -47,7 +47,7 @@ TEST(RooflineGemmBackendTest, BatchMultipliesTime) {
 }
 
 TEST(RooflineGemmBackendTest, ErrorsForBadShapesAndDtypes) {
-  RooflineGemmBackend backend(testing::H100Like());
+  RooflineGemmBackend backend(testing::compute::H100Like());
   EXPECT_THAT(backend.Estimate({.m = -1, .n = 1, .k = 1}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("positive")));
   EXPECT_THAT(backend.Estimate({.m = 1, .n = 1, .k = 1, .dtype = DType::kFp4}),

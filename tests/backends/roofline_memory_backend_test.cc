@@ -16,7 +16,7 @@ using ::testing::HasSubstr;
 
 // 2 launches · 4.5 µs + 1 GB / (5.3 TB/s · 0.8).
 TEST(RooflineMemoryBackendTest, MemoryBoundTimeIsLaunchesPlusBytesOverBandwidth) {
-  RooflineMemoryBackend backend(testing::Mi300xLike());
+  RooflineMemoryBackend backend(testing::compute::Mi300xLike());
   absl::StatusOr<MemoryEstimate> e =
       backend.Estimate({.bytes = Gigabytes(1), .flops = Flops(1e6), .launches = 2});
   ASSERT_THAT(e, IsOk());
@@ -27,7 +27,7 @@ TEST(RooflineMemoryBackendTest, MemoryBoundTimeIsLaunchesPlusBytesOverBandwidth)
 
 // Vector-bound: 1e13 FLOPs / (304 CUs · 256 FLOPs/clk · 1.207 GHz) + 4.5 µs.
 TEST(RooflineMemoryBackendTest, VectorFlopBoundTimeScalesWithTheClock) {
-  RooflineMemoryBackend backend(testing::Mi300xLike());
+  RooflineMemoryBackend backend(testing::compute::Mi300xLike());
   absl::StatusOr<MemoryEstimate> e =
       backend.Estimate({.bytes = Megabytes(1), .flops = Flops(1e13), .launches = 1});
   ASSERT_THAT(e, IsOk());
@@ -38,7 +38,7 @@ TEST(RooflineMemoryBackendTest, VectorFlopBoundTimeScalesWithTheClock) {
 }
 
 TEST(RooflineMemoryBackendTest, HalvingTheClockLeavesAMemoryBoundOpUnchanged) {
-  HardwareProfile hw = testing::Mi300xLike();
+  HardwareProfile hw = testing::compute::Mi300xLike();
   HardwareProfile slow = hw;
   slow.gpu.sustained_clock = hw.gpu.sustained_clock * 0.5;
   const MemoryOp op{.bytes = Gigabytes(4), .flops = Flops(1e9), .launches = 3};
@@ -50,7 +50,7 @@ TEST(RooflineMemoryBackendTest, HalvingTheClockLeavesAMemoryBoundOpUnchanged) {
 }
 
 TEST(RooflineMemoryBackendTest, MoreBandwidthIsNeverSlower) {
-  HardwareProfile hw = testing::H100Like();
+  HardwareProfile hw = testing::compute::H100Like();
   HardwareProfile fast = hw;
   fast.gpu.hbm_bandwidth = hw.gpu.hbm_bandwidth * 1.5;
   const MemoryOp op{.bytes = Megabytes(300), .flops = Flops(0), .launches = 1};
@@ -62,7 +62,7 @@ TEST(RooflineMemoryBackendTest, MoreBandwidthIsNeverSlower) {
 }
 
 TEST(RooflineMemoryBackendTest, NoWorkIsLaunchLatencyOnly) {
-  RooflineMemoryBackend backend(testing::H100Like());
+  RooflineMemoryBackend backend(testing::compute::H100Like());
   absl::StatusOr<MemoryEstimate> e = backend.Estimate({.bytes = Bytes(0), .flops = Flops(0), .launches = 5});
   ASSERT_THAT(e, IsOk());
   EXPECT_THAT(e->time.value(), IsNearRel(5 * 4e-6, 1e-12));
@@ -70,7 +70,7 @@ TEST(RooflineMemoryBackendTest, NoWorkIsLaunchLatencyOnly) {
 }
 
 TEST(RooflineMemoryBackendTest, RejectsNegativeSizesAndNoLaunches) {
-  RooflineMemoryBackend backend(testing::H100Like());
+  RooflineMemoryBackend backend(testing::compute::H100Like());
   EXPECT_THAT(backend.Estimate({.bytes = Bytes(-1), .flops = Flops(0), .launches = 1}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bytes >= 0")));
   EXPECT_THAT(backend.Estimate({.bytes = Bytes(0), .flops = Flops(-1), .launches = 1}),
@@ -80,7 +80,7 @@ TEST(RooflineMemoryBackendTest, RejectsNegativeSizesAndNoLaunches) {
 }
 
 TEST(RooflineMemoryBackendTest, MemoisedResultEqualsColdResult) {
-  RooflineMemoryBackend backend(testing::H100Like());
+  RooflineMemoryBackend backend(testing::compute::H100Like());
   const MemoryOp op{.bytes = Megabytes(12), .flops = Flops(3e6), .launches = 2};
   absl::StatusOr<MemoryEstimate> a = backend.Estimate(op);
   absl::StatusOr<MemoryEstimate> b = backend.Estimate(op);

@@ -1,4 +1,5 @@
-// HardwareProfile structs built in code for the compute-backend tests (MI300X-, MI325X-, MI355X-,
+// HardwareProfile structs built in code (namespace testing::compute, apart from the network
+// fixtures of test_network.h) for the compute-backend tests (MI300X-, MI325X-, MI355X-,
 // A100-, H100- and B200-like GPUs), so the tests do not depend on the JSON library. Figures from
 // ../shared/reference/hardware_models.md (sections 3 and 4) with their original sources; the
 // efficiencies are the measured throughput divided by the tile model's ideal at that clock.
@@ -12,7 +13,7 @@
 #include "core/units.h"
 #include "hw_profiles/hardware_profile.h"
 
-namespace projector::testing {
+namespace projector::testing::compute {
 
 inline void SetRate(GpuSpec& gpu, DType dtype, double flops_per_clock) {
   gpu.matrix_flops_per_clock_per_cu[static_cast<size_t>(DTypeIndex(dtype))] = flops_per_clock;
@@ -169,6 +170,6 @@ inline HardwareProfile B200Like() {
   return hw;
 }
 
-}  // namespace projector::testing
+}  // namespace projector::testing::compute
 
 #endif  // PROJECTOR_TESTS_BACKENDS_TEST_HARDWARE_H_

@@ -47,14 +47,14 @@ TEST(TileAttentionBackendTest, LandsNearPublishedFlashAttentionThroughput) {
   AttentionShape mi355x_8k_causal = mi355x_8k;
   mi355x_8k_causal.causal = true;
   const std::vector<PublishedAttention> cases = {
-      {"h100 fa3 fwd", testing::H100Like(), Fa3PaperShape(16384, false), AttentionPass::kForward, 648},
-      {"h100 fa3 causal fwd", testing::H100Like(), Fa3PaperShape(16384, true), AttentionPass::kForward, 616},
-      {"h100 fa3 bwd", testing::H100Like(), Fa3PaperShape(16384, false), AttentionPass::kBackward, 561},
-      {"mi355x fwd", testing::Mi355xLike(), mi355x_8k, AttentionPass::kForward, 1259},
-      {"mi355x causal fwd", testing::Mi355xLike(), mi355x_8k_causal, AttentionPass::kForward, 1173},
-      {"mi355x bwd", testing::Mi355xLike(), mi355x_8k, AttentionPass::kBackward, 1167},
-      {"a100 fa2 fwd", testing::A100Like(), Fa3PaperShape(8192, false), AttentionPass::kForward, 212},
-      {"b200 fa4 fwd", testing::B200Like(), Fa3PaperShape(8192, false), AttentionPass::kForward, 1837},
+      {"h100 fa3 fwd", testing::compute::H100Like(), Fa3PaperShape(16384, false), AttentionPass::kForward, 648},
+      {"h100 fa3 causal fwd", testing::compute::H100Like(), Fa3PaperShape(16384, true), AttentionPass::kForward, 616},
+      {"h100 fa3 bwd", testing::compute::H100Like(), Fa3PaperShape(16384, false), AttentionPass::kBackward, 561},
+      {"mi355x fwd", testing::compute::Mi355xLike(), mi355x_8k, AttentionPass::kForward, 1259},
+      {"mi355x causal fwd", testing::compute::Mi355xLike(), mi355x_8k_causal, AttentionPass::kForward, 1173},
+      {"mi355x bwd", testing::compute::Mi355xLike(), mi355x_8k, AttentionPass::kBackward, 1167},
+      {"a100 fa2 fwd", testing::compute::A100Like(), Fa3PaperShape(8192, false), AttentionPass::kForward, 212},
+      {"b200 fa4 fwd", testing::compute::B200Like(), Fa3PaperShape(8192, false), AttentionPass::kForward, 1837},
   };
   for (const PublishedAttention& c : cases) {
     TileAttentionBackend backend(c.hw);
@@ -68,7 +68,7 @@ TEST(TileAttentionBackendTest, LandsNearPublishedFlashAttentionThroughput) {
 // Causal skips the masked KV tiles: ≈ half the work at long sequence (ratio → 1/2 + O(tile/S)),
 // clearly more than half at short sequence where the diagonal tiles and fixed costs dominate.
 TEST(TileAttentionBackendTest, CausalIsAboutHalfAtLongSequenceAndMoreAtShort) {
-  for (const HardwareProfile& hw : {testing::H100Like(), testing::Mi300xLike()}) {
+  for (const HardwareProfile& hw : {testing::compute::H100Like(), testing::compute::Mi300xLike()}) {
     TileAttentionBackend backend(hw);
     for (AttentionPass pass : {AttentionPass::kForward, AttentionPass::kBackward}) {
       absl::StatusOr<AttentionEstimate> full = backend.Estimate(Fa3PaperShape(16384, false), pass);
@@ -93,7 +93,7 @@ TEST(TileAttentionBackendTest, CausalIsAboutHalfAtLongSequenceAndMoreAtShort) {
 // GQA loads each KV head once per group of query heads: never slower than MHA with the same
 // number of query heads (same MMA work).
 TEST(TileAttentionBackendTest, GqaIsNotSlowerThanMha) {
-  for (const HardwareProfile& hw : {testing::H100Like(), testing::Mi300xLike(), testing::A100Like()}) {
+  for (const HardwareProfile& hw : {testing::compute::H100Like(), testing::compute::Mi300xLike(), testing::compute::A100Like()}) {
     TileAttentionBackend backend(hw);
     for (int64_t seq : {128, 1024, 8192}) {
       for (bool causal : {false, true}) {
@@ -121,7 +121,7 @@ TEST(TileAttentionBackendTest, GqaIsNotSlowerThanMha) {
 // Decode-like attention (one query row over a long KV cache) streams K and V: memory-bound,
 // and the GQA saving shows up as a real speed-up.
 TEST(TileAttentionBackendTest, DecodeIsMemoryBoundAndGqaHelps) {
-  TileAttentionBackend backend(testing::H100Like());
+  TileAttentionBackend backend(testing::compute::H100Like());
   AttentionShape mha{.batch = 64, .num_q_heads = 32, .num_kv_heads = 32, .seq_q = 1,
                      .seq_kv = 8192, .qk_head_dim = 128, .v_head_dim = 128, .causal = false};
   AttentionShape gqa = mha;
@@ -135,7 +135,7 @@ TEST(TileAttentionBackendTest, DecodeIsMemoryBoundAndGqaHelps) {
 }
 
 TEST(TileAttentionBackendTest, BackwardCostsMoreThanTwiceForward) {
-  TileAttentionBackend backend(testing::H100Like());
+  TileAttentionBackend backend(testing::compute::H100Like());
   const AttentionShape s = Fa3PaperShape(8192, true);
   absl::StatusOr<AttentionEstimate> f = backend.Estimate(s, AttentionPass::kForward);
   absl::StatusOr<AttentionEstimate> b = backend.Estimate(s, AttentionPass::kBackward);
@@ -147,7 +147,7 @@ TEST(TileAttentionBackendTest, BackwardCostsMoreThanTwiceForward) {
 
 // MLA head dims (qk 192, v 128) cost more than hdim 128 and less than hdim 256.
 TEST(TileAttentionBackendTest, MlaHeadDimsSitBetweenHdim128And256) {
-  TileAttentionBackend backend(testing::H100Like());
+  TileAttentionBackend backend(testing::compute::H100Like());
   AttentionShape d128 = Fa3PaperShape(4096, true);
   AttentionShape mla = d128;
   mla.qk_head_dim = 192;
@@ -167,7 +167,7 @@ TEST(TileAttentionBackendTest, MlaHeadDimsSitBetweenHdim128And256) {
 
 // Halving the clock doubles a compute-bound attention kernel (MMA and exp both scale).
 TEST(TileAttentionBackendTest, HalvingTheClockDoublesComputeBoundTime) {
-  HardwareProfile hw = testing::H100Like();
+  HardwareProfile hw = testing::compute::H100Like();
   HardwareProfile slow = hw;
   slow.gpu.sustained_clock = hw.gpu.sustained_clock * 0.5;
   const AttentionShape s = Fa3PaperShape(16384, false);
@@ -182,7 +182,7 @@ TEST(TileAttentionBackendTest, HalvingTheClockDoublesComputeBoundTime) {
 }
 
 TEST(TileAttentionBackendTest, PicksTheVendorTiles) {
-  TileAttentionBackend h100(testing::H100Like());
+  TileAttentionBackend h100(testing::compute::H100Like());
   EXPECT_EQ(h100.family(), AttentionKernelFamily::kFa3);
   AttentionTile t = h100.TileFor(Fa3PaperShape(8192, false), AttentionPass::kForward);
   EXPECT_EQ(t.block_m, 128);
@@ -190,17 +190,17 @@ TEST(TileAttentionBackendTest, PicksTheVendorTiles) {
   t = h100.TileFor(Fa3PaperShape(8192, true), AttentionPass::kBackward);
   EXPECT_EQ(t.block_m, 64);
   EXPECT_EQ(t.block_n, 128);
-  TileAttentionBackend a100(testing::A100Like());
+  TileAttentionBackend a100(testing::compute::A100Like());
   EXPECT_EQ(a100.family(), AttentionKernelFamily::kFa2);
   t = a100.TileFor(Fa3PaperShape(8192, false), AttentionPass::kForward);
   EXPECT_EQ(t.block_m, 128);
   EXPECT_EQ(t.block_n, 64);
-  EXPECT_EQ(TileAttentionBackend(testing::Mi300xLike()).family(),
+  EXPECT_EQ(TileAttentionBackend(testing::compute::Mi300xLike()).family(),
             AttentionKernelFamily::kAmdPingPong);
 }
 
 TEST(TileAttentionBackendTest, RejectsBadShapesAndUnsupportedDtypes) {
-  TileAttentionBackend backend(testing::A100Like());
+  TileAttentionBackend backend(testing::compute::A100Like());
   AttentionShape s = Fa3PaperShape(1024, true);
   s.num_kv_heads = 5;
   EXPECT_THAT(backend.Estimate(s, AttentionPass::kForward),
@@ -216,7 +216,7 @@ TEST(TileAttentionBackendTest, RejectsBadShapesAndUnsupportedDtypes) {
 }
 
 TEST(TileAttentionBackendTest, MemoisedResultEqualsColdResult) {
-  const HardwareProfile hw = testing::Mi355xLike();
+  const HardwareProfile hw = testing::compute::Mi355xLike();
   TileAttentionBackend warm(hw);
   const AttentionShape s{.batch = 2, .num_q_heads = 64, .num_kv_heads = 8, .seq_q = 4096,
                          .seq_kv = 4096, .qk_head_dim = 128, .v_head_dim = 128, .causal = true};

@@ -33,9 +33,9 @@ struct PublishedGemm {
 // 785 (torch); MI355X 1591 AITER / 1521 torch at 8192³; A100 271.2; B200 1745.
 TEST(TileGemmBackendTest, LargeSquareBf16LandsInMeasuredRange) {
   const std::vector<PublishedGemm> cases = {
-      {"h100", testing::H100Like(), 700, 800},    {"mi300x", testing::Mi300xLike(), 600, 750},
-      {"mi325x", testing::Mi325xLike(), 780, 850}, {"mi355x", testing::Mi355xLike(), 1500, 1600},
-      {"a100", testing::A100Like(), 250, 280},    {"b200", testing::B200Like(), 1600, 1800},
+      {"h100", testing::compute::H100Like(), 700, 800},    {"mi300x", testing::compute::Mi300xLike(), 600, 750},
+      {"mi325x", testing::compute::Mi325xLike(), 780, 850}, {"mi355x", testing::compute::Mi355xLike(), 1500, 1600},
+      {"a100", testing::compute::A100Like(), 250, 280},    {"b200", testing::compute::B200Like(), 1600, 1800},
   };
   const GemmShape shape{.m = 8192, .n = 8192, .k = 8192};
   for (const PublishedGemm& c : cases) {
@@ -51,7 +51,7 @@ TEST(TileGemmBackendTest, LargeSquareBf16LandsInMeasuredRange) {
 // With a fixed 256×128 tile on 304 CUs: 16·19 = 304 tiles fill exactly one wave, 5·61 = 305
 // tiles need two. Compute-bound tiles take the same time t, so (2t + launch) / (t + launch) ≈ 2.
 TEST(TileGemmBackendTest, OneTileMoreThanAFullWaveTakesOneMoreWave) {
-  TileGemmBackend backend(testing::Mi300xLike());
+  TileGemmBackend backend(testing::compute::Mi300xLike());
   const GemmTile tile{.m = 256, .n = 128};
   const GemmShape full{.m = 256 * 16, .n = 128 * 19, .k = 16384};
   const GemmShape one_more{.m = 256 * 5, .n = 128 * 61, .k = 16384};
@@ -67,7 +67,7 @@ TEST(TileGemmBackendTest, OneTileMoreThanAFullWaveTakesOneMoreWave) {
 
 // Compute-bound: doubling K doubles the K iterations of every tile: time ≈ 2× (launch aside).
 TEST(TileGemmBackendTest, TwiceTheFlopsOfComputeBoundGemmIsTwiceTheTime) {
-  for (const HardwareProfile& hw : {testing::Mi300xLike(), testing::H100Like()}) {
+  for (const HardwareProfile& hw : {testing::compute::Mi300xLike(), testing::compute::H100Like()}) {
     TileGemmBackend backend(hw);
     absl::StatusOr<GemmEstimate> one = backend.Estimate({.m = 8192, .n = 8192, .k = 8192});
     absl::StatusOr<GemmEstimate> two = backend.Estimate({.m = 8192, .n = 8192, .k = 16384});
@@ -82,7 +82,7 @@ TEST(TileGemmBackendTest, MoreHbmBandwidthIsNeverSlower) {
       {.m = 8192, .n = 8192, .k = 8192}, {.m = 16, .n = 16384, .k = 16384},
       {.m = 4096, .n = 128, .k = 65536}, {.m = 1, .n = 1, .k = 1},
       {.m = 2048, .n = 1536, .k = 4096, .batch = 8}, {.m = 100, .n = 70000, .k = 300}};
-  for (const HardwareProfile& base : {testing::Mi300xLike(), testing::H100Like()}) {
+  for (const HardwareProfile& base : {testing::compute::Mi300xLike(), testing::compute::H100Like()}) {
     HardwareProfile fast = base;
     fast.gpu.hbm_bandwidth = base.gpu.hbm_bandwidth * 2.0;
     TileGemmBackend slow_backend(base);
@@ -100,7 +100,7 @@ TEST(TileGemmBackendTest, MoreHbmBandwidthIsNeverSlower) {
 // FP8 doubles the matrix rate per clock (MI300X 4096 vs 2048, H100 8192 vs 4096), so a large
 // compute-bound GEMM takes about half the time.
 TEST(TileGemmBackendTest, Fp8IsFasterThanBf16WhereSupported) {
-  for (const HardwareProfile& hw : {testing::Mi300xLike(), testing::H100Like()}) {
+  for (const HardwareProfile& hw : {testing::compute::Mi300xLike(), testing::compute::H100Like()}) {
     TileGemmBackend backend(hw);
     absl::StatusOr<GemmEstimate> bf16 = backend.Estimate({.m = 8192, .n = 8192, .k = 8192});
     absl::StatusOr<GemmEstimate> fp8 =
@@ -113,17 +113,17 @@ TEST(TileGemmBackendTest, Fp8IsFasterThanBf16WhereSupported) {
 }
 
 TEST(TileGemmBackendTest, UnsupportedDtypeIsUnimplemented) {
-  TileGemmBackend backend(testing::H100Like());
+  TileGemmBackend backend(testing::compute::H100Like());
   EXPECT_THAT(backend.Estimate({.m = 64, .n = 64, .k = 64, .dtype = DType::kFp4}),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("h100 has no fp4 matrix rate")));
-  TileGemmBackend a100(testing::A100Like());
+  TileGemmBackend a100(testing::compute::A100Like());
   EXPECT_THAT(a100.Estimate({.m = 64, .n = 64, .k = 64, .dtype = DType::kFp8}),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("a100 has no fp8 matrix rate")));
 }
 
 // FP32 without an FP32 matrix path falls back to the vector rate (SIMT SGEMM).
 TEST(TileGemmBackendTest, Fp32WithoutMatrixPathRunsOnVectorUnits) {
-  TileGemmBackend backend(testing::H100Like());
+  TileGemmBackend backend(testing::compute::H100Like());
   absl::StatusOr<GemmEstimate> fp32 =
       backend.Estimate({.m = 4096, .n = 4096, .k = 4096, .dtype = DType::kFp32});
   ASSERT_THAT(fp32, IsOk());
@@ -133,7 +133,7 @@ TEST(TileGemmBackendTest, Fp32WithoutMatrixPathRunsOnVectorUnits) {
 }
 
 TEST(TileGemmBackendTest, NonPositiveShapeIsInvalid) {
-  TileGemmBackend backend(testing::Mi300xLike());
+  TileGemmBackend backend(testing::compute::Mi300xLike());
   for (const GemmShape& s : {GemmShape{.m = 0, .n = 1, .k = 1}, GemmShape{.m = 1, .n = -1, .k = 1},
                              GemmShape{.m = 1, .n = 1, .k = 0},
                              GemmShape{.m = 1, .n = 1, .k = 1, .batch = 0}}) {
@@ -149,7 +149,7 @@ TEST(TileGemmBackendTest, NonPositiveShapeIsInvalid) {
 // GEMV-like GEMM bound by HBM barely moves (only per-tile fixed cycles and compute-bound edge
 // iterations scale).
 TEST(TileGemmBackendTest, HalvingTheClockDoublesComputeBoundTimeOnly) {
-  HardwareProfile hw = testing::Mi300xLike();
+  HardwareProfile hw = testing::compute::Mi300xLike();
   HardwareProfile slow = hw;
   slow.gpu.sustained_clock = hw.gpu.sustained_clock * 0.5;
   TileGemmBackend fast_backend(hw);
@@ -174,7 +174,7 @@ TEST(TileGemmBackendTest, HalvingTheClockDoublesComputeBoundTimeOnly) {
 
 // A GEMV-like shape streams the whole B matrix: at least bytes / achievable HBM bandwidth.
 TEST(TileGemmBackendTest, SkinnyGemmIsMemoryBoundAboveTheHbmFloor) {
-  HardwareProfile hw = testing::H100Like();
+  HardwareProfile hw = testing::compute::H100Like();
   TileGemmBackend backend(hw);
   const GemmShape s{.m = 8, .n = 16384, .k = 16384};
   absl::StatusOr<GemmEstimate> e = backend.Estimate(s);
@@ -187,7 +187,7 @@ TEST(TileGemmBackendTest, SkinnyGemmIsMemoryBoundAboveTheHbmFloor) {
 }
 
 TEST(TileGemmBackendTest, CandidateTilesFitTheLds) {
-  for (const HardwareProfile& hw : {testing::Mi300xLike(), testing::A100Like()}) {
+  for (const HardwareProfile& hw : {testing::compute::Mi300xLike(), testing::compute::A100Like()}) {
     TileGemmBackend backend(hw);
     ASSERT_FALSE(backend.candidate_tiles().empty());
     for (const GemmTile& t : backend.candidate_tiles()) {
@@ -196,14 +196,14 @@ TEST(TileGemmBackendTest, CandidateTilesFitTheLds) {
       EXPECT_LE(stages * static_cast<double>(t.m + t.n) * 128, hw.gpu.lds_per_cu.value());
     }
   }
-  TileGemmBackend mi300x(testing::Mi300xLike());
+  TileGemmBackend mi300x(testing::compute::Mi300xLike());
   EXPECT_EQ(mi300x.candidate_tiles().front().m, 256);  // 256×256×64 bf16 = 64 KiB fits exactly
   EXPECT_EQ(mi300x.candidate_tiles().front().n, 256);
 }
 
 // A 256×256 output over 304 CUs leaves most CUs idle; split-K fills them.
 TEST(TileGemmBackendTest, SplitKSpeedsUpSmallGridsWithDeepK) {
-  TileGemmBackend backend(testing::Mi300xLike());
+  TileGemmBackend backend(testing::compute::Mi300xLike());
   const GemmShape s{.m = 256, .n = 256, .k = 65536};
   absl::StatusOr<GemmEstimate> best = backend.Estimate(s);
   absl::StatusOr<GemmEstimate> no_split =
@@ -214,7 +214,7 @@ TEST(TileGemmBackendTest, SplitKSpeedsUpSmallGridsWithDeepK) {
 }
 
 TEST(TileGemmBackendTest, BatchedGemmCostsAtLeastItsBatchInFlops) {
-  TileGemmBackend backend(testing::Mi300xLike());
+  TileGemmBackend backend(testing::compute::Mi300xLike());
   absl::StatusOr<GemmEstimate> one = backend.Estimate({.m = 4096, .n = 4096, .k = 4096});
   absl::StatusOr<GemmEstimate> eight =
       backend.Estimate({.m = 4096, .n = 4096, .k = 4096, .batch = 8});
@@ -224,7 +224,7 @@ TEST(TileGemmBackendTest, BatchedGemmCostsAtLeastItsBatchInFlops) {
 }
 
 TEST(TileGemmBackendTest, MemoisedResultEqualsColdResult) {
-  const HardwareProfile hw = testing::Mi300xLike();
+  const HardwareProfile hw = testing::compute::Mi300xLike();
   TileGemmBackend warm(hw);
   const GemmShape s{.m = 5120, .n = 1280, .k = 8192};
   absl::StatusOr<GemmEstimate> first = warm.Estimate(s);
@@ -240,11 +240,11 @@ TEST(TileGemmBackendTest, MemoisedResultEqualsColdResult) {
 }
 
 TEST(TileGemmBackendTest, TinyGemmIsLatencyBound) {
-  TileGemmBackend backend(testing::H100Like());
+  TileGemmBackend backend(testing::compute::H100Like());
   absl::StatusOr<GemmEstimate> e = backend.Estimate({.m = 16, .n = 16, .k = 16});
   ASSERT_THAT(e, IsOk());
   EXPECT_EQ(e->bound, Bound::kLatency);
-  EXPECT_GE(e->time, testing::H100Like().gpu.kernel_launch_overhead);
+  EXPECT_GE(e->time, testing::compute::H100Like().gpu.kernel_launch_overhead);
 }
 
 }  // namespace
