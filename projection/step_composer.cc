@@ -310,7 +310,6 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
     out_fsdp.forward = in.output.Forward();
     out_fsdp.backward = in.output.Backward();
   }
-  Seconds fsdp_comm_per_mb_rank_total;
   std::vector<Seconds> fsdp_comm_per_rank(static_cast<size_t>(p), Seconds(0));
   for (size_t i = 0; i < out.chunks.size(); ++i) {
     const ChunkAssignment& a = out.chunks[i];
@@ -352,7 +351,6 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
       fsdp_comm_per_rank[i / static_cast<size_t>(v)] += x.total_comm;
     }
   }
-  (void)fsdp_comm_per_mb_rank_total;
 
   // --- Pipeline.
   PipelineSpec spec;

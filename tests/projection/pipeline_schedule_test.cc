@@ -97,6 +97,18 @@ TEST(PipelineScheduleTest, RecordsLastBackwardOfEveryChunk) {
   EXPECT_THAT(tl->rank_busy[1].value(), IsNearRel(4 * 3e-3, 1e-12));
 }
 
+TEST(PipelineScheduleTest, InterleavedRunsWhenMicroBatchesAreNotAMultipleOfPp) {
+  // Megatron-core's schedule table takes the remainder as a last, smaller group.
+  for (int64_t m : {1, 2, 5, 6, 7, 9}) {
+    auto tl = SimulatePipeline(Uniform(4, 2, m, Milliseconds(1), Milliseconds(2)));
+    ASSERT_THAT(tl, IsOk()) << "m=" << m;
+    // Never faster than the ideal m(f + b) + the interleaved bubble.
+    EXPECT_GE(tl->makespan.value() + 1e-12,
+              InterleavedClosedForm(m, 4, 2, Milliseconds(1), Milliseconds(2)).value())
+        << "m=" << m;
+  }
+}
+
 TEST(PipelineScheduleTest, RejectsBadSpecs) {
   PipelineSpec s = Uniform(2, 1, 4, Milliseconds(1), Milliseconds(2));
   s.micro_batches = 0;
