@@ -17,7 +17,10 @@
 #include "models/model_spec.h"
 #include "nlohmann/json.hpp"
 #include "projection/scenario.h"
+#include "projection/projection.h"
+#include "projection/report.h"
 #include "projection/validate.h"
+#include "projection/what_if.h"
 
 namespace projector {
 namespace {
@@ -409,10 +412,33 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
         "--profiling-mode ", mode, ": not available in this build yet; use simulate"));
   }
   PROJECTOR_ASSIGN_OR_RETURN(Scenario scenario, ScenarioFromFlags(flags));
+  std::vector<double> clocks;
+  if (flags.count("gpu-clock-mhz")) {
+    PROJECTOR_ASSIGN_OR_RETURN(
+        clocks, ParsePositiveList(flags["gpu-clock-mhz"].as<std::string>(), "gpu-clock-mhz"));
+  }
+  if (clocks.size() > 1) {
+    PROJECTOR_ASSIGN_OR_RETURN(std::vector<ClockRow> rows, ClockWhatIf(scenario, clocks));
+    if (as_json) {
+      json j = ClockWhatIfJson(rows);
+      j["scenario"] = ScenarioToJson(scenario);
+      io.out << j.dump(2) << "\n";
+    } else {
+      io.out << DescribeScenario(scenario) << "\n" << ClockWhatIfText(rows);
+    }
+    return absl::OkStatus();
+  }
+  auto backends = MakeBackendSet(scenario.backends, scenario.hw);
+  if (!backends.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("backends: ", backends.status().message()));
+  }
+  BackendRefs refs{*backends->gemm, *backends->attention, *backends->memory,
+                   *backends->collective};
+  PROJECTOR_ASSIGN_OR_RETURN(Projection projection, Project(scenario, refs));
   if (as_json) {
-    io.out << ScenarioToJson(scenario).dump(2) << "\n";
+    io.out << ProjectionJson(scenario, projection).dump(2) << "\n";
   } else {
-    io.out << DescribeScenario(scenario);
+    io.out << ProjectionText(scenario, projection);
   }
   return absl::OkStatus();
 }
