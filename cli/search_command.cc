@@ -1,0 +1,318 @@
+#include "cli/search_command.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "cli/cli_options.h"
+#include "core/status_macros.h"
+#include "cxxopts.hpp"
+#include "projection/search.h"
+
+namespace projector {
+namespace {
+
+constexpr char kDescription[] =
+    "Searches every valid parallel layout (TP, PP, VPP, CP, EP, expert TP, DP, micro-batch,\n"
+    "recompute, sequence parallelism, DP sharding, MoE switches) of a training job, projects\n"
+    "each one and ranks them under a memory limit.\n"
+    "\n"
+    "Example:\n"
+    "  project search --model llama3.1-70b --gpu-arch mi300x --num-gpus 64 --seq-len 8192 \\\n"
+    "                 --global-batch 128 --top 10\n";
+
+absl::Status FlagError(absl::string_view flag, absl::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", problem));
+}
+
+absl::StatusOr<int64_t> PositiveInt(const cxxopts::ParseResult& flags, const std::string& name) {
+  if (!flags.count(name)) return FlagError(name, "required");
+  int64_t v = 0;
+  try {
+    v = flags[name].as<int64_t>();
+  } catch (const std::exception& e) {
+    return FlagError(name, absl::StrCat("expected an integer (", e.what(), ")"));
+  }
+  if (v <= 0) return FlagError(name, absl::StrCat("must be > 0, got ", v));
+  return v;
+}
+
+std::string StringFlag(const cxxopts::ParseResult& flags, const std::string& name) {
+  return flags[name].as<std::string>();
+}
+
+// "1,2,4,8" -> {1, 2, 4, 8}; each value a positive integer.
+absl::StatusOr<std::vector<int64_t>> IntList(const cxxopts::ParseResult& flags,
+                                             const std::string& name) {
+  std::vector<int64_t> out;
+  for (absl::string_view part : absl::StrSplit(StringFlag(flags, name), ',')) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &v) || v <= 0) {
+      return FlagError(name, absl::StrCat("'", std::string(part),
+                                          "' is not a positive integer; expected e.g. 1,2,4,8"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+// A comma-separated list of names, each parsed by `parse`.
+template <typename T, typename Parse>
+absl::StatusOr<std::vector<T>> NameList(const cxxopts::ParseResult& flags, const std::string& name,
+                                        Parse parse) {
+  std::vector<T> out;
+  for (absl::string_view part : absl::StrSplit(StringFlag(flags, name), ',')) {
+    absl::StatusOr<T> v = parse(std::string(absl::StripAsciiWhitespace(part)));
+    if (!v.ok()) return FlagError(name, v.status().message());
+    out.push_back(*v);
+  }
+  return out;
+}
+
+absl::StatusOr<bool> ParseOnOff(const std::string& v) {
+  if (v == "on" || v == "true") return true;
+  if (v == "off" || v == "false") return false;
+  return absl::InvalidArgumentError(absl::StrCat("unknown value '", v, "'; accepted: off, on"));
+}
+
+absl::StatusOr<bool> ParseGroupedGemm(const std::string& v) {
+  if (v == "turbo") return true;
+  if (v == "legacy") return false;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown grouped GEMM mode '", v, "'; accepted: turbo, legacy"));
+}
+
+absl::StatusOr<Recompute> ParseRecomputeValue(const std::string& v) { return ParseRecompute(v); }
+
+// Applies the --*-values flags to the default space.
+absl::Status SpaceFromFlags(const cxxopts::ParseResult& flags, const Scenario& base,
+                            SearchSpace& space) {
+  struct IntListFlag {
+    const char* name;
+    std::vector<int64_t>* target;
+    bool moe_only;
+  };
+  const IntListFlag int_lists[] = {
+      {"tp-values", &space.tp, false},      {"pp-values", &space.pp, false},
+      {"vpp-values", &space.vpp, false},    {"cp-values", &space.cp, false},
+      {"ep-values", &space.ep, true},       {"etp-values", &space.etp, true},
+      {"micro-batch-values", &space.micro_batch, false}};
+  for (const IntListFlag& f : int_lists) {
+    if (!flags.count(f.name)) continue;
+    PROJECTOR_ASSIGN_OR_RETURN(*f.target, IntList(flags, f.name));
+    if (f.moe_only && !base.model.moe && *f.target != std::vector<int64_t>{1}) {
+      return FlagError(f.name, absl::StrCat(base.model.name,
+                                            " is a dense model (no experts); accepted: 1"));
+    }
+  }
+  if (flags.count("recompute-values")) {
+    PROJECTOR_ASSIGN_OR_RETURN(space.recompute,
+                               NameList<Recompute>(flags, "recompute-values", ParseRecomputeValue));
+  }
+  if (flags.count("sp-values")) {
+    PROJECTOR_ASSIGN_OR_RETURN(space.sequence_parallel,
+                               NameList<bool>(flags, "sp-values", ParseOnOff));
+  }
+  if (flags.count("sharding-values")) {
+    PROJECTOR_ASSIGN_OR_RETURN(
+        space.sharding, NameList<DpSharding>(flags, "sharding-values", [](const std::string& v) {
+          return ParseDpSharding(v);
+        }));
+  }
+  if (flags.count("grouped-gemm-values")) {
+    PROJECTOR_ASSIGN_OR_RETURN(space.turbo_grouped_gemm,
+                               NameList<bool>(flags, "grouped-gemm-values", ParseGroupedGemm));
+    if (!base.model.moe && space.turbo_grouped_gemm != std::vector<bool>{true}) {
+      return FlagError("grouped-gemm-values",
+                       absl::StrCat(base.model.name, " is a dense model; accepted: turbo"));
+    }
+  }
+  if (flags.count("deepep-values")) {
+    PROJECTOR_ASSIGN_OR_RETURN(space.deepep, NameList<bool>(flags, "deepep-values", ParseOnOff));
+    if (!base.model.moe && space.deepep != std::vector<bool>{false}) {
+      return FlagError("deepep-values",
+                       absl::StrCat(base.model.name, " is a dense model; accepted: off"));
+    }
+  }
+  space.allow_cross_node_tp = flags.count("allow-cross-node-tp") > 0 &&
+                              flags["allow-cross-node-tp"].as<bool>();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Scenario> BaseScenarioFromFlags(const cxxopts::ParseResult& flags) {
+  Scenario s;
+  s.name = "search";
+  if (!flags.count("model")) {
+    return FlagError("model", "required; a library name (see project --list-models) or a file");
+  }
+  auto model = ResolveModel(StringFlag(flags, "model"));
+  if (!model.ok()) return FlagError("model", model.status().message());
+  s.model = *std::move(model);
+  if (!flags.count("gpu-arch")) {
+    return FlagError("gpu-arch", "required; a library name (see project --list-gpus) or a file");
+  }
+  auto hw = ResolveHardwareProfile(StringFlag(flags, "gpu-arch"));
+  if (!hw.ok()) return FlagError("gpu-arch", hw.status().message());
+  s.hw = *std::move(hw);
+  if (flags.count("gpus-per-node")) {
+    PROJECTOR_ASSIGN_OR_RETURN(s.hw.gpus_per_node, PositiveInt(flags, "gpus-per-node"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, PositiveInt(flags, "num-gpus"));
+  if (s.num_gpus > s.hw.gpus_per_node && s.num_gpus % s.hw.gpus_per_node != 0) {
+    return FlagError("num-gpus", absl::StrFormat("%d GPUs do not fill whole nodes of %d GPUs; "
+                                                 "use a multiple of --gpus-per-node",
+                                                 s.num_gpus, s.hw.gpus_per_node));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(s.training.seq_len, PositiveInt(flags, "seq-len"));
+  PROJECTOR_ASSIGN_OR_RETURN(s.training.global_batch, PositiveInt(flags, "global-batch"));
+  if (flags.count("precision")) {
+    std::string v = StringFlag(flags, "precision");
+    if (v != "bf16" && v != "fp16" && v != "fp8") {
+      return FlagError("precision",
+                       absl::StrCat("unknown precision '", v, "'; accepted: bf16, fp16, fp8"));
+    }
+    s.training.precision = *ParseDType(v);
+  }
+  s.parallel.dp = s.num_gpus;
+  return s;
+}
+
+}  // namespace
+
+absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  cxxopts::Options options("project search", kDescription);
+  // clang-format off
+  options.add_options()
+    ("h,help", "Show this help")
+    ("format", "Output format: text or json (json lists every ranked layout)",
+     cxxopts::value<std::string>()->default_value("text"), "FORMAT")
+    ("top", "Layouts shown in the text output", cxxopts::value<int64_t>()->default_value("10"),
+     "K")
+    ("objective", "Rank by tgs (highest first), step-time or memory (lowest first)",
+     cxxopts::value<std::string>()->default_value("tgs"), "NAME")
+    ("memory-limit-gb", "Peak memory limit per GPU in GB (1e9 B), or none to keep and mark "
+     "layouts above HBM less 5% (default: HBM less 5%)", cxxopts::value<std::string>(), "GB|none")
+    ("threads", "Worker threads (default: all cores)", cxxopts::value<int64_t>(), "N");
+  options.add_options("Job")
+    ("model", "Model library name or JSON file", cxxopts::value<std::string>(), "NAME|FILE")
+    ("gpu-arch", "GPU hardware profile name or JSON file", cxxopts::value<std::string>(),
+     "NAME|FILE")
+    ("num-gpus", "GPUs in the job", cxxopts::value<int64_t>(), "N")
+    ("gpus-per-node", "GPUs per node (default: the profile's)", cxxopts::value<int64_t>(), "N")
+    ("seq-len", "Sequence length in tokens", cxxopts::value<int64_t>(), "N")
+    ("global-batch", "Sequences per optimizer step", cxxopts::value<int64_t>(), "N")
+    ("precision", "GEMM precision: bf16, fp16 or fp8", cxxopts::value<std::string>(), "DTYPE");
+  options.add_options("Search space (comma-separated lists; DP is derived)")
+    ("tp-values", "TP sizes (default: divisors of num-gpus)", cxxopts::value<std::string>(),
+     "LIST")
+    ("pp-values", "PP sizes (default: divisors of num-gpus)", cxxopts::value<std::string>(),
+     "LIST")
+    ("vpp-values", "Virtual stages per PP rank (default: 1,2,4)", cxxopts::value<std::string>(),
+     "LIST")
+    ("cp-values", "Context-parallel sizes (default: divisors of num-gpus)",
+     cxxopts::value<std::string>(), "LIST")
+    ("ep-values", "Expert-parallel sizes, MoE (default: divisors of num-gpus)",
+     cxxopts::value<std::string>(), "LIST")
+    ("etp-values", "Expert-TP sizes, MoE (default: 1,2,4,8)", cxxopts::value<std::string>(),
+     "LIST")
+    ("micro-batch-values", "Micro-batch sizes (default: 1,2,4,8)", cxxopts::value<std::string>(),
+     "LIST")
+    ("recompute-values", "none, selective, full (default: all three)",
+     cxxopts::value<std::string>(), "LIST")
+    ("sp-values", "Megatron sequence parallelism: off, on (default: both)",
+     cxxopts::value<std::string>(), "LIST")
+    ("sharding-values", "dp (replicated), distopt (ZeRO-1), fsdp (default: all three)",
+     cxxopts::value<std::string>(), "LIST")
+    ("grouped-gemm-values", "MoE expert GEMMs: turbo, legacy (default: both)",
+     cxxopts::value<std::string>(), "LIST")
+    ("deepep-values", "MoE DeepEP-style dispatch: off, on (default: both)",
+     cxxopts::value<std::string>(), "LIST")
+    ("allow-cross-node-tp", "Allow TP groups that span nodes",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL");
+  // clang-format on
+  cxxopts::ParseResult flags;
+  try {
+    flags = options.parse(argc - 1, argv + 1);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("search: ", e.what(),
+                                                   " (see project search --help)"));
+  }
+  if (flags.count("help")) {
+    out << options.help({"", "Job", "Search space (comma-separated lists; DP is derived)"});
+    return absl::OkStatus();
+  }
+  if (!flags.unmatched().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("search: unexpected argument '",
+                                                   flags.unmatched().front(),
+                                                   "' (see project search --help)"));
+  }
+  const std::string format = StringFlag(flags, "format");
+  if (format != "text" && format != "json") {
+    return FlagError("format", absl::StrCat("unknown format '", format, "'; accepted: text, json"));
+  }
+  int64_t top_k = 0;
+  try {
+    top_k = flags["top"].as<int64_t>();
+  } catch (const std::exception& e) {
+    return FlagError("top", absl::StrCat("expected an integer (", e.what(), ")"));
+  }
+  if (top_k <= 0) return FlagError("top", absl::StrCat("must be > 0, got ", top_k));
+  SearchOptions opts;
+  {
+    auto objective = ParseSearchObjective(StringFlag(flags, "objective"));
+    if (!objective.ok()) return FlagError("objective", objective.status().message());
+    opts.objective = *objective;
+  }
+  if (flags.count("threads")) {
+    PROJECTOR_ASSIGN_OR_RETURN(int64_t threads, PositiveInt(flags, "threads"));
+    opts.threads = static_cast<int>(std::min<int64_t>(threads, 1024));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(Scenario base, BaseScenarioFromFlags(flags));
+  opts.memory_limit = DefaultMemoryLimit(base.hw);
+  if (flags.count("memory-limit-gb")) {
+    std::string v = absl::AsciiStrToLower(StringFlag(flags, "memory-limit-gb"));
+    if (v == "none") {
+      opts.memory_limit = std::nullopt;
+    } else {
+      auto gb = ParsePositiveList(v, "memory-limit-gb");
+      if (!gb.ok() || gb->size() != 1) {
+        return FlagError("memory-limit-gb",
+                         absl::StrCat("'", v, "' is not a size in GB; accepted: a number > 0 "
+                                              "or none"));
+      }
+      opts.memory_limit = Gigabytes(gb->front());
+    }
+  }
+  opts.space = DefaultSearchSpace(base);
+  PROJECTOR_RETURN_IF_ERROR(SpaceFromFlags(flags, base, opts.space));
+
+  bool progress_shown = false;
+  opts.progress = [&err, &progress_shown](int64_t done, int64_t total, double elapsed_s) {
+    if (elapsed_s < 1.0) return;
+    err << absl::StrFormat("\rsearch: %d / %d layouts evaluated (%.0f%%), %.1f s", done, total,
+                           total > 0 ? 100.0 * static_cast<double>(done) /
+                                           static_cast<double>(total)
+                                     : 100.0,
+                           elapsed_s)
+        << std::flush;
+    progress_shown = true;
+  };
+  absl::StatusOr<SearchResult> result = SearchLayouts(base, opts);
+  if (progress_shown) err << "\n";
+  if (!result.ok()) return result.status();
+  if (format == "json") {
+    out << SearchResultToJson(base, *result).dump(2) << "\n";
+  } else {
+    out << FormatSearchText(base, *result, top_k);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace projector
