@@ -1,0 +1,45 @@
+// Measure runner: times GEMMs, attention and memory-bound kernels on the local GPU with device
+// events (warm-up, repeated runs, median/min/max) and returns them as profile ops. Two builds of
+// this interface exist: the CUDA one (cuBLASLt, target projector_measure, built only when CMake
+// finds the CUDA toolkit) and the unavailable one that reports how to build the runtime in.
+#ifndef PROJECTOR_BACKENDS_MEASURE_MEASURE_RUNNER_H_
+#define PROJECTOR_BACKENDS_MEASURE_MEASURE_RUNNER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/profile/profile_file.h"
+
+namespace projector {
+
+struct MeasureOptions {
+  int64_t warmup = 5;        // untimed runs before timing
+  int64_t repetitions = 20;  // timed runs; median/min/max over them
+  int64_t device = 0;        // GPU index
+};
+
+struct MeasureResult {
+  std::vector<ProfiledOp> ops;         // measured (time filled in)
+  std::vector<std::string> skipped;    // ops not measured, with the reason
+  std::string tool;                    // "project measure (CUDA 13.0, cuBLASLt)"
+  std::string device;                  // device name reported by the runtime
+};
+
+// "CUDA 13.0 (cuBLASLt)" or "" when the build has no GPU runtime.
+std::string MeasureRuntimeName();
+
+// Times each of `requests` (their `time` is ignored) on the GPU. GEMMs: cuBLASLt; attention: a
+// composition of strided-batched cuBLASLt GEMMs (QK^T, PV; backward: the five GEMMs of flash
+// attention backward) plus one read+write pass over the score matrix standing in for the
+// softmax, with the GEMM time halved for causal masks; memory ops: device-to-device copies of
+// the same traffic. Collectives are not measured (one GPU) and land in `skipped`.
+// kFailedPrecondition when the build has no GPU runtime ("built without a GPU runtime; ...")
+// or no device is present; kInternal for a runtime failure.
+absl::StatusOr<MeasureResult> MeasureOps(const std::vector<ProfiledOp>& requests,
+                                         const MeasureOptions& options);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_BACKENDS_MEASURE_MEASURE_RUNNER_H_

@@ -1,0 +1,339 @@
+#include "projection/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "Eigen/Dense"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/json_reader.h"
+#include "core/status_macros.h"
+
+// GCC 12 reports a false -Warray-bounds inside std::map when nlohmann::json objects are built
+// (GCC bug 107138); the JSON code here is plain nlohmann::json use.
+#pragma GCC diagnostic ignored "-Warray-bounds"
+
+namespace projector {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kMinConstant = 0.01;
+constexpr double kMaxConstant = 1.0;
+constexpr int kMaxIterations = 60;
+
+// A fitted constant: its name, where it lives in the hardware profile, and its overlay section.
+struct ConstantSpec {
+  const char* name;
+  const char* section;  // overlay/hardware-profile object: gpu, scale_up, scale_out
+  double& (*ref)(HardwareProfile&);
+};
+
+const ConstantSpec kConstants[] = {
+    {"gemm_efficiency", "gpu", [](HardwareProfile& h) -> double& { return h.gpu.gemm_efficiency; }},
+    {"attention_fwd_efficiency", "gpu",
+     [](HardwareProfile& h) -> double& { return h.gpu.attention_fwd_efficiency; }},
+    {"attention_bwd_efficiency", "gpu",
+     [](HardwareProfile& h) -> double& { return h.gpu.attention_bwd_efficiency; }},
+    {"hbm_efficiency", "gpu", [](HardwareProfile& h) -> double& { return h.gpu.hbm_efficiency; }},
+    {"allreduce_efficiency", "scale_up",
+     [](HardwareProfile& h) -> double& { return h.scale_up.allreduce_efficiency; }},
+    {"alltoall_efficiency", "scale_up",
+     [](HardwareProfile& h) -> double& { return h.scale_up.alltoall_efficiency; }},
+    {"efficiency", "scale_out", [](HardwareProfile& h) -> double& { return h.scale_out.efficiency; }},
+};
+constexpr int kNumConstants = static_cast<int>(sizeof(kConstants) / sizeof(kConstants[0]));
+
+// Simulated time of every profile op (seconds) on `hw`.
+absl::StatusOr<Eigen::VectorXd> Simulate(const Profile& profile, const HardwareProfile& hw,
+                                         const BackendSelection& selection) {
+  PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(selection, hw));
+  Eigen::VectorXd t(static_cast<Eigen::Index>(profile.ops.size()));
+  for (size_t i = 0; i < profile.ops.size(); ++i) {
+    const ProfiledOp& op = profile.ops[i];
+    Seconds time(0);
+    switch (op.kind) {
+      case ProfiledOpKind::kGemm: {
+        PROJECTOR_ASSIGN_OR_RETURN(auto e, set.gemm->Estimate(op.gemm));
+        time = e.time;
+        break;
+      }
+      case ProfiledOpKind::kAttention: {
+        PROJECTOR_ASSIGN_OR_RETURN(auto e, set.attention->Estimate(op.attention, op.pass));
+        time = e.time;
+        break;
+      }
+      case ProfiledOpKind::kMemory: {
+        PROJECTOR_ASSIGN_OR_RETURN(auto e, set.memory->Estimate(op.memory));
+        time = e.time;
+        break;
+      }
+      case ProfiledOpKind::kCollective: {
+        PROJECTOR_ASSIGN_OR_RETURN(auto e, set.collective->Estimate(op.collective));
+        time = e.time;
+        break;
+      }
+    }
+    t[static_cast<Eigen::Index>(i)] = std::max(time.value(), 1e-15);
+  }
+  return t;
+}
+
+HardwareProfile WithConstants(const HardwareProfile& base, const std::vector<int>& active,
+                              const Eigen::VectorXd& p) {
+  HardwareProfile hw = base;
+  for (size_t j = 0; j < active.size(); ++j) {
+    kConstants[active[j]].ref(hw) = p[static_cast<Eigen::Index>(j)];
+  }
+  return hw;
+}
+
+double RmsPct(const Eigen::VectorXd& sim, const Eigen::VectorXd& measured) {
+  if (sim.size() == 0) return 0;
+  const Eigen::ArrayXd rel = sim.array() / measured.array() - 1.0;
+  return std::sqrt(rel.square().mean()) * 100.0;
+}
+
+}  // namespace
+
+absl::StatusOr<CalibrationResult> Calibrate(const Profile& profile, const HardwareProfile& hw,
+                                            const BackendSelection& selection) {
+  if (profile.ops.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        profile.origin, ": /ops: calibration needs measured ops; accepted: a profile with a "
+                        "non-empty ops list (module times alone do not identify the constants)"));
+  }
+  const auto n = static_cast<Eigen::Index>(profile.ops.size());
+  Eigen::VectorXd measured(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    measured[i] = profile.ops[static_cast<size_t>(i)].time.median.value();
+  }
+  const Eigen::ArrayXd log_measured = measured.array().log();
+
+  CalibrationResult result;
+  result.gpu = hw.name;
+  result.profile_file = profile.origin;
+  PROJECTOR_ASSIGN_OR_RETURN(Eigen::VectorXd before, Simulate(profile, hw, selection));
+
+  // Which constants the ops depend on: a finite-difference probe of each one.
+  std::vector<int> active;
+  HardwareProfile probe_base = hw;
+  for (int c = 0; c < kNumConstants; ++c) {
+    CalibratedConstant constant{.name = kConstants[c].name,
+                                .json_pointer = absl::StrCat("/", kConstants[c].section, "/",
+                                                             kConstants[c].name),
+                                .initial = kConstants[c].ref(probe_base),
+                                .fitted = kConstants[c].ref(probe_base)};
+    HardwareProfile probe = hw;
+    double& v = kConstants[c].ref(probe);
+    v = v > 0.5 ? v * 0.9 : v * 1.1;
+    PROJECTOR_ASSIGN_OR_RETURN(Eigen::VectorXd t, Simulate(profile, probe, selection));
+    const Eigen::ArrayXd rel = ((t.array() - before.array()) / before.array()).abs();
+    constant.ops = (rel > 1e-9).count();
+    constant.identifiable = constant.ops > 0;
+    if (constant.identifiable) active.push_back(c);
+    result.constants.push_back(std::move(constant));
+  }
+
+  // Levenberg–Marquardt on r(p) = log(sim(p)) − log(measured), p clamped to [0.01, 1].
+  const auto m = static_cast<Eigen::Index>(active.size());
+  Eigen::VectorXd p(m);
+  for (Eigen::Index j = 0; j < m; ++j) p[j] = result.constants[static_cast<size_t>(active[static_cast<size_t>(j)])].initial;
+  auto residual = [&](const Eigen::VectorXd& params) -> absl::StatusOr<Eigen::VectorXd> {
+    PROJECTOR_ASSIGN_OR_RETURN(Eigen::VectorXd t,
+                               Simulate(profile, WithConstants(hw, active, params), selection));
+    return Eigen::VectorXd(t.array().log() - log_measured);
+  };
+  if (m > 0) {
+    PROJECTOR_ASSIGN_OR_RETURN(Eigen::VectorXd r, residual(p));
+    double cost = r.squaredNorm();
+    double lambda = 1e-3;
+    for (int iter = 0; iter < kMaxIterations && cost > 1e-24; ++iter) {
+      result.iterations = iter + 1;
+      Eigen::MatrixXd jac(n, m);
+      for (Eigen::Index j = 0; j < m; ++j) {
+        Eigen::VectorXd q = p;
+        const double h = std::max(1e-6, 1e-5 * p[j]) * (p[j] + 1e-5 > kMaxConstant ? -1.0 : 1.0);
+        q[j] += h;
+        PROJECTOR_ASSIGN_OR_RETURN(Eigen::VectorXd rq, residual(q));
+        jac.col(j) = (rq - r) / h;
+      }
+      const Eigen::MatrixXd jtj = jac.transpose() * jac;
+      const Eigen::VectorXd g = jac.transpose() * r;
+      bool improved = false;
+      for (int attempt = 0; attempt < 12 && !improved; ++attempt) {
+        Eigen::MatrixXd a = jtj;
+        a.diagonal() += lambda * (jtj.diagonal().array() + 1e-12).matrix();
+        const Eigen::VectorXd step = a.ldlt().solve(-g);
+        const Eigen::VectorXd next = (p + step).cwiseMax(kMinConstant).cwiseMin(kMaxConstant);
+        PROJECTOR_ASSIGN_OR_RETURN(Eigen::VectorXd rn, residual(next));
+        const double next_cost = rn.squaredNorm();
+        if (next_cost < cost) {
+          const double change = (next - p).cwiseAbs().maxCoeff();
+          p = next;
+          r = rn;
+          cost = next_cost;
+          lambda = std::max(lambda / 10.0, 1e-12);
+          improved = true;
+          if (change < 1e-10) iter = kMaxIterations;
+        } else {
+          lambda *= 10.0;
+        }
+      }
+      if (!improved) break;
+    }
+  }
+  for (Eigen::Index j = 0; j < m; ++j) {
+    CalibratedConstant& c = result.constants[static_cast<size_t>(active[static_cast<size_t>(j)])];
+    c.fitted = p[j];
+    c.at_bound = p[j] <= kMinConstant + 1e-12 || p[j] >= kMaxConstant - 1e-12;
+  }
+  result.fitted_hw = WithConstants(hw, active, p);
+  PROJECTOR_ASSIGN_OR_RETURN(Eigen::VectorXd after, Simulate(profile, result.fitted_hw, selection));
+  result.rms_error_before_pct = RmsPct(before, measured);
+  result.rms_error_after_pct = RmsPct(after, measured);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    result.residuals.push_back({.shape = DescribeProfiledOp(profile.ops[static_cast<size_t>(i)]),
+                                .measured_us = measured[i] * 1e6,
+                                .before_us = before[i] * 1e6,
+                                .after_us = after[i] * 1e6});
+  }
+  return result;
+}
+
+json HwOverlayJson(const CalibrationResult& result) {
+  json out = json::object();
+  out["format"] = std::string(kHwOverlayFormat);
+  out["version"] = kHwOverlayVersion;
+  out["base"] = result.gpu;
+  out["fitted_from"] = result.profile_file;
+  for (int c = 0; c < kNumConstants; ++c) {
+    const CalibratedConstant& k = result.constants[static_cast<size_t>(c)];
+    if (!k.identifiable) continue;
+    out[kConstants[c].section][kConstants[c].name] = k.fitted;
+  }
+  json fit = json::object();
+  fit["rms_error_before_pct"] = result.rms_error_before_pct;
+  fit["rms_error_after_pct"] = result.rms_error_after_pct;
+  fit["ops"] = result.residuals.size();
+  out["fit"] = std::move(fit);
+  return out;
+}
+
+absl::Status ApplyHwOverlay(const json& overlay, const std::string& origin, HardwareProfile& hw) {
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject root, JsonObject::Make(overlay, origin, ""));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string format, root.String("format"));
+  if (format != kHwOverlayFormat) {
+    return root.FieldError("format", absl::StrCat("unknown format '", format, "'; accepted: ",
+                                                  std::string(kHwOverlayFormat)));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(int64_t version, root.Int("version"));
+  if (version != kHwOverlayVersion) {
+    return root.FieldError("version", absl::StrCat("unknown version ", version, "; accepted: ",
+                                                   kHwOverlayVersion));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(std::string base, root.String("base"));
+  if (base != hw.name) {
+    return root.FieldError("base", absl::StrCat("overlay fitted for '", base, "' but the GPU is '",
+                                                hw.name, "'; accepted: ", hw.name));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(std::string fitted_from, root.StringOr("fitted_from", ""));
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> fit, root.OptionalObject("fit"));
+  if (fit) {
+    fit->Accept("rms_error_before_pct");
+    fit->Accept("rms_error_after_pct");
+    fit->Accept("ops");
+    PROJECTOR_RETURN_IF_ERROR(fit->CheckNoUnknownKeys());
+  }
+  HardwareProfile out = hw;
+  for (const char* section : {"gpu", "scale_up", "scale_out"}) {
+    PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> obj, root.OptionalObject(section));
+    if (!obj) continue;
+    for (const ConstantSpec& c : kConstants) {
+      if (std::string_view(c.section) != section) continue;
+      PROJECTOR_ASSIGN_OR_RETURN(std::optional<double> v, obj->OptionalNumber(c.name));
+      if (!v) continue;
+      if (!(*v > 0 && *v <= 1)) {
+        return obj->FieldError(c.name, absl::StrCat("must be in (0, 1], got ", *v));
+      }
+      c.ref(out) = *v;
+    }
+    PROJECTOR_RETURN_IF_ERROR(obj->CheckNoUnknownKeys());
+  }
+  PROJECTOR_RETURN_IF_ERROR(root.CheckNoUnknownKeys());
+  PROJECTOR_RETURN_IF_ERROR(ValidateHardwareProfile(out, origin));
+  hw = std::move(out);
+  return absl::OkStatus();
+}
+
+absl::Status ApplyHwOverlayFile(const std::string& path, HardwareProfile& hw) {
+  PROJECTOR_ASSIGN_OR_RETURN(json value, ReadJsonFile(path));
+  return ApplyHwOverlay(value, path, hw);
+}
+
+std::string CalibrationText(const CalibrationResult& result) {
+  std::string out = absl::StrFormat("Calibration of %s against %s (%d ops, %d iterations)\n",
+                                    result.gpu, result.profile_file, result.residuals.size(),
+                                    result.iterations);
+  absl::StrAppendFormat(&out, "  %-26s %9s %9s %6s\n", "constant", "initial", "fitted", "ops");
+  for (const CalibratedConstant& c : result.constants) {
+    if (!c.identifiable) {
+      absl::StrAppendFormat(&out, "  %-26s %9.4f %9s %6d  (no measured op depends on it)\n",
+                            c.json_pointer, c.initial, "-", c.ops);
+      continue;
+    }
+    absl::StrAppendFormat(&out, "  %-26s %9.4f %9.4f %6d%s\n", c.json_pointer, c.initial,
+                          c.fitted, c.ops, c.at_bound ? "  (at the [0.01, 1] bound)" : "");
+  }
+  absl::StrAppend(&out, "\nResiduals (simulated vs measured)\n");
+  absl::StrAppendFormat(&out, "  %-52s %10s %10s %8s %10s %8s\n", "op", "meas us", "before",
+                        "error", "after", "error");
+  for (const CalibrationResidual& r : result.residuals) {
+    absl::StrAppendFormat(&out, "  %-52s %10.2f %10.2f %+7.1f%% %10.2f %+7.1f%%\n", r.shape,
+                          r.measured_us, r.before_us, (r.before_us / r.measured_us - 1) * 100,
+                          r.after_us, (r.after_us / r.measured_us - 1) * 100);
+  }
+  absl::StrAppendFormat(&out, "\nRMS relative error: %.2f%% before, %.2f%% after\n",
+                        result.rms_error_before_pct, result.rms_error_after_pct);
+  return out;
+}
+
+json CalibrationJson(const CalibrationResult& result) {
+  json out = json::object();
+  out["gpu"] = result.gpu;
+  out["profile"] = result.profile_file;
+  out["iterations"] = result.iterations;
+  out["rms_error_before_pct"] = result.rms_error_before_pct;
+  out["rms_error_after_pct"] = result.rms_error_after_pct;
+  json constants = json::array();
+  for (const CalibratedConstant& c : result.constants) {
+    json j = json::object();
+    j["name"] = c.name;
+    j["json_pointer"] = c.json_pointer;
+    j["initial"] = c.initial;
+    j["fitted"] = c.fitted;
+    j["ops"] = c.ops;
+    j["identifiable"] = c.identifiable;
+    j["at_bound"] = c.at_bound;
+    constants.push_back(std::move(j));
+  }
+  out["constants"] = std::move(constants);
+  json residuals = json::array();
+  for (const CalibrationResidual& r : result.residuals) {
+    json j = json::object();
+    j["shape"] = r.shape;
+    j["measured_us"] = r.measured_us;
+    j["before_us"] = r.before_us;
+    j["after_us"] = r.after_us;
+    j["before_error_pct"] = (r.before_us / r.measured_us - 1) * 100;
+    j["after_error_pct"] = (r.after_us / r.measured_us - 1) * 100;
+    residuals.push_back(std::move(j));
+  }
+  out["residuals"] = std::move(residuals);
+  return out;
+}
+
+}  // namespace projector

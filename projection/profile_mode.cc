@@ -1,0 +1,682 @@
+#include "projection/profile_mode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "backends/profile/profiled_backends.h"
+#include "core/status_macros.h"
+#include "models/model_spec.h"
+#include "profilers/module_profilers.h"
+#include "projection/layer_composer.h"
+#include "projection/report.h"
+
+// GCC 12 reports a false -Warray-bounds inside std::map when nlohmann::json objects are built
+// (GCC bug 107138); the JSON code here is plain nlohmann::json use.
+#pragma GCC diagnostic ignored "-Warray-bounds"
+
+namespace projector {
+namespace {
+
+using nlohmann::json;
+
+Provenance ProvenanceOf(TimeSource s) {
+  switch (s) {
+    case TimeSource::kMeasured:
+      return Provenance::kMeasured;
+    case TimeSource::kScaledFromMeasured:
+      return Provenance::kScaledFromMeasured;
+    case TimeSource::kSimulated:
+      break;
+  }
+  return Provenance::kSimulated;
+}
+
+ProfiledOp ToProfiledOp(const Op& op) {
+  ProfiledOp p;
+  p.name = std::string(op.name);
+  p.module = std::string(op.module);
+  switch (op.kind) {
+    case OpKind::kGemm:
+      p.kind = ProfiledOpKind::kGemm;
+      p.gemm = op.gemm;
+      break;
+    case OpKind::kAttention:
+      p.kind = ProfiledOpKind::kAttention;
+      p.attention = op.attention;
+      p.pass = op.attention_pass;
+      break;
+    case OpKind::kMemory:
+      p.kind = ProfiledOpKind::kMemory;
+      p.memory = op.memory;
+      break;
+    case OpKind::kCollective:
+      p.kind = ProfiledOpKind::kCollective;
+      p.collective = op.collective;
+      break;
+  }
+  return p;
+}
+
+// One op resolved through the profile backends (times for all repeats).
+struct ResolvedOp {
+  Seconds simulated;
+  Seconds projected;
+  TimeSource source = TimeSource::kSimulated;
+  const ProfiledOp* from = nullptr;
+  double scale = 1.0;
+};
+
+template <typename R>
+ResolvedOp FromResolved(const R& r, Seconds simulated, double repeat) {
+  return {.simulated = simulated * repeat,
+          .projected = r.estimate.time * repeat,
+          .source = r.source,
+          .from = r.source_op,
+          .scale = r.scale};
+}
+
+absl::StatusOr<ResolvedOp> ResolveOp(const ProfiledBackendSet& set, const Op& op) {
+  const auto repeat = static_cast<double>(op.repeat);
+  switch (op.kind) {
+    case OpKind::kGemm: {
+      PROJECTOR_ASSIGN_OR_RETURN(auto r, set.gemm->Resolve(op.gemm));
+      PROJECTOR_ASSIGN_OR_RETURN(auto s, set.target_simulate.gemm->Estimate(op.gemm));
+      return FromResolved(r, s.time, repeat);
+    }
+    case OpKind::kAttention: {
+      PROJECTOR_ASSIGN_OR_RETURN(auto r, set.attention->Resolve(op.attention, op.attention_pass));
+      PROJECTOR_ASSIGN_OR_RETURN(
+          auto s, set.target_simulate.attention->Estimate(op.attention, op.attention_pass));
+      return FromResolved(r, s.time, repeat);
+    }
+    case OpKind::kMemory: {
+      PROJECTOR_ASSIGN_OR_RETURN(auto r, set.memory->Resolve(op.memory));
+      PROJECTOR_ASSIGN_OR_RETURN(auto s, set.target_simulate.memory->Estimate(op.memory));
+      return FromResolved(r, s.time, repeat);
+    }
+    case OpKind::kCollective: {
+      PROJECTOR_ASSIGN_OR_RETURN(auto r, set.collective->Resolve(op.collective, op.algorithm));
+      PROJECTOR_ASSIGN_OR_RETURN(
+          auto s, set.target_simulate.collective->Estimate(op.collective, op.algorithm));
+      return FromResolved(r, s.time, repeat);
+    }
+  }
+  return absl::InternalError("unknown op kind");
+}
+
+// Records the collectives and memory ops the projection asks for, to mark the step terms the
+// layer op lists do not cover (DP/FSDP, P2P, optimizer).
+class RecordingCollectiveBackend final : public CollectiveBackend {
+ public:
+  explicit RecordingCollectiveBackend(const CollectiveBackend& inner) : inner_(inner) {}
+  absl::StatusOr<CollectiveEstimate> Estimate(const CollectiveOp& op,
+                                              CollectiveAlgorithm algorithm) const override {
+    {
+      absl::MutexLock lock(&mu_);
+      seen_.push_back({op, algorithm});
+    }
+    return inner_.Estimate(op, algorithm);
+  }
+  std::string_view name() const override { return inner_.name(); }
+  std::vector<std::pair<CollectiveOp, CollectiveAlgorithm>> Seen() const {
+    absl::MutexLock lock(&mu_);
+    return seen_;
+  }
+
+ private:
+  const CollectiveBackend& inner_;
+  mutable absl::Mutex mu_;
+  mutable std::vector<std::pair<CollectiveOp, CollectiveAlgorithm>> seen_;
+};
+
+class RecordingMemoryBackend final : public MemoryBackend {
+ public:
+  explicit RecordingMemoryBackend(const MemoryBackend& inner) : inner_(inner) {}
+  absl::StatusOr<MemoryEstimate> Estimate(const MemoryOp& op) const override {
+    {
+      absl::MutexLock lock(&mu_);
+      seen_.push_back(op);
+    }
+    return inner_.Estimate(op);
+  }
+  std::string_view name() const override { return inner_.name(); }
+  std::vector<MemoryOp> Seen() const {
+    absl::MutexLock lock(&mu_);
+    return seen_;
+  }
+
+ private:
+  const MemoryBackend& inner_;
+  mutable absl::Mutex mu_;
+  mutable std::vector<MemoryOp> seen_;
+};
+
+std::string Aggregate(const std::vector<TimeSource>& sources) {
+  if (sources.empty()) return "none";
+  int64_t counts[3] = {0, 0, 0};
+  for (TimeSource s : sources) ++counts[static_cast<int>(s)];
+  const int64_t sim = counts[static_cast<int>(TimeSource::kSimulated)];
+  const int64_t meas = counts[static_cast<int>(TimeSource::kMeasured)];
+  const int64_t scaled = counts[static_cast<int>(TimeSource::kScaledFromMeasured)];
+  const auto n = static_cast<int64_t>(sources.size());
+  if (meas == n) return "measured";
+  if (scaled == n) return "scaled_from_measured";
+  if (sim == n) return "simulated";
+  return absl::StrFormat("mixed (%d measured, %d scaled, %d simulated)", meas, scaled, sim);
+}
+
+struct LayerOps {
+  std::string kind;  // dense, moe, embedding, output
+  LayerProfile layer;
+  std::optional<ComposedLayer> composed;
+};
+
+ProfileContext ContextOf(const Scenario& s) {
+  return ProfileContext{.model = s.model,
+                        .parallel = s.parallel,
+                        .training = s.training,
+                        .recompute = s.training.recompute};
+}
+
+// The layers (one per kind), embedding and output of `s`, timed with `refs` and composed (comm
+// ops added) with `refs.collective`.
+absl::StatusOr<std::vector<LayerOps>> BuildLayers(const Scenario& s, const BackendRefs* refs) {
+  std::vector<LayerOps> out;
+  const ProfileContext ctx = ContextOf(s);
+  const bool has_moe = s.model.NumMoeLayers() > 0;
+  const bool has_dense = s.model.NumDenseLayers() > 0;
+  for (bool is_moe : {false, true}) {
+    if (is_moe ? !has_moe : !has_dense) continue;
+    LayerOps lo;
+    lo.kind = is_moe ? "moe" : "dense";
+    PROJECTOR_ASSIGN_OR_RETURN(lo.layer, ProfileLayer(ctx, is_moe));
+    if (refs != nullptr) {
+      PROJECTOR_RETURN_IF_ERROR(TimeLayer(*refs, lo.layer));
+      LayerCompositionContext cctx{.model = s.model,
+                                   .parallel = s.parallel,
+                                   .training = s.training,
+                                   .recompute = s.training.recompute};
+      PROJECTOR_ASSIGN_OR_RETURN(ComposedLayer composed,
+                                 ComposeLayer(lo.layer, cctx, refs->collective));
+      lo.composed = std::move(composed);
+    }
+    out.push_back(std::move(lo));
+  }
+  for (bool is_embedding : {true, false}) {
+    LayerOps lo;
+    lo.kind = is_embedding ? "embedding" : "output";
+    PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile m,
+                               is_embedding ? ProfileEmbedding(ctx) : ProfileOutputLayer(ctx));
+    lo.layer.modules.push_back(std::move(m));
+    if (refs != nullptr) PROJECTOR_RETURN_IF_ERROR(TimeLayer(*refs, lo.layer));
+    out.push_back(std::move(lo));
+  }
+  return out;
+}
+
+BackendRefs RefsOf(const BackendSet& set) {
+  return BackendRefs{.gemm = *set.gemm,
+                     .attention = *set.attention,
+                     .memory = *set.memory,
+                     .collective = *set.collective};
+}
+
+bool IsBackward(OpPhase p) { return p == OpPhase::kBackwardDgrad || p == OpPhase::kBackwardWgrad; }
+
+double ErrorPct(double simulated, double measured) {
+  return measured > 0 ? (simulated - measured) / measured * 100.0 : 0.0;
+}
+
+// Module times of the measured scenario under the simulate model, for `both`.
+absl::Status CompareModules(const Profile& profile, const std::vector<LayerOps>& layers,
+                            ProfileModeReport& report) {
+  for (const ProfiledModule& pm : profile.modules) {
+    const std::string kind = pm.module == "embedding" || pm.module == "output" ? pm.module
+                                                                              : pm.layer_kind;
+    auto it = std::find_if(layers.begin(), layers.end(),
+                           [&](const LayerOps& l) { return l.kind == kind; });
+    if (it == layers.end()) {
+      report.warnings.push_back(absl::StrCat("profile module ", pm.module, " (", pm.layer_kind,
+                                             "): the model has no such layer; not compared"));
+      continue;
+    }
+    ProfileModuleRow row{.layer_kind = pm.layer_kind,
+                         .module = pm.module,
+                         .measured_forward_us = std::nullopt,
+                         .measured_backward_us = std::nullopt};
+    if (pm.forward) row.measured_forward_us = ToMicroseconds(pm.forward->median);
+    if (pm.backward) row.measured_backward_us = ToMicroseconds(pm.backward->median);
+    Seconds fwd(0), bwd(0);
+    if (pm.module == "layer" && it->composed) {
+      fwd = it->composed->Forward();
+      bwd = it->composed->Backward();
+    } else if (pm.module == "moe_a2a" && it->composed) {
+      for (const Op& op : it->composed->comm_ops) {
+        if (op.comm_dim != CommDim::kEp) continue;
+        if (op.phase == OpPhase::kForward) fwd += op.time;
+        if (IsBackward(op.phase)) bwd += op.time;
+      }
+    } else {
+      const std::string module = pm.module == "output" ? "output" : pm.module;
+      for (const ModuleProfile& m : it->layer.modules) {
+        if (m.module != module) continue;
+        fwd += SumTime(m.ops, OpPhase::kForward);
+        bwd += SumTime(m.ops, OpPhase::kBackwardDgrad) + SumTime(m.ops, OpPhase::kBackwardWgrad);
+      }
+    }
+    row.simulated_forward_us = ToMicroseconds(fwd);
+    row.simulated_backward_us = ToMicroseconds(bwd);
+    report.comparison_modules.push_back(std::move(row));
+  }
+  return absl::OkStatus();
+}
+
+json RowJson(const ProfileOpRow& r) {
+  json j = json::object();
+  if (!r.layer.empty()) j["layer"] = r.layer;
+  j["module"] = r.module;
+  j["name"] = r.name;
+  if (!r.phase.empty()) j["phase"] = r.phase;
+  j["shape"] = r.shape;
+  j["simulated_us"] = r.simulated_us;
+  j["projected_us"] = r.projected_us;
+  if (r.measured_us) {
+    j["measured_us"] = *r.measured_us;
+    j["error_pct"] = ErrorPct(r.simulated_us, *r.measured_us);
+  }
+  j["provenance"] = std::string(ProvenanceName(r.provenance));
+  if (!r.source_shape.empty()) j["source_shape"] = r.source_shape;
+  j["scale"] = r.scale;
+  return j;
+}
+
+std::string OptUs(const std::optional<double>& v) {
+  return v ? absl::StrFormat("%10.1f", *v) : std::string("         -");
+}
+
+std::string OptErr(double sim, const std::optional<double>& meas) {
+  return meas ? absl::StrFormat("%+7.1f%%", ErrorPct(sim, *meas)) : std::string("       -");
+}
+
+}  // namespace
+
+absl::StatusOr<Scenario> ScenarioFromProfile(const Profile& profile) {
+  const ProfileScenario& ps = profile.scenario;
+  Scenario s;
+  s.name = absl::StrCat("profile ", profile.origin);
+  auto model = ResolveModel(ps.model);
+  if (!model.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(profile.origin, ": /scenario/model: ", model.status().message()));
+  }
+  s.model = *std::move(model);
+  auto hw = ResolveHardwareProfile(ps.gpu);
+  if (!hw.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(profile.origin, ": /scenario/gpu: ", hw.status().message()));
+  }
+  s.hw = *std::move(hw);
+  if (ps.gpus_per_node > 0) s.hw.gpus_per_node = ps.gpus_per_node;
+  if (ps.clock_mhz > 0) s.hw.gpu.sustained_clock = Megahertz(ps.clock_mhz);
+  s.parallel = ps.parallel;
+  s.num_gpus = ps.num_gpus;
+  s.training.seq_len = ps.seq_len;
+  s.training.micro_batch = ps.micro_batch;
+  s.training.global_batch =
+      ps.global_batch > 0 ? ps.global_batch : ps.micro_batch * ps.parallel.dp;
+  s.training.precision = ps.precision;
+  s.training.recompute = ps.recompute;
+  s.measured_tokens_per_s_per_gpu = ps.measured_tokens_per_s_per_gpu;
+  PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, absl::StrCat(profile.origin, ": /scenario")));
+  return s;
+}
+
+ProfileScenario ProfileScenarioOf(const Scenario& s, const std::string& model_name) {
+  ProfileScenario ps;
+  ps.model = model_name;
+  ps.gpu = ResolveHardwareProfile(s.hw.name).ok() || s.hw.source_file.empty() ? s.hw.name
+                                                                          : s.hw.source_file;
+  ps.num_gpus = s.num_gpus;
+  ps.gpus_per_node = s.hw.gpus_per_node;
+  ps.parallel = s.parallel;
+  ps.micro_batch = s.training.micro_batch;
+  ps.seq_len = s.training.seq_len;
+  ps.global_batch = s.training.global_batch;
+  ps.precision = s.training.precision;
+  ps.recompute = s.training.recompute;
+  ps.clock_mhz = ToMegahertz(s.hw.gpu.sustained_clock);
+  return ps;
+}
+
+std::string ModelNameForProfile(const ModelSpec& model) {
+  for (const std::string& name : ListLibraryModels()) {
+    auto m = ResolveModel(name);
+    if (m.ok() && m->name == model.name) return name;
+  }
+  return model.name;
+}
+
+absl::StatusOr<OpList> ScenarioComputeOps(const Scenario& scenario) {
+  PROJECTOR_ASSIGN_OR_RETURN(std::vector<LayerOps> layers, BuildLayers(scenario, nullptr));
+  OpList ops;
+  for (const LayerOps& l : layers) {
+    for (const ModuleProfile& m : l.layer.modules) ops.insert(ops.end(), m.ops.begin(), m.ops.end());
+  }
+  return ops;
+}
+
+absl::StatusOr<ProfileModeReport> RunProfileMode(const Scenario& target, const Profile& profile,
+                                                 bool both) {
+  PROJECTOR_ASSIGN_OR_RETURN(Scenario measured, ScenarioFromProfile(profile));
+  if (measured.hw.name != target.hw.name) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        profile.origin, ": /scenario/gpu: measured on '", measured.hw.name,
+        "' but the target GPU is '", target.hw.name,
+        "'; accepted: a profile measured on the target GPU (or --profiling-mode simulate)"));
+  }
+  ProfileModeReport report;
+  report.both = both;
+  report.profile_file = profile.origin;
+  report.profile_tool = profile.tool;
+  report.profile_device = profile.device;
+  report.measured_layout = LayoutSummary(measured.parallel);
+  report.measured_model = measured.model.name;
+  if (measured.model.name != target.model.name) {
+    report.warnings.push_back(absl::StrCat(
+        "the profile was measured on ", measured.model.name, ", the target is ", target.model.name,
+        ": only ops of similar shape are carried over"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(
+      ProfiledBackendSet set,
+      MakeProfiledBackendSet(profile, target.backends, target.hw, measured.hw));
+
+  // The target's layer ops and layer collectives, with their sources.
+  const BackendRefs profiled{
+      .gemm = *set.gemm, .attention = *set.attention, .memory = *set.memory, .collective = *set.collective};
+  PROJECTOR_ASSIGN_OR_RETURN(std::vector<LayerOps> layers, BuildLayers(target, &profiled));
+  std::vector<TimeSource> compute_sources;
+  std::vector<TimeSource> comm_sources[3];  // tp, cp, ep
+  std::vector<MemoryOp> layer_memory_ops;
+  auto add_row = [&](const std::string& layer, const Op& op) -> absl::Status {
+    PROJECTOR_ASSIGN_OR_RETURN(ResolvedOp r, ResolveOp(set, op));
+    ProfileOpRow row;
+    row.layer = layer;
+    row.module = std::string(op.module);
+    row.name = std::string(op.name);
+    row.phase = std::string(OpPhaseName(op.phase));
+    row.shape = DescribeProfiledOp(ToProfiledOp(op));
+    if (op.repeat > 1) absl::StrAppend(&row.shape, " x", op.repeat);
+    row.simulated_us = ToMicroseconds(r.simulated);
+    row.projected_us = ToMicroseconds(r.projected);
+    row.provenance = ProvenanceOf(r.source);
+    if (r.source == TimeSource::kMeasured) row.measured_us = row.projected_us;
+    if (r.from != nullptr && r.source == TimeSource::kScaledFromMeasured) {
+      row.source_shape = DescribeProfiledOp(*r.from);
+    }
+    row.scale = r.scale;
+    switch (r.source) {
+      case TimeSource::kMeasured:
+        ++report.measured_ops;
+        break;
+      case TimeSource::kScaledFromMeasured:
+        ++report.scaled_ops;
+        break;
+      case TimeSource::kSimulated:
+        ++report.simulated_ops;
+        break;
+    }
+    if (op.kind == OpKind::kCollective) {
+      if (op.comm_dim == CommDim::kTp) comm_sources[0].push_back(r.source);
+      if (op.comm_dim == CommDim::kCp) comm_sources[1].push_back(r.source);
+      if (op.comm_dim == CommDim::kEp) comm_sources[2].push_back(r.source);
+    } else {
+      compute_sources.push_back(r.source);
+      if (op.kind == OpKind::kMemory) layer_memory_ops.push_back(op.memory);
+    }
+    report.ops.push_back(std::move(row));
+    return absl::OkStatus();
+  };
+  for (const LayerOps& l : layers) {
+    for (const ModuleProfile& m : l.layer.modules) {
+      for (const Op& op : m.ops) PROJECTOR_RETURN_IF_ERROR(add_row(l.kind, op));
+    }
+    if (l.composed) {
+      for (const Op& op : l.composed->comm_ops) PROJECTOR_RETURN_IF_ERROR(add_row(l.kind, op));
+    }
+  }
+
+  // The projection from the measured side, recording what the step composer asks for.
+  RecordingCollectiveBackend recording_collective(*set.collective);
+  RecordingMemoryBackend recording_memory(*set.memory);
+  const BackendRefs recorded{.gemm = *set.gemm,
+                             .attention = *set.attention,
+                             .memory = recording_memory,
+                             .collective = recording_collective};
+  PROJECTOR_ASSIGN_OR_RETURN(report.projection, Project(target, recorded));
+
+  std::vector<TimeSource> p2p_sources, dp_sources, optimizer_sources;
+  const int64_t dp_stride = target.parallel.tp * target.parallel.cp;
+  for (const auto& [op, algorithm] : recording_collective.Seen()) {
+    const bool p2p = op.kind == CollectiveKind::kSendRecv;
+    const bool dp = !p2p && op.group.stride >= dp_stride && op.group.size > 1 &&
+                    op.kind != CollectiveKind::kAllToAll;
+    if (!p2p && !dp) continue;
+    PROJECTOR_ASSIGN_OR_RETURN(auto r, set.collective->Resolve(op, algorithm));
+    (p2p ? p2p_sources : dp_sources).push_back(r.source);
+  }
+  for (const MemoryOp& op : recording_memory.Seen()) {
+    if (std::find(layer_memory_ops.begin(), layer_memory_ops.end(), op) != layer_memory_ops.end()) {
+      continue;
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(auto r, set.memory->Resolve(op));
+    optimizer_sources.push_back(r.source);
+  }
+  const StepBreakdown& b = report.projection.breakdown;
+  const std::string compute = Aggregate(compute_sources);
+  const std::string dp = Aggregate(dp_sources);
+  report.terms = {
+      {"compute", b.compute.value(), compute},
+      {"exposed_tp_comm", b.exposed_tp_comm.value(), Aggregate(comm_sources[0])},
+      {"exposed_cp_comm", b.exposed_cp_comm.value(), Aggregate(comm_sources[1])},
+      {"exposed_ep_comm", b.exposed_ep_comm.value(), Aggregate(comm_sources[2])},
+      {"pipeline_bubble", b.pipeline_bubble.value(), compute},
+      {"p2p", b.p2p.value(), Aggregate(p2p_sources)},
+      {"exposed_dp_comm", b.exposed_dp_comm.value(), target.parallel.fsdp ? "none" : dp},
+      {"exposed_fsdp_comm", b.exposed_fsdp_comm.value(), target.parallel.fsdp ? dp : "none"},
+      {"optimizer", b.optimizer.value(), Aggregate(optimizer_sources)},
+  };
+  if (report.measured_ops + report.scaled_ops == 0) {
+    report.warnings.push_back(
+        "no op of the target matched the profile: the projection is fully simulated");
+  }
+
+  if (both) {
+    // Every measured op against the simulate model on the hardware it was measured on.
+    double sum_abs = 0;
+    for (const ProfiledOp& p : profile.ops) {
+      ProfileOpRow row;
+      row.module = p.module;
+      row.name = p.name;
+      row.shape = DescribeProfiledOp(p);
+      Seconds sim(0);
+      switch (p.kind) {
+        case ProfiledOpKind::kGemm: {
+          PROJECTOR_ASSIGN_OR_RETURN(auto e, set.measured_simulate.gemm->Estimate(p.gemm));
+          sim = e.time;
+          break;
+        }
+        case ProfiledOpKind::kAttention: {
+          PROJECTOR_ASSIGN_OR_RETURN(auto e,
+                                     set.measured_simulate.attention->Estimate(p.attention, p.pass));
+          sim = e.time;
+          break;
+        }
+        case ProfiledOpKind::kMemory: {
+          PROJECTOR_ASSIGN_OR_RETURN(auto e, set.measured_simulate.memory->Estimate(p.memory));
+          sim = e.time;
+          break;
+        }
+        case ProfiledOpKind::kCollective: {
+          PROJECTOR_ASSIGN_OR_RETURN(auto e,
+                                     set.measured_simulate.collective->Estimate(p.collective));
+          sim = e.time;
+          break;
+        }
+      }
+      row.simulated_us = ToMicroseconds(sim);
+      row.measured_us = ToMicroseconds(p.time.median);
+      row.projected_us = *row.measured_us;
+      row.provenance = Provenance::kMeasured;
+      const double err = std::abs(ErrorPct(row.simulated_us, *row.measured_us));
+      sum_abs += err;
+      report.max_abs_op_error_pct = std::max(report.max_abs_op_error_pct, err);
+      report.comparison_ops.push_back(std::move(row));
+    }
+    if (!profile.ops.empty()) {
+      report.mean_abs_op_error_pct = sum_abs / static_cast<double>(profile.ops.size());
+    }
+    if (!profile.modules.empty()) {
+      const BackendRefs sim_refs = RefsOf(set.measured_simulate);
+      PROJECTOR_ASSIGN_OR_RETURN(std::vector<LayerOps> measured_layers,
+                                 BuildLayers(measured, &sim_refs));
+      PROJECTOR_RETURN_IF_ERROR(CompareModules(profile, measured_layers, report));
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(Projection sim, Project(target, RefsOf(set.target_simulate)));
+    report.simulated_projection = std::move(sim);
+  }
+  return report;
+}
+
+json ProfileModeJson(const Scenario& target, const ProfileModeReport& report) {
+  json j = json::object();
+  j["mode"] = report.both ? "both" : "profile";
+  json profile = json::object();
+  profile["file"] = report.profile_file;
+  profile["tool"] = report.profile_tool;
+  profile["device"] = report.profile_device;
+  profile["model"] = report.measured_model;
+  profile["layout"] = report.measured_layout;
+  j["profile"] = std::move(profile);
+  if (report.both) {
+    json cmp = json::object();
+    json ops = json::array();
+    for (const ProfileOpRow& r : report.comparison_ops) ops.push_back(RowJson(r));
+    cmp["ops"] = std::move(ops);
+    json modules = json::array();
+    for (const ProfileModuleRow& m : report.comparison_modules) {
+      json mj = json::object();
+      mj["layer_kind"] = m.layer_kind;
+      mj["module"] = m.module;
+      mj["simulated_forward_us"] = m.simulated_forward_us;
+      mj["simulated_backward_us"] = m.simulated_backward_us;
+      if (m.measured_forward_us) {
+        mj["measured_forward_us"] = *m.measured_forward_us;
+        mj["forward_error_pct"] = ErrorPct(m.simulated_forward_us, *m.measured_forward_us);
+      }
+      if (m.measured_backward_us) {
+        mj["measured_backward_us"] = *m.measured_backward_us;
+        mj["backward_error_pct"] = ErrorPct(m.simulated_backward_us, *m.measured_backward_us);
+      }
+      modules.push_back(std::move(mj));
+    }
+    cmp["modules"] = std::move(modules);
+    cmp["mean_abs_op_error_pct"] = report.mean_abs_op_error_pct;
+    cmp["max_abs_op_error_pct"] = report.max_abs_op_error_pct;
+    j["comparison"] = std::move(cmp);
+  }
+  json ops = json::array();
+  for (const ProfileOpRow& r : report.ops) ops.push_back(RowJson(r));
+  j["ops"] = std::move(ops);
+  json terms = json::array();
+  for (const ProfileTermRow& t : report.terms) {
+    json tj = json::object();
+    tj["term"] = t.term;
+    tj["time_s"] = t.time_s;
+    tj["provenance"] = t.provenance;
+    terms.push_back(std::move(tj));
+  }
+  j["terms"] = std::move(terms);
+  json counts = json::object();
+  counts["measured"] = report.measured_ops;
+  counts["scaled_from_measured"] = report.scaled_ops;
+  counts["simulated"] = report.simulated_ops;
+  j["provenance_counts"] = std::move(counts);
+  j["projection"] = ProjectionJson(target, report.projection);
+  if (report.simulated_projection) {
+    j["simulated_projection"] = ProjectionJson(target, *report.simulated_projection);
+  }
+  j["warnings"] = report.warnings;
+  return j;
+}
+
+std::string ProfileModeText(const Scenario& target, const ProfileModeReport& report) {
+  std::string out;
+  absl::StrAppendFormat(&out, "Profile %s (%s%s%s): %s, %s\n", report.profile_file,
+                        report.profile_tool.empty() ? "no tool recorded" : report.profile_tool,
+                        report.profile_device.empty() ? "" : ", ", report.profile_device,
+                        report.measured_model, report.measured_layout);
+  if (report.both) {
+    absl::StrAppend(&out, "\nMeasured ops vs simulate model (on the measured hardware)\n");
+    absl::StrAppendFormat(&out, "  %-16s %-52s %10s %10s %8s\n", "module/name", "shape",
+                          "sim us", "meas us", "error");
+    for (const ProfileOpRow& r : report.comparison_ops) {
+      absl::StrAppendFormat(&out, "  %-16s %-52s %10.1f %s %s\n",
+                            r.module.empty() && r.name.empty() ? "-" : absl::StrCat(r.module, "/", r.name),
+                            r.shape, r.simulated_us, OptUs(r.measured_us),
+                            OptErr(r.simulated_us, r.measured_us));
+    }
+    absl::StrAppendFormat(&out, "  mean |error| %.1f%%, max |error| %.1f%%\n",
+                          report.mean_abs_op_error_pct, report.max_abs_op_error_pct);
+    if (!report.comparison_modules.empty()) {
+      absl::StrAppend(&out, "\nMeasured modules vs simulate model (profile's scenario)\n");
+      absl::StrAppendFormat(&out, "  %-6s %-10s %10s %10s %8s %10s %10s %8s\n", "layer", "module",
+                            "fwd sim", "fwd meas", "error", "bwd sim", "bwd meas", "error");
+      for (const ProfileModuleRow& m : report.comparison_modules) {
+        absl::StrAppendFormat(&out, "  %-6s %-10s %10.1f %s %s %10.1f %s %s\n",
+                              m.layer_kind.empty() ? "-" : m.layer_kind, m.module,
+                              m.simulated_forward_us, OptUs(m.measured_forward_us),
+                              OptErr(m.simulated_forward_us, m.measured_forward_us),
+                              m.simulated_backward_us, OptUs(m.measured_backward_us),
+                              OptErr(m.simulated_backward_us, m.measured_backward_us));
+      }
+    }
+  }
+  absl::StrAppendFormat(&out, "\nTarget ops and their source (%d measured, %d scaled from "
+                        "measured, %d simulated)\n",
+                        report.measured_ops, report.scaled_ops, report.simulated_ops);
+  absl::StrAppendFormat(&out, "  %-9s %-30s %-14s %10s %10s  %s\n", "layer", "module/name",
+                        "phase", "sim us", "used us", "source");
+  for (const ProfileOpRow& r : report.ops) {
+    absl::StrAppendFormat(&out, "  %-9s %-30s %-14s %10.1f %10.1f  %s%s\n", r.layer,
+                          absl::StrCat(r.module, "/", r.name), r.phase, r.simulated_us,
+                          r.projected_us, ProvenanceName(r.provenance),
+                          r.source_shape.empty()
+                              ? std::string()
+                              : absl::StrFormat(" (x%.3f from %s)", r.scale, r.source_shape));
+  }
+  absl::StrAppend(&out, "\nStep terms and their source\n");
+  for (const ProfileTermRow& t : report.terms) {
+    absl::StrAppendFormat(&out, "  %-18s %10.3f ms  %s\n", t.term, t.time_s * 1e3, t.provenance);
+  }
+  for (const std::string& w : report.warnings) absl::StrAppend(&out, "warning: ", w, "\n");
+  absl::StrAppend(&out, "\nProjection (from the measured side)\n",
+                  ProjectionText(target, report.projection));
+  if (report.simulated_projection) {
+    absl::StrAppendFormat(
+        &out, "\nSimulate-only projection of the same target: %.1f tokens/s/GPU (profile-driven: "
+        "%.1f, %+.1f%%)\n",
+        report.simulated_projection->tokens_per_s_per_gpu, report.projection.tokens_per_s_per_gpu,
+        ErrorPct(report.projection.tokens_per_s_per_gpu,
+                 report.simulated_projection->tokens_per_s_per_gpu));
+  }
+  return out;
+}
+
+}  // namespace projector
