@@ -11,6 +11,8 @@
 #include "absl/strings/str_join.h"
 #include "backends/backend_registry.h"
 #include "cli/cli_options.h"
+#include "cli/profile_commands.h"
+#include "cli/search_command.h"
 #include "core/status_macros.h"
 #include "cxxopts.hpp"
 #include "hw_profiles/hardware_profile.h"
@@ -32,6 +34,10 @@ constexpr char kUsage[] =
     "\n"
     "  project [flags]                          project one training step\n"
     "  project estimate gemm|attention|collective [flags]   time one op\n"
+    "  project validate --cases FILE.jsonl      projected vs measured over benchmark cases\n"
+    "  project search --model M --gpu-arch G --num-gpus N --seq-len S --global-batch B\n"
+    "                                           rank every valid layout under a memory limit\n"
+    "  project calibrate --profile FILE         fit efficiency constants to a measured profile\n"
     "\n"
     "Example:\n"
     "  project --profiling-mode simulate --gpu-arch mi300x --model llama3.1-70b --num-gpus 64 \\\n"
@@ -50,6 +56,28 @@ absl::StatusOr<bool> WantsJson(const cxxopts::ParseResult& flags) {
   if (f == "text") return false;
   return absl::InvalidArgumentError(
       absl::StrCat("--format: unknown format '", f, "'; accepted: text, json"));
+}
+
+// cxxopts reports "Argument ‘two’ failed to parse" without the flag; name the flag that
+// preceded the bad value so the user sees "--tp: 'two' is not a valid value".
+std::string ExplainParseError(const std::exception& e, int argc, char** argv) {
+  std::string what = e.what();
+  const std::string open = "\xe2\x80\x98", close = "\xe2\x80\x99";  // ‘ ’
+  size_t a = what.find(open);
+  size_t b = a == std::string::npos ? a : what.find(close, a + open.size());
+  if (what.find("failed to parse") == std::string::npos || b == std::string::npos) return what;
+  std::string value = what.substr(a + open.size(), b - a - open.size());
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == value && i > 1 && argv[i - 1][0] == '-') {
+      return absl::StrCat(argv[i - 1], ": '", value, "' is not a valid value for this flag");
+    }
+    size_t eq = arg.find('=');
+    if (eq != std::string::npos && arg.substr(eq + 1) == value) {
+      return absl::StrCat(arg.substr(0, eq), ": '", value, "' is not a valid value for this flag");
+    }
+  }
+  return what;
 }
 
 void AddCommonFlags(cxxopts::Options& options) {
@@ -115,10 +143,15 @@ absl::StatusOr<HardwareProfile> HardwareFromFlags(const cxxopts::ParseResult& fl
   return hw;
 }
 
-absl::StatusOr<int64_t> RequiredPositive(const cxxopts::ParseResult& flags, const char* name) {
-  if (!flags.count(name)) return absl::InvalidArgumentError(absl::StrCat("--", name, ": required"));
+// `shown` is the flag name in messages when it differs from the option name.
+absl::StatusOr<int64_t> RequiredPositive(const cxxopts::ParseResult& flags, const char* name,
+                                         const char* shown = nullptr) {
+  const char* label = shown ? shown : name;
+  if (!flags.count(name) && !flags[name].has_default()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", label, ": required"));
+  }
   int64_t v = flags[name].as<int64_t>();
-  if (v <= 0) return absl::InvalidArgumentError(absl::StrCat("--", name, ": must be > 0, got ", v));
+  if (v <= 0) return absl::InvalidArgumentError(absl::StrCat("--", label, ": must be > 0, got ", v));
   return v;
 }
 
@@ -146,8 +179,9 @@ absl::Status RunEstimate(int argc, char** argv, Output& io) {
     ("dtype", "bf16, fp16, fp8, fp32, tf32, fp4", cxxopts::value<std::string>(), "DTYPE");
   // clang-format on
   if (kind == "gemm") {
-    options.add_options()("m", "M", cxxopts::value<int64_t>(), "N")("n", "N", cxxopts::value<int64_t>(), "N")(
-        "k", "K", cxxopts::value<int64_t>(), "N")("batch", "Batch count", cxxopts::value<int64_t>(), "N")(
+    options.add_options()("gemm-m", "M (given as --m)", cxxopts::value<int64_t>(), "N")(
+        "gemm-n", "N (given as --n)", cxxopts::value<int64_t>(), "N")(
+        "gemm-k", "K (given as --k)", cxxopts::value<int64_t>(), "N")("batch", "Batch count", cxxopts::value<int64_t>(), "N")(
         "gemm-backend", "GEMM backend", cxxopts::value<std::string>()->default_value("tile"), "NAME");
   } else if (kind == "attention") {
     options.add_options()("batch", "Sequences", cxxopts::value<int64_t>(), "N")(
@@ -174,11 +208,26 @@ absl::Status RunEstimate(int argc, char** argv, Output& io) {
     return absl::InvalidArgumentError(
         absl::StrCat("estimate: unknown op '", kind, "'; accepted: gemm, attention, collective"));
   }
+  // cxxopts needs long flags of two or more letters: --m/--n/--k are read as --gemm-m/n/k.
+  std::vector<std::string> storage;
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    for (const char* dim : {"m", "n", "k"}) {
+      std::string flag = absl::StrCat("--", dim);
+      if (arg == flag || arg.rfind(flag + "=", 0) == 0) {
+        arg = absl::StrCat("--gemm-", dim, arg.substr(flag.size()));
+      }
+    }
+    storage.push_back(std::move(arg));
+  }
+  std::vector<char*> args;
+  for (std::string& a : storage) args.push_back(a.data());
   cxxopts::ParseResult flags;
   try {
-    flags = options.parse(argc - 2, argv + 2);
+    flags = options.parse(static_cast<int>(args.size()), args.data());
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("estimate ", kind, ": ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "estimate ", kind, ": ", ExplainParseError(e, static_cast<int>(args.size()), args.data())));
   }
   if (flags.count("help")) {
     io.out << options.help();
@@ -192,9 +241,9 @@ absl::Status RunEstimate(int argc, char** argv, Output& io) {
   std::string text;
   if (kind == "gemm") {
     GemmShape shape;
-    PROJECTOR_ASSIGN_OR_RETURN(shape.m, RequiredPositive(flags, "m"));
-    PROJECTOR_ASSIGN_OR_RETURN(shape.n, RequiredPositive(flags, "n"));
-    PROJECTOR_ASSIGN_OR_RETURN(shape.k, RequiredPositive(flags, "k"));
+    PROJECTOR_ASSIGN_OR_RETURN(shape.m, RequiredPositive(flags, "gemm-m", "m"));
+    PROJECTOR_ASSIGN_OR_RETURN(shape.n, RequiredPositive(flags, "gemm-n", "n"));
+    PROJECTOR_ASSIGN_OR_RETURN(shape.k, RequiredPositive(flags, "gemm-k", "k"));
     if (flags.count("batch")) {
       PROJECTOR_ASSIGN_OR_RETURN(shape.batch, RequiredPositive(flags, "batch"));
     }
@@ -373,19 +422,22 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
   options.add_options()("list-models", "List the model library")(
       "list-gpus", "List the hardware profile library")("list-backends", "List the backends");
   AddScenarioFlags(options);
+  AddProfileFlags(options);
   cxxopts::ParseResult flags;
   try {
     flags = options.parse(argc, argv);
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(e.what(), " (see project --help)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ExplainParseError(e, argc, argv), " (see project --help)"));
   }
   if (!flags.unmatched().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "unexpected argument '", flags.unmatched().front(),
-        "'; subcommands: estimate (see project --help)"));
+        "'; subcommands: estimate, validate, search, calibrate (see project --help)"));
   }
   if (flags.count("help")) {
-    io.out << options.help({"", "Scenario", "Parallel layout", "Training run", "Backends"});
+    io.out << options.help(
+        {"", "Scenario", "Parallel layout", "Training run", "Backends", "Profiles"});
     return absl::OkStatus();
   }
   if (flags.count("list-models")) {
@@ -407,11 +459,25 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--profiling-mode: unknown mode '", mode, "'; accepted: simulate, profile, both, measure"));
   }
-  if (mode != "simulate") {
-    return absl::UnimplementedError(absl::StrCat(
-        "--profiling-mode ", mode, ": not available in this build yet; use simulate"));
+  if (mode == "measure") {
+    // Checks the GPU runtime first, so a GPU-free build exits 2 before any scenario work.
+    Scenario target;
+    if (!flags.count("profile") || flags.count("model") || flags.count("scenario") ||
+        flags.count("case")) {
+      PROJECTOR_ASSIGN_OR_RETURN(target, ScenarioFromFlags(flags));
+    }
+    return RunProfilingMode(mode, flags, target, as_json, io.out, io.err);
+  }
+  if (mode != "simulate" && flags.count("profile") && !flags.count("model") &&
+      !flags.count("scenario") && !flags.count("case")) {
+    // Profile/both with only --profile: project the profile's own scenario.
+    return RunProfilingMode(mode, flags, Scenario{}, as_json, io.out, io.err);
   }
   PROJECTOR_ASSIGN_OR_RETURN(Scenario scenario, ScenarioFromFlags(flags));
+  PROJECTOR_RETURN_IF_ERROR(ApplyHwOverlayFlag(flags, scenario));
+  if (mode != "simulate") {
+    return RunProfilingMode(mode, flags, scenario, as_json, io.out, io.err);
+  }
   std::vector<double> clocks;
   if (flags.count("gpu-clock-mhz")) {
     PROJECTOR_ASSIGN_OR_RETURN(
@@ -450,6 +516,10 @@ int Run(int argc, char** argv, Output& io) {
     status = RunEstimate(argc, argv, io);
   } else if (sub == "validate") {
     status = RunValidate(argc, argv, io);
+  } else if (sub == "search") {
+    status = RunSearchCommand(argc, argv, io.out, io.err);
+  } else if (sub == "calibrate") {
+    status = RunCalibrateCommand(argc, argv, io.out, io.err);
   } else {
     status = RunProject(argc, argv, io);
   }

@@ -190,8 +190,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"bad_module.json", "/modules/0/module", "attention"},
         BadCase{"bad_no_ops.json", "/ops", "ops and/or modules"},
         BadCase{"bad_syntax.json", "bad_syntax.json", ""}),
-    [](const ::testing::TestParamInfo<BadCase>& info) {
-      std::string name = info.param.file;
+    [](const ::testing::TestParamInfo<BadCase>& param_info) {
+      std::string name = param_info.param.file;
       name = name.substr(0, name.find('.'));
       return name;
     });

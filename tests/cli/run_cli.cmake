@@ -1,6 +1,6 @@
 # Runs the CLI and checks its exit code and output: an abort (134) or crash never passes.
 #   cmake -DEXE=... -DARGS="a;b" -DEXPECT_CODE=2 -DEXPECT_REGEX=... -P run_cli.cmake
-separate_arguments(arg_list UNIX_COMMAND "${ARGS}")
+set(arg_list ${ARGS})
 execute_process(COMMAND ${EXE} ${arg_list}
                 RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
 set(all "${out}${err}")
