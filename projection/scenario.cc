@@ -296,10 +296,13 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
                                           m.num_layers, p.first_stage_layers,
                                           p.last_stage_layers, middle_stages));
     }
-  } else if (m.num_layers % chunks != 0) {
+  } else if (m.num_layers % chunks != 0 && !(chunks > 2 && (m.num_layers + 2) % chunks == 0)) {
+    // (layers + 2) divisible is accepted: Megatron's embedding/loss-aware pipeline split gives
+    // the first and last virtual stage one layer less.
     return Precondition(origin, "/parallel/pp",
                         absl::StrFormat("%d layers of %s are not divisible by pp·vpp = %d; choose "
-                                        "pp·vpp dividing the layer count or give "
+                                        "pp·vpp dividing the layer count (or layers + 2, for "
+                                        "the embedding/loss-aware split) or give "
                                         "first_stage_layers/last_stage_layers",
                                         m.num_layers, m.name, chunks));
   }

@@ -241,8 +241,18 @@ absl::StatusOr<std::vector<ChunkAssignment>> AssignLayers(const ModelSpec& model
     }
   } else {
     int64_t stages = p * v;
-    for (int64_t vs = 0; vs < stages; ++vs) {
-      per_vs[static_cast<size_t>(vs)] = layers / stages + (vs < layers % stages ? 1 : 0);
+    if (stages > 2 && layers % stages != 0 && (layers + 2) % stages == 0) {
+      // Megatron's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split
+      // (used by the NeMo Llama-3.1-405B recipes: 126 layers on 64 virtual stages): the
+      // embedding and the loss each take one layer's slot, on the first and last virtual stage.
+      int64_t per = (layers + 2) / stages;
+      for (int64_t vs = 0; vs < stages; ++vs) per_vs[static_cast<size_t>(vs)] = per;
+      per_vs.front() -= 1;
+      per_vs.back() -= 1;
+    } else {
+      for (int64_t vs = 0; vs < stages; ++vs) {
+        per_vs[static_cast<size_t>(vs)] = layers / stages + (vs < layers % stages ? 1 : 0);
+      }
     }
   }
   std::vector<ChunkAssignment> out(static_cast<size_t>(p * v));

@@ -122,6 +122,18 @@ TEST(ScenarioTest, LayersNotDivisibleAcrossPipeline) {
                        AllOf(HasSubstr("/parallel/pp"), HasSubstr("pp·vpp = 6"))));
 }
 
+TEST(ScenarioTest, EmbeddingAndLossAwareSplitAccepted) {
+  Scenario s = Default();
+  s.model.num_layers = 30;  // 30 % 8 != 0 but (30 + 2) % (pp 4 · vpp 2) == 0
+  s.parallel.pp = 4;
+  s.parallel.vpp = 2;
+  s.parallel.dp = 2;
+  EXPECT_THAT(ValidateScenario(s, "x.json"), IsOk());
+  s.model.num_layers = 29;  // neither 29 nor 31 divisible by 8
+  EXPECT_THAT(ValidateScenario(s, "x.json"),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("/parallel/pp")));
+}
+
 TEST(ScenarioTest, UnevenSplitAcceptedWhenItAddsUp) {
   Scenario s = Default();  // 32 layers: first 6, last 6, 20 over 2 middle stages
   s.parallel.pp = 4;

@@ -109,6 +109,25 @@ TEST(StepComposerTest, UnevenStagesAndEndModulesAreHonoured) {
   EXPECT_THAT(fx.Run(), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("uneven")));
 }
 
+TEST(StepComposerTest, EmbeddingAndLossTakeALayerSlotWhenLayersPlusTwoDivide) {
+  Fixture fx;
+  fx.model.num_layers = 14;  // 14 + 2 = 16 slots over pp 4 · vpp 2 = 8 virtual stages
+  fx.par.pp = 4;
+  fx.par.vpp = 2;
+  auto chunks = AssignLayers(fx.model, fx.par, fx.tr);
+  ASSERT_THAT(chunks, IsOk());
+  // Chunk index is rank·v + c; virtual stage vs = c·p + r. First vs (rank 0, chunk 0) and last
+  // (rank 3, chunk 1) hold one layer next to the embedding / loss, the rest two each.
+  int64_t total = 0;
+  for (const ChunkAssignment& a : *chunks) total += a.num_layers;
+  EXPECT_EQ(total, 14);
+  EXPECT_EQ((*chunks)[0].num_layers, 1);
+  EXPECT_TRUE((*chunks)[0].has_embedding);
+  EXPECT_EQ((*chunks)[3 * 2 + 1].num_layers, 1);
+  EXPECT_TRUE((*chunks)[3 * 2 + 1].has_output);
+  EXPECT_EQ((*chunks)[1].num_layers, 2);
+}
+
 TEST(StepComposerTest, MoeModelsPlaceLeadingDenseLayersAsDense) {
   Fixture fx;
   fx.model = projector::testing::ToyMoeModel();  // layer 0 dense, 1..3 MoE
