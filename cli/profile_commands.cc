@@ -54,32 +54,6 @@ bool SameRequest(const ProfiledOp& a, const ProfiledOp& b) {
   return false;
 }
 
-ProfiledOp RequestOf(const Op& op) {
-  ProfiledOp p;
-  p.name = std::string(op.name);
-  p.module = std::string(op.module);
-  switch (op.kind) {
-    case OpKind::kGemm:
-      p.kind = ProfiledOpKind::kGemm;
-      p.gemm = op.gemm;
-      break;
-    case OpKind::kAttention:
-      p.kind = ProfiledOpKind::kAttention;
-      p.attention = op.attention;
-      p.pass = op.attention_pass;
-      break;
-    case OpKind::kMemory:
-      p.kind = ProfiledOpKind::kMemory;
-      p.memory = op.memory;
-      break;
-    case OpKind::kCollective:
-      p.kind = ProfiledOpKind::kCollective;
-      p.collective = op.collective;
-      break;
-  }
-  return p;
-}
-
 absl::Status PrintReport(const Scenario& target, const Profile& profile, bool both, bool as_json,
                          std::ostream& out) {
   PROJECTOR_ASSIGN_OR_RETURN(ProfileModeReport report, RunProfileMode(target, profile, both));
@@ -105,7 +79,7 @@ absl::Status RunMeasure(const cxxopts::ParseResult& flags, const Scenario& targe
   PROJECTOR_ASSIGN_OR_RETURN(OpList ops, ScenarioComputeOps(target));
   std::vector<ProfiledOp> requests;
   for (const Op& op : ops) {
-    ProfiledOp r = RequestOf(op);
+    ProfiledOp r = ToProfiledOp(op);
     bool seen = false;
     for (const ProfiledOp& q : requests) seen = seen || SameRequest(q, r);
     if (!seen) requests.push_back(std::move(r));

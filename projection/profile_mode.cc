@@ -38,31 +38,6 @@ Provenance ProvenanceOf(TimeSource s) {
   return Provenance::kSimulated;
 }
 
-ProfiledOp ToProfiledOp(const Op& op) {
-  ProfiledOp p;
-  p.name = std::string(op.name);
-  p.module = std::string(op.module);
-  switch (op.kind) {
-    case OpKind::kGemm:
-      p.kind = ProfiledOpKind::kGemm;
-      p.gemm = op.gemm;
-      break;
-    case OpKind::kAttention:
-      p.kind = ProfiledOpKind::kAttention;
-      p.attention = op.attention;
-      p.pass = op.attention_pass;
-      break;
-    case OpKind::kMemory:
-      p.kind = ProfiledOpKind::kMemory;
-      p.memory = op.memory;
-      break;
-    case OpKind::kCollective:
-      p.kind = ProfiledOpKind::kCollective;
-      p.collective = op.collective;
-      break;
-  }
-  return p;
-}
 
 // One op resolved through the profile backends (times for all repeats).
 struct ResolvedOp {
@@ -306,6 +281,32 @@ std::string OptErr(double sim, const std::optional<double>& meas) {
 }
 
 }  // namespace
+
+ProfiledOp ToProfiledOp(const Op& op) {
+  ProfiledOp p;
+  p.name = std::string(op.name);
+  p.module = std::string(op.module);
+  switch (op.kind) {
+    case OpKind::kGemm:
+      p.kind = ProfiledOpKind::kGemm;
+      p.gemm = op.gemm;
+      break;
+    case OpKind::kAttention:
+      p.kind = ProfiledOpKind::kAttention;
+      p.attention = op.attention;
+      p.pass = op.attention_pass;
+      break;
+    case OpKind::kMemory:
+      p.kind = ProfiledOpKind::kMemory;
+      p.memory = op.memory;
+      break;
+    case OpKind::kCollective:
+      p.kind = ProfiledOpKind::kCollective;
+      p.collective = op.collective;
+      break;
+  }
+  return p;
+}
 
 absl::StatusOr<Scenario> ScenarioFromProfile(const Profile& profile) {
   const ProfileScenario& ps = profile.scenario;

@@ -25,6 +25,9 @@ namespace projector {
 // and /scenario field for an unknown model or GPU or an inconsistent layout.
 absl::StatusOr<Scenario> ScenarioFromProfile(const Profile& profile);
 
+// The profile record of one op of an op list (kind, shape, name, module; no timing).
+ProfiledOp ToProfiledOp(const Op& op);
+
 // The profile scenario record of a Scenario (measure mode writes it). `model_name` is the name
 // ResolveModel takes (library stem or path).
 ProfileScenario ProfileScenarioOf(const Scenario& scenario, const std::string& model_name);
