@@ -72,6 +72,45 @@ std::string HardwareKey(const HardwareProfile& hw) {
   return absl::StrCat(hw.name, "/", hw.gpus_per_node, "/", hw.gpu.sustained_clock.value());
 }
 
+// Cases of one scaling series share everything but the GPU count (and so DP).
+std::string SiblingKey(const ParsedCase& pc) {
+  const Scenario& s = *pc.scenario;
+  const ParallelConfig& p = s.parallel;
+  return absl::StrCat(pc.result.source, "|", s.model.name, "|", s.hw.name, "|",
+                      std::string(DTypeName(s.training.precision)), "|", s.training.seq_len, "|",
+                      s.training.micro_batch, "|", std::string(RecomputeName(s.training.recompute)),
+                      "|tp", p.tp, "pp", p.pp, "vpp", p.vpp, "cp", p.cp, "ep", p.ep,
+                      p.sequence_parallel ? "sp" : "", p.fsdp ? "fsdp" : "");
+}
+
+// For every series of 3 or more projected cases: deviation of each case's measured/projected
+// ratio from the series median ratio. Dividing by the projection removes the scaling the model
+// predicts (e.g. more exposed communication at more GPUs), so what is left is how much this
+// measurement disagrees with its siblings.
+void CheckSiblings(std::vector<ParsedCase>& parsed) {
+  std::map<std::string, std::vector<ValidationCase*>> series;
+  for (ParsedCase& pc : parsed) {
+    if (!pc.scenario || !pc.result.projected_tokens_per_s_per_gpu) continue;
+    if (*pc.result.projected_tokens_per_s_per_gpu <= 0) continue;
+    series[SiblingKey(pc)].push_back(&pc.result);
+  }
+  for (auto& [key, members] : series) {
+    if (members.size() < 3) continue;
+    std::vector<double> ratios;
+    ratios.reserve(members.size());
+    for (const ValidationCase* c : members) {
+      ratios.push_back(c->measured_tokens_per_s_per_gpu / *c->projected_tokens_per_s_per_gpu);
+    }
+    const double median = Median(ratios);
+    for (size_t i = 0; i < members.size(); ++i) {
+      ValidationCase& c = *members[i];
+      c.siblings = static_cast<int64_t>(members.size());
+      c.sibling_deviation_pct = 100.0 * (ratios[i] / median - 1.0);
+      c.inconsistent = std::fabs(*c.sibling_deviation_pct) > kSiblingDeviationFlagPct;
+    }
+  }
+}
+
 }  // namespace
 
 ErrorSummary Summarise(const std::vector<const ValidationCase*>& cases, std::string group) {
@@ -184,6 +223,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path, int 
   for (int t = 1; t < n; ++t) pool.emplace_back(worker);
   worker();
   for (std::thread& t : pool) t.join();
+  CheckSiblings(parsed);
 
   std::vector<const ValidationCase*> all;
   std::map<std::string, std::vector<const ValidationCase*>> by_gpu, by_source;
@@ -191,6 +231,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path, int 
     report.cases.push_back(std::move(pc.result));
   }
   for (const ValidationCase& c : report.cases) {
+    report.inconsistent_cases += c.inconsistent;
     all.push_back(&c);
     by_gpu[c.gpu].push_back(&c);
     by_source[c.source].push_back(&c);
@@ -230,11 +271,14 @@ std::string FormatValidationText(const ValidationReport& r) {
       "measured", "projected", "error", "dominant terms");
   for (const ValidationCase& c : r.cases) {
     if (c.status != "ok") continue;
-    absl::StrAppendFormat(&out, "%-34s %-16s %-14s %5d %-22s %10.1f %10.1f %+7.1f%%  %s%s\n",
+    absl::StrAppendFormat(&out, "%-34s %-16s %-14s %5d %-22s %10.1f %10.1f %+7.1f%%  %s%s%s\n",
                           c.id.substr(0, 34), c.model.substr(0, 16), c.gpu, c.num_gpus,
                           c.layout.substr(0, 22), c.measured_tokens_per_s_per_gpu,
                           *c.projected_tokens_per_s_per_gpu, *c.error_pct, c.dominant_terms,
-                          c.fits_in_memory ? "" : "  [does not fit]");
+                          c.fits_in_memory ? "" : "  [does not fit]",
+                          c.inconsistent ? absl::StrFormat("  [inconsistent: %+.0f%% vs %d-case series]",
+                                                           *c.sibling_deviation_pct, c.siblings)
+                                         : "");
   }
   bool header = false;
   for (const ValidationCase& c : r.cases) {
@@ -253,6 +297,13 @@ std::string FormatValidationText(const ValidationReport& r) {
   for (const ErrorSummary& s : r.by_gpu) out += SummaryRow(s);
   absl::StrAppend(&out, "\nBy source\n", head);
   for (const ErrorSummary& s : r.by_source) out += SummaryRow(s);
+  if (r.inconsistent_cases > 0) {
+    absl::StrAppendFormat(
+        &out,
+        "\n%d cases are inconsistent with their scaling series (measured/projected more than "
+        "%.0f%% from the series median; marked [inconsistent]); they are counted above.\n",
+        r.inconsistent_cases, kSiblingDeviationFlagPct);
+  }
   absl::StrAppendFormat(&out, "\n%d cases in %.2f s\n", r.summary.count, r.elapsed_s);
   return out;
 }
@@ -275,6 +326,11 @@ json ValidationToJson(const ValidationReport& r) {
     if (!c.reason.empty()) j["reason"] = c.reason;
     if (!c.dominant_terms.empty()) j["dominant_terms"] = c.dominant_terms;
     j["fits_in_memory"] = c.fits_in_memory;
+    if (c.sibling_deviation_pct) {
+      j["sibling_series_size"] = c.siblings;
+      j["sibling_deviation_pct"] = *c.sibling_deviation_pct;
+    }
+    j["inconsistent_with_siblings"] = c.inconsistent;
     cases.push_back(std::move(j));
   }
   json by_gpu = json::array(), by_source = json::array();
@@ -282,6 +338,7 @@ json ValidationToJson(const ValidationReport& r) {
   for (const ErrorSummary& s : r.by_source) by_source.push_back(SummaryJson(s));
   json summary = SummaryJson(r.summary);
   summary.erase("group");
+  summary["inconsistent_cases"] = r.inconsistent_cases;
   return {{"file", r.file},       {"cases", cases},         {"summary", summary},
           {"by_gpu", by_gpu},     {"by_source", by_source}, {"elapsed_s", r.elapsed_s}};
 }

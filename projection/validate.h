@@ -29,7 +29,20 @@ struct ValidationCase {
   std::string reason;               // why a case could not be projected
   std::string dominant_terms;       // "compute 81%, dp 7%"
   bool fits_in_memory = true;
+  // Sibling check: cases of the same source, model, GPU, precision, sequence, micro-batch,
+  // recompute and layout that differ only in the GPU count (DP) form a scaling series. With 3 or
+  // more projected siblings, `sibling_deviation_pct` is how far this case's measured/projected
+  // ratio lies from the series median; beyond kSiblingDeviationFlagPct the case is flagged as
+  // inconsistent with its own series (the projection cannot be right for all of them at once).
+  std::optional<double> sibling_deviation_pct;
+  int64_t siblings = 0;  // series size, this case included (0 when no series)
+  bool inconsistent = false;
 };
+
+// A measured value more than this far (in percent) from what its scaling series predicts is
+// flagged: the projection's own variation across the series is removed first, so the flag marks
+// a measurement the rest of the series contradicts, not a model error.
+inline constexpr double kSiblingDeviationFlagPct = 10.0;
 
 struct ErrorSummary {
   std::string group;  // "all", a GPU name or a source label
@@ -48,6 +61,7 @@ struct ValidationReport {
   ErrorSummary summary;
   std::vector<ErrorSummary> by_gpu;
   std::vector<ErrorSummary> by_source;
+  int64_t inconsistent_cases = 0;  // cases flagged by the sibling check
   double elapsed_s = 0;
 };
 

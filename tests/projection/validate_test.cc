@@ -77,6 +77,34 @@ TEST(ValidateCasesFileTest, InvalidLayoutIsListedNotDropped) {
   EXPECT_EQ(r->summary.projected, 1);
 }
 
+TEST(ValidateCasesFileTest, FlagsACaseItsScalingSeriesContradicts) {
+  // series_0..2 are one layout measured at 1000, 1000 and 800 TGS; the projection P is the same
+  // for all three, so the measured/projected ratios are 1000/P, 1000/P, 800/P with median
+  // 1000/P: deviations 0, 0 and 800/1000 − 1 = −20% (beyond the 10% flag). pair_0/1 differ
+  // only in micro-batch from the series, form a 2-case series and are never checked.
+  auto r = ValidateCasesFile(std::string(PROJECTOR_TESTDATA_DIR) + "/scenarios/cases_series.jsonl");
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->cases.size(), 5u);
+  for (int i = 0; i < 3; ++i) {
+    const ValidationCase& c = r->cases[static_cast<size_t>(i)];
+    ASSERT_TRUE(c.sibling_deviation_pct.has_value()) << c.id;
+    EXPECT_EQ(c.siblings, 3) << c.id;
+  }
+  EXPECT_NEAR(*r->cases[0].sibling_deviation_pct, 0.0, 1e-9);
+  EXPECT_NEAR(*r->cases[1].sibling_deviation_pct, 0.0, 1e-9);
+  EXPECT_NEAR(*r->cases[2].sibling_deviation_pct, -20.0, 1e-9);
+  EXPECT_FALSE(r->cases[0].inconsistent);
+  EXPECT_TRUE(r->cases[2].inconsistent);
+  EXPECT_FALSE(r->cases[3].sibling_deviation_pct.has_value());
+  EXPECT_FALSE(r->cases[4].inconsistent);
+  EXPECT_EQ(r->inconsistent_cases, 1);
+  EXPECT_THAT(FormatValidationText(*r), HasSubstr("[inconsistent: -20% vs 3-case series]"));
+  auto j = ValidationToJson(*r);
+  EXPECT_EQ(j["summary"]["inconsistent_cases"], 1);
+  EXPECT_EQ(j["cases"][2]["inconsistent_with_siblings"], true);
+  EXPECT_NEAR(j["cases"][2]["sibling_deviation_pct"].get<double>(), -20.0, 1e-9);
+}
+
 TEST(ValidateCasesFileTest, MissingFile) {
   EXPECT_THAT(ValidateCasesFile("/nonexistent/cases.jsonl"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("cases.jsonl")));
