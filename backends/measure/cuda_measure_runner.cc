@@ -1,31 +1,27 @@
 // CUDA build of the measure runner: cuBLASLt GEMMs, attention as a composition of
 // strided-batched cuBLASLt GEMMs plus a score-matrix pass, and device-to-device copies for the
-// memory-bound kernels, each timed with CUDA events after warm-up. Plain C++ against the CUDA
-// runtime and cuBLASLt: no device code, so no nvcc is needed to build it.
+// memory-bound kernels, each timed with CUDA events after warm-up (loop, statistics and dispatch
+// in measure_common.h). Plain C++ against the CUDA runtime and cuBLASLt: no device code, so no
+// nvcc is needed to build it.
 #include <cuda_runtime.h>
 #include <cublasLt.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "backends/measure/measure_runner.h"
+#include "backends/measure/measure_common.h"
 #include "core/status_macros.h"
 
 namespace projector {
 namespace {
 
 constexpr size_t kWorkspaceBytes = 64ull << 20;
-// Score matrices of attention are processed in chunks of heads so that S and P fit here.
-constexpr double kAttentionScratchBytes = 4.0 * (1ull << 30);
-// Byte pattern for operands: non-zero finite values in every dtype (bf16 0x3C3C ≈ 0.0115,
-// fp16 ≈ 1.06, fp32 ≈ 0.0115, fp8 e4m3 = 1.5). Zeros would draw less power than real data.
-constexpr int kFillByte = 0x3C;
 
 absl::Status CudaStatus(cudaError_t e, std::string_view what) {
   if (e == cudaSuccess) return absl::OkStatus();
@@ -49,7 +45,7 @@ class DeviceBuffer {
   }
   absl::Status Allocate(size_t bytes) {
     PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&ptr_, std::max<size_t>(bytes, 256)), "malloc"));
-    return CudaStatus(cudaMemset(ptr_, kFillByte, std::max<size_t>(bytes, 256)), "memset");
+    return CudaStatus(cudaMemset(ptr_, kMeasureFillByte, std::max<size_t>(bytes, 256)), "memset");
   }
   char* get() const { return static_cast<char*>(ptr_); }
 
@@ -183,205 +179,142 @@ class LtMatmul {
   cublasLtMatmulHeuristicResult_t heuristic_{};
 };
 
-class Timer {
+// CUDA events on one stream.
+class CudaClock final : public EventClock {
  public:
-  Timer() {
+  explicit CudaClock(cudaStream_t stream) : stream_(stream) {
     cudaEventCreate(&start_);
     cudaEventCreate(&stop_);
   }
-  ~Timer() {
+  ~CudaClock() override {
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
   }
-  Timer(const Timer&) = delete;
-  Timer& operator=(const Timer&) = delete;
+  CudaClock(const CudaClock&) = delete;
+  CudaClock& operator=(const CudaClock&) = delete;
 
-  // Runs `body` warmup times, then `reps` times each between two events; median/min/max.
-  absl::StatusOr<TimingStats> Time(const std::function<absl::Status()>& body,
-                                   const MeasureOptions& options, cudaStream_t stream,
-                                   double factor) {
-    for (int64_t i = 0; i < options.warmup; ++i) PROJECTOR_RETURN_IF_ERROR(body());
-    PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream), "warm-up"));
-    std::vector<double> us;
-    for (int64_t i = 0; i < options.repetitions; ++i) {
-      PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(start_, stream), "event"));
-      PROJECTOR_RETURN_IF_ERROR(body());
-      PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(stop_, stream), "event"));
-      PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaEventSynchronize(stop_), "event sync"));
-      float ms = 0;
-      PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaEventElapsedTime(&ms, start_, stop_), "elapsed"));
-      us.push_back(static_cast<double>(ms) * 1e3 * factor);
-    }
-    std::sort(us.begin(), us.end());
-    const size_t n = us.size();
-    const double median = n % 2 == 1 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2]);
-    return TimingStats{.median = Microseconds(median),
-                       .min = Microseconds(us.front()),
-                       .max = Microseconds(us.back()),
-                       .repetitions = options.repetitions};
+  absl::Status Synchronize() override {
+    return CudaStatus(cudaStreamSynchronize(stream_), "stream sync");
+  }
+  absl::Status Start() override { return CudaStatus(cudaEventRecord(start_, stream_), "event"); }
+  absl::StatusOr<double> StopMs() override {
+    PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(stop_, stream_), "event"));
+    PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaEventSynchronize(stop_), "event sync"));
+    float ms = 0;
+    PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaEventElapsedTime(&ms, start_, stop_), "elapsed"));
+    return static_cast<double>(ms);
   }
 
  private:
+  cudaStream_t stream_;
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
 };
 
-struct Context {
-  cublasLtHandle_t lt = nullptr;
-  cudaStream_t stream = nullptr;
-  DeviceBuffer workspace;
-  Timer timer;
+// cuBLASLt GEMMs, attention as its GEMMs plus a score pass, memory ops as device copies.
+class CudaOpTimer final : public DeviceOpTimer {
+ public:
+  CudaOpTimer(cublasLtHandle_t lt, cudaStream_t stream, const MeasureOptions& options)
+      : lt_(lt), stream_(stream), clock_(stream), options_(options) {}
+
+  absl::Status Init() { return workspace_.Allocate(kWorkspaceBytes); }
+
+  absl::StatusOr<TimingStats> TimeGemm(const GemmShape& shape) override {
+    LtMatmul mm;
+    PROJECTOR_RETURN_IF_ERROR(mm.Plan(lt_, shape));
+    DeviceBuffer arena;
+    PROJECTOR_RETURN_IF_ERROR(arena.Allocate(mm.OperandBytes()));
+    return TimeRepeated(
+        clock_, [&] { return mm.Run(arena.get(), workspace_.get(), stream_); }, options_, 1.0);
+  }
+
+  absl::StatusOr<TimingStats> TimeAttention(const AttentionShape& shape,
+                                            AttentionPass pass) override {
+    const AttentionMeasurePlan plan = PlanAttentionMeasurement(shape, pass);
+    std::vector<std::unique_ptr<LtMatmul>> plans;
+    size_t arena_bytes = 0;
+    for (const GemmShape& g : plan.gemms) {
+      plans.push_back(std::make_unique<LtMatmul>());
+      PROJECTOR_RETURN_IF_ERROR(plans.back()->Plan(lt_, g));
+      arena_bytes = std::max(arena_bytes, plans.back()->OperandBytes());
+    }
+    DeviceBuffer arena;
+    DeviceBuffer scores;
+    PROJECTOR_RETURN_IF_ERROR(arena.Allocate(arena_bytes));
+    PROJECTOR_RETURN_IF_ERROR(scores.Allocate(2 * plan.score_copy_bytes));
+    return TimeAttentionPlan(
+        clock_, plan,
+        [&](size_t i) { return plans[i]->Run(arena.get(), workspace_.get(), stream_); },
+        [&] {
+          return CudaStatus(cudaMemcpyAsync(scores.get() + plan.score_copy_bytes, scores.get(),
+                                            plan.score_copy_bytes, cudaMemcpyDeviceToDevice,
+                                            stream_),
+                            "copy");
+        },
+        options_);
+  }
+
+  absl::StatusOr<TimingStats> TimeMemory(const MemoryOp& op) override {
+    const CopyMeasurePlan plan = PlanMemoryMeasurement(op);
+    DeviceBuffer src;
+    DeviceBuffer dst;
+    PROJECTOR_RETURN_IF_ERROR(src.Allocate(plan.bytes_per_copy));
+    PROJECTOR_RETURN_IF_ERROR(dst.Allocate(plan.bytes_per_copy));
+    return TimeCopies(
+        clock_, plan,
+        [&] {
+          return CudaStatus(cudaMemcpyAsync(dst.get(), src.get(), plan.bytes_per_copy,
+                                            cudaMemcpyDeviceToDevice, stream_),
+                            "copy");
+        },
+        options_);
+  }
+
+  // A sticky error (illegal address, launch failure) poisons the context for every later call.
+  bool DeviceUnusable() const override { return cudaPeekAtLastError() != cudaSuccess; }
+
+ private:
+  cublasLtHandle_t lt_;
+  cudaStream_t stream_;
+  CudaClock clock_;
+  const MeasureOptions& options_;
+  DeviceBuffer workspace_;
 };
-
-absl::StatusOr<TimingStats> MeasureGemm(Context& ctx, const GemmShape& shape,
-                                        const MeasureOptions& options) {
-  LtMatmul mm;
-  PROJECTOR_RETURN_IF_ERROR(mm.Plan(ctx.lt, shape));
-  DeviceBuffer arena;
-  PROJECTOR_RETURN_IF_ERROR(arena.Allocate(mm.OperandBytes()));
-  return ctx.timer.Time([&] { return mm.Run(arena.get(), ctx.workspace.get(), ctx.stream); },
-                        options, ctx.stream, 1.0);
-}
-
-// Flash attention as its GEMMs on `chunk` (batch·head) slices plus a read+write pass over the
-// score matrix; the chunk time is scaled to all slices, and halved for a causal mask.
-absl::StatusOr<TimingStats> MeasureAttention(Context& ctx, const AttentionShape& s,
-                                             AttentionPass pass, const MeasureOptions& options) {
-  const int64_t slices = s.batch * s.num_q_heads;
-  const double score_bytes = static_cast<double>(s.seq_q) * static_cast<double>(s.seq_kv) * 2.0;
-  const int64_t chunk = std::clamp<int64_t>(
-      static_cast<int64_t>(kAttentionScratchBytes / (2.0 * score_bytes)), 1, slices);
-  auto gemm = [&](int64_t m, int64_t n, int64_t k) {
-    return GemmShape{.m = m, .n = n, .k = k, .batch = chunk, .dtype = s.dtype};
-  };
-  std::vector<GemmShape> shapes;
-  if (pass == AttentionPass::kForward) {
-    shapes = {gemm(s.seq_q, s.seq_kv, s.qk_head_dim), gemm(s.seq_q, s.v_head_dim, s.seq_kv)};
-  } else {
-    shapes = {gemm(s.seq_q, s.seq_kv, s.qk_head_dim),   // S = Q K^T recomputed
-              gemm(s.seq_kv, s.v_head_dim, s.seq_q),    // dV = P^T dO
-              gemm(s.seq_q, s.seq_kv, s.v_head_dim),    // dP = dO V^T
-              gemm(s.seq_q, s.qk_head_dim, s.seq_kv),   // dQ = dS K
-              gemm(s.seq_kv, s.qk_head_dim, s.seq_q)};  // dK = dS^T Q
-  }
-  std::vector<std::unique_ptr<LtMatmul>> plans;
-  size_t arena_bytes = 0;
-  for (const GemmShape& g : shapes) {
-    plans.push_back(std::make_unique<LtMatmul>());
-    PROJECTOR_RETURN_IF_ERROR(plans.back()->Plan(ctx.lt, g));
-    arena_bytes = std::max(arena_bytes, plans.back()->OperandBytes());
-  }
-  const auto copy_bytes = static_cast<size_t>(score_bytes * static_cast<double>(chunk));
-  DeviceBuffer arena;
-  DeviceBuffer scores;
-  PROJECTOR_RETURN_IF_ERROR(arena.Allocate(arena_bytes));
-  PROJECTOR_RETURN_IF_ERROR(scores.Allocate(2 * copy_bytes));
-  double factor = static_cast<double>(slices) / static_cast<double>(chunk);
-  if (s.causal && s.seq_q == s.seq_kv) factor *= 0.5;
-  return ctx.timer.Time(
-      [&]() -> absl::Status {
-        for (size_t i = 0; i < plans.size(); ++i) {
-          PROJECTOR_RETURN_IF_ERROR(plans[i]->Run(arena.get(), ctx.workspace.get(), ctx.stream));
-          if (i == 0) {  // softmax (fwd) / its gradient (bwd): read S, write P
-            PROJECTOR_RETURN_IF_ERROR(CudaStatus(
-                cudaMemcpyAsync(scores.get() + copy_bytes, scores.get(), copy_bytes,
-                                cudaMemcpyDeviceToDevice, ctx.stream),
-                "copy"));
-          }
-        }
-        return absl::OkStatus();
-      },
-      options, ctx.stream, factor);
-}
-
-// `bytes` of traffic (read + write) over `launches` copies of bytes / (2 · launches) each.
-absl::StatusOr<TimingStats> MeasureMemory(Context& ctx, const MemoryOp& op,
-                                          const MeasureOptions& options) {
-  const auto launches = std::max<int64_t>(op.launches, 1);
-  const auto per_copy = static_cast<size_t>(op.bytes.value() / (2.0 * static_cast<double>(launches)));
-  DeviceBuffer src;
-  DeviceBuffer dst;
-  PROJECTOR_RETURN_IF_ERROR(src.Allocate(per_copy));
-  PROJECTOR_RETURN_IF_ERROR(dst.Allocate(per_copy));
-  return ctx.timer.Time(
-      [&]() -> absl::Status {
-        for (int64_t i = 0; i < launches; ++i) {
-          PROJECTOR_RETURN_IF_ERROR(CudaStatus(
-              cudaMemcpyAsync(dst.get(), src.get(), per_copy, cudaMemcpyDeviceToDevice, ctx.stream),
-              "copy"));
-        }
-        return absl::OkStatus();
-      },
-      options, ctx.stream, 1.0);
-}
 
 }  // namespace
 
-std::string MeasureRuntimeName() {
+std::string CudaRuntimeName() {
   return absl::StrCat("CUDA ", PROJECTOR_CUDA_VERSION, " (cuBLASLt)");
 }
 
-absl::StatusOr<MeasureResult> MeasureOps(const std::vector<ProfiledOp>& requests,
-                                         const MeasureOptions& options) {
+absl::StatusOr<MeasureResult> MeasureOpsCuda(const std::vector<ProfiledOp>& requests,
+                                             const MeasureOptions& options) {
   int count = 0;
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--profiling-mode measure: no GPU device found (", e == cudaSuccess ? "0 devices" :
-        cudaGetErrorString(e), "); run it on a machine with an NVIDIA GPU and its driver, or use "
-        "--profiling-mode profile --profile FILE with a profile measured there"));
-  }
-  if (options.device < 0 || options.device >= count) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("--measure-device: %d is not a device; accepted: 0..%d", options.device,
-                        count - 1));
-  }
-  if (options.repetitions < 1 || options.warmup < 0) {
-    return absl::InvalidArgumentError("--measure-repetitions must be >= 1, --measure-warmup >= 0");
-  }
-  PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(static_cast<int>(options.device)), "set device"));
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  PROJECTOR_RETURN_IF_ERROR(CheckMeasureOptions(
+      options, e == cudaSuccess ? count : 0, CudaRuntimeName(),
+      e == cudaSuccess ? "0 devices" : cudaGetErrorString(e)));
+  const int device = static_cast<int>(options.device);
+  PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "set device"));
   cudaDeviceProp prop{};
-  PROJECTOR_RETURN_IF_ERROR(
-      CudaStatus(cudaGetDeviceProperties(&prop, static_cast<int>(options.device)), "properties"));
+  PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaGetDeviceProperties(&prop, device), "properties"));
   MeasureResult result;
-  result.tool = absl::StrCat("project measure (", MeasureRuntimeName(), ")");
+  result.tool = absl::StrCat("project measure (", CudaRuntimeName(), ")");
   result.device = prop.name;
 
-  Context ctx;
-  PROJECTOR_RETURN_IF_ERROR(LtStatus(cublasLtCreate(&ctx.lt), "create"));
-  PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaStreamCreate(&ctx.stream), "stream"));
-  PROJECTOR_RETURN_IF_ERROR(ctx.workspace.Allocate(kWorkspaceBytes));
-  for (const ProfiledOp& request : requests) {
-    absl::StatusOr<TimingStats> t = absl::UnimplementedError("collectives need more than one GPU");
-    switch (request.kind) {
-      case ProfiledOpKind::kGemm:
-        t = MeasureGemm(ctx, request.gemm, options);
-        break;
-      case ProfiledOpKind::kAttention:
-        t = MeasureAttention(ctx, request.attention, request.pass, options);
-        break;
-      case ProfiledOpKind::kMemory:
-        t = MeasureMemory(ctx, request.memory, options);
-        break;
-      case ProfiledOpKind::kCollective:
-        break;
-    }
-    if (!t.ok()) {
-      // A failed op leaves the stream usable only if the error was not sticky.
-      if (t.status().code() == absl::StatusCode::kInternal &&
-          cudaPeekAtLastError() != cudaSuccess) {
-        return t.status();
-      }
-      result.skipped.push_back(
-          absl::StrCat(DescribeProfiledOp(request), ": ", t.status().message()));
-      continue;
-    }
-    ProfiledOp measured = request;
-    measured.time = *t;
-    result.ops.push_back(std::move(measured));
+  cublasLtHandle_t lt = nullptr;
+  cudaStream_t stream = nullptr;
+  PROJECTOR_RETURN_IF_ERROR(LtStatus(cublasLtCreate(&lt), "create"));
+  PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaStreamCreate(&stream), "stream"));
+  absl::Status status;
+  {
+    CudaOpTimer timer(lt, stream, options);
+    status = timer.Init();
+    if (status.ok()) status = MeasureEach(timer, requests, result);
   }
-  cudaStreamDestroy(ctx.stream);
-  cublasLtDestroy(ctx.lt);
+  cudaStreamDestroy(stream);
+  cublasLtDestroy(lt);
+  PROJECTOR_RETURN_IF_ERROR(status);
   return result;
 }
 
