@@ -420,7 +420,8 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
   cxxopts::Options options("project", kUsage);
   AddCommonFlags(options);
   options.add_options()("list-models", "List the model library")(
-      "list-gpus", "List the hardware profile library")("list-backends", "List the backends");
+      "list-gpus", "List the hardware profile library")("list-backends", "List the backends")(
+      "show-ops", "Also list every timed op of each layer kind: shape, time, TFLOP/s, GB/s");
   AddScenarioFlags(options);
   AddProfileFlags(options);
   cxxopts::ParseResult flags;
@@ -500,11 +501,13 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
   }
   BackendRefs refs{*backends->gemm, *backends->attention, *backends->memory,
                    *backends->collective};
-  PROJECTOR_ASSIGN_OR_RETURN(Projection projection, Project(scenario, refs));
+  ProjectionOptions projection_options;
+  projection_options.keep_ops = flags.count("show-ops") > 0;
+  PROJECTOR_ASSIGN_OR_RETURN(Projection projection, Project(scenario, refs, projection_options));
   if (as_json) {
     io.out << ProjectionJson(scenario, projection).dump(2) << "\n";
   } else {
-    io.out << ProjectionText(scenario, projection);
+    io.out << ProjectionText(scenario, projection) << OpsText(projection);
   }
   return absl::OkStatus();
 }

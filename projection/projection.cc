@@ -34,6 +34,14 @@ LayerKindTimes KindTimes(const ComposedLayer& layer, int64_t count, Recompute re
   return k;
 }
 
+OpTable MakeOpTable(std::string group, int64_t count, const std::vector<ModuleProfile>& modules,
+                    const OpList& comm_ops) {
+  OpTable t{.group = std::move(group), .count = count, .ops = {}};
+  for (const ModuleProfile& m : modules) t.ops.insert(t.ops.end(), m.ops.begin(), m.ops.end());
+  t.ops.insert(t.ops.end(), comm_ops.begin(), comm_ops.end());
+  return t;
+}
+
 ModuleTimes EndTimes(std::string_view name, const ComposedEndModule& m) {
   return {.module = name, .forward = m.Forward(), .backward = m.Backward(),
           .recompute = Seconds(0)};
@@ -72,15 +80,22 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                                .recompute = tr.recompute,
                                .tp_comm_overlap = options.tp_comm_overlap};
   std::optional<ComposedLayer> dense, moe;
+  std::vector<OpTable> op_tables;
   if (dense_layers > 0) {
     PROJECTOR_ASSIGN_OR_RETURN(LayerProfile lp, ProfileLayer(ctx, /*is_moe=*/false));
     PROJECTOR_RETURN_IF_ERROR(TimeLayer(backends, lp));
     PROJECTOR_ASSIGN_OR_RETURN(dense, ComposeLayer(lp, lctx, backends.collective));
+    if (options.keep_ops) {
+      op_tables.push_back(MakeOpTable("dense layer", dense_layers, lp.modules, dense->comm_ops));
+    }
   }
   if (moe_layers > 0) {
     PROJECTOR_ASSIGN_OR_RETURN(LayerProfile lp, ProfileLayer(ctx, /*is_moe=*/true));
     PROJECTOR_RETURN_IF_ERROR(TimeLayer(backends, lp));
     PROJECTOR_ASSIGN_OR_RETURN(moe, ComposeLayer(lp, lctx, backends.collective));
+    if (options.keep_ops) {
+      op_tables.push_back(MakeOpTable("moe layer", moe_layers, lp.modules, moe->comm_ops));
+    }
   }
   ProfileContext end_ctx{.model = model, .parallel = par, .training = tr,
                          .recompute = Recompute::kNone};
@@ -93,6 +108,10 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                              ComposeEndModule(emb, /*is_output=*/false, lctx, backends.collective));
   PROJECTOR_ASSIGN_OR_RETURN(ComposedEndModule out_c,
                              ComposeEndModule(outl, /*is_output=*/true, lctx, backends.collective));
+  if (options.keep_ops) {
+    op_tables.push_back(MakeOpTable("embedding", 1, {emb}, {}));
+    op_tables.push_back(MakeOpTable("output", 1, {outl}, {}));
+  }
   StepInputs in{.model = model, .parallel = par, .training = tr,
                 .dense = dense ? &*dense : nullptr, .moe = moe ? &*moe : nullptr,
                 .embedding = emb_c, .output = out_c,
@@ -138,6 +157,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                   *p.measured_tokens_per_s_per_gpu * 100.0;
   }
   p.defaults_used = scenario.defaults_used;
+  p.op_tables = std::move(op_tables);
   if (!options.tp_comm_overlap && par.tp > 1) {
     p.defaults_used.push_back(
         "tp_comm_overlap=false (Megatron default: TP collectives exposed, backward ones async "

@@ -26,6 +26,18 @@ struct ProjectionOptions {
   // Megatron --tp-comm-overlap (userbuffers): TP collectives overlapped with their GEMMs.
   // Off by default, as in Megatron-LM.
   bool tp_comm_overlap = false;
+  // Keep every timed op (Projection::op_tables) for a per-op report (`--show-ops`). Off in the
+  // hot path: the op lists are copied only when asked for.
+  bool keep_ops = false;
+};
+
+// The timed ops of one layer kind or end module for one micro-batch on one GPU, in execution
+// order: compute ops as profiled, then the communication the layer composer added (its full
+// cost before overlap).
+struct OpTable {
+  std::string group;  // "dense layer", "moe layer", "embedding", "output"
+  int64_t count = 1;  // how many of these the model has (layers of the kind)
+  OpList ops;
 };
 
 // One layer kind (dense or MoE) of one micro-batch on one GPU.
@@ -77,6 +89,9 @@ struct Projection {
   std::optional<double> error_pct;  // (projected − measured) / measured · 100
 
   std::vector<std::string> defaults_used;
+
+  // Only with ProjectionOptions::keep_ops.
+  std::vector<OpTable> op_tables;
 };
 
 // Projects one training step with backends the caller built once (MakeBackendSet) and reuses.

@@ -3,6 +3,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace projector {
@@ -189,7 +190,83 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
     j["measured_tokens_per_s_per_gpu"] = *p.measured_tokens_per_s_per_gpu;
     j["error_pct"] = p.error_pct.value_or(0.0);
   }
+  if (!p.op_tables.empty()) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const OpTable& t : p.op_tables) {
+      for (const Op& op : t.ops) {
+        const double time = op.time.value();
+        ops.push_back({{"group", t.group},
+                       {"count", t.count},
+                       {"module", std::string(op.module)},
+                       {"op", std::string(op.name)},
+                       {"kind", std::string(OpKindName(op.kind))},
+                       {"phase", std::string(OpPhaseName(op.phase))},
+                       {"shape", OpShapeText(op)},
+                       {"time_s", time},
+                       {"flops", op.flops.value()},
+                       {"bytes", op.bytes.value()},
+                       {"tflops", time > 0 ? op.flops.value() / time * 1e-12 : 0.0},
+                       {"gbps", time > 0 ? op.bytes.value() / time * 1e-9 : 0.0},
+                       {"clock_scaled_share", time > 0 ? op.clock_scaled_time.value() / time : 0.0},
+                       {"provenance", std::string(ProvenanceName(op.provenance))}});
+      }
+    }
+    j["ops"] = std::move(ops);
+  }
   return j;
+}
+
+std::string OpShapeText(const Op& op) {
+  switch (op.kind) {
+    case OpKind::kGemm: {
+      const GemmShape& g = op.gemm;
+      std::string s = absl::StrFormat("%dx%dx%d", g.m, g.n, g.k);
+      if (g.batch > 1) absl::StrAppendFormat(&s, " x%d", g.batch);
+      if (op.repeat > 1) absl::StrAppendFormat(&s, " (%d runs)", op.repeat);
+      absl::StrAppendFormat(&s, " %s%s", DTypeName(g.dtype),
+                            g.transpose_a ? " Aᵀ" : (g.transpose_b ? " Bᵀ" : ""));
+      return s;
+    }
+    case OpKind::kAttention: {
+      const AttentionShape& a = op.attention;
+      return absl::StrFormat("b%d h%d/%d s%dx%d d%d/%d%s", a.batch, a.num_q_heads, a.num_kv_heads,
+                             a.seq_q, a.seq_kv, a.qk_head_dim, a.v_head_dim,
+                             a.causal ? " causal" : "");
+    }
+    case OpKind::kMemory:
+      return absl::StrFormat("%.1f MB", op.memory.bytes.value() * 1e-6);
+    case OpKind::kCollective:
+      return absl::StrFormat("%s %.1f MB over %d (stride %d)",
+                             CollectiveKindName(op.collective.kind),
+                             op.collective.bytes.value() * 1e-6, op.collective.group.size,
+                             op.collective.group.stride);
+  }
+  return "";
+}
+
+std::string OpsText(const Projection& p) {
+  std::string out;
+  for (const OpTable& t : p.op_tables) {
+    Seconds total(0);
+    for (const Op& op : t.ops) total += op.time;
+    absl::StrAppendFormat(&out, "\nOps: %s (x%d), one micro-batch, %.3f ms before overlap\n",
+                          t.group, t.count, Ms(total));
+    absl::StrAppendFormat(&out, "  %-10s %-22s %-14s %-38s %9s %8s %8s %6s %5s\n", "module",
+                          "op", "phase", "shape", "ms", "TFLOP/s", "GB/s", "share", "clk");
+    for (const Op& op : t.ops) {
+      const double time = op.time.value();
+      absl::StrAppendFormat(
+          &out, "  %-10s %-22s %-14s %-38s %9.3f %8.1f %8.0f %5.1f%% %4.0f%%%s\n", op.module,
+          op.name, OpPhaseName(op.phase), OpShapeText(op).substr(0, 38), Ms(op.time),
+          time > 0 ? op.flops.value() / time * 1e-12 : 0.0,
+          time > 0 ? op.bytes.value() / time * 1e-9 : 0.0,
+          total.value() > 0 ? 100.0 * time / total.value() : 0.0,
+          time > 0 ? 100.0 * op.clock_scaled_time.value() / time : 0.0,
+          op.provenance == Provenance::kSimulated ? ""
+                                                  : absl::StrCat("  ", std::string(ProvenanceName(op.provenance))));
+    }
+  }
+  return out;
 }
 
 }  // namespace projector

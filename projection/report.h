@@ -33,7 +33,20 @@ std::string ProjectionText(const Scenario& scenario, const Projection& projectio
 //                    in_flight_micro_batches}]},
 //   peak_memory_bytes, fits_in_memory (bool), defaults_used [string],
 //   and, only with a measurement: measured_tokens_per_s_per_gpu, error_pct.
+//   and, only when the projection kept its ops (ProjectionOptions::keep_ops):
+//   ops [{group ("dense layer" | "moe layer" | "embedding" | "output"), count, module, op,
+//         kind ("gemm" | "attention" | "memory" | "collective"), phase ("forward" |
+//         "backward_dgrad" | "backward_wgrad" | "recompute"), shape (string), time_s, flops,
+//         bytes, tflops, gbps, clock_scaled_share (fraction), provenance}].
 nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& projection);
+
+// Per-op table of every kept op table (empty without ProjectionOptions::keep_ops): op, phase,
+// shape, time, achieved TFLOP/s and GB/s, share of its group's time, clock-scaled share.
+std::string OpsText(const Projection& projection);
+
+// "m×n×k" (×batch, transposes) for GEMMs; "b×hq/hkv×sq×skv×d" for attention; bytes for memory
+// ops; "kind bytes over group" for collectives.
+std::string OpShapeText(const Op& op);
 
 }  // namespace projector
 

@@ -56,6 +56,34 @@ TEST(ProjectTest, ComputeOnlyScenarioScalesWithClockShare) {
   EXPECT_DOUBLE_EQ(p->breakdown.exposed_dp_comm.value(), 0.0);
 }
 
+TEST(ProjectTest, KeptOpsAddUpToTheModuleTimesAndChangeNothing) {
+  FakeBackends fakes;
+  Scenario s = ToyScenario();
+  auto plain = Project(s, fakes.Refs());
+  ProjectionOptions options;
+  options.keep_ops = true;
+  auto kept = Project(s, fakes.Refs(), options);
+  ASSERT_THAT(plain, IsOk());
+  ASSERT_THAT(kept, IsOk());
+  EXPECT_TRUE(plain->op_tables.empty());
+  EXPECT_DOUBLE_EQ(kept->step_time.value(), plain->step_time.value());
+  ASSERT_EQ(kept->op_tables.size(), 3u);  // dense layer, embedding, output
+  EXPECT_EQ(kept->op_tables[0].group, "dense layer");
+  EXPECT_EQ(kept->op_tables[0].count, s.model.num_layers);
+  EXPECT_EQ(kept->op_tables[1].group, "embedding");
+  EXPECT_EQ(kept->op_tables[2].group, "output");
+  // TP1, no CP/EP: the layer has no communication, so its module times (forward + backward +
+  // recompute) are exactly the sum of its op times.
+  double ops = 0;
+  for (const Op& op : kept->op_tables[0].ops) ops += op.time.value();
+  double modules = 0;
+  for (const ModuleTimes& m : kept->layer_kinds[0].modules) {
+    modules += m.forward.value() + m.backward.value() + m.recompute.value();
+  }
+  EXPECT_THAT(ops, IsNearRel(modules, 1e-12));
+  EXPECT_GT(ops, 0.0);
+}
+
 TEST(ProjectTest, MoeModelReportsDenseAndMoeLayers) {
   FakeBackends fakes;
   Scenario s = ToyScenario();
