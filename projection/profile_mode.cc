@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "models/model_spec.h"
 #include "profilers/module_profilers.h"
 #include "projection/layer_composer.h"
+#include "projection/layer_time_adjuster.h"
 #include "projection/report.h"
 
 // GCC 12 reports a false -Warray-bounds inside std::map when nlohmann::json objects are built
@@ -151,6 +154,9 @@ struct LayerOps {
   std::string kind;  // dense, moe, embedding, output
   LayerProfile layer;
   std::optional<ComposedLayer> composed;
+  // Factors the adjuster applied to the composed layer's forward (and recompute) and backward.
+  double forward_scale = 1.0;
+  double backward_scale = 1.0;
 };
 
 ProfileContext ContextOf(const Scenario& s) {
@@ -161,8 +167,9 @@ ProfileContext ContextOf(const Scenario& s) {
 }
 
 // The layers (one per kind), embedding and output of `s`, timed with `refs` and composed (comm
-// ops added) with `refs.collective`.
-absl::StatusOr<std::vector<LayerOps>> BuildLayers(const Scenario& s, const BackendRefs* refs) {
+// ops added) with `refs.collective`, adjusted by `adjuster` (optional) as Project does.
+absl::StatusOr<std::vector<LayerOps>> BuildLayers(const Scenario& s, const BackendRefs* refs,
+                                                  const LayerTimeAdjuster* adjuster = nullptr) {
   std::vector<LayerOps> out;
   const ProfileContext ctx = ContextOf(s);
   const bool has_moe = s.model.NumMoeLayers() > 0;
@@ -178,8 +185,20 @@ absl::StatusOr<std::vector<LayerOps>> BuildLayers(const Scenario& s, const Backe
                                    .parallel = s.parallel,
                                    .training = s.training,
                                    .recompute = s.training.recompute};
+      const CollectiveBackend* collective = &refs->collective;
+      if (adjuster != nullptr) {
+        for (ModuleProfile& m : lo.layer.modules) adjuster->AdjustModule(lo.kind, m);
+        collective = &adjuster->LayerCollective(lo.kind, refs->collective);
+      }
       PROJECTOR_ASSIGN_OR_RETURN(ComposedLayer composed,
-                                 ComposeLayer(lo.layer, cctx, refs->collective));
+                                 ComposeLayer(lo.layer, cctx, *collective));
+      if (adjuster != nullptr) {
+        const Seconds forward = composed.Forward();
+        const Seconds backward = composed.Backward();
+        adjuster->AdjustComposedLayer(lo.kind, composed);
+        if (forward.value() > 0) lo.forward_scale = composed.Forward() / forward;
+        if (backward.value() > 0) lo.backward_scale = composed.Backward() / backward;
+      }
       lo.composed = std::move(composed);
     }
     out.push_back(std::move(lo));
@@ -190,7 +209,10 @@ absl::StatusOr<std::vector<LayerOps>> BuildLayers(const Scenario& s, const Backe
     PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile m,
                                is_embedding ? ProfileEmbedding(ctx) : ProfileOutputLayer(ctx));
     lo.layer.modules.push_back(std::move(m));
-    if (refs != nullptr) PROJECTOR_RETURN_IF_ERROR(TimeLayer(*refs, lo.layer));
+    if (refs != nullptr) {
+      PROJECTOR_RETURN_IF_ERROR(TimeLayer(*refs, lo.layer));
+      if (adjuster != nullptr) adjuster->AdjustModule(lo.kind, lo.layer.modules.front());
+    }
     out.push_back(std::move(lo));
   }
   return out;
@@ -209,15 +231,55 @@ double ErrorPct(double simulated, double measured) {
   return measured > 0 ? (simulated - measured) / measured * 100.0 : 0.0;
 }
 
+bool IsEpAllToAll(const Op& op) {
+  return op.kind == OpKind::kCollective && op.comm_dim == CommDim::kEp &&
+         op.collective.kind == CollectiveKind::kAllToAll;
+}
+
+// The group (layer kind or end module) a profile module belongs to.
+std::string GroupOf(const ProfiledModule& pm) {
+  return pm.module == "embedding" || pm.module == "output" ? pm.module : pm.layer_kind;
+}
+
+const LayerOps* FindGroup(const std::vector<LayerOps>& layers, const std::string& kind) {
+  for (const LayerOps& l : layers) {
+    if (l.kind == kind) return &l;
+  }
+  return nullptr;
+}
+
+// Time of one profile module in one phase of a timed layer: "layer" the composed layer (compute
+// and exposed communication), "moe_a2a" the EP All-to-All ops (full cost), any other module the
+// sum of its compute ops (backward = dgrad + wgrad).
+Seconds ModulePhaseTime(const LayerOps& l, const std::string& module, bool backward) {
+  Seconds t(0);
+  if (module == "layer") {
+    if (l.composed) t = backward ? l.composed->Backward() : l.composed->Forward();
+    return t;
+  }
+  if (module == "moe_a2a") {
+    if (!l.composed) return t;
+    for (const Op& op : l.composed->comm_ops) {
+      if (IsEpAllToAll(op) && IsBackward(op.phase) == backward && op.phase != OpPhase::kRecompute) {
+        t += op.time;
+      }
+    }
+    return t;
+  }
+  for (const ModuleProfile& m : l.layer.modules) {
+    if (m.module != module) continue;
+    t += backward ? SumTime(m.ops, OpPhase::kBackwardDgrad) + SumTime(m.ops, OpPhase::kBackwardWgrad)
+                  : SumTime(m.ops, OpPhase::kForward);
+  }
+  return t;
+}
+
 // Module times of the measured scenario under the simulate model, for `both`.
 absl::Status CompareModules(const Profile& profile, const std::vector<LayerOps>& layers,
                             ProfileModeReport& report) {
   for (const ProfiledModule& pm : profile.modules) {
-    const std::string kind = pm.module == "embedding" || pm.module == "output" ? pm.module
-                                                                              : pm.layer_kind;
-    auto it = std::find_if(layers.begin(), layers.end(),
-                           [&](const LayerOps& l) { return l.kind == kind; });
-    if (it == layers.end()) {
+    const LayerOps* l = FindGroup(layers, GroupOf(pm));
+    if (l == nullptr) {
       report.warnings.push_back(absl::StrCat("profile module ", pm.module, " (", pm.layer_kind,
                                              "): the model has no such layer; not compared"));
       continue;
@@ -228,30 +290,184 @@ absl::Status CompareModules(const Profile& profile, const std::vector<LayerOps>&
                          .measured_backward_us = std::nullopt};
     if (pm.forward) row.measured_forward_us = ToMicroseconds(pm.forward->median);
     if (pm.backward) row.measured_backward_us = ToMicroseconds(pm.backward->median);
-    Seconds fwd(0), bwd(0);
-    if (pm.module == "layer" && it->composed) {
-      fwd = it->composed->Forward();
-      bwd = it->composed->Backward();
-    } else if (pm.module == "moe_a2a" && it->composed) {
-      for (const Op& op : it->composed->comm_ops) {
-        if (op.comm_dim != CommDim::kEp) continue;
-        if (op.phase == OpPhase::kForward) fwd += op.time;
-        if (IsBackward(op.phase)) bwd += op.time;
-      }
-    } else {
-      const std::string module = pm.module == "output" ? "output" : pm.module;
-      for (const ModuleProfile& m : it->layer.modules) {
-        if (m.module != module) continue;
-        fwd += SumTime(m.ops, OpPhase::kForward);
-        bwd += SumTime(m.ops, OpPhase::kBackwardDgrad) + SumTime(m.ops, OpPhase::kBackwardWgrad);
-      }
-    }
-    row.simulated_forward_us = ToMicroseconds(fwd);
-    row.simulated_backward_us = ToMicroseconds(bwd);
+    row.simulated_forward_us = ToMicroseconds(ModulePhaseTime(*l, pm.module, false));
+    row.simulated_backward_us = ToMicroseconds(ModulePhaseTime(*l, pm.module, true));
     report.comparison_modules.push_back(std::move(row));
   }
   return absl::OkStatus();
 }
+
+// The EP All-to-All timed by the simulate model on the target times a measured factor; every
+// other collective by the projection's own backend.
+class ScaledAllToAllBackend final : public CollectiveBackend {
+ public:
+  ScaledAllToAllBackend(const CollectiveBackend& simulate, const CollectiveBackend& others,
+                        double factor)
+      : simulate_(simulate), others_(others), factor_(factor) {}
+  absl::StatusOr<CollectiveEstimate> Estimate(const CollectiveOp& op,
+                                              CollectiveAlgorithm algorithm) const override {
+    if (op.kind != CollectiveKind::kAllToAll) return others_.Estimate(op, algorithm);
+    PROJECTOR_ASSIGN_OR_RETURN(CollectiveEstimate e, simulate_.Estimate(op, algorithm));
+    e.time = e.time * factor_;
+    e.bus_bandwidth = e.bus_bandwidth / factor_;
+    return e;
+  }
+  std::string_view name() const override { return "profile"; }
+
+ private:
+  const CollectiveBackend& simulate_;
+  const CollectiveBackend& others_;
+  double factor_;
+};
+
+// Applies the measured module times of a profile to the target (see ProfileModuleTermRow).
+class MeasuredModuleTimes final : public LayerTimeAdjuster {
+ public:
+  // `measured_sim` / `target_sim`: the layers of the profile's scenario and of the target under
+  // the simulate model; `profiled` the target's projection backends (the ones A2A scaling
+  // falls back to). Modules that cannot be carried over add a warning.
+  MeasuredModuleTimes(const Profile& profile, const std::vector<LayerOps>& measured_sim,
+                      const std::vector<LayerOps>& target_sim, const ProfiledBackendSet& set,
+                      std::vector<std::string>& warnings) {
+    double a2a_measured = 0;
+    double a2a_simulated = 0;
+    for (const ProfiledModule& pm : profile.modules) {
+      const std::string group = GroupOf(pm);
+      const LayerOps* source = FindGroup(measured_sim, group);
+      const LayerOps* target = FindGroup(target_sim, group);
+      if (source == nullptr || target == nullptr) {
+        warnings.push_back(absl::StrCat("profile module ", pm.module, " (", group,
+                                        "): the ", source == nullptr ? "profile's" : "target",
+                                        " model has no such layer; not used"));
+        continue;
+      }
+      for (bool backward : {false, true}) {
+        const std::optional<TimingStats>& measured = backward ? pm.backward : pm.forward;
+        if (!measured) continue;
+        const Seconds sim_measured = ModulePhaseTime(*source, pm.module, backward);
+        const Seconds sim_target = ModulePhaseTime(*target, pm.module, backward);
+        if (sim_measured.value() <= 0) {
+          warnings.push_back(absl::StrCat(
+              "profile module ", pm.module, " (", group, ") ", backward ? "backward" : "forward",
+              ": the simulate model has no such work on the profile's scenario; not used"));
+          continue;
+        }
+        ProfileModuleTermRow row{
+            .layer_kind = group,
+            .module = pm.module,
+            .phase = backward ? "backward" : "forward",
+            .measured_us = ToMicroseconds(measured->median),
+            .simulated_measured_us = ToMicroseconds(sim_measured),
+            .simulated_target_us = ToMicroseconds(sim_target)};
+        const double ratio = sim_target / sim_measured;
+        row.projected_us = row.measured_us * ratio;
+        row.provenance = std::abs(ratio - 1.0) < 1e-9 ? Provenance::kMeasured
+                                                       : Provenance::kScaledFromMeasured;
+        if (pm.module == "moe_a2a") {
+          a2a_measured += row.measured_us;
+          a2a_simulated += row.simulated_measured_us;
+        }
+        rows_.push_back(std::move(row));
+      }
+    }
+    // Forward and backward A2A have the same shapes, so one factor covers both phases.
+    if (a2a_simulated > 0) {
+      a2a_ = std::make_unique<ScaledAllToAllBackend>(*set.target_simulate.collective,
+                                                     *set.collective,
+                                                     a2a_measured / a2a_simulated);
+    }
+  }
+
+  const std::vector<ProfileModuleTermRow>& rows() const { return rows_; }
+
+  // The row that sets an op's time in group `kind`, or null.
+  const ProfileModuleTermRow* RowFor(std::string_view kind, const Op& op) const {
+    const bool backward = IsBackward(op.phase);
+    const std::string_view module = IsEpAllToAll(op) ? "moe_a2a" : op.module;
+    if (op.kind == OpKind::kCollective && module != "moe_a2a") return nullptr;
+    return Find(kind, module, backward);
+  }
+  const ProfileModuleTermRow* LayerRow(std::string_view kind, bool backward) const {
+    return Find(kind, "layer", backward);
+  }
+
+  void AdjustModule(std::string_view kind, ModuleProfile& module) const override {
+    // Recompute re-runs the forward ops: it takes the forward factor.
+    double forward_factor = 1.0;
+    for (bool backward : {false, true}) {
+      const ProfileModuleTermRow* row = Find(kind, module.module, backward);
+      if (row == nullptr) continue;
+      Seconds current(0);
+      for (const Op& op : module.ops) {
+        if (op.phase != OpPhase::kRecompute && IsBackward(op.phase) == backward) current += op.time;
+      }
+      if (current.value() <= 0) continue;
+      const double factor = Microseconds(row->projected_us) / current;
+      if (!backward) forward_factor = factor;
+      for (Op& op : module.ops) {
+        const bool in_phase = backward ? IsBackward(op.phase)
+                                       : op.phase == OpPhase::kForward ||
+                                             op.phase == OpPhase::kRecompute;
+        if (!in_phase) continue;
+        const double f = op.phase == OpPhase::kRecompute ? forward_factor : factor;
+        op.time = op.time * f;
+        op.clock_scaled_time = op.clock_scaled_time * f;
+        op.provenance = row->provenance;
+      }
+    }
+  }
+
+  const CollectiveBackend& LayerCollective(std::string_view kind,
+                                           const CollectiveBackend& composing) const override {
+    if (kind == "moe" && a2a_ != nullptr) return *a2a_;
+    return composing;
+  }
+
+  void AdjustComposedLayer(std::string_view kind, ComposedLayer& layer) const override {
+    for (bool backward : {false, true}) {
+      const ProfileModuleTermRow* row = Find(kind, "layer", backward);
+      const Seconds current = backward ? layer.Backward() : layer.Forward();
+      if (row == nullptr || current.value() <= 0) continue;
+      const double g = Microseconds(row->projected_us) / current;
+      auto scale = [g](ExposedComm& c) {
+        c.tp = c.tp * g;
+        c.cp = c.cp * g;
+        c.ep = c.ep * g;
+      };
+      if (backward) {
+        layer.backward_compute = layer.backward_compute * g;
+        layer.backward_clock_scaled = layer.backward_clock_scaled * g;
+        scale(layer.backward_comm);
+        for (ModuleTimes& m : layer.modules) m.backward = m.backward * g;
+        continue;
+      }
+      layer.forward_compute = layer.forward_compute * g;
+      layer.forward_clock_scaled = layer.forward_clock_scaled * g;
+      layer.recompute_compute = layer.recompute_compute * g;
+      layer.recompute_clock_scaled = layer.recompute_clock_scaled * g;
+      scale(layer.forward_comm);
+      scale(layer.recompute_comm);
+      for (ModuleTimes& m : layer.modules) {
+        m.forward = m.forward * g;
+        m.recompute = m.recompute * g;
+      }
+    }
+  }
+
+ private:
+  const ProfileModuleTermRow* Find(std::string_view kind, std::string_view module,
+                                   bool backward) const {
+    for (const ProfileModuleTermRow& r : rows_) {
+      if (r.layer_kind == kind && r.module == module && (r.phase == "backward") == backward) {
+        return &r;
+      }
+    }
+    return nullptr;
+  }
+
+  std::vector<ProfileModuleTermRow> rows_;
+  std::unique_ptr<ScaledAllToAllBackend> a2a_;
+};
 
 json RowJson(const ProfileOpRow& r) {
   json j = json::object();
@@ -398,17 +614,30 @@ absl::StatusOr<ProfileModeReport> RunProfileMode(const Scenario& target, const P
       ProfiledBackendSet set,
       MakeProfiledBackendSet(profile, target.backends, target.hw, measured.hw));
 
+  // Measured module times, carried to the target by the ratio of simulated module times.
+  const BackendRefs measured_sim_refs = RefsOf(set.measured_simulate);
+  const BackendRefs target_sim_refs = RefsOf(set.target_simulate);
+  PROJECTOR_ASSIGN_OR_RETURN(std::vector<LayerOps> measured_sim,
+                             BuildLayers(measured, &measured_sim_refs));
+  std::vector<LayerOps> target_sim;
+  if (!profile.modules.empty()) {
+    PROJECTOR_ASSIGN_OR_RETURN(target_sim, BuildLayers(target, &target_sim_refs));
+  }
+  const MeasuredModuleTimes module_times(profile, measured_sim, target_sim, set, report.warnings);
+  report.module_terms = module_times.rows();
+
   // The target's layer ops and layer collectives, with their sources.
   const BackendRefs profiled{
       .gemm = *set.gemm, .attention = *set.attention, .memory = *set.memory, .collective = *set.collective};
-  PROJECTOR_ASSIGN_OR_RETURN(std::vector<LayerOps> layers, BuildLayers(target, &profiled));
+  PROJECTOR_ASSIGN_OR_RETURN(std::vector<LayerOps> layers,
+                             BuildLayers(target, &profiled, &module_times));
   std::vector<TimeSource> compute_sources;
   std::vector<TimeSource> comm_sources[3];  // tp, cp, ep
   std::vector<MemoryOp> layer_memory_ops;
-  auto add_row = [&](const std::string& layer, const Op& op) -> absl::Status {
+  auto add_row = [&](const LayerOps& l, const Op& op) -> absl::Status {
     PROJECTOR_ASSIGN_OR_RETURN(ResolvedOp r, ResolveOp(set, op));
     ProfileOpRow row;
-    row.layer = layer;
+    row.layer = l.kind;
     row.module = std::string(op.module);
     row.name = std::string(op.name);
     row.phase = std::string(OpPhaseName(op.phase));
@@ -422,6 +651,19 @@ absl::StatusOr<ProfileModeReport> RunProfileMode(const Scenario& target, const P
       row.source_shape = DescribeProfiledOp(*r.from);
     }
     row.scale = r.scale;
+    // A measured module (or whole layer) sets the time of the ops inside it.
+    const bool backward = IsBackward(op.phase);
+    const ProfileModuleTermRow* layer_row = module_times.LayerRow(l.kind, backward);
+    const ProfileModuleTermRow* module_row = module_times.RowFor(l.kind, op);
+    if (const ProfileModuleTermRow* m = layer_row != nullptr ? layer_row : module_row) {
+      row.projected_us = ToMicroseconds(op.time) * (backward ? l.backward_scale : l.forward_scale);
+      row.provenance = m->provenance;
+      row.measured_us.reset();
+      row.source_shape = absl::StrCat("module ", m->module, " (", m->layer_kind, ") ", m->phase);
+      row.scale = m->simulated_target_us / m->simulated_measured_us;
+      r.source = m->provenance == Provenance::kMeasured ? TimeSource::kMeasured
+                                                        : TimeSource::kScaledFromMeasured;
+    }
     switch (r.source) {
       case TimeSource::kMeasured:
         ++report.measured_ops;
@@ -444,12 +686,14 @@ absl::StatusOr<ProfileModeReport> RunProfileMode(const Scenario& target, const P
     report.ops.push_back(std::move(row));
     return absl::OkStatus();
   };
-  for (const LayerOps& l : layers) {
-    for (const ModuleProfile& m : l.layer.modules) {
-      for (const Op& op : m.ops) PROJECTOR_RETURN_IF_ERROR(add_row(l.kind, op));
+  for (const LayerOps& layer : layers) {
+    for (const ModuleProfile& m : layer.layer.modules) {
+      for (const Op& op : m.ops) PROJECTOR_RETURN_IF_ERROR(add_row(layer, op));
     }
-    if (l.composed) {
-      for (const Op& op : l.composed->comm_ops) PROJECTOR_RETURN_IF_ERROR(add_row(l.kind, op));
+    if (layer.composed) {
+      for (const Op& op : layer.composed->comm_ops) {
+        PROJECTOR_RETURN_IF_ERROR(add_row(layer, op));
+      }
     }
   }
 
@@ -460,7 +704,8 @@ absl::StatusOr<ProfileModeReport> RunProfileMode(const Scenario& target, const P
                              .attention = *set.attention,
                              .memory = recording_memory,
                              .collective = recording_collective};
-  PROJECTOR_ASSIGN_OR_RETURN(report.projection, Project(target, recorded));
+  PROJECTOR_ASSIGN_OR_RETURN(report.projection,
+                             Project(target, recorded, ProjectionOptions{.adjuster = &module_times}));
 
   std::vector<TimeSource> p2p_sources, dp_sources, optimizer_sources;
   const int64_t dp_stride = target.parallel.tp * target.parallel.cp;
@@ -543,12 +788,7 @@ absl::StatusOr<ProfileModeReport> RunProfileMode(const Scenario& target, const P
     if (!profile.ops.empty()) {
       report.mean_abs_op_error_pct = sum_abs / static_cast<double>(profile.ops.size());
     }
-    if (!profile.modules.empty()) {
-      const BackendRefs sim_refs = RefsOf(set.measured_simulate);
-      PROJECTOR_ASSIGN_OR_RETURN(std::vector<LayerOps> measured_layers,
-                                 BuildLayers(measured, &sim_refs));
-      PROJECTOR_RETURN_IF_ERROR(CompareModules(profile, measured_layers, report));
-    }
+    PROJECTOR_RETURN_IF_ERROR(CompareModules(profile, measured_sim, report));
     PROJECTOR_ASSIGN_OR_RETURN(Projection sim, Project(target, RefsOf(set.target_simulate)));
     report.simulated_projection = std::move(sim);
   }
@@ -592,6 +832,20 @@ json ProfileModeJson(const Scenario& target, const ProfileModeReport& report) {
     cmp["max_abs_op_error_pct"] = report.max_abs_op_error_pct;
     j["comparison"] = std::move(cmp);
   }
+  json module_terms = json::array();
+  for (const ProfileModuleTermRow& m : report.module_terms) {
+    json mj = json::object();
+    mj["layer_kind"] = m.layer_kind;
+    mj["module"] = m.module;
+    mj["phase"] = m.phase;
+    mj["measured_us"] = m.measured_us;
+    mj["simulated_measured_us"] = m.simulated_measured_us;
+    mj["simulated_target_us"] = m.simulated_target_us;
+    mj["projected_us"] = m.projected_us;
+    mj["provenance"] = std::string(ProvenanceName(m.provenance));
+    module_terms.push_back(std::move(mj));
+  }
+  j["module_terms"] = std::move(module_terms);
   json ops = json::array();
   for (const ProfileOpRow& r : report.ops) ops.push_back(RowJson(r));
   j["ops"] = std::move(ops);
@@ -647,6 +901,18 @@ std::string ProfileModeText(const Scenario& target, const ProfileModeReport& rep
                               m.simulated_backward_us, OptUs(m.measured_backward_us),
                               OptErr(m.simulated_backward_us, m.measured_backward_us));
       }
+    }
+  }
+  if (!report.module_terms.empty()) {
+    absl::StrAppend(&out, "\nMeasured module times used (measured x simulated target / simulated "
+                    "measured)\n");
+    absl::StrAppendFormat(&out, "  %-9s %-9s %-8s %10s %10s %10s %10s  %s\n", "layer", "module",
+                          "phase", "meas us", "sim meas", "sim tgt", "used us", "source");
+    for (const ProfileModuleTermRow& m : report.module_terms) {
+      absl::StrAppendFormat(&out, "  %-9s %-9s %-8s %10.1f %10.1f %10.1f %10.1f  %s\n",
+                            m.layer_kind, m.module, m.phase, m.measured_us,
+                            m.simulated_measured_us, m.simulated_target_us, m.projected_us,
+                            ProvenanceName(m.provenance));
     }
   }
   absl::StrAppendFormat(&out, "\nTarget ops and their source (%d measured, %d scaled from "

@@ -64,6 +64,22 @@ struct ProfileModuleRow {
   double simulated_backward_us = 0;
 };
 
+// One measured module time (profile `modules`) carried to the target by the ratio of the
+// simulate model's module times: projected = measured × simulated(target) / simulated(measured).
+// The projection then uses it in place of the module's op times (scaled uniformly; recompute
+// with the forward factor); "moe_a2a" scales the EP All-to-All, "layer" the whole composed
+// layer (all its compute and exposed communication) on top of the finer modules.
+struct ProfileModuleTermRow {
+  std::string layer_kind;  // dense, moe, embedding, output
+  std::string module;      // attention, mlp, moe, moe_a2a, norms, embedding, output, layer
+  std::string phase;       // forward, backward
+  double measured_us = 0;
+  double simulated_measured_us = 0;  // simulate model on the profile's scenario
+  double simulated_target_us = 0;    // simulate model on the target
+  double projected_us = 0;
+  Provenance provenance = Provenance::kMeasured;  // kScaledFromMeasured when the ratio is not 1
+};
+
 // A step-breakdown term and where its inputs came from: measured, scaled_from_measured,
 // simulated, "mixed (a measured, b scaled, c simulated)" or "none" (no ops behind it).
 struct ProfileTermRow {
@@ -85,7 +101,9 @@ struct ProfileModeReport {
   std::vector<ProfileModuleRow> comparison_modules;
   double mean_abs_op_error_pct = 0;
   double max_abs_op_error_pct = 0;
-  // The target's ops with their sources, and the step terms.
+  // Measured module times the projection used, and the target's ops with their sources (an op
+  // inside a measured module carries the module's provenance), and the step terms.
+  std::vector<ProfileModuleTermRow> module_terms;
   std::vector<ProfileOpRow> ops;
   std::vector<ProfileTermRow> terms;
   int64_t measured_ops = 0;
@@ -106,13 +124,15 @@ absl::StatusOr<ProfileModeReport> RunProfileMode(const Scenario& target, const P
 // comparison {ops [row], modules [{layer_kind, module, measured_forward_us,
 // measured_backward_us, simulated_forward_us, simulated_backward_us, forward_error_pct,
 // backward_error_pct}], mean_abs_op_error_pct, max_abs_op_error_pct} (both only),
+// module_terms [{layer_kind, module, phase, measured_us, simulated_measured_us,
+// simulated_target_us, projected_us, provenance}],
 // ops [{layer, module, name, phase, shape, simulated_us, projected_us, measured_us?,
 // error_pct?, provenance, source_shape?, scale}], terms [{term, time_s, provenance}],
 // provenance_counts {measured, scaled_from_measured, simulated}, projection (ProjectionJson),
 // simulated_projection (both only), warnings [string].
 nlohmann::json ProfileModeJson(const Scenario& target, const ProfileModeReport& report);
-// Text: the comparison tables (both), the per-op source table, the term table, then the
-// projection report.
+// Text: the comparison tables (both), the measured module times used, the per-op source table,
+// the term table, then the projection report.
 std::string ProfileModeText(const Scenario& target, const ProfileModeReport& report);
 
 }  // namespace projector

@@ -42,6 +42,20 @@ OpTable MakeOpTable(std::string group, int64_t count, const std::vector<ModulePr
   return t;
 }
 
+// A timed layer composed, with the adjuster's module and layer times when there is one.
+absl::StatusOr<ComposedLayer> AdjustedCompose(std::string_view kind, LayerProfile& layer,
+                                              const LayerCompositionContext& lctx,
+                                              const BackendRefs& backends,
+                                              const ProjectionOptions& options) {
+  if (options.adjuster == nullptr) return ComposeLayer(layer, lctx, backends.collective);
+  for (ModuleProfile& m : layer.modules) options.adjuster->AdjustModule(kind, m);
+  PROJECTOR_ASSIGN_OR_RETURN(
+      ComposedLayer composed,
+      ComposeLayer(layer, lctx, options.adjuster->LayerCollective(kind, backends.collective)));
+  options.adjuster->AdjustComposedLayer(kind, composed);
+  return composed;
+}
+
 ModuleTimes EndTimes(std::string_view name, const ComposedEndModule& m) {
   return {.module = name, .forward = m.Forward(), .backward = m.Backward(),
           .recompute = Seconds(0)};
@@ -84,7 +98,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   if (dense_layers > 0) {
     PROJECTOR_ASSIGN_OR_RETURN(LayerProfile lp, ProfileLayer(ctx, /*is_moe=*/false));
     PROJECTOR_RETURN_IF_ERROR(TimeLayer(backends, lp));
-    PROJECTOR_ASSIGN_OR_RETURN(dense, ComposeLayer(lp, lctx, backends.collective));
+    PROJECTOR_ASSIGN_OR_RETURN(dense, AdjustedCompose("dense", lp, lctx, backends, options));
     if (options.keep_ops) {
       op_tables.push_back(MakeOpTable("dense layer", dense_layers, lp.modules, dense->comm_ops));
     }
@@ -92,7 +106,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   if (moe_layers > 0) {
     PROJECTOR_ASSIGN_OR_RETURN(LayerProfile lp, ProfileLayer(ctx, /*is_moe=*/true));
     PROJECTOR_RETURN_IF_ERROR(TimeLayer(backends, lp));
-    PROJECTOR_ASSIGN_OR_RETURN(moe, ComposeLayer(lp, lctx, backends.collective));
+    PROJECTOR_ASSIGN_OR_RETURN(moe, AdjustedCompose("moe", lp, lctx, backends, options));
     if (options.keep_ops) {
       op_tables.push_back(MakeOpTable("moe layer", moe_layers, lp.modules, moe->comm_ops));
     }
@@ -103,6 +117,10 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   PROJECTOR_RETURN_IF_ERROR(TimeOps(backends, emb.ops));
   PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile outl, ProfileOutputLayer(end_ctx));
   PROJECTOR_RETURN_IF_ERROR(TimeOps(backends, outl.ops));
+  if (options.adjuster != nullptr) {
+    options.adjuster->AdjustModule("embedding", emb);
+    options.adjuster->AdjustModule("output", outl);
+  }
 
   PROJECTOR_ASSIGN_OR_RETURN(ComposedEndModule emb_c,
                              ComposeEndModule(emb, /*is_output=*/false, lctx, backends.collective));

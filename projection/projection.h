@@ -14,6 +14,7 @@
 #include "core/units.h"
 #include "profilers/op_list.h"
 #include "projection/layer_composer.h"
+#include "projection/layer_time_adjuster.h"
 #include "projection/memory_model.h"
 #include "projection/scenario.h"
 #include "projection/step_composer.h"
@@ -29,6 +30,9 @@ struct ProjectionOptions {
   // Keep every timed op (Projection::op_tables) for a per-op report (`--show-ops`). Off in the
   // hot path: the op lists are copied only when asked for.
   bool keep_ops = false;
+  // Replaces module and layer times between timing and composition (profile mode's measured
+  // module times); none: the backends' times as they are. Must outlive the call.
+  const LayerTimeAdjuster* adjuster = nullptr;
 };
 
 // The timed ops of one layer kind or end module for one micro-batch on one GPU, in execution
