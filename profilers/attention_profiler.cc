@@ -24,9 +24,11 @@ constexpr std::string_view kModule = "attention";
 // A normalisation over `rows`×`width` elements. Forward reads x and writes y; backward reads
 // x and dy and writes dx (the weight-gradient reduction rides along). ~4 vector FLOPs per
 // element forward (square, sum, scale, weight), twice that backward.
-void AddNorm(ModuleOpBuilder& b, std::string_view name, int64_t rows, int64_t width, double e) {
+// `out_bytes` per output element: fp8 when the norm is fused into the next quantised linear.
+void AddNorm(ModuleOpBuilder& b, std::string_view name, int64_t rows, int64_t width, double e,
+             double out_bytes) {
   double n = D(rows) * D(width);
-  b.Memory(name, MemoryOp{.bytes = Bytes(2.0 * e * n), .flops = Flops(4.0 * n)},
+  b.Memory(name, MemoryOp{.bytes = Bytes((e + out_bytes) * n), .flops = Flops(4.0 * n)},
            MemoryOp{.bytes = Bytes(3.0 * e * n), .flops = Flops(8.0 * n)});
 }
 
@@ -116,12 +118,15 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   ModuleProfile profile;
   profile.module = kModule;
   profile.tokens = T;
-  ModuleOpBuilder b(kModule, profile.ops, 20);
+  ModuleOpBuilder b(kModule, profile.ops, 32, dims);
   // Column-parallel fused QKV: N = (a + 2g)·d/t (replicated kv heads count once per rank).
   // A Q/K/V bias (attention_bias, or linear_bias on every linear layer) is fused into the
-  // GEMM epilogue: parameters only.
-  b.Linear("qkv_proj", T, h, (a_l + 2 * g_l) * d, dims.gemm_dtype);
-  if (model.qk_norm) AddNorm(b, "qk_norm", T, (a_l + g_l) * d, e);
+  // GEMM epilogue: parameters only. Under FP8 it is Megatron's TELayerNormColumnParallelLinear:
+  // the input norm is fused into it and writes fp8 (gpt_layer_specs.py: input_layernorm =
+  // IdentityOp); QK-norm (TENorm on the heads) and the output projection's input stay bf16.
+  b.Linear("qkv_proj", T, h, (a_l + 2 * g_l) * d, dims.gemm_dtype, 1, 1,
+           profiler_internal::LinearInput::kFusedNorm);
+  if (model.qk_norm) AddNorm(b, "qk_norm", T, (a_l + g_l) * d, e, e);
   AddRope(b, T, (a_l + g_l) * d, e);
   const AttentionShape shape = KernelShape(dims, a_l, g_l, d, d);
   const AttentionTraffic traffic = FlashTraffic(shape, e);
@@ -188,22 +193,27 @@ absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerD
   ModuleProfile profile;
   profile.module = kModule;
   profile.tokens = T;
-  ModuleOpBuilder b(kModule, profile.ops, 40);
+  ModuleOpBuilder b(kModule, profile.ops, 64, dims);
   double params = 0;
   const double norm_w = NormParamsPerElement(model);
+  // Under FP8 the q/kv norms are fused into q_up/kv_up (TELayerNormColumnParallelLinear in
+  // Megatron's MLA spec: q_layernorm = kv_layernorm = IdentityOp) and write fp8; the layer's input
+  // norm is a separate TENorm (it feeds q_down and kv_down), so those cast their input.
+  const double fused_norm_out = profiler_internal::NormOutputBytes(dims, true);
+  using profiler_internal::LinearInput;
   if (ql > 0) {
     b.Linear("q_down_proj", Ts, h, ql, dt);
-    AddNorm(b, "q_norm", Ts, ql, e);
-    b.Linear("q_up_proj", T, ql, a_l * (nope + rope), dt);
+    AddNorm(b, "q_norm", Ts, ql, e, fused_norm_out);
+    b.Linear("q_up_proj", T, ql, a_l * (nope + rope), dt, 1, 1, LinearInput::kFusedNorm);
     params += D(h) * D(ql) + norm_w * D(ql) + D(ql) * D(a_l * (nope + rope));
   } else {
     b.Linear("q_proj", T, h, a_l * (nope + rope), dt);
     params += D(h) * D(a_l * (nope + rope));
   }
   b.Linear("kv_down_proj", Ts, h, kl, dt);
-  b.Linear("k_rope_proj", Ts, h, rope, dt);
-  AddNorm(b, "kv_norm", Ts, kl, e);
-  b.Linear("kv_up_proj", T, kl, a_l * (nope + v), dt);
+  b.Linear("k_rope_proj", Ts, h, rope, dt, 1, 1, LinearInput::kSameAsPrevious);
+  AddNorm(b, "kv_norm", Ts, kl, e, fused_norm_out);
+  b.Linear("kv_up_proj", T, kl, a_l * (nope + v), dt, 1, 1, LinearInput::kFusedNorm);
   AddRope(b, T, a_l * rope + rope, e);
   // After kv_up every head has its own K and V: kv heads = q heads.
   const AttentionShape shape = KernelShape(dims, a_l, a_l, nope + rope, v);

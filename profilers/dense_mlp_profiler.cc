@@ -1,6 +1,9 @@
 // Dense MLP profiler: Megatron-Core MLP with a column-parallel fc1 (SwiGLU: fused gate+up,
 // N = 2·ffn/t; plain: N = ffn/t), the activation, and a row-parallel fc2 (ffn/t → hidden).
 // Forward: 2 GEMMs + 1 memory op; backward: 4 GEMMs (dgrad + wgrad each) + 1 memory op.
+// Under FP8 fc1 is Megatron's TELayerNormColumnParallelLinear (the pre-MLP norm is fused into it
+// and writes fp8, megatron/core/models/gpt/gpt_layer_specs.py: pre_mlp_layernorm = IdentityOp
+// for dense layers); fc2's bf16 input (the activation output) is cast separately.
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -28,11 +31,13 @@ absl::StatusOr<ModuleProfile> ProfileDenseMlp(const ProfileContext& ctx) {
   ModuleProfile profile;
   profile.module = "mlp";
   profile.tokens = T;
-  profiler_internal::ModuleOpBuilder b("mlp", profile.ops, 12);
+  profiler_internal::ModuleOpBuilder b("mlp", profile.ops, 24, dims);
   profiler_internal::AddMlpOps(b, {.fc1 = gated ? "fc1_gate_up" : "fc1_up",
                                    .act = gated ? "swiglu" : "gelu",
                                    .fc2 = "fc2_down"},
-                               T, h, f_l, gated, dims.gemm_dtype, dims.act_bytes, T);
+                               T, h, f_l, gated, dims.gemm_dtype, dims.act_bytes, T,
+                               /*batch=*/1, /*repeat=*/1,
+                               profiler_internal::LinearInput::kFusedNorm);
   b.Finish(ctx.recompute);
   profile.dense_parameters = profiler_internal::MlpParameters(h, f_l, gated, model.linear_bias);
 

@@ -31,7 +31,7 @@ absl::StatusOr<ModuleProfile> ProfileEmbedding(const ProfileContext& ctx) {
   ModuleProfile profile;
   profile.module = "embedding";
   profile.tokens = dims.tokens;
-  profiler_internal::ModuleOpBuilder b("embedding", profile.ops, 4);
+  profiler_internal::ModuleOpBuilder b("embedding", profile.ops, 4, dims);
   // Forward: read the int64 token ids and, on average, the T/t rows this rank owns; write the
   // full masked T×h output.
   const MemoryOp lookup{.bytes = Bytes(8.0 * T + e * T * h / D(dims.tp) + e * T * h),

@@ -23,7 +23,7 @@ absl::StatusOr<LayerProfile> ProfileLayer(const ProfileContext& ctx, bool is_moe
   layer.modules.reserve(3);
   PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile attention, ProfileAttention(ctx));
   layer.modules.push_back(std::move(attention));
-  PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile norms, ProfileNorms(ctx));
+  PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile norms, ProfileNorms(ctx, is_moe));
   layer.modules.push_back(std::move(norms));
   if (is_moe) {
     PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile moe, ProfileMoeMlp(ctx));

@@ -65,8 +65,10 @@ absl::StatusOr<ModuleProfile> ProfileDenseMlp(const ProfileContext& ctx);
 // batched GEMM over local experts; legacy: one GEMM per local expert), shared experts,
 // activation. EP All-to-All is added by the composer.
 absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx);
-// The two pre-norms and two residual adds of one layer.
-absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx);
+// The two pre-norms and two residual adds of one layer. Under FP8 a norm fused into the next
+// Transformer Engine linear layer writes fp8: the input norm before a standard attention's QKV
+// projection, the pre-MLP norm before a dense MLP's fc1 (not before MoE: `moe_layer`).
+absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx, bool moe_layer = false);
 // Embedding lookup (first stage).
 absl::StatusOr<ModuleProfile> ProfileEmbedding(const ProfileContext& ctx);
 // Final norm, output projection (vocab-parallel over TP) and cross-entropy loss (last stage).

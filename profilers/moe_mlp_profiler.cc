@@ -67,7 +67,7 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
   ModuleProfile profile;
   profile.module = "moe";
   profile.tokens = pairs;
-  profiler_internal::ModuleOpBuilder b("moe", profile.ops, 40);
+  profiler_internal::ModuleOpBuilder b("moe", profile.ops, 64, dims);
   // Router: replicated over TP (not split), in the parameter dtype (bf16; Megatron's
   // moe_router_dtype=fp32 is not modelled), never FP8.
   b.Linear("router", t_l, h, E, dims.act_dtype);

@@ -7,7 +7,7 @@
 
 namespace projector {
 
-absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx) {
+absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx, bool moe_layer) {
   using profiler_internal::D;
   PROJECTOR_ASSIGN_OR_RETURN(const profiler_internal::LayerDims dims,
                              profiler_internal::ResolveDims(ctx));
@@ -18,8 +18,19 @@ absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx) {
 
   // Norm: forward reads x, writes y (RMSNorm ~4 FLOPs per element: square, sum, scale,
   // weight; LayerNorm ~7: mean, centre, square, sum, scale, weight, bias). Backward reads x and
-  // dy and writes dx; the weight-gradient reduction rides along.
-  const MemoryOp norm_fwd{.bytes = Bytes(2.0 * e * n), .flops = Flops((layer_norm ? 7.0 : 4.0) * n)};
+  // dy and writes dx; the weight-gradient reduction rides along. Under FP8 a norm fused into a
+  // TE LayerNormLinear writes y in fp8 (TE layernorm_linear.py: layernorm_fwd_fp8 /
+  // rmsnorm_fwd_fp8); Megatron fuses the input norm into a standard attention's QKV projection
+  // and the pre-MLP norm into a dense fc1 (gpt_layer_specs.py); MLA's input norm and MoE's
+  // pre-MLP norm are separate TENorms with bf16 outputs.
+  const double flops_per_element = layer_norm ? 7.0 : 4.0;
+  const double attention_norm_out =
+      profiler_internal::NormOutputBytes(dims, !model.mla.has_value());
+  const double mlp_norm_out = profiler_internal::NormOutputBytes(dims, !moe_layer);
+  const MemoryOp input_norm_fwd{.bytes = Bytes((e + attention_norm_out) * n),
+                                .flops = Flops(flops_per_element * n)};
+  const MemoryOp pre_mlp_norm_fwd{.bytes = Bytes((e + mlp_norm_out) * n),
+                                  .flops = Flops(flops_per_element * n)};
   const MemoryOp norm_bwd{.bytes = Bytes(3.0 * e * n), .flops = Flops((layer_norm ? 14.0 : 8.0) * n)};
   // Residual add: reads two streams and writes one. In backward the gradient of the residual
   // branch point is the sum of two incoming gradients: the same traffic.
@@ -28,10 +39,10 @@ absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx) {
   ModuleProfile profile;
   profile.module = "norms";
   profile.tokens = dims.sp_tokens;
-  profiler_internal::ModuleOpBuilder b("norms", profile.ops, 12);
-  b.Memory("input_norm", norm_fwd, norm_bwd);
+  profiler_internal::ModuleOpBuilder b("norms", profile.ops, 12, dims);
+  b.Memory("input_norm", input_norm_fwd, norm_bwd);
   b.Memory("attention_residual_add", residual, residual);
-  b.Memory("pre_mlp_norm", norm_fwd, norm_bwd);
+  b.Memory("pre_mlp_norm", pre_mlp_norm_fwd, norm_bwd);
   b.Memory("mlp_residual_add", residual, residual);
   b.Finish(ctx.recompute);
   profile.dense_parameters =

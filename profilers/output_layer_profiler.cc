@@ -28,7 +28,7 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
   ModuleProfile profile;
   profile.module = "output";
   profile.tokens = dims.tokens;
-  profiler_internal::ModuleOpBuilder b("output", profile.ops, 12);
+  profiler_internal::ModuleOpBuilder b("output", profile.ops, 12, dims);
   b.Memory("final_norm",
            MemoryOp{.bytes = Bytes(2.0 * e * norm_n), .flops = Flops((layer_norm ? 7.0 : 4.0) * norm_n)},
            MemoryOp{.bytes = Bytes(3.0 * e * norm_n), .flops = Flops((layer_norm ? 14.0 : 8.0) * norm_n)});

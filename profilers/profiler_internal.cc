@@ -1,5 +1,6 @@
 #include "profilers/profiler_internal.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/status/status.h"
@@ -17,6 +18,43 @@ Bytes GemmBytes(const GemmShape& s, bool accumulate_fp32) {
   double out_bytes = accumulate_fp32 ? 8.0 : GemmOutputBytes(s.dtype);
   double per_problem = (D(s.m) * D(s.k) + D(s.k) * D(s.n)) * in_bytes + D(s.m) * D(s.n) * out_bytes;
   return Bytes(per_problem * D(s.batch));
+}
+
+// FP8 training as Transformer Engine runs it (TE 1.x delayed scaling, the recipe Megatron-Core
+// and NeMo use on Hopper: --fp8-format hybrid, E4M3 forward / E5M2 gradients; TE 2.x keeps the
+// same data movement through its Float8Quantizer). Sources:
+//   transformer_engine/pytorch/module/linear.py, _Linear.forward: a bf16 input is quantised by
+//     fp8_cast_transpose_fused (one kernel: read bf16, write the fp8 row-major copy for this
+//     GEMM and the fp8 transposed copy the wgrad GEMM needs, amax recorded on the way);
+//     _Linear.backward (grad_output_preprocess): dY is quantised the same way
+//     (fp8_cast_transpose_fused, or fp8_cast_transpose_bgrad_fused with a bias): the fp8 dY
+//     feeds dgrad, its transpose wgrad;
+//   transformer_engine/pytorch/module/layernorm_linear.py: the norm kernel writes fp8 directly
+//     (layernorm_fwd_fp8 / rmsnorm_fwd_fp8) and backward makes the transposed copy with
+//     tex.fp8_transpose(ln_out_total) before wgrad;
+//   transformer_engine/pytorch/module/base.py (get_fp8_workspace, the fp8 weight cache) and the
+//     is_first_microbatch argument of Linear.forward (its docstring: "during FP8 training, it
+//     allows caching of the FP8 versions of the weights"): the weight is cast + transposed once
+//     per step, on the first micro-batch; Megatron-Core passes is_first_microbatch
+//     (megatron/core/extensions/transformer_engine.py TELinear.forward,
+//     pipeline_parallel/schedules.py forward_step -> set_is_first_microbatch).
+//   transformer_engine/common/transpose/cast_transpose.cu: the kernels are HBM-bound streaming
+//     kernels (read each element once, write each output once), so they go through the memory
+//     backend.
+// The fp8 GEMMs write bf16 directly (cuBLASLt epilogue applies the scales; wgrad accumulates
+// into the fp32 main_grad): no separate dequantisation kernel exists to count.
+// Not counted: the delayed-scaling amax/scale update, one fused multi-tensor kernel per
+// fp8_autocast region (TE fp8.py FP8GlobalStateManager.reduce_and_update_fp8_tensors ->
+// tex.fused_amax_and_scale_update_after_reduction) over a few KB of amax history, i.e. a few µs
+// per micro-batch and model chunk against milliseconds per layer; and the scale factors of
+// MXFP8 (1 byte per 32 elements, < 2% of a cast).
+//
+// Quantising one element: read it in bf16 (e bytes), write the fp8 copy and its transpose
+// (2q bytes). ~3 vector FLOPs per element (|x|, running max, scale).
+constexpr double kCastFlopsPerElement = 3.0;
+
+double CastBytesPerElement(double act_bytes, double quant_bytes) {
+  return act_bytes + 2.0 * quant_bytes;
 }
 
 }  // namespace
@@ -38,6 +76,10 @@ absl::Status CheckDivisible(std::string_view what, int64_t value, std::string_vi
 double GemmOutputBytes(DType dtype) {
   if (dtype == DType::kFp8 || dtype == DType::kFp4) return 2.0;
   return BytesPerElement(dtype);
+}
+
+double NormOutputBytes(const LayerDims& dims, bool fused_into_linear) {
+  return dims.quantized && fused_into_linear ? BytesPerElement(dims.gemm_dtype) : dims.act_bytes;
 }
 
 absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
@@ -79,11 +121,29 @@ absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
                        : training.precision;
   if (dims.act_dtype == DType::kTf32) dims.act_dtype = DType::kFp32;
   dims.act_bytes = BytesPerElement(dims.act_dtype);
+  dims.quantized = BytesPerElement(dims.gemm_dtype) < dims.act_bytes;
+  // TE casts a weight on the first micro-batch of a step and reuses the cached fp8 copy for
+  // the other global_batch/(micro_batch·dp) micro-batches. Under FSDP the gathered full weight
+  // is freed after each micro-batch's forward (reshard), so its fp8 copy is made every
+  // micro-batch (and is not cached across them: llm-foundry/Composer call te.Linear without
+  // is_first_microbatch).
+  const int64_t per_step = training.micro_batch * std::max<int64_t>(parallel.dp, 1);
+  const double micro_batches =
+      std::max(1.0, D(training.global_batch) / D(per_step));
+  dims.weight_cast_cached = !parallel.fsdp;
+  dims.weight_casts_per_micro_batch = dims.weight_cast_cached ? 1.0 / micro_batches : 1.0;
   return dims;
 }
 
-ModuleOpBuilder::ModuleOpBuilder(std::string_view module, OpList& ops, size_t capacity)
-    : module_(module), ops_(ops), start_(ops.size()) {
+ModuleOpBuilder::ModuleOpBuilder(std::string_view module, OpList& ops, size_t capacity,
+                                 const LayerDims& dims)
+    : module_(module),
+      act_bytes_(dims.act_bytes),
+      quantized_(dims.quantized),
+      weight_casts_per_micro_batch_(dims.weight_casts_per_micro_batch),
+      weight_cast_cached_(dims.weight_cast_cached),
+      ops_(ops),
+      start_(ops.size()) {
   ops_.reserve(start_ + capacity);
 }
 
@@ -99,13 +159,58 @@ Op& ModuleOpBuilder::AddForward(std::string_view name, OpKind kind) {
   return op;
 }
 
+void ModuleOpBuilder::AddCast(std::string_view name, Bytes bytes_per_repeat,
+                              double elements_per_repeat, int64_t repeat, bool recomputed) {
+  Op& op = AddForward(name, OpKind::kMemory);
+  op.memory = MemoryOp{.bytes = bytes_per_repeat,
+                       .flops = Flops(kCastFlopsPerElement * elements_per_repeat)};
+  op.repeat = repeat;
+  op.flops = op.memory.flops * D(repeat);
+  op.bytes = op.memory.bytes * D(repeat);
+  Pending& p = pending_[forward_count_ - 1];
+  p.has_backward = false;
+  p.recomputed = recomputed;
+}
+
+// A quantised layer (TE Linear / LayerNormLinear, see the top of this file), per repeat:
+//   forward   weight_fp8_cast   in·out·batch elements, e + 2q bytes each, once per step
+//                               (weight_casts_per_micro_batch of it per micro-batch);
+//             input_fp8_cast    m·in·batch elements, e + 2q bytes each (kCast only);
+//   backward  grad_fp8_cast     m·out·batch elements of dY, e + 2q bytes each, before dgrad;
+//             input_fp8_transpose  m·in·batch fp8 elements, 2q bytes each, before wgrad
+//                               (kFusedNorm only: the norm wrote the row-major fp8 copy).
+// Legacy grouped GEMMs (repeat > 1, one TE Linear per expert) cast per expert; the turbo
+// grouped GEMM (batch) casts all experts in one multi-tensor kernel (TE GroupedLinear,
+// tex.fused_multi_quantize).
 void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64_t out,
-                             DType dtype, int64_t batch, int64_t repeat) {
+                             DType dtype, int64_t batch, int64_t repeat, LinearInput input) {
+  const double q = BytesPerElement(dtype);
+  const bool quantized = quantized_ && q < act_bytes_;
+  const double cast = CastBytesPerElement(act_bytes_, q);
+  if (quantized) {
+    const double weights = D(in) * D(out) * D(batch) * weight_casts_per_micro_batch_;
+    // A weight cast once per step is not redone when full recompute re-runs the forward
+    // (is_first_microbatch is false by then); a per-micro-batch (FSDP) cast is.
+    AddCast("weight_fp8_cast", Bytes(cast * weights), weights, repeat,
+            /*recomputed=*/!weight_cast_cached_);
+    if (input == LinearInput::kCast) {
+      const double x = D(m) * D(in) * D(batch);
+      AddCast("input_fp8_cast", Bytes(cast * x), x, repeat, /*recomputed=*/true);
+    }
+  }
   Op& op = AddForward(name, OpKind::kGemm);
   op.gemm = GemmShape{.m = m, .n = out, .k = in, .batch = batch, .dtype = dtype};
   op.repeat = repeat;
   op.flops = GemmFlops(op.gemm) * D(repeat);
   op.bytes = GemmBytes(op.gemm, /*accumulate_fp32=*/false) * D(repeat);
+  if (!quantized) return;
+  Pending& p = pending_[forward_count_ - 1];
+  const double dy = D(m) * D(out) * D(batch);
+  p.grad_cast = MemoryOp{.bytes = Bytes(cast * dy), .flops = Flops(kCastFlopsPerElement * dy)};
+  if (input == LinearInput::kFusedNorm) {
+    const double x = D(m) * D(in) * D(batch);
+    p.input_transpose = MemoryOp{.bytes = Bytes(2.0 * q * x), .flops = Flops(0)};
+  }
 }
 
 void ModuleOpBuilder::Memory(std::string_view name, MemoryOp forward, MemoryOp backward,
@@ -136,6 +241,7 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
   if (recompute != Recompute::kNone) {
     for (size_t i = first; i < end; ++i) {
       if (recompute == Recompute::kSelective && ops_[i].kind != OpKind::kAttention) continue;
+      if (!pending_[i - first].recomputed) continue;
       Op copy = ops_[i];
       copy.phase = OpPhase::kRecompute;
       ops_.push_back(copy);
@@ -147,6 +253,22 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
     switch (fwd.kind) {
       case OpKind::kGemm: {
         const GemmShape& f = fwd.gemm;
+        // Memory-bound companions of a quantised GEMM's backward, run `repeat` times like it.
+        auto add_memory = [&](std::string_view name, const MemoryOp& m, OpPhase phase) {
+          Op op;
+          op.name = name;
+          op.module = module_;
+          op.kind = OpKind::kMemory;
+          op.phase = phase;
+          op.memory = m;
+          op.repeat = fwd.repeat;
+          op.flops = m.flops * D(fwd.repeat);
+          op.bytes = m.bytes * D(fwd.repeat);
+          ops_.push_back(op);
+        };
+        if (p.grad_cast.bytes.value() > 0) {
+          add_memory("grad_fp8_cast", p.grad_cast, OpPhase::kBackwardDgrad);
+        }
         Op dgrad = fwd;
         dgrad.phase = OpPhase::kBackwardDgrad;
         dgrad.gemm = GemmShape{.m = f.m, .n = f.k, .k = f.n, .batch = f.batch, .dtype = f.dtype,
@@ -154,6 +276,9 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
         dgrad.flops = GemmFlops(dgrad.gemm) * D(fwd.repeat);
         dgrad.bytes = GemmBytes(dgrad.gemm, false) * D(fwd.repeat);
         ops_.push_back(dgrad);
+        if (p.input_transpose.bytes.value() > 0) {
+          add_memory("input_fp8_transpose", p.input_transpose, OpPhase::kBackwardWgrad);
+        }
         Op wgrad = fwd;
         wgrad.phase = OpPhase::kBackwardWgrad;
         wgrad.gemm = GemmShape{.m = f.k, .n = f.n, .k = f.m, .batch = f.batch, .dtype = f.dtype,
@@ -192,8 +317,9 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
 
 void AddMlpOps(ModuleOpBuilder& b, const MlpOpNames& names, int64_t m, int64_t hidden,
                int64_t f_local, bool gated, DType gemm_dtype, double act_bytes,
-               int64_t act_rows, int64_t batch, int64_t repeat) {
-  b.Linear(names.fc1, m, hidden, gated ? 2 * f_local : f_local, gemm_dtype, batch, repeat);
+               int64_t act_rows, int64_t batch, int64_t repeat, LinearInput fc1_input) {
+  b.Linear(names.fc1, m, hidden, gated ? 2 * f_local : f_local, gemm_dtype, batch, repeat,
+           fc1_input);
   const double n = D(act_rows) * D(f_local);
   const double e = act_bytes;
   if (gated) {

@@ -30,6 +30,27 @@ struct LayerDims {
   DType gemm_dtype = DType::kBf16;  // training.precision
   DType act_dtype = DType::kBf16;   // activations, attention kernel, output layer
   double act_bytes = 2.0;           // bytes per activation element
+  // FP8/FP4 training (gemm_dtype narrower than act_dtype): the quantisation work of every
+  // low-precision linear layer (see Fp8Casts).
+  bool quantized = false;
+  // Weight casts per micro-batch: 1/(micro-batches per step) when Transformer Engine caches the
+  // fp8 weight over gradient accumulation, 1 under FSDP (the full weight exists only for one
+  // micro-batch; see ResolveDims).
+  double weight_casts_per_micro_batch = 1.0;
+  // True when that cast is cached for the step, so full recompute does not redo it.
+  bool weight_cast_cached = false;
+};
+
+// How a quantised linear layer's input reaches fp8 (Transformer Engine, see profiler_internal.cc).
+enum class LinearInput {
+  // A bf16 activation: cast + transpose kernel in forward.
+  kCast,
+  // The output of a norm fused into the layer (TE LayerNormLinear): the norm kernel writes fp8
+  // itself; the transposed copy for the weight gradient is made in backward.
+  kFusedNorm,
+  // The input of the previous linear layer, one TE layer in Megatron (kv_down and k_rope are
+  // one linear_kv_down_proj): already quantised, no input cast or transpose.
+  kSameAsPrevious,
 };
 
 // kInvalidArgument for non-positive sizes in the training config or model; kFailedPrecondition
@@ -46,6 +67,10 @@ absl::Status CheckDivisible(std::string_view what, int64_t value, std::string_vi
 // Bytes per output element of a GEMM in `dtype`: fp8/fp4 GEMMs write bf16.
 double GemmOutputBytes(DType dtype);
 
+// Bytes per element a norm writes: `dims.gemm_dtype` when its output feeds a quantised linear
+// layer it is fused into (TE LayerNormLinear), else the activation dtype.
+double NormOutputBytes(const LayerDims& dims, bool fused_into_linear);
+
 inline double D(int64_t v) { return static_cast<double>(v); }
 
 // Builds one module's op list. Forward ops are appended as they are declared; Finish() appends
@@ -53,16 +78,19 @@ inline double D(int64_t v) { return static_cast<double>(v); }
 // dgrad then wgrad, as Megatron computes them). Names and module are static strings.
 class ModuleOpBuilder {
  public:
-  static constexpr size_t kMaxForwardOps = 24;
+  static constexpr size_t kMaxForwardOps = 32;
 
   // Reserves `capacity` ops once (a module emits at most ~3× its forward op count + recompute).
-  ModuleOpBuilder(std::string_view module, OpList& ops, size_t capacity);
+  // `dims` sets the activation dtype and the quantisation of low-precision linear layers.
+  ModuleOpBuilder(std::string_view module, OpList& ops, size_t capacity, const LayerDims& dims);
 
   // y[m, out] = x[m, in] · W[in, out], `batch` independent problems (turbo grouped GEMM), run
   // `repeat` times back to back (legacy grouped GEMM). Backward: dgrad dX = dY·Wᵀ, shape
-  // (m, in, out); wgrad dW = Xᵀ·dY, shape (in, out, m).
+  // (m, in, out); wgrad dW = Xᵀ·dY, shape (in, out, m). When `dtype` is narrower than the
+  // activations (FP8/FP4 training) the layer also gets its Transformer Engine quantisation
+  // kernels (weight, input and output-gradient casts; `input` says how x reaches fp8).
   void Linear(std::string_view name, int64_t m, int64_t in, int64_t out, DType dtype,
-              int64_t batch = 1, int64_t repeat = 1);
+              int64_t batch = 1, int64_t repeat = 1, LinearInput input = LinearInput::kCast);
   // A memory-bound kernel. `backward` with zero bytes and flops has no backward op;
   // `backward_phase` is kBackwardDgrad for activation gradients, kBackwardWgrad for weight
   // gradients that are not GEMMs (embedding scatter-add).
@@ -80,10 +108,23 @@ class ModuleOpBuilder {
     Bytes backward_bytes;
     OpPhase backward_phase = OpPhase::kBackwardDgrad;
     bool has_backward = true;
+    // Full recompute re-runs the op (false for a weight cast cached for the whole step).
+    bool recomputed = true;
+    // Quantised GEMM: the output-gradient cast before dgrad and, for a fused-norm input, the
+    // transpose of the saved fp8 input before wgrad (zero bytes: none).
+    MemoryOp grad_cast;
+    MemoryOp input_transpose;
   };
   Op& AddForward(std::string_view name, OpKind kind);
+  // A memory-bound forward op without backward, run `repeat` times.
+  void AddCast(std::string_view name, Bytes bytes_per_repeat, double elements_per_repeat,
+               int64_t repeat, bool recomputed);
 
   std::string_view module_;
+  double act_bytes_;
+  bool quantized_;
+  double weight_casts_per_micro_batch_;
+  bool weight_cast_cached_;
   OpList& ops_;
   size_t start_;
   std::array<Pending, kMaxForwardOps> pending_{};
@@ -102,7 +143,8 @@ struct MlpOpNames {
 };
 void AddMlpOps(ModuleOpBuilder& b, const MlpOpNames& names, int64_t m, int64_t hidden,
                int64_t f_local, bool gated, DType gemm_dtype, double act_bytes,
-               int64_t act_rows, int64_t batch = 1, int64_t repeat = 1);
+               int64_t act_rows, int64_t batch = 1, int64_t repeat = 1,
+               LinearInput fc1_input = LinearInput::kCast);
 // Weights of one such block: (gated ? 3 : 2)·hidden·f_local, plus with `bias` the fc1 bias
 // ((gated ? 2 : 1)·f_local, split with the columns) and the fc2 bias (hidden: a row-parallel
 // bias is replicated on every TP rank).

@@ -1,3 +1,5 @@
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "profilers/module_profilers.h"
@@ -110,6 +112,40 @@ TEST(ProfileAttentionTest, Fp8GemmsBf16Attention) {
   EXPECT_EQ(FindOp(p->ops, "qkv_proj", OpPhase::kForward)->gemm.dtype, DType::kFp8);
   EXPECT_EQ(FindOp(p->ops, "out_proj", OpPhase::kBackwardWgrad)->gemm.dtype, DType::kFp8);
   EXPECT_EQ(FindOp(p->ops, "attention_core", OpPhase::kForward)->attention.dtype, DType::kBf16);
+  // QKV takes the fused input norm's fp8 output (no input cast); out_proj casts the bf16
+  // attention output. Forward: qkv weight cast, qkv, rope, core, out_proj weight + input casts,
+  // out_proj.
+  std::vector<std::string_view> forward;
+  for (const Op& op : p->ops) {
+    if (op.phase == OpPhase::kForward) forward.push_back(op.name);
+  }
+  EXPECT_THAT(forward, ::testing::ElementsAre("weight_fp8_cast", "qkv_proj", "rope",
+                                              "attention_core", "weight_fp8_cast",
+                                              "input_fp8_cast", "out_proj"));
+  EXPECT_EQ(CountOps(p->ops, OpKind::kMemory, OpPhase::kBackwardWgrad), 1);
+}
+
+// MLA under FP8: q_down and kv_down cast the (separate TENorm's) bf16 input; k_rope shares
+// kv_down's (one linear_kv_down_proj in Megatron); q_up and kv_up take their fused norms' fp8
+// output; the q/kv norms write 1 byte per element.
+TEST(ProfileAttentionTest, Fp8MlaCastsEachUnfusedInputOnce) {
+  Case c(testing::DeepSeekV3());
+  c.training.seq_len = 1024;
+  c.training.precision = DType::kFp8;
+  absl::StatusOr<ModuleProfile> p = ProfileAttention(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  int64_t input_casts = 0, weight_casts = 0, transposes = 0;
+  for (const Op& op : p->ops) {
+    input_casts += op.name == "input_fp8_cast" ? 1 : 0;
+    weight_casts += op.name == "weight_fp8_cast" ? 1 : 0;
+    transposes += op.name == "input_fp8_transpose" ? 1 : 0;
+  }
+  EXPECT_EQ(weight_casts, 6);
+  EXPECT_EQ(input_casts, 3);  // q_down, kv_down, o_proj
+  EXPECT_EQ(transposes, 2);   // q_up, kv_up
+  // q_norm over T·q_lora_rank: read 2 bytes, write 1.
+  EXPECT_THAT(FindOp(p->ops, "q_norm", OpPhase::kForward)->bytes.value(),
+              IsNearRel(3.0 * 1024 * 1536, 1e-12));
 }
 
 TEST(ProfileAttentionTest, QkNormAndBiasWhereTheModelHasThem) {

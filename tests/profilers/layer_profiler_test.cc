@@ -1,3 +1,5 @@
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "profilers/module_profilers.h"
@@ -210,6 +212,89 @@ TEST(TimeLayerTest, FakeBackendTimesAreRateTimesWork) {
     }
     EXPECT_GT(expected, 0);
     EXPECT_THAT(actual, IsNearRel(expected, 1e-12)) << OpPhaseName(phase);
+  }
+}
+
+// A GEMM backend whose fp8 rate is twice its bf16 rate (the ideal tensor-core speedup: H100
+// 1979 vs 989 dense TFLOPS), so the fp8 GEMMs of a layer take exactly half the bf16 time.
+class TwiceAsFastFp8GemmBackend final : public GemmBackend {
+ public:
+  absl::StatusOr<GemmEstimate> Estimate(const GemmShape& shape) const override {
+    const double per_flop = shape.dtype == DType::kFp8 ? 0.5e-15 : 1e-15;
+    const Seconds t(GemmFlops(shape).value() * per_flop);
+    return GemmEstimate{.time = t, .clock_scaled_time = t, .bound = Bound::kCompute};
+  }
+  std::string_view name() const override { return "fp8_twice"; }
+};
+
+struct LayerTimes {
+  double gemm = 0;
+  double other = 0;
+};
+LayerTimes TimeOf(const ProfileContext& ctx, bool is_moe) {
+  absl::StatusOr<LayerProfile> layer = ProfileLayer(ctx, is_moe);
+  EXPECT_THAT(layer, IsOk());
+  if (!layer.ok()) return {};
+  FakeBackends fakes;
+  TwiceAsFastFp8GemmBackend gemm;
+  const BackendRefs refs{.gemm = gemm, .attention = fakes.attention, .memory = fakes.memory,
+                         .collective = fakes.collective};
+  EXPECT_THAT(TimeLayer(refs, *layer), IsOk());
+  LayerTimes t;
+  for (const ModuleProfile& m : layer->modules) {
+    for (const Op& op : m.ops) (op.kind == OpKind::kGemm ? t.gemm : t.other) += op.time.value();
+  }
+  return t;
+}
+
+// FP8 speeds up only the fp8 GEMMs and adds Transformer Engine's casts, so an fp8 layer is
+// never faster than the bf16 layer with its fp8-able GEMM time halved (Amdahl with the ideal
+// GEMM speedup). Llama-3.1-8B, TP 1, T = 2·8192, 8/2 = 4 micro-batches per step, memory at
+// 1 TB/s, e = 2 and q = 1 byte. The gap is the cast traffic (4 B per element cast and
+// transposed from bf16, 2 B per fp8 transpose) less the fp8 norm outputs:
+//   weights  4·h·(6144 + 4096 + 28672 + 14336)/4 micro-batches  = 4096·53248 B
+//   inputs   4·T·(4096 [out_proj] + 14336 [fc2])               = 4·T·18432
+//   dY       4·T·(6144 + 4096 + 28672 + 4096)                    = 4·T·43008
+//   fused-norm inputs transposed 2·T·4096·2, norms write 1 B less: −T·4096·2
+//   total = 218,103,808 + T·253,952 = 4,378,853,376 B → 4.378853376 ms.
+TEST(ProfileLayerTest, Fp8IsNeverFasterThanIdealGemmSpeedupAndAddsTheCasts) {
+  Case s = Llama(1, false);
+  s.training.global_batch = 8;
+  LayerTimes bf16 = TimeOf(s.Ctx(), false);
+  s.training.precision = DType::kFp8;
+  LayerTimes fp8 = TimeOf(s.Ctx(), false);
+  EXPECT_THAT(fp8.gemm, IsNearRel(bf16.gemm / 2, 1e-12));
+  EXPECT_THAT(fp8.other - bf16.other, IsNearRel(4.378853376e-3, 1e-9));
+
+  // The invariant over layouts, recompute modes, MoE and MLA layers.
+  struct Variant {
+    Case c;
+    bool moe;
+    Recompute recompute;
+  };
+  std::vector<Variant> variants;
+  variants.push_back({Llama(4, true), false, Recompute::kFull});
+  variants.push_back({Llama(8, true), false, Recompute::kSelective});
+  Case mixtral(testing::Mixtral8x7B());
+  mixtral.training.seq_len = 4096;
+  mixtral.parallel.ep = 8;
+  variants.push_back({mixtral, true, Recompute::kNone});
+  mixtral.parallel.turbo_grouped_gemm = false;
+  variants.push_back({mixtral, true, Recompute::kFull});
+  Case dsv3(testing::DeepSeekV3());
+  dsv3.training.seq_len = 4096;
+  dsv3.parallel.ep = 64;
+  variants.push_back({dsv3, true, Recompute::kNone});
+  dsv3.parallel.fsdp = true;
+  variants.push_back({dsv3, false, Recompute::kFull});
+  for (Variant& v : variants) {
+    v.c.training.precision = DType::kBf16;
+    const LayerTimes b = TimeOf(v.c.Ctx(v.recompute), v.moe);
+    v.c.training.precision = DType::kFp8;
+    const LayerTimes f = TimeOf(v.c.Ctx(v.recompute), v.moe);
+    // The router stays bf16, so fp8 GEMM time is at least half the bf16 GEMM time.
+    EXPECT_GE(f.gemm, b.gemm / 2 * (1 - 1e-12)) << v.c.model.name;
+    EXPECT_GT(f.gemm + f.other, b.gemm / 2 + b.other) << v.c.model.name;
   }
 }
 

@@ -38,6 +38,37 @@ TEST(ProfileNormsTest, SequenceParallelDividesTokensByTp) {
   }
 }
 
+// Under FP8 a norm fused into the next TE linear layer writes fp8 (1 byte): the input norm
+// of a standard attention and the pre-MLP norm of a dense layer read 2 and write 1 byte per
+// element; MoE's pre-MLP norm (a separate TENorm feeding the router) and MLA's input norm
+// (feeding q_down and kv_down) keep bf16 outputs: 4 bytes per element.
+TEST(ProfileNormsTest, Fp8NormsFusedIntoLinearsWriteFp8) {
+  Case c(testing::Llama31_8B());
+  c.training.seq_len = 1024;
+  c.training.precision = DType::kFp8;
+  const double n = 1024.0 * 4096;
+  absl::StatusOr<ModuleProfile> dense = ProfileNorms(c.Ctx(), /*moe_layer=*/false);
+  absl::StatusOr<ModuleProfile> moe = ProfileNorms(c.Ctx(), /*moe_layer=*/true);
+  ASSERT_THAT(dense, IsOk());
+  ASSERT_THAT(moe, IsOk());
+  EXPECT_THAT(FindOp(dense->ops, "input_norm", OpPhase::kForward)->bytes.value(),
+              IsNearRel(3 * n, 1e-12));
+  EXPECT_THAT(FindOp(dense->ops, "pre_mlp_norm", OpPhase::kForward)->bytes.value(),
+              IsNearRel(3 * n, 1e-12));
+  EXPECT_THAT(FindOp(moe->ops, "pre_mlp_norm", OpPhase::kForward)->bytes.value(),
+              IsNearRel(4 * n, 1e-12));
+  // Backward reads x and dy and writes dx in bf16 either way.
+  EXPECT_THAT(FindOp(dense->ops, "input_norm", OpPhase::kBackwardDgrad)->bytes.value(),
+              IsNearRel(6 * n, 1e-12));
+  Case mla(testing::DeepSeekV3());
+  mla.training.seq_len = 1024;
+  mla.training.precision = DType::kFp8;
+  absl::StatusOr<ModuleProfile> mla_norms = ProfileNorms(mla.Ctx(), /*moe_layer=*/true);
+  ASSERT_THAT(mla_norms, IsOk());
+  EXPECT_THAT(FindOp(mla_norms->ops, "input_norm", OpPhase::kForward)->bytes.value(),
+              IsNearRel(4 * 1024.0 * 7168, 1e-12));
+}
+
 TEST(ProfileNormsTest, LayerNormHasScaleAndBias) {
   Case c(testing::GptMha());
   absl::StatusOr<ModuleProfile> p = ProfileNorms(c.Ctx());

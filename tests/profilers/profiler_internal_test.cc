@@ -1,0 +1,197 @@
+// Tests of the shared profiler internals: LayerDims resolution and ModuleOpBuilder's FP8
+// (Transformer Engine) quantisation ops.
+#include "profilers/profiler_internal.h"
+
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/profilers/profiler_test_util.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector {
+namespace {
+
+using ::projector::testing::CountPhase;
+using ::projector::testing::FindOp;
+using ::projector::testing::IsNearRel;
+using ::projector::testing::IsOk;
+using profiler_internal::LayerDims;
+using profiler_internal::LinearInput;
+using profiler_internal::ModuleOpBuilder;
+using Case = ::projector::testing::ProfilerCase;
+
+// bf16 activations, fp8 GEMMs, the weight cast cached over 8 micro-batches.
+LayerDims Fp8Dims(bool cached = true) {
+  LayerDims dims;
+  dims.gemm_dtype = DType::kFp8;
+  dims.act_dtype = DType::kBf16;
+  dims.act_bytes = 2.0;
+  dims.quantized = true;
+  dims.weight_casts_per_micro_batch = cached ? 1.0 / 8.0 : 1.0;
+  dims.weight_cast_cached = cached;
+  return dims;
+}
+
+std::vector<std::string_view> Names(const OpList& ops, OpPhase phase) {
+  std::vector<std::string_view> names;
+  for (const Op& op : ops) {
+    if (op.phase == phase) names.push_back(op.name);
+  }
+  return names;
+}
+
+// x[512, 1024] · W[1024, 2048] in fp8 from a bf16 input (e = 2, q = 1 byte). A cast reads bf16
+// and writes the fp8 copy and its transpose: e + 2q = 4 bytes per element.
+//   weight_fp8_cast 1024·2048 = 2,097,152 elements · 4 B / 8 micro-batches = 1,048,576 B
+//   input_fp8_cast  512·1024  =   524,288 elements · 4 B                   = 2,097,152 B
+//   grad_fp8_cast   512·2048  = 1,048,576 elements of dY · 4 B             = 4,194,304 B
+TEST(ModuleOpBuilderTest, QuantisedLinearCastsWeightInputAndGradient) {
+  OpList ops;
+  ModuleOpBuilder b("mlp", ops, 8, Fp8Dims());
+  b.Linear("fc", 512, 1024, 2048, DType::kFp8);
+  b.Finish(Recompute::kNone);
+  EXPECT_THAT(Names(ops, OpPhase::kForward),
+              ::testing::ElementsAre("weight_fp8_cast", "input_fp8_cast", "fc"));
+  EXPECT_THAT(Names(ops, OpPhase::kBackwardDgrad), ::testing::ElementsAre("grad_fp8_cast", "fc"));
+  EXPECT_THAT(Names(ops, OpPhase::kBackwardWgrad), ::testing::ElementsAre("fc"));
+  const Op* weight = FindOp(ops, "weight_fp8_cast", OpPhase::kForward);
+  const Op* input = FindOp(ops, "input_fp8_cast", OpPhase::kForward);
+  const Op* grad = FindOp(ops, "grad_fp8_cast", OpPhase::kBackwardDgrad);
+  ASSERT_NE(weight, nullptr);
+  ASSERT_NE(input, nullptr);
+  ASSERT_NE(grad, nullptr);
+  EXPECT_EQ(weight->kind, OpKind::kMemory);
+  EXPECT_THAT(weight->bytes.value(), IsNearRel(1048576.0, 1e-12));
+  EXPECT_THAT(input->bytes.value(), IsNearRel(2097152.0, 1e-12));
+  EXPECT_THAT(grad->bytes.value(), IsNearRel(4194304.0, 1e-12));
+  EXPECT_THAT(input->memory.bytes.value(), IsNearRel(2097152.0, 1e-12));
+  // ~3 vector FLOPs per element (|x|, max, scale).
+  EXPECT_THAT(input->flops.value(), IsNearRel(3.0 * 524288, 1e-12));
+  // The GEMM itself is unchanged: fp8 inputs, bf16 output.
+  EXPECT_EQ(FindOp(ops, "fc", OpPhase::kForward)->gemm,
+            (GemmShape{.m = 512, .n = 2048, .k = 1024, .dtype = DType::kFp8}));
+}
+
+// A norm fused into the layer (TE LayerNormLinear) writes the fp8 input itself; backward makes
+// the transposed copy for wgrad: read and write 1 byte per element, 2·512·1024 = 1,048,576 B.
+TEST(ModuleOpBuilderTest, FusedNormInputIsTransposedBeforeWgrad) {
+  OpList ops;
+  ModuleOpBuilder b("attention", ops, 8, Fp8Dims());
+  b.Linear("qkv", 512, 1024, 2048, DType::kFp8, 1, 1, LinearInput::kFusedNorm);
+  b.Finish(Recompute::kNone);
+  EXPECT_THAT(Names(ops, OpPhase::kForward), ::testing::ElementsAre("weight_fp8_cast", "qkv"));
+  EXPECT_THAT(Names(ops, OpPhase::kBackwardWgrad),
+              ::testing::ElementsAre("input_fp8_transpose", "qkv"));
+  EXPECT_THAT(FindOp(ops, "input_fp8_transpose", OpPhase::kBackwardWgrad)->bytes.value(),
+              IsNearRel(1048576.0, 1e-12));
+  // Backward order: dY cast, dgrad, input transpose, wgrad.
+  std::vector<std::string_view> backward;
+  for (const Op& op : ops) {
+    if (op.phase != OpPhase::kForward) backward.push_back(op.name);
+  }
+  EXPECT_THAT(backward,
+              ::testing::ElementsAre("grad_fp8_cast", "qkv", "input_fp8_transpose", "qkv"));
+}
+
+TEST(ModuleOpBuilderTest, SecondLinearOnTheSameInputCastsNoInput) {
+  OpList ops;
+  ModuleOpBuilder b("attention", ops, 8, Fp8Dims());
+  b.Linear("kv_down", 512, 1024, 512, DType::kFp8);
+  b.Linear("k_rope", 512, 1024, 64, DType::kFp8, 1, 1, LinearInput::kSameAsPrevious);
+  b.Finish(Recompute::kNone);
+  EXPECT_THAT(Names(ops, OpPhase::kForward),
+              ::testing::ElementsAre("weight_fp8_cast", "input_fp8_cast", "kv_down",
+                                     "weight_fp8_cast", "k_rope"));
+  EXPECT_EQ(CountPhase(ops, OpPhase::kBackwardWgrad), 2);
+}
+
+// Full recompute re-runs the input cast but not a weight cast cached for the step
+// (is_first_microbatch is false by then); under FSDP the weight is cast every micro-batch and
+// the recomputed forward casts it again.
+TEST(ModuleOpBuilderTest, RecomputeRedoesTheWeightCastOnlyWhenNotCached) {
+  for (bool cached : {true, false}) {
+    OpList ops;
+    ModuleOpBuilder b("mlp", ops, 8, Fp8Dims(cached));
+    b.Linear("fc", 512, 1024, 2048, DType::kFp8);
+    b.Finish(Recompute::kFull);
+    if (cached) {
+      EXPECT_THAT(Names(ops, OpPhase::kRecompute),
+                  ::testing::ElementsAre("input_fp8_cast", "fc"));
+    } else {
+      EXPECT_THAT(Names(ops, OpPhase::kRecompute),
+                  ::testing::ElementsAre("weight_fp8_cast", "input_fp8_cast", "fc"));
+      // Every micro-batch casts the whole weight: 4 bytes · 1024·2048.
+      EXPECT_THAT(FindOp(ops, "weight_fp8_cast", OpPhase::kForward)->bytes.value(),
+                  IsNearRel(4.0 * 1024 * 2048, 1e-12));
+    }
+  }
+}
+
+// Legacy grouped GEMM (one TE Linear per expert, repeat 4) casts per expert: each cast op runs
+// 4 times; the turbo grouped GEMM (batch 4) casts all experts in one kernel. Same bytes.
+TEST(ModuleOpBuilderTest, GroupedGemmCastsEveryExpert) {
+  OpList legacy, turbo;
+  ModuleOpBuilder bl("moe", legacy, 8, Fp8Dims());
+  bl.Linear("expert_fc1", 128, 1024, 2048, DType::kFp8, /*batch=*/1, /*repeat=*/4);
+  bl.Finish(Recompute::kNone);
+  ModuleOpBuilder bt("moe", turbo, 8, Fp8Dims());
+  bt.Linear("expert_fc1", 128, 1024, 2048, DType::kFp8, /*batch=*/4, /*repeat=*/1);
+  bt.Finish(Recompute::kNone);
+  for (std::string_view name : {"weight_fp8_cast", "input_fp8_cast"}) {
+    const Op* l = FindOp(legacy, name, OpPhase::kForward);
+    const Op* t = FindOp(turbo, name, OpPhase::kForward);
+    ASSERT_NE(l, nullptr);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(l->repeat, 4);
+    EXPECT_EQ(t->repeat, 1);
+    EXPECT_THAT(l->bytes.value(), IsNearRel(t->bytes.value(), 1e-12)) << name;
+  }
+  // 4 experts · 128·1024 inputs · 4 B.
+  EXPECT_THAT(FindOp(turbo, "input_fp8_cast", OpPhase::kForward)->bytes.value(),
+              IsNearRel(4.0 * 4 * 128 * 1024, 1e-12));
+  EXPECT_THAT(FindOp(legacy, "grad_fp8_cast", OpPhase::kBackwardDgrad)->bytes.value(),
+              IsNearRel(4.0 * 4 * 128 * 2048, 1e-12));
+}
+
+TEST(ModuleOpBuilderTest, Bf16LinearHasNoCasts) {
+  LayerDims dims;
+  OpList ops;
+  ModuleOpBuilder b("mlp", ops, 8, dims);
+  b.Linear("fc", 512, 1024, 2048, DType::kBf16, 1, 1, LinearInput::kFusedNorm);
+  b.Finish(Recompute::kFull);
+  for (const Op& op : ops) EXPECT_EQ(op.kind, OpKind::kGemm) << op.name;
+}
+
+// Micro-batches per step = global_batch/(micro_batch·dp) = 64/(2·4) = 8: TE casts a weight once
+// per step, 1/8 per micro-batch. FSDP casts every micro-batch. bf16 casts nothing.
+TEST(ResolveDimsTest, Fp8WeightCastsPerMicroBatch) {
+  Case c(testing::Llama31_8B());
+  c.training.precision = DType::kFp8;
+  c.training.micro_batch = 2;
+  c.training.global_batch = 64;
+  c.parallel.dp = 4;
+  absl::StatusOr<LayerDims> dims = profiler_internal::ResolveDims(c.Ctx());
+  ASSERT_THAT(dims, IsOk());
+  EXPECT_TRUE(dims->quantized);
+  EXPECT_TRUE(dims->weight_cast_cached);
+  EXPECT_THAT(dims->weight_casts_per_micro_batch, IsNearRel(1.0 / 8.0, 1e-12));
+  EXPECT_EQ(dims->act_dtype, DType::kBf16);
+  EXPECT_THAT(profiler_internal::NormOutputBytes(*dims, true), IsNearRel(1.0, 1e-12));
+  EXPECT_THAT(profiler_internal::NormOutputBytes(*dims, false), IsNearRel(2.0, 1e-12));
+
+  c.parallel.fsdp = true;
+  dims = profiler_internal::ResolveDims(c.Ctx());
+  ASSERT_THAT(dims, IsOk());
+  EXPECT_FALSE(dims->weight_cast_cached);
+  EXPECT_THAT(dims->weight_casts_per_micro_batch, IsNearRel(1.0, 1e-12));
+
+  c.training.precision = DType::kBf16;
+  dims = profiler_internal::ResolveDims(c.Ctx());
+  ASSERT_THAT(dims, IsOk());
+  EXPECT_FALSE(dims->quantized);
+  EXPECT_THAT(profiler_internal::NormOutputBytes(*dims, true), IsNearRel(2.0, 1e-12));
+}
+
+}  // namespace
+}  // namespace projector
