@@ -113,6 +113,24 @@ class FigureReader {
     return static_cast<int64_t>(fig.value);
   }
 
+  // A count that may be 0 (0 = none): a non-negative integer; `fallback` when absent.
+  absl::StatusOr<int64_t> CountOr(std::string_view key, int64_t fallback) {
+    if (!obj_.Has(key)) {
+      obj_.Accept(key);
+      return fallback;
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(Figure fig, Read(key));
+    if (std::floor(fig.value) != fig.value || std::fabs(fig.value) > 9e15) {
+      return JsonFieldError(obj_.origin(), fig.pointer,
+                            absl::StrCat("expected an integer, got ", FormatNumber(fig.value)));
+    }
+    if (fig.value < 0) {
+      return JsonFieldError(obj_.origin(), fig.pointer,
+                            absl::StrCat("must be >= 0, got ", FormatNumber(fig.value)));
+    }
+    return static_cast<int64_t>(fig.value);
+  }
+
   // A flag, bare or as {"value": true, "source": "..."}; `fallback` when absent.
   absl::StatusOr<bool> Flag(std::string_view key, bool fallback) {
     if (!obj_.Has(key)) {
@@ -296,6 +314,20 @@ absl::Status ReadScaleOut(JsonObject& root, std::map<std::string, std::string>& 
   return obj.CheckNoUnknownKeys();
 }
 
+// Optional section: a profile without it models communication beside compute as free.
+absl::Status ReadCommInterference(JsonObject& root, std::map<std::string, std::string>& sources,
+                                  CommInterference& c) {
+  if (!root.Has("comm_interference")) {
+    root.Accept("comm_interference");
+    return absl::OkStatus();
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(FigureReader ci, Section(root, "comm_interference", sources));
+  PROJECTOR_ASSIGN_OR_RETURN(c.scale_up_ctas, ci.CountOr("scale_up_ctas", 0));
+  PROJECTOR_ASSIGN_OR_RETURN(c.scale_out_ctas, ci.CountOr("scale_out_ctas", 0));
+  PROJECTOR_ASSIGN_OR_RETURN(c.ep_dispatch_ctas, ci.CountOr("ep_dispatch_ctas", 0));
+  return ci.object().CheckNoUnknownKeys();
+}
+
 absl::Status CheckNotes(JsonObject& root) {
   if (!root.Has("notes")) {
     root.Accept("notes");
@@ -353,6 +385,7 @@ absl::StatusOr<HardwareProfile> LoadHardwareProfileFile(const std::string& path)
   PROJECTOR_RETURN_IF_ERROR(ReadNode(root, hw.figure_sources, hw));
   PROJECTOR_RETURN_IF_ERROR(ReadScaleUp(root, hw.figure_sources, hw.scale_up));
   PROJECTOR_RETURN_IF_ERROR(ReadScaleOut(root, hw.figure_sources, hw.scale_out));
+  PROJECTOR_RETURN_IF_ERROR(ReadCommInterference(root, hw.figure_sources, hw.comm_interference));
   PROJECTOR_RETURN_IF_ERROR(root.CheckNoUnknownKeys());
   return hw;
 }
@@ -405,6 +438,12 @@ absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::strin
       {"/scale_out/efficiency", out.efficiency, Range::kFraction},
       {"/scale_out/alltoall_per_peer_overhead_us", ToMicroseconds(out.alltoall_per_peer_overhead),
        Range::kNonNegative},
+      {"/comm_interference/scale_up_ctas", static_cast<double>(hw.comm_interference.scale_up_ctas),
+       Range::kNonNegative},
+      {"/comm_interference/scale_out_ctas",
+       static_cast<double>(hw.comm_interference.scale_out_ctas), Range::kNonNegative},
+      {"/comm_interference/ep_dispatch_ctas",
+       static_cast<double>(hw.comm_interference.ep_dispatch_ctas), Range::kNonNegative},
   };
   for (const RangeRule& rule : rules) {
     PROJECTOR_RETURN_IF_ERROR(CheckRange(origin, rule.pointer, rule.value, rule.range));
@@ -457,6 +496,24 @@ absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::strin
         absl::StrCat(up.links_per_gpu, " links cannot reach the ", hw.gpus_per_node - 1,
                      " peers of a full mesh of gpus_per_node ", hw.gpus_per_node,
                      "; a full mesh needs links_per_gpu >= gpus_per_node - 1"));
+  }
+  // A collective holding every SM/CU would stop the compute beside it; NCCL caps its CTAs far
+  // below that (MAXCHANNELS), so such a figure is a typo.
+  const struct {
+    std::string_view pointer;
+    int64_t ctas;
+  } cta_rules[] = {
+      {"/comm_interference/scale_up_ctas", hw.comm_interference.scale_up_ctas},
+      {"/comm_interference/scale_out_ctas", hw.comm_interference.scale_out_ctas},
+      {"/comm_interference/ep_dispatch_ctas", hw.comm_interference.ep_dispatch_ctas},
+  };
+  for (const auto& rule : cta_rules) {
+    if (rule.ctas >= g.compute_units) {
+      return JsonFieldError(
+          origin, rule.pointer,
+          absl::StrCat(rule.ctas, " CTAs is not below compute_units ", g.compute_units,
+                       "; a communication kernel holds fewer CTAs than the GPU has SMs/CUs"));
+    }
   }
   if (!up.supports_in_network_reduction && up.in_network_allreduce_busbw.value() > 0) {
     return JsonFieldError(origin, "/scale_up/in_network_allreduce_busbw_gbs",

@@ -5,7 +5,8 @@
 // JSON units are in the key names and are converted once, by the loader: clocks in MHz, HBM
 // capacity in GB (1e9 B), HBM bandwidth in TB/s, caches as vendors quote them (l2_cache_mb and
 // last_level_cache_mb in MiB, lds_per_cu_kb and register_file_per_cu_kb in KiB), fabric
-// bandwidths in GB/s unidirectional, NIC rates in Gb/s line rate, latencies and overheads in us.
+// bandwidths in GB/s unidirectional, NIC rates in Gb/s line rate, latencies and overheads in us,
+// communication-kernel footprints in CTAs (SMs/CUs held).
 // A figure is a bare number or {"value": n, "source": "...", "derived": "..."}.
 #ifndef PROJECTOR_HW_PROFILES_HARDWARE_PROFILE_H_
 #define PROJECTOR_HW_PROFILES_HARDWARE_PROFILE_H_
@@ -85,6 +86,21 @@ struct ScaleOutNetwork {
   Seconds alltoall_per_peer_overhead;  // per inter-node A2A peer (Primus a2a_peer_lat 0.45 us)
 };
 
+// How a collective kernel running beside compute slows that compute: NCCL/RCCL launch one CTA
+// (workgroup) per channel, and each CTA holds an SM/CU for the whole collective, so the compute
+// kernels launched beside it get fewer SMs. 0 CTAs = the collective takes no SMs (the model
+// before interference; a user-written profile without the section gets this).
+struct CommInterference {
+  // CTAs of one collective whose ranks all sit in one node (NCCL ring/tree channels over the
+  // scale-up fabric).
+  int64_t scale_up_ctas = 0;
+  // CTAs of one collective that spans nodes (channels of the inter-node rings, one or more per
+  // NIC).
+  int64_t scale_out_ctas = 0;
+  // SMs/CUs a DeepEP-style expert dispatch/combine kernel holds (DeepEP Buffer.num_sms).
+  int64_t ep_dispatch_ctas = 0;
+};
+
 struct HardwareProfile {
   std::string name;         // profile name ("mi300x")
   std::string source_file;  // where it was loaded from
@@ -92,6 +108,7 @@ struct HardwareProfile {
   int64_t gpus_per_node = 8;
   ScaleUpFabric scale_up;
   ScaleOutNetwork scale_out;
+  CommInterference comm_interference;
   std::string description;  // one line for people ("AMD Instinct MI300X OAM, 750 W")
   // JSON pointer of each figure that cites a source ("/gpu/peak_clock_mhz") -> its source, with
   // " [derived: ...]" appended where the profile says how the figure was derived.
@@ -103,7 +120,8 @@ struct HardwareProfile {
 // syntax error, an unknown key, a wrong type, a non-positive size or a fraction outside (0, 1].
 absl::StatusOr<HardwareProfile> LoadHardwareProfileFile(const std::string& path);
 // Ranges and cross-field checks (sustained <= peak clock, bf16 rate > 0, per-link <= per-GPU
-// bandwidth <= links x per-link, full mesh has a link to every peer, ...); also usable on
+// bandwidth <= links x per-link, full mesh has a link to every peer, a collective holds fewer
+// CTAs than the GPU has SMs/CUs, ...); also usable on
 // profiles built in code. kInvalidArgument "<origin>: <json-pointer>: <problem>".
 absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::string& origin);
 

@@ -15,11 +15,43 @@ constexpr double kCommBytesPerElement = 2.0;
 
 Seconds Max0(Seconds s) { return s.value() > 0 ? s : Seconds(0); }
 
+// HBM traffic of a collective per byte it moves over the wire in each direction. A byte sent is
+// read from HBM by the sending CTA and a byte received is written to HBM by the receiving side
+// (NCCL's Simple protocol lands it in the peer's staging buffer, the receiver then copies it on:
+// both sides of the copy are counted once here, as the brief's "each byte sent/received is
+// read/written"): 2 B per wire byte. A reduction step also reads the local operand it adds the
+// received chunk to: 3 B. Ring volumes per rank and direction (nccl-tests' busbw factors):
+// AllGather/ReduceScatter/AllToAll (n−1)/n·S, AllReduce (n−1)/n·S reduced + (n−1)/n·S copied,
+// SendRecv and Broadcast S.
+constexpr double kHbmBytesPerCopiedWireByte = 2.0;
+constexpr double kHbmBytesPerReducedWireByte = 3.0;
+
+double CollectiveHbmBytes(const CollectiveOp& op) {
+  const double n = static_cast<double>(op.group.size);
+  const double ring = n > 1 ? (n - 1) / n * op.bytes.value() : 0.0;
+  switch (op.kind) {
+    case CollectiveKind::kAllReduce:
+      return ring * (kHbmBytesPerReducedWireByte + kHbmBytesPerCopiedWireByte);
+    case CollectiveKind::kReduceScatter:
+      return ring * kHbmBytesPerReducedWireByte;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kAllToAll:
+      return ring * kHbmBytesPerCopiedWireByte;
+    case CollectiveKind::kSendRecv:
+    case CollectiveKind::kBroadcast:
+      return op.group.size > 1 ? op.bytes.value() * kHbmBytesPerCopiedWireByte : 0.0;
+  }
+  return 0.0;
+}
+
+double Fraction01(double v) { return std::clamp(v, 0.0, 1.0); }
+
 // Per-module compute sums and the overlap windows the communication rules need.
 struct ModuleSums {
   std::string_view module;
   Seconds fwd, bwd, rec;
   Seconds fwd_cs, bwd_cs, rec_cs;
+  Seconds mem_fwd, mem_bwd, mem_rec;  // memory-bound kernels
   Seconds attention_fwd, attention_bwd, attention_rec;  // flash-attention kernels
   Seconds max_fwd_gemm, max_dgrad_gemm, max_wgrad_gemm;  // largest single GEMM per phase
 };
@@ -33,6 +65,7 @@ ModuleSums SumModule(const ModuleProfile& m) {
       case OpPhase::kForward:
         s.fwd += op.time;
         s.fwd_cs += op.clock_scaled_time;
+        if (op.kind == OpKind::kMemory) s.mem_fwd += op.time;
         if (op.kind == OpKind::kAttention) s.attention_fwd += op.time;
         if (op.kind == OpKind::kGemm) s.max_fwd_gemm = std::max(s.max_fwd_gemm, op.time);
         break;
@@ -40,6 +73,7 @@ ModuleSums SumModule(const ModuleProfile& m) {
       case OpPhase::kBackwardWgrad:
         s.bwd += op.time;
         s.bwd_cs += op.clock_scaled_time;
+        if (op.kind == OpKind::kMemory) s.mem_bwd += op.time;
         if (op.kind == OpKind::kAttention) s.attention_bwd += op.time;
         if (op.kind == OpKind::kGemm && op.phase == OpPhase::kBackwardDgrad) {
           s.max_dgrad_gemm = std::max(s.max_dgrad_gemm, op.time);
@@ -51,6 +85,7 @@ ModuleSums SumModule(const ModuleProfile& m) {
       case OpPhase::kRecompute:
         s.rec += op.time;
         s.rec_cs += op.clock_scaled_time;
+        if (op.kind == OpKind::kMemory) s.mem_rec += op.time;
         if (op.kind == OpKind::kAttention) s.attention_rec += op.time;
         break;
     }
@@ -58,17 +93,34 @@ ModuleSums SumModule(const ModuleProfile& m) {
   return s;
 }
 
+// A window made of one GEMM (or other compute-bound kernel).
+OverlapWindow ComputeBoundWindow(Seconds t) {
+  return {.total = t, .compute_bound = t, .memory_bound = Seconds(0)};
+}
+
+// One timed collective: its time (all repeats) and what it takes from compute beside it.
+struct TimedComm {
+  Seconds time;
+  CommSlowdown slowdown;
+};
+
+// Exposure of one collective overlapping `window` (OverlappedExposure of its InterferenceCost).
+Seconds Exposure(const TimedComm& c, const OverlapWindow& window) {
+  return OverlappedExposure(c.time, InterferenceCost(c.time, c.slowdown, window), window);
+}
+
 class CommBuilder {
  public:
-  CommBuilder(const CollectiveBackend& collective, OpList& ops)
-      : collective_(collective), ops_(ops) {}
+  CommBuilder(const CollectiveBackend& collective, const CommInterferenceModel& interference,
+              OpList& ops)
+      : collective_(collective), interference_(interference), ops_(ops) {}
 
-  // Adds and times one collective; returns its time (all `repeat`s).
-  absl::StatusOr<Seconds> Add(std::string_view name, std::string_view module, OpPhase phase,
-                              CommDim dim, CollectiveKind kind, Bytes bytes, ProcessGroup group,
-                              CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto,
-                              int64_t repeat = 1) {
-    if (group.size <= 1 || bytes.value() <= 0) return Seconds(0);
+  // Adds and times one collective; returns its time (all `repeat`s) and slowdown.
+  absl::StatusOr<TimedComm> Add(std::string_view name, std::string_view module, OpPhase phase,
+                                CommDim dim, CollectiveKind kind, Bytes bytes, ProcessGroup group,
+                                CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto,
+                                int64_t repeat = 1) {
+    if (group.size <= 1 || bytes.value() <= 0) return TimedComm{};
     CollectiveOp c{.kind = kind, .bytes = bytes, .group = group};
     absl::StatusOr<CollectiveEstimate> e = collective_.Estimate(c, algorithm);
     // PXN needs a group that spans nodes; inside one node fall back to the backend's choice.
@@ -90,11 +142,16 @@ class CommBuilder {
     op.bytes = bytes * static_cast<double>(repeat);
     op.time = e->time * static_cast<double>(repeat);
     ops_.push_back(op);
-    return op.time;
+    // A DeepEP-style kernel runs on its own SM budget, NCCL's on its channels.
+    const bool ep_dispatch = dim == CommDim::kEp && kind == CollectiveKind::kAllToAll &&
+                             e->algorithm == CollectiveAlgorithm::kPxn;
+    return TimedComm{.time = op.time,
+                     .slowdown = CollectiveSlowdown(interference_, c, *e, ep_dispatch)};
   }
 
  private:
   const CollectiveBackend& collective_;
+  const CommInterferenceModel& interference_;
   OpList& ops_;
 };
 
@@ -105,7 +162,7 @@ class CommBuilder {
 //   fwd: one AllReduce of the block output [tokens, h]            → exposed
 //   bwd: one AllReduce of the block input grad, issued async and overlapped with the wgrad GEMM
 //        of the column-parallel linear (LinearWithGradAccumulationAndAsyncCommunication)
-//        → exposed max(0, AR − wgrad)
+//        → exposed max(AR − wgrad, interference) (OverlappedExposure)
 // With sequence parallelism (Korthikanti et al. 2022, §4.2.2):
 //   fwd: AllGather of the block input + ReduceScatter of its output  → both exposed
 //   bwd: AllGather of the output grad (the RS's backward)             → exposed;
@@ -114,7 +171,8 @@ class CommBuilder {
 //        → max(0, RS − wgrad).
 // With --tp-comm-overlap the forward collectives also hide behind the adjacent GEMM.
 // Sizes follow nccl-tests: AR buffer = AG output = RS input = tokens·h·2 B, so an AG or RS
-// moves half the bytes of an AR.
+// moves half the bytes of an AR. Every "max(0, comm − window)" below is OverlappedExposure, so a
+// hidden collective still costs the compute slowdown it causes.
 struct TpExposure {
   Seconds fwd, bwd;
 };
@@ -125,41 +183,94 @@ absl::StatusOr<TpExposure> AddTpBlock(CommBuilder& b, std::string_view module,
   TpExposure x;
   ProcessGroup g = par.TpGroup();
   if (g.size <= 1) return x;
-  Seconds fwd_window = tp_comm_overlap ? s.max_fwd_gemm : Seconds(0);
+  const OverlapWindow fwd_window =
+      ComputeBoundWindow(tp_comm_overlap ? s.max_fwd_gemm : Seconds(0));
+  const OverlapWindow dgrad = ComputeBoundWindow(s.max_dgrad_gemm);
+  const OverlapWindow wgrad = ComputeBoundWindow(s.max_wgrad_gemm);
   if (!par.sequence_parallel) {
-    PROJECTOR_ASSIGN_OR_RETURN(Seconds ar_f, b.Add("tp_allreduce", module, OpPhase::kForward,
-                                                   CommDim::kTp, CollectiveKind::kAllReduce, act,
-                                                   g));
-    PROJECTOR_ASSIGN_OR_RETURN(Seconds ar_b,
+    PROJECTOR_ASSIGN_OR_RETURN(TimedComm ar_f, b.Add("tp_allreduce", module, OpPhase::kForward,
+                                                     CommDim::kTp, CollectiveKind::kAllReduce,
+                                                     act, g));
+    PROJECTOR_ASSIGN_OR_RETURN(TimedComm ar_b,
                                b.Add("tp_allreduce_grad", module, OpPhase::kBackwardDgrad,
                                      CommDim::kTp, CollectiveKind::kAllReduce, act, g));
-    x.fwd = Max0(ar_f - fwd_window);
-    x.bwd = Max0(ar_b - s.max_wgrad_gemm);
+    x.fwd = Exposure(ar_f, fwd_window);
+    x.bwd = Exposure(ar_b, wgrad);
     return x;
   }
-  PROJECTOR_ASSIGN_OR_RETURN(Seconds ag_f, b.Add("sp_allgather", module, OpPhase::kForward,
-                                                 CommDim::kTp, CollectiveKind::kAllGather, act,
-                                                 g));
-  PROJECTOR_ASSIGN_OR_RETURN(Seconds rs_f, b.Add("sp_reducescatter", module, OpPhase::kForward,
-                                                 CommDim::kTp, CollectiveKind::kReduceScatter,
-                                                 act, g));
-  PROJECTOR_ASSIGN_OR_RETURN(Seconds ag_grad,
+  PROJECTOR_ASSIGN_OR_RETURN(TimedComm ag_f, b.Add("sp_allgather", module, OpPhase::kForward,
+                                                   CommDim::kTp, CollectiveKind::kAllGather, act,
+                                                   g));
+  PROJECTOR_ASSIGN_OR_RETURN(TimedComm rs_f, b.Add("sp_reducescatter", module, OpPhase::kForward,
+                                                   CommDim::kTp, CollectiveKind::kReduceScatter,
+                                                   act, g));
+  PROJECTOR_ASSIGN_OR_RETURN(TimedComm ag_grad,
                              b.Add("sp_allgather_grad", module, OpPhase::kBackwardDgrad,
                                    CommDim::kTp, CollectiveKind::kAllGather, act, g));
-  PROJECTOR_ASSIGN_OR_RETURN(Seconds ag_input,
+  PROJECTOR_ASSIGN_OR_RETURN(TimedComm ag_input,
                              b.Add("sp_allgather_wgrad_input", module, OpPhase::kBackwardDgrad,
                                    CommDim::kTp, CollectiveKind::kAllGather, act, g));
-  PROJECTOR_ASSIGN_OR_RETURN(Seconds rs_grad,
+  PROJECTOR_ASSIGN_OR_RETURN(TimedComm rs_grad,
                              b.Add("sp_reducescatter_grad", module, OpPhase::kBackwardWgrad,
                                    CommDim::kTp, CollectiveKind::kReduceScatter, act, g));
-  x.fwd = Max0(ag_f - fwd_window) + Max0(rs_f - fwd_window);
-  Seconds bwd_window = tp_comm_overlap ? s.max_dgrad_gemm : Seconds(0);
-  x.bwd = Max0(ag_grad - bwd_window) + Max0(ag_input - s.max_dgrad_gemm) +
-          Max0(rs_grad - s.max_wgrad_gemm);
+  x.fwd = Exposure(ag_f, fwd_window) + Exposure(rs_f, fwd_window);
+  const OverlapWindow bwd_window = tp_comm_overlap ? dgrad : ComputeBoundWindow(Seconds(0));
+  x.bwd = Exposure(ag_grad, bwd_window) + Exposure(ag_input, dgrad) + Exposure(rs_grad, wgrad);
   return x;
 }
 
 }  // namespace
+
+CommInterferenceModel MakeCommInterferenceModel(const HardwareProfile& hw) {
+  const CommInterference& c = hw.comm_interference;
+  return {.compute_units = hw.gpu.compute_units,
+          .scale_up_ctas = c.scale_up_ctas,
+          .scale_out_ctas = c.scale_out_ctas,
+          .ep_dispatch_ctas = c.ep_dispatch_ctas,
+          // Contention only where the profile models interference at all.
+          .hbm_bandwidth = c.scale_up_ctas + c.scale_out_ctas + c.ep_dispatch_ctas > 0
+                               ? hw.gpu.hbm_bandwidth * hw.gpu.hbm_efficiency
+                               : BytesPerSecond(0)};
+}
+
+// SM share: a CTA holds its SM for the whole collective, and a compute-bound kernel beside it
+// (GEMM, flash attention) runs its waves on the SMs left, so its rate drops by CTAs / SMs.
+// HBM share: the collective's HBM traffic rate over the achievable bandwidth; a memory-bound
+// kernel beside it gets the rest. Each capped to [0, 1].
+CommSlowdown CollectiveSlowdown(const CommInterferenceModel& model, const CollectiveOp& op,
+                                const CollectiveEstimate& estimate, bool ep_dispatch) {
+  CommSlowdown s;
+  if (model.compute_units <= 0 || op.group.size <= 1 || estimate.time.value() <= 0) return s;
+  const int64_t ctas = ep_dispatch                    ? model.ep_dispatch_ctas
+                       : estimate.nodes_spanned > 1 ? model.scale_out_ctas
+                                                    : model.scale_up_ctas;
+  s.compute =
+      Fraction01(static_cast<double>(ctas) / static_cast<double>(model.compute_units));
+  if (model.hbm_bandwidth.value() > 0) {
+    s.memory = Fraction01(CollectiveHbmBytes(op) / estimate.time.value() /
+                          model.hbm_bandwidth.value());
+  }
+  return s;
+}
+
+// Compute of the window runs at (1 − s) while the collective runs; spread over the window, the
+// collective overlaps compute-bound kernels for comm · compute_bound / total and memory-bound
+// ones for comm · memory_bound / total.
+Seconds InterferenceCost(Seconds comm, CommSlowdown slowdown, const OverlapWindow& window) {
+  if (window.total.value() <= 0 || comm.value() <= 0) return Seconds(0);
+  const double share = (window.compute_bound.value() * slowdown.compute +
+                        window.memory_bound.value() * slowdown.memory) /
+                       window.total.value();
+  return comm * share;
+}
+
+// Closed form of a compute window W slowed to rate 1 − s while a collective of duration t runs
+// beside it (both start together): if the compute outlasts the collective it ends at
+// W + s·t (the work lost while they overlapped), else the collective ends last, at t. So the
+// window ends at max(t, W + s·t) and grows by max(t − W, s·t) = max(t − W, cost).
+Seconds OverlappedExposure(Seconds comm, Seconds cost, const OverlapWindow& window) {
+  return std::max(Max0(comm - window.total), Max0(cost));
+}
 
 Bytes LayerInputBytes(const ModelSpec& model, const ParallelConfig& parallel,
                       const TrainingConfig& training) {
@@ -189,6 +300,9 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
     out.forward_clock_scaled += s.fwd_cs;
     out.backward_clock_scaled += s.bwd_cs;
     out.recompute_clock_scaled += s.rec_cs;
+    out.forward_memory_bound += s.mem_fwd;
+    out.backward_memory_bound += s.mem_bwd;
+    out.recompute_memory_bound += s.mem_rec;
     out.dense_parameters += m.dense_parameters;
     out.expert_parameters += m.expert_parameters;
     out.activation_bytes += m.activation_bytes;
@@ -203,7 +317,7 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
   }
   out.input_bytes = LayerInputBytes(model, par, tr);
 
-  CommBuilder b(collective, out.comm_ops);
+  CommBuilder b(collective, ctx.interference, out.comm_ops);
   const bool full_recompute = ctx.recompute == Recompute::kFull;
 
   // Activation [micro_batch · seq/CP tokens, hidden] gathered over TP.
@@ -239,17 +353,17 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
     ProcessGroup neighbours{.size = 2, .stride = par.CpGroup().stride};
     int64_t steps = par.cp - 1;
     PROJECTOR_ASSIGN_OR_RETURN(
-        Seconds f, b.Add("cp_kv_ring", "attention", OpPhase::kForward, CommDim::kCp,
+        TimedComm f, b.Add("cp_kv_ring", "attention", OpPhase::kForward, CommDim::kCp,
                          CollectiveKind::kSendRecv, kv, neighbours, CollectiveAlgorithm::kAuto,
                          steps));
     PROJECTOR_ASSIGN_OR_RETURN(
-        Seconds bw, b.Add("cp_kv_dkv_ring", "attention", OpPhase::kBackwardDgrad, CommDim::kCp,
+        TimedComm bw, b.Add("cp_kv_dkv_ring", "attention", OpPhase::kBackwardDgrad, CommDim::kCp,
                           CollectiveKind::kSendRecv, kv * 2.0, neighbours,
                           CollectiveAlgorithm::kAuto, steps));
-    out.forward_comm.cp = Max0(f - attention.attention_fwd);
-    out.backward_comm.cp = Max0(bw - attention.attention_bwd);
+    out.forward_comm.cp = Exposure(f, ComputeBoundWindow(attention.attention_fwd));
+    out.backward_comm.cp = Exposure(bw, ComputeBoundWindow(attention.attention_bwd));
     if (ctx.recompute != Recompute::kNone && attention.attention_rec.value() > 0) {
-      out.recompute_comm.cp = Max0(f - attention.attention_rec);
+      out.recompute_comm.cp = Exposure(f, ComputeBoundWindow(attention.attention_rec));
     }
   }
 
@@ -266,7 +380,7 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
               static_cast<double>(model.hidden_size) * kCommBytesPerElement);
     CollectiveAlgorithm algo = par.deepep ? CollectiveAlgorithm::kPxn : CollectiveAlgorithm::kAuto;
     ProcessGroup ep = par.EpGroup();
-    Seconds a2a_f, a2a_b;
+    TimedComm a2a_f, a2a_b;
     if (ep.size > 1) {
       PROJECTOR_ASSIGN_OR_RETURN(
           a2a_f, b.Add("ep_dispatch_combine", "moe", OpPhase::kForward, CommDim::kEp,
@@ -279,29 +393,34 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
     if (par.etp > 1) {
       ProcessGroup etp{.size = par.etp, .stride = 1};
       PROJECTOR_ASSIGN_OR_RETURN(
-          Seconds ag, b.Add("etp_allgather", "moe", OpPhase::kForward, CommDim::kEp,
+          TimedComm ag, b.Add("etp_allgather", "moe", OpPhase::kForward, CommDim::kEp,
                             CollectiveKind::kAllGather, msg * static_cast<double>(par.etp), etp));
       PROJECTOR_ASSIGN_OR_RETURN(
-          Seconds rs, b.Add("etp_reducescatter", "moe", OpPhase::kForward, CommDim::kEp,
+          TimedComm rs, b.Add("etp_reducescatter", "moe", OpPhase::kForward, CommDim::kEp,
                             CollectiveKind::kReduceScatter, msg * static_cast<double>(par.etp),
                             etp));
       PROJECTOR_ASSIGN_OR_RETURN(
-          Seconds agb, b.Add("etp_allgather_grad", "moe", OpPhase::kBackwardDgrad, CommDim::kEp,
+          TimedComm agb, b.Add("etp_allgather_grad", "moe", OpPhase::kBackwardDgrad, CommDim::kEp,
                              CollectiveKind::kAllGather, msg * static_cast<double>(par.etp),
                              etp));
       PROJECTOR_ASSIGN_OR_RETURN(
-          Seconds rsb, b.Add("etp_reducescatter_grad", "moe", OpPhase::kBackwardDgrad,
+          TimedComm rsb, b.Add("etp_reducescatter_grad", "moe", OpPhase::kBackwardDgrad,
                              CommDim::kEp, CollectiveKind::kReduceScatter,
                              msg * static_cast<double>(par.etp), etp));
-      etp_f = ag + rs;
-      etp_b = agb + rsb;
+      etp_f = ag.time + rs.time;
+      etp_b = agb.time + rsb.time;
     }
     if (par.deepep) {
-      out.forward_comm.ep = Max0(a2a_f - mlp.fwd) + etp_f;
-      out.backward_comm.ep = Max0(a2a_b - mlp.bwd) + etp_b;
+      // DeepEP's kernels hold Buffer.num_sms SMs while the MoE compute runs beside them.
+      const OverlapWindow fwd{.total = mlp.fwd, .compute_bound = mlp.fwd - mlp.mem_fwd,
+                              .memory_bound = mlp.mem_fwd};
+      const OverlapWindow bwd{.total = mlp.bwd, .compute_bound = mlp.bwd - mlp.mem_bwd,
+                              .memory_bound = mlp.mem_bwd};
+      out.forward_comm.ep = Exposure(a2a_f, fwd) + etp_f;
+      out.backward_comm.ep = Exposure(a2a_b, bwd) + etp_b;
     } else {
-      out.forward_comm.ep = a2a_f + etp_f;
-      out.backward_comm.ep = a2a_b + etp_b;
+      out.forward_comm.ep = a2a_f.time + etp_f;
+      out.backward_comm.ep = a2a_b.time + etp_b;
     }
     if (full_recompute) out.recompute_comm.ep = out.forward_comm.ep;
   }
@@ -333,43 +452,47 @@ absl::StatusOr<ComposedEndModule> ComposeEndModule(const ModuleProfile& timed_mo
   out.backward_compute = s.bwd;
   out.forward_clock_scaled = s.fwd_cs;
   out.backward_clock_scaled = s.bwd_cs;
+  out.forward_memory_bound = s.mem_fwd;
+  out.backward_memory_bound = s.mem_bwd;
   out.parameters = timed_module.dense_parameters + timed_module.expert_parameters;
   out.activation_bytes = timed_module.activation_bytes;
   ProcessGroup g = par.TpGroup();
   if (g.size <= 1) return out;
   OpList scratch;
-  CommBuilder b(collective, scratch);
+  CommBuilder b(collective, ctx.interference, scratch);
   double tokens = static_cast<double>(tr.micro_batch * tr.seq_len) / static_cast<double>(par.cp);
   Bytes act(tokens * static_cast<double>(ctx.model.hidden_size) * kCommBytesPerElement);
   const bool sp = par.sequence_parallel;
   std::string_view module = timed_module.module;
   if (!is_output) {
     PROJECTOR_ASSIGN_OR_RETURN(
-        Seconds f, b.Add("embedding_tp", module, OpPhase::kForward, CommDim::kTp,
-                         sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, act, g));
-    out.forward_tp_comm = f;
+        TimedComm f, b.Add("embedding_tp", module, OpPhase::kForward, CommDim::kTp,
+                           sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, act,
+                           g));
+    out.forward_tp_comm = f.time;
     if (sp) {
       PROJECTOR_ASSIGN_OR_RETURN(
-          Seconds bw, b.Add("embedding_tp_grad", module, OpPhase::kBackwardDgrad, CommDim::kTp,
-                            CollectiveKind::kAllGather, act, g));
-      out.backward_tp_comm = bw;
+          TimedComm bw, b.Add("embedding_tp_grad", module, OpPhase::kBackwardDgrad, CommDim::kTp,
+                              CollectiveKind::kAllGather, act, g));
+      out.backward_tp_comm = bw.time;
     }
     return out;
   }
-  Seconds f;
+  TimedComm f;
   if (sp) {
     PROJECTOR_ASSIGN_OR_RETURN(f, b.Add("output_sp_allgather", module, OpPhase::kForward,
                                         CommDim::kTp, CollectiveKind::kAllGather, act, g));
   }
   PROJECTOR_ASSIGN_OR_RETURN(
-      Seconds ce, b.Add("cross_entropy_allreduce", module, OpPhase::kForward, CommDim::kTp,
+      TimedComm ce, b.Add("cross_entropy_allreduce", module, OpPhase::kForward, CommDim::kTp,
                         CollectiveKind::kAllReduce, Bytes(tokens * 4.0), g,
                         CollectiveAlgorithm::kAuto, 3));
   PROJECTOR_ASSIGN_OR_RETURN(
-      Seconds bw, b.Add("output_tp_grad", module, OpPhase::kBackwardWgrad, CommDim::kTp,
-                        sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, act, g));
-  out.forward_tp_comm = f + ce;
-  out.backward_tp_comm = Max0(bw - s.max_wgrad_gemm);
+      TimedComm bw, b.Add("output_tp_grad", module, OpPhase::kBackwardWgrad, CommDim::kTp,
+                          sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, act,
+                          g));
+  out.forward_tp_comm = f.time + ce.time;
+  out.backward_tp_comm = Exposure(bw, ComputeBoundWindow(s.max_wgrad_gemm));
   return out;
 }
 

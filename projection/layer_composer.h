@@ -2,7 +2,9 @@
 // communication the layout implies — TP AllReduce or sequence-parallel AllGather/ReduceScatter,
 // CP ring exchange of K/V, EP All-to-All dispatch/combine (and expert-TP gathers) — timed with
 // the collective backend, then applies the overlap rules to get the layer's forward, backward
-// and recompute time per micro-batch on one GPU.
+// and recompute time per micro-batch on one GPU. Also holds the compute–communication
+// interference model the overlap rules here and in the step composer share: a collective hidden
+// behind compute still slows that compute (SMs held by its CTAs, HBM bandwidth it consumes).
 #ifndef PROJECTOR_PROJECTION_LAYER_COMPOSER_H_
 #define PROJECTOR_PROJECTION_LAYER_COMPOSER_H_
 
@@ -14,6 +16,7 @@
 #include "backends/collective_backend.h"
 #include "core/parallel_config.h"
 #include "core/units.h"
+#include "hw_profiles/hardware_profile.h"
 #include "models/model_spec.h"
 #include "profilers/module_profilers.h"
 #include "profilers/op_list.h"
@@ -36,6 +39,52 @@ struct ExposedComm {
   Seconds Total() const { return tp + cp + ep; }
 };
 
+// What a collective kernel takes from the compute running beside it, per GPU (from
+// HardwareProfile::comm_interference). Default-constructed = nothing: overlapped communication
+// is free while hidden, the model before interference.
+struct CommInterferenceModel {
+  int64_t compute_units = 0;  // SMs / CUs of the GPU
+  int64_t scale_up_ctas = 0;  // CTAs of a collective inside one node
+  int64_t scale_out_ctas = 0;  // CTAs of a collective spanning nodes
+  int64_t ep_dispatch_ctas = 0;  // SMs of a DeepEP-style dispatch/combine kernel
+  BytesPerSecond hbm_bandwidth;  // achievable: datasheet x hbm_efficiency; 0 = no HBM contention
+};
+
+// The GPU's figures; all zero when the profile has no comm_interference section.
+CommInterferenceModel MakeCommInterferenceModel(const HardwareProfile& hw);
+
+// Fractions in [0, 1] of compute throughput a collective takes while it runs: `compute` of
+// compute-bound kernels (GEMM, attention: its CTAs / SMs), `memory` of memory-bound kernels (its
+// HBM traffic rate / achievable HBM bandwidth).
+struct CommSlowdown {
+  double compute = 0;
+  double memory = 0;
+};
+
+// Slowdown of one collective `op` that the backend timed as `estimate` (one instance).
+// `ep_dispatch` = a DeepEP-style A2A kernel (its own SM budget) rather than NCCL channels.
+CommSlowdown CollectiveSlowdown(const CommInterferenceModel& model, const CollectiveOp& op,
+                                const CollectiveEstimate& estimate, bool ep_dispatch = false);
+
+// The compute-stream time a collective overlaps: `total`, of which `compute_bound` runs
+// GEMM/attention kernels and `memory_bound` memory-bound kernels (the rest, e.g. exposed
+// communication of another dimension, is not slowed).
+struct OverlapWindow {
+  Seconds total;
+  Seconds compute_bound;
+  Seconds memory_bound;
+};
+
+// Compute time lost to a collective of duration `comm` spread over `window`:
+// comm · (compute_bound · s.compute + memory_bound · s.memory) / total; 0 for an empty window.
+Seconds InterferenceCost(Seconds comm, CommSlowdown slowdown, const OverlapWindow& window);
+
+// How much longer the window gets with communication `comm` overlapping it, whose
+// InterferenceCost is `cost`: max(comm − total, cost). Comm longer than the window shows as
+// exposed; shorter, it is hidden but its slowdown of the compute is not. cost = 0 gives the
+// interference-free max(0, comm − total).
+Seconds OverlappedExposure(Seconds comm, Seconds cost, const OverlapWindow& window);
+
 struct LayerCompositionContext {
   const ModelSpec& model;
   const ParallelConfig& parallel;
@@ -44,6 +93,7 @@ struct LayerCompositionContext {
   // forward repeats the layer's forward collectives.
   Recompute recompute = Recompute::kNone;
   bool tp_comm_overlap = false;
+  CommInterferenceModel interference{};
 };
 
 // One layer, one micro-batch, one GPU. "compute" = GEMM, attention and memory-bound ops.
@@ -56,6 +106,11 @@ struct ComposedLayer {
   Seconds forward_clock_scaled;
   Seconds backward_clock_scaled;
   Seconds recompute_clock_scaled;
+  // Parts of the compute spent in memory-bound kernels (the rest is GEMM / attention).
+  Seconds forward_memory_bound;
+  Seconds backward_memory_bound;
+  Seconds recompute_memory_bound;
+  // Exposed communication incl. the compute slowdown of the hidden part (InterferenceCost).
   ExposedComm forward_comm;
   ExposedComm backward_comm;
   ExposedComm recompute_comm;
@@ -85,8 +140,10 @@ struct ComposedEndModule {
   Seconds backward_compute;
   Seconds forward_clock_scaled;
   Seconds backward_clock_scaled;
-  Seconds forward_tp_comm;   // exposed
-  Seconds backward_tp_comm;  // exposed
+  Seconds forward_memory_bound;   // part of forward_compute in memory-bound kernels
+  Seconds backward_memory_bound;  // part of backward_compute in memory-bound kernels
+  Seconds forward_tp_comm;   // exposed (incl. the interference of its hidden part)
+  Seconds backward_tp_comm;  // exposed (incl. the interference of its hidden part)
   double parameters = 0;     // per GPU (dense)
   Bytes activation_bytes;    // per micro-batch
   Seconds Forward() const { return forward_compute + forward_tp_comm; }

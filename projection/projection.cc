@@ -92,7 +92,8 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   ProfileContext ctx{.model = model, .parallel = par, .training = tr, .recompute = tr.recompute};
   LayerCompositionContext lctx{.model = model, .parallel = par, .training = tr,
                                .recompute = tr.recompute,
-                               .tp_comm_overlap = options.tp_comm_overlap};
+                               .tp_comm_overlap = options.tp_comm_overlap,
+                               .interference = MakeCommInterferenceModel(scenario.hw)};
   std::optional<ComposedLayer> dense, moe;
   std::vector<OpTable> op_tables;
   if (dense_layers > 0) {
@@ -133,7 +134,8 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   StepInputs in{.model = model, .parallel = par, .training = tr,
                 .dense = dense ? &*dense : nullptr, .moe = moe ? &*moe : nullptr,
                 .embedding = emb_c, .output = out_c,
-                .hbm_capacity = scenario.hw.gpu.hbm_capacity};
+                .hbm_capacity = scenario.hw.gpu.hbm_capacity,
+                .interference = lctx.interference};
   PROJECTOR_ASSIGN_OR_RETURN(StepResult step, ComposeStep(in, backends));
 
   Projection p;

@@ -24,6 +24,8 @@ constexpr bool kFsdpReshardAfterForward = true;
 struct ChunkCost {
   Seconds forward, backward;
   Seconds compute, tp, cp, ep, fsdp;
+  // The compute-stream windows a DP collective can overlap (backward incl. recompute).
+  OverlapWindow forward_window, backward_window;
   Seconds clock_scaled;
   Bytes activations;
   Bytes recompute_working_set;
@@ -32,11 +34,53 @@ struct ChunkCost {
   double largest_layer_parameters = 0;
 };
 
+// One collective (or a sum of them, with the time-weighted slowdown) and what it takes from
+// the compute beside it.
+struct TimedCollective {
+  Seconds time;
+  CommSlowdown slowdown;
+};
+
+TimedCollective Sum(const TimedCollective& a, const TimedCollective& b) {
+  TimedCollective s{.time = a.time + b.time, .slowdown = {}};
+  if (s.time.value() <= 0) return s;
+  // InterferenceCost is linear in the time, so the time-weighted slowdown is exact.
+  s.slowdown.compute =
+      (a.time.value() * a.slowdown.compute + b.time.value() * b.slowdown.compute) / s.time.value();
+  s.slowdown.memory =
+      (a.time.value() * a.slowdown.memory + b.time.value() * b.slowdown.memory) / s.time.value();
+  return s;
+}
+
 // One FSDP unit (a layer, or the embedding / output layer) in execution order.
 struct FsdpUnit {
-  Seconds forward, backward;  // compute-stream time (backward incl. recompute)
-  Seconds gather, reduce;     // one AllGather, one ReduceScatter
+  OverlapWindow forward, backward;  // compute-stream time (backward incl. recompute)
+  TimedCollective gather, reduce;   // one AllGather, one ReduceScatter
 };
+
+OverlapWindow Window(Seconds total, Seconds compute, Seconds memory_bound) {
+  return {.total = total, .compute_bound = Max0(compute - memory_bound),
+          .memory_bound = memory_bound};
+}
+OverlapWindow ForwardWindow(const ComposedLayer& k) {
+  return Window(k.Forward(), k.forward_compute, k.forward_memory_bound);
+}
+OverlapWindow BackwardWindow(const ComposedLayer& k, bool recomputed) {
+  if (!recomputed) return Window(k.Backward(), k.backward_compute, k.backward_memory_bound);
+  return Window(k.Backward() + k.Recompute(), k.backward_compute + k.recompute_compute,
+                k.backward_memory_bound + k.recompute_memory_bound);
+}
+OverlapWindow ForwardWindow(const ComposedEndModule& e) {
+  return Window(e.Forward(), e.forward_compute, e.forward_memory_bound);
+}
+OverlapWindow BackwardWindow(const ComposedEndModule& e) {
+  return Window(e.Backward(), e.backward_compute, e.backward_memory_bound);
+}
+void Accumulate(OverlapWindow& into, const OverlapWindow& w, double times) {
+  into.total += w.total * times;
+  into.compute_bound += w.compute_bound * times;
+  into.memory_bound += w.memory_bound * times;
+}
 
 void AddLayers(const ComposedLayer& k, int64_t n, int64_t n_recomputed, Recompute mode,
                ChunkCost& c) {
@@ -50,6 +94,12 @@ void AddLayers(const ComposedLayer& k, int64_t n, int64_t n_recomputed, Recomput
   c.ep += (k.forward_comm.ep + k.backward_comm.ep) * dn + k.recompute_comm.ep * dr;
   c.clock_scaled +=
       (k.forward_clock_scaled + k.backward_clock_scaled) * dn + k.recompute_clock_scaled * dr;
+  Accumulate(c.forward_window, ForwardWindow(k), dn);
+  Accumulate(c.backward_window, BackwardWindow(k, false), dn);
+  if (n_recomputed > 0) {
+    Accumulate(c.backward_window,
+               Window(k.Recompute(), k.recompute_compute, k.recompute_memory_bound), dr);
+  }
   Bytes stored = mode == Recompute::kSelective ? k.activation_bytes_selective : k.activation_bytes;
   if (mode == Recompute::kFull) {
     c.activations += k.activation_bytes * (dn - dr) + k.input_bytes * dr;
@@ -69,44 +119,54 @@ void AddEnd(const ComposedEndModule& e, ChunkCost& c) {
   c.compute += e.forward_compute + e.backward_compute;
   c.tp += e.forward_tp_comm + e.backward_tp_comm;
   c.clock_scaled += e.forward_clock_scaled + e.backward_clock_scaled;
+  Accumulate(c.forward_window, ForwardWindow(e), 1.0);
+  Accumulate(c.backward_window, BackwardWindow(e), 1.0);
   c.activations += e.activation_bytes;
   c.dense_parameters += e.parameters;
 }
 
-absl::StatusOr<Seconds> Collective(const CollectiveBackend& backend, CollectiveKind kind,
-                                   Bytes bytes, ProcessGroup group) {
-  if (group.size <= 1 || bytes.value() <= 0) return Seconds(0);
-  PROJECTOR_ASSIGN_OR_RETURN(CollectiveEstimate e,
-                             backend.Estimate(CollectiveOp{.kind = kind, .bytes = bytes,
-                                                           .group = group}));
-  return e.time;
+absl::StatusOr<TimedCollective> Collective(const CollectiveBackend& backend,
+                                           const CommInterferenceModel& interference,
+                                           CollectiveKind kind, Bytes bytes, ProcessGroup group) {
+  if (group.size <= 1 || bytes.value() <= 0) return TimedCollective{};
+  const CollectiveOp op{.kind = kind, .bytes = bytes, .group = group};
+  PROJECTOR_ASSIGN_OR_RETURN(CollectiveEstimate e, backend.Estimate(op));
+  return TimedCollective{.time = e.time,
+                         .slowdown = CollectiveSlowdown(interference, op, e)};
 }
 
 // FSDP AllGather (bf16 weights) and ReduceScatter (fp32 grads, Megatron's grad_reduce_in_fp32
 // under bf16) of one unit's parameters: dense over DP·CP, experts over expert-DP.
-absl::StatusOr<FsdpUnit> FsdpComm(const CollectiveBackend& backend, const ParallelConfig& par,
-                                  double dense_params, double expert_params) {
+absl::StatusOr<FsdpUnit> FsdpComm(const CollectiveBackend& backend,
+                                  const CommInterferenceModel& interference,
+                                  const ParallelConfig& par, double dense_params,
+                                  double expert_params) {
   FsdpUnit u;
   ProcessGroup dg = par.DpCpGroup(), eg = ExpertDpGroup(par);
-  PROJECTOR_ASSIGN_OR_RETURN(Seconds ag_d, Collective(backend, CollectiveKind::kAllGather,
-                                                      Bytes(dense_params * 2.0), dg));
-  PROJECTOR_ASSIGN_OR_RETURN(Seconds ag_e, Collective(backend, CollectiveKind::kAllGather,
-                                                      Bytes(expert_params * 2.0), eg));
-  PROJECTOR_ASSIGN_OR_RETURN(Seconds rs_d, Collective(backend, CollectiveKind::kReduceScatter,
-                                                      Bytes(dense_params * 4.0), dg));
-  PROJECTOR_ASSIGN_OR_RETURN(Seconds rs_e, Collective(backend, CollectiveKind::kReduceScatter,
-                                                      Bytes(expert_params * 4.0), eg));
-  u.gather = ag_d + ag_e;
-  u.reduce = rs_d + rs_e;
+  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective ag_d,
+                             Collective(backend, interference, CollectiveKind::kAllGather,
+                                        Bytes(dense_params * 2.0), dg));
+  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective ag_e,
+                             Collective(backend, interference, CollectiveKind::kAllGather,
+                                        Bytes(expert_params * 2.0), eg));
+  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective rs_d,
+                             Collective(backend, interference, CollectiveKind::kReduceScatter,
+                                        Bytes(dense_params * 4.0), dg));
+  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective rs_e,
+                             Collective(backend, interference, CollectiveKind::kReduceScatter,
+                                        Bytes(expert_params * 4.0), eg));
+  u.gather = Sum(ag_d, ag_e);
+  u.reduce = Sum(rs_d, rs_e);
   return u;
 }
 
 // Exposed FSDP time of one micro-batch through a chunk's units (execution order).
 //   forward:  the first unit's AllGather has nothing to hide behind; unit i's gather is
-//             prefetched during unit i−1's forward → max(0, AG_i − F_{i−1}).
+//             prefetched during unit i−1's forward → max(AG_i − F_{i−1}, cost).
 //   backward: unit i's backward gather (prefetched) and its gradient ReduceScatter share the
 //             communication stream while unit i's backward (+ recompute) runs
-//             → max(0, g·AG_i + RS_i − B_i), g = 1 with reshard-after-forward.
+//             → max(g·AG_i + RS_i − B_i, cost), g = 1 with reshard-after-forward.
+// cost = InterferenceCost: the compute the hidden collectives slow (OverlappedExposure).
 // A unit with unknown (zero) compute falls back to the seed's flat 93 % overlap.
 struct FsdpExposure {
   Seconds forward, backward, total_comm;
@@ -116,17 +176,21 @@ FsdpExposure ExposeFsdp(const std::vector<FsdpUnit>& units) {
   const double bwd_gathers = kFsdpReshardAfterForward ? 1.0 : 0.0;
   for (size_t i = 0; i < units.size(); ++i) {
     const FsdpUnit& u = units[i];
-    Seconds bwd_comm = u.gather * bwd_gathers + u.reduce;
-    x.total_comm += u.gather + bwd_comm;
+    const Seconds gather = u.gather.time, reduce = u.reduce.time;
+    Seconds bwd_comm = gather * bwd_gathers + reduce;
+    x.total_comm += gather + bwd_comm;
     if (i == 0) {
-      x.forward += u.gather;
-    } else if (units[i - 1].forward.value() > 0) {
-      x.forward += Max0(u.gather - units[i - 1].forward);
+      x.forward += gather;
+    } else if (const OverlapWindow& prev = units[i - 1].forward; prev.total.value() > 0) {
+      x.forward += OverlappedExposure(gather, InterferenceCost(gather, u.gather.slowdown, prev),
+                                      prev);
     } else {
-      x.forward += u.gather * (1.0 - kFsdpFallbackOverlap);
+      x.forward += gather * (1.0 - kFsdpFallbackOverlap);
     }
-    if (u.backward.value() > 0) {
-      x.backward += Max0(bwd_comm - u.backward);
+    if (u.backward.total.value() > 0) {
+      Seconds cost = InterferenceCost(gather * bwd_gathers, u.gather.slowdown, u.backward) +
+                     InterferenceCost(reduce, u.reduce.slowdown, u.backward);
+      x.backward += OverlappedExposure(bwd_comm, cost, u.backward);
     } else {
       x.backward += bwd_comm * (1.0 - kFsdpFallbackOverlap);
     }
@@ -140,6 +204,7 @@ struct BucketedBuffer {
   Seconds full;  // one full bucket's reduce
   Seconds last;  // the remainder bucket's reduce
   Seconds gather_full, gather_last;  // distributed optimizer param AllGather (bf16)
+  CommSlowdown reduce_slowdown, gather_slowdown;  // of a full bucket's collective
   Seconds Total() const {
     if (buckets == 0) return Seconds(0);
     return full * static_cast<double>(buckets - 1) + last;
@@ -150,8 +215,10 @@ struct BucketedBuffer {
   }
 };
 
-absl::StatusOr<BucketedBuffer> BucketBuffer(const CollectiveBackend& backend, double params,
-                                            ProcessGroup group, bool distributed_optimizer) {
+absl::StatusOr<BucketedBuffer> BucketBuffer(const CollectiveBackend& backend,
+                                            const CommInterferenceModel& interference,
+                                            double params, ProcessGroup group,
+                                            bool distributed_optimizer) {
   BucketedBuffer b;
   if (group.size <= 1 || params <= 0) return b;
   double bucket = std::max(kDdpMinBucketParams,
@@ -163,24 +230,46 @@ absl::StatusOr<BucketedBuffer> BucketBuffer(const CollectiveBackend& backend, do
   // on for bf16): AllReduce, or ReduceScatter with the distributed optimizer, of 4 B/param.
   CollectiveKind kind = distributed_optimizer ? CollectiveKind::kReduceScatter
                                               : CollectiveKind::kAllReduce;
-  PROJECTOR_ASSIGN_OR_RETURN(b.full, Collective(backend, kind, Bytes(full * 4.0), group));
-  PROJECTOR_ASSIGN_OR_RETURN(b.last, Collective(backend, kind, Bytes(last * 4.0), group));
+  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective f,
+                             Collective(backend, interference, kind, Bytes(full * 4.0), group));
+  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective l,
+                             Collective(backend, interference, kind, Bytes(last * 4.0), group));
+  b.full = f.time;
+  b.last = l.time;
+  b.reduce_slowdown = f.slowdown;
   if (distributed_optimizer) {
-    PROJECTOR_ASSIGN_OR_RETURN(
-        b.gather_full, Collective(backend, CollectiveKind::kAllGather, Bytes(full * 2.0), group));
-    PROJECTOR_ASSIGN_OR_RETURN(
-        b.gather_last, Collective(backend, CollectiveKind::kAllGather, Bytes(last * 2.0), group));
+    PROJECTOR_ASSIGN_OR_RETURN(TimedCollective gf,
+                               Collective(backend, interference, CollectiveKind::kAllGather,
+                                          Bytes(full * 2.0), group));
+    PROJECTOR_ASSIGN_OR_RETURN(TimedCollective gl,
+                               Collective(backend, interference, CollectiveKind::kAllGather,
+                                          Bytes(last * 2.0), group));
+    b.gather_full = gf.time;
+    b.gather_last = gl.time;
+    b.gather_slowdown = gf.slowdown;
   }
   return b;
 }
 
+// The DP communication stream of one rank: where it ends, and the compute its reduces slowed.
+struct GradStream {
+  Seconds end;
+  Seconds interference;
+};
+
 // Serial communication stream: buckets become ready at a uniform rate while [start, end]
 // runs (the chunk's last backward, where the grads become final) and are reduced in order.
-Seconds DrainBuckets(const BucketedBuffer& b, Seconds start, Seconds end, Seconds stream) {
+// The part of each reduce before `compute_end` (the rank's last compute) overlaps the backward
+// `window` and slows it by InterferenceCost.
+GradStream DrainBuckets(const BucketedBuffer& b, Seconds start, Seconds end, GradStream stream,
+                        Seconds compute_end, const OverlapWindow& window) {
   for (int64_t j = 0; j < b.buckets; ++j) {
     double frac = static_cast<double>(j + 1) / static_cast<double>(b.buckets);
     Seconds ready = start + (end - start) * frac;
-    stream = std::max(stream, ready) + (j + 1 == b.buckets ? b.last : b.full);
+    Seconds begin = std::max(stream.end, ready);
+    stream.end = begin + (j + 1 == b.buckets ? b.last : b.full);
+    Seconds overlap = Max0(std::min(stream.end, compute_end) - begin);
+    stream.interference += InterferenceCost(overlap, b.reduce_slowdown, window);
   }
   return stream;
 }
@@ -299,26 +388,27 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   std::vector<FsdpUnit> units;
   FsdpUnit dense_fsdp, moe_fsdp, emb_fsdp, out_fsdp;
   if (par.fsdp) {
+    const CommInterferenceModel& ci = in.interference;
     if (in.dense != nullptr) {
-      PROJECTOR_ASSIGN_OR_RETURN(dense_fsdp, FsdpComm(backends.collective, par,
+      PROJECTOR_ASSIGN_OR_RETURN(dense_fsdp, FsdpComm(backends.collective, ci, par,
                                                       in.dense->dense_parameters,
                                                       in.dense->expert_parameters));
-      dense_fsdp.forward = in.dense->Forward();
+      dense_fsdp.forward = ForwardWindow(*in.dense);
     }
     if (in.moe != nullptr) {
-      PROJECTOR_ASSIGN_OR_RETURN(moe_fsdp, FsdpComm(backends.collective, par,
+      PROJECTOR_ASSIGN_OR_RETURN(moe_fsdp, FsdpComm(backends.collective, ci, par,
                                                     in.moe->dense_parameters,
                                                     in.moe->expert_parameters));
-      moe_fsdp.forward = in.moe->Forward();
+      moe_fsdp.forward = ForwardWindow(*in.moe);
     }
-    PROJECTOR_ASSIGN_OR_RETURN(emb_fsdp, FsdpComm(backends.collective, par,
+    PROJECTOR_ASSIGN_OR_RETURN(emb_fsdp, FsdpComm(backends.collective, ci, par,
                                                   in.embedding.parameters, 0));
-    emb_fsdp.forward = in.embedding.Forward();
-    emb_fsdp.backward = in.embedding.Backward();
+    emb_fsdp.forward = ForwardWindow(in.embedding);
+    emb_fsdp.backward = BackwardWindow(in.embedding);
     PROJECTOR_ASSIGN_OR_RETURN(out_fsdp,
-                               FsdpComm(backends.collective, par, in.output.parameters, 0));
-    out_fsdp.forward = in.output.Forward();
-    out_fsdp.backward = in.output.Backward();
+                               FsdpComm(backends.collective, ci, par, in.output.parameters, 0));
+    out_fsdp.forward = ForwardWindow(in.output);
+    out_fsdp.backward = BackwardWindow(in.output);
   }
   std::vector<Seconds> fsdp_comm_per_rank(static_cast<size_t>(p), Seconds(0));
   for (size_t i = 0; i < out.chunks.size(); ++i) {
@@ -350,7 +440,7 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
         bool recomputed = tr.recompute == Recompute::kSelective ||
                           (tr.recompute == Recompute::kFull &&
                            recomputed_seen++ < a.recomputed_dense + a.recomputed_moe);
-        u.backward = k.Backward() + (recomputed ? k.Recompute() : Seconds(0));
+        u.backward = BackwardWindow(k, recomputed);
         units.push_back(u);
       }
       if (a.has_output) units.push_back(out_fsdp);
@@ -374,9 +464,11 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
     // One activation [micro_batch · seq/CP (/TP under SP), hidden] in bf16 to the next stage,
     // on the PP group's stride: inter-node when the neighbouring stages sit on other nodes.
     PROJECTOR_ASSIGN_OR_RETURN(
-        spec.p2p, Collective(backends.collective, CollectiveKind::kSendRecv,
-                             LayerInputBytes(in.model, par, tr),
-                             ProcessGroup{.size = 2, .stride = par.PpGroup().stride}));
+        TimedCollective p2p,
+        Collective(backends.collective, CommInterferenceModel{}, CollectiveKind::kSendRecv,
+                   LayerInputBytes(in.model, par, tr),
+                   ProcessGroup{.size = 2, .stride = par.PpGroup().stride}));
+    spec.p2p = p2p.time;
   }
   PROJECTOR_ASSIGN_OR_RETURN(PipelineTimeline tl, SimulatePipeline(spec));
   Seconds makespan_no_p2p = tl.makespan;
@@ -437,7 +529,8 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
     mi.in_flight_chunk_micro_batches = InFlightChunkMicroBatches(r, p, v, m);
 
     const Seconds finish = tl.rank_finish[static_cast<size_t>(r)];
-    Seconds stream, comm_total, gather_exposed;
+    GradStream stream;
+    Seconds comm_total, gather_exposed;
     if (!par.fsdp) {
       // Chunks in the order their grads become final.
       for (int64_t c = 0; c < v; ++c) order[static_cast<size_t>(c)] = static_cast<size_t>(c);
@@ -447,12 +540,14 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
       });
       for (size_t c : order) {
         const ChunkCost& cc = costs[static_cast<size_t>(r * v) + c];
-        PROJECTOR_ASSIGN_OR_RETURN(BucketedBuffer db,
-                                   BucketBuffer(backends.collective, cc.dense_parameters,
-                                                dense_group, par.distributed_optimizer));
-        PROJECTOR_ASSIGN_OR_RETURN(BucketedBuffer eb,
-                                   BucketBuffer(backends.collective, cc.expert_parameters,
-                                                expert_group, par.distributed_optimizer));
+        PROJECTOR_ASSIGN_OR_RETURN(
+            BucketedBuffer db, BucketBuffer(backends.collective, in.interference,
+                                            cc.dense_parameters, dense_group,
+                                            par.distributed_optimizer));
+        PROJECTOR_ASSIGN_OR_RETURN(
+            BucketedBuffer eb, BucketBuffer(backends.collective, in.interference,
+                                            cc.expert_parameters, expert_group,
+                                            par.distributed_optimizer));
         // Megatron overlap_grad_reduce: a bucket's reduce is issued as soon as the last
         // micro-batch's backward has produced all its grads. Without it, everything is
         // reduced after the rank's last backward (finish_grad_sync).
@@ -460,21 +555,31 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
                                            : finish;
         Seconds e = tr.overlap_grad_reduce ? tl.last_backward_end[static_cast<size_t>(r * v) + c]
                                            : finish;
-        stream = DrainBuckets(db, s, e, stream);
-        stream = DrainBuckets(eb, s, e, stream);
+        stream = DrainBuckets(db, s, e, stream, finish, cc.backward_window);
+        stream = DrainBuckets(eb, s, e, stream, finish, cc.backward_window);
         comm_total += db.Total() + eb.Total() + db.GatherTotal() + eb.GatherTotal();
         if (par.distributed_optimizer) {
           // overlap_param_gather: the gathers run under the next step's forward, except the
           // one the first forward waits on (first chunk's first bucket); otherwise all exposed.
+          // The hidden ones slow that forward (InterferenceCost).
           if (!tr.overlap_param_gather) {
             gather_exposed += db.GatherTotal() + eb.GatherTotal();
-          } else if (c == 0) {
-            gather_exposed += db.gather_last + eb.gather_last;
+          } else {
+            Seconds first = c == 0 ? db.gather_last + eb.gather_last : Seconds(0);
+            gather_exposed += first;
+            gather_exposed +=
+                InterferenceCost(db.GatherTotal() + eb.GatherTotal() - first,
+                                 Sum({db.GatherTotal(), db.gather_slowdown},
+                                     {eb.GatherTotal(), eb.gather_slowdown})
+                                     .slowdown,
+                                 cc.forward_window);
           }
         }
       }
     }
-    Seconds after = std::max(finish, stream) + gather_exposed;
+    // The backward the reduces overlapped ends later by what they slowed (OverlappedExposure
+    // with the stream's own end as the communication side).
+    Seconds after = std::max(finish + stream.interference, stream.end) + gather_exposed;
     // Adam over the parameters this GPU updates.
     double updated = shard_optimizer
                          ? dense_params / static_cast<double>(dense_group.size) +

@@ -2,7 +2,9 @@
 // forward/backward time (layers + recompute + exposed FSDP communication + embedding/output),
 // replays the pipeline schedule with P2P, then adds the exposed data-parallel gradient
 // synchronisation (bucketed, overlapped with the last micro-batch's backward), the
-// distributed-optimizer parameter gather and the optimizer step. Also feeds the memory model.
+// distributed-optimizer parameter gather and the optimizer step. Hidden FSDP/DP collectives
+// still slow the compute they overlap (CommInterferenceModel, layer_composer.h); that slowdown
+// is counted in their exposed time. Also feeds the memory model.
 #ifndef PROJECTOR_PROJECTION_STEP_COMPOSER_H_
 #define PROJECTOR_PROJECTION_STEP_COMPOSER_H_
 
@@ -29,8 +31,8 @@ struct StepBreakdown {
   Seconds exposed_ep_comm;    // EP All-to-All (and expert-TP) not hidden
   Seconds pipeline_bubble;    // idle time of the critical rank in the schedule
   Seconds p2p;                // pipeline send/recv on the critical path
-  Seconds exposed_dp_comm;    // gradient reduce (+ distributed-optimizer param gather)
-  Seconds exposed_fsdp_comm;  // FSDP all-gathers / reduce-scatters not hidden
+  Seconds exposed_dp_comm;    // gradient reduce (+ param gather), incl. compute it slowed
+  Seconds exposed_fsdp_comm;  // FSDP gathers / reduce-scatters not hidden, incl. the slowdown
   Seconds optimizer;          // Adam update
 
   Seconds Total() const {
@@ -80,6 +82,8 @@ struct StepInputs {
   ComposedEndModule embedding;
   ComposedEndModule output;
   Bytes hbm_capacity;
+  // Slowdown of compute by the FSDP/DP collectives it hides; default: none.
+  CommInterferenceModel interference{};
 };
 
 struct StepResult {

@@ -114,6 +114,14 @@ TEST_P(ShippedProfileTest, FiguresArePlausible) {
   if (hw->scale_up.supports_in_network_reduction) {
     EXPECT_EQ(g.vendor, Vendor::kNvidia);
   }
+  // Every shipped GPU models compute-communication interference: collectives hold some SMs/CUs
+  // but, per NCCL's default cap of 32 channels, well under half of them.
+  const CommInterference& ci = hw->comm_interference;
+  for (int64_t ctas : {ci.scale_up_ctas, ci.scale_out_ctas, ci.ep_dispatch_ctas}) {
+    EXPECT_GT(ctas, 0);
+    EXPECT_LT(2 * ctas, g.compute_units);
+  }
+  EXPECT_TRUE(hw->figure_sources.contains("/comm_interference/scale_up_ctas"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Library, ShippedProfileTest, ::testing::ValuesIn([] {
@@ -280,6 +288,19 @@ TEST(LoadHardwareProfileTest, UserProfileWithBareNumbersLoads) {
   EXPECT_DOUBLE_EQ(hw->gpu.attention_fwd_efficiency, GpuSpec{}.attention_fwd_efficiency);
   EXPECT_EQ(hw->gpu.matrix_flops_per_clock_per_cu[DTypeIndex(DType::kFp4)], 0);
   EXPECT_FALSE(hw->scale_up.supports_in_network_reduction);
+  // No comm_interference section: collectives take nothing from the compute beside them.
+  EXPECT_EQ(hw->comm_interference.scale_up_ctas, 0);
+  EXPECT_EQ(hw->comm_interference.scale_out_ctas, 0);
+  EXPECT_EQ(hw->comm_interference.ep_dispatch_ctas, 0);
+}
+
+TEST(LoadHardwareProfileTest, CommInterferenceTakesBareOrSourcedCountsAndZero) {
+  auto hw = ResolveHardwareProfile(TestData("user_comm_interference.json"));
+  ASSERT_THAT(hw, IsOk());
+  EXPECT_EQ(hw->comm_interference.scale_up_ctas, 32);
+  EXPECT_EQ(hw->comm_interference.scale_out_ctas, 16);
+  EXPECT_EQ(hw->comm_interference.ep_dispatch_ctas, 0);  // 0 = none, allowed
+  EXPECT_EQ(hw->figure_sources.at("/comm_interference/scale_out_ctas"), "a test");
 }
 
 TEST(LoadHardwareProfileTest, UserProfileResolvesByPath) {
@@ -340,6 +361,17 @@ INSTANTIATE_TEST_SUITE_P(
                  "not divisible by num_xcds 7"},
         BadInput{"bad_nvls_without_support.json", absl::StatusCode::kInvalidArgument,
                  "/scale_up/in_network_allreduce_busbw_gbs", "supports_in_network_reduction"},
+        BadInput{"bad_comm_interference_negative.json", absl::StatusCode::kInvalidArgument,
+                 "/comm_interference/scale_up_ctas", "must be >= 0, got -4"},
+        BadInput{"bad_comm_interference_fractional.json", absl::StatusCode::kInvalidArgument,
+                 "/comm_interference/scale_out_ctas", "expected an integer, got 2.5"},
+        BadInput{"bad_comm_interference_too_many.json", absl::StatusCode::kInvalidArgument,
+                 "/comm_interference/scale_up_ctas",
+                 "304 CTAs is not below compute_units 304"},
+        BadInput{"bad_comm_interference_unknown_key.json", absl::StatusCode::kInvalidArgument,
+                 "/comm_interference/scale_up_cta", "unknown key"},
+        BadInput{"bad_comm_interference_type.json", absl::StatusCode::kInvalidArgument,
+                 "/comm_interference/ep_dispatch_ctas", "expected a number or {\"value\""},
         BadInput{"bad_syntax.json", absl::StatusCode::kInvalidArgument, "invalid JSON near line 5",
                  "parse error"},
         BadInput{"does_not_exist.json", absl::StatusCode::kNotFound, "hw_profiles/does_not_exist",
@@ -363,6 +395,17 @@ TEST(ValidateHardwareProfileTest, ChecksProfilesBuiltInCode) {
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("/gpu/hbm_capacity_gb"), HasSubstr("got -2"))));
+  hw->gpu.hbm_capacity = Gigabytes(192);
+  hw->comm_interference.ep_dispatch_ctas = -1;
+  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("in-code: /comm_interference/ep_dispatch_ctas"),
+                             HasSubstr("must be >= 0, got -1"))));
+  hw->comm_interference.ep_dispatch_ctas = 400;
+  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/comm_interference/ep_dispatch_ctas"),
+                             HasSubstr("not below compute_units 304"))));
 }
 
 TEST(ResolveHardwareProfileTest, UnknownNameListsValidOnes) {

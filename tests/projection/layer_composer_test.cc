@@ -63,9 +63,10 @@ struct Fixture {
     tr.seq_len = 512;
     tr.micro_batch = 1;
   }
+  CommInterferenceModel interference;  // none unless a test sets it
   LayerCompositionContext Ctx(bool overlap = false) {
     return {.model = model, .parallel = par, .training = tr, .recompute = tr.recompute,
-            .tp_comm_overlap = overlap};
+            .tp_comm_overlap = overlap, .interference = interference};
   }
   // [micro_batch · seq / CP, hidden] bf16.
   double ActBytes() const {
@@ -197,6 +198,216 @@ TEST(LayerComposerTest, FullRecomputeRepeatsForwardCollectives) {
   auto l = ComposeLayer(ToyLayer(false), fx.Ctx(), fx.collective);
   ASSERT_THAT(l, IsOk());
   EXPECT_THAT(l->recompute_comm.tp.value(), IsNearRel(l->forward_comm.tp.value(), 1e-12));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compute–communication interference.
+
+// 100 SMs; a collective inside a node holds 20 of them, one across nodes 10, a DeepEP-style
+// dispatch 5; 1 TB/s of achievable HBM.
+CommInterferenceModel TestInterference(double hbm_bytes_per_s = 1e12) {
+  return {.compute_units = 100, .scale_up_ctas = 20, .scale_out_ctas = 10,
+          .ep_dispatch_ctas = 5, .hbm_bandwidth = BytesPerSecond(hbm_bytes_per_s)};
+}
+
+CollectiveEstimate Timed(Seconds t, int64_t nodes = 1) {
+  CollectiveEstimate e;
+  e.time = t;
+  e.nodes_spanned = nodes;
+  return e;
+}
+
+TEST(CommInterferenceTest, SlowdownIsTheCtaShareAndTheHbmTrafficShare) {
+  const CommInterferenceModel m = TestInterference();
+  const ProcessGroup eight{.size = 8, .stride = 1};
+  // 8 MB over 8 ranks in 1 ms: each rank sends and receives 7/8 · 8 MB = 7 MB per direction.
+  const Bytes s(8e6);
+  CommSlowdown ag = CollectiveSlowdown(
+      m, {.kind = CollectiveKind::kAllGather, .bytes = s, .group = eight}, Timed(Milliseconds(1)));
+  EXPECT_DOUBLE_EQ(ag.compute, 0.2);  // 20 CTAs / 100 SMs
+  // AG copies: read to send + write on receipt = 2 B per wire byte: 2 · 7 MB / 1 ms / 1 TB/s.
+  EXPECT_THAT(ag.memory, IsNearRel(0.014, 1e-12));
+  // RS also reads the local operand it reduces into: 3 · 7 MB / 1 ms / 1 TB/s.
+  CommSlowdown rs = CollectiveSlowdown(
+      m, {.kind = CollectiveKind::kReduceScatter, .bytes = s, .group = eight},
+      Timed(Milliseconds(1)));
+  EXPECT_THAT(rs.memory, IsNearRel(0.021, 1e-12));
+  // AR = RS + AG: (3 + 2) · 7 MB / 1 ms / 1 TB/s.
+  CommSlowdown ar = CollectiveSlowdown(
+      m, {.kind = CollectiveKind::kAllReduce, .bytes = s, .group = eight}, Timed(Milliseconds(1)));
+  EXPECT_THAT(ar.memory, IsNearRel(0.035, 1e-12));
+  // Across nodes: the scale-out channel count; a DeepEP-style dispatch: its own SM budget.
+  EXPECT_DOUBLE_EQ(CollectiveSlowdown(m, {.kind = CollectiveKind::kAllGather, .bytes = s,
+                                          .group = eight},
+                                      Timed(Milliseconds(1), 2))
+                       .compute,
+                   0.1);
+  EXPECT_DOUBLE_EQ(CollectiveSlowdown(m, {.kind = CollectiveKind::kAllToAll, .bytes = s,
+                                          .group = eight},
+                                      Timed(Milliseconds(1), 2), /*ep_dispatch=*/true)
+                       .compute,
+                   0.05);
+  // Faster than HBM can feed it: capped at the whole bandwidth.
+  EXPECT_DOUBLE_EQ(CollectiveSlowdown(m, {.kind = CollectiveKind::kAllReduce, .bytes = s,
+                                          .group = eight},
+                                      Timed(Microseconds(1)))
+                       .memory,
+                   1.0);
+  // No time, a group of one, or no model: nothing taken.
+  CommSlowdown none = CollectiveSlowdown(
+      m, {.kind = CollectiveKind::kAllGather, .bytes = s, .group = eight}, Timed(Seconds(0)));
+  EXPECT_DOUBLE_EQ(none.compute + none.memory, 0.0);
+  none = CollectiveSlowdown(m, {.kind = CollectiveKind::kAllGather, .bytes = s, .group = {}},
+                            Timed(Milliseconds(1)));
+  EXPECT_DOUBLE_EQ(none.compute + none.memory, 0.0);
+  none = CollectiveSlowdown({}, {.kind = CollectiveKind::kAllGather, .bytes = s, .group = eight},
+                            Timed(Milliseconds(1)));
+  EXPECT_DOUBLE_EQ(none.compute + none.memory, 0.0);
+}
+
+TEST(CommInterferenceTest, ModelComesFromTheHardwareProfile) {
+  HardwareProfile hw = projector::testing::ToyHardware();
+  hw.gpu.compute_units = 132;
+  hw.gpu.hbm_bandwidth = TerabytesPerSecond(3);
+  hw.gpu.hbm_efficiency = 0.9;
+  EXPECT_DOUBLE_EQ(MakeCommInterferenceModel(hw).hbm_bandwidth.value(), 0.0)
+      << "no comm_interference section: no HBM contention either";
+  hw.comm_interference = {.scale_up_ctas = 32, .scale_out_ctas = 16, .ep_dispatch_ctas = 20};
+  CommInterferenceModel m = MakeCommInterferenceModel(hw);
+  EXPECT_EQ(m.compute_units, 132);
+  EXPECT_EQ(m.scale_up_ctas, 32);
+  EXPECT_EQ(m.scale_out_ctas, 16);
+  EXPECT_EQ(m.ep_dispatch_ctas, 20);
+  EXPECT_THAT(m.hbm_bandwidth.value(), IsNearRel(2.7e12, 1e-12));  // 3 TB/s · 0.9
+}
+
+TEST(CommInterferenceTest, OverlappedExposureIsTheClosedForm) {
+  // 10 ms window: 6 ms GEMMs, 2 ms memory-bound kernels, 2 ms something else (exposed comm).
+  OverlapWindow w{.total = Milliseconds(10), .compute_bound = Milliseconds(6),
+                  .memory_bound = Milliseconds(2)};
+  CommSlowdown s{.compute = 0.25, .memory = 0.5};
+  // Share of the window's rate lost: (6 · 0.25 + 2 · 0.5) / 10 = 0.25.
+  EXPECT_THAT(InterferenceCost(Milliseconds(4), s, w).value(), IsNearRel(1e-3, 1e-12));
+  // Hidden (4 < 10): the window grows by the slowdown, max(4 − 10, 1) = 1 ms.
+  EXPECT_THAT(OverlappedExposure(Milliseconds(4), Milliseconds(1), w).value(),
+              IsNearRel(1e-3, 1e-12));
+  // Just longer than the window but the slowed compute ends later: max(12 − 10, 3) = 3 ms.
+  EXPECT_THAT(OverlappedExposure(Milliseconds(12), InterferenceCost(Milliseconds(12), s, w), w)
+                  .value(),
+              IsNearRel(3e-3, 1e-12));
+  // Communication-bound: max(20 − 10, 5) = 10 ms, the interference-free exposure.
+  EXPECT_THAT(OverlappedExposure(Milliseconds(20), InterferenceCost(Milliseconds(20), s, w), w)
+                  .value(),
+              IsNearRel(10e-3, 1e-12));
+  // No window: the collective is simply exposed; no communication: nothing.
+  EXPECT_DOUBLE_EQ(InterferenceCost(Milliseconds(4), s, OverlapWindow{}).value(), 0.0);
+  EXPECT_DOUBLE_EQ(OverlappedExposure(Milliseconds(4), Seconds(0), OverlapWindow{}).value(),
+                   4e-3);
+  EXPECT_DOUBLE_EQ(OverlappedExposure(Seconds(0), InterferenceCost(Seconds(0), s, w), w).value(),
+                   0.0);
+}
+
+TEST(CommInterferenceTest, HiddenTpGradAllReduceStillSlowsTheWgradGemm) {
+  Fixture fx;
+  fx.par.tp = 2;
+  fx.interference = TestInterference();
+  auto l = ComposeLayer(ToyLayer(false), fx.Ctx(), fx.collective);
+  ASSERT_THAT(l, IsOk());
+  Seconds ar(fx.ActBytes() * kSecondsPerWireByte);
+  // Forward AllReduces have nothing beside them: exposed as before, 2 · AR.
+  EXPECT_THAT(l->forward_comm.tp.value(), IsNearRel(2 * ar.value(), 1e-12));
+  // Backward: each AR hides under a wgrad GEMM (1 ms, 3 ms ≫ AR) that loses 20 % of its SMs
+  // for the AR's duration: 2 blocks · 0.2 · AR. The GEMM window is compute-bound, so the HBM
+  // share plays no part.
+  EXPECT_THAT(l->backward_comm.tp.value(), IsNearRel(2 * 0.2 * ar.value(), 1e-12));
+  // Full recompute repeats the forward collectives, exposed as before.
+  fx.tr.recompute = Recompute::kFull;
+  auto r = ComposeLayer(ToyLayer(false), fx.Ctx(), fx.collective);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_THAT(r->recompute_comm.tp.value(), IsNearRel(2 * ar.value(), 1e-12));
+}
+
+TEST(CommInterferenceTest, HiddenCpRingSlowsTheAttentionKernel) {
+  Fixture fx;
+  fx.par.cp = 2;
+  fx.interference = TestInterference();
+  auto l = ComposeLayer(ToyLayer(false), fx.Ctx(), fx.collective);
+  ASSERT_THAT(l, IsOk());
+  // One ring step of K/V (see CpRingIsExposedOnlyBeyondTheAttentionKernel), hidden under the
+  // 2 ms / 4 ms attention kernels: 0.2 · ring forward, 0.2 · 2 · ring backward.
+  Seconds ring(256.0 * 4 * 128 * 2 * kSecondsPerWireByte);
+  EXPECT_THAT(l->forward_comm.cp.value(), IsNearRel(0.2 * ring.value(), 1e-12));
+  EXPECT_THAT(l->backward_comm.cp.value(), IsNearRel(0.2 * 2 * ring.value(), 1e-12));
+}
+
+TEST(CommInterferenceTest, DeepEpDispatchHoldsItsOwnSmBudget) {
+  Fixture fx;
+  fx.model = projector::testing::ToyMoeModel();
+  fx.par.ep = 4;
+  fx.par.dp = 4;
+  fx.par.deepep = true;
+  fx.interference = TestInterference();
+  auto l = ComposeLayer(ToyLayer(true), fx.Ctx(), fx.collective);
+  ASSERT_THAT(l, IsOk());
+  // Dispatch + combine of 512 · 2 · 256 · 2 B each, hidden under 3 ms of expert GEMMs that
+  // lose 5 of 100 SMs meanwhile.
+  double a2a = 2 * 512.0 * 2 * 256 * 2 * kSecondsPerWireByte;
+  EXPECT_THAT(l->forward_comm.ep.value(), IsNearRel(0.05 * a2a, 1e-12));
+  // A network slow enough to expose the A2A: max(A2A − 3 ms, 0.05 · A2A) = A2A − 3 ms.
+  FakeCollectiveBackend slow(Seconds(1e-8));
+  auto s = ComposeLayer(ToyLayer(true), fx.Ctx(), slow);
+  ASSERT_THAT(s, IsOk());
+  EXPECT_THAT(s->forward_comm.ep.value(), IsNearRel(a2a * 100 - 3e-3, 1e-12));
+}
+
+TEST(CommInterferenceTest, NoCommunicationMeansNoInterference) {
+  Fixture fx;
+  auto plain = ComposeLayer(ToyLayer(false), fx.Ctx(), fx.collective);
+  fx.interference = TestInterference();
+  auto with = ComposeLayer(ToyLayer(false), fx.Ctx(), fx.collective);
+  ASSERT_THAT(plain, IsOk());
+  ASSERT_THAT(with, IsOk());
+  EXPECT_DOUBLE_EQ(with->Forward().value(), plain->Forward().value());
+  EXPECT_DOUBLE_EQ(with->Backward().value(), plain->Backward().value());
+  EXPECT_DOUBLE_EQ(with->Recompute().value(), plain->Recompute().value());
+}
+
+// Invariant: for any layout, interference never makes a layer faster, and more CTAs never
+// make it faster than fewer.
+TEST(CommInterferenceTest, MoreInterferenceIsNeverFaster) {
+  struct Layout {
+    int64_t tp, cp, ep;
+    bool sp, deepep, moe, overlap;
+  };
+  const Layout layouts[] = {{2, 1, 1, false, false, false, false},
+                            {4, 1, 1, true, false, false, true},
+                            {1, 2, 1, false, false, false, false},
+                            {2, 2, 4, true, true, true, false},
+                            {1, 1, 4, false, true, true, false}};
+  for (Seconds per_byte : {Seconds(1e-10), Seconds(1e-8)}) {
+    FakeCollectiveBackend collective(per_byte);
+    for (const Layout& lay : layouts) {
+      Fixture fx;
+      if (lay.moe) fx.model = projector::testing::ToyMoeModel();
+      fx.par.tp = lay.tp;
+      fx.par.cp = lay.cp;
+      fx.par.ep = lay.ep;
+      fx.par.dp = lay.ep;
+      fx.par.sequence_parallel = lay.sp;
+      fx.par.deepep = lay.deepep;
+      fx.tr.recompute = Recompute::kFull;
+      double previous_total = -1;
+      for (int64_t ctas : {0, 5, 20, 60}) {
+        fx.interference = {.compute_units = 100, .scale_up_ctas = ctas, .scale_out_ctas = ctas,
+                           .ep_dispatch_ctas = ctas, .hbm_bandwidth = BytesPerSecond(1e12)};
+        auto l = ComposeLayer(ToyLayer(lay.moe), fx.Ctx(lay.overlap), collective);
+        ASSERT_THAT(l, IsOk());
+        double total = (l->Forward() + l->Backward() + l->Recompute()).value();
+        EXPECT_GE(total, previous_total * (1 - 1e-12)) << "tp " << lay.tp << " ctas " << ctas;
+        previous_total = total;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -33,10 +33,11 @@ struct Fixture {
     tr.seq_len = 512;
     tr.micro_batch = 1;
   }
+  CommInterferenceModel interference;  // none unless a test sets it
   absl::StatusOr<StepResult> Run() {
     StepInputs in{.model = model, .parallel = par, .training = tr, .dense = &layer,
                   .moe = nullptr, .embedding = embedding, .output = output,
-                  .hbm_capacity = Gigabytes(80)};
+                  .hbm_capacity = Gigabytes(80), .interference = interference};
     return ComposeStep(in, BackendRefs{.gemm = gemm, .attention = attention, .memory = memory,
                                        .collective = collective});
   }
@@ -253,6 +254,136 @@ TEST(StepComposerTest, ExpertDpGroupDividesTheStageByEpTimesEtp) {
   ProcessGroup g = ExpertDpGroup(par);
   EXPECT_EQ(g.size, 4);  // DP·CP·TP / (EP·ETP) = 32 / 8
   EXPECT_EQ(g.stride, 8);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compute–communication interference: hidden FSDP/DP collectives slow the compute beside them.
+
+// 100 SMs, a collective holds 25 of them (the fake backend places every group in one node).
+CommInterferenceModel QuarterOfTheSms(double hbm_bytes_per_s = 0) {
+  return {.compute_units = 100, .scale_up_ctas = 25, .scale_out_ctas = 25,
+          .ep_dispatch_ctas = 25, .hbm_bandwidth = BytesPerSecond(hbm_bytes_per_s)};
+}
+
+// 4 layers of 1e8 parameters, FSDP over DP 2, one micro-batch; per layer AG 20 ms, RS 40 ms
+// (see FsdpExposureIsCommMinusComputePerLayer), all hidden under long compute.
+struct HiddenFsdpFixture : DpFixture {
+  HiddenFsdpFixture() {
+    par.fsdp = true;
+    layer = FixedLayer(Milliseconds(100), Milliseconds(200), 1e8);
+    embedding.forward_compute = Milliseconds(30);
+    embedding.backward_compute = Milliseconds(70);
+    interference = QuarterOfTheSms();
+  }
+};
+
+TEST(StepComposerTest, HiddenFsdpCollectivesCostTheComputeTheySlow) {
+  HiddenFsdpFixture fx;
+  auto r = fx.Run();
+  ASSERT_THAT(r, IsOk());
+  // Forward: layer 1's 20 ms gather under the 30 ms embedding, layers 2-4 under 100 ms
+  // layers; each hidden, each costing 0.25 · 20 ms = 5 ms: 4 · 5 = 20 ms.
+  // Backward: AG + RS = 60 ms under each 200 ms backward: 4 · 0.25 · 60 ms = 60 ms.
+  EXPECT_THAT(r->breakdown.exposed_fsdp_comm.value(), IsNearRel(80e-3, 1e-9));
+  EXPECT_THAT(r->breakdown.Total().value(), IsNearRel(r->step_time.value(), 1e-12));
+  fx.interference = {};
+  auto free = fx.Run();
+  ASSERT_THAT(free, IsOk());
+  EXPECT_DOUBLE_EQ(free->breakdown.exposed_fsdp_comm.value(), 0.0);
+}
+
+TEST(StepComposerTest, MemoryBoundKernelsLoseTheHbmShareOfTheCollective) {
+  HiddenFsdpFixture fx;
+  fx.layer.forward_memory_bound = Milliseconds(50);  // half the layer forward
+  // 100 GB/s of achievable HBM. The 20 ms AG of 2e8 B over 2 ranks copies 1e8 B each way:
+  // 2 · 1e8 B / 20 ms = 10 GB/s = 10 % of HBM. Layer forward window: (50 · 0.25 + 50 · 0.1)
+  // / 100 = 0.175 of its rate, so a 20 ms gather behind a layer costs 3.5 ms (layers 2-4);
+  // layer 1's behind the embedding (all GEMM) still 5 ms. Backward as before: 60 ms.
+  fx.interference = QuarterOfTheSms(1e11);
+  auto r = fx.Run();
+  ASSERT_THAT(r, IsOk());
+  EXPECT_THAT(r->breakdown.exposed_fsdp_comm.value(), IsNearRel(5e-3 + 3 * 3.5e-3 + 60e-3, 1e-9));
+}
+
+TEST(StepComposerTest, HiddenDpBucketsCostTheBackwardTheySlow) {
+  DpFixture fx;
+  fx.layer.backward_compute = Seconds(1);
+  fx.interference = QuarterOfTheSms();
+  auto r = fx.Run();
+  ASSERT_THAT(r, IsOk());
+  // 10 buckets of 16 ms, ready every 0.4 s of the 4 s backward: buckets 1-9 run entirely
+  // beside it (9 · 16 ms = 144 ms overlapped, costing 0.25 · 144 = 36 ms); the last starts at
+  // the backward's end (16 ms, exposed anyway). The step ends at max(end + 36, end + 16).
+  EXPECT_THAT(r->breakdown.exposed_dp_comm.value(), IsNearRel(36e-3, 1e-9));
+  // Without overlap_grad_reduce nothing runs beside compute: the same 160 ms as without.
+  fx.tr.overlap_grad_reduce = false;
+  auto serial = fx.Run();
+  ASSERT_THAT(serial, IsOk());
+  EXPECT_THAT(serial->breakdown.exposed_dp_comm.value(), IsNearRel(160e-3, 1e-12));
+}
+
+TEST(StepComposerTest, HiddenParamGathersCostTheNextForward) {
+  DpFixture fx;
+  fx.layer.forward_compute = Milliseconds(100);
+  fx.layer.backward_compute = Seconds(1);
+  fx.par.distributed_optimizer = true;
+  fx.interference = QuarterOfTheSms();
+  auto r = fx.Run();
+  ASSERT_THAT(r, IsOk());
+  // ReduceScatter buckets of 160 MB = 16 ms as the AllReduces above: 36 ms. Param AllGathers
+  // of 80 MB = 8 ms per bucket: the first forward waits for one (8 ms); the other 9 (72 ms)
+  // run under the 400 ms forward and cost 0.25 · 72 = 18 ms.
+  EXPECT_THAT(r->breakdown.exposed_dp_comm.value(), IsNearRel(36e-3 + 8e-3 + 18e-3, 1e-9));
+}
+
+// Invariants: interference never makes a step faster, and a model that takes nothing (or a
+// step with no communication) is exactly the interference-free step.
+TEST(StepComposerTest, InterferenceNeverMakesAStepFaster) {
+  struct Case {
+    bool fsdp, distributed_optimizer;
+    int64_t pp;
+    Seconds backward;
+  };
+  const Case cases[] = {{false, false, 1, Milliseconds(10)}, {false, false, 1, Seconds(1)},
+                        {false, true, 1, Seconds(1)},        {true, false, 1, Milliseconds(20)},
+                        {true, false, 2, Milliseconds(500)}, {false, true, 2, Milliseconds(40)}};
+  for (const Case& c : cases) {
+    DpFixture fx;
+    fx.par.fsdp = c.fsdp;
+    fx.par.distributed_optimizer = c.distributed_optimizer;
+    fx.par.pp = c.pp;
+    fx.tr.global_batch = 8;
+    fx.layer.backward_compute = c.backward;
+    fx.layer.backward_memory_bound = c.backward * 0.3;
+    auto free = fx.Run();
+    ASSERT_THAT(free, IsOk());
+    fx.interference = {.compute_units = 100, .hbm_bandwidth = BytesPerSecond(0)};
+    auto zero = fx.Run();
+    ASSERT_THAT(zero, IsOk());
+    EXPECT_DOUBLE_EQ(zero->step_time.value(), free->step_time.value());
+    double previous = free->step_time.value();
+    for (int64_t ctas : {5, 25, 60}) {
+      fx.interference = {.compute_units = 100, .scale_up_ctas = ctas, .scale_out_ctas = ctas,
+                         .ep_dispatch_ctas = ctas, .hbm_bandwidth = BytesPerSecond(1e11)};
+      auto r = fx.Run();
+      ASSERT_THAT(r, IsOk());
+      EXPECT_GE(r->step_time.value(), previous * (1 - 1e-12))
+          << "fsdp " << c.fsdp << " pp " << c.pp << " ctas " << ctas;
+      EXPECT_THAT(r->breakdown.Total().value(), IsNearRel(r->step_time.value(), 1e-12));
+      previous = r->step_time.value();
+    }
+  }
+  // No data parallelism: no collective, nothing to interfere.
+  Fixture single;
+  single.model.num_layers = 8;
+  single.par.pp = 4;
+  single.tr.global_batch = 8;
+  auto plain = single.Run();
+  single.interference = QuarterOfTheSms(1e11);
+  auto with = single.Run();
+  ASSERT_THAT(plain, IsOk());
+  ASSERT_THAT(with, IsOk());
+  EXPECT_DOUBLE_EQ(with->step_time.value(), plain->step_time.value());
 }
 
 }  // namespace
