@@ -84,7 +84,11 @@ void AddScenarioFlags(cxxopts::Options& options) {
      cxxopts::value<std::string>(), "MODE")
     ("recompute-layers", "Layers per stage recomputed under full recompute (default: all)",
      cxxopts::value<int64_t>(), "N")
-    ("precision", "GEMM precision: bf16, fp16 or fp8", cxxopts::value<std::string>(), "DTYPE");
+    ("precision", "GEMM precision: bf16, fp16 or fp8", cxxopts::value<std::string>(), "DTYPE")
+    ("attention-kernel",
+     "Attention core: flash (fused FlashAttention-style kernel) or unfused (QKᵀ and P·V GEMMs "
+     "with the softmax over scores in HBM, as Megatron-LM before FlashAttention)",
+     cxxopts::value<std::string>(), "flash|unfused");
   options.add_options("Backends")
     ("profiling-mode", "simulate, profile, both or measure", cxxopts::value<std::string>(), "MODE")
     ("gemm-backend", "GEMM backend (see --list-backends)", cxxopts::value<std::string>(), "NAME")
@@ -245,6 +249,11 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
     auto r = ParseRecompute(flags["recompute"].as<std::string>());
     if (!r.ok()) return FlagError("recompute", r.status().message());
     s.training.recompute = *r;
+  }
+  if (Given(flags, "attention-kernel")) {
+    auto k = ParseAttentionKernel(flags["attention-kernel"].as<std::string>());
+    if (!k.ok()) return FlagError("attention-kernel", k.status().message());
+    s.training.attention_kernel = *k;
   }
   if (Given(flags, "precision")) {
     std::string v = flags["precision"].as<std::string>();

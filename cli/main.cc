@@ -373,6 +373,10 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     ("cases", "Calibration JSONL file (the ../shared/calibration schema)",
      cxxopts::value<std::string>(), "FILE")
     ("threads", "Worker threads (default: all cores)", cxxopts::value<int>(), "N")
+    ("only", "Only the cases whose id or source contains TEXT", cxxopts::value<std::string>(),
+     "TEXT")
+    ("attention-kernel", "What-if for every case: flash (default) or unfused",
+     cxxopts::value<std::string>(), "flash|unfused")
     ("min-within-20-pct", "Fail (exit 3) when fewer cases are within 20%",
      cxxopts::value<double>(), "PCT")
     ("max-median-error-pct", "Fail (exit 3) when the median |error| is larger",
@@ -396,10 +400,20 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
   if (!flags.count("cases")) {
     return absl::InvalidArgumentError("--cases: required (a calibration JSONL file)");
   }
-  int threads = flags.count("threads") ? flags["threads"].as<int>() : 0;
-  if (threads < 0) return absl::InvalidArgumentError("--threads: must be >= 0");
+  ValidationOptions validation;
+  validation.threads = flags.count("threads") ? flags["threads"].as<int>() : 0;
+  if (validation.threads < 0) return absl::InvalidArgumentError("--threads: must be >= 0");
+  if (flags.count("only")) validation.only = flags["only"].as<std::string>();
+  if (flags.count("attention-kernel")) {
+    auto kernel = ParseAttentionKernel(flags["attention-kernel"].as<std::string>());
+    if (!kernel.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--attention-kernel: ", kernel.status().message()));
+    }
+    validation.attention_kernel = *kernel;
+  }
   PROJECTOR_ASSIGN_OR_RETURN(ValidationReport report,
-                             ValidateCasesFile(flags["cases"].as<std::string>(), threads));
+                             ValidateCasesFile(flags["cases"].as<std::string>(), validation));
   io.out << (as_json ? ValidationToJson(report).dump(2) + "\n" : FormatValidationText(report));
   if (flags.count("max-median-error-pct") &&
       report.summary.median_abs_error_pct > flags["max-median-error-pct"].as<double>()) {

@@ -25,4 +25,23 @@ absl::StatusOr<Recompute> ParseRecompute(std::string_view name) {
       absl::StrCat("unknown recompute '", absl::string_view(name.data(), name.size()), "'; valid: none, selective, full"));
 }
 
+std::string_view AttentionKernelName(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::kFlash:
+      return "flash";
+    case AttentionKernel::kUnfused:
+      return "unfused";
+  }
+  return "?";
+}
+
+absl::StatusOr<AttentionKernel> ParseAttentionKernel(std::string_view name) {
+  for (AttentionKernel k : {AttentionKernel::kFlash, AttentionKernel::kUnfused}) {
+    if (AttentionKernelName(k) == name) return k;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown attention kernel '",
+                                                 absl::string_view(name.data(), name.size()),
+                                                 "'; valid: flash, unfused"));
+}
+
 }  // namespace projector

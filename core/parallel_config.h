@@ -16,6 +16,15 @@ enum class Recompute { kNone, kSelective, kFull };
 std::string_view RecomputeName(Recompute r);
 absl::StatusOr<Recompute> ParseRecompute(std::string_view name);
 
+// How the attention core (softmax(QKᵀ)·V) runs. kFlash: one fused tiled kernel per pass
+// (FlashAttention / cuDNN / CK / AITER), causal tiles skipped, scores never in HBM. kUnfused:
+// the pre-FlashAttention path of Megatron-LM (2019-2022) and PyTorch's SDPA "math" fallback:
+// batched GEMMs QKᵀ and P·V over the full s×s score matrix, with the scale-mask-softmax (and
+// attention dropout) as memory-bound kernels over scores held in HBM.
+enum class AttentionKernel { kFlash, kUnfused };
+std::string_view AttentionKernelName(AttentionKernel k);
+absl::StatusOr<AttentionKernel> ParseAttentionKernel(std::string_view name);
+
 // Rank order: TP fastest, then CP, then DP (EP and expert-TP are carved out of TP·CP·DP for the
 // expert layers), then PP. num_gpus = tp·pp·cp·dp.
 struct ParallelConfig {
@@ -56,6 +65,7 @@ struct TrainingConfig {
   Recompute recompute = Recompute::kNone;
   int64_t recompute_layers = 0;  // full recompute: layers per stage (0 = all)
   DType precision = DType::kBf16;
+  AttentionKernel attention_kernel = AttentionKernel::kFlash;
   bool overlap_grad_reduce = true;   // DP gradient sync overlapped with backward (Megatron)
   bool overlap_param_gather = true;  // distributed optimizer all-gather overlapped with forward
 };

@@ -55,6 +55,55 @@ AttentionTraffic FlashTraffic(const AttentionShape& s, double e) {
           .backward = Bytes(e * 2.0 * (q + kv + o) + lse)};
 }
 
+// The attention core, fused or not (training.attention_kernel).
+//   flash: one kernel per pass (FlashAttentionTraffic bytes), causal tiles skipped.
+//   unfused: Megatron-LM's CoreAttention before FlashAttention (megatron/model/transformer.py,
+//   2019-2022) and PyTorch's SDPA math path:
+//     kv_expand        GQA only: K and V repeated to every query head (read g, write a heads)
+//     attention_scores batched GEMM per (sequence, head): S = Q·Kᵀ, (s_q × d) · (d × s_kv),
+//                      written to HBM in the activation dtype; the full s_q × s_kv product is
+//                      computed, the causal mask is applied afterwards (no tile skipping)
+//     softmax          FusedScaleMaskSoftmax (megatron/model/fused_softmax.py): reads S, writes
+//                      P; backward reads P and dP and writes dS
+//     attention_dropout (with dropout) reads P, writes P' and a 1-byte mask; backward reads
+//                      dP' and the mask, writes dP
+//     attention_context batched GEMM O = P·V, (s_q × s_kv) · (s_kv × d_v)
+//   Backward of the two GEMMs follows from the linear-layer rule: scores gives dQ = dS·K
+//   (dgrad) and dKᵀ = Qᵀ·dS (the "wgrad" slot), context gives dP = dO·Vᵀ and dV = Pᵀ·dO.
+//   All of them run in the activation dtype (the core is never FP8).
+void AddAttentionCore(ModuleOpBuilder& b, const ProfileContext& ctx, const AttentionShape& s,
+                      double e) {
+  if (ctx.training.attention_kernel == AttentionKernel::kFlash) {
+    const AttentionTraffic traffic = FlashTraffic(s, e);
+    b.Attention("attention_core", s, traffic.forward, traffic.backward);
+    return;
+  }
+  const int64_t problems = s.batch * s.num_q_heads;
+  const double scores = D(problems) * D(s.seq_q) * D(s.seq_kv);
+  b.BeginAttentionCore();
+  if (s.num_kv_heads < s.num_q_heads) {
+    const double kv = D(s.batch) * D(s.seq_kv) * D(s.qk_head_dim + s.v_head_dim);
+    // Forward reads the g kv heads and writes a; backward sums the a heads' gradients back
+    // into g: reads a, writes g.
+    const MemoryOp expand{.bytes = Bytes(e * kv * D(s.num_kv_heads + s.num_q_heads)),
+                          .flops = Flops(0)};
+    const MemoryOp reduce{.bytes = Bytes(e * kv * D(s.num_kv_heads + s.num_q_heads)),
+                          .flops = Flops(kv * D(s.num_q_heads))};
+    b.Memory("kv_expand", expand, reduce);
+  }
+  b.Linear("attention_scores", s.seq_q, s.qk_head_dim, s.seq_kv, s.dtype, problems);
+  // ~5 FLOPs per score (scale, mask, max, exp, divide); backward 3 (P·(dP − Σ P·dP)).
+  b.Memory("softmax", MemoryOp{.bytes = Bytes(2.0 * e * scores), .flops = Flops(5.0 * scores)},
+           MemoryOp{.bytes = Bytes(3.0 * e * scores), .flops = Flops(3.0 * scores)});
+  if (ctx.dropout) {
+    b.Memory("attention_dropout",
+             MemoryOp{.bytes = Bytes((2.0 * e + 1.0) * scores), .flops = Flops(2.0 * scores)},
+             MemoryOp{.bytes = Bytes((2.0 * e + 1.0) * scores), .flops = Flops(scores)});
+  }
+  b.Linear("attention_context", s.seq_q, s.seq_kv, s.v_head_dim, s.dtype, problems);
+  b.EndAttentionCore();
+}
+
 // Activation bytes of the attention core itself, the term selective recompute drops.
 // Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"
 // (arXiv:2205.05198), section 4.1: softmax output 2as²b, its dropout mask as²b and the dropout
@@ -63,7 +112,7 @@ AttentionTraffic FlashTraffic(const AttentionShape& s, double e) {
 // query row and head); its output O is counted as the output projection's input.
 double CoreActivationBytes(const ProfileContext& ctx, const AttentionShape& s, double e) {
   double rows = D(s.batch) * D(s.num_q_heads) * D(s.seq_q);
-  if (ctx.flash_attention) return 4.0 * rows;
+  if (ctx.training.attention_kernel == AttentionKernel::kFlash) return 4.0 * rows;
   double per_score = ctx.dropout ? 2.0 * e + 1.0 : e;
   return per_score * rows * D(s.seq_kv);
 }
@@ -129,8 +178,7 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   if (model.qk_norm) AddNorm(b, "qk_norm", T, (a_l + g_l) * d, e, e);
   AddRope(b, T, (a_l + g_l) * d, e);
   const AttentionShape shape = KernelShape(dims, a_l, g_l, d, d);
-  const AttentionTraffic traffic = FlashTraffic(shape, e);
-  b.Attention("attention_core", shape, traffic.forward, traffic.backward);
+  AddAttentionCore(b, ctx, shape, e);
   b.Linear("out_proj", T, a_l * d, h, dims.gemm_dtype);
   b.Finish(ctx.recompute);
 
@@ -217,8 +265,7 @@ absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerD
   AddRope(b, T, a_l * rope + rope, e);
   // After kv_up every head has its own K and V: kv heads = q heads.
   const AttentionShape shape = KernelShape(dims, a_l, a_l, nope + rope, v);
-  const AttentionTraffic traffic = FlashTraffic(shape, e);
-  b.Attention("attention_core", shape, traffic.forward, traffic.backward);
+  AddAttentionCore(b, ctx, shape, e);
   b.Linear("o_proj", T, a_l * v, h, dt);
   b.Finish(ctx.recompute);
   params += D(h) * D(kl + rope) + norm_w * D(kl) + D(kl) * D(a_l * (nope + v)) + D(a_l * v) * D(h);

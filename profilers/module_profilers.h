@@ -25,10 +25,9 @@ struct ProfileContext {
   // Recompute applied to this layer: kFull adds a kRecompute copy of every forward op,
   // kSelective a copy of the attention core (Megatron's selective recompute), kNone nothing.
   Recompute recompute = Recompute::kNone;
-  // Activation-memory model switches (op lists do not depend on them). Flash attention stores
-  // the output and the softmax statistics instead of the a·s² score matrices; dropout adds
-  // Korthikanti's 1-byte masks (Llama-style recipes train without dropout).
-  bool flash_attention = true;
+  // Dropout (GPT-3-era recipes; Llama-style recipes train without it): Korthikanti's 1-byte
+  // masks in the activations and, with the unfused attention kernel, the attention-probability
+  // dropout kernel. Whether attention is fused is training.attention_kernel.
   bool dropout = false;
 };
 

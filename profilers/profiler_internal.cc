@@ -150,6 +150,7 @@ ModuleOpBuilder::ModuleOpBuilder(std::string_view module, OpList& ops, size_t ca
 Op& ModuleOpBuilder::AddForward(std::string_view name, OpKind kind) {
   PROJECTOR_CHECK(forward_count_ < kMaxForwardOps);
   pending_[forward_count_] = Pending{};
+  pending_[forward_count_].attention_core = in_attention_core_ || kind == OpKind::kAttention;
   ++forward_count_;
   Op& op = ops_.emplace_back();
   op.name = name;
@@ -240,7 +241,7 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
   const size_t end = start_ + forward_count_;
   if (recompute != Recompute::kNone) {
     for (size_t i = first; i < end; ++i) {
-      if (recompute == Recompute::kSelective && ops_[i].kind != OpKind::kAttention) continue;
+      if (recompute == Recompute::kSelective && !pending_[i - first].attention_core) continue;
       if (!pending_[i - first].recomputed) continue;
       Op copy = ops_[i];
       copy.phase = OpPhase::kRecompute;

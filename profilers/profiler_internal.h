@@ -99,7 +99,11 @@ class ModuleOpBuilder {
   // Flash-attention forward now, backward at Finish. Bytes are HBM traffic per pass.
   void Attention(std::string_view name, const AttentionShape& shape, Bytes forward_bytes,
                  Bytes backward_bytes);
-  // kFull: a kRecompute copy of every forward op; kSelective: of the attention kernels only.
+  // Ops declared between these calls form the attention core (the unfused QKᵀ, softmax and P·V
+  // kernels): selective recompute re-runs them as it re-runs a flash-attention kernel.
+  void BeginAttentionCore() { in_attention_core_ = true; }
+  void EndAttentionCore() { in_attention_core_ = false; }
+  // kFull: a kRecompute copy of every forward op; kSelective: of the attention core only.
   void Finish(Recompute recompute);
 
  private:
@@ -110,6 +114,8 @@ class ModuleOpBuilder {
     bool has_backward = true;
     // Full recompute re-runs the op (false for a weight cast cached for the whole step).
     bool recomputed = true;
+    // Part of the attention core (selective recompute re-runs it).
+    bool attention_core = false;
     // Quantised GEMM: the output-gradient cast before dgrad and, for a fused-norm input, the
     // transpose of the saved fp8 input before wgrad (zero bytes: none).
     MemoryOp grad_cast;
@@ -129,6 +135,7 @@ class ModuleOpBuilder {
   size_t start_;
   std::array<Pending, kMaxForwardOps> pending_{};
   size_t forward_count_ = 0;
+  bool in_attention_core_ = false;
 };
 
 // The GEMMs and activation of one (dense, shared-expert or grouped-expert) MLP block:

@@ -53,6 +53,7 @@ absl::StatusOr<HardwareProfile> GpuFromJson(JsonObject& obj, std::string_view ke
 
 const std::vector<std::string> kPrecisions = {"bf16", "fp16", "fp8"};
 const std::vector<std::string> kRecomputes = {"none", "selective", "full"};
+const std::vector<std::string> kAttentionKernels = {"flash", "unfused"};
 
 absl::Status ParseParallel(JsonObject& p, ParallelConfig& out, bool& dp_given) {
   PROJECTOR_ASSIGN_OR_RETURN(out.tp, p.IntOr("tp", 1));
@@ -92,6 +93,9 @@ absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
   }
   PROJECTOR_ASSIGN_OR_RETURN(std::string precision, t.EnumOr("precision", kPrecisions, "bf16"));
   out.precision = *ParseDType(precision);
+  PROJECTOR_ASSIGN_OR_RETURN(std::string kernel,
+                             t.EnumOr("attention_kernel", kAttentionKernels, "flash"));
+  out.attention_kernel = *ParseAttentionKernel(kernel);
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_grad_reduce, t.BoolOr("overlap_grad_reduce", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_param_gather, t.BoolOr("overlap_param_gather", true));
   return t.CheckNoUnknownKeys();
@@ -176,6 +180,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"recompute", std::string(RecomputeName(t.recompute))},
                    {"recompute_layers", t.recompute_layers},
                    {"precision", std::string(DTypeName(t.precision))},
+                   {"attention_kernel", std::string(AttentionKernelName(t.attention_kernel))},
                    {"overlap_grad_reduce", t.overlap_grad_reduce},
                    {"overlap_param_gather", t.overlap_param_gather}};
   j["backends"] = {{"gemm", s.backends.gemm},
@@ -194,7 +199,7 @@ std::string DescribeScenario(const Scenario& s) {
   std::string out = absl::StrFormat(
       "Scenario %s\n  model      %s (%d layers, hidden %d%s)\n  cluster    %d x %s (%d per "
       "node, clock %.0f MHz)\n  layout     %s\n  training   seq %d, micro-batch %d, global "
-      "batch %d, recompute %s, %s\n  backends   gemm=%s attention=%s memory=%s "
+      "batch %d, recompute %s, %s, %s attention\n  backends   gemm=%s attention=%s memory=%s "
       "collective=%s\n",
       s.name, s.model.name, s.model.num_layers, s.model.hidden_size,
       s.model.moe ? absl::StrFormat(", %d experts top-%d", s.model.moe->num_experts,
@@ -202,7 +207,8 @@ std::string DescribeScenario(const Scenario& s) {
                   : std::string(),
       s.num_gpus, s.hw.name, s.hw.gpus_per_node, ToMegahertz(s.hw.gpu.sustained_clock),
       LayoutSummary(s.parallel), t.seq_len, t.micro_batch, t.global_batch,
-      RecomputeName(t.recompute), DTypeName(t.precision), s.backends.gemm, s.backends.attention,
+      RecomputeName(t.recompute), DTypeName(t.precision), AttentionKernelName(t.attention_kernel),
+      s.backends.gemm, s.backends.attention,
       s.backends.memory, s.backends.collective);
   for (const std::string& d : s.defaults_used) absl::StrAppend(&out, "  default    ", d, "\n");
   return out;
@@ -347,6 +353,13 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
                                         "%d·%d = %d",
                                         t.global_batch, t.micro_batch, p.dp,
                                         t.micro_batch * p.dp));
+  }
+  if (t.attention_kernel == AttentionKernel::kUnfused && p.cp > 1) {
+    // Megatron's context parallelism is a ring over Transformer Engine's fused attention; the
+    // unfused path has no CP implementation.
+    return Precondition(origin, "/training/attention_kernel",
+                        "attention_kernel unfused does not support cp > 1 (context parallelism "
+                        "runs a ring of fused attention kernels); use flash or cp 1");
   }
   int64_t layers_per_stage = m.num_layers / p.pp;
   if (t.recompute_layers > 0 && t.recompute != Recompute::kFull) {

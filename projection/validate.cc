@@ -141,6 +141,14 @@ ErrorSummary Summarise(const std::vector<const ValidationCase*>& cases, std::str
 }
 
 absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path, int threads) {
+  ValidationOptions options;
+  options.threads = threads;
+  return ValidateCasesFile(path, options);
+}
+
+absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
+                                                   const ValidationOptions& options) {
+  const int threads = options.threads;
   auto start = std::chrono::steady_clock::now();
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
@@ -166,6 +174,10 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path, int 
       return scenario.status();
     }
     c.id = value.value("id", "");
+    if (!options.only.empty() && c.id.find(options.only) == std::string::npos &&
+        value.value("source", "").find(options.only) == std::string::npos) {
+      continue;
+    }
     c.gpu = value.value("gpu", "");
     c.source = SourceLabel(value.value("source", ""));
     c.num_gpus = value.value("num_gpus", int64_t{0});
@@ -174,6 +186,10 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path, int 
     }
     if (value.contains("measured") && value["measured"].is_object()) {
       c.measured_tokens_per_s_per_gpu = value["measured"].value("tokens_per_s_per_gpu", 0.0);
+    }
+    if (scenario.ok() && options.attention_kernel) {
+      scenario->training.attention_kernel = *options.attention_kernel;
+      if (auto valid = ValidateScenario(*scenario, origin); !valid.ok()) scenario = valid;
     }
     if (scenario.ok()) {
       c.layout = LayoutSummary(scenario->parallel);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/parallel_config.h"
 #include "nlohmann/json.hpp"
 
 namespace projector {
@@ -65,11 +66,23 @@ struct ValidationReport {
   double elapsed_s = 0;
 };
 
+// What-if settings applied to every case, and a case filter.
+struct ValidationOptions {
+  int threads = 0;  // <= 0: all cores
+  // Overrides the attention kernel of every case (the calibration schema does not carry it; the
+  // default is flash). E.g. unfused for runs that predate FlashAttention.
+  std::optional<AttentionKernel> attention_kernel;
+  // Keep only cases whose id or source contains this text (empty: all).
+  std::string only;
+};
+
 // Reads and projects every case. A malformed line (bad JSON, wrong type, missing or unknown
 // field) fails the whole run with kInvalidArgument naming "file:line" and the field; a case
 // that parses but cannot be projected (invalid layout, unsupported feature) is listed as
 // "unsupported" with the reason. `threads` <= 0 uses all cores.
 absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path, int threads = 0);
+absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
+                                                   const ValidationOptions& options);
 
 // Summary over the projected cases of `cases` (count includes the unsupported ones).
 ErrorSummary Summarise(const std::vector<const ValidationCase*>& cases, std::string group);

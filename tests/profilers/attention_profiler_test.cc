@@ -252,5 +252,50 @@ TEST(ProfileAttentionTest, SelectiveRecomputeCopiesOnlyTheCore) {
   EXPECT_LT(p->activation_bytes_selective.value(), p->activation_bytes.value());
 }
 
+// Unfused core (Megatron-LM before FlashAttention), Llama-3.1-8B at TP 4, s = 4096, b = 1:
+// 8 local query heads, 2 local kv heads, d = 128, problems = b·a_l = 8.
+//   kv_expand  fwd bytes 2·(b·s·(d + d))·(g_l + a_l) = 2·4096·256·10 = 20971520
+//   scores     batched GEMM 4096 × 4096 × 128, ×8: 2·4096·4096·128·8 = 34359738368 FLOPs (no
+//              causal halving: the mask is applied after the full product)
+//   softmax    fwd 2·2·(8·4096·4096) = 536870912 bytes, bwd 3·2·... = 805306368
+//   context    batched GEMM 4096 × 128 × 4096, ×8: the same 34359738368 FLOPs
+// Backward: each GEMM gives two GEMMs of its FLOPs. Selective recompute copies the four core
+// ops and nothing else.
+TEST(ProfileAttentionTest, UnfusedCoreIsBatchedGemmsAndSoftmaxOverScores) {
+  Case c = Llama(4);
+  c.training.attention_kernel = AttentionKernel::kUnfused;
+  absl::StatusOr<ModuleProfile> p = ProfileAttention(c.Ctx(Recompute::kSelective));
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(FindOp(p->ops, "attention_core", OpPhase::kForward), nullptr);
+  const Op* expand = FindOp(p->ops, "kv_expand", OpPhase::kForward);
+  const Op* scores = FindOp(p->ops, "attention_scores", OpPhase::kForward);
+  const Op* softmax = FindOp(p->ops, "softmax", OpPhase::kForward);
+  const Op* softmax_bwd = FindOp(p->ops, "softmax", OpPhase::kBackwardDgrad);
+  const Op* context = FindOp(p->ops, "attention_context", OpPhase::kForward);
+  ASSERT_NE(expand, nullptr);
+  ASSERT_NE(scores, nullptr);
+  ASSERT_NE(softmax, nullptr);
+  ASSERT_NE(softmax_bwd, nullptr);
+  ASSERT_NE(context, nullptr);
+  EXPECT_DOUBLE_EQ(expand->bytes.value(), 20971520.0);
+  EXPECT_EQ(scores->gemm, (GemmShape{.m = 4096, .n = 4096, .k = 128, .batch = 8}));
+  EXPECT_EQ(context->gemm, (GemmShape{.m = 4096, .n = 128, .k = 4096, .batch = 8}));
+  EXPECT_DOUBLE_EQ(scores->flops.value(), 34359738368.0);
+  EXPECT_DOUBLE_EQ(context->flops.value(), 34359738368.0);
+  EXPECT_DOUBLE_EQ(softmax->bytes.value(), 536870912.0);
+  EXPECT_DOUBLE_EQ(softmax_bwd->bytes.value(), 805306368.0);
+  EXPECT_NE(FindOp(p->ops, "attention_scores", OpPhase::kBackwardDgrad), nullptr);
+  EXPECT_NE(FindOp(p->ops, "attention_context", OpPhase::kBackwardWgrad), nullptr);
+  EXPECT_EQ(CountOps(p->ops, OpKind::kAttention, OpPhase::kForward), 0);
+  // Selective recompute: kv_expand, scores, softmax and context again, not the projections.
+  EXPECT_EQ(CountPhase(p->ops, OpPhase::kRecompute), 4);
+  EXPECT_EQ(FindOp(p->ops, "qkv_proj", OpPhase::kRecompute), nullptr);
+  EXPECT_NE(FindOp(p->ops, "softmax", OpPhase::kRecompute), nullptr);
+  // The stored softmax output (2 bytes per score, no dropout) is what selective drops:
+  // 2·8·4096·4096 = 268435456 bytes.
+  EXPECT_DOUBLE_EQ(p->activation_bytes.value() - p->activation_bytes_selective.value(),
+                   268435456.0);
+}
+
 }  // namespace
 }  // namespace projector

@@ -136,8 +136,8 @@ TEST(ProfileLayerTest, ActivationBytesMatchKorthikanti) {
       st.parallel.sequence_parallel = sp;
       st.training.seq_len = 2048;
       st.training.micro_batch = 2;
+      st.training.attention_kernel = AttentionKernel::kUnfused;
       ProfileContext ctx = st.Ctx();
-      ctx.flash_attention = false;
       ctx.dropout = true;
       absl::StatusOr<LayerProfile> layer = ProfileLayer(ctx, false);
       ASSERT_THAT(layer, IsOk());

@@ -90,6 +90,22 @@ TEST(ScenarioTest, UnknownPrecisionListsAccepted) {
                        AllOf(HasSubstr("/training/precision"), HasSubstr("bf16, fp16, fp8"))));
 }
 
+TEST(ScenarioTest, AttentionKernelIsReadAndChecked) {
+  EXPECT_EQ(Default().training.attention_kernel, AttentionKernel::kFlash);
+  auto s = LoadScenarioFile(Data("unfused_attention.json"));
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->training.attention_kernel, AttentionKernel::kUnfused);
+  EXPECT_EQ(ScenarioToJson(*s)["training"]["attention_kernel"], "unfused");
+  EXPECT_THAT(LoadScenarioFile(Data("bad_attention_kernel.json")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/training/attention_kernel"), HasSubstr("flash, unfused"))));
+  s->parallel.cp = 2;
+  s->parallel.dp = 4;
+  EXPECT_THAT(ValidateScenario(*s, "x"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("/training/attention_kernel"), HasSubstr("cp > 1"))));
+}
+
 TEST(ScenarioTest, UnreadableFileIsNotFound) {
   EXPECT_THAT(LoadScenarioFile(Data("missing.json")),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.json")));
