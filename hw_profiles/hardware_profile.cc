@@ -244,6 +244,8 @@ absl::Status ReadGpu(JsonObject& root, std::map<std::string, std::string>& sourc
 
   PROJECTOR_ASSIGN_OR_RETURN(g.gemm_efficiency,
                              gpu.Or("gemm_efficiency", Range::kFraction, g.gemm_efficiency));
+  PROJECTOR_ASSIGN_OR_RETURN(g.gemm_efficiency_fp8,
+                             gpu.Optional("gemm_efficiency_fp8", Range::kFraction));
   PROJECTOR_ASSIGN_OR_RETURN(
       g.attention_fwd_efficiency,
       gpu.Or("attention_fwd_efficiency", Range::kFraction, g.attention_fwd_efficiency));
@@ -370,6 +372,15 @@ FlopsPerSecond GpuSpec::MatrixPeak(DType dtype, Hertz clock) const {
                         matrix_flops_per_clock_per_cu[DTypeIndex(dtype)] * clock.value());
 }
 
+// FP4 shares the FP8 figure: no stored source measures an FP4 GEMM, and both run the
+// narrow-precision tensor-core/MFMA path with the same tiling and epilogue.
+double GpuSpec::GemmEfficiency(DType dtype) const {
+  if ((dtype == DType::kFp8 || dtype == DType::kFp4) && gemm_efficiency_fp8.has_value()) {
+    return *gemm_efficiency_fp8;
+  }
+  return gemm_efficiency;
+}
+
 absl::StatusOr<HardwareProfile> LoadHardwareProfileFile(const std::string& path) {
   PROJECTOR_ASSIGN_OR_RETURN(json doc, ReadJsonFile(path));
   PROJECTOR_ASSIGN_OR_RETURN(JsonObject root, JsonObject::Make(doc, path, ""));
@@ -447,6 +458,10 @@ absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::strin
   };
   for (const RangeRule& rule : rules) {
     PROJECTOR_RETURN_IF_ERROR(CheckRange(origin, rule.pointer, rule.value, rule.range));
+  }
+  if (g.gemm_efficiency_fp8.has_value()) {
+    PROJECTOR_RETURN_IF_ERROR(
+        CheckRange(origin, "/gpu/gemm_efficiency_fp8", *g.gemm_efficiency_fp8, Range::kFraction));
   }
   for (DType d : kAllDTypes) {
     PROJECTOR_RETURN_IF_ERROR(

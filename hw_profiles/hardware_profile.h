@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ struct GpuSpec {
   // Measured efficiencies (fractions in (0, 1]), each derived in the profile from a cited
   // measurement:
   double gemm_efficiency = 0.9;  // main-loop fraction of the peak at the sustained clock
+  // The same fraction for FP8 (and FP4) GEMMs, measured in FP8 and expressed against the FP8 peak
+  // at the sustained clock; absent (nullopt) = gemm_efficiency, the bf16 figure.
+  std::optional<double> gemm_efficiency_fp8;
   double attention_fwd_efficiency = 0.7;  // flash-attention forward main loop
   double attention_bwd_efficiency = 0.6;  // flash-attention backward main loop
   double hbm_efficiency = 0.8;  // achievable fraction of HBM bandwidth for streaming kernels
@@ -58,6 +62,9 @@ struct GpuSpec {
 
   // Peak matrix rate at `clock` for `dtype`; 0 when the dtype is unsupported.
   FlopsPerSecond MatrixPeak(DType dtype, Hertz clock) const;
+  // GEMM main-loop efficiency for `dtype`: gemm_efficiency_fp8 for FP8 and FP4 when the profile
+  // has one, else gemm_efficiency.
+  double GemmEfficiency(DType dtype) const;
 };
 
 struct ScaleUpFabric {

@@ -15,15 +15,16 @@ RooflineGemmBackend::RooflineGemmBackend(const HardwareProfile& hw)
       hbm_bandwidth_(hw.gpu.hbm_bandwidth * hw.gpu.hbm_efficiency),
       launch_overhead_(hw.gpu.kernel_launch_overhead) {
   const GpuSpec& gpu = hw.gpu;
-  const double per_clock = static_cast<double>(gpu.compute_units) *
-                           gpu_model::RunningClock(gpu).value() * gpu.gemm_efficiency;
+  const double per_clock =
+      static_cast<double>(gpu.compute_units) * gpu_model::RunningClock(gpu).value();
   for (DType dtype : kAllDTypes) {
     double flops_per_clock = gpu.matrix_flops_per_clock_per_cu[static_cast<size_t>(DTypeIndex(dtype))];
     // FP32 GEMMs without an FP32 matrix path run on the vector units (SIMT SGEMM).
     if (dtype == DType::kFp32 && flops_per_clock <= 0) {
       flops_per_clock = gpu.vector_fp32_flops_per_clock_per_cu;
     }
-    matrix_rate_[static_cast<size_t>(DTypeIndex(dtype))] = FlopsPerSecond(flops_per_clock * per_clock);
+    matrix_rate_[static_cast<size_t>(DTypeIndex(dtype))] =
+        FlopsPerSecond(flops_per_clock * per_clock * gpu.GemmEfficiency(dtype));
   }
 }
 

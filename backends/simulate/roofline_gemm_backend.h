@@ -19,9 +19,12 @@
 
 namespace projector {
 
-// time = max(2·m·n·k·batch / (units · flops_per_clock[dtype] · sustained clock · gemm_efficiency),
+// time = max(2·m·n·k·batch / (units · flops_per_clock[dtype] · sustained clock ·
+//                             GemmEfficiency(dtype)),
 //            ((m·k + k·n)·in_bytes + m·n·out_bytes)·batch / (hbm_bandwidth · hbm_efficiency))
 //        + kernel_launch_overhead.
+// GemmEfficiency is gemm_efficiency_fp8 for FP8/FP4 where the profile has one, else the bf16
+// gemm_efficiency.
 class RooflineGemmBackend final : public GemmBackend {
  public:
   explicit RooflineGemmBackend(const HardwareProfile& hw);

@@ -74,7 +74,6 @@ TileGemmBackend::TileGemmBackend(const HardwareProfile& hw)
     : gpu_name_(hw.gpu.name),
       units_(static_cast<double>(std::max<int64_t>(hw.gpu.compute_units, 1))),
       clock_hz_(gpu_model::RunningClock(hw.gpu).value()),
-      gemm_efficiency_(hw.gpu.gemm_efficiency),
       hbm_bytes_per_s_(hw.gpu.hbm_bandwidth.value() * hw.gpu.hbm_efficiency),
       bandwidth_reach_(gpu_model::BandwidthReachable(hw.gpu)),
       hbm_latency_(gpu_model::HbmLatency(hw.gpu)),
@@ -82,6 +81,9 @@ TileGemmBackend::TileGemmBackend(const HardwareProfile& hw)
   const GpuSpec& gpu = hw.gpu;
   const bool amd = gpu.vendor == Vendor::kAmd;
   flops_per_clock_per_cu_ = gpu.matrix_flops_per_clock_per_cu;
+  for (DType dtype : kAllDTypes) {
+    gemm_efficiency_[static_cast<size_t>(DTypeIndex(dtype))] = gpu.GemmEfficiency(dtype);
+  }
   // FP32 GEMMs without an FP32 matrix path run on the vector units (SIMT SGEMM on NVIDIA).
   double& fp32 = flops_per_clock_per_cu_[static_cast<size_t>(DTypeIndex(DType::kFp32))];
   if (fp32 <= 0) fp32 = gpu.vector_fp32_flops_per_clock_per_cu;
@@ -139,8 +141,10 @@ TileGemmBackend::Evaluation TileGemmBackend::Evaluate(const GemmShape& shape, in
   const double waves = CeilDiv(workgroups, units_);
   const double k_iters = CeilDiv(CeilDiv(k, split), tk);
 
-  // Compute per K step at the sustained clock; the main-loop efficiency is the measured one.
-  const double rate = MatrixFlopsPerClock(shape.dtype) * clock_hz_ * gemm_efficiency_;
+  // Compute per K step at the sustained clock; the main-loop efficiency is the one measured in
+  // this dtype's precision class (FP8/FP4 have their own where the profile gives one).
+  const double rate =
+      MatrixFlopsPerClock(shape.dtype) * clock_hz_ * GemmEfficiency(shape.dtype);
   const Seconds t_comp(2.0 * tm * tn * tk / rate);
 
   // Memory per K step through L2 -> (MALL) -> HBM, all active workgroups together.
@@ -218,7 +222,7 @@ GemmEstimate TileGemmBackend::Finish(const GemmShape& shape, const Evaluation& b
   const double k = static_cast<double>(shape.k);
   const Seconds compute_floor(GemmFlops(shape).value() /
                               (MatrixFlopsPerClock(shape.dtype) * units_ * clock_hz_ *
-                               gemm_efficiency_));
+                               GemmEfficiency(shape.dtype)));
   const Seconds memory_floor(batch *
                              ((m * k + k * n) * BytesPerElement(shape.dtype) +
                               m * n * gpu_model::OutputBytesPerElement(shape.dtype)) /

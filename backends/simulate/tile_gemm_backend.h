@@ -59,6 +59,9 @@ class TileGemmBackend final : public GemmBackend {
   double MatrixFlopsPerClock(DType dtype) const {
     return flops_per_clock_per_cu_[static_cast<size_t>(DTypeIndex(dtype))];
   }
+  double GemmEfficiency(DType dtype) const {
+    return gemm_efficiency_[static_cast<size_t>(DTypeIndex(dtype))];
+  }
   Evaluation Evaluate(const GemmShape& shape, int64_t tile_m, int64_t tile_n, int64_t tile_k,
                       int64_t split_k) const;
   GemmEstimate Finish(const GemmShape& shape, const Evaluation& best, const GemmTile& tile) const;
@@ -68,7 +71,8 @@ class TileGemmBackend final : public GemmBackend {
   double l2_domains_ = 1;    // AMD XCDs; 1 on NVIDIA
   double clock_hz_ = 1;
   std::array<double, kNumDTypes> flops_per_clock_per_cu_{};
-  double gemm_efficiency_ = 1;
+  // Main-loop efficiency per dtype (GpuSpec::GemmEfficiency), indexed by DTypeIndex.
+  std::array<double, kNumDTypes> gemm_efficiency_{};
   double hbm_bytes_per_s_ = 0;   // times hbm_efficiency
   double mall_bytes_per_s_ = 0;  // 0 without an Infinity Cache
   double l2_bytes_per_s_ = 0;    // aggregate, 0 where not modelled

@@ -2,6 +2,7 @@
 // published measured ranges (hardware_models.md section 4). A profile missing from the library
 // is skipped, so the test follows the library as it grows.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,6 +41,29 @@ TEST(ComputeLibraryCalibrationTest, LargeSquareBf16GemmInPublishedRange) {
     const double tflops = GemmFlops(shape).value() / e->time.value() * 1e-12;
     EXPECT_GE(tflops, r.low_tflops) << r.gpu;
     EXPECT_LE(tflops, r.high_tflops) << r.gpu;
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no library profiles found";
+}
+
+// 8192³ FP8 against the measured FP8 GEMMs of hardware_models.md 4.1 (gemm_efficiency_fp8):
+// H100 1402.6, H200 1453.4, B200 3432.5 (MAMF); MI300X 1273, MI325X 1519 (AMD MAF). The tile
+// model sits a few percent under the measured best shape, as it does for bf16 (wave
+// quantisation, prologue/epilogue), and never above it.
+TEST(ComputeLibraryCalibrationTest, LargeSquareFp8GemmNearMeasured) {
+  const std::vector<std::pair<std::string, double>> measured = {
+      {"h100-sxm", 1402.6}, {"h800-sxm", 1402.6}, {"h200-sxm", 1453.4},
+      {"b200", 3432.5},     {"mi300x", 1273},     {"mi325x", 1519}};
+  const GemmShape shape{.m = 8192, .n = 8192, .k = 8192, .dtype = DType::kFp8};
+  int checked = 0;
+  for (const auto& [gpu, tflops_measured] : measured) {
+    absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(gpu);
+    if (!hw.ok()) continue;
+    absl::StatusOr<GemmEstimate> e = TileGemmBackend(*hw).Estimate(shape);
+    ASSERT_THAT(e, IsOk()) << gpu;
+    const double tflops = GemmFlops(shape).value() / e->time.value() * 1e-12;
+    EXPECT_GE(tflops, 0.88 * tflops_measured) << gpu;
+    EXPECT_LE(tflops, 1.01 * tflops_measured) << gpu;
     ++checked;
   }
   if (checked == 0) GTEST_SKIP() << "no library profiles found";

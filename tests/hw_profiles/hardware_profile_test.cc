@@ -241,6 +241,53 @@ INSTANTIATE_TEST_SUITE_P(
                       MeasuredGemm{"h100-sxm", 1830, 794.5},       // MAMF
                       MeasuredGemm{"b200", 1856, 1745}));          // MAMF
 
+// The same for FP8: peak_fp8(sustained) x gemm_efficiency_fp8 gives back the measured FP8 GEMM
+// (hardware_models.md 4.1). MI300X's FP8 run clocked 1230 MHz; its efficiency is against the
+// 1207 MHz sustained clock like the bf16 one, so the product still reproduces 1273.
+class MeasuredFp8GemmTest : public ::testing::TestWithParam<MeasuredGemm> {};
+
+TEST_P(MeasuredFp8GemmTest, SustainedFp8PeakTimesFp8EfficiencyGivesMeasurement) {
+  const MeasuredGemm& want = GetParam();
+  auto hw = LoadHardwareProfileFile(LibraryFile(want.gpu));
+  ASSERT_THAT(hw, IsOk());
+  EXPECT_NEAR(ToMegahertz(hw->gpu.sustained_clock), want.sustained_mhz, 1e-9);
+  ASSERT_TRUE(hw->gpu.gemm_efficiency_fp8.has_value()) << want.gpu;
+  EXPECT_DOUBLE_EQ(hw->gpu.GemmEfficiency(DType::kFp8), *hw->gpu.gemm_efficiency_fp8);
+  EXPECT_FALSE(hw->figure_sources.at("/gpu/gemm_efficiency_fp8").empty());
+  double achieved = ToTeraFlopsPerSecond(hw->gpu.MatrixPeak(DType::kFp8, hw->gpu.sustained_clock)) *
+                    hw->gpu.GemmEfficiency(DType::kFp8);
+  EXPECT_THAT(achieved, IsNearRel(want.tflops, 0.01)) << want.gpu;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Measurements, MeasuredFp8GemmTest,
+    ::testing::Values(MeasuredGemm{"mi300x", 1207, 1273},    // AMD MAF blog (1230 MHz run)
+                      MeasuredGemm{"mi325x", 1447, 1519},    // AMD MAF blog
+                      MeasuredGemm{"h100-sxm", 1830, 1402.6},  // MAMF
+                      MeasuredGemm{"h800-sxm", 1830, 1402.6},  // H100 MAMF (same silicon)
+                      MeasuredGemm{"h200-sxm", 1830, 1453.4},  // MAMF
+                      MeasuredGemm{"b200", 1856, 3432.5}));    // MAMF
+
+TEST(GemmEfficiencyTest, Fp8AndFp4UseTheFp8FigureOtherDtypesTheBf16One) {
+  auto h100 = LoadHardwareProfileFile(LibraryFile("h100-sxm"));
+  ASSERT_THAT(h100, IsOk());
+  EXPECT_DOUBLE_EQ(h100->gpu.GemmEfficiency(DType::kBf16), 0.803);
+  EXPECT_DOUBLE_EQ(h100->gpu.GemmEfficiency(DType::kFp16), 0.803);
+  EXPECT_DOUBLE_EQ(h100->gpu.GemmEfficiency(DType::kFp8), 0.709);
+  EXPECT_DOUBLE_EQ(h100->gpu.GemmEfficiency(DType::kFp4), 0.709);
+}
+
+TEST(GemmEfficiencyTest, AbsentFp8FigureFallsBackToTheBf16One) {
+  // MI355X has no measured FP8 GEMM in the stored sources; user_minimal gives none either.
+  for (const std::string& path : {LibraryFile("mi355x"), TestData("user_minimal.json")}) {
+    auto hw = LoadHardwareProfileFile(path);
+    ASSERT_THAT(hw, IsOk());
+    EXPECT_FALSE(hw->gpu.gemm_efficiency_fp8.has_value()) << path;
+    EXPECT_DOUBLE_EQ(hw->gpu.GemmEfficiency(DType::kFp8), hw->gpu.gemm_efficiency) << path;
+    EXPECT_DOUBLE_EQ(hw->gpu.GemmEfficiency(DType::kFp4), hw->gpu.gemm_efficiency) << path;
+  }
+}
+
 TEST(ShippedFiguresTest, NetworkFiguresMatchTheReferences) {
   auto mi300x = ResolveHardwareProfile("mi300x");
   auto h100 = ResolveHardwareProfile("h100-sxm");
@@ -343,6 +390,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "/node/gpus_per_node", "must be > 0, got 0"},
         BadInput{"bad_fraction.json", absl::StatusCode::kInvalidArgument,
                  "/scale_up/allreduce_efficiency", "must be a fraction in (0, 1], got 1.2"},
+        BadInput{"bad_gemm_efficiency_fp8.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/gemm_efficiency_fp8/value", "must be a fraction in (0, 1], got 1.3"},
+        BadInput{"bad_gemm_efficiency_fp8_zero.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/gemm_efficiency_fp8", "must be a fraction in (0, 1], got 0"},
         BadInput{"bad_missing_field.json", absl::StatusCode::kInvalidArgument,
                  "/gpu/hbm_bandwidth_tbs", "required field is missing"},
         BadInput{"bad_topology.json", absl::StatusCode::kInvalidArgument, "/scale_up/topology",
@@ -391,6 +442,12 @@ TEST(ValidateHardwareProfileTest, ChecksProfilesBuiltInCode) {
                        AllOf(HasSubstr("in-code: /gpu/hbm_efficiency"),
                              HasSubstr("must be a fraction in (0, 1], got 0"))));
   hw->gpu.hbm_efficiency = 0.8;
+  hw->gpu.gemm_efficiency_fp8 = 1.5;
+  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("in-code: /gpu/gemm_efficiency_fp8"),
+                             HasSubstr("must be a fraction in (0, 1], got 1.5"))));
+  hw->gpu.gemm_efficiency_fp8.reset();
   hw->gpu.hbm_capacity = Gigabytes(-2);
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,
