@@ -58,8 +58,14 @@ constexpr size_t kMaxCacheEntries = size_t{1} << 12;
 
 constexpr Algo kAllReduceAlgos[] = {Algo::kRing, Algo::kTree, Algo::kDirect,
                                     Algo::kHalvingDoubling, Algo::kHierarchical};
-constexpr Algo kGatherScatterAlgos[] = {Algo::kRing, Algo::kDirect, Algo::kHalvingDoubling,
-                                        Algo::kHierarchical};
+// AllGather / ReduceScatter: only what NCCL implements for them. NCCL has no hierarchical
+// (intra-node, then inter-node) or halving-doubling AG/RS: it runs a ring (collectives.h /
+// tuning.cc list Ring, NVLS, CollNet and, from 2.23, PAT for them; tree is AllReduce-only).
+// Direct stands for the single-node variants that use every scale-up port at once: NVLS
+// (multimem) AG/RS on NVSwitch and RCCL's MSCCL direct all-gather on the xGMI mesh (both
+// recalled, not verified from a stored source); it applies inside one node only. PAT
+// (1 rank per node, log2 n steps) is not modelled, so a strided group pays the ring's n-1 steps.
+constexpr Algo kGatherScatterAlgos[] = {Algo::kRing, Algo::kDirect};
 constexpr Algo kAllToAllAlgos[] = {Algo::kDirect, Algo::kHierarchical, Algo::kPxn};
 constexpr Algo kSendRecvAlgos[] = {Algo::kDirect};
 constexpr Algo kBroadcastAlgos[] = {Algo::kRing, Algo::kTree, Algo::kDirect};
@@ -79,6 +85,10 @@ std::span<const Algo> AlgorithmsFor(CollectiveKind kind) {
       return kBroadcastAlgos;
   }
   return {};
+}
+
+bool IsGatherScatter(CollectiveKind kind) {
+  return kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter;
 }
 
 bool IsPowerOfTwo(int64_t x) { return x > 0 && std::has_single_bit(static_cast<uint64_t>(x)); }
@@ -193,13 +203,17 @@ Cost HierarchicalAllReduce(const Call& c) {
 
 // ---- AllGather / ReduceScatter (S = gathered output / full input) ---------------------------
 
-// Ring: n-1 steps of S/n.
+// Ring (NCCL's only multi-node AG/RS): n-1 steps of S/n, so every rank moves (n-1)/n·S at the
+// ring's hop pace, and every step pays one hop latency, as in RingAllReduce. Across nodes each
+// channel's boundary hop has its own NIC (RingHopBandwidth), so the NIC-side volume per rank is
+// the hierarchical one, (N-1)/N·S/r; what the ring cannot avoid is the n-1 dependent steps:
+//   t = (n-1)/n·S / min(B_up, r·B_out) + (n-1)·α_hop + launch,  α_hop = α_out if N > 1 else α_up.
 Cost RingGather(const Call& c) {
   double steps = D(c.n - 1);
   return Make(steps * (c.bytes / D(c.n)) / RingHopBandwidth(c), steps * RingHopLatency(c), c);
 }
 
-// Direct: S/n to/from every peer at once.
+// Direct (one node only, see kGatherScatterAlgos): S/n to/from every node peer at once.
 Cost DirectGather(const Call& c) {
   double shard = c.bytes / D(c.n);
   double intra = UpTime(D(c.r - 1) * shard, c.up_all);
@@ -207,25 +221,6 @@ Cost DirectGather(const Call& c) {
   double lat = (c.r > 1 ? c.alpha_up : 0.0) +
                (c.nodes > 1 ? c.alpha_out + D(c.n - c.r) * c.inter_peer : 0.0);
   return Make(std::max(intra, inter), lat, c);
-}
-
-// Recursive doubling (AG) / halving (RS): the small steps cross nodes ((N-1)·S/n over the NIC),
-// the large ones stay inside ((r-1)/r·S to one peer at a time).
-Cost HalvingDoublingGather(const Call& c) {
-  double intra = UpTime(c.bytes * D(c.r - 1) / D(c.r), c.up_peer);
-  double inter = c.nodes > 1 ? D(c.nodes - 1) * c.bytes / D(c.n) / c.out : 0.0;
-  double lat = CeilLog2(c.r) * c.alpha_up + CeilLog2(c.nodes) * c.alpha_out;
-  return Make(intra + inter, lat, c);
-}
-
-// Hierarchical: inter-node AG of each rank's S/n piece among the N same-local-rank peers
-// ((N-1)·S/n on its NIC), then intra-node AG of the N·S/n blocks ((r-1)/r·S on all links);
-// pipelined. ReduceScatter runs the same phases in reverse.
-Cost HierarchicalGather(const Call& c) {
-  double intra = UpTime(c.bytes * D(c.r - 1) / D(c.r), c.up_all);
-  double inter = c.nodes > 1 ? D(c.nodes - 1) * c.bytes / D(c.n) / c.out : 0.0;
-  double lat = (c.r > 1 ? c.alpha_up : 0.0) + D(c.nodes - 1) * c.alpha_out;
-  return Make(Pipelined(intra, inter, c.bytes), lat, c);
 }
 
 // ---- Broadcast -------------------------------------------------------------------------------
@@ -345,8 +340,9 @@ class HierarchicalCollectiveBackend final : public CollectiveBackend {
 
   absl::StatusOr<CollectiveEstimate> Compute(const CollectiveOp& op,
                                              CollectiveAlgorithm algorithm) const;
-  // Not every algorithm applies to every call: halving-doubling needs powers of two.
-  static bool Applies(Algo algo, const Call& c);
+  // Not every algorithm applies to every call: halving-doubling needs powers of two; a direct
+  // AG/RS stays inside one node.
+  static bool Applies(CollectiveKind kind, Algo algo, const Call& c);
   Cost Evaluate(CollectiveKind kind, Algo algo, const Call& c) const;
 
   const int64_t gpus_per_node_;
@@ -416,8 +412,9 @@ HierarchicalCollectiveBackend::HierarchicalCollectiveBackend(const HardwareProfi
   }
 }
 
-bool HierarchicalCollectiveBackend::Applies(Algo algo, const Call& c) {
+bool HierarchicalCollectiveBackend::Applies(CollectiveKind kind, Algo algo, const Call& c) {
   if (algo == Algo::kHalvingDoubling) return IsPowerOfTwo(c.n) && IsPowerOfTwo(c.r);
+  if (algo == Algo::kDirect && IsGatherScatter(kind)) return c.nodes == 1;
   return true;
 }
 
@@ -440,14 +437,10 @@ Cost HierarchicalCollectiveBackend::Evaluate(CollectiveKind kind, Algo algo,
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
       switch (algo) {
-        case Algo::kRing:
-          return RingGather(c);
         case Algo::kDirect:
           return DirectGather(c);
-        case Algo::kHalvingDoubling:
-          return HalvingDoublingGather(c);
         default:
-          return HierarchicalGather(c);
+          return RingGather(c);
       }
     case CollectiveKind::kAllToAll:
       switch (algo) {
@@ -563,7 +556,7 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
     // The tuner's choice: the fastest applicable algorithm; ties keep the earlier (simpler) one.
     double best_s = std::numeric_limits<double>::infinity();
     for (Algo a : algos) {
-      if (!Applies(a, c)) continue;
+      if (!Applies(op.kind, a, c)) continue;
       Cost cost = Evaluate(op.kind, a, c);
       if (cost.total().value() < best_s * (1.0 - 1e-9)) {
         best_s = cost.total().value();
@@ -572,12 +565,18 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
       }
     }
   } else {
-    if (!Applies(algorithm, c)) {
+    if (!Applies(op.kind, algorithm, c)) {
       std::string valid = "auto";
       for (Algo a : algos) {
-        if (!Applies(a, c)) continue;
+        if (!Applies(op.kind, a, c)) continue;
         valid += ", ";
         valid += CollectiveAlgorithmName(a);
+      }
+      if (algorithm == Algo::kDirect) {
+        return absl::UnimplementedError(absl::StrFormat(
+            "%s: direct runs inside one node only (NCCL has a ring across nodes), got %d nodes; "
+            "valid here: %s",
+            kind_name, c.nodes, valid));
       }
       return absl::UnimplementedError(absl::StrFormat(
           "%s: halving-doubling needs a power-of-two group and ranks per node, got %d ranks "

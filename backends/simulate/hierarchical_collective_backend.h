@@ -1,7 +1,8 @@
 // Hierarchical alpha-beta collective backend: places a process group on the node hierarchy
 // (scale-up fabric inside a node, NICs between nodes) and costs ring, tree, direct,
 // halving-doubling, hierarchical and PXN algorithms step by step, with measured efficiencies.
-// kAuto picks the fastest valid algorithm, as NCCL/RCCL's tuner would. Immutable after
+// kAuto picks the fastest valid algorithm, as NCCL/RCCL's tuner would; AllGather/ReduceScatter
+// offer only what NCCL runs for them (a ring across nodes). Immutable after
 // construction; estimates are memoised in a thread-safe cache.
 #ifndef PROJECTOR_BACKENDS_SIMULATE_HIERARCHICAL_COLLECTIVE_BACKEND_H_
 #define PROJECTOR_BACKENDS_SIMULATE_HIERARCHICAL_COLLECTIVE_BACKEND_H_

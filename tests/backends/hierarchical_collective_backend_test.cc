@@ -1,5 +1,6 @@
 #include "backends/simulate/hierarchical_collective_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -91,6 +92,32 @@ TEST(HierarchicalCollectiveBackendTest, RingAllGatherOnSwitchMatchesClosedForm) 
       MustEstimate(*backend, Op(CollectiveKind::kReduceScatter, Mebibytes(64), 4), Algo::kRing)
           .time.value(),
       IsNearRel(expected, 1e-9));
+}
+
+TEST(HierarchicalCollectiveBackendTest, AllGatherAcrossSixteenNodesIsNcclRing) {
+  // 14 MB (14e6 B) all-gather over 128 ranks = 16 A100 nodes x 8 (an FSDP layer of a 125M model
+  // at DP=128). NCCL has no hierarchical AG/RS across nodes, only the ring, so auto must price
+  // the ring. Derivation:
+  //   hop bandwidth: the in-node hop runs at one NVSwitch peer, B_up·e = 300e9·235/300 = 235e9;
+  //     each of the r = 8 channels crosses the node boundary on its own NIC, so the boundary
+  //     hop gets r·B_nic·e_out = 8·25e9·0.73 = 146e9; the ring paces at min = 146e9 B/s.
+  //   bandwidth term: (n-1)/n·S / 146e9 = 127/128·14e6 / 146e9 = 95.14 us.
+  //   latency: n-1 = 127 dependent steps, each a network hop of α_out = 2.0 us = 254 us,
+  //     plus one launch of 2.8 us.
+  //   t = 95.14 + 254 + 2.8 = 351.9 us (the old hierarchical pick: 136 us, 15 network steps).
+  auto backend = MakeHierarchicalCollectiveBackend(A100Like());
+  const double s = 14e6;
+  const double n = 128;
+  const double expected = (n - 1) / n * s / (8 * 25e9 * 0.73) + (n - 1) * 2.0e-6 + 2.8e-6;
+  EXPECT_THAT(expected, IsNearRel(351.9e-6, 1e-3));
+  for (CollectiveKind kind : {CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
+    CollectiveEstimate e = MustEstimate(*backend, Op(kind, Bytes(s), 128));
+    EXPECT_EQ(e.algorithm, Algo::kRing) << CollectiveKindName(kind);
+    EXPECT_EQ(e.nodes_spanned, 16);
+    EXPECT_EQ(e.ranks_per_node, 8);
+    EXPECT_THAT(e.time.value(), IsNearRel(expected, 1e-9)) << CollectiveKindName(kind);
+    EXPECT_EQ(e.bound, Bound::kLatency);
+  }
 }
 
 TEST(HierarchicalCollectiveBackendTest, FullMeshRingUsesOneLinkDirectUsesAll) {
@@ -255,6 +282,41 @@ TEST(HierarchicalCollectiveBackendTest, AutoIsNeverSlowerThanAnyNamedAlgorithm) 
               continue;
             }
             EXPECT_LE(best.value(), e->time.value() * (1 + 1e-12))
+                << hw.name << " " << CollectiveKindName(kind) << " " << CollectiveAlgorithmName(a)
+                << " n=" << g.size << " s=" << g.stride << " " << mib << " MiB";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(HierarchicalCollectiveBackendTest, GatherScatterNeverBeatsTheBandwidthBound) {
+  // Whatever the algorithm, a node starts with r·S/n of the gathered S and must receive the
+  // other (N-1)/N·S through its NICs (the group's r ranks own r NIC shares), and a rank must
+  // receive (n-1)/n·S through its fabric port and NIC share together:
+  //   t >= max((N-1)/N·S / (r·B_out), (n-1)/n·S / (B_up + B_out)).
+  for (const HardwareProfile& hw : AllProfiles()) {
+    auto backend = MakeHierarchicalCollectiveBackend(hw);
+    const double out = static_cast<double>(hw.scale_out.nics_per_node) *
+                       hw.scale_out.per_nic_bandwidth.value() /
+                       static_cast<double>(hw.gpus_per_node) * hw.scale_out.efficiency;
+    const double up = hw.scale_up.per_gpu_bandwidth.value() * hw.scale_up.allreduce_efficiency;
+    for (CollectiveKind kind : {CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
+      for (ProcessGroup g : {ProcessGroup{8, 1}, ProcessGroup{16, 1}, ProcessGroup{8, 8},
+                             ProcessGroup{32, 2}, ProcessGroup{128, 1}, ProcessGroup{24, 1}}) {
+        for (double mib : {0.001, 1.0, 14.0, 1024.0}) {
+          CollectiveOp op{.kind = kind, .bytes = Mebibytes(mib), .group = g};
+          const double s = op.bytes.value();
+          for (Algo a : {Algo::kAuto, Algo::kRing, Algo::kDirect}) {
+            absl::StatusOr<CollectiveEstimate> e = backend->Estimate(op, a);
+            if (!e.ok()) continue;
+            const double r = static_cast<double>(e->ranks_per_node);
+            const double nodes = static_cast<double>(e->nodes_spanned);
+            const double n = static_cast<double>(g.size);
+            const double nic_bound = (nodes - 1) / nodes * s / (r * out);
+            const double port_bound = (n - 1) / n * s / (up + (nodes > 1 ? out : 0.0));
+            EXPECT_GE(e->time.value(), std::max(nic_bound, port_bound) * (1 - 1e-12))
                 << hw.name << " " << CollectiveKindName(kind) << " " << CollectiveAlgorithmName(a)
                 << " n=" << g.size << " s=" << g.stride << " " << mib << " MiB";
           }
@@ -429,9 +491,18 @@ TEST(HierarchicalCollectiveBackendTest, AlgorithmThatDoesNotApplyNamesValidOnes)
       StatusIs(absl::StatusCode::kUnimplemented,
                AllOf(HasSubstr("power-of-two"), HasSubstr("valid here: auto, ring, tree, direct, "
                                                           "hierarchical"))));
+  // AllGather / ReduceScatter offer only NCCL's algorithms: ring, and direct inside one node.
   EXPECT_THAT(backend->Estimate(Op(CollectiveKind::kAllGather, Mebibytes(1), 8),
                                 Algo::kHalvingDoubling),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("valid: auto, ring, direct")));
+  EXPECT_THAT(backend->Estimate(Op(CollectiveKind::kReduceScatter, Mebibytes(1), 16),
+                                Algo::kHierarchical),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("valid: auto, ring, direct")));
+  EXPECT_THAT(backend->Estimate(Op(CollectiveKind::kAllGather, Mebibytes(1), 8), Algo::kDirect),
               IsOk());
+  EXPECT_THAT(backend->Estimate(Op(CollectiveKind::kAllGather, Mebibytes(1), 16), Algo::kDirect),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       AllOf(HasSubstr("one node"), HasSubstr("valid here: auto, ring"))));
   // Unknown names fail in the parser, before any backend.
   EXPECT_THAT(ParseCollectiveAlgorithm("butterfly"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown collective")));
