@@ -25,6 +25,20 @@ void AppendBreakdownRow(std::string& out, std::string_view name, Seconds t, Seco
   absl::StrAppendFormat(&out, "  %-26s %12.2f ms  %6.1f%%\n", name, Ms(t), pct);
 }
 
+// Achieved rates of one timed op (zero for an op that takes no time).
+struct OpRates {
+  double tflops = 0;
+  double gbps = 0;
+  double clock_scaled_share = 0;  // fraction
+};
+OpRates RatesOf(const Op& op) {
+  const double time = op.time.value();
+  if (time <= 0) return {};
+  return {.tflops = op.flops.value() / time * 1e-12,
+          .gbps = op.bytes.value() / time * 1e-9,
+          .clock_scaled_share = op.clock_scaled_time.value() / time};
+}
+
 nlohmann::json ModuleJson(std::string_view layer, const ModuleTimes& m) {
   return {{"layer", std::string(layer)},
           {"module", std::string(m.module)},
@@ -194,7 +208,7 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
     nlohmann::json ops = nlohmann::json::array();
     for (const OpTable& t : p.op_tables) {
       for (const Op& op : t.ops) {
-        const double time = op.time.value();
+        const OpRates rates = RatesOf(op);
         ops.push_back({{"group", t.group},
                        {"count", t.count},
                        {"module", std::string(op.module)},
@@ -202,12 +216,12 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
                        {"kind", std::string(OpKindName(op.kind))},
                        {"phase", std::string(OpPhaseName(op.phase))},
                        {"shape", OpShapeText(op)},
-                       {"time_s", time},
+                       {"time_s", op.time.value()},
                        {"flops", op.flops.value()},
                        {"bytes", op.bytes.value()},
-                       {"tflops", time > 0 ? op.flops.value() / time * 1e-12 : 0.0},
-                       {"gbps", time > 0 ? op.bytes.value() / time * 1e-9 : 0.0},
-                       {"clock_scaled_share", time > 0 ? op.clock_scaled_time.value() / time : 0.0},
+                       {"tflops", rates.tflops},
+                       {"gbps", rates.gbps},
+                       {"clock_scaled_share", rates.clock_scaled_share},
                        {"provenance", std::string(ProvenanceName(op.provenance))}});
       }
     }
@@ -255,13 +269,13 @@ std::string OpsText(const Projection& p) {
                           "op", "phase", "shape", "ms", "TFLOP/s", "GB/s", "share", "clk");
     for (const Op& op : t.ops) {
       const double time = op.time.value();
+      const OpRates rates = RatesOf(op);
       absl::StrAppendFormat(
           &out, "  %-10s %-22s %-14s %-38s %9.3f %8.1f %8.0f %5.1f%% %4.0f%%%s\n", op.module,
           op.name, OpPhaseName(op.phase), OpShapeText(op).substr(0, 38), Ms(op.time),
-          time > 0 ? op.flops.value() / time * 1e-12 : 0.0,
-          time > 0 ? op.bytes.value() / time * 1e-9 : 0.0,
+          rates.tflops, rates.gbps,
           total.value() > 0 ? 100.0 * time / total.value() : 0.0,
-          time > 0 ? 100.0 * op.clock_scaled_time.value() / time : 0.0,
+          100.0 * rates.clock_scaled_share,
           op.provenance == Provenance::kSimulated ? ""
                                                   : absl::StrCat("  ", std::string(ProvenanceName(op.provenance))));
     }
