@@ -226,8 +226,23 @@ absl::Status ReadGpu(JsonObject& root, std::map<std::string, std::string>& sourc
   PROJECTOR_ASSIGN_OR_RETURN(g.exp_per_clock_per_cu,
                              gpu.Or("exp_per_clock_per_cu", Range::kPositive, 16));
 
-  PROJECTOR_ASSIGN_OR_RETURN(double hbm_gb, gpu.Required("hbm_capacity_gb", Range::kPositive));
-  g.hbm_capacity = Gigabytes(hbm_gb);
+  // HBM capacity: `hbm_capacity_gib`, the usable memory the driver reports (nvidia-smi /
+  // rocm-smi memory total; DRAM dies and hence HBM stacks have binary capacities, so an
+  // "80 GB" part holds ~80 GiB), or the decimal datasheet figure `hbm_capacity_gb`; exactly one.
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<double> hbm_gib,
+                             gpu.Optional("hbm_capacity_gib", Range::kPositive));
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<double> hbm_gb,
+                             gpu.Optional("hbm_capacity_gb", Range::kPositive));
+  if (hbm_gib.has_value() == hbm_gb.has_value()) {
+    return obj.FieldError(hbm_gib.has_value() ? "hbm_capacity_gb" : "hbm_capacity_gib",
+                          hbm_gib.has_value()
+                              ? "give the HBM capacity once: hbm_capacity_gib (usable GiB as the "
+                                "driver reports it) or hbm_capacity_gb (decimal GB), not both"
+                              : "required field is missing; hbm_capacity_gib (usable GiB as the "
+                                "driver reports it) or hbm_capacity_gb (decimal GB), a number or "
+                                "{\"value\": number, \"source\": string}");
+  }
+  g.hbm_capacity = hbm_gib.has_value() ? Gibibytes(*hbm_gib) : Gigabytes(*hbm_gb);
   PROJECTOR_ASSIGN_OR_RETURN(double hbm_tbs, gpu.Required("hbm_bandwidth_tbs", Range::kPositive));
   g.hbm_bandwidth = TerabytesPerSecond(hbm_tbs);
   // Cache sizes are binary, as vendors quote them (MI300X "4 MB" L2 per XCD = 4 MiB).
@@ -421,7 +436,7 @@ absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::strin
       {"/gpu/vector_fp32_flops_per_clock_per_cu", g.vector_fp32_flops_per_clock_per_cu,
        Range::kPositive},
       {"/gpu/exp_per_clock_per_cu", g.exp_per_clock_per_cu, Range::kPositive},
-      {"/gpu/hbm_capacity_gb", g.hbm_capacity.value() * 1e-9, Range::kPositive},
+      {"/gpu/hbm_capacity_gib", g.hbm_capacity / Gibibytes(1), Range::kPositive},
       {"/gpu/hbm_bandwidth_tbs", g.hbm_bandwidth.value() * 1e-12, Range::kPositive},
       {"/gpu/l2_cache_mb", g.l2_cache / Mebibytes(1), Range::kPositive},
       {"/gpu/last_level_cache_mb", g.last_level_cache / Mebibytes(1), Range::kNonNegative},

@@ -19,13 +19,16 @@ MemoryFootprint EstimateMemory(const std::vector<StageMemoryInput>& stages,
     s.parameters = in.dense_parameters + in.expert_parameters;
     // Parameters whose state this GPU keeps under sharding.
     double sharded = in.dense_parameters / dense_shard + in.expert_parameters / expert_shard;
-    double weight_params = config.fsdp ? sharded : s.parameters;
     double grad_params = config.fsdp ? sharded : s.parameters;
     double optim_params = (config.fsdp || config.distributed_optimizer) ? sharded : s.parameters;
-    s.weights = Bytes(weight_params * kWeightBytesPerParam);
     if (config.fsdp) {
-      // FSDP2 unshards the current layer while prefetching the next one.
-      s.weights += Bytes(2.0 * in.largest_layer_parameters * kWeightBytesPerParam);
+      // FSDP keeps no bf16 copy of its shard: the sharded fp32 parameter is the master copy
+      // (counted with the optimizer state) and mixed precision casts it to bf16 on the
+      // all-gather. The bf16 weights alive are the unsharded layers: FSDP2 unshards the
+      // current layer while prefetching the next one.
+      s.weights = Bytes(2.0 * in.largest_layer_parameters * kWeightBytesPerParam);
+    } else {
+      s.weights = Bytes(s.parameters * kWeightBytesPerParam);
     }
     s.gradients = Bytes(grad_params * kGradBytesPerParam);
     s.optimizer_state = Bytes(optim_params * kOptimizerBytesPerParam);

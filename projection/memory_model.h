@@ -67,7 +67,8 @@ struct MemoryFootprint {
 };
 
 // Per stage:
-//   weights = 2 B · P        (FSDP: / shard, + 2 gathered layers · 2 B)
+//   weights = 2 B · P        (FSDP: only the 2 gathered layers · 2 B; the fp32 shard is the
+//                             master copy inside the optimizer state)
 //   grads   = 4 B · P        (FSDP: / shard; the distributed optimizer keeps the full buffer)
 //   optim   = 12 B · P       (distributed optimizer or FSDP: / shard)
 //   acts    = in_flight / vpp · activations_per_micro_batch + recompute working set

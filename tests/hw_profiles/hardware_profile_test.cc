@@ -315,7 +315,9 @@ TEST(ShippedFiguresTest, NetworkFiguresMatchTheReferences) {
   EXPECT_EQ(gb200->gpus_per_node, 72);
   // Cache sizes are binary: 4 MiB per XCD x 8.
   EXPECT_EQ(mi300x->gpu.l2_cache, Mebibytes(32));
-  EXPECT_EQ(mi300x->gpu.hbm_capacity, Gigabytes(192));
+  // HBM capacity is the usable GiB the driver reports (rocm-smi 205822885888 B), not 192e9 B.
+  EXPECT_NEAR(mi300x->gpu.hbm_capacity / Gibibytes(1), 191.69, 1e-9);
+  EXPECT_NEAR(a100->gpu.hbm_capacity.value(), 80.0 * 1024 * 1024 * 1024, 1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -386,6 +388,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "/scale_up/links_per_gpu", "expected an integer"},
         BadInput{"bad_non_positive.json", absl::StatusCode::kInvalidArgument,
                  "/gpu/hbm_capacity_gb/value", "must be > 0, got -1"},
+        BadInput{"bad_hbm_capacity_both.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/hbm_capacity_gb", "give the HBM capacity once"},
+        BadInput{"bad_hbm_capacity_missing.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/hbm_capacity_gib", "required field is missing"},
         BadInput{"bad_zero_count.json", absl::StatusCode::kInvalidArgument,
                  "/node/gpus_per_node", "must be > 0, got 0"},
         BadInput{"bad_fraction.json", absl::StatusCode::kInvalidArgument,
@@ -448,10 +454,10 @@ TEST(ValidateHardwareProfileTest, ChecksProfilesBuiltInCode) {
                        AllOf(HasSubstr("in-code: /gpu/gemm_efficiency_fp8"),
                              HasSubstr("must be a fraction in (0, 1], got 1.5"))));
   hw->gpu.gemm_efficiency_fp8.reset();
-  hw->gpu.hbm_capacity = Gigabytes(-2);
+  hw->gpu.hbm_capacity = Gibibytes(-2);
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("/gpu/hbm_capacity_gb"), HasSubstr("got -2"))));
+                       AllOf(HasSubstr("/gpu/hbm_capacity_gib"), HasSubstr("got -2"))));
   hw->gpu.hbm_capacity = Gigabytes(192);
   hw->comm_interference.ep_dispatch_ctas = -1;
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
