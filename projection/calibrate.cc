@@ -34,6 +34,13 @@ struct ConstantSpec {
 
 const ConstantSpec kConstants[] = {
     {"gemm_efficiency", "gpu", [](HardwareProfile& h) -> double& { return h.gpu.gemm_efficiency; }},
+    // Absent from a profile, the FP8 figure falls back to the bf16 one (GpuSpec::GemmEfficiency);
+    // it is materialised at that value so FP8/FP4 GEMMs can be fitted on their own.
+    {"gemm_efficiency_fp8", "gpu",
+     [](HardwareProfile& h) -> double& {
+       if (!h.gpu.gemm_efficiency_fp8) h.gpu.gemm_efficiency_fp8 = h.gpu.gemm_efficiency;
+       return *h.gpu.gemm_efficiency_fp8;
+     }},
     {"attention_fwd_efficiency", "gpu",
      [](HardwareProfile& h) -> double& { return h.gpu.attention_fwd_efficiency; }},
     {"attention_bwd_efficiency", "gpu",

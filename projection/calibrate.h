@@ -59,8 +59,8 @@ absl::StatusOr<CalibrationResult> Calibrate(const Profile& profile, const Hardwa
                                             const BackendSelection& selection = {});
 
 // The overlay file: {"format": "projector-hw-overlay", "version": 1, "base": GPU name,
-// "fitted_from": profile file, "gpu": {gemm_efficiency, attention_fwd_efficiency,
-// attention_bwd_efficiency, hbm_efficiency}, "scale_up": {allreduce_efficiency,
+// "fitted_from": profile file, "gpu": {gemm_efficiency, gemm_efficiency_fp8,
+// attention_fwd_efficiency, attention_bwd_efficiency, hbm_efficiency}, "scale_up": {allreduce_efficiency,
 // alltoall_efficiency}, "scale_out": {efficiency}, "fit": {rms_error_before_pct,
 // rms_error_after_pct, ops}}, with only the identifiable constants.
 nlohmann::json HwOverlayJson(const CalibrationResult& result);

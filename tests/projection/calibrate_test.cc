@@ -114,6 +114,53 @@ TEST(CalibrateTest, RecoversKnownConstantsWithinOnePercent) {
   EXPECT_GE(identified, 5);  // the four compute constants and at least one collective one
 }
 
+// FP8 GEMMs identify gemm_efficiency_fp8 apart from the bf16 figure, even when the profile
+// has no FP8 figure (it then starts at the bf16 one, the fallback GpuSpec::GemmEfficiency uses).
+TEST(CalibrateTest, FitsTheFp8GemmEfficiencyApartFromTheBf16One) {
+  auto hw = ResolveHardwareProfile("h100-sxm");
+  ASSERT_THAT(hw, IsOk());
+  HardwareProfile base = *hw;
+  base.gpu.gemm_efficiency_fp8.reset();
+  HardwareProfile truth = base;
+  truth.gpu.gemm_efficiency = 0.74;
+  truth.gpu.gemm_efficiency_fp8 = 0.61;
+  Profile profile = SyntheticProfile(truth);
+  auto set = MakeBackendSet(BackendSelection{}, truth);
+  ASSERT_THAT(set, IsOk());
+  for (auto [m, n, k] : {std::tuple{8192, 8192, 8192}, {4096, 14336, 4096}}) {
+    ProfiledOp op;
+    op.kind = ProfiledOpKind::kGemm;
+    op.gemm = GemmShape{.m = m, .n = n, .k = k, .dtype = DType::kFp8};
+    const Seconds t = (*set).gemm->Estimate(op.gemm)->time;
+    op.time = {.median = t, .min = t, .max = t, .repetitions = 1};
+    profile.ops.push_back(op);
+  }
+  auto result = Calibrate(profile, base);
+  ASSERT_THAT(result, IsOk());
+  const CalibratedConstant* bf16 = Find(*result, "gemm_efficiency");
+  const CalibratedConstant* fp8 = Find(*result, "gemm_efficiency_fp8");
+  ASSERT_NE(bf16, nullptr);
+  ASSERT_NE(fp8, nullptr);
+  EXPECT_TRUE(fp8->identifiable);
+  EXPECT_EQ(fp8->ops, 2);
+  EXPECT_DOUBLE_EQ(fp8->initial, base.gpu.gemm_efficiency);
+  EXPECT_THAT(bf16->fitted, IsNearRel(0.74, 0.01));
+  EXPECT_THAT(fp8->fitted, IsNearRel(0.61, 0.01));
+  EXPECT_EQ(HwOverlayJson(*result)["gpu"]["gemm_efficiency_fp8"], fp8->fitted);
+}
+
+// Without FP8 ops the FP8 figure is not identifiable and stays out of the overlay.
+TEST(CalibrateTest, Fp8EfficiencyIsNotFittedWithoutFp8Ops) {
+  auto hw = ResolveHardwareProfile("h100-sxm");
+  ASSERT_THAT(hw, IsOk());
+  auto result = Calibrate(SyntheticProfile(*hw), *hw);
+  ASSERT_THAT(result, IsOk());
+  const CalibratedConstant* fp8 = Find(*result, "gemm_efficiency_fp8");
+  ASSERT_NE(fp8, nullptr);
+  EXPECT_FALSE(fp8->identifiable);
+  EXPECT_FALSE(HwOverlayJson(*result)["gpu"].contains("gemm_efficiency_fp8"));
+}
+
 // End to end: the "measured" profile of a real scenario (Llama-3.1-8B, TP2 SP DP4 on 8 H100)
 // is the simulate model on a GPU whose efficiency constants were perturbed (`truth`): every
 // distinct compute op the scenario runs, a sweep of collectives, and the step throughput. The
