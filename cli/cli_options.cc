@@ -86,9 +86,11 @@ void AddScenarioFlags(cxxopts::Options& options) {
      cxxopts::value<int64_t>(), "N")
     ("precision", "GEMM precision: bf16, fp16 or fp8", cxxopts::value<std::string>(), "DTYPE")
     ("attention-kernel",
-     "Attention core: flash (fused FlashAttention-style kernel) or unfused (QKᵀ and P·V GEMMs "
-     "with the softmax over scores in HBM, as Megatron-LM before FlashAttention)",
-     cxxopts::value<std::string>(), "flash|unfused");
+     "Attention core: auto (default: PyTorch SDPA's kernel for FSDP layouts, else the GPU "
+     "profile's default), flash (the profile's default fused kernel), a kernel the profile names "
+     "(fa2, fa3, ...), or unfused (QKᵀ and P·V GEMMs with the softmax over scores in HBM, as "
+     "Megatron-LM before FlashAttention)",
+     cxxopts::value<std::string>(), "NAME");
   options.add_options("Backends")
     ("profiling-mode", "simulate, profile, both or measure", cxxopts::value<std::string>(), "MODE")
     ("gemm-backend", "GEMM backend (see --list-backends)", cxxopts::value<std::string>(), "NAME")
@@ -251,9 +253,8 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
     s.training.recompute = *r;
   }
   if (Given(flags, "attention-kernel")) {
-    auto k = ParseAttentionKernel(flags["attention-kernel"].as<std::string>());
-    if (!k.ok()) return FlagError("attention-kernel", k.status().message());
-    s.training.attention_kernel = *k;
+    absl::Status k = SetAttentionKernel(flags["attention-kernel"].as<std::string>(), s.training);
+    if (!k.ok()) return FlagError("attention-kernel", k.message());
   }
   if (Given(flags, "precision")) {
     std::string v = flags["precision"].as<std::string>();
@@ -289,6 +290,8 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
     }
     p.dp = s.num_gpus / model_parallel;
   }
+  // Flags may have changed the GPU, the layout or the kernel the file or case resolved.
+  PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, "command line"));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, "command line"));
   return s;
 }

@@ -1,6 +1,7 @@
 // The `project` executable: parses flags, dispatches to the main projection or a subcommand
 // (estimate, validate, search), prints, and maps errors to exit codes (2 = bad input,
 // 1 = internal error). No modelling happens here.
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -363,6 +364,16 @@ absl::Status RunEstimate(int argc, char** argv, Output& io) {
   return absl::OkStatus();
 }
 
+// A --attention-kernel value for validate: auto, flash, unfused or a kernel some library
+// profile names; any other name is a typo (no case's GPU could run it).
+absl::StatusOr<std::string> ValidationKernel(const std::string& value) {
+  std::vector<std::string> valid = {"auto", "flash", "unfused"};
+  for (std::string& name : ListLibraryAttentionKernels()) valid.push_back(std::move(name));
+  if (std::find(valid.begin(), valid.end(), value) != valid.end()) return value;
+  return absl::InvalidArgumentError(absl::StrCat("--attention-kernel: unknown kernel '", value,
+                                                 "'; valid: ", absl::StrJoin(valid, ", ")));
+}
+
 absl::Status RunValidate(int argc, char** argv, Output& io) {
   cxxopts::Options options("project validate",
                            "Projects every case of a calibration JSONL file in simulate mode and "
@@ -375,8 +386,10 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     ("threads", "Worker threads (default: all cores)", cxxopts::value<int>(), "N")
     ("only", "Only the cases whose id or source contains TEXT", cxxopts::value<std::string>(),
      "TEXT")
-    ("attention-kernel", "What-if for every case: flash (default) or unfused",
-     cxxopts::value<std::string>(), "flash|unfused")
+    ("attention-kernel",
+     "What-if for every case: auto (default), flash, unfused or a kernel of the GPU profiles "
+     "(fa2, fa3, ...; a case whose GPU lacks it is unsupported)",
+     cxxopts::value<std::string>(), "NAME")
     ("min-within-20-pct", "Fail (exit 3) when fewer cases are within 20%",
      cxxopts::value<double>(), "PCT")
     ("max-median-error-pct", "Fail (exit 3) when the median |error| is larger",
@@ -405,12 +418,8 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
   if (validation.threads < 0) return absl::InvalidArgumentError("--threads: must be >= 0");
   if (flags.count("only")) validation.only = flags["only"].as<std::string>();
   if (flags.count("attention-kernel")) {
-    auto kernel = ParseAttentionKernel(flags["attention-kernel"].as<std::string>());
-    if (!kernel.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--attention-kernel: ", kernel.status().message()));
-    }
-    validation.attention_kernel = *kernel;
+    PROJECTOR_ASSIGN_OR_RETURN(validation.attention_kernel,
+                               ValidationKernel(flags["attention-kernel"].as<std::string>()));
   }
   PROJECTOR_ASSIGN_OR_RETURN(ValidationReport report,
                              ValidateCasesFile(flags["cases"].as<std::string>(), validation));

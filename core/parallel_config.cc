@@ -25,23 +25,23 @@ absl::StatusOr<Recompute> ParseRecompute(std::string_view name) {
       absl::StrCat("unknown recompute '", absl::string_view(name.data(), name.size()), "'; valid: none, selective, full"));
 }
 
-std::string_view AttentionKernelName(AttentionKernel k) {
-  switch (k) {
-    case AttentionKernel::kFlash:
-      return "flash";
-    case AttentionKernel::kUnfused:
-      return "unfused";
+absl::Status SetAttentionKernel(std::string_view value, TrainingConfig& training) {
+  if (value.empty()) {
+    return absl::InvalidArgumentError(
+        "empty attention kernel; valid: auto, flash, unfused or a kernel of the GPU profile");
   }
-  return "?";
+  if (value == "unfused") {
+    training.attention_kernel = AttentionKernel::kUnfused;
+    return absl::OkStatus();
+  }
+  training.attention_kernel = AttentionKernel::kFlash;
+  training.flash_kernel = std::string(value);
+  return absl::OkStatus();
 }
 
-absl::StatusOr<AttentionKernel> ParseAttentionKernel(std::string_view name) {
-  for (AttentionKernel k : {AttentionKernel::kFlash, AttentionKernel::kUnfused}) {
-    if (AttentionKernelName(k) == name) return k;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("unknown attention kernel '",
-                                                 absl::string_view(name.data(), name.size()),
-                                                 "'; valid: flash, unfused"));
+std::string_view AttentionKernelValue(const TrainingConfig& training) {
+  if (training.attention_kernel == AttentionKernel::kUnfused) return "unfused";
+  return training.flash_kernel;
 }
 
 }  // namespace projector

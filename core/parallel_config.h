@@ -4,6 +4,7 @@
 #define PROJECTOR_CORE_PARALLEL_CONFIG_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -17,13 +18,12 @@ std::string_view RecomputeName(Recompute r);
 absl::StatusOr<Recompute> ParseRecompute(std::string_view name);
 
 // How the attention core (softmax(QKᵀ)·V) runs. kFlash: one fused tiled kernel per pass
-// (FlashAttention / cuDNN / CK / AITER), causal tiles skipped, scores never in HBM. kUnfused:
-// the pre-FlashAttention path of Megatron-LM (2019-2022) and PyTorch's SDPA "math" fallback:
-// batched GEMMs QKᵀ and P·V over the full s×s score matrix, with the scale-mask-softmax (and
-// attention dropout) as memory-bound kernels over scores held in HBM.
+// (FlashAttention / cuDNN / CK / AITER; which one is TrainingConfig::flash_kernel), causal tiles
+// skipped, scores never in HBM. kUnfused: the pre-FlashAttention path of Megatron-LM (2019-2022)
+// and PyTorch's SDPA "math" fallback: batched GEMMs QKᵀ and P·V over the full s×s score matrix,
+// with the scale-mask-softmax (and attention dropout) as memory-bound kernels over scores held
+// in HBM.
 enum class AttentionKernel { kFlash, kUnfused };
-std::string_view AttentionKernelName(AttentionKernel k);
-absl::StatusOr<AttentionKernel> ParseAttentionKernel(std::string_view name);
 
 // Rank order: TP fastest, then CP, then DP (EP and expert-TP are carved out of TP·CP·DP for the
 // expert layers), then PP. num_gpus = tp·pp·cp·dp.
@@ -66,9 +66,19 @@ struct TrainingConfig {
   int64_t recompute_layers = 0;  // full recompute: layers per stage (0 = all)
   DType precision = DType::kBf16;
   AttentionKernel attention_kernel = AttentionKernel::kFlash;
+  // The flash kernel asked for: "auto" (PyTorch SDPA's kernel for an FSDP layout, else the GPU
+  // profile's default), "flash" (the profile's default) or a kernel the profile names ("fa2").
+  // Checked against the profile when the scenario is resolved (projection/scenario.h).
+  std::string flash_kernel = "auto";
   bool overlap_grad_reduce = true;   // DP gradient sync overlapped with backward (Megatron)
   bool overlap_param_gather = true;  // distributed optimizer all-gather overlapped with forward
 };
+
+// Reads a training.attention_kernel value: "unfused", else a flash kernel request ("auto",
+// "flash" or a kernel name). kInvalidArgument for an empty value.
+absl::Status SetAttentionKernel(std::string_view value, TrainingConfig& training);
+// The value as written: "unfused" or the flash kernel request.
+std::string_view AttentionKernelValue(const TrainingConfig& training);
 
 }  // namespace projector
 

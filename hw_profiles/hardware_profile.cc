@@ -146,6 +146,19 @@ class FigureReader {
     return value;
   }
 
+  // A name, bare or as {"value": "...", "source": "..."}; nullopt when absent.
+  absl::StatusOr<std::optional<std::string>> Name(std::string_view key) {
+    obj_.Accept(key);
+    if (!obj_.Has(key)) return std::optional<std::string>();
+    const json& j = obj_.json().at(std::string(key));
+    if (!j.is_object()) return obj_.String(key);
+    PROJECTOR_ASSIGN_OR_RETURN(JsonObject fig,
+                               JsonObject::Make(j, obj_.origin(), obj_.PathOf(key)));
+    PROJECTOR_ASSIGN_OR_RETURN(std::string value, fig.String("value"));
+    PROJECTOR_RETURN_IF_ERROR(ReadProvenance(fig));
+    return value;
+  }
+
  private:
   struct Figure {
     double value = 0;
@@ -204,6 +217,86 @@ absl::Status ReadMatrixRates(FigureReader& gpu, GpuSpec& spec,
     spec.matrix_flops_per_clock_per_cu[DTypeIndex(d)] = v;
   }
   return rates.object().CheckNoUnknownKeys();
+}
+
+// A scenario's training.attention_kernel takes these besides the profile's kernel names.
+constexpr std::string_view kScenarioKernelValues[] = {"auto", "flash", "unfused"};
+
+// Why `name` cannot name an attention kernel; empty when it can.
+std::string KernelNameProblem(std::string_view name) {
+  const bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  });
+  if (!plain) {
+    return absl::StrCat("'", std::string(name),
+                        "' is not a kernel name; lower-case letters, digits, '-' and '_' (e.g. "
+                        "fa2)");
+  }
+  for (std::string_view reserved : kScenarioKernelValues) {
+    if (name == reserved) {
+      return absl::StrCat("'", std::string(name),
+                          "' is reserved for training.attention_kernel; name the kernel itself "
+                          "(e.g. fa2, fa3, ck)");
+    }
+  }
+  return "";
+}
+
+std::string KernelNames(const GpuSpec& g) {
+  std::vector<std::string> names;
+  for (const AttentionKernelSpec& k : g.attention_kernels) names.push_back(k.name);
+  return absl::StrJoin(names, ", ");
+}
+
+// gpu.attention_kernel_default names the kernel of the top-level attention figures;
+// gpu.attention_kernels holds the others, {"fa2": {"fwd_efficiency", "bwd_efficiency"}};
+// gpu.attention_kernel_pytorch names one of them. Runs after the top-level figures are read.
+absl::Status ReadAttentionKernels(FigureReader& gpu, std::map<std::string, std::string>& sources,
+                                  GpuSpec& g) {
+  JsonObject& obj = gpu.object();
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<std::string> default_name,
+                             gpu.Name("attention_kernel_default"));
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<std::string> pytorch,
+                             gpu.Name("attention_kernel_pytorch"));
+  if (default_name) {
+    if (std::string problem = KernelNameProblem(*default_name); !problem.empty()) {
+      return obj.FieldError("attention_kernel_default", problem);
+    }
+    g.attention_kernels.push_back(
+        {*default_name, g.attention_fwd_efficiency, g.attention_bwd_efficiency});
+  }
+  obj.Accept("attention_kernels");
+  if (obj.Has("attention_kernels")) {
+    if (!default_name) {
+      return obj.FieldError("attention_kernels",
+                            "needs attention_kernel_default, the name of the kernel that "
+                            "attention_fwd_efficiency and attention_bwd_efficiency describe");
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(FigureReader kernels, Section(obj, "attention_kernels", sources));
+    for (const auto& item : kernels.object().json().items()) {
+      const std::string& name = item.key();
+      if (std::string problem = KernelNameProblem(name); !problem.empty()) {
+        return kernels.object().FieldError(name, problem);
+      }
+      if (name == *default_name) {
+        return kernels.object().FieldError(
+            name,
+            "is the default kernel (attention_kernel_default); its figures are "
+            "attention_fwd_efficiency and attention_bwd_efficiency");
+      }
+      PROJECTOR_ASSIGN_OR_RETURN(FigureReader kernel, Section(kernels.object(), name, sources));
+      AttentionKernelSpec spec{.name = name};
+      PROJECTOR_ASSIGN_OR_RETURN(spec.fwd_efficiency,
+                                 kernel.Required("fwd_efficiency", Range::kFraction));
+      PROJECTOR_ASSIGN_OR_RETURN(spec.bwd_efficiency,
+                                 kernel.Required("bwd_efficiency", Range::kFraction));
+      PROJECTOR_RETURN_IF_ERROR(kernel.object().CheckNoUnknownKeys());
+      g.attention_kernels.push_back(std::move(spec));
+    }
+  }
+  // Whether it names one of them is a cross-field rule of the validator.
+  g.attention_kernel_pytorch = pytorch.value_or("");
+  return absl::OkStatus();
 }
 
 absl::Status ReadGpu(JsonObject& root, std::map<std::string, std::string>& sources,
@@ -267,6 +360,7 @@ absl::Status ReadGpu(JsonObject& root, std::map<std::string, std::string>& sourc
   PROJECTOR_ASSIGN_OR_RETURN(
       g.attention_bwd_efficiency,
       gpu.Or("attention_bwd_efficiency", Range::kFraction, g.attention_bwd_efficiency));
+  PROJECTOR_RETURN_IF_ERROR(ReadAttentionKernels(gpu, sources, g));
   PROJECTOR_ASSIGN_OR_RETURN(g.hbm_efficiency,
                              gpu.Or("hbm_efficiency", Range::kFraction, g.hbm_efficiency));
   PROJECTOR_ASSIGN_OR_RETURN(double launch_us,
@@ -380,6 +474,37 @@ absl::Status CheckRange(const std::string& origin, std::string_view pointer, dou
   return JsonFieldError(origin, pointer, absl::StrCat(RangeText(range), ", got ", value));
 }
 
+// The named kernels of a profile, loaded or built in code: valid names, each once, fractions in
+// range, and the PyTorch kernel among them. Entry 0 is the default (attention_kernel_default).
+absl::Status ValidateAttentionKernels(const GpuSpec& g, const std::string& origin) {
+  for (size_t kernel_idx = 0; kernel_idx < g.attention_kernels.size(); ++kernel_idx) {
+    const AttentionKernelSpec& k = g.attention_kernels[kernel_idx];
+    const std::string pointer = absl::StrCat("/gpu/attention_kernels/", k.name);
+    if (std::string problem = KernelNameProblem(k.name); !problem.empty()) {
+      return JsonFieldError(origin, kernel_idx == 0 ? "/gpu/attention_kernel_default" : pointer,
+                            problem);
+    }
+    if (g.FindAttentionKernel(k.name) != &k) {
+      return JsonFieldError(origin, pointer,
+                            absl::StrCat("'", k.name, "' is named twice; name each kernel once"));
+    }
+    PROJECTOR_RETURN_IF_ERROR(CheckRange(origin, absl::StrCat(pointer, "/fwd_efficiency"),
+                                         k.fwd_efficiency, Range::kFraction));
+    PROJECTOR_RETURN_IF_ERROR(CheckRange(origin, absl::StrCat(pointer, "/bwd_efficiency"),
+                                         k.bwd_efficiency, Range::kFraction));
+  }
+  if (g.attention_kernel_pytorch.empty() ||
+      g.FindAttentionKernel(g.attention_kernel_pytorch) != nullptr) {
+    return absl::OkStatus();
+  }
+  return JsonFieldError(
+      origin, "/gpu/attention_kernel_pytorch",
+      absl::StrCat("'", g.attention_kernel_pytorch,
+                   "' is neither attention_kernel_default nor an entry of attention_kernels; "
+                   "accepted: ",
+                   g.attention_kernels.empty() ? "none (no kernel is named)" : KernelNames(g)));
+}
+
 }  // namespace
 
 FlopsPerSecond GpuSpec::MatrixPeak(DType dtype, Hertz clock) const {
@@ -394,6 +519,13 @@ double GpuSpec::GemmEfficiency(DType dtype) const {
     return *gemm_efficiency_fp8;
   }
   return gemm_efficiency;
+}
+
+const AttentionKernelSpec* GpuSpec::FindAttentionKernel(std::string_view kernel) const {
+  for (const AttentionKernelSpec& k : attention_kernels) {
+    if (k.name == kernel) return &k;
+  }
+  return nullptr;
 }
 
 absl::StatusOr<HardwareProfile> LoadHardwareProfileFile(const std::string& path) {
@@ -478,6 +610,7 @@ absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::strin
     PROJECTOR_RETURN_IF_ERROR(
         CheckRange(origin, "/gpu/gemm_efficiency_fp8", *g.gemm_efficiency_fp8, Range::kFraction));
   }
+  PROJECTOR_RETURN_IF_ERROR(ValidateAttentionKernels(g, origin));
   for (DType d : kAllDTypes) {
     PROJECTOR_RETURN_IF_ERROR(
         CheckRange(origin, absl::StrCat("/gpu/matrix_flops_per_clock_per_cu/", std::string(DTypeName(d))),
@@ -569,6 +702,18 @@ std::vector<std::string> ListLibraryGpus() {
     if (p.extension() == ".json" && entry.is_regular_file(ec)) names.push_back(p.stem().string());
   }
   std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::string> ListLibraryAttentionKernels() {
+  std::vector<std::string> names;
+  for (const std::string& gpu : ListLibraryGpus()) {
+    absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(gpu);
+    if (!hw.ok()) continue;
+    for (const AttentionKernelSpec& k : hw->gpu.attention_kernels) names.push_back(k.name);
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
 }
 

@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -26,6 +27,14 @@ namespace projector {
 
 enum class Vendor { kAmd, kNvidia };
 enum class FabricTopology { kSwitch, kFullMesh };
+
+// A named flash-attention kernel ("fa2", "fa3", "ck") and its measured main-loop efficiencies:
+// fractions in (0, 1] of the matrix peak at the sustained clock, as attention_fwd_efficiency.
+struct AttentionKernelSpec {
+  std::string name;
+  double fwd_efficiency = 0;
+  double bwd_efficiency = 0;
+};
 
 struct GpuSpec {
   std::string name;  // "mi300x"
@@ -55,8 +64,16 @@ struct GpuSpec {
   // The same fraction for FP8 (and FP4) GEMMs, measured in FP8 and expressed against the FP8 peak
   // at the sustained clock; absent (nullopt) = gemm_efficiency, the bf16 figure.
   std::optional<double> gemm_efficiency_fp8;
-  double attention_fwd_efficiency = 0.7;  // flash-attention forward main loop
-  double attention_bwd_efficiency = 0.6;  // flash-attention backward main loop
+  // Flash-attention main loop of the kernel in use: the profile's default kernel as loaded; a
+  // scenario puts the figures of the kernel it runs here (ResolveAttentionKernel).
+  double attention_fwd_efficiency = 0.7;
+  double attention_bwd_efficiency = 0.6;
+  // The named flash kernels with their figures, the default first (JSON: its name in
+  // attention_kernel_default, its figures at the top level, the others in attention_kernels);
+  // empty when the profile names none.
+  std::vector<AttentionKernelSpec> attention_kernels;
+  // The kernel PyTorch's SDPA runs on this GPU; empty = the default.
+  std::string attention_kernel_pytorch;
   double hbm_efficiency = 0.8;  // achievable fraction of HBM bandwidth for streaming kernels
   Seconds kernel_launch_overhead;
 
@@ -65,6 +82,8 @@ struct GpuSpec {
   // GEMM main-loop efficiency for `dtype`: gemm_efficiency_fp8 for FP8 and FP4 when the profile
   // has one, else gemm_efficiency.
   double GemmEfficiency(DType dtype) const;
+  // The named flash kernel; nullptr when the profile has none of that name.
+  const AttentionKernelSpec* FindAttentionKernel(std::string_view kernel) const;
 };
 
 struct ScaleUpFabric {
@@ -124,12 +143,14 @@ struct HardwareProfile {
 
 // Parses one profile and checks types and per-field ranges (no cross-field checks).
 // kNotFound if the file cannot be opened; kInvalidArgument naming file and JSON pointer for a
-// syntax error, an unknown key, a wrong type, a non-positive size or a fraction outside (0, 1].
+// syntax error, an unknown key, a wrong type, a non-positive size, a fraction outside (0, 1] or
+// a malformed or reserved attention kernel name.
 absl::StatusOr<HardwareProfile> LoadHardwareProfileFile(const std::string& path);
 // Ranges and cross-field checks (sustained <= peak clock, bf16 rate > 0, per-link <= per-GPU
 // bandwidth <= links x per-link, full mesh has a link to every peer, a collective holds fewer
-// CTAs than the GPU has SMs/CUs, ...); also usable on
-// profiles built in code. kInvalidArgument "<origin>: <json-pointer>: <problem>".
+// CTAs than the GPU has SMs/CUs, attention kernels named once with the PyTorch one among them,
+// ...); also usable on profiles built in code. kInvalidArgument
+// "<origin>: <json-pointer>: <problem>".
 absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::string& origin);
 
 // Directory of the shipped library (compile-time default, overridable by
@@ -137,6 +158,9 @@ absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::strin
 std::string HardwareLibraryDir();
 // Sorted file stems of the *.json files in HardwareLibraryDir(); empty if it cannot be read.
 std::vector<std::string> ListLibraryGpus();
+// Sorted distinct names of the attention kernels the library's profiles name ("ck", "fa2", ...);
+// profiles that do not load are skipped.
+std::vector<std::string> ListLibraryAttentionKernels();
 // A library name ("mi300x", case-insensitive) or a path to a JSON file (a value containing '/'
 // or ending in ".json"), loaded and validated. Unknown names: kInvalidArgument
 // "unknown GPU 'x'; valid: a100-sxm-40gb, ...".

@@ -551,7 +551,9 @@ absl::StatusOr<Scenario> ScenarioFromProfile(const Profile& profile) {
   s.training.precision = ps.precision;
   s.training.recompute = ps.recompute;
   s.measured_tokens_per_s_per_gpu = ps.measured_tokens_per_s_per_gpu;
-  PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, absl::StrCat(profile.origin, ": /scenario")));
+  const std::string origin = absl::StrCat(profile.origin, ": /scenario");
+  PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, origin));
+  PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, origin));
   return s;
 }
 

@@ -60,10 +60,11 @@ std::string ProjectionText(const Scenario& scenario, const Projection& p) {
                         ToMegahertz(scenario.hw.gpu.sustained_clock));
   absl::StrAppendFormat(&out, "  layout     %s, schedule %s, %d micro-batches\n", p.layout,
                         p.schedule, p.micro_batches);
-  absl::StrAppendFormat(&out,
-                        "  training   seq %d, micro-batch %d, global batch %d, %s, recompute %s\n",
-                        tr.seq_len, tr.micro_batch, tr.global_batch, DTypeName(tr.precision),
-                        RecomputeName(tr.recompute));
+  absl::StrAppendFormat(
+      &out,
+      "  training   seq %d, micro-batch %d, global batch %d, %s, recompute %s, %s attention\n",
+      tr.seq_len, tr.micro_batch, tr.global_batch, DTypeName(tr.precision),
+      RecomputeName(tr.recompute), AttentionKernelOf(scenario));
   if (!p.defaults_used.empty()) {
     out += "  defaults used:\n";
     for (const std::string& d : p.defaults_used) absl::StrAppendFormat(&out, "    - %s\n", d);
@@ -169,6 +170,7 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"micro_batches", p.micro_batches},
       {"global_batch", scenario.training.global_batch},
       {"seq_len", scenario.training.seq_len},
+      {"attention_kernel", std::string(AttentionKernelOf(scenario))},
       {"step_time_s", p.step_time.value()},
       {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
       {"tokens_per_s", p.tokens_per_s},

@@ -2,6 +2,8 @@
 
 #include <fstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -53,7 +55,6 @@ absl::StatusOr<HardwareProfile> GpuFromJson(JsonObject& obj, std::string_view ke
 
 const std::vector<std::string> kPrecisions = {"bf16", "fp16", "fp8"};
 const std::vector<std::string> kRecomputes = {"none", "selective", "full"};
-const std::vector<std::string> kAttentionKernels = {"flash", "unfused"};
 
 absl::Status ParseParallel(JsonObject& p, ParallelConfig& out, bool& dp_given) {
   PROJECTOR_ASSIGN_OR_RETURN(out.tp, p.IntOr("tp", 1));
@@ -93,9 +94,10 @@ absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
   }
   PROJECTOR_ASSIGN_OR_RETURN(std::string precision, t.EnumOr("precision", kPrecisions, "bf16"));
   out.precision = *ParseDType(precision);
-  PROJECTOR_ASSIGN_OR_RETURN(std::string kernel,
-                             t.EnumOr("attention_kernel", kAttentionKernels, "flash"));
-  out.attention_kernel = *ParseAttentionKernel(kernel);
+  PROJECTOR_ASSIGN_OR_RETURN(std::string kernel, t.StringOr("attention_kernel", "auto"));
+  if (absl::Status s = SetAttentionKernel(kernel, out); !s.ok()) {
+    return t.FieldError("attention_kernel", std::string(s.message()));
+  }
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_grad_reduce, t.BoolOr("overlap_grad_reduce", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_param_gather, t.BoolOr("overlap_param_gather", true));
   return t.CheckNoUnknownKeys();
@@ -107,6 +109,34 @@ absl::Status ParseBackends(JsonObject& b, BackendSelection& out) {
   PROJECTOR_ASSIGN_OR_RETURN(out.memory, b.StringOr("memory", out.memory));
   PROJECTOR_ASSIGN_OR_RETURN(out.collective, b.StringOr("collective", out.collective));
   return b.CheckNoUnknownKeys();
+}
+
+// Marks the defaults_used entry of an "auto" attention kernel.
+constexpr std::string_view kKernelNotePrefix = "attention_kernel=";
+
+// The profile kernel the scenario's flash request picks; nullptr when the profile names none
+// or lacks the requested one.
+const AttentionKernelSpec* PickFlashKernel(const Scenario& s) {
+  const GpuSpec& g = s.hw.gpu;
+  const std::string& request = s.training.flash_kernel;
+  if (request == "auto" && s.parallel.fsdp && !g.attention_kernel_pytorch.empty()) {
+    return g.FindAttentionKernel(g.attention_kernel_pytorch);
+  }
+  if (request == "auto" || request == "flash") {
+    return g.attention_kernels.empty() ? nullptr : &g.attention_kernels.front();
+  }
+  return g.FindAttentionKernel(request);
+}
+
+// The defaults_used entry saying what "auto" chose and why.
+std::string AutoKernelNote(const Scenario& s) {
+  if (s.parallel.fsdp && !s.hw.gpu.attention_kernel_pytorch.empty()) {
+    return absl::StrFormat("%s%s (auto: FSDP runs use PyTorch SDPA, which runs %s on %s)",
+                           kKernelNotePrefix, s.attention_kernel_used, s.attention_kernel_used,
+                           s.hw.name);
+  }
+  return absl::StrFormat("%s%s (auto: the profile's default kernel)", kKernelNotePrefix,
+                         s.attention_kernel_used);
 }
 
 std::string DirOf(const std::string& path) {
@@ -136,6 +166,11 @@ absl::Status Complete(Scenario& s, bool dp_given, bool num_gpus_given, const std
 }
 
 }  // namespace
+
+std::string_view AttentionKernelOf(const Scenario& s) {
+  if (!s.attention_kernel_used.empty()) return s.attention_kernel_used;
+  return AttentionKernelValue(s.training);
+}
 
 std::string LayoutSummary(const ParallelConfig& p) {
   std::string out = absl::StrFormat("TP%d PP%d", p.tp, p.pp);
@@ -180,7 +215,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"recompute", std::string(RecomputeName(t.recompute))},
                    {"recompute_layers", t.recompute_layers},
                    {"precision", std::string(DTypeName(t.precision))},
-                   {"attention_kernel", std::string(AttentionKernelName(t.attention_kernel))},
+                   {"attention_kernel", std::string(AttentionKernelOf(s))},
                    {"overlap_grad_reduce", t.overlap_grad_reduce},
                    {"overlap_param_gather", t.overlap_param_gather}};
   j["backends"] = {{"gemm", s.backends.gemm},
@@ -207,7 +242,7 @@ std::string DescribeScenario(const Scenario& s) {
                   : std::string(),
       s.num_gpus, s.hw.name, s.hw.gpus_per_node, ToMegahertz(s.hw.gpu.sustained_clock),
       LayoutSummary(s.parallel), t.seq_len, t.micro_batch, t.global_batch,
-      RecomputeName(t.recompute), DTypeName(t.precision), AttentionKernelName(t.attention_kernel),
+      RecomputeName(t.recompute), DTypeName(t.precision), AttentionKernelOf(s),
       s.backends.gemm, s.backends.attention,
       s.backends.memory, s.backends.collective);
   for (const std::string& d : s.defaults_used) absl::StrAppend(&out, "  default    ", d, "\n");
@@ -227,7 +262,35 @@ absl::StatusOr<Scenario> DefaultScenario() {
   s.training.micro_batch = 1;
   s.training.global_batch = 64;
   s.training.precision = DType::kBf16;
+  PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, "default"));
   return s;
+}
+
+absl::Status ResolveAttentionKernel(Scenario& s, const std::string& origin) {
+  std::erase_if(s.defaults_used,
+                [](const std::string& d) { return d.starts_with(kKernelNotePrefix); });
+  if (s.training.attention_kernel == AttentionKernel::kUnfused) {
+    s.attention_kernel_used = "unfused";
+    return absl::OkStatus();
+  }
+  const std::string& request = s.training.flash_kernel;
+  const AttentionKernelSpec* kernel = PickFlashKernel(s);
+  if (kernel == nullptr && request != "auto" && request != "flash") {
+    std::vector<std::string> valid = {"auto", "flash", "unfused"};
+    for (const AttentionKernelSpec& k : s.hw.gpu.attention_kernels) valid.push_back(k.name);
+    return JsonFieldError(origin, "/training/attention_kernel",
+                          absl::StrCat("'", request, "' is not an attention kernel of ", s.hw.name,
+                                       "; valid: ", absl::StrJoin(valid, ", ")));
+  }
+  s.attention_kernel_used = kernel == nullptr ? "flash" : kernel->name;
+  // The tile backend keeps the GPU's kernel family (tile table, softmax overlap); the measured
+  // main-loop efficiency of the chosen kernel carries the difference between kernels.
+  if (kernel != nullptr) {
+    s.hw.gpu.attention_fwd_efficiency = kernel->fwd_efficiency;
+    s.hw.gpu.attention_bwd_efficiency = kernel->bwd_efficiency;
+  }
+  if (request == "auto") s.defaults_used.push_back(AutoKernelNote(s));
+  return absl::OkStatus();
 }
 
 absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
@@ -414,6 +477,7 @@ absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path) {
   s.measured_tokens_per_s_per_gpu = measured;
   PROJECTOR_RETURN_IF_ERROR(obj.CheckNoUnknownKeys());
   PROJECTOR_RETURN_IF_ERROR(Complete(s, dp_given, num_gpus_given, path));
+  PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, path));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, path));
   return s;
 }
@@ -453,6 +517,7 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
   s.defaults_used.push_back("overlap_grad_reduce=true, overlap_param_gather=true");
   s.defaults_used.push_back(absl::StrFormat("interconnect from hw profile %s", s.hw.name));
   PROJECTOR_RETURN_IF_ERROR(Complete(s, dp_given, true, origin));
+  PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, origin));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, origin));
   return s;
 }

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,12 +22,17 @@ namespace projector {
 struct Scenario {
   std::string name;  // case id or "default"
   ModelSpec model;
-  HardwareProfile hw;  // gpus_per_node and clock overrides already applied
+  // gpus_per_node and clock overrides already applied; the attention efficiencies are those of
+  // the flash kernel that runs (ResolveAttentionKernel).
+  HardwareProfile hw;
   ParallelConfig parallel;
   TrainingConfig training;
   BackendSelection backends;
   int64_t num_gpus = 8;
   std::optional<double> measured_tokens_per_s_per_gpu;
+  // The attention kernel that runs, set by ResolveAttentionKernel: a kernel of the GPU profile
+  // ("fa3"), "flash" for a profile that names none, or "unfused".
+  std::string attention_kernel_used;
   // Settings the input did not state and the tool's defaults decided (shown in the report).
   std::vector<std::string> defaults_used;
 };
@@ -38,6 +44,15 @@ absl::StatusOr<Scenario> DefaultScenario();
 // PP·VPP (unless an uneven split is given), experts % EP, EP·ETP vs DP·CP·TP, global batch vs
 // micro-batch·DP, ... kFailedPrecondition / kInvalidArgument with `origin` and the field.
 absl::Status ValidateScenario(const Scenario& scenario, const std::string& origin);
+
+// Picks the attention kernel training.attention_kernel asks for on the scenario's GPU and puts
+// that kernel's efficiencies into hw.gpu: "auto" takes the profile's attention_kernel_pytorch
+// for a PyTorch-FSDP layout (parallel.fsdp) when the profile names one, else the profile's
+// default kernel, and is listed in defaults_used. Idempotent, so a caller that changes the GPU,
+// layout or kernel afterwards resolves again. The builders below call it. kInvalidArgument
+// "<origin>: /training/attention_kernel: ..." listing the valid values when the GPU's profile
+// has no kernel of that name.
+absl::Status ResolveAttentionKernel(Scenario& scenario, const std::string& origin);
 
 // A scenario JSON file: {"model": NAME|PATH|{inline model}, "gpu": NAME|PATH, "num_gpus",
 // "gpus_per_node", "parallel": {...}, "training": {...}, "backends": {...},
@@ -52,6 +67,10 @@ absl::StatusOr<Scenario> LoadCalibrationCase(const std::string& file_colon_id);
 nlohmann::json ScenarioToJson(const Scenario& scenario);
 // A few readable lines describing the scenario.
 std::string DescribeScenario(const Scenario& scenario);
+
+// The attention kernel the scenario runs (attention_kernel_used), or the training.attention_kernel
+// request when the scenario was not resolved.
+std::string_view AttentionKernelOf(const Scenario& scenario);
 
 // One-line layout summary: "TP8 PP16 VPP4 CP1 EP1 DP128 SP".
 std::string LayoutSummary(const ParallelConfig& parallel);

@@ -622,6 +622,10 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   if (base.training.precision != DType::kBf16) {
     absl::StrAppend(&cmd, " --precision ", std::string(DTypeName(base.training.precision)));
   }
+  // Every candidate is timed with the attention kernel of base.hw (one backend set for all), so
+  // the command pins it; "auto" would pick PyTorch SDPA's kernel for an FSDP layout.
+  absl::StrAppend(&cmd, " --attention-kernel ",
+                  base.attention_kernel_used.empty() ? "flash" : base.attention_kernel_used);
   return cmd;
 }
 

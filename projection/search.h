@@ -187,7 +187,8 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
 // Builds the backends of base.backends once and searches with ProjectionEvaluator.
 absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOptions& options);
 
-// The `project ...` command that reproduces one layout of the search on its own.
+// The `project ...` command that reproduces one layout of the search on its own, with the
+// attention kernel of the base scenario pinned.
 std::string ReproduceCommand(const Scenario& base, const SearchCandidate& candidate);
 // "TP8 PP2 VPP2 CP1 DP4 SP DistOpt mb1 full" style label.
 std::string CandidateLabel(const SearchCandidate& candidate);

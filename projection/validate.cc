@@ -68,8 +68,10 @@ struct ParsedCase {
   std::optional<Scenario> scenario;
 };
 
-std::string HardwareKey(const HardwareProfile& hw) {
-  return absl::StrCat(hw.name, "/", hw.gpus_per_node, "/", hw.gpu.sustained_clock.value());
+// Cases with equal keys share one BackendSet: same GPU, node size, clock and attention kernel.
+std::string HardwareKey(const Scenario& s) {
+  return absl::StrCat(s.hw.name, "/", s.hw.gpus_per_node, "/", s.hw.gpu.sustained_clock.value(),
+                      "/", s.attention_kernel_used);
 }
 
 // Cases of one scaling series share everything but the GPU count (and so DP).
@@ -109,6 +111,15 @@ void CheckSiblings(std::vector<ParsedCase>& parsed) {
       c.inconsistent = std::fabs(*c.sibling_deviation_pct) > kSiblingDeviationFlagPct;
     }
   }
+}
+
+// The what-if kernel on one case: resolved against the case's GPU, then the layout checked
+// again (unfused has no context parallelism).
+absl::Status OverrideAttentionKernel(const std::string& kernel, const std::string& origin,
+                                     Scenario& scenario) {
+  PROJECTOR_RETURN_IF_ERROR(SetAttentionKernel(kernel, scenario.training));
+  PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(scenario, origin));
+  return ValidateScenario(scenario, origin);
 }
 
 }  // namespace
@@ -188,8 +199,8 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
       c.measured_tokens_per_s_per_gpu = value["measured"].value("tokens_per_s_per_gpu", 0.0);
     }
     if (scenario.ok() && options.attention_kernel) {
-      scenario->training.attention_kernel = *options.attention_kernel;
-      if (auto valid = ValidateScenario(*scenario, origin); !valid.ok()) scenario = valid;
+      absl::Status valid = OverrideAttentionKernel(*options.attention_kernel, origin, *scenario);
+      if (!valid.ok()) scenario = valid;
     }
     if (scenario.ok()) {
       c.layout = LayoutSummary(scenario->parallel);
@@ -205,7 +216,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
   std::map<std::string, BackendSet> backends;
   for (ParsedCase& pc : parsed) {
     if (!pc.scenario) continue;
-    std::string key = HardwareKey(pc.scenario->hw);
+    std::string key = HardwareKey(*pc.scenario);
     if (backends.count(key)) continue;
     auto set = MakeBackendSet(pc.scenario->backends, pc.scenario->hw);
     if (!set.ok()) return set.status();
@@ -217,7 +228,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
     for (size_t i = next++; i < parsed.size(); i = next++) {
       ParsedCase& pc = parsed[i];
       if (!pc.scenario) continue;
-      const BackendSet& set = backends.at(HardwareKey(pc.scenario->hw));
+      const BackendSet& set = backends.at(HardwareKey(*pc.scenario));
       BackendRefs refs{*set.gemm, *set.attention, *set.memory, *set.collective};
       auto projection = Project(*pc.scenario, refs);
       ValidationCase& c = pc.result;

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/parallel_config.h"
 #include "nlohmann/json.hpp"
 
 namespace projector {
@@ -69,9 +68,10 @@ struct ValidationReport {
 // What-if settings applied to every case, and a case filter.
 struct ValidationOptions {
   int threads = 0;  // <= 0: all cores
-  // Overrides the attention kernel of every case (the calibration schema does not carry it; the
-  // default is flash). E.g. unfused for runs that predate FlashAttention.
-  std::optional<AttentionKernel> attention_kernel;
+  // Overrides the attention kernel of every case, a training.attention_kernel value (the
+  // calibration schema does not carry it; the default is auto). E.g. unfused for runs that
+  // predate FlashAttention; a kernel a case's GPU lacks makes that case unsupported.
+  std::optional<std::string> attention_kernel;
   // Keep only cases whose id or source contains this text (empty: all).
   std::string only;
 };

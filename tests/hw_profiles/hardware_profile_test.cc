@@ -122,6 +122,11 @@ TEST_P(ShippedProfileTest, FiguresArePlausible) {
     EXPECT_LT(2 * ctas, g.compute_units);
   }
   EXPECT_TRUE(hw->figure_sources.contains("/comm_interference/scale_up_ctas"));
+  // Every shipped GPU names the kernel its attention figures describe; it comes first.
+  ASSERT_FALSE(g.attention_kernels.empty());
+  EXPECT_DOUBLE_EQ(g.attention_kernels.front().fwd_efficiency, g.attention_fwd_efficiency);
+  EXPECT_DOUBLE_EQ(g.attention_kernels.front().bwd_efficiency, g.attention_bwd_efficiency);
+  EXPECT_TRUE(hw->figure_sources.contains("/gpu/attention_kernel_default"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Library, ShippedProfileTest, ::testing::ValuesIn([] {
@@ -288,6 +293,96 @@ TEST(GemmEfficiencyTest, AbsentFp8FigureFallsBackToTheBf16One) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Named attention kernels.
+
+std::vector<std::string> KernelNamesOf(const GpuSpec& g) {
+  std::vector<std::string> names;
+  for (const AttentionKernelSpec& k : g.attention_kernels) names.push_back(k.name);
+  return names;
+}
+
+TEST(AttentionKernelsTest, H100HasFa3AsDefaultAndFa2ForPyTorch) {
+  auto hw = LoadHardwareProfileFile(LibraryFile("h100-sxm"));
+  ASSERT_THAT(hw, IsOk());
+  const GpuSpec& g = hw->gpu;
+  EXPECT_THAT(KernelNamesOf(g), ElementsAre("fa3", "fa2"));
+  EXPECT_EQ(g.attention_kernel_pytorch, "fa2");
+  const AttentionKernelSpec* fa3 = g.FindAttentionKernel("fa3");
+  const AttentionKernelSpec* fa2 = g.FindAttentionKernel("fa2");
+  ASSERT_NE(fa3, nullptr);
+  ASSERT_NE(fa2, nullptr);
+  EXPECT_EQ(g.FindAttentionKernel("fa4"), nullptr);
+  // FA3 paper, H100 SXM5 BF16 hdim 128 seqlen 16k: FA3 648 / 561 TFLOPS, FA2 370 / 322 TFLOPS,
+  // over the peak 132 x 4096 FLOP/clk x 1830 MHz = 989.4 TFLOPS.
+  EXPECT_NEAR(fa3->fwd_efficiency, 648 / 989.4, 1e-3);
+  EXPECT_NEAR(fa3->bwd_efficiency, 561 / 989.4, 1e-3);
+  EXPECT_NEAR(fa2->fwd_efficiency, 0.374, 1e-3);
+  EXPECT_NEAR(fa2->bwd_efficiency, 0.325, 1e-3);
+  const double peak_tflops = ToTeraFlopsPerSecond(g.MatrixPeak(DType::kBf16, g.sustained_clock));
+  EXPECT_THAT(peak_tflops * fa2->fwd_efficiency, IsNearRel(370, 0.01));
+  EXPECT_THAT(peak_tflops * fa2->bwd_efficiency, IsNearRel(322, 0.01));
+  EXPECT_FALSE(hw->figure_sources.at("/gpu/attention_kernels/fa2/fwd_efficiency").empty());
+  EXPECT_FALSE(hw->figure_sources.at("/gpu/attention_kernels/fa2/bwd_efficiency").empty());
+  EXPECT_FALSE(hw->figure_sources.at("/gpu/attention_kernel_pytorch").empty());
+}
+
+struct ShippedKernels {
+  const char* gpu;
+  std::vector<std::string> names;  // default first
+  const char* pytorch;             // "" = none (the default)
+};
+
+class ShippedKernelsTest : public ::testing::TestWithParam<ShippedKernels> {};
+
+TEST_P(ShippedKernelsTest, NamesTheSourcedKernelsOnly) {
+  const ShippedKernels& want = GetParam();
+  auto hw = ResolveHardwareProfile(want.gpu);
+  ASSERT_THAT(hw, IsOk());
+  EXPECT_EQ(KernelNamesOf(hw->gpu), want.names);
+  EXPECT_EQ(hw->gpu.attention_kernel_pytorch, want.pytorch);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Library, ShippedKernelsTest,
+    ::testing::Values(ShippedKernels{"h100-sxm", {"fa3", "fa2"}, "fa2"},
+                      ShippedKernels{"h200-sxm", {"fa3", "fa2"}, "fa2"},
+                      ShippedKernels{"h800-sxm", {"fa3", "fa2"}, "fa2"},
+                      ShippedKernels{"a100-sxm-40gb", {"fa2"}, "fa2"},
+                      ShippedKernels{"a100-sxm-80gb", {"fa2"}, "fa2"},
+                      ShippedKernels{"b200", {"fa4"}, ""},
+                      ShippedKernels{"gb200", {"fa4"}, ""},
+                      ShippedKernels{"mi300x", {"ck"}, ""},
+                      ShippedKernels{"mi325x", {"ck"}, ""},
+                      ShippedKernels{"mi355x", {"aiter"}, ""}));
+
+TEST(AttentionKernelsTest, LibraryKernelNamesAreSortedAndDistinct) {
+  EXPECT_THAT(ListLibraryAttentionKernels(), ElementsAre("aiter", "ck", "fa2", "fa3", "fa4"));
+}
+
+TEST(AttentionKernelsTest, UserProfileTakesBareAndSourcedFigures) {
+  auto hw = ResolveHardwareProfile(TestData("user_attention_kernels.json"));
+  ASSERT_THAT(hw, IsOk());
+  const GpuSpec& g = hw->gpu;
+  ASSERT_EQ(g.attention_kernels.size(), 2u);
+  EXPECT_EQ(g.attention_kernels[0].name, "fa3");  // the top-level figures
+  EXPECT_DOUBLE_EQ(g.attention_kernels[0].fwd_efficiency, 0.6);
+  EXPECT_DOUBLE_EQ(g.attention_kernels[0].bwd_efficiency, 0.5);
+  EXPECT_EQ(g.attention_kernels[1].name, "fa2");
+  EXPECT_DOUBLE_EQ(g.attention_kernels[1].fwd_efficiency, 0.4);
+  EXPECT_DOUBLE_EQ(g.attention_kernels[1].bwd_efficiency, 0.3);
+  EXPECT_EQ(g.attention_kernel_pytorch, "fa2");
+  EXPECT_EQ(hw->figure_sources.at("/gpu/attention_kernel_default"), "a test");
+  EXPECT_EQ(hw->figure_sources.at("/gpu/attention_kernels/fa2/fwd_efficiency"), "a test");
+}
+
+TEST(AttentionKernelsTest, ProfileWithoutNamesHasNoKernels) {
+  auto hw = ResolveHardwareProfile(TestData("user_minimal.json"));
+  ASSERT_THAT(hw, IsOk());
+  EXPECT_TRUE(hw->gpu.attention_kernels.empty());
+  EXPECT_TRUE(hw->gpu.attention_kernel_pytorch.empty());
+}
+
 TEST(ShippedFiguresTest, NetworkFiguresMatchTheReferences) {
   auto mi300x = ResolveHardwareProfile("mi300x");
   auto h100 = ResolveHardwareProfile("h100-sxm");
@@ -429,6 +524,27 @@ INSTANTIATE_TEST_SUITE_P(
                  "/comm_interference/scale_up_cta", "unknown key"},
         BadInput{"bad_comm_interference_type.json", absl::StatusCode::kInvalidArgument,
                  "/comm_interference/ep_dispatch_ctas", "expected a number or {\"value\""},
+        BadInput{"bad_attention_kernel_unknown_key.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/attention_kernels/fa2/causal", "unknown key 'causal'"},
+        BadInput{"bad_attention_kernel_fraction.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/attention_kernels/fa2/fwd_efficiency",
+                 "must be a fraction in (0, 1], got 1.2"},
+        BadInput{"bad_attention_kernel_missing_figure.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/attention_kernels/fa2/bwd_efficiency", "required field is missing"},
+        BadInput{"bad_attention_kernels_without_default.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/attention_kernels", "needs attention_kernel_default"},
+        BadInput{"bad_attention_kernel_repeats_default.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/attention_kernels/fa3", "is the default kernel"},
+        BadInput{"bad_attention_kernel_pytorch_unknown.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/attention_kernel_pytorch",
+                 "'fa9' is neither attention_kernel_default nor an entry of attention_kernels; "
+                 "accepted: fa3, fa2"},
+        BadInput{"bad_attention_kernel_reserved_name.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/attention_kernel_default", "'flash' is reserved"},
+        BadInput{"bad_attention_kernel_name.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/attention_kernels/FA 2", "'FA 2' is not a kernel name"},
+        BadInput{"bad_attention_kernel_default_type.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/attention_kernel_default/value", "expected a string"},
         BadInput{"bad_syntax.json", absl::StatusCode::kInvalidArgument, "invalid JSON near line 5",
                  "parse error"},
         BadInput{"does_not_exist.json", absl::StatusCode::kNotFound, "hw_profiles/does_not_exist",
@@ -469,6 +585,42 @@ TEST(ValidateHardwareProfileTest, ChecksProfilesBuiltInCode) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("/comm_interference/ep_dispatch_ctas"),
                              HasSubstr("not below compute_units 304"))));
+}
+
+TEST(ValidateHardwareProfileTest, ChecksAttentionKernelsBuiltInCode) {
+  auto hw = LoadHardwareProfileFile(LibraryFile("h100-sxm"));
+  ASSERT_THAT(hw, IsOk());
+  GpuSpec& g = hw->gpu;
+  ASSERT_EQ(g.attention_kernels.size(), 2u);
+  g.attention_kernels[1].bwd_efficiency = 0;
+  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("in-code: /gpu/attention_kernels/fa2/bwd_efficiency"),
+                             HasSubstr("must be a fraction in (0, 1], got 0"))));
+  g.attention_kernels[1].bwd_efficiency = 0.325;
+  g.attention_kernels[1].name = "fa3";
+  EXPECT_THAT(
+      ValidateHardwareProfile(*hw, "in-code"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("/gpu/attention_kernels/fa3"), HasSubstr("'fa3' is named twice"))));
+  g.attention_kernels[1].name = "fa2";
+  g.attention_kernels[0].name = "auto";
+  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/gpu/attention_kernel_default"),
+                             HasSubstr("'auto' is reserved"))));
+  g.attention_kernels[0].name = "fa3";
+  g.attention_kernel_pytorch = "fa9";
+  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/gpu/attention_kernel_pytorch"),
+                             HasSubstr("accepted: fa3, fa2"))));
+  g.attention_kernels.clear();
+  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("accepted: none (no kernel is named)")));
+  g.attention_kernel_pytorch.clear();
+  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"), IsOk());
 }
 
 TEST(ResolveHardwareProfileTest, UnknownNameListsValidOnes) {

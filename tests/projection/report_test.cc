@@ -1,6 +1,7 @@
 #include "projection/report.h"
 
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -36,7 +37,8 @@ TEST(ProjectionJsonTest, EveryDocumentedFieldIsPresentWithItsType) {
   s.parallel.ep = 2;
   Projection p = ProjectToy(s);
   nlohmann::json j = ProjectionJson(s, p);
-  for (const char* k : {"scenario", "model", "gpu", "layout", "schedule", "mfu_formula"}) {
+  for (const char* k :
+       {"scenario", "model", "gpu", "layout", "schedule", "attention_kernel", "mfu_formula"}) {
     ASSERT_TRUE(j.contains(k)) << k;
     EXPECT_TRUE(j[k].is_string()) << k;
   }
@@ -100,6 +102,24 @@ TEST(ProjectionTextTest, ShowsTheHeadlineNumbersAndTheFitFlag) {
   EXPECT_THAT(text, HasSubstr("dense layer"));
   EXPECT_THAT(text, HasSubstr("measured TGS"));
   EXPECT_THAT(text, HasSubstr("DOES NOT FIT"));
+}
+
+TEST(ProjectionTextTest, NamesTheAttentionKernelAndWhyAutoChoseIt) {
+  Scenario s = ToyScenario();
+  auto h100 = ResolveHardwareProfile("h100-sxm");
+  ASSERT_THAT(h100, IsOk());
+  s.hw = *h100;
+  s.parallel.fsdp = true;
+  ASSERT_THAT(ResolveAttentionKernel(s, "toy"), IsOk());
+  Projection p = ProjectToy(s);
+  const std::string text = ProjectionText(s, p);
+  EXPECT_THAT(text, HasSubstr("recompute none, fa2 attention\n"));
+  EXPECT_THAT(text, HasSubstr("  defaults used:\n    - attention_kernel=fa2 (auto: FSDP runs use "
+                              "PyTorch SDPA, which runs fa2 on h100-sxm)\n"));
+  const nlohmann::json j = ProjectionJson(s, p);
+  EXPECT_EQ(j["attention_kernel"], "fa2");
+  EXPECT_THAT(j["defaults_used"].get<std::vector<std::string>>(),
+              ::testing::Contains(HasSubstr("attention_kernel=fa2 (auto:")));
 }
 
 }  // namespace

@@ -1,17 +1,21 @@
 #include "projection/scenario.h"
 
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "projection/projection.h"
 #include "tests/testing/status_matchers.h"
 
 namespace projector {
 namespace {
 
+using ::projector::testing::IsNearRel;
 using ::projector::testing::IsOk;
 using ::projector::testing::StatusIs;
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 std::string Data(const std::string& name) {
@@ -251,6 +255,177 @@ TEST(ScenarioTest, CalibrationCaseBadLineNamesLineAndField) {
 TEST(ScenarioTest, CaseSpecMustHaveFileAndId) {
   EXPECT_THAT(LoadCalibrationCase("justafile"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("FILE:ID")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ResolveAttentionKernel: which flash kernel runs, and its efficiencies in the scenario's hw.
+
+Scenario OnGpu(const std::string& gpu, bool fsdp, const std::string& kernel = "auto") {
+  Scenario s = Default();
+  auto hw = ResolveHardwareProfile(gpu);
+  EXPECT_THAT(hw, IsOk());
+  s.hw = *hw;
+  s.parallel.fsdp = fsdp;
+  s.parallel.distributed_optimizer = !fsdp;
+  s.training.flash_kernel = kernel;
+  EXPECT_THAT(ResolveAttentionKernel(s, "test"), IsOk());
+  return s;
+}
+
+std::vector<std::string> KernelNotes(const Scenario& s) {
+  std::vector<std::string> notes;
+  for (const std::string& d : s.defaults_used) {
+    if (d.starts_with("attention_kernel=")) notes.push_back(d);
+  }
+  return notes;
+}
+
+TEST(ResolveAttentionKernelTest, AutoPicksPyTorchsFa2ForFsdpOnH100) {
+  Scenario s = OnGpu("h100-sxm", /*fsdp=*/true);
+  EXPECT_EQ(s.attention_kernel_used, "fa2");
+  // FA2 on H100: 370 / 322 TFLOPS of 989.4 (FA3 paper).
+  EXPECT_NEAR(s.hw.gpu.attention_fwd_efficiency, 0.374, 1e-3);
+  EXPECT_NEAR(s.hw.gpu.attention_bwd_efficiency, 0.325, 1e-3);
+  EXPECT_THAT(KernelNotes(s),
+              ElementsAre("attention_kernel=fa2 (auto: FSDP runs use PyTorch SDPA, which runs "
+                          "fa2 on h100-sxm)"));
+  EXPECT_EQ(ScenarioToJson(s)["training"]["attention_kernel"], "fa2");
+}
+
+TEST(ResolveAttentionKernelTest, AutoPicksTheDefaultFa3WithoutFsdpOnH100) {
+  Scenario s = OnGpu("h100-sxm", /*fsdp=*/false);
+  EXPECT_EQ(s.attention_kernel_used, "fa3");
+  // FA3 on H100: 648 / 561 TFLOPS of 989.4.
+  EXPECT_NEAR(s.hw.gpu.attention_fwd_efficiency, 0.655, 1e-3);
+  EXPECT_NEAR(s.hw.gpu.attention_bwd_efficiency, 0.567, 1e-3);
+  EXPECT_THAT(KernelNotes(s),
+              ElementsAre("attention_kernel=fa3 (auto: the profile's default kernel)"));
+}
+
+TEST(ResolveAttentionKernelTest, ResolvingAgainRestoresTheDefaultKernel) {
+  Scenario s = OnGpu("h100-sxm", /*fsdp=*/true);
+  ASSERT_EQ(s.attention_kernel_used, "fa2");
+  s.parallel.fsdp = false;
+  ASSERT_THAT(ResolveAttentionKernel(s, "test"), IsOk());
+  EXPECT_EQ(s.attention_kernel_used, "fa3");
+  EXPECT_NEAR(s.hw.gpu.attention_fwd_efficiency, 0.655, 1e-3);
+  EXPECT_THAT(KernelNotes(s), ElementsAre(HasSubstr("fa3")));  // the fa2 note is gone
+}
+
+TEST(ResolveAttentionKernelTest, AutoPicksTheDefaultKernelOnA100AndMi300x) {
+  // A100: PyTorch's kernel is the default FA2 itself; MI300X names no PyTorch kernel.
+  Scenario a100 = OnGpu("a100-sxm-80gb", /*fsdp=*/true);
+  EXPECT_EQ(a100.attention_kernel_used, "fa2");
+  EXPECT_DOUBLE_EQ(a100.hw.gpu.attention_fwd_efficiency, 0.7);
+  Scenario mi300x = OnGpu("mi300x", /*fsdp=*/true);
+  EXPECT_EQ(mi300x.attention_kernel_used, "ck");
+  EXPECT_DOUBLE_EQ(mi300x.hw.gpu.attention_fwd_efficiency, 0.785);
+  EXPECT_THAT(KernelNotes(mi300x),
+              ElementsAre("attention_kernel=ck (auto: the profile's default kernel)"));
+}
+
+TEST(ResolveAttentionKernelTest, NamedOrFlashKernelIgnoresTheLayout) {
+  Scenario named = OnGpu("h100-sxm", /*fsdp=*/true, "fa3");
+  EXPECT_EQ(named.attention_kernel_used, "fa3");
+  EXPECT_THAT(KernelNotes(named), ::testing::IsEmpty());
+  Scenario flash = OnGpu("h100-sxm", /*fsdp=*/true, "flash");
+  EXPECT_EQ(flash.attention_kernel_used, "fa3");
+  EXPECT_NEAR(flash.hw.gpu.attention_bwd_efficiency, 0.567, 1e-3);
+  Scenario fa2 = OnGpu("h100-sxm", /*fsdp=*/false, "fa2");
+  EXPECT_EQ(fa2.attention_kernel_used, "fa2");
+  EXPECT_NEAR(fa2.hw.gpu.attention_bwd_efficiency, 0.325, 1e-3);
+}
+
+TEST(ResolveAttentionKernelTest, KernelTheGpuLacksNamesFieldGpuAndValidValues) {
+  Scenario s = Default();  // mi300x
+  s.training.flash_kernel = "fa2";
+  EXPECT_THAT(ResolveAttentionKernel(s, "x.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("x.json: /training/attention_kernel: 'fa2' is not an attention "
+                                 "kernel of mi300x; valid: auto, flash, unfused, ck")));
+  auto h100 = ResolveHardwareProfile("h100-sxm");
+  ASSERT_THAT(h100, IsOk());
+  s.hw = *h100;
+  s.training.flash_kernel = "fa4";
+  EXPECT_THAT(ResolveAttentionKernel(s, "x.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("'fa4' is not an attention kernel of h100-sxm; valid: auto, "
+                                 "flash, unfused, fa3, fa2")));
+}
+
+TEST(ResolveAttentionKernelTest, UnfusedRunsNoFlashKernel) {
+  Scenario s = Default();
+  ASSERT_THAT(SetAttentionKernel("unfused", s.training), IsOk());
+  ASSERT_THAT(ResolveAttentionKernel(s, "test"), IsOk());
+  EXPECT_EQ(s.attention_kernel_used, "unfused");
+  EXPECT_THAT(KernelNotes(s), ::testing::IsEmpty());
+  EXPECT_THAT(SetAttentionKernel("", s.training),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty attention kernel")));
+}
+
+TEST(ResolveAttentionKernelTest, ProfileNamingNoKernelRunsItsFigures) {
+  Scenario s = Default();
+  auto hw = ResolveHardwareProfile(std::string(PROJECTOR_TESTDATA_DIR) +
+                                   "/hw_profiles/user_minimal.json");
+  ASSERT_THAT(hw, IsOk());
+  s.hw = *hw;
+  s.parallel.fsdp = true;
+  ASSERT_THAT(ResolveAttentionKernel(s, "test"), IsOk());
+  EXPECT_EQ(s.attention_kernel_used, "flash");
+  EXPECT_DOUBLE_EQ(s.hw.gpu.attention_fwd_efficiency, GpuSpec{}.attention_fwd_efficiency);
+  EXPECT_THAT(KernelNotes(s),
+              ElementsAre("attention_kernel=flash (auto: the profile's default kernel)"));
+}
+
+TEST(ResolveAttentionKernelTest, ScenarioFileAndCaseAreResolved) {
+  auto file = LoadScenarioFile(Data("h100_fa2.json"));
+  ASSERT_THAT(file, IsOk());
+  EXPECT_EQ(file->attention_kernel_used, "fa2");
+  EXPECT_NEAR(file->hw.gpu.attention_fwd_efficiency, 0.374, 1e-3);
+  EXPECT_THAT(
+      LoadScenarioFile(Data("empty_attention_kernel.json")),
+      StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("/training/attention_kernel"),
+                                                         HasSubstr("empty attention kernel"))));
+  // llm-foundry trains with PyTorch FSDP: the case gets FA2 on H100.
+  auto fsdp_case = LoadCalibrationCase(std::string(PROJECTOR_CALIBRATION_DIR) +
+                                       "/public.jsonl:llmfoundry_h100_80gb_70b_seq2048_512gpu_"
+                                       "amp_bf16");
+  ASSERT_THAT(fsdp_case, IsOk());
+  EXPECT_EQ(fsdp_case->attention_kernel_used, "fa2");
+  EXPECT_THAT(KernelNotes(*fsdp_case), ElementsAre(HasSubstr("PyTorch SDPA")));
+}
+
+// attention_core forward of Llama-3.1-8B (32 query heads, d_qk = d_v = 128, causal) at seq 8192,
+// micro-batch 1, on one H100 with the roofline attention backend: F = 2·B·H·S²·(d_qk + d_v)/2
+// = 2·32·8192²·256/2 = 5.498e11 FLOP at 132 SMs x 4096 FLOP/clk x 1.83 GHz = 989.4 TFLOPS times
+// the kernel's forward efficiency (FA2 0.374 = 1.486 ms, FA3 0.655 = 0.848 ms), plus one 2.8 us
+// launch. Compute-bound: Q, K, V, O are ~0.17 GB, ~56 us at 3.0 TB/s.
+TEST(ResolveAttentionKernelTest, AttentionCoreTimeScalesWithTheKernelEfficiency) {
+  auto forward_core_s = [](const std::string& kernel) {
+    Scenario s = OnGpu("h100-sxm", /*fsdp=*/false, kernel);
+    s.num_gpus = 1;
+    s.parallel.dp = 1;
+    s.parallel.distributed_optimizer = false;
+    s.training.global_batch = 1;
+    s.backends.attention = "roofline";
+    ProjectionOptions options;
+    options.keep_ops = true;
+    auto p = Project(s, options);
+    EXPECT_THAT(p, IsOk());
+    for (const Op& op : p->op_tables.front().ops) {
+      if (op.name == "attention_core" && op.phase == OpPhase::kForward) return op.time.value();
+    }
+    ADD_FAILURE() << "no forward attention_core op";
+    return 0.0;
+  };
+  const double flops = 2.0 * 32 * 8192.0 * 8192.0 * 256 / 2;
+  const double peak = 132 * 4096 * 1.83e9;
+  const double launch_s = 2.8e-6;
+  const double fa2 = forward_core_s("fa2");
+  const double fa3 = forward_core_s("fa3");
+  EXPECT_THAT(fa2, IsNearRel(flops / (peak * 0.374) + launch_s, 1e-9));
+  EXPECT_THAT(fa3, IsNearRel(flops / (peak * 0.655) + launch_s, 1e-9));
+  EXPECT_THAT((fa2 - launch_s) / (fa3 - launch_s), IsNearRel(0.655 / 0.374, 1e-9));
 }
 
 TEST(ScenarioTest, LayoutSummary) {

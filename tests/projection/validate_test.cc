@@ -2,8 +2,10 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hw_profiles/hardware_profile.h"
 #include "tests/testing/status_matchers.h"
 
 namespace projector {
@@ -103,6 +105,57 @@ TEST(ValidateCasesFileTest, FlagsACaseItsScalingSeriesContradicts) {
   EXPECT_EQ(j["summary"]["inconsistent_cases"], 1);
   EXPECT_EQ(j["cases"][2]["inconsistent_with_siblings"], true);
   EXPECT_NEAR(j["cases"][2]["sibling_deviation_pct"].get<double>(), -20.0, 1e-9);
+}
+
+TEST(ValidateCasesFileTest, KernelWhatIfMarksCasesWhoseGpuLacksItUnsupported) {
+  ValidationOptions options;
+  options.threads = 2;
+  options.attention_kernel = "fa2";
+  auto r = ValidateCasesFile(std::string(PROJECTOR_CALIBRATION_DIR) + "/public.jsonl", options);
+  ASSERT_THAT(r, IsOk());
+  int64_t lacking = 0;
+  for (const ValidationCase& c : r->cases) {
+    auto hw = ResolveHardwareProfile(c.gpu);
+    ASSERT_THAT(hw, IsOk());
+    if (hw->gpu.FindAttentionKernel("fa2") != nullptr) {
+      EXPECT_EQ(c.status, "ok") << c.id << ": " << c.reason;
+      continue;
+    }
+    ++lacking;  // gb200 (fa4), mi325x (ck)
+    EXPECT_EQ(c.status, "unsupported") << c.id;
+    EXPECT_THAT(c.reason,
+                AllOf(HasSubstr("/training/attention_kernel"),
+                      HasSubstr(absl::StrCat("'fa2' is not an attention kernel of ", c.gpu))));
+  }
+  EXPECT_GT(lacking, 0);
+  EXPECT_EQ(r->summary.projected, r->summary.count - lacking);
+}
+
+// The default (auto) runs PyTorch SDPA's FA2 for the FSDP cases on H100, slower than the
+// profile's FA3 that flash pins; the other H100 cases keep FA3 either way.
+TEST(ValidateCasesFileTest, AutoKernelSlowsOnlyTheFsdpCasesOnH100) {
+  ValidationOptions flash;
+  flash.threads = 2;
+  flash.attention_kernel = "flash";
+  auto pinned = ValidateCasesFile(std::string(PROJECTOR_CALIBRATION_DIR) + "/public.jsonl", flash);
+  auto automatic = ValidateCasesFile(std::string(PROJECTOR_CALIBRATION_DIR) + "/public.jsonl", 2);
+  ASSERT_THAT(pinned, IsOk());
+  ASSERT_THAT(automatic, IsOk());
+  ASSERT_EQ(pinned->cases.size(), automatic->cases.size());
+  int64_t slower = 0;
+  for (size_t i = 0; i < pinned->cases.size(); ++i) {
+    const ValidationCase& a = automatic->cases[i];
+    const ValidationCase& f = pinned->cases[i];
+    ASSERT_TRUE(a.projected_tokens_per_s_per_gpu && f.projected_tokens_per_s_per_gpu) << a.id;
+    if (a.gpu == "h100-sxm" && a.layout.find("FSDP") != std::string::npos) {
+      EXPECT_LT(*a.projected_tokens_per_s_per_gpu, *f.projected_tokens_per_s_per_gpu) << a.id;
+      ++slower;
+    } else {
+      EXPECT_DOUBLE_EQ(*a.projected_tokens_per_s_per_gpu, *f.projected_tokens_per_s_per_gpu)
+          << a.id;
+    }
+  }
+  EXPECT_GT(slower, 0);
 }
 
 TEST(ValidateCasesFileTest, MissingFile) {
