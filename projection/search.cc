@@ -4,8 +4,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -448,6 +450,7 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
   // costs one ValidateScenario and one Project, no copy of the model or hardware profile.
   auto worker = [&]() {
     Scenario scenario = base;
+    std::optional<bool> resolved_fsdp;  // the FSDP flag the kernel was resolved for
     constexpr int64_t kChunk = 8;
     while (true) {
       const int64_t begin = next.fetch_add(kChunk, std::memory_order_relaxed);
@@ -456,6 +459,17 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
       for (int64_t i = begin; i < end; ++i) {
         const size_t idx = static_cast<size_t>(i);
         ApplyCandidate(candidates[idx], scenario);
+        // "auto" picks the attention kernel from the layout (FSDP: PyTorch SDPA's kernel), as
+        // `project` does; it depends on the FSDP flag alone, so it is resolved when that flips.
+        if (resolved_fsdp != scenario.parallel.fsdp) {
+          resolved_fsdp = scenario.parallel.fsdp;
+          if (absl::Status k = ResolveAttentionKernel(scenario, "search"); !k.ok()) {
+            outcome[idx] = Outcome::kInvalid;
+            std::lock_guard<std::mutex> lock(mu);
+            if (first_invalid.empty()) first_invalid = std::string(k.message());
+            continue;
+          }
+        }
         if (absl::Status valid = ValidateScenario(scenario, "search"); !valid.ok()) {
           outcome[idx] = Outcome::kInvalid;
           std::lock_guard<std::mutex> lock(mu);
@@ -580,12 +594,27 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
 }
 
 absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOptions& options) {
-  PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(base.backends, base.hw));
-  BackendRefs refs{.gemm = *set.gemm,
-                   .attention = *set.attention,
-                   .memory = *set.memory,
-                   .collective = *set.collective};
-  return SearchLayouts(base, options, ProjectionEvaluator(refs));
+  // One backend set per attention kernel a candidate can resolve to (with "auto", FSDP and
+  // non-FSDP layouts may differ), so every candidate is timed as `project` would time it.
+  std::map<std::string, BackendSet> sets;
+  std::map<std::string, BackendRefs> refs;
+  for (bool fsdp : {false, true}) {
+    Scenario s = base;
+    s.parallel.fsdp = fsdp;
+    PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, "search"));
+    if (sets.contains(s.attention_kernel_used)) continue;
+    PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(base.backends, s.hw));
+    const BackendSet& kept = sets.emplace(s.attention_kernel_used, std::move(set)).first->second;
+    refs.emplace(s.attention_kernel_used, BackendRefs{.gemm = *kept.gemm,
+                                                      .attention = *kept.attention,
+                                                      .memory = *kept.memory,
+                                                      .collective = *kept.collective});
+  }
+  std::map<std::string, LayoutEvaluator> evaluators;
+  for (const auto& [kernel, r] : refs) evaluators.emplace(kernel, ProjectionEvaluator(r));
+  return SearchLayouts(base, options, [&evaluators](const Scenario& scenario) {
+    return evaluators.at(scenario.attention_kernel_used)(scenario);
+  });
 }
 
 std::string CandidateLabel(const SearchCandidate& c) {
@@ -622,10 +651,10 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   if (base.training.precision != DType::kBf16) {
     absl::StrAppend(&cmd, " --precision ", std::string(DTypeName(base.training.precision)));
   }
-  // Every candidate is timed with the attention kernel of base.hw (one backend set for all), so
-  // the command pins it; "auto" would pick PyTorch SDPA's kernel for an FSDP layout.
-  absl::StrAppend(&cmd, " --attention-kernel ",
-                  base.attention_kernel_used.empty() ? "flash" : base.attention_kernel_used);
+  // The kernel the search asked for ("auto" resolves per layout, as `project` resolves it).
+  absl::StrAppend(&cmd, " --attention-kernel ", base.training.attention_kernel == AttentionKernel::kUnfused
+                                                     ? std::string("unfused")
+                                                     : base.training.flash_kernel);
   return cmd;
 }
 

@@ -131,11 +131,14 @@ Cost Make(double bw_s, double lat_s, const Call& c) {
   return {Seconds(bw_s), Seconds(lat_s + c.launch)};
 }
 
-// Step pace of a ring/chain crossing nodes: NCCL runs one channel per local rank, each
-// crossing the node boundary on a different NIC, so the boundary hop gets r·out while the
-// in-node hops run at one peer's fabric bandwidth.
+// Step pace of a ring/chain: NCCL/RCCL run several channels, each a ring over its own links,
+// so a rank's in-node hops together use every scale-up port it has towards its node peers
+// (up_all: the whole NVSwitch port, or all r-1 xGMI links of a full mesh — the 312.9 GB/s
+// RCCL ring all-reduce busbw of 8 MI300X is 70% of all 7 links, hardware_models.md 4.3);
+// across nodes each channel crosses the node boundary on a different NIC, so the boundary
+// hop gets r·out.
 double RingHopBandwidth(const Call& c) {
-  return c.nodes > 1 ? std::min(c.up_peer, D(c.r) * c.out) : c.up_peer;
+  return c.nodes > 1 ? std::min(c.up_all, D(c.r) * c.out) : c.up_all;
 }
 double RingHopLatency(const Call& c) { return c.nodes > 1 ? c.alpha_out : c.alpha_up; }
 

@@ -120,15 +120,34 @@ TEST(HierarchicalCollectiveBackendTest, AllGatherAcrossSixteenNodesIsNcclRing) {
   }
 }
 
-TEST(HierarchicalCollectiveBackendTest, FullMeshRingUsesOneLinkDirectUsesAll) {
-  // Full mesh, 8 ranks: a ring hop is one 64 GB/s link, so ring busbw = 64·e; the direct
-  // (single-shot RS + AG) algorithm sends S/n to 7 peers over 7 links at once:
-  // t = 2·(7·S/8)/(7·64·e) -> busbw = 2(7/8)·S/t = 7·64·e.
+TEST(HierarchicalCollectiveBackendTest, FullMeshRingChannelsUseEveryLink) {
+  // Full mesh, 8 ranks: RCCL runs one ring per channel over disjoint links, so a rank's ring
+  // hops together use all 7 links: t = 2(n-1)·(S/n)/(7·64·e) -> busbw = 2(n-1)/n·S/t = 7·64·e,
+  // the 312.9 GB/s measured (e = 312.9/448). The direct (single-shot RS + AG) algorithm sends
+  // S/n to 7 peers over 7 links at once: t = 2·(7·S/8)/(7·64·e) -> the same busbw.
+  // Two ranks per node (stride 4) share one link: busbw = 64·e.
   auto backend = MakeHierarchicalCollectiveBackend(Mi300xLike());
   const double e = 312.9 / 448.0;
   CollectiveOp op = Op(CollectiveKind::kAllReduce, Gibibytes(1), 8);
-  EXPECT_THAT(BusbwGbs(*backend, op, Algo::kRing), IsNearRel(64 * e, 0.01));
+  EXPECT_THAT(BusbwGbs(*backend, op, Algo::kRing), IsNearRel(7 * 64 * e, 0.01));
   EXPECT_THAT(BusbwGbs(*backend, op, Algo::kDirect), IsNearRel(7 * 64 * e, 0.01));
+  CollectiveOp pair = Op(CollectiveKind::kAllReduce, Gibibytes(1), 2, 4);
+  EXPECT_THAT(BusbwGbs(*backend, pair, Algo::kRing), IsNearRel(64 * e, 0.01));
+}
+
+TEST(HierarchicalCollectiveBackendTest, MultiNodeFullMeshRingRunsAtTheNicsOrTheLinks) {
+  // 64 MI300X-like ranks on 8 nodes, AllGather of S = 1.75 GB (one 70B layer in bf16): the
+  // ring's hop pace is min(all 7 links = 7·64·e, 8 channels' NICs = 8·50·0.73) = 292 GB/s, so
+  //   t = 63/64·S / 292e9 + 63·α_out (2 µs) + launch (2.8 µs) = 5.899 ms + 126 µs + 2.8 µs.
+  auto backend = MakeHierarchicalCollectiveBackend(Mi300xLike());
+  const double s = 1.75e9, n = 64;
+  const double hop = std::min(7 * 64e9 * 312.9 / 448.0, 8 * 50e9 * 0.73);
+  const double expected = (n - 1) / n * s / hop + (n - 1) * 2.0e-6 + 2.8e-6;
+  EXPECT_THAT(expected, IsNearRel(6.028e-3, 1e-3));
+  CollectiveEstimate e = MustEstimate(*backend, Op(CollectiveKind::kAllGather, Bytes(s), 64));
+  EXPECT_EQ(e.algorithm, Algo::kRing);
+  EXPECT_EQ(e.nodes_spanned, 8);
+  EXPECT_THAT(e.time.value(), IsNearRel(expected, 1e-9));
 }
 
 TEST(HierarchicalCollectiveBackendTest, SendRecvIntraUsesOneLinkInterUsesNicShare) {

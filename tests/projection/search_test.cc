@@ -420,5 +420,45 @@ TEST(SearchTest, BestLayoutEqualsBruteForceOverProject) {
   EXPECT_DOUBLE_EQ(r->ranked.front().metrics.tokens_per_s_per_gpu, best_tgs);
 }
 
+// With attention_kernel "auto", an FSDP layout on H100 runs PyTorch SDPA's FA2 and a
+// distributed-optimizer one the profile's FA3 (ResolveAttentionKernel): the search must time
+// each candidate with the kernel `project` would use for that layout.
+TEST(SearchTest, AutoAttentionKernelFollowsEachCandidatesSharding) {
+  auto model = ResolveModel("llama3.1-8b");
+  ASSERT_THAT(model, IsOk());
+  Scenario base = TinyScenario();
+  base.model = *model;
+  base.training.seq_len = 8192;
+  base.training.global_batch = 8;
+  ASSERT_THAT(ResolveAttentionKernel(base, "test"), IsOk());
+  SearchSpace space = DefaultSearchSpace(base);
+  space.tp = {1};
+  space.pp = {1};
+  space.vpp = {1};
+  space.cp = {1};
+  space.micro_batch = {1};
+  space.recompute = {Recompute::kFull};
+  space.sequence_parallel = {false};
+  space.sharding = {DpSharding::kDistributedOptimizer, DpSharding::kFsdp};
+  auto r = SearchLayouts(base, Options(space));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->ranked.size(), 2u);
+  for (const RankedLayout& l : r->ranked) {
+    Scenario s = base;
+    ApplyCandidate(l.candidate, s);
+    ASSERT_THAT(ResolveAttentionKernel(s, "test"), IsOk());
+    EXPECT_EQ(s.attention_kernel_used, l.candidate.parallel.fsdp ? "fa2" : "fa3");
+    auto set = MakeBackendSet(s.backends, s.hw);
+    ASSERT_THAT(set, IsOk());
+    auto p = Project(s, BackendRefs{.gemm = *set->gemm,
+                                    .attention = *set->attention,
+                                    .memory = *set->memory,
+                                    .collective = *set->collective});
+    ASSERT_THAT(p, IsOk());
+    EXPECT_DOUBLE_EQ(l.metrics.tokens_per_s_per_gpu, p->tokens_per_s_per_gpu)
+        << CandidateLabel(l.candidate);
+  }
+}
+
 }  // namespace
 }  // namespace projector
