@@ -119,7 +119,8 @@ constexpr std::string_view kKernelNotePrefix = "attention_kernel=";
 const AttentionKernelSpec* PickFlashKernel(const Scenario& s) {
   const GpuSpec& g = s.hw.gpu;
   const std::string& request = s.training.flash_kernel;
-  if (request == "auto" && s.parallel.fsdp && !g.attention_kernel_pytorch.empty()) {
+  if (request == "auto" && IsPyTorchNativeLayout(s.parallel) &&
+      !g.attention_kernel_pytorch.empty()) {
     return g.FindAttentionKernel(g.attention_kernel_pytorch);
   }
   if (request == "auto" || request == "flash") {
@@ -130,8 +131,8 @@ const AttentionKernelSpec* PickFlashKernel(const Scenario& s) {
 
 // The defaults_used entry saying what "auto" chose and why.
 std::string AutoKernelNote(const Scenario& s) {
-  if (s.parallel.fsdp && !s.hw.gpu.attention_kernel_pytorch.empty()) {
-    return absl::StrFormat("%s%s (auto: FSDP runs use PyTorch SDPA, which runs %s on %s)",
+  if (IsPyTorchNativeLayout(s.parallel) && !s.hw.gpu.attention_kernel_pytorch.empty()) {
+    return absl::StrFormat("%s%s (auto: FSDP-only layouts run PyTorch SDPA, which runs %s on %s)",
                            kKernelNotePrefix, s.attention_kernel_used, s.attention_kernel_used,
                            s.hw.name);
   }
@@ -265,6 +266,8 @@ absl::StatusOr<Scenario> DefaultScenario() {
   PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, "default"));
   return s;
 }
+
+bool IsPyTorchNativeLayout(const ParallelConfig& p) { return p.fsdp && p.tp == 1 && p.pp == 1; }
 
 absl::Status ResolveAttentionKernel(Scenario& s, const std::string& origin) {
   std::erase_if(s.defaults_used,

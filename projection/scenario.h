@@ -45,9 +45,14 @@ absl::StatusOr<Scenario> DefaultScenario();
 // micro-batch·DP, ... kFailedPrecondition / kInvalidArgument with `origin` and the field.
 absl::Status ValidateScenario(const Scenario& scenario, const std::string& origin);
 
+// A layout that marks a PyTorch-native stack (llm-foundry, HF Accelerate, torchtitan without
+// TP/PP): FSDP with neither tensor nor pipeline parallelism. TP or PP with FSDP is Megatron-style
+// (Megatron-FSDP, NeMo), which runs Transformer Engine's attention.
+bool IsPyTorchNativeLayout(const ParallelConfig& p);
+
 // Picks the attention kernel training.attention_kernel asks for on the scenario's GPU and puts
 // that kernel's efficiencies into hw.gpu: "auto" takes the profile's attention_kernel_pytorch
-// for a PyTorch-FSDP layout (parallel.fsdp) when the profile names one, else the profile's
+// for a PyTorch-native layout (IsPyTorchNativeLayout) when the profile names one, else the profile's
 // default kernel, and is listed in defaults_used. Idempotent, so a caller that changes the GPU,
 // layout or kernel afterwards resolves again. The builders below call it. kInvalidArgument
 // "<origin>: /training/attention_kernel: ..." listing the valid values when the GPU's profile

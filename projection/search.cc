@@ -450,7 +450,7 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
   // costs one ValidateScenario and one Project, no copy of the model or hardware profile.
   auto worker = [&]() {
     Scenario scenario = base;
-    std::optional<bool> resolved_fsdp;  // the FSDP flag the kernel was resolved for
+    std::optional<bool> resolved_native;  // the layout class the kernel was resolved for
     constexpr int64_t kChunk = 8;
     while (true) {
       const int64_t begin = next.fetch_add(kChunk, std::memory_order_relaxed);
@@ -459,10 +459,11 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
       for (int64_t i = begin; i < end; ++i) {
         const size_t idx = static_cast<size_t>(i);
         ApplyCandidate(candidates[idx], scenario);
-        // "auto" picks the attention kernel from the layout (FSDP: PyTorch SDPA's kernel), as
-        // `project` does; it depends on the FSDP flag alone, so it is resolved when that flips.
-        if (resolved_fsdp != scenario.parallel.fsdp) {
-          resolved_fsdp = scenario.parallel.fsdp;
+        // "auto" picks the attention kernel from the layout (FSDP-only: PyTorch SDPA's kernel),
+        // as `project` does; it is resolved again when the layout class flips.
+        if (const bool native = IsPyTorchNativeLayout(scenario.parallel);
+            resolved_native != native) {
+          resolved_native = native;
           if (absl::Status k = ResolveAttentionKernel(scenario, "search"); !k.ok()) {
             outcome[idx] = Outcome::kInvalid;
             std::lock_guard<std::mutex> lock(mu);
@@ -594,13 +595,15 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
 }
 
 absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOptions& options) {
-  // One backend set per attention kernel a candidate can resolve to (with "auto", FSDP and
-  // non-FSDP layouts may differ), so every candidate is timed as `project` would time it.
+  // One backend set per attention kernel a candidate can resolve to (with "auto", FSDP-only and
+  // other layouts may differ), so every candidate is timed as `project` would time it.
   std::map<std::string, BackendSet> sets;
   std::map<std::string, BackendRefs> refs;
-  for (bool fsdp : {false, true}) {
+  for (bool native : {false, true}) {
     Scenario s = base;
-    s.parallel.fsdp = fsdp;
+    s.parallel.fsdp = native;
+    s.parallel.tp = 1;
+    s.parallel.pp = 1;
     PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, "search"));
     if (sets.contains(s.attention_kernel_used)) continue;
     PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(base.backends, s.hw));

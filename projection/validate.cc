@@ -259,6 +259,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
   }
   for (const ValidationCase& c : report.cases) {
     report.inconsistent_cases += c.inconsistent;
+    report.measured_but_not_fitting += c.projected_tokens_per_s_per_gpu && !c.fits_in_memory;
     all.push_back(&c);
     by_gpu[c.gpu].push_back(&c);
     by_source[c.source].push_back(&c);
@@ -331,6 +332,13 @@ std::string FormatValidationText(const ValidationReport& r) {
         "%.0f%% from the series median; marked [inconsistent]); they are counted above.\n",
         r.inconsistent_cases, kSiblingDeviationFlagPct);
   }
+  if (r.measured_but_not_fitting > 0) {
+    absl::StrAppendFormat(
+        &out,
+        "\n%d measured cases are projected not to fit in HBM (marked [does not fit]): they ran, "
+        "so the memory model overestimates them.\n",
+        r.measured_but_not_fitting);
+  }
   absl::StrAppendFormat(&out, "\n%d cases in %.2f s\n", r.summary.count, r.elapsed_s);
   return out;
 }
@@ -366,6 +374,7 @@ json ValidationToJson(const ValidationReport& r) {
   json summary = SummaryJson(r.summary);
   summary.erase("group");
   summary["inconsistent_cases"] = r.inconsistent_cases;
+  summary["measured_but_not_fitting"] = r.measured_but_not_fitting;
   return {{"file", r.file},       {"cases", cases},         {"summary", summary},
           {"by_gpu", by_gpu},     {"by_source", by_source}, {"elapsed_s", r.elapsed_s}};
 }

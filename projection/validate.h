@@ -62,6 +62,9 @@ struct ValidationReport {
   std::vector<ErrorSummary> by_gpu;
   std::vector<ErrorSummary> by_source;
   int64_t inconsistent_cases = 0;  // cases flagged by the sibling check
+  // Projected cases the memory model says do not fit in HBM although they were measured, so
+  // ran: the memory model's false "does not fit" count.
+  int64_t measured_but_not_fitting = 0;
   double elapsed_s = 0;
 };
 

@@ -114,8 +114,8 @@ TEST(ProjectionTextTest, NamesTheAttentionKernelAndWhyAutoChoseIt) {
   Projection p = ProjectToy(s);
   const std::string text = ProjectionText(s, p);
   EXPECT_THAT(text, HasSubstr("recompute none, fa2 attention\n"));
-  EXPECT_THAT(text, HasSubstr("  defaults used:\n    - attention_kernel=fa2 (auto: FSDP runs use "
-                              "PyTorch SDPA, which runs fa2 on h100-sxm)\n"));
+  EXPECT_THAT(text, HasSubstr("  defaults used:\n    - attention_kernel=fa2 (auto: FSDP-only layouts "
+                              "run PyTorch SDPA, which runs fa2 on h100-sxm)\n"));
   const nlohmann::json j = ProjectionJson(s, p);
   EXPECT_EQ(j["attention_kernel"], "fa2");
   EXPECT_THAT(j["defaults_used"].get<std::vector<std::string>>(),

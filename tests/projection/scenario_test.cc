@@ -287,9 +287,23 @@ TEST(ResolveAttentionKernelTest, AutoPicksPyTorchsFa2ForFsdpOnH100) {
   EXPECT_NEAR(s.hw.gpu.attention_fwd_efficiency, 0.374, 1e-3);
   EXPECT_NEAR(s.hw.gpu.attention_bwd_efficiency, 0.325, 1e-3);
   EXPECT_THAT(KernelNotes(s),
-              ElementsAre("attention_kernel=fa2 (auto: FSDP runs use PyTorch SDPA, which runs "
+              ElementsAre("attention_kernel=fa2 (auto: FSDP-only layouts run PyTorch SDPA, which runs "
                           "fa2 on h100-sxm)"));
   EXPECT_EQ(ScenarioToJson(s)["training"]["attention_kernel"], "fa2");
+}
+
+TEST(ResolveAttentionKernelTest, AutoKeepsTheDefaultForFsdpWithTensorOrPipelineParallelism) {
+  // FSDP with TP or PP is a Megatron-style stack (Transformer Engine attention), not PyTorch's.
+  for (auto [tp, pp] : {std::pair<int64_t, int64_t>{2, 1}, {1, 2}}) {
+    ParallelConfig p;
+    p.fsdp = true;
+    p.tp = tp;
+    p.pp = pp;
+    EXPECT_FALSE(IsPyTorchNativeLayout(p)) << "tp " << tp << " pp " << pp;
+  }
+  ParallelConfig fsdp_only;
+  fsdp_only.fsdp = true;
+  EXPECT_TRUE(IsPyTorchNativeLayout(fsdp_only));
 }
 
 TEST(ResolveAttentionKernelTest, AutoPicksTheDefaultFa3WithoutFsdpOnH100) {

@@ -60,6 +60,21 @@ TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
   }
 }
 
+// A measured case the memory model says cannot fit is counted: ~70B parameters under plain DP
+// keep 18 B/parameter (bf16 weights, fp32 grads, fp32 master + Adam) = ~1.2 TB on every GPU,
+// far above 80 GB; the 4-layer model fits.
+TEST(ValidateCasesFileTest, CountsMeasuredCasesProjectedNotToFit) {
+  auto r = ValidateCasesFile(std::string(PROJECTOR_TESTDATA_DIR) + "/scenarios/cases_memory.jsonl");
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->cases.size(), 2u);
+  EXPECT_TRUE(r->cases[0].fits_in_memory);
+  EXPECT_FALSE(r->cases[1].fits_in_memory);
+  EXPECT_EQ(r->measured_but_not_fitting, 1);
+  EXPECT_EQ(ValidationToJson(*r)["summary"]["measured_but_not_fitting"], 1);
+  EXPECT_THAT(FormatValidationText(*r),
+              HasSubstr("1 measured cases are projected not to fit in HBM (marked [does not fit])"));
+}
+
 TEST(ValidateCasesFileTest, MalformedLineNamesLineAndField) {
   EXPECT_THAT(ValidateCasesFile(std::string(PROJECTOR_TESTDATA_DIR) +
                                 "/scenarios/cases_bad_line.jsonl"),
