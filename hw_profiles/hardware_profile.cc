@@ -258,6 +258,8 @@ absl::Status ReadAttentionKernels(FigureReader& gpu, std::map<std::string, std::
                              gpu.Name("attention_kernel_default"));
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<std::string> pytorch,
                              gpu.Name("attention_kernel_pytorch"));
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<std::string> pytorch_bias,
+                             gpu.Name("attention_kernel_pytorch_bias"));
   if (default_name) {
     if (std::string problem = KernelNameProblem(*default_name); !problem.empty()) {
       return obj.FieldError("attention_kernel_default", problem);
@@ -296,6 +298,7 @@ absl::Status ReadAttentionKernels(FigureReader& gpu, std::map<std::string, std::
   }
   // Whether it names one of them is a cross-field rule of the validator.
   g.attention_kernel_pytorch = pytorch.value_or("");
+  g.attention_kernel_pytorch_bias = pytorch_bias.value_or("");
   return absl::OkStatus();
 }
 
@@ -493,16 +496,19 @@ absl::Status ValidateAttentionKernels(const GpuSpec& g, const std::string& origi
     PROJECTOR_RETURN_IF_ERROR(CheckRange(origin, absl::StrCat(pointer, "/bwd_efficiency"),
                                          k.bwd_efficiency, Range::kFraction));
   }
-  if (g.attention_kernel_pytorch.empty() ||
-      g.FindAttentionKernel(g.attention_kernel_pytorch) != nullptr) {
-    return absl::OkStatus();
+  for (const auto& [field, name] :
+       {std::pair<std::string_view, const std::string&>{"attention_kernel_pytorch",
+                                                         g.attention_kernel_pytorch},
+        {"attention_kernel_pytorch_bias", g.attention_kernel_pytorch_bias}}) {
+    if (name.empty() || g.FindAttentionKernel(name) != nullptr) continue;
+    return JsonFieldError(
+        origin, absl::StrCat("/gpu/", std::string(field)),
+        absl::StrCat("'", name,
+                     "' is neither attention_kernel_default nor an entry of attention_kernels; "
+                     "accepted: ",
+                     g.attention_kernels.empty() ? "none (no kernel is named)" : KernelNames(g)));
   }
-  return JsonFieldError(
-      origin, "/gpu/attention_kernel_pytorch",
-      absl::StrCat("'", g.attention_kernel_pytorch,
-                   "' is neither attention_kernel_default nor an entry of attention_kernels; "
-                   "accepted: ",
-                   g.attention_kernels.empty() ? "none (no kernel is named)" : KernelNames(g)));
+  return absl::OkStatus();
 }
 
 }  // namespace

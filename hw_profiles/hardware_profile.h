@@ -74,6 +74,10 @@ struct GpuSpec {
   std::vector<AttentionKernelSpec> attention_kernels;
   // The kernel PyTorch's SDPA runs on this GPU; empty = the default.
   std::string attention_kernel_pytorch;
+  // The kernel PyTorch's SDPA runs when the scores take an additive bias (ALiBi): its flash
+  // backend accepts no attention mask, so it falls back to the memory-efficient kernel; empty =
+  // attention_kernel_pytorch.
+  std::string attention_kernel_pytorch_bias;
   double hbm_efficiency = 0.8;  // achievable fraction of HBM bandwidth for streaming kernels
   Seconds kernel_launch_overhead;
 

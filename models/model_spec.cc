@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -102,6 +103,13 @@ constexpr SchemaKeys kCalibrationKeys = {
 
 std::vector<std::string> MlpNames() { return {"swiglu", "gelu"}; }
 std::vector<std::string> NormNames() { return {"rmsnorm", "layernorm"}; }
+constexpr PositionEmbedding kPositionEmbeddings[] = {
+    PositionEmbedding::kRope, PositionEmbedding::kAlibi, PositionEmbedding::kLearned};
+std::vector<std::string> PositionEmbeddingNames() {
+  std::vector<std::string> names;
+  for (PositionEmbedding p : kPositionEmbeddings) names.emplace_back(PositionEmbeddingName(p));
+  return names;
+}
 
 MlpKind ToMlpKind(std::string_view name) {
   return name == "gelu" ? MlpKind::kGelu : MlpKind::kSwiGlu;
@@ -326,7 +334,7 @@ absl::StatusOr<ModelSpec> ParseLibraryModel(JsonObject& obj) {
   PROJECTOR_RETURN_IF_ERROR(CheckKeys(
       obj, {"name", "source", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
             "num_kv_heads", "head_dim", "vocab_size", "mlp", "norm", "tied_embeddings", "qk_norm",
-            "attention_bias", "linear_bias", "moe", "mla"}));
+            "attention_bias", "linear_bias", "position_embedding", "moe", "mla"}));
   ModelSpec m;
   PROJECTOR_ASSIGN_OR_RETURN(m.name, obj.String("name"));
   if (m.name.empty()) return obj.FieldError("name", "must be a non-empty string");
@@ -351,6 +359,11 @@ absl::StatusOr<ModelSpec> ParseLibraryModel(JsonObject& obj) {
   PROJECTOR_ASSIGN_OR_RETURN(m.qk_norm, obj.BoolOr("qk_norm", false));
   PROJECTOR_ASSIGN_OR_RETURN(m.attention_bias, obj.BoolOr("attention_bias", false));
   PROJECTOR_ASSIGN_OR_RETURN(m.linear_bias, obj.BoolOr("linear_bias", false));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string position,
+                             obj.EnumOr("position_embedding", PositionEmbeddingNames(), "rope"));
+  for (PositionEmbedding p : kPositionEmbeddings) {
+    if (PositionEmbeddingName(p) == position) m.position_embedding = p;
+  }
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> moe, obj.OptionalObject("moe"));
   if (moe.has_value()) {
     PROJECTOR_ASSIGN_OR_RETURN(m.moe, ParseLibraryMoe(*moe));
@@ -372,6 +385,22 @@ absl::StatusOr<ModelSpec> ParseLibraryModel(JsonObject& obj) {
 
 // ---------------------------------------------------------------------------------------------
 // The calibration case schema's `model` object (../shared/calibration/README.md).
+
+// The schema has no position-embedding field. A case naming a library model (case-insensitive,
+// "MPT-7b" = mpt-7b) of the same shape takes that model's; any other case RoPE, the default.
+PositionEmbedding LibraryPositionEmbedding(const ModelSpec& m) {
+  const std::string stem = absl::AsciiStrToLower(m.name);
+  if (stem.find_first_of("/\\") != std::string::npos) return PositionEmbedding::kRope;
+  const std::filesystem::path path = std::filesystem::path(ModelLibraryDir()) / (stem + ".json");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return PositionEmbedding::kRope;
+  absl::StatusOr<ModelSpec> lib = LoadModelFile(path.string());
+  if (!lib.ok() || lib->num_layers != m.num_layers || lib->hidden_size != m.hidden_size ||
+      lib->num_attention_heads != m.num_attention_heads) {
+    return PositionEmbedding::kRope;
+  }
+  return lib->position_embedding;
+}
 
 absl::StatusOr<ModelSpec> ParseCalibrationModel(JsonObject& obj) {
   PROJECTOR_RETURN_IF_ERROR(CheckKeys(obj, {"name", "layers", "hidden", "ffn_hidden", "heads",
@@ -402,6 +431,7 @@ absl::StatusOr<ModelSpec> ParseCalibrationModel(JsonObject& obj) {
     m.norm = NormKind::kLayerNorm;
     m.tied_embeddings = true;
   }
+  m.position_embedding = LibraryPositionEmbedding(m);
 
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> moe_obj, obj.OptionalObject("moe"));
   if (moe_obj.has_value()) {
@@ -580,6 +610,18 @@ absl::StatusOr<ModelSpec> ParseModelJson(const json& value, const std::string& o
   PROJECTOR_ASSIGN_OR_RETURN(ModelSpec model, ParseLibraryModel(obj));
   PROJECTOR_RETURN_IF_ERROR(ValidateWithKeys(model, origin, pointer, kLibraryKeys));
   return model;
+}
+
+std::string_view PositionEmbeddingName(PositionEmbedding p) {
+  switch (p) {
+    case PositionEmbedding::kRope:
+      return "rope";
+    case PositionEmbedding::kAlibi:
+      return "alibi";
+    case PositionEmbedding::kLearned:
+      return "learned";
+  }
+  return "rope";
 }
 
 absl::Status ValidateModel(const ModelSpec& model, const std::string& origin) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -15,6 +16,11 @@ namespace projector {
 
 enum class MlpKind { kSwiGlu, kGelu };  // gated (three GEMMs) or plain (two GEMMs)
 enum class NormKind { kRmsNorm, kLayerNorm };
+// How positions enter attention: rotary embeddings applied to Q and K (a memory-bound kernel),
+// ALiBi's additive bias on the scores (inside the attention kernel, which must accept a bias),
+// or learned absolute embeddings added to the token embedding.
+enum class PositionEmbedding { kRope, kAlibi, kLearned };
+std::string_view PositionEmbeddingName(PositionEmbedding p);
 
 struct MoeSpec {
   int64_t num_experts = 0;
@@ -61,6 +67,7 @@ struct ModelSpec {
   // on LayerNorm: GPT-2/3 and Megatron GPT (`add_bias_linear`). MPT (`no_bias`) and the Llama
   // family have none.
   bool linear_bias = false;
+  PositionEmbedding position_embedding = PositionEmbedding::kRope;
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
 
@@ -82,7 +89,9 @@ absl::StatusOr<ModelSpec> LoadModelFile(const std::string& path);
 // Parses a model object: the library format, or the calibration case schema's `model` object
 // (keys layers, hidden, ffn_hidden, heads, kv_heads, head_dim, vocab, mlp, moe, mla), told
 // apart by "layers" vs "num_layers". Calibration models get source "inline", RMSNorm/untied
-// for SwiGLU and LayerNorm/tied for GELU (the GPT/MPT convention), no biases. Also runs the
+// for SwiGLU and LayerNorm/tied for GELU (the GPT/MPT convention), no biases, and the position
+// embedding of the library model of the same name and shape (MPT: ALiBi), else RoPE; the
+// schema has no field for it. Also runs the
 // ValidateModel checks, naming the fields in the schema's own keys under `pointer`.
 // kInvalidArgument naming `origin` and the JSON pointer of the bad field.
 absl::StatusOr<ModelSpec> ParseModelJson(const nlohmann::json& value, const std::string& origin,

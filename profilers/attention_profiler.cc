@@ -133,7 +133,7 @@ AttentionShape KernelShape(const LayerDims& dims, int64_t q_heads, int64_t kv_he
                         .dtype = dims.act_dtype};
 }
 
-// MHA / GQA / MQA. Forward: qkv_proj, [qk_norm], rope, attention_core, out_proj.
+// MHA / GQA / MQA. Forward: qkv_proj, [qk_norm], [rope], attention_core, out_proj.
 absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const LayerDims& dims) {
   const ModelSpec& model = ctx.model;
   const int64_t h = model.hidden_size;
@@ -176,7 +176,9 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   b.Linear("qkv_proj", T, h, (a_l + 2 * g_l) * d, dims.gemm_dtype, 1, 1,
            profiler_internal::LinearInput::kFusedNorm);
   if (model.qk_norm) AddNorm(b, "qk_norm", T, (a_l + g_l) * d, e, e);
-  AddRope(b, T, (a_l + g_l) * d, e);
+  // Only rotary embeddings are a kernel of their own: ALiBi's bias is added to the scores
+  // inside the attention kernel, and learned embeddings are added once to the token embedding.
+  if (model.position_embedding == PositionEmbedding::kRope) AddRope(b, T, (a_l + g_l) * d, e);
   const AttentionShape shape = KernelShape(dims, a_l, g_l, d, d);
   AddAttentionCore(b, ctx, shape, e);
   b.Linear("out_proj", T, a_l * d, h, dims.gemm_dtype);

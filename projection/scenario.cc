@@ -119,9 +119,14 @@ constexpr std::string_view kKernelNotePrefix = "attention_kernel=";
 const AttentionKernelSpec* PickFlashKernel(const Scenario& s) {
   const GpuSpec& g = s.hw.gpu;
   const std::string& request = s.training.flash_kernel;
-  if (request == "auto" && IsPyTorchNativeLayout(s.parallel) &&
-      !g.attention_kernel_pytorch.empty()) {
-    return g.FindAttentionKernel(g.attention_kernel_pytorch);
+  if (request == "auto" && IsPyTorchNativeLayout(s.parallel)) {
+    if (s.model.position_embedding == PositionEmbedding::kAlibi &&
+        !g.attention_kernel_pytorch_bias.empty()) {
+      return g.FindAttentionKernel(g.attention_kernel_pytorch_bias);
+    }
+    if (!g.attention_kernel_pytorch.empty()) {
+      return g.FindAttentionKernel(g.attention_kernel_pytorch);
+    }
   }
   if (request == "auto" || request == "flash") {
     return g.attention_kernels.empty() ? nullptr : &g.attention_kernels.front();
@@ -131,6 +136,14 @@ const AttentionKernelSpec* PickFlashKernel(const Scenario& s) {
 
 // The defaults_used entry saying what "auto" chose and why.
 std::string AutoKernelNote(const Scenario& s) {
+  if (IsPyTorchNativeLayout(s.parallel) &&
+      s.model.position_embedding == PositionEmbedding::kAlibi &&
+      !s.hw.gpu.attention_kernel_pytorch_bias.empty()) {
+    return absl::StrFormat(
+        "%s%s (auto: FSDP-only layouts run PyTorch SDPA; with ALiBi's additive bias it cannot use "
+        "its flash backend and runs the memory-efficient kernel, %s on %s)",
+        kKernelNotePrefix, s.attention_kernel_used, s.attention_kernel_used, s.hw.name);
+  }
   if (IsPyTorchNativeLayout(s.parallel) && !s.hw.gpu.attention_kernel_pytorch.empty()) {
     return absl::StrFormat("%s%s (auto: FSDP-only layouts run PyTorch SDPA, which runs %s on %s)",
                            kKernelNotePrefix, s.attention_kernel_used, s.attention_kernel_used,
@@ -519,6 +532,11 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
   }
   s.defaults_used.push_back("overlap_grad_reduce=true, overlap_param_gather=true");
   s.defaults_used.push_back(absl::StrFormat("interconnect from hw profile %s", s.hw.name));
+  s.defaults_used.push_back(absl::StrFormat(
+      "position_embedding=%s (%s)", PositionEmbeddingName(s.model.position_embedding),
+      s.model.position_embedding == PositionEmbedding::kRope
+          ? "the default; the case format has no field for it"
+          : "the library model of the same name and shape; the case format has no field for it"));
   PROJECTOR_RETURN_IF_ERROR(Complete(s, dp_given, true, origin));
   PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, origin));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, origin));

@@ -302,12 +302,13 @@ std::vector<std::string> KernelNamesOf(const GpuSpec& g) {
   return names;
 }
 
-TEST(AttentionKernelsTest, H100HasFa3AsDefaultAndFa2ForPyTorch) {
+TEST(AttentionKernelsTest, H100HasFa3AsDefaultFa2ForPyTorchAndFa1WithABias) {
   auto hw = LoadHardwareProfileFile(LibraryFile("h100-sxm"));
   ASSERT_THAT(hw, IsOk());
   const GpuSpec& g = hw->gpu;
-  EXPECT_THAT(KernelNamesOf(g), ElementsAre("fa3", "fa2"));
+  EXPECT_THAT(KernelNamesOf(g), ElementsAre("fa3", "fa1", "fa2"));
   EXPECT_EQ(g.attention_kernel_pytorch, "fa2");
+  EXPECT_EQ(g.attention_kernel_pytorch_bias, "fa1");
   const AttentionKernelSpec* fa3 = g.FindAttentionKernel("fa3");
   const AttentionKernelSpec* fa2 = g.FindAttentionKernel("fa2");
   ASSERT_NE(fa3, nullptr);
@@ -325,12 +326,34 @@ TEST(AttentionKernelsTest, H100HasFa3AsDefaultAndFa2ForPyTorch) {
   EXPECT_FALSE(hw->figure_sources.at("/gpu/attention_kernels/fa2/fwd_efficiency").empty());
   EXPECT_FALSE(hw->figure_sources.at("/gpu/attention_kernels/fa2/bwd_efficiency").empty());
   EXPECT_FALSE(hw->figure_sources.at("/gpu/attention_kernel_pytorch").empty());
+  // fa1 (an estimate): FA2 on H100 scaled by FA1/FA2 on A100, 0.374 x 0.40/0.70 = 0.2137 and
+  // 0.325 x 0.30/0.525 = 0.1857.
+  const AttentionKernelSpec* fa1 = g.FindAttentionKernel("fa1");
+  ASSERT_NE(fa1, nullptr);
+  EXPECT_NEAR(fa1->fwd_efficiency, 0.374 * 0.40 / 0.70, 1e-3);
+  EXPECT_NEAR(fa1->bwd_efficiency, 0.325 * 0.30 / 0.525, 1e-3);
+  EXPECT_FALSE(hw->figure_sources.at("/gpu/attention_kernel_pytorch_bias").empty());
+}
+
+TEST(AttentionKernelsTest, A100Fa1IsInsideTheFa2PapersFa1Range) {
+  // FA2 paper abstract: FA1 reaches 25-40% of the A100's theoretical maximum.
+  auto hw = ResolveHardwareProfile("a100-sxm-80gb");
+  ASSERT_THAT(hw, IsOk());
+  const AttentionKernelSpec* fa1 = hw->gpu.FindAttentionKernel("fa1");
+  ASSERT_NE(fa1, nullptr);
+  for (double e : {fa1->fwd_efficiency, fa1->bwd_efficiency}) {
+    EXPECT_GE(e, 0.25);
+    EXPECT_LE(e, 0.40);
+  }
+  EXPECT_DOUBLE_EQ(fa1->fwd_efficiency, 0.40);
+  EXPECT_NEAR(fa1->bwd_efficiency, 0.40 * 0.525 / 0.70, 1e-9);
 }
 
 struct ShippedKernels {
   const char* gpu;
   std::vector<std::string> names;  // default first
   const char* pytorch;             // "" = none (the default)
+  const char* pytorch_bias;        // "" = none (attention_kernel_pytorch)
 };
 
 class ShippedKernelsTest : public ::testing::TestWithParam<ShippedKernels> {};
@@ -341,23 +364,24 @@ TEST_P(ShippedKernelsTest, NamesTheSourcedKernelsOnly) {
   ASSERT_THAT(hw, IsOk());
   EXPECT_EQ(KernelNamesOf(hw->gpu), want.names);
   EXPECT_EQ(hw->gpu.attention_kernel_pytorch, want.pytorch);
+  EXPECT_EQ(hw->gpu.attention_kernel_pytorch_bias, want.pytorch_bias);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Library, ShippedKernelsTest,
-    ::testing::Values(ShippedKernels{"h100-sxm", {"fa3", "fa2"}, "fa2"},
-                      ShippedKernels{"h200-sxm", {"fa3", "fa2"}, "fa2"},
-                      ShippedKernels{"h800-sxm", {"fa3", "fa2"}, "fa2"},
-                      ShippedKernels{"a100-sxm-40gb", {"fa2"}, "fa2"},
-                      ShippedKernels{"a100-sxm-80gb", {"fa2"}, "fa2"},
-                      ShippedKernels{"b200", {"fa4"}, ""},
-                      ShippedKernels{"gb200", {"fa4"}, ""},
-                      ShippedKernels{"mi300x", {"ck"}, ""},
-                      ShippedKernels{"mi325x", {"ck"}, ""},
-                      ShippedKernels{"mi355x", {"aiter"}, ""}));
+    ::testing::Values(ShippedKernels{"h100-sxm", {"fa3", "fa1", "fa2"}, "fa2", "fa1"},
+                      ShippedKernels{"h200-sxm", {"fa3", "fa1", "fa2"}, "fa2", "fa1"},
+                      ShippedKernels{"h800-sxm", {"fa3", "fa1", "fa2"}, "fa2", "fa1"},
+                      ShippedKernels{"a100-sxm-40gb", {"fa2", "fa1"}, "fa2", "fa1"},
+                      ShippedKernels{"a100-sxm-80gb", {"fa2", "fa1"}, "fa2", "fa1"},
+                      ShippedKernels{"b200", {"fa4"}, "", ""},
+                      ShippedKernels{"gb200", {"fa4"}, "", ""},
+                      ShippedKernels{"mi300x", {"ck"}, "", ""},
+                      ShippedKernels{"mi325x", {"ck"}, "", ""},
+                      ShippedKernels{"mi355x", {"aiter"}, "", ""}));
 
 TEST(AttentionKernelsTest, LibraryKernelNamesAreSortedAndDistinct) {
-  EXPECT_THAT(ListLibraryAttentionKernels(), ElementsAre("aiter", "ck", "fa2", "fa3", "fa4"));
+  EXPECT_THAT(ListLibraryAttentionKernels(), ElementsAre("aiter", "ck", "fa1", "fa2", "fa3", "fa4"));
 }
 
 TEST(AttentionKernelsTest, UserProfileTakesBareAndSourcedFigures) {
@@ -539,6 +563,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "/gpu/attention_kernel_pytorch",
                  "'fa9' is neither attention_kernel_default nor an entry of attention_kernels; "
                  "accepted: fa3, fa2"},
+        BadInput{"bad_attention_kernel_pytorch_bias_unknown.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/attention_kernel_pytorch_bias",
+                 "'fa9' is neither attention_kernel_default nor an entry of attention_kernels; "
+                 "accepted: fa3, fa2"},
         BadInput{"bad_attention_kernel_reserved_name.json", absl::StatusCode::kInvalidArgument,
                  "/gpu/attention_kernel_default", "'flash' is reserved"},
         BadInput{"bad_attention_kernel_name.json", absl::StatusCode::kInvalidArgument,
@@ -591,19 +619,20 @@ TEST(ValidateHardwareProfileTest, ChecksAttentionKernelsBuiltInCode) {
   auto hw = LoadHardwareProfileFile(LibraryFile("h100-sxm"));
   ASSERT_THAT(hw, IsOk());
   GpuSpec& g = hw->gpu;
-  ASSERT_EQ(g.attention_kernels.size(), 2u);
-  g.attention_kernels[1].bwd_efficiency = 0;
+  ASSERT_EQ(g.attention_kernels.size(), 3u);
+  ASSERT_EQ(g.attention_kernels[2].name, "fa2");
+  g.attention_kernels[2].bwd_efficiency = 0;
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("in-code: /gpu/attention_kernels/fa2/bwd_efficiency"),
                              HasSubstr("must be a fraction in (0, 1], got 0"))));
-  g.attention_kernels[1].bwd_efficiency = 0.325;
-  g.attention_kernels[1].name = "fa3";
+  g.attention_kernels[2].bwd_efficiency = 0.325;
+  g.attention_kernels[2].name = "fa3";
   EXPECT_THAT(
       ValidateHardwareProfile(*hw, "in-code"),
       StatusIs(absl::StatusCode::kInvalidArgument,
                AllOf(HasSubstr("/gpu/attention_kernels/fa3"), HasSubstr("'fa3' is named twice"))));
-  g.attention_kernels[1].name = "fa2";
+  g.attention_kernels[2].name = "fa2";
   g.attention_kernels[0].name = "auto";
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -614,7 +643,15 @@ TEST(ValidateHardwareProfileTest, ChecksAttentionKernelsBuiltInCode) {
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("/gpu/attention_kernel_pytorch"),
-                             HasSubstr("accepted: fa3, fa2"))));
+                             HasSubstr("accepted: fa3, fa1, fa2"))));
+  g.attention_kernel_pytorch = "fa2";
+  g.attention_kernel_pytorch_bias = "fa7";
+  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/gpu/attention_kernel_pytorch_bias"),
+                             HasSubstr("'fa7' is neither attention_kernel_default"))));
+  g.attention_kernel_pytorch_bias.clear();
+  g.attention_kernel_pytorch = "fa9";
   g.attention_kernels.clear();
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,

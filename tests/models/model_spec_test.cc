@@ -138,6 +138,40 @@ TEST(ParseModelJsonTest, ReadsCalibrationSchema) {
   EXPECT_FALSE(model->mla.has_value());
 }
 
+// The schema has no position-embedding field: a case naming a library model of the same shape
+// takes its position embedding (MPT: ALiBi); any other case RoPE.
+TEST(ParseModelJsonTest, CalibrationTakesThePositionEmbeddingOfTheSameLibraryModel) {
+  json mpt = ParseOrDie(R"({"name": "MPT-7b", "layers": 32, "hidden": 4096,
+      "ffn_hidden": 16384, "heads": 32, "kv_heads": 32, "vocab": 50368, "head_dim": null,
+      "mlp": "gelu", "moe": null, "mla": null})");
+  absl::StatusOr<ModelSpec> model = ParseModelJson(mpt, "public.jsonl:1", "/model");
+  ASSERT_THAT(model, IsOk());
+  EXPECT_EQ(model->position_embedding, PositionEmbedding::kAlibi);
+  // Same name, another shape: not that model.
+  mpt["layers"] = 31;
+  model = ParseModelJson(mpt, "public.jsonl:1", "/model");
+  ASSERT_THAT(model, IsOk());
+  EXPECT_EQ(model->position_embedding, PositionEmbedding::kRope);
+  // A name the library does not have (or one with a path in it).
+  mpt["layers"] = 32;
+  for (const char* name : {"GPT 1.7B", "../models/mpt-7b"}) {
+    mpt["name"] = name;
+    model = ParseModelJson(mpt, "public.jsonl:1", "/model");
+    ASSERT_THAT(model, IsOk());
+    EXPECT_EQ(model->position_embedding, PositionEmbedding::kRope) << name;
+  }
+}
+
+TEST(ParseModelJsonTest, LibraryPositionEmbedding) {
+  auto mpt = ResolveModel("mpt-7b");
+  auto llama = ResolveModel("llama3.1-8b");
+  ASSERT_THAT(mpt, IsOk());
+  ASSERT_THAT(llama, IsOk());
+  EXPECT_EQ(mpt->position_embedding, PositionEmbedding::kAlibi);
+  EXPECT_EQ(llama->position_embedding, PositionEmbedding::kRope);  // the default
+  EXPECT_EQ(PositionEmbeddingName(PositionEmbedding::kLearned), "learned");
+}
+
 TEST(ParseModelJsonTest, CalibrationMoeAndMlaMatchTheLibraryModel) {
   absl::StatusOr<ModelSpec> inline_model =
       ParseModelJson(CalibrationDeepSeekV3(), "cases.jsonl:7", "/model");
@@ -445,6 +479,8 @@ INSTANTIATE_TEST_SUITE_P(
                      "must be > 0 because the model has 1 dense layers"},
         BadModelCase{"unknown_mlp.json", "/mlp", "unknown value 'relu'; accepted: swiglu, gelu"},
         BadModelCase{"unknown_norm.json", "/norm", "unknown value 'batchnorm'"},
+        BadModelCase{"unknown_position_embedding.json", "/position_embedding",
+                     "unknown value 'sinusoidal'; accepted: rope, alibi, learned"},
         BadModelCase{"missing_field.json", "/vocab_size", "required field is missing"},
         BadModelCase{"empty_name.json", "/name", "must be a non-empty string"},
         BadModelCase{"head_dim_required.json", "/head_dim",

@@ -54,6 +54,26 @@ TEST(ProfileAttentionTest, QkvShapesAndExplicitBackwardGemms) {
   EXPECT_EQ(CountOps(p->ops, OpKind::kAttention, OpPhase::kBackwardDgrad), 1);
 }
 
+// ALiBi adds its bias inside the attention kernel and learned embeddings are added to the token
+// embedding: only RoPE is a kernel of its own, so the others drop the rope op (forward and
+// backward) and change nothing else.
+TEST(ProfileAttentionTest, OnlyRotaryEmbeddingsAddARopeKernel) {
+  for (PositionEmbedding pe : {PositionEmbedding::kAlibi, PositionEmbedding::kLearned}) {
+    Case rope = Llama(4);
+    Case other = Llama(4);
+    other.model.position_embedding = pe;
+    absl::StatusOr<ModuleProfile> a = ProfileAttention(rope.Ctx());
+    absl::StatusOr<ModuleProfile> b = ProfileAttention(other.Ctx());
+    ASSERT_THAT(a, IsOk());
+    ASSERT_THAT(b, IsOk());
+    EXPECT_NE(FindOp(a->ops, "rope", OpPhase::kForward), nullptr);
+    EXPECT_EQ(FindOp(b->ops, "rope", OpPhase::kForward), nullptr);
+    EXPECT_EQ(FindOp(b->ops, "rope", OpPhase::kBackwardDgrad), nullptr);
+    EXPECT_EQ(b->ops.size() + 2, a->ops.size());
+    EXPECT_DOUBLE_EQ(b->dense_parameters, a->dense_parameters);
+  }
+}
+
 // TP 16 > 8 kv heads: each rank keeps one (replicated) kv head: N = (32/16 + 2)·128.
 TEST(ProfileAttentionTest, KvHeadsReplicateWhenTpExceedsThem) {
   Case c = Llama(16);

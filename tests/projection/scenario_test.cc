@@ -364,7 +364,7 @@ TEST(ResolveAttentionKernelTest, KernelTheGpuLacksNamesFieldGpuAndValidValues) {
   EXPECT_THAT(ResolveAttentionKernel(s, "x.json"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("'fa4' is not an attention kernel of h100-sxm; valid: auto, "
-                                 "flash, unfused, fa3, fa2")));
+                                 "flash, unfused, fa3, fa1, fa2")));
 }
 
 TEST(ResolveAttentionKernelTest, UnfusedRunsNoFlashKernel) {
@@ -400,13 +400,41 @@ TEST(ResolveAttentionKernelTest, ScenarioFileAndCaseAreResolved) {
       LoadScenarioFile(Data("empty_attention_kernel.json")),
       StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("/training/attention_kernel"),
                                                          HasSubstr("empty attention kernel"))));
-  // llm-foundry trains with PyTorch FSDP: the case gets FA2 on H100.
+  // llm-foundry trains MPT (ALiBi, from the library model of the same name and shape) with
+  // PyTorch FSDP: SDPA with an additive bias runs the memory-efficient kernel, fa1.
   auto fsdp_case = LoadCalibrationCase(std::string(PROJECTOR_CALIBRATION_DIR) +
                                        "/public.jsonl:llmfoundry_h100_80gb_70b_seq2048_512gpu_"
                                        "amp_bf16");
   ASSERT_THAT(fsdp_case, IsOk());
-  EXPECT_EQ(fsdp_case->attention_kernel_used, "fa2");
-  EXPECT_THAT(KernelNotes(*fsdp_case), ElementsAre(HasSubstr("PyTorch SDPA")));
+  EXPECT_EQ(fsdp_case->model.position_embedding, PositionEmbedding::kAlibi);
+  EXPECT_EQ(fsdp_case->attention_kernel_used, "fa1");
+  EXPECT_THAT(KernelNotes(*fsdp_case), ElementsAre(HasSubstr("with ALiBi's additive bias")));
+}
+
+TEST(ResolveAttentionKernelTest, AutoTakesThePyTorchBiasKernelOnlyForAlibiFsdpOnlyLayouts) {
+  for (const char* gpu : {"a100-sxm-80gb", "h100-sxm"}) {
+    SCOPED_TRACE(gpu);
+    Scenario alibi = OnGpu(gpu, /*fsdp=*/true);
+    alibi.model.position_embedding = PositionEmbedding::kAlibi;
+    ASSERT_THAT(ResolveAttentionKernel(alibi, "test"), IsOk());
+    EXPECT_EQ(alibi.attention_kernel_used, "fa1");
+    const AttentionKernelSpec* fa1 = alibi.hw.gpu.FindAttentionKernel("fa1");
+    ASSERT_NE(fa1, nullptr);
+    EXPECT_DOUBLE_EQ(alibi.hw.gpu.attention_fwd_efficiency, fa1->fwd_efficiency);
+    // Megatron-style (TP > 1): Transformer Engine's attention takes the bias; the default kernel.
+    alibi.parallel.tp = 2;
+    ASSERT_THAT(ResolveAttentionKernel(alibi, "test"), IsOk());
+    EXPECT_EQ(alibi.attention_kernel_used, alibi.hw.gpu.attention_kernels.front().name);
+    // RoPE on the same FSDP-only layout: SDPA's flash backend, fa2.
+    Scenario rope = OnGpu(gpu, /*fsdp=*/true);
+    ASSERT_THAT(ResolveAttentionKernel(rope, "test"), IsOk());
+    EXPECT_EQ(rope.attention_kernel_used, "fa2");
+  }
+  // A GPU whose profile names no bias kernel keeps attention_kernel_pytorch (or the default).
+  Scenario mi300x = OnGpu("mi300x", /*fsdp=*/true);
+  mi300x.model.position_embedding = PositionEmbedding::kAlibi;
+  ASSERT_THAT(ResolveAttentionKernel(mi300x, "test"), IsOk());
+  EXPECT_EQ(mi300x.attention_kernel_used, "ck");
 }
 
 // attention_core forward of Llama-3.1-8B (32 query heads, d_qk = d_v = 128, causal) at seq 8192,
