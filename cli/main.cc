@@ -114,9 +114,9 @@ std::string ListGpus() {
     }
     const GpuSpec& g = hw->gpu;
     absl::StrAppendFormat(
-        &out, "%-15s %4d CUs/SMs  bf16 %7.1f TFLOP/s @ %4.0f MHz  HBM %5.0f GB %4.2f TB/s  %d/node\n",
+        &out, "%-15s %4d CUs/SMs  bf16 %7.1f TFLOP/s @ %4.0f MHz  HBM %6.1f GiB %4.2f TB/s  %d/node\n",
         name, g.compute_units, ToTeraFlopsPerSecond(g.MatrixPeak(DType::kBf16, g.peak_clock)),
-        ToMegahertz(g.peak_clock), g.hbm_capacity.value() / 1e9, g.hbm_bandwidth.value() / 1e12,
+        ToMegahertz(g.peak_clock), g.hbm_capacity / Gibibytes(1), g.hbm_bandwidth.value() / 1e12,
         hw->gpus_per_node);
   }
   return out;

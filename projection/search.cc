@@ -739,13 +739,15 @@ std::string FormatSearchText(const Scenario& base, const SearchResult& r, int64_
                         r.elapsed_s, r.threads,
                         FormatCount(static_cast<int64_t>(per_min)));
   if (r.memory_limit) {
-    absl::StrAppendFormat(&out, "  memory      limit %.1f GB per GPU (HBM %.1f GB)\n",
-                          ToGb(*r.memory_limit), ToGb(base.hw.gpu.hbm_capacity));
+    absl::StrAppendFormat(&out, "  memory      limit %.1f GB per GPU (HBM %.1f GB = %.1f GiB)\n",
+                          ToGb(*r.memory_limit), ToGb(base.hw.gpu.hbm_capacity),
+                          base.hw.gpu.hbm_capacity / Gibibytes(1));
   } else {
     absl::StrAppendFormat(&out,
-                          "  memory      no limit; layouts above %.1f GB (HBM %.1f GB less 5%% "
-                          "reserve) are marked *\n",
-                          ToGb(r.memory_check), ToGb(base.hw.gpu.hbm_capacity));
+                          "  memory      no limit; layouts above %.1f GB (HBM %.1f GB = %.1f GiB "
+                          "less 5%% reserve) are marked *\n",
+                          ToGb(r.memory_check), ToGb(base.hw.gpu.hbm_capacity),
+                          base.hw.gpu.hbm_capacity / Gibibytes(1));
   }
   out += "  removed    ";
   bool any = false;
