@@ -242,6 +242,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
       c.error_pct = 100.0 * (projection->tokens_per_s_per_gpu - c.measured_tokens_per_s_per_gpu) /
                     c.measured_tokens_per_s_per_gpu;
       c.dominant_terms = DominantTerms(*projection);
+      c.attention_kernel = pc.scenario->attention_kernel_used;
       c.fits_in_memory = projection->fits_in_memory;
     }
   };
@@ -360,6 +361,7 @@ json ValidationToJson(const ValidationReport& r) {
     j["error_pct"] = c.error_pct ? json(*c.error_pct) : json();
     if (!c.reason.empty()) j["reason"] = c.reason;
     if (!c.dominant_terms.empty()) j["dominant_terms"] = c.dominant_terms;
+    if (!c.attention_kernel.empty()) j["attention_kernel"] = c.attention_kernel;
     j["fits_in_memory"] = c.fits_in_memory;
     if (c.sibling_deviation_pct) {
       j["sibling_series_size"] = c.siblings;

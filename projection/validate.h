@@ -28,6 +28,7 @@ struct ValidationCase {
   std::string status;               // "ok" or "unsupported"
   std::string reason;               // why a case could not be projected
   std::string dominant_terms;       // "compute 81%, dp 7%"
+  std::string attention_kernel;     // the kernel the projection ran ("fa2", "unfused", ...)
   bool fits_in_memory = true;
   // Sibling check: cases of the same source, model, GPU, precision, sequence, micro-batch,
   // recompute and layout that differ only in the GPU count (DP) form a scaling series. With 3 or

@@ -55,7 +55,7 @@ TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
     EXPECT_TRUE(j["summary"].contains(key)) << key;
   }
   for (const char* key : {"id", "measured_tokens_per_s_per_gpu", "projected_tokens_per_s_per_gpu",
-                          "error_pct", "status"}) {
+                          "error_pct", "status", "attention_kernel"}) {
     EXPECT_TRUE(j["cases"][0].contains(key)) << key;
   }
 }
