@@ -114,18 +114,32 @@ absl::Status ParseBackends(JsonObject& b, BackendSelection& out) {
 // Marks the defaults_used entry of an "auto" attention kernel.
 constexpr std::string_view kKernelNotePrefix = "attention_kernel=";
 
+// What "auto" runs: a PyTorch-native layout gets PyTorch SDPA's kernel (with ALiBi's additive
+// bias, the one SDPA falls back to), when the profile names them; anything else the default.
+enum class AutoChoice { kDefault, kPyTorch, kPyTorchWithBias };
+AutoChoice ChooseAuto(const Scenario& s) {
+  const GpuSpec& g = s.hw.gpu;
+  if (!IsPyTorchNativeLayout(s.parallel)) return AutoChoice::kDefault;
+  if (s.model.position_embedding == PositionEmbedding::kAlibi &&
+      !g.attention_kernel_pytorch_bias.empty()) {
+    return AutoChoice::kPyTorchWithBias;
+  }
+  return g.attention_kernel_pytorch.empty() ? AutoChoice::kDefault : AutoChoice::kPyTorch;
+}
+
 // The profile kernel the scenario's flash request picks; nullptr when the profile names none
 // or lacks the requested one.
 const AttentionKernelSpec* PickFlashKernel(const Scenario& s) {
   const GpuSpec& g = s.hw.gpu;
   const std::string& request = s.training.flash_kernel;
-  if (request == "auto" && IsPyTorchNativeLayout(s.parallel)) {
-    if (s.model.position_embedding == PositionEmbedding::kAlibi &&
-        !g.attention_kernel_pytorch_bias.empty()) {
-      return g.FindAttentionKernel(g.attention_kernel_pytorch_bias);
-    }
-    if (!g.attention_kernel_pytorch.empty()) {
-      return g.FindAttentionKernel(g.attention_kernel_pytorch);
+  if (request == "auto") {
+    switch (ChooseAuto(s)) {
+      case AutoChoice::kPyTorchWithBias:
+        return g.FindAttentionKernel(g.attention_kernel_pytorch_bias);
+      case AutoChoice::kPyTorch:
+        return g.FindAttentionKernel(g.attention_kernel_pytorch);
+      case AutoChoice::kDefault:
+        break;
     }
   }
   if (request == "auto" || request == "flash") {
@@ -136,21 +150,20 @@ const AttentionKernelSpec* PickFlashKernel(const Scenario& s) {
 
 // The defaults_used entry saying what "auto" chose and why.
 std::string AutoKernelNote(const Scenario& s) {
-  if (IsPyTorchNativeLayout(s.parallel) &&
-      s.model.position_embedding == PositionEmbedding::kAlibi &&
-      !s.hw.gpu.attention_kernel_pytorch_bias.empty()) {
-    return absl::StrFormat(
-        "%s%s (auto: FSDP-only layouts run PyTorch SDPA; with ALiBi's additive bias it cannot use "
-        "its flash backend and runs the memory-efficient kernel, %s on %s)",
-        kKernelNotePrefix, s.attention_kernel_used, s.attention_kernel_used, s.hw.name);
+  const std::string& k = s.attention_kernel_used;
+  switch (ChooseAuto(s)) {
+    case AutoChoice::kPyTorchWithBias:
+      return absl::StrFormat(
+          "%s%s (auto: FSDP-only layouts run PyTorch SDPA; with ALiBi's additive bias it cannot "
+          "use its flash backend and runs the memory-efficient kernel, %s on %s)",
+          kKernelNotePrefix, k, k, s.hw.name);
+    case AutoChoice::kPyTorch:
+      return absl::StrFormat("%s%s (auto: FSDP-only layouts run PyTorch SDPA, which runs %s on %s)",
+                             kKernelNotePrefix, k, k, s.hw.name);
+    case AutoChoice::kDefault:
+      break;
   }
-  if (IsPyTorchNativeLayout(s.parallel) && !s.hw.gpu.attention_kernel_pytorch.empty()) {
-    return absl::StrFormat("%s%s (auto: FSDP-only layouts run PyTorch SDPA, which runs %s on %s)",
-                           kKernelNotePrefix, s.attention_kernel_used, s.attention_kernel_used,
-                           s.hw.name);
-  }
-  return absl::StrFormat("%s%s (auto: the profile's default kernel)", kKernelNotePrefix,
-                         s.attention_kernel_used);
+  return absl::StrFormat("%s%s (auto: the profile's default kernel)", kKernelNotePrefix, k);
 }
 
 std::string DirOf(const std::string& path) {
