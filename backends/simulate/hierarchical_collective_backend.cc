@@ -53,6 +53,17 @@ constexpr double kInNetworkReductionEfficiency = 0.6;
 // after the first chunk (Primus PXN model: 4 MB, reference/primus.md 6.6).
 constexpr double kPipelineChunkBytes = 4.0 * 1024 * 1024;
 
+// RDMA warm-up of a multi-node AllReduce (Primus PR #644, shared/reference/primus.md 6.8): NIC
+// queue pairs ramp up over the first tens of MB, which costs
+//   260 µs · ceil(log2 nodes) · (1 − min(1, per-NIC bytes / 32 MiB)^2.5),
+// per-NIC bytes = S / ranks per node (each rank's NIC carries its shard of the inter-node
+// phase). Fitted by AMD on MI300X clusters; it also reproduces the NVIDIA B200 + EFA figure
+// of hardware_models.md 4.3: 64 MiB over 4 x 8 GPUs measured 157 GB/s busbw, 149 GB/s with it
+// (350 GB/s without); at >= 4 GiB it vanishes and the large-message busbw is unchanged.
+constexpr double kRdmaWarmupSeconds = 260e-6;
+constexpr double kRdmaWarmupBytes = 32.0 * 1024 * 1024;
+constexpr double kRdmaWarmupExponent = 2.5;
+
 // The memo table is cleared when it grows past this (parameter sweeps call with many sizes).
 constexpr size_t kMaxCacheEntries = size_t{1} << 12;
 
@@ -123,6 +134,13 @@ struct Call {
   double nvls_bw = 0;     // B/s per GPU for NVLS reductions
   double inter_peer = 0;  // s per inter-node peer of a direct exchange
 };
+
+// The RDMA warm-up penalty of a multi-node AllReduce (kRdmaWarmupSeconds).
+double RdmaWarmup(const Call& c) {
+  if (c.nodes <= 1) return 0.0;
+  const double ratio = std::min(1.0, c.bytes / D(c.r) / kRdmaWarmupBytes);
+  return kRdmaWarmupSeconds * CeilLog2(c.nodes) * (1.0 - std::pow(ratio, kRdmaWarmupExponent));
+}
 
 // Data time over the scale-up fabric; 0 when nothing moves (avoids 0/0 when r == 1).
 double UpTime(double b, double bw) { return b > 0 ? b / bw : 0.0; }
@@ -588,6 +606,7 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
     }
     best = Evaluate(op.kind, algorithm, c);
   }
+  if (op.kind == CollectiveKind::kAllReduce) best.latency += Seconds(RdmaWarmup(c));
   est.time = best.total();
   est.bound = best.latency > best.bandwidth ? Bound::kLatency : Bound::kNetwork;
   est.bus_bandwidth = BytesPerSecond(c.bytes / est.time.value() * BusFactor(op.kind, c.n));

@@ -254,6 +254,26 @@ TEST(HierarchicalCollectiveBackendTest, FourB200NodesAllReduceNearMeasured) {
             0.6 * BusbwGbs(*backend, Op(CollectiveKind::kAllReduce, Gibibytes(4), 8)));
 }
 
+TEST(HierarchicalCollectiveBackendTest, MidSizeMultiNodeAllReducePaysTheRdmaWarmup) {
+  // Same 4 x 8 B200 at 64 MiB: measured 157 GB/s busbw (hardware_models.md 4.3). The RDMA
+  // warm-up (Primus PR #644) adds 260 us · ceil(log2 4) · (1 − (64 MiB / 8 / 32 MiB)^2.5)
+  // = 520 us · (1 − 0.25^2.5) = 520 · 0.96875 = 503.75 us to the bandwidth-bound time.
+  auto backend = MakeHierarchicalCollectiveBackend(B200Like());
+  const CollectiveOp mid = Op(CollectiveKind::kAllReduce, Mebibytes(64), 32);
+  const double warmup = 260e-6 * 2 * (1 - std::pow(0.25, 2.5));
+  EXPECT_NEAR(warmup, 503.75e-6, 1e-9);
+  CollectiveEstimate with = MustEstimate(*backend, mid);
+  CollectiveEstimate one_node = MustEstimate(*backend, Op(CollectiveKind::kAllReduce,
+                                                          Mebibytes(64), 8));
+  EXPECT_THAT(ToGigabytesPerSecond(with.bus_bandwidth), IsNearRel(157, 0.07));
+  // One node: no NIC, no warm-up; the 8 GiB figure above is unaffected (ratio capped at 1).
+  EXPECT_GT(ToGigabytesPerSecond(one_node.bus_bandwidth), 2 * 157);
+  // The other collectives do not pay it (Primus applies it to AllReduce only).
+  CollectiveEstimate gather =
+      MustEstimate(*backend, Op(CollectiveKind::kAllGather, Mebibytes(64), 32));
+  EXPECT_LT(gather.time.value(), with.time.value() - warmup);
+}
+
 // ---- placement -------------------------------------------------------------------------------
 
 TEST(HierarchicalCollectiveBackendTest, EstimateReportsPlacement) {
