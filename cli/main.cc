@@ -3,6 +3,7 @@
 // 1 = internal error). No modelling happens here.
 #include <algorithm>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -367,7 +368,8 @@ absl::Status RunEstimate(int argc, char** argv, Output& io) {
 // A --attention-kernel value for validate: auto, flash, unfused or a kernel some library
 // profile names; any other name is a typo (no case's GPU could run it).
 absl::StatusOr<std::string> ValidationKernel(const std::string& value) {
-  std::vector<std::string> valid = {"auto", "flash", "unfused"};
+  std::vector<std::string> valid(std::begin(kAttentionKernelRequests),
+                                   std::end(kAttentionKernelRequests));
   for (std::string& name : ListLibraryAttentionKernels()) valid.push_back(std::move(name));
   if (std::find(valid.begin(), valid.end(), value) != valid.end()) return value;
   return absl::InvalidArgumentError(absl::StrCat("--attention-kernel: unknown kernel '", value,

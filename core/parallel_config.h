@@ -66,13 +66,18 @@ struct TrainingConfig {
   int64_t recompute_layers = 0;  // full recompute: layers per stage (0 = all)
   DType precision = DType::kBf16;
   AttentionKernel attention_kernel = AttentionKernel::kFlash;
-  // The flash kernel asked for: "auto" (PyTorch SDPA's kernel for an FSDP layout, else the GPU
-  // profile's default), "flash" (the profile's default) or a kernel the profile names ("fa2").
+  // The flash kernel asked for: "auto" (PyTorch SDPA's kernel for an FSDP-only layout, the one
+  // it falls back to with ALiBi; else the GPU profile's default), "flash" (the profile's
+  // default) or a kernel the profile names ("fa2").
   // Checked against the profile when the scenario is resolved (projection/scenario.h).
   std::string flash_kernel = "auto";
   bool overlap_grad_reduce = true;   // DP gradient sync overlapped with backward (Megatron)
   bool overlap_param_gather = true;  // distributed optimizer all-gather overlapped with forward
 };
+
+// The training.attention_kernel values that name no kernel of a GPU profile; profiles may not
+// use them as kernel names.
+inline constexpr std::string_view kAttentionKernelRequests[] = {"auto", "flash", "unfused"};
 
 // Reads a training.attention_kernel value: "unfused", else a flash kernel request ("auto",
 // "flash" or a kernel name). kInvalidArgument for an empty value.

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/json_reader.h"
+#include "core/parallel_config.h"
 #include "core/status_macros.h"
 
 #ifndef PROJECTOR_DEFAULT_HW_PROFILES_DIR
@@ -219,9 +220,6 @@ absl::Status ReadMatrixRates(FigureReader& gpu, GpuSpec& spec,
   return rates.object().CheckNoUnknownKeys();
 }
 
-// A scenario's training.attention_kernel takes these besides the profile's kernel names.
-constexpr std::string_view kScenarioKernelValues[] = {"auto", "flash", "unfused"};
-
 // Why `name` cannot name an attention kernel; empty when it can.
 std::string KernelNameProblem(std::string_view name) {
   const bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
@@ -232,7 +230,7 @@ std::string KernelNameProblem(std::string_view name) {
                         "' is not a kernel name; lower-case letters, digits, '-' and '_' (e.g. "
                         "fa2)");
   }
-  for (std::string_view reserved : kScenarioKernelValues) {
+  for (std::string_view reserved : kAttentionKernelRequests) {
     if (name == reserved) {
       return absl::StrCat("'", std::string(name),
                           "' is reserved for training.attention_kernel; name the kernel itself "

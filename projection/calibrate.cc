@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "core/json_reader.h"
 #include "core/status_macros.h"
+#include "projection/profile_mode.h"
 
 // GCC 12 reports a false -Warray-bounds inside std::map when nlohmann::json objects are built
 // (GCC bug 107138); the JSON code here is plain nlohmann::json use.
@@ -60,30 +61,7 @@ absl::StatusOr<Eigen::VectorXd> Simulate(const Profile& profile, const HardwareP
   PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(selection, hw));
   Eigen::VectorXd t(static_cast<Eigen::Index>(profile.ops.size()));
   for (size_t i = 0; i < profile.ops.size(); ++i) {
-    const ProfiledOp& op = profile.ops[i];
-    Seconds time(0);
-    switch (op.kind) {
-      case ProfiledOpKind::kGemm: {
-        PROJECTOR_ASSIGN_OR_RETURN(auto e, set.gemm->Estimate(op.gemm));
-        time = e.time;
-        break;
-      }
-      case ProfiledOpKind::kAttention: {
-        PROJECTOR_ASSIGN_OR_RETURN(auto e, set.attention->Estimate(op.attention, op.pass));
-        time = e.time;
-        break;
-      }
-      case ProfiledOpKind::kMemory: {
-        PROJECTOR_ASSIGN_OR_RETURN(auto e, set.memory->Estimate(op.memory));
-        time = e.time;
-        break;
-      }
-      case ProfiledOpKind::kCollective: {
-        PROJECTOR_ASSIGN_OR_RETURN(auto e, set.collective->Estimate(op.collective));
-        time = e.time;
-        break;
-      }
-    }
+    PROJECTOR_ASSIGN_OR_RETURN(Seconds time, SimulateProfiledOp(set, profile.ops[i]));
     t[static_cast<Eigen::Index>(i)] = std::max(time.value(), 1e-15);
   }
   return t;

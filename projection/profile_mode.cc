@@ -524,6 +524,28 @@ ProfiledOp ToProfiledOp(const Op& op) {
   return p;
 }
 
+absl::StatusOr<Seconds> SimulateProfiledOp(const BackendSet& set, const ProfiledOp& op) {
+  switch (op.kind) {
+    case ProfiledOpKind::kGemm: {
+      PROJECTOR_ASSIGN_OR_RETURN(auto e, set.gemm->Estimate(op.gemm));
+      return e.time;
+    }
+    case ProfiledOpKind::kAttention: {
+      PROJECTOR_ASSIGN_OR_RETURN(auto e, set.attention->Estimate(op.attention, op.pass));
+      return e.time;
+    }
+    case ProfiledOpKind::kMemory: {
+      PROJECTOR_ASSIGN_OR_RETURN(auto e, set.memory->Estimate(op.memory));
+      return e.time;
+    }
+    case ProfiledOpKind::kCollective: {
+      PROJECTOR_ASSIGN_OR_RETURN(auto e, set.collective->Estimate(op.collective));
+      return e.time;
+    }
+  }
+  return absl::InternalError("unknown profiled op kind");
+}
+
 absl::StatusOr<Scenario> ScenarioFromProfile(const Profile& profile) {
   const ProfileScenario& ps = profile.scenario;
   Scenario s;
@@ -753,31 +775,7 @@ absl::StatusOr<ProfileModeReport> RunProfileMode(const Scenario& target, const P
       row.module = p.module;
       row.name = p.name;
       row.shape = DescribeProfiledOp(p);
-      Seconds sim(0);
-      switch (p.kind) {
-        case ProfiledOpKind::kGemm: {
-          PROJECTOR_ASSIGN_OR_RETURN(auto e, set.measured_simulate.gemm->Estimate(p.gemm));
-          sim = e.time;
-          break;
-        }
-        case ProfiledOpKind::kAttention: {
-          PROJECTOR_ASSIGN_OR_RETURN(auto e,
-                                     set.measured_simulate.attention->Estimate(p.attention, p.pass));
-          sim = e.time;
-          break;
-        }
-        case ProfiledOpKind::kMemory: {
-          PROJECTOR_ASSIGN_OR_RETURN(auto e, set.measured_simulate.memory->Estimate(p.memory));
-          sim = e.time;
-          break;
-        }
-        case ProfiledOpKind::kCollective: {
-          PROJECTOR_ASSIGN_OR_RETURN(auto e,
-                                     set.measured_simulate.collective->Estimate(p.collective));
-          sim = e.time;
-          break;
-        }
-      }
+      PROJECTOR_ASSIGN_OR_RETURN(Seconds sim, SimulateProfiledOp(set.measured_simulate, p));
       row.simulated_us = ToMicroseconds(sim);
       row.measured_us = ToMicroseconds(p.time.median);
       row.projected_us = *row.measured_us;

@@ -27,6 +27,9 @@ absl::StatusOr<Scenario> ScenarioFromProfile(const Profile& profile);
 
 // The profile record of one op of an op list (kind, shape, name, module; no timing).
 ProfiledOp ToProfiledOp(const Op& op);
+// The time `set` gives one profiled op (its simulated counterpart); errors of the backends
+// pass through.
+absl::StatusOr<Seconds> SimulateProfiledOp(const BackendSet& set, const ProfiledOp& op);
 
 // The profile scenario record of a Scenario (measure mode writes it). `model_name` is the name
 // ResolveModel takes (library stem or path).

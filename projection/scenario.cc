@@ -1,6 +1,7 @@
 #include "projection/scenario.h"
 
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -305,7 +306,8 @@ absl::Status ResolveAttentionKernel(Scenario& s, const std::string& origin) {
   const std::string& request = s.training.flash_kernel;
   const AttentionKernelSpec* kernel = PickFlashKernel(s);
   if (kernel == nullptr && request != "auto" && request != "flash") {
-    std::vector<std::string> valid = {"auto", "flash", "unfused"};
+    std::vector<std::string> valid(std::begin(kAttentionKernelRequests),
+                                   std::end(kAttentionKernelRequests));
     for (const AttentionKernelSpec& k : s.hw.gpu.attention_kernels) valid.push_back(k.name);
     return JsonFieldError(origin, "/training/attention_kernel",
                           absl::StrCat("'", request, "' is not an attention kernel of ", s.hw.name,

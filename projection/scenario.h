@@ -51,9 +51,10 @@ absl::Status ValidateScenario(const Scenario& scenario, const std::string& origi
 bool IsPyTorchNativeLayout(const ParallelConfig& p);
 
 // Picks the attention kernel training.attention_kernel asks for on the scenario's GPU and puts
-// that kernel's efficiencies into hw.gpu: "auto" takes the profile's attention_kernel_pytorch
-// for a PyTorch-native layout (IsPyTorchNativeLayout) when the profile names one, else the profile's
-// default kernel, and is listed in defaults_used. Idempotent, so a caller that changes the GPU,
+// that kernel's efficiencies into hw.gpu: "auto" takes, for a PyTorch-native layout
+// (IsPyTorchNativeLayout), the profile's attention_kernel_pytorch_bias when the model uses ALiBi
+// or else attention_kernel_pytorch, when the profile names them; otherwise the profile's
+// default kernel; the choice is listed in defaults_used. Idempotent, so a caller that changes the GPU,
 // layout or kernel afterwards resolves again. The builders below call it. kInvalidArgument
 // "<origin>: /training/attention_kernel: ..." listing the valid values when the GPU's profile
 // has no kernel of that name.
