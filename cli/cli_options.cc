@@ -90,7 +90,16 @@ void AddScenarioFlags(cxxopts::Options& options) {
      "profile's default), flash (the profile's default fused kernel), a kernel the profile names "
      "(fa2, fa3, ...), or unfused (QKᵀ and P·V GEMMs with the softmax over scores in HBM, as "
      "Megatron-LM before FlashAttention)",
-     cxxopts::value<std::string>(), "NAME");
+     cxxopts::value<std::string>(), "NAME")
+    ("tp-comm-overlap", "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap, "
+     "TE userbuffers; default false)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("grad-reduce-dtype", "Gradient reduction and main-grad buffer dtype: fp32 (default, "
+     "Megatron under bf16) or bf16 (Megatron --grad-reduce-in-bf16, FSDP reduce_dtype bf16)",
+     cxxopts::value<std::string>(), "fp32|bf16")
+    ("overlap-grad-reduce", "Overlap the DP gradient reduction with backward (default true)",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("overlap-param-gather", "Overlap the distributed optimizer's parameter AllGather with "
+     "forward (default true)", cxxopts::value<bool>()->implicit_value("true"), "BOOL");
   options.add_options("Backends")
     ("profiling-mode", "simulate, profile, both or measure", cxxopts::value<std::string>(), "MODE")
     ("gemm-backend", "GEMM backend (see --list-backends)", cxxopts::value<std::string>(), "NAME")
@@ -230,7 +239,10 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
   const BoolFlag bool_flags[] = {{"sequence-parallel", &p.sequence_parallel},
                                  {"fsdp", &p.fsdp},
                                  {"distributed-optimizer", &p.distributed_optimizer},
-                                 {"deepep", &p.deepep}};
+                                 {"deepep", &p.deepep},
+                                 {"tp-comm-overlap", &s.training.tp_comm_overlap},
+                                 {"overlap-grad-reduce", &s.training.overlap_grad_reduce},
+                                 {"overlap-param-gather", &s.training.overlap_param_gather}};
   for (const BoolFlag& f : bool_flags) {
     if (!Given(flags, f.name)) continue;
     try {
@@ -251,6 +263,14 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
     auto r = ParseRecompute(flags["recompute"].as<std::string>());
     if (!r.ok()) return FlagError("recompute", r.status().message());
     s.training.recompute = *r;
+  }
+  if (Given(flags, "grad-reduce-dtype")) {
+    std::string v = flags["grad-reduce-dtype"].as<std::string>();
+    if (v != "fp32" && v != "bf16") {
+      return FlagError("grad-reduce-dtype",
+                       absl::StrCat("unknown dtype '", v, "'; accepted: fp32, bf16"));
+    }
+    s.training.grad_reduce_dtype = *ParseDType(v);
   }
   if (Given(flags, "attention-kernel")) {
     absl::Status k = SetAttentionKernel(flags["attention-kernel"].as<std::string>(), s.training);

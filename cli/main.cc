@@ -392,6 +392,10 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
      "What-if for every case: auto (default), flash, unfused or a kernel of the GPU profiles "
      "(fa2, fa3, ...; a case whose GPU lacks it is unsupported)",
      cxxopts::value<std::string>(), "NAME")
+    ("tp-comm-overlap", "What-if for every case: TP collectives overlapped with their GEMMs",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("grad-reduce-dtype", "What-if for every case: gradient reduction in fp32 (default) or bf16",
+     cxxopts::value<std::string>(), "fp32|bf16")
     ("min-within-20-pct", "Fail (exit 3) when fewer cases are within 20%",
      cxxopts::value<double>(), "PCT")
     ("max-median-error-pct", "Fail (exit 3) when the median |error| is larger",
@@ -422,6 +426,21 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
   if (flags.count("attention-kernel")) {
     PROJECTOR_ASSIGN_OR_RETURN(validation.attention_kernel,
                                ValidationKernel(flags["attention-kernel"].as<std::string>()));
+  }
+  if (flags.count("tp-comm-overlap")) {
+    try {
+      validation.tp_comm_overlap = flags["tp-comm-overlap"].as<bool>();
+    } catch (const std::exception&) {
+      return absl::InvalidArgumentError("--tp-comm-overlap: expected true or false");
+    }
+  }
+  if (flags.count("grad-reduce-dtype")) {
+    const std::string v = flags["grad-reduce-dtype"].as<std::string>();
+    if (v != "fp32" && v != "bf16") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--grad-reduce-dtype: unknown dtype '", v, "'; accepted: fp32, bf16"));
+    }
+    validation.grad_reduce_dtype = *ParseDType(v);
   }
   PROJECTOR_ASSIGN_OR_RETURN(ValidationReport report,
                              ValidateCasesFile(flags["cases"].as<std::string>(), validation));

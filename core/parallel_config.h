@@ -73,7 +73,19 @@ struct TrainingConfig {
   std::string flash_kernel = "auto";
   bool overlap_grad_reduce = true;   // DP gradient sync overlapped with backward (Megatron)
   bool overlap_param_gather = true;  // distributed optimizer all-gather overlapped with forward
+  // Megatron --tp-comm-overlap (Transformer Engine userbuffers): TP AllGather/ReduceScatter
+  // overlapped with their GEMMs. Off by default, as in Megatron-LM.
+  bool tp_comm_overlap = false;
+  // Data type of the gradient reduction and of Megatron's main-grad buffer: kFp32 (Megatron
+  // forces accumulate_allreduce_grads_in_fp32 under bf16; the default) or kBf16 (Megatron
+  // --grad-reduce-in-bf16, PyTorch FSDP MixedPrecision(reduce_dtype=bfloat16)).
+  DType grad_reduce_dtype = DType::kFp32;
 };
+
+// Bytes per parameter of the gradient reduction (and of Megatron's main-grad buffer).
+inline double GradReduceBytesPerParam(const TrainingConfig& t) {
+  return t.grad_reduce_dtype == DType::kBf16 ? 2.0 : 4.0;
+}
 
 // The training.attention_kernel values that name no kernel of a GPU profile; profiles may not
 // use them as kernel names.

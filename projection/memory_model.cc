@@ -30,7 +30,8 @@ MemoryFootprint EstimateMemory(const std::vector<StageMemoryInput>& stages,
     } else {
       s.weights = Bytes(s.parameters * kWeightBytesPerParam);
     }
-    s.gradients = Bytes(grad_params * kGradBytesPerParam);
+    s.gradients =
+        Bytes(grad_params * (config.fsdp ? kGradBytesPerParam : config.grad_bytes_per_param));
     s.optimizer_state = Bytes(optim_params * kOptimizerBytesPerParam);
     s.in_flight_micro_batches = in.in_flight_chunk_micro_batches;
     s.activations = in.activations_per_micro_batch *

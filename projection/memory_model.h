@@ -14,7 +14,7 @@ namespace projector {
 // Bytes per parameter in Megatron-style bf16 mixed precision (Rajbhandari et al. 2020, ZeRO
 // §3.1; Megatron-LM distributed optimizer docs: 18 B/param = 2 + 4 + 12, or 6 + 12/d sharded).
 inline constexpr double kWeightBytesPerParam = 2.0;     // bf16 weights
-inline constexpr double kGradBytesPerParam = 4.0;       // fp32 main_grad buffer
+inline constexpr double kGradBytesPerParam = 4.0;       // fp32 main_grad buffer (default)
 inline constexpr double kOptimizerBytesPerParam = 12.0;  // fp32 master copy + Adam m + v
 // Fixed workspace: NCCL/RCCL channel buffers (NCCL_BUFFSIZE 4 MiB × channels × peers of the
 // TP/DP/EP communicators) and cuBLAS/hipBLASLt workspaces, plus CUDA/HIP context: ~2 GiB.
@@ -43,6 +43,10 @@ struct MemoryModelConfig {
   bool fsdp = false;
   int64_t dense_shard = 1;   // DP·CP: ranks the non-expert state is sharded over
   int64_t expert_shard = 1;  // expert-DP = DP·CP·TP / (EP·ETP)
+  // Megatron's main-grad buffer holds the grads in the reduce dtype (4 B fp32, 2 B with
+  // --grad-reduce-in-bf16). FSDP keeps its sharded grads in the fp32 of its sharded parameters
+  // whatever it reduces in, so it always counts kGradBytesPerParam.
+  double grad_bytes_per_param = kGradBytesPerParam;
   Bytes hbm_capacity;
 };
 

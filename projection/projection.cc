@@ -92,7 +92,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   ProfileContext ctx{.model = model, .parallel = par, .training = tr, .recompute = tr.recompute};
   LayerCompositionContext lctx{.model = model, .parallel = par, .training = tr,
                                .recompute = tr.recompute,
-                               .tp_comm_overlap = options.tp_comm_overlap,
+                               .tp_comm_overlap = tr.tp_comm_overlap,
                                .interference = MakeCommInterferenceModel(scenario.hw)};
   std::optional<ComposedLayer> dense, moe;
   std::vector<OpTable> op_tables;
@@ -178,10 +178,10 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   }
   p.defaults_used = scenario.defaults_used;
   p.op_tables = std::move(op_tables);
-  if (!options.tp_comm_overlap && par.tp > 1) {
+  if (!tr.tp_comm_overlap && par.tp > 1) {
     p.defaults_used.push_back(
         "tp_comm_overlap=false (Megatron default: TP collectives exposed, backward ones async "
-        "under the weight-gradient GEMM)");
+        "under the weight-gradient GEMM; --tp-comm-overlap overlaps them with their GEMMs)");
   }
   return p;
 }

@@ -21,12 +21,8 @@
 
 namespace projector {
 
-// Modelling switches that the Scenario does not carry (yet); each default is the framework's
-// default and is listed in Projection::defaults_used.
+// How a projection runs (what it models is the Scenario's).
 struct ProjectionOptions {
-  // Megatron --tp-comm-overlap (userbuffers): TP collectives overlapped with their GEMMs.
-  // Off by default, as in Megatron-LM.
-  bool tp_comm_overlap = false;
   // Keep every timed op (Projection::op_tables) for a per-op report (`--show-ops`). Off in the
   // hot path: the op lists are copied only when asked for.
   bool keep_ops = false;

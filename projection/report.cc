@@ -62,9 +62,13 @@ std::string ProjectionText(const Scenario& scenario, const Projection& p) {
                         p.schedule, p.micro_batches);
   absl::StrAppendFormat(
       &out,
-      "  training   seq %d, micro-batch %d, global batch %d, %s, recompute %s, %s attention\n",
+      "  training   seq %d, micro-batch %d, global batch %d, %s, recompute %s, %s attention%s%s\n",
       tr.seq_len, tr.micro_batch, tr.global_batch, DTypeName(tr.precision),
-      RecomputeName(tr.recompute), AttentionKernelOf(scenario));
+      RecomputeName(tr.recompute), AttentionKernelOf(scenario),
+      tr.tp_comm_overlap ? ", TP comm overlapped" : "",
+      tr.grad_reduce_dtype == DType::kFp32
+          ? ""
+          : ", grads reduced in " + std::string(DTypeName(tr.grad_reduce_dtype)));
   if (!p.defaults_used.empty()) {
     out += "  defaults used:\n";
     for (const std::string& d : p.defaults_used) absl::StrAppendFormat(&out, "    - %s\n", d);
@@ -171,6 +175,8 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"global_batch", scenario.training.global_batch},
       {"seq_len", scenario.training.seq_len},
       {"attention_kernel", std::string(AttentionKernelOf(scenario))},
+      {"tp_comm_overlap", scenario.training.tp_comm_overlap},
+      {"grad_reduce_dtype", std::string(DTypeName(scenario.training.grad_reduce_dtype))},
       {"step_time_s", p.step_time.value()},
       {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
       {"tokens_per_s", p.tokens_per_s},

@@ -56,6 +56,7 @@ absl::StatusOr<HardwareProfile> GpuFromJson(JsonObject& obj, std::string_view ke
 
 const std::vector<std::string> kPrecisions = {"bf16", "fp16", "fp8"};
 const std::vector<std::string> kRecomputes = {"none", "selective", "full"};
+const std::vector<std::string> kGradReduceDtypes = {"fp32", "bf16"};
 
 absl::Status ParseParallel(JsonObject& p, ParallelConfig& out, bool& dp_given) {
   PROJECTOR_ASSIGN_OR_RETURN(out.tp, p.IntOr("tp", 1));
@@ -101,6 +102,10 @@ absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
   }
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_grad_reduce, t.BoolOr("overlap_grad_reduce", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_param_gather, t.BoolOr("overlap_param_gather", true));
+  PROJECTOR_ASSIGN_OR_RETURN(out.tp_comm_overlap, t.BoolOr("tp_comm_overlap", false));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string grad_reduce,
+                             t.EnumOr("grad_reduce_dtype", kGradReduceDtypes, "fp32"));
+  out.grad_reduce_dtype = *ParseDType(grad_reduce);
   return t.CheckNoUnknownKeys();
 }
 
@@ -245,7 +250,9 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"precision", std::string(DTypeName(t.precision))},
                    {"attention_kernel", std::string(AttentionKernelOf(s))},
                    {"overlap_grad_reduce", t.overlap_grad_reduce},
-                   {"overlap_param_gather", t.overlap_param_gather}};
+                   {"overlap_param_gather", t.overlap_param_gather},
+                   {"tp_comm_overlap", t.tp_comm_overlap},
+                   {"grad_reduce_dtype", std::string(DTypeName(t.grad_reduce_dtype))}};
   j["backends"] = {{"gemm", s.backends.gemm},
                    {"attention", s.backends.attention},
                    {"memory", s.backends.memory},
@@ -545,7 +552,8 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
     s.parallel.distributed_optimizer = true;
     s.defaults_used.push_back("distributed_optimizer=true (Megatron/NeMo benchmark default)");
   }
-  s.defaults_used.push_back("overlap_grad_reduce=true, overlap_param_gather=true");
+  s.defaults_used.push_back(
+      "overlap_grad_reduce=true, overlap_param_gather=true, grad_reduce_dtype=fp32");
   s.defaults_used.push_back(absl::StrFormat("interconnect from hw profile %s", s.hw.name));
   s.defaults_used.push_back(absl::StrFormat(
       "position_embedding=%s (%s)", PositionEmbeddingName(s.model.position_embedding),

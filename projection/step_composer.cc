@@ -135,12 +135,13 @@ absl::StatusOr<TimedCollective> Collective(const CollectiveBackend& backend,
                          .slowdown = CollectiveSlowdown(interference, op, e)};
 }
 
-// FSDP AllGather (bf16 weights) and ReduceScatter (fp32 grads, Megatron's grad_reduce_in_fp32
+// FSDP AllGather (bf16 weights) and ReduceScatter of the grads in the reduce dtype
+// (`grad_bytes` per parameter: 4 for fp32, Megatron's grad_reduce_in_fp32; 2 for bf16),
 // under bf16) of one unit's parameters: dense over DP·CP, experts over expert-DP.
 absl::StatusOr<FsdpUnit> FsdpComm(const CollectiveBackend& backend,
                                   const CommInterferenceModel& interference,
                                   const ParallelConfig& par, double dense_params,
-                                  double expert_params) {
+                                  double expert_params, double grad_bytes) {
   FsdpUnit u;
   ProcessGroup dg = par.DpCpGroup(), eg = ExpertDpGroup(par);
   PROJECTOR_ASSIGN_OR_RETURN(TimedCollective ag_d,
@@ -151,10 +152,10 @@ absl::StatusOr<FsdpUnit> FsdpComm(const CollectiveBackend& backend,
                                         Bytes(expert_params * 2.0), eg));
   PROJECTOR_ASSIGN_OR_RETURN(TimedCollective rs_d,
                              Collective(backend, interference, CollectiveKind::kReduceScatter,
-                                        Bytes(dense_params * 4.0), dg));
+                                        Bytes(dense_params * grad_bytes), dg));
   PROJECTOR_ASSIGN_OR_RETURN(TimedCollective rs_e,
                              Collective(backend, interference, CollectiveKind::kReduceScatter,
-                                        Bytes(expert_params * 4.0), eg));
+                                        Bytes(expert_params * grad_bytes), eg));
   u.gather = Sum(ag_d, ag_e);
   u.reduce = Sum(rs_d, rs_e);
   return u;
@@ -218,7 +219,7 @@ struct BucketedBuffer {
 absl::StatusOr<BucketedBuffer> BucketBuffer(const CollectiveBackend& backend,
                                             const CommInterferenceModel& interference,
                                             double params, ProcessGroup group,
-                                            bool distributed_optimizer) {
+                                            bool distributed_optimizer, double grad_bytes) {
   BucketedBuffer b;
   if (group.size <= 1 || params <= 0) return b;
   double bucket = std::max(kDdpMinBucketParams,
@@ -227,13 +228,16 @@ absl::StatusOr<BucketedBuffer> BucketBuffer(const CollectiveBackend& backend,
   double full = std::min(bucket, params);
   double last = params - bucket * static_cast<double>(b.buckets - 1);
   // Megatron reduces fp32 main grads under bf16 (accumulate_allreduce_grads_in_fp32 is forced
-  // on for bf16): AllReduce, or ReduceScatter with the distributed optimizer, of 4 B/param.
+  // on for bf16; --grad-reduce-in-bf16 halves them): AllReduce, or ReduceScatter with the
+  // distributed optimizer, of grad_bytes per parameter.
   CollectiveKind kind = distributed_optimizer ? CollectiveKind::kReduceScatter
                                               : CollectiveKind::kAllReduce;
   PROJECTOR_ASSIGN_OR_RETURN(TimedCollective f,
-                             Collective(backend, interference, kind, Bytes(full * 4.0), group));
+                             Collective(backend, interference, kind, Bytes(full * grad_bytes),
+                                        group));
   PROJECTOR_ASSIGN_OR_RETURN(TimedCollective l,
-                             Collective(backend, interference, kind, Bytes(last * 4.0), group));
+                             Collective(backend, interference, kind, Bytes(last * grad_bytes),
+                                        group));
   b.full = f.time;
   b.last = l.time;
   b.reduce_slowdown = f.slowdown;
@@ -373,6 +377,7 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   const ParallelConfig& par = in.parallel;
   const TrainingConfig& tr = in.training;
   const int64_t p = std::max<int64_t>(1, par.pp), v = std::max<int64_t>(1, par.vpp);
+  const double grad_bytes = GradReduceBytesPerParam(tr);
   StepResult out;
   out.micro_batches = MicroBatches(par, tr);
   const int64_t m = out.micro_batches;
@@ -392,21 +397,22 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
     if (in.dense != nullptr) {
       PROJECTOR_ASSIGN_OR_RETURN(dense_fsdp, FsdpComm(backends.collective, ci, par,
                                                       in.dense->dense_parameters,
-                                                      in.dense->expert_parameters));
+                                                      in.dense->expert_parameters, grad_bytes));
       dense_fsdp.forward = ForwardWindow(*in.dense);
     }
     if (in.moe != nullptr) {
       PROJECTOR_ASSIGN_OR_RETURN(moe_fsdp, FsdpComm(backends.collective, ci, par,
                                                     in.moe->dense_parameters,
-                                                    in.moe->expert_parameters));
+                                                    in.moe->expert_parameters, grad_bytes));
       moe_fsdp.forward = ForwardWindow(*in.moe);
     }
     PROJECTOR_ASSIGN_OR_RETURN(emb_fsdp, FsdpComm(backends.collective, ci, par,
-                                                  in.embedding.parameters, 0));
+                                                  in.embedding.parameters, 0, grad_bytes));
     emb_fsdp.forward = ForwardWindow(in.embedding);
     emb_fsdp.backward = BackwardWindow(in.embedding);
     PROJECTOR_ASSIGN_OR_RETURN(out_fsdp,
-                               FsdpComm(backends.collective, ci, par, in.output.parameters, 0));
+                               FsdpComm(backends.collective, ci, par, in.output.parameters, 0,
+                                        grad_bytes));
     out_fsdp.forward = ForwardWindow(in.output);
     out_fsdp.backward = BackwardWindow(in.output);
   }
@@ -543,11 +549,11 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
         PROJECTOR_ASSIGN_OR_RETURN(
             BucketedBuffer db, BucketBuffer(backends.collective, in.interference,
                                             cc.dense_parameters, dense_group,
-                                            par.distributed_optimizer));
+                                            par.distributed_optimizer, grad_bytes));
         PROJECTOR_ASSIGN_OR_RETURN(
             BucketedBuffer eb, BucketBuffer(backends.collective, in.interference,
                                             cc.expert_parameters, expert_group,
-                                            par.distributed_optimizer));
+                                            par.distributed_optimizer, grad_bytes));
         // Megatron overlap_grad_reduce: a bucket's reduce is issued as soon as the last
         // micro-batch's backward has produced all its grads. Without it, everything is
         // reduced after the rank's last backward (finish_grad_sync).
@@ -612,6 +618,7 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
                        .fsdp = par.fsdp,
                        .dense_shard = dense_group.size,
                        .expert_shard = expert_group.size,
+                       .grad_bytes_per_param = grad_bytes,
                        .hbm_capacity = in.hbm_capacity};
   out.memory = EstimateMemory(mem, mc);
   return out;

@@ -198,6 +198,12 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
     if (value.contains("measured") && value["measured"].is_object()) {
       c.measured_tokens_per_s_per_gpu = value["measured"].value("tokens_per_s_per_gpu", 0.0);
     }
+    if (scenario.ok() && options.tp_comm_overlap) {
+      scenario->training.tp_comm_overlap = *options.tp_comm_overlap;
+    }
+    if (scenario.ok() && options.grad_reduce_dtype) {
+      scenario->training.grad_reduce_dtype = *options.grad_reduce_dtype;
+    }
     if (scenario.ok() && options.attention_kernel) {
       absl::Status valid = OverrideAttentionKernel(*options.attention_kernel, origin, *scenario);
       if (!valid.ok()) scenario = valid;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/dtype.h"
 #include "nlohmann/json.hpp"
 
 namespace projector {
@@ -76,6 +77,10 @@ struct ValidationOptions {
   // calibration schema does not carry it; the default is auto). E.g. unfused for runs that
   // predate FlashAttention; a kernel a case's GPU lacks makes that case unsupported.
   std::optional<std::string> attention_kernel;
+  // Stack switches the schema does not carry either (defaults: off and fp32, Megatron's):
+  // training.tp_comm_overlap and training.grad_reduce_dtype for every case.
+  std::optional<bool> tp_comm_overlap;
+  std::optional<DType> grad_reduce_dtype;
   // Keep only cases whose id or source contains this text (empty: all).
   std::string only;
 };

@@ -43,6 +43,16 @@ TEST(MemoryModelTest, DistributedOptimizerShardsOnlyTheOptimizerState) {
   EXPECT_DOUBLE_EQ(s.optimizer_state.value(), 12e9 / 8);
 }
 
+TEST(MemoryModelTest, Bf16GradReduceHalvesTheMainGradBuffer) {
+  // Megatron --grad-reduce-in-bf16: the main-grad buffer holds bf16, 2 + 2 + 12/d B/param.
+  MemoryFootprint m = EstimateMemory({OneBillionParams()}, {.distributed_optimizer = true,
+                                                            .dense_shard = 8,
+                                                            .grad_bytes_per_param = 2.0,
+                                                            .hbm_capacity = Gigabytes(192)});
+  EXPECT_DOUBLE_EQ(m.stages[0].gradients.value(), 2e9);
+  EXPECT_DOUBLE_EQ(m.stages[0].optimizer_state.value(), 12e9 / 8);
+}
+
 TEST(MemoryModelTest, FsdpShardsEverythingAndHoldsTwoGatheredLayers) {
   StageMemoryInput in = OneBillionParams();
   in.expert_parameters = 2e9;

@@ -196,6 +196,19 @@ TEST(StepComposerTest, DpGradSyncFullyExposedWithoutOverlapAndZeroWithoutDp) {
   EXPECT_DOUBLE_EQ(s->breakdown.exposed_dp_comm.value(), 0.0);
 }
 
+// --grad-reduce-dtype bf16 (Megatron --grad-reduce-in-bf16): the 10 buckets of 40M params
+// carry 80 MB each = 8 ms on the 10 GB/s fake, half the fp32 160 ms; without overlap all of
+// it is exposed.
+TEST(StepComposerTest, Bf16GradReduceHalvesTheDpGradSync) {
+  DpFixture fx;
+  fx.tr.overlap_grad_reduce = false;
+  fx.tr.grad_reduce_dtype = DType::kBf16;
+  auto r = fx.Run();
+  ASSERT_THAT(r, IsOk());
+  EXPECT_THAT(r->dp_comm_total.value(), IsNearRel(80e-3, 1e-12));
+  EXPECT_THAT(r->breakdown.exposed_dp_comm.value(), IsNearRel(80e-3, 1e-12));
+}
+
 TEST(StepComposerTest, OptimizerStepIsMemoryBoundOverTheUpdatedParams) {
   DpFixture fx;
   auto r = fx.Run();
@@ -209,15 +222,22 @@ TEST(StepComposerTest, OptimizerStepIsMemoryBoundOverTheUpdatedParams) {
   EXPECT_THAT(s->breakdown.optimizer.value(), IsNearRel(2e8 * 34 * 1e-12, 1e-9));
 }
 
+// FSDP over DP 2, two micro-batches: 4 layers of 1e8 parameters (10 ms forward, 20 ms
+// backward), 1 ms embedding and output passes, on the 10 GB/s fake collective.
+struct FsdpFixture : DpFixture {
+  FsdpFixture() {
+    par.fsdp = true;
+    tr.global_batch = 4;  // m = 2
+    layer = FixedLayer(Milliseconds(10), Milliseconds(20), 1e8);
+    for (ComposedEndModule* m : {&embedding, &output}) {
+      m->forward_compute = Milliseconds(1);
+      m->backward_compute = Milliseconds(1);
+    }
+  }
+};
+
 TEST(StepComposerTest, FsdpExposureIsCommMinusComputePerLayer) {
-  DpFixture fx;
-  fx.par.fsdp = true;
-  fx.tr.global_batch = 4;  // m = 2
-  fx.layer = FixedLayer(Milliseconds(10), Milliseconds(20), 1e8);
-  fx.embedding.forward_compute = Milliseconds(1);
-  fx.embedding.backward_compute = Milliseconds(1);
-  fx.output.forward_compute = Milliseconds(1);
-  fx.output.backward_compute = Milliseconds(1);
+  FsdpFixture fx;
   auto r = fx.Run();
   ASSERT_THAT(r, IsOk());
   // Per layer: AG of 2e8 B bf16 = 20 ms, RS of 4e8 B fp32 grads = 40 ms.
@@ -230,6 +250,19 @@ TEST(StepComposerTest, FsdpExposureIsCommMinusComputePerLayer) {
   // Adam over the 1/DP shard.
   EXPECT_THAT(r->breakdown.optimizer.value(), IsNearRel(2e8 * 34 * 1e-12, 1e-9));
   EXPECT_THAT(r->breakdown.Total().value(), IsNearRel(r->step_time.value(), 1e-12));
+}
+
+// The FSDP fixture above with a bf16 ReduceScatter (FSDP MixedPrecision reduce_dtype bf16):
+// 2e8 B = 20 ms per layer instead of 40. Forward unchanged (49 ms); backward: a re-gather +
+// RS per layer behind its 20 ms backward: 4 · (40 − 20) = 80 ms.
+TEST(StepComposerTest, FsdpBf16ReduceScatterHalvesTheGradientTraffic) {
+  FsdpFixture fx;
+  fx.tr.grad_reduce_dtype = DType::kBf16;
+  auto r = fx.Run();
+  ASSERT_THAT(r, IsOk());
+  EXPECT_THAT(r->breakdown.exposed_fsdp_comm.value(), IsNearRel(2 * (49e-3 + 80e-3), 1e-9));
+  // FSDP's sharded grads stay fp32 (4 B over the 1/DP shard of the 4e8 layer params).
+  EXPECT_THAT(r->memory.stages[0].gradients.value(), IsNearRel(4.0 * 4e8 / 2, 1e-9));
 }
 
 TEST(StepComposerTest, FsdpFullyHiddenBehindLongComputeExposesNothing) {
