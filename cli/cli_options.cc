@@ -265,12 +265,9 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
     s.training.recompute = *r;
   }
   if (Given(flags, "grad-reduce-dtype")) {
-    std::string v = flags["grad-reduce-dtype"].as<std::string>();
-    if (v != "fp32" && v != "bf16") {
-      return FlagError("grad-reduce-dtype",
-                       absl::StrCat("unknown dtype '", v, "'; accepted: fp32, bf16"));
-    }
-    s.training.grad_reduce_dtype = *ParseDType(v);
+    auto d = ParseGradReduceDtype(flags["grad-reduce-dtype"].as<std::string>());
+    if (!d.ok()) return FlagError("grad-reduce-dtype", d.status().message());
+    s.training.grad_reduce_dtype = *d;
   }
   if (Given(flags, "attention-kernel")) {
     absl::Status k = SetAttentionKernel(flags["attention-kernel"].as<std::string>(), s.training);

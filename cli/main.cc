@@ -435,12 +435,12 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     }
   }
   if (flags.count("grad-reduce-dtype")) {
-    const std::string v = flags["grad-reduce-dtype"].as<std::string>();
-    if (v != "fp32" && v != "bf16") {
+    auto d = ParseGradReduceDtype(flags["grad-reduce-dtype"].as<std::string>());
+    if (!d.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--grad-reduce-dtype: unknown dtype '", v, "'; accepted: fp32, bf16"));
+          absl::StrCat("--grad-reduce-dtype: ", d.status().message()));
     }
-    validation.grad_reduce_dtype = *ParseDType(v);
+    validation.grad_reduce_dtype = *d;
   }
   PROJECTOR_ASSIGN_OR_RETURN(ValidationReport report,
                              ValidateCasesFile(flags["cases"].as<std::string>(), validation));

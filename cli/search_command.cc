@@ -180,6 +180,18 @@ absl::StatusOr<Scenario> BaseScenarioFromFlags(const cxxopts::ParseResult& flags
     }
     s.training.precision = *ParseDType(v);
   }
+  if (flags.count("tp-comm-overlap")) {
+    try {
+      s.training.tp_comm_overlap = flags["tp-comm-overlap"].as<bool>();
+    } catch (const std::exception&) {
+      return FlagError("tp-comm-overlap", "expected true or false");
+    }
+  }
+  if (flags.count("grad-reduce-dtype")) {
+    auto d = ParseGradReduceDtype(StringFlag(flags, "grad-reduce-dtype"));
+    if (!d.ok()) return FlagError("grad-reduce-dtype", d.status().message());
+    s.training.grad_reduce_dtype = *d;
+  }
   s.parallel.dp = s.num_gpus;
   return s;
 }
@@ -208,7 +220,11 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
     ("gpus-per-node", "GPUs per node (default: the profile's)", cxxopts::value<int64_t>(), "N")
     ("seq-len", "Sequence length in tokens", cxxopts::value<int64_t>(), "N")
     ("global-batch", "Sequences per optimizer step", cxxopts::value<int64_t>(), "N")
-    ("precision", "GEMM precision: bf16, fp16 or fp8", cxxopts::value<std::string>(), "DTYPE");
+    ("precision", "GEMM precision: bf16, fp16 or fp8", cxxopts::value<std::string>(), "DTYPE")
+    ("tp-comm-overlap", "TP collectives overlapped with their GEMMs (TE userbuffers)",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("grad-reduce-dtype", "Gradient reduction and main-grad buffer dtype: fp32 (default) or bf16",
+     cxxopts::value<std::string>(), "fp32|bf16");
   options.add_options("Search space (comma-separated lists; DP is derived)")
     ("tp-values", "TP sizes (default: divisors of num-gpus)", cxxopts::value<std::string>(),
      "LIST")

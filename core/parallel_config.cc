@@ -25,6 +25,13 @@ absl::StatusOr<Recompute> ParseRecompute(std::string_view name) {
       absl::StrCat("unknown recompute '", absl::string_view(name.data(), name.size()), "'; valid: none, selective, full"));
 }
 
+absl::StatusOr<DType> ParseGradReduceDtype(std::string_view name) {
+  if (name == "fp32") return DType::kFp32;
+  if (name == "bf16") return DType::kBf16;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown dtype '", absl::string_view(name.data(), name.size()), "'; accepted: fp32, bf16"));
+}
+
 absl::Status SetAttentionKernel(std::string_view value, TrainingConfig& training) {
   if (value.empty()) {
     return absl::InvalidArgumentError(

@@ -82,6 +82,9 @@ struct TrainingConfig {
   DType grad_reduce_dtype = DType::kFp32;
 };
 
+// Reads a training.grad_reduce_dtype value: "fp32" or "bf16"; kInvalidArgument otherwise.
+absl::StatusOr<DType> ParseGradReduceDtype(std::string_view name);
+
 // Bytes per parameter of the gradient reduction (and of Megatron's main-grad buffer).
 inline double GradReduceBytesPerParam(const TrainingConfig& t) {
   return t.grad_reduce_dtype == DType::kBf16 ? 2.0 : 4.0;

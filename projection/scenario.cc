@@ -105,7 +105,7 @@ absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(out.tp_comm_overlap, t.BoolOr("tp_comm_overlap", false));
   PROJECTOR_ASSIGN_OR_RETURN(std::string grad_reduce,
                              t.EnumOr("grad_reduce_dtype", kGradReduceDtypes, "fp32"));
-  out.grad_reduce_dtype = *ParseDType(grad_reduce);
+  out.grad_reduce_dtype = *ParseGradReduceDtype(grad_reduce);
   return t.CheckNoUnknownKeys();
 }
 

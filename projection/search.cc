@@ -658,6 +658,11 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   absl::StrAppend(&cmd, " --attention-kernel ", base.training.attention_kernel == AttentionKernel::kUnfused
                                                      ? std::string("unfused")
                                                      : base.training.flash_kernel);
+  if (base.training.tp_comm_overlap) absl::StrAppend(&cmd, " --tp-comm-overlap");
+  if (base.training.grad_reduce_dtype != DType::kFp32) {
+    absl::StrAppend(&cmd, " --grad-reduce-dtype ",
+                    std::string(DTypeName(base.training.grad_reduce_dtype)));
+  }
   return cmd;
 }
 
