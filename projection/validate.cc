@@ -113,6 +113,46 @@ void CheckSiblings(std::vector<ParsedCase>& parsed) {
   }
 }
 
+// Cases that do the same work per micro-batch and per step, in tokens, on the same hardware and
+// layout; only the sequence length (so the micro-batch in sequences) differs.
+std::string EqualTokensKey(const ParsedCase& pc) {
+  const Scenario& s = *pc.scenario;
+  const ParallelConfig& p = s.parallel;
+  const TrainingConfig& t = s.training;
+  return absl::StrCat(pc.result.source, "|", s.model.name, "|", s.hw.name, "|", s.num_gpus, "|",
+                      std::string(DTypeName(t.precision)), "|",
+                      std::string(RecomputeName(t.recompute)), "|tp", p.tp, "pp", p.pp, "vpp",
+                      p.vpp, "cp", p.cp, "ep", p.ep, "dp", p.dp, p.sequence_parallel ? "sp" : "",
+                      p.fsdp ? "fsdp" : "", "|", t.micro_batch * t.seq_len, "|",
+                      t.global_batch * t.seq_len);
+}
+
+// Flags every case measured more than kSequenceMonotonicityFlagPct slower than a longer-sequence
+// case of the same work (model-free: attention work per token grows with the sequence, nothing
+// else changes). Records the sibling it falls furthest behind.
+void CheckSequenceMonotonicity(std::vector<ParsedCase>& parsed) {
+  std::map<std::string, std::vector<std::pair<int64_t, ValidationCase*>>> groups;
+  for (ParsedCase& pc : parsed) {
+    if (!pc.scenario || pc.result.measured_tokens_per_s_per_gpu <= 0) continue;
+    groups[EqualTokensKey(pc)].emplace_back(pc.scenario->training.seq_len, &pc.result);
+  }
+  for (auto& [key, members] : groups) {
+    for (auto& [seq, c] : members) {
+      for (const auto& [other_seq, other] : members) {
+        if (other_seq <= seq) continue;
+        double deficit =
+            100.0 * (c->measured_tokens_per_s_per_gpu / other->measured_tokens_per_s_per_gpu - 1.0);
+        if (deficit >= -kSequenceMonotonicityFlagPct) continue;
+        if (c->longer_sequence_deficit_pct && *c->longer_sequence_deficit_pct <= deficit) continue;
+        c->longer_sequence_deficit_pct = deficit;
+        c->faster_longer_sequence_id = other->id;
+        c->faster_longer_sequence_seq_len = other_seq;
+        c->inconsistent = true;
+      }
+    }
+  }
+}
+
 // The what-if kernel on one case: resolved against the case's GPU, then the layout checked
 // again (unfused has no context parallelism).
 absl::Status OverrideAttentionKernel(const std::string& kernel, const std::string& origin,
@@ -258,6 +298,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
   worker();
   for (std::thread& t : pool) t.join();
   CheckSiblings(parsed);
+  CheckSequenceMonotonicity(parsed);
 
   std::vector<const ValidationCase*> all;
   std::map<std::string, std::vector<const ValidationCase*>> by_gpu, by_source;
@@ -287,6 +328,23 @@ std::string SummaryRow(const ErrorSummary& s) {
                          s.within_10_pct, s.within_20_pct, s.within_30_pct);
 }
 
+// "  [inconsistent: ...]" naming what the measurement contradicts; empty when nothing does.
+std::string InconsistencyMark(const ValidationCase& c) {
+  if (!c.inconsistent) return "";
+  std::vector<std::string> why;
+  if (c.sibling_deviation_pct &&
+      std::fabs(*c.sibling_deviation_pct) > kSiblingDeviationFlagPct) {
+    why.push_back(absl::StrFormat("%+.0f%% vs %d-case series", *c.sibling_deviation_pct,
+                                  c.siblings));
+  }
+  if (c.longer_sequence_deficit_pct) {
+    why.push_back(absl::StrFormat("%.0f%% slower than seq %d at equal tokens",
+                                  -*c.longer_sequence_deficit_pct,
+                                  c.faster_longer_sequence_seq_len));
+  }
+  return absl::StrCat("  [inconsistent: ", absl::StrJoin(why, "; "), "]");
+}
+
 json SummaryJson(const ErrorSummary& s) {
   return {{"group", s.group},
           {"count", s.count},
@@ -310,10 +368,7 @@ std::string FormatValidationText(const ValidationReport& r) {
                           c.id.substr(0, 34), c.model.substr(0, 16), c.gpu, c.num_gpus,
                           c.layout.substr(0, 22), c.measured_tokens_per_s_per_gpu,
                           *c.projected_tokens_per_s_per_gpu, *c.error_pct, c.dominant_terms,
-                          c.fits_in_memory ? "" : "  [does not fit]",
-                          c.inconsistent ? absl::StrFormat("  [inconsistent: %+.0f%% vs %d-case series]",
-                                                           *c.sibling_deviation_pct, c.siblings)
-                                         : "");
+                          c.fits_in_memory ? "" : "  [does not fit]", InconsistencyMark(c));
   }
   bool header = false;
   for (const ValidationCase& c : r.cases) {
@@ -335,9 +390,12 @@ std::string FormatValidationText(const ValidationReport& r) {
   if (r.inconsistent_cases > 0) {
     absl::StrAppendFormat(
         &out,
-        "\n%d cases are inconsistent with their scaling series (measured/projected more than "
-        "%.0f%% from the series median; marked [inconsistent]); they are counted above.\n",
-        r.inconsistent_cases, kSiblingDeviationFlagPct);
+        "\n%d cases are inconsistent with their siblings (marked [inconsistent]): measured/"
+        "projected more than %.0f%% from the median of their scaling series, or measured more "
+        "than %.0f%% slower than a longer-sequence run of the same tokens per micro-batch and "
+        "step, which does more attention work and the same of everything else. They are "
+        "counted above.\n",
+        r.inconsistent_cases, kSiblingDeviationFlagPct, kSequenceMonotonicityFlagPct);
   }
   if (r.measured_but_not_fitting > 0) {
     absl::StrAppendFormat(
@@ -372,6 +430,10 @@ json ValidationToJson(const ValidationReport& r) {
     if (c.sibling_deviation_pct) {
       j["sibling_series_size"] = c.siblings;
       j["sibling_deviation_pct"] = *c.sibling_deviation_pct;
+    }
+    if (c.longer_sequence_deficit_pct) {
+      j["faster_longer_sequence_id"] = c.faster_longer_sequence_id;
+      j["longer_sequence_deficit_pct"] = *c.longer_sequence_deficit_pct;
     }
     j["inconsistent_with_siblings"] = c.inconsistent;
     cases.push_back(std::move(j));

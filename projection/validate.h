@@ -38,6 +38,15 @@ struct ValidationCase {
   // inconsistent with its own series (the projection cannot be right for all of them at once).
   std::optional<double> sibling_deviation_pct;
   int64_t siblings = 0;  // series size, this case included (0 when no series)
+  // Sequence check: a case measured slower than a longer-sequence case of the same work (same
+  // source, model, GPU, GPU count, precision, recompute, layout, tokens per micro-batch and per
+  // step). A shorter sequence does strictly less attention work per token and the same of
+  // everything else, so it cannot be slower; beyond kSequenceMonotonicityFlagPct (run-to-run
+  // variation) the measurement contradicts its sibling. The slowest-relative longer sibling.
+  std::string faster_longer_sequence_id;
+  int64_t faster_longer_sequence_seq_len = 0;
+  std::optional<double> longer_sequence_deficit_pct;  // measured vs that sibling, < 0
+  // Flagged by either check.
   bool inconsistent = false;
 };
 
@@ -45,6 +54,9 @@ struct ValidationCase {
 // flagged: the projection's own variation across the series is removed first, so the flag marks
 // a measurement the rest of the series contradicts, not a model error.
 inline constexpr double kSiblingDeviationFlagPct = 10.0;
+// A case measured more than this much slower (in percent) than a longer-sequence run of the same
+// work is flagged (ValidationCase::longer_sequence_deficit_pct).
+inline constexpr double kSequenceMonotonicityFlagPct = 5.0;
 
 struct ErrorSummary {
   std::string group;  // "all", a GPU name or a source label

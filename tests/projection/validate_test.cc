@@ -122,6 +122,35 @@ TEST(ValidateCasesFileTest, FlagsACaseItsScalingSeriesContradicts) {
   EXPECT_NEAR(j["cases"][2]["sibling_deviation_pct"].get<double>(), -20.0, 1e-9);
 }
 
+TEST(ValidateCasesFileTest, FlagsACaseSlowerThanALongerSequenceOfTheSameWork) {
+  // One layout, 2048 tokens per micro-batch and 131072 per step at seq 512, 1024 and 2048:
+  // seq 1024 measured 900 vs 1000 at seq 2048 is 900/1000 − 1 = −10% (beyond the 5% flag);
+  // seq 512 at 960 is −4% vs seq 2048 (within it) and faster than seq 1024. seq 4096 has 4096
+  // tokens per micro-batch: other work, never compared.
+  auto r =
+      ValidateCasesFile(std::string(PROJECTOR_TESTDATA_DIR) + "/scenarios/cases_sequence.jsonl");
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->cases.size(), 4u);
+  const ValidationCase& slow = r->cases[0];
+  ASSERT_TRUE(slow.longer_sequence_deficit_pct.has_value());
+  EXPECT_NEAR(*slow.longer_sequence_deficit_pct, -10.0, 1e-9);
+  EXPECT_EQ(slow.faster_longer_sequence_id, "seq2048");
+  EXPECT_EQ(slow.faster_longer_sequence_seq_len, 2048);
+  EXPECT_TRUE(slow.inconsistent);
+  for (size_t i = 1; i < 4; ++i) {
+    EXPECT_FALSE(r->cases[i].longer_sequence_deficit_pct.has_value()) << r->cases[i].id;
+    EXPECT_FALSE(r->cases[i].inconsistent) << r->cases[i].id;
+  }
+  EXPECT_EQ(r->inconsistent_cases, 1);
+  EXPECT_THAT(FormatValidationText(*r),
+              HasSubstr("[inconsistent: 10% slower than seq 2048 at equal tokens]"));
+  auto j = ValidationToJson(*r);
+  EXPECT_EQ(j["cases"][0]["faster_longer_sequence_id"], "seq2048");
+  EXPECT_NEAR(j["cases"][0]["longer_sequence_deficit_pct"].get<double>(), -10.0, 1e-9);
+  EXPECT_EQ(j["cases"][0]["inconsistent_with_siblings"], true);
+  EXPECT_FALSE(j["cases"][2].contains("longer_sequence_deficit_pct"));
+}
+
 TEST(ValidateCasesFileTest, KernelWhatIfMarksCasesWhoseGpuLacksItUnsupported) {
   ValidationOptions options;
   options.threads = 2;
