@@ -21,6 +21,7 @@
 #include "models/model_spec.h"
 #include "nlohmann/json.hpp"
 #include "projection/scenario.h"
+#include "projection/calibrate.h"
 #include "projection/projection.h"
 #include "projection/report.h"
 #include "projection/validate.h"
@@ -392,6 +393,10 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
      "What-if for every case: auto (default), flash, unfused or a kernel of the GPU profiles "
      "(fa2, fa3, ...; a case whose GPU lacks it is unsupported)",
      cxxopts::value<std::string>(), "NAME")
+    ("gpu", "Only the cases on this GPU", cxxopts::value<std::string>(), "NAME")
+    ("hw-overlay", "Hardware overlays from `project calibrate` (comma-separated), each applied to "
+     "the cases on the GPU it was fitted for", cxxopts::value<std::vector<std::string>>(),
+     "FILE[,FILE]")
     ("tp-comm-overlap", "What-if for every case: TP collectives overlapped with their GEMMs",
      cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("grad-reduce-dtype", "What-if for every case: gradient reduction in fp32 (default) or bf16",
@@ -426,6 +431,13 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
   if (flags.count("attention-kernel")) {
     PROJECTOR_ASSIGN_OR_RETURN(validation.attention_kernel,
                                ValidationKernel(flags["attention-kernel"].as<std::string>()));
+  }
+  if (flags.count("gpu")) validation.gpu = flags["gpu"].as<std::string>();
+  if (flags.count("hw-overlay")) {
+    for (const std::string& path : flags["hw-overlay"].as<std::vector<std::string>>()) {
+      PROJECTOR_ASSIGN_OR_RETURN(ValidationOptions::Overlay o, LoadValidationOverlay(path));
+      validation.hw_overlays.push_back(std::move(o));
+    }
   }
   if (flags.count("tp-comm-overlap")) {
     try {

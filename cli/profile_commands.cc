@@ -144,16 +144,67 @@ absl::Status RunProfilingMode(std::string_view mode, const cxxopts::ParseResult&
   return PrintReport(own, profile, mode == "both", as_json, out);
 }
 
+namespace {
+
+absl::Status WriteOverlay(const std::string& path, const nlohmann::json& overlay) {
+  std::ofstream file(path);
+  file << overlay.dump(2) << "\n";
+  if (!file) return absl::InvalidArgumentError(absl::StrCat("--overlay-out: cannot write ", path));
+  return absl::OkStatus();
+}
+
+// `project calibrate --cases FILE --gpu-arch NAME`: one compute scale for one GPU's runs.
+absl::Status RunStackCalibration(const cxxopts::ParseResult& flags, bool as_json,
+                                 std::ostream& out) {
+  if (!flags.count("gpu-arch")) {
+    return absl::InvalidArgumentError(
+        "--gpu-arch: required with --cases (the GPU whose measured runs are fitted)");
+  }
+  const std::string gpu = flags["gpu-arch"].as<std::string>();
+  if (absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(gpu); !hw.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--gpu-arch: ", hw.status().message()));
+  }
+  ValidationOptions options;
+  if (flags.count("only")) options.only = flags["only"].as<std::string>();
+  PROJECTOR_ASSIGN_OR_RETURN(
+      StackCalibrationResult result,
+      CalibrateFromCases(flags["cases"].as<std::string>(), gpu, std::move(options)));
+  const std::string path = flags["overlay-out"].as<std::string>();
+  const nlohmann::json overlay = StackOverlayJson(result);
+  PROJECTOR_RETURN_IF_ERROR(WriteOverlay(path, overlay));
+  if (as_json) {
+    nlohmann::json j = StackCalibrationJson(result);
+    j["overlay_file"] = path;
+    j["overlay"] = overlay;
+    out << j.dump(2) << "\n";
+  } else {
+    out << StackCalibrationText(result);
+    out << "\nwrote " << path << " (apply with --hw-overlay " << path
+        << "; validate --hw-overlay " << path << ")\n";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status RunCalibrateCommand(int argc, char** argv, std::ostream& out, std::ostream& err) {
-  cxxopts::Options options("project calibrate",
-                           "Fits the simulate backends' efficiency constants to a measured "
-                           "profile and writes a hardware overlay (--hw-overlay).");
+  cxxopts::Options options(
+      "project calibrate",
+      "Fits the simulate backends' efficiency constants to a measured profile (--profile), or "
+      "one compute scale to measured end-to-end runs on one GPU (--cases --gpu-arch), and writes "
+      "a hardware overlay (--hw-overlay).");
   BackendSelection defaults;
   // clang-format off
   options.add_options()
     ("h,help", "Show this help")
     ("format", "Output format: text or json", cxxopts::value<std::string>(), "FORMAT")
     ("profile", "Measured profile file", cxxopts::value<std::string>(), "FILE")
+    ("cases", "Measured runs in the calibration JSONL schema (stack calibration)",
+     cxxopts::value<std::string>(), "FILE")
+    ("gpu-arch", "With --cases: the GPU whose runs are fitted", cxxopts::value<std::string>(),
+     "NAME")
+    ("only", "With --cases: only the cases whose id or source contains TEXT",
+     cxxopts::value<std::string>(), "TEXT")
     ("overlay-out", "Overlay file to write",
      cxxopts::value<std::string>()->default_value("hw-overlay.json"), "FILE")
     ("gemm-backend", "GEMM backend", cxxopts::value<std::string>()->default_value(defaults.gemm), "NAME")
@@ -187,8 +238,13 @@ absl::Status RunCalibrateCommand(int argc, char** argv, std::ostream& out, std::
     }
     as_json = f == "json";
   }
+  if (flags.count("profile") && flags.count("cases")) {
+    return absl::InvalidArgumentError("--profile and --cases are exclusive; give one of them");
+  }
+  if (flags.count("cases")) return RunStackCalibration(flags, as_json, out);
   if (!flags.count("profile")) {
-    return absl::InvalidArgumentError("--profile: required (the measured profile to fit)");
+    return absl::InvalidArgumentError(
+        "--profile: required (the measured profile to fit), or --cases with --gpu-arch");
   }
   PROJECTOR_ASSIGN_OR_RETURN(Profile profile, LoadProfileFile(flags["profile"].as<std::string>()));
   PROJECTOR_ASSIGN_OR_RETURN(Scenario measured, ScenarioFromProfile(profile));
@@ -198,11 +254,7 @@ absl::Status RunCalibrateCommand(int argc, char** argv, std::ostream& out, std::
                              .collective = flags["collective-backend"].as<std::string>()};
   PROJECTOR_ASSIGN_OR_RETURN(CalibrationResult result, Calibrate(profile, measured.hw, selection));
   const std::string path = flags["overlay-out"].as<std::string>();
-  {
-    std::ofstream file(path);
-    file << HwOverlayJson(result).dump(2) << "\n";
-    if (!file) return absl::InvalidArgumentError(absl::StrCat("--overlay-out: cannot write ", path));
-  }
+  PROJECTOR_RETURN_IF_ERROR(WriteOverlay(path, HwOverlayJson(result)));
   if (as_json) {
     nlohmann::json j = CalibrationJson(result);
     j["overlay_file"] = path;

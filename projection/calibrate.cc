@@ -228,15 +228,24 @@ absl::Status ApplyHwOverlay(const json& overlay, const std::string& origin, Hard
   PROJECTOR_ASSIGN_OR_RETURN(std::string fitted_from, root.StringOr("fitted_from", ""));
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> fit, root.OptionalObject("fit"));
   if (fit) {
-    fit->Accept("rms_error_before_pct");
-    fit->Accept("rms_error_after_pct");
-    fit->Accept("ops");
+    for (const char* key : {"rms_error_before_pct", "rms_error_after_pct", "ops", "cases",
+                            "median_abs_error_before_pct", "median_abs_error_after_pct"}) {
+      fit->Accept(key);
+    }
     PROJECTOR_RETURN_IF_ERROR(fit->CheckNoUnknownKeys());
   }
   HardwareProfile out = hw;
+  std::optional<double> compute_scale;
   for (const char* section : {"gpu", "scale_up", "scale_out"}) {
     PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> obj, root.OptionalObject(section));
     if (!obj) continue;
+    if (std::string_view(section) == "gpu") {
+      PROJECTOR_ASSIGN_OR_RETURN(compute_scale, obj->OptionalNumber("compute_scale"));
+      if (compute_scale && !(*compute_scale > 0 && *compute_scale <= kMaxComputeScale)) {
+        return obj->FieldError("compute_scale", absl::StrCat("must be in (0, ", kMaxComputeScale,
+                                                             "], got ", *compute_scale));
+      }
+    }
     for (const ConstantSpec& c : kConstants) {
       if (std::string_view(c.section) != section) continue;
       PROJECTOR_ASSIGN_OR_RETURN(std::optional<double> v, obj->OptionalNumber(c.name));
@@ -249,9 +258,33 @@ absl::Status ApplyHwOverlay(const json& overlay, const std::string& origin, Hard
     PROJECTOR_RETURN_IF_ERROR(obj->CheckNoUnknownKeys());
   }
   PROJECTOR_RETURN_IF_ERROR(root.CheckNoUnknownKeys());
+  if (compute_scale) ScaleComputeEfficiencies(*compute_scale, out);
   PROJECTOR_RETURN_IF_ERROR(ValidateHardwareProfile(out, origin));
   hw = std::move(out);
   return absl::OkStatus();
+}
+
+absl::StatusOr<ValidationOptions::Overlay> LoadValidationOverlay(const std::string& path) {
+  PROJECTOR_ASSIGN_OR_RETURN(json value, ReadJsonFile(path));
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject root, JsonObject::Make(value, path, ""));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string base, root.String("base"));
+  absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(base);
+  if (!hw.ok()) return root.FieldError("base", std::string(hw.status().message()));
+  PROJECTOR_RETURN_IF_ERROR(ApplyHwOverlay(value, path, *hw));
+  return ValidationOptions::Overlay{.value = std::move(value), .origin = path, .base = base};
+}
+
+void ScaleComputeEfficiencies(double scale, HardwareProfile& hw) {
+  auto scaled = [scale](double e) { return std::min(1.0, e * scale); };
+  GpuSpec& g = hw.gpu;
+  g.gemm_efficiency_fp8 = scaled(g.GemmEfficiency(DType::kFp8));
+  g.gemm_efficiency = scaled(g.gemm_efficiency);
+  g.attention_fwd_efficiency = scaled(g.attention_fwd_efficiency);
+  g.attention_bwd_efficiency = scaled(g.attention_bwd_efficiency);
+  for (AttentionKernelSpec& k : g.attention_kernels) {
+    k.fwd_efficiency = scaled(k.fwd_efficiency);
+    k.bwd_efficiency = scaled(k.bwd_efficiency);
+  }
 }
 
 absl::Status ApplyHwOverlayFile(const std::string& path, HardwareProfile& hw) {
@@ -319,6 +352,141 @@ json CalibrationJson(const CalibrationResult& result) {
   }
   out["residuals"] = std::move(residuals);
   return out;
+}
+
+namespace {
+
+json ScaleOverlay(const std::string& gpu, double scale) {
+  return {{"format", std::string(kHwOverlayFormat)},
+          {"version", kHwOverlayVersion},
+          {"base", gpu},
+          {"gpu", {{"compute_scale", scale}}}};
+}
+
+// Validation of the case set with the compute scale applied to `gpu`.
+absl::StatusOr<ValidationReport> ValidateScaled(const std::string& cases_file,
+                                                const std::string& gpu, double scale,
+                                                ValidationOptions options) {
+  options.hw_overlays.push_back({.value = ScaleOverlay(gpu, scale),
+                                 .origin = absl::StrFormat("compute_scale %.4f", scale),
+                                 .base = gpu});
+  return ValidateCasesFile(cases_file, options);
+}
+
+// Mean of log(projected / measured)² over the projected cases.
+double MeanSquaredLogError(const ValidationReport& r) {
+  double sum = 0;
+  int64_t n = 0;
+  for (const ValidationCase& c : r.cases) {
+    if (!c.error_pct) continue;
+    const double l = std::log1p(*c.error_pct / 100.0);
+    sum += l * l;
+    ++n;
+  }
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
+}
+
+}  // namespace
+
+absl::StatusOr<StackCalibrationResult> CalibrateFromCases(const std::string& cases_file,
+                                                          const std::string& gpu,
+                                                          ValidationOptions options) {
+  options.gpu = gpu;
+  StackCalibrationResult result;
+  result.gpu = gpu;
+  result.cases_file = cases_file;
+  PROJECTOR_ASSIGN_OR_RETURN(ValidationReport before, ValidateCasesFile(cases_file, options));
+  ++result.evaluations;
+  if (before.summary.projected == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        cases_file, ": no case on '", gpu, "' could be projected (", before.summary.count,
+        " on that GPU", options.only.empty() ? "" : absl::StrCat(" matching '", options.only, "'"),
+        "); nothing to calibrate against"));
+  }
+  result.before = before.summary;
+  // Golden-section search of the scale on [kMinFitScale, kMaxComputeScale]: the squared log
+  // error is unimodal in the scale (the projected TGS rises monotonically with it).
+  const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
+  double lo = kMinFitScale, hi = kMaxComputeScale;
+  auto objective = [&](double scale) -> absl::StatusOr<double> {
+    PROJECTOR_ASSIGN_OR_RETURN(ValidationReport r,
+                               ValidateScaled(cases_file, gpu, scale, options));
+    ++result.evaluations;
+    return MeanSquaredLogError(r);
+  };
+  double a = hi - phi * (hi - lo), b = lo + phi * (hi - lo);
+  PROJECTOR_ASSIGN_OR_RETURN(double fa, objective(a));
+  PROJECTOR_ASSIGN_OR_RETURN(double fb, objective(b));
+  while (hi - lo > kScaleTolerance) {
+    if (fa <= fb) {
+      hi = b;
+      b = a;
+      fb = fa;
+      a = hi - phi * (hi - lo);
+      PROJECTOR_ASSIGN_OR_RETURN(fa, objective(a));
+    } else {
+      lo = a;
+      a = b;
+      fa = fb;
+      b = lo + phi * (hi - lo);
+      PROJECTOR_ASSIGN_OR_RETURN(fb, objective(b));
+    }
+  }
+  result.compute_scale = 0.5 * (lo + hi);
+  result.at_bound = result.compute_scale - kMinFitScale < kScaleTolerance ||
+                    kMaxComputeScale - result.compute_scale < kScaleTolerance;
+  PROJECTOR_ASSIGN_OR_RETURN(ValidationReport after,
+                             ValidateScaled(cases_file, gpu, result.compute_scale, options));
+  ++result.evaluations;
+  result.after = after.summary;
+  return result;
+}
+
+json StackOverlayJson(const StackCalibrationResult& result) {
+  json out = ScaleOverlay(result.gpu, result.compute_scale);
+  out["fitted_from"] = result.cases_file;
+  out["fit"] = {{"cases", result.after.projected},
+                {"median_abs_error_before_pct", result.before.median_abs_error_pct},
+                {"median_abs_error_after_pct", result.after.median_abs_error_pct}};
+  return out;
+}
+
+std::string StackCalibrationText(const StackCalibrationResult& r) {
+  std::string out = absl::StrFormat(
+      "Stack calibration of %s against %s (%d projected cases, %d evaluations)\n", r.gpu,
+      r.cases_file, r.after.projected, r.evaluations);
+  absl::StrAppendFormat(&out,
+                        "  compute_scale %.3f: GEMM and attention efficiencies x%.3f (capped at "
+                        "1)%s\n\n",
+                        r.compute_scale, r.compute_scale,
+                        r.at_bound ? "  (at the search bound)" : "");
+  absl::StrAppendFormat(&out, "  %-8s %5s %11s %9s %6s %6s %6s\n", "", "cases", "median|err|",
+                        "mean err", "<=10%", "<=20%", "<=30%");
+  for (const auto& [name, s] : {std::pair<const char*, const ErrorSummary*>{"before", &r.before},
+                                {"after", &r.after}}) {
+    absl::StrAppendFormat(&out, "  %-8s %5d %10.1f%% %+8.1f%% %5.0f%% %5.0f%% %5.0f%%\n", name,
+                          s->projected, s->median_abs_error_pct, s->mean_error_pct,
+                          s->within_10_pct, s->within_20_pct, s->within_30_pct);
+  }
+  return out;
+}
+
+json StackCalibrationJson(const StackCalibrationResult& r) {
+  auto summary = [](const ErrorSummary& s) {
+    return json{{"projected", s.projected},
+                {"median_abs_error_pct", s.median_abs_error_pct},
+                {"mean_error_pct", s.mean_error_pct},
+                {"within_10_pct", s.within_10_pct},
+                {"within_20_pct", s.within_20_pct},
+                {"within_30_pct", s.within_30_pct}};
+  };
+  return {{"gpu", r.gpu},
+          {"cases_file", r.cases_file},
+          {"compute_scale", r.compute_scale},
+          {"at_bound", r.at_bound},
+          {"evaluations", r.evaluations},
+          {"before", summary(r.before)},
+          {"after", summary(r.after)}};
 }
 
 }  // namespace projector

@@ -16,6 +16,7 @@
 #include "backends/profile/profile_file.h"
 #include "hw_profiles/hardware_profile.h"
 #include "nlohmann/json.hpp"
+#include "projection/validate.h"
 
 namespace projector {
 
@@ -65,6 +66,13 @@ absl::StatusOr<CalibrationResult> Calibrate(const Profile& profile, const Hardwa
 // rms_error_after_pct, ops}}, with only the identifiable constants.
 nlohmann::json HwOverlayJson(const CalibrationResult& result);
 
+// An overlay's "gpu": {"compute_scale": s} multiplies every compute efficiency of the GPU (GEMM
+// bf16 and FP8, attention forward and backward of every named kernel), each capped at 1: the
+// in-situ rate of a training stack relative to the kernel-level figures, as fitted by
+// CalibrateFromCases. Applied after the overlay's own constants.
+inline constexpr double kMaxComputeScale = 2.0;
+void ScaleComputeEfficiencies(double scale, HardwareProfile& hw);
+
 // Applies an overlay to `hw` and validates the result. kInvalidArgument
 // "<origin>: <json-pointer>: <problem>" for a wrong format/version, an unknown key, a value
 // outside (0, 1], or an overlay fitted for another GPU ("base").
@@ -72,6 +80,37 @@ absl::Status ApplyHwOverlay(const nlohmann::json& overlay, const std::string& or
                             HardwareProfile& hw);
 // The same from a file; kNotFound if it cannot be opened.
 absl::Status ApplyHwOverlayFile(const std::string& path, HardwareProfile& hw);
+// Reads an overlay for `project validate`, checked against the library profile of the GPU it
+// names (so a malformed one fails before any case is projected).
+absl::StatusOr<ValidationOptions::Overlay> LoadValidationOverlay(const std::string& path);
+
+// Stack calibration (`project calibrate --cases FILE --gpu-arch NAME`): the one compute scale
+// (ScaleComputeEfficiencies) that best matches a set of measured end-to-end runs on one GPU,
+// i.e. how far a training stack's in-situ GEMM and attention rates sit from the kernel-level
+// figures of the profile. A user fits it to runs of their own stack and projects new layouts
+// with the overlay; the shipped profiles carry no fitted scale.
+struct StackCalibrationResult {
+  std::string gpu;
+  std::string cases_file;
+  double compute_scale = 1;
+  bool at_bound = false;    // the fit hit the search range [kMinFitScale, kMaxComputeScale]
+  int64_t evaluations = 0;  // projections of the whole case set
+  ErrorSummary before, after;
+};
+inline constexpr double kMinFitScale = 0.2;
+inline constexpr double kScaleTolerance = 1e-3;
+
+// Minimises the mean of log(projected / measured)² over the projected cases on `gpu` (the
+// ValidationOptions filters and what-ifs apply; `options.gpu` is set to `gpu`) by golden-section
+// search over the scale. kInvalidArgument when no case on that GPU can be projected.
+absl::StatusOr<StackCalibrationResult> CalibrateFromCases(const std::string& cases_file,
+                                                          const std::string& gpu,
+                                                          ValidationOptions options);
+// {"format", "version", "base", "fitted_from", "gpu": {"compute_scale"}, "fit": {"cases",
+// "median_abs_error_before_pct", "median_abs_error_after_pct"}}.
+nlohmann::json StackOverlayJson(const StackCalibrationResult& result);
+std::string StackCalibrationText(const StackCalibrationResult& result);
+nlohmann::json StackCalibrationJson(const StackCalibrationResult& result);
 
 // Text: fitted constants (initial -> fitted, ops), per-op residuals before/after, RMS errors.
 std::string CalibrationText(const CalibrationResult& result);

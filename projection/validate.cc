@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "core/json_reader.h"
 #include "core/status_macros.h"
+#include "projection/calibrate.h"
 #include "projection/projection.h"
 #include "projection/scenario.h"
 
@@ -237,6 +238,11 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
     }
     if (value.contains("measured") && value["measured"].is_object()) {
       c.measured_tokens_per_s_per_gpu = value["measured"].value("tokens_per_s_per_gpu", 0.0);
+    }
+    if (!options.gpu.empty() && c.gpu != options.gpu) continue;
+    for (const ValidationOptions::Overlay& o : options.hw_overlays) {
+      if (!scenario.ok() || o.base != scenario->hw.name) continue;
+      if (absl::Status s = ApplyHwOverlay(o.value, o.origin, scenario->hw); !s.ok()) return s;
     }
     if (scenario.ok() && options.tp_comm_overlap) {
       scenario->training.tp_comm_overlap = *options.tp_comm_overlap;

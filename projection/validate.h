@@ -93,6 +93,16 @@ struct ValidationOptions {
   // training.tp_comm_overlap and training.grad_reduce_dtype for every case.
   std::optional<bool> tp_comm_overlap;
   std::optional<DType> grad_reduce_dtype;
+  // Hardware overlays (`project calibrate`), each applied to the cases on the GPU it names
+  // ("base"); `origin` names its file in messages.
+  struct Overlay {
+    nlohmann::json value;
+    std::string origin;
+    std::string base;
+  };
+  std::vector<Overlay> hw_overlays;
+  // Keep only cases on this GPU (empty: all).
+  std::string gpu;
   // Keep only cases whose id or source contains this text (empty: all).
   std::string only;
 };

@@ -1,5 +1,6 @@
 #include "projection/calibrate.h"
 
+#include <fstream>
 #include <set>
 #include <string>
 
@@ -291,6 +292,96 @@ TEST(CalibrateTest, OverlayErrorsNameFileAndField) {
   overlay["version"] = 3;
   EXPECT_THAT(ApplyHwOverlay(overlay, "o.json", *hw),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("/version")));
+}
+
+// compute_scale multiplies every compute efficiency (GEMM bf16 and FP8, attention of every
+// named kernel), each capped at 1, after the overlay's own constants.
+TEST(CalibrateTest, ComputeScaleMultipliesEveryComputeEfficiencyCappedAtOne) {
+  auto hw = ResolveHardwareProfile("h100-sxm");
+  ASSERT_THAT(hw, IsOk());
+  HardwareProfile scaled = *hw;
+  nlohmann::json overlay = {{"format", "projector-hw-overlay"},
+                            {"version", 1},
+                            {"base", "h100-sxm"},
+                            {"gpu", {{"compute_scale", 0.5}, {"hbm_efficiency", 0.8}}}};
+  ASSERT_THAT(ApplyHwOverlay(overlay, "o.json", scaled), IsOk());
+  const GpuSpec& g = hw->gpu;
+  EXPECT_DOUBLE_EQ(scaled.gpu.gemm_efficiency, 0.5 * g.gemm_efficiency);
+  EXPECT_DOUBLE_EQ(scaled.gpu.GemmEfficiency(DType::kFp8), 0.5 * g.GemmEfficiency(DType::kFp8));
+  EXPECT_DOUBLE_EQ(scaled.gpu.attention_fwd_efficiency, 0.5 * g.attention_fwd_efficiency);
+  EXPECT_DOUBLE_EQ(scaled.gpu.attention_bwd_efficiency, 0.5 * g.attention_bwd_efficiency);
+  ASSERT_EQ(scaled.gpu.attention_kernels.size(), g.attention_kernels.size());
+  for (size_t i = 0; i < g.attention_kernels.size(); ++i) {
+    EXPECT_DOUBLE_EQ(scaled.gpu.attention_kernels[i].fwd_efficiency,
+                     0.5 * g.attention_kernels[i].fwd_efficiency);
+    EXPECT_DOUBLE_EQ(scaled.gpu.attention_kernels[i].bwd_efficiency,
+                     0.5 * g.attention_kernels[i].bwd_efficiency);
+  }
+  EXPECT_DOUBLE_EQ(scaled.gpu.hbm_efficiency, 0.8);  // set, not scaled
+  // 1.9 x the H100 GEMM figure (0.803) exceeds 1: capped.
+  HardwareProfile capped = *hw;
+  overlay["gpu"] = {{"compute_scale", 1.9}};
+  ASSERT_THAT(ApplyHwOverlay(overlay, "o.json", capped), IsOk());
+  EXPECT_DOUBLE_EQ(capped.gpu.gemm_efficiency, 1.0);
+  for (double bad : {0.0, -0.5, 2.5}) {
+    overlay["gpu"] = {{"compute_scale", bad}};
+    EXPECT_THAT(ApplyHwOverlay(overlay, "o.json", capped),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("o.json: /gpu/compute_scale: must be in (0, 2]")));
+  }
+}
+
+// Stack calibration on synthetic runs: the "measured" TGS of the test series cases are their
+// projections with compute_scale 0.7, so the fit recovers 0.7 (within the search tolerance and
+// the flatness of the objective near its minimum: 1%) and the error after the fit vanishes.
+TEST(CalibrateTest, StackCalibrationRecoversAKnownComputeScale) {
+  const std::string series =
+      std::string(PROJECTOR_TESTDATA_DIR) + "/scenarios/cases_series.jsonl";
+  ValidationOptions truth;
+  truth.hw_overlays.push_back({.value = {{"format", "projector-hw-overlay"},
+                                         {"version", 1},
+                                         {"base", "h100-sxm"},
+                                         {"gpu", {{"compute_scale", 0.7}}}},
+                               .origin = "truth",
+                               .base = "h100-sxm"});
+  auto projected = ValidateCasesFile(series, truth);
+  ASSERT_THAT(projected, IsOk());
+  const std::string synthetic = ::testing::TempDir() + "/stack_synthetic.jsonl";
+  {
+    std::ifstream in(series);
+    std::ofstream out(synthetic);
+    std::string line;
+    size_t i = 0;
+    while (std::getline(in, line)) {
+      nlohmann::json c = nlohmann::json::parse(line);
+      c["measured"]["tokens_per_s_per_gpu"] =
+          *projected->cases.at(i++).projected_tokens_per_s_per_gpu;
+      out << c.dump() << "\n";
+    }
+  }
+  auto fit = CalibrateFromCases(synthetic, "h100-sxm", {});
+  ASSERT_THAT(fit, IsOk());
+  EXPECT_THAT(fit->compute_scale, IsNearRel(0.7, 0.01));
+  EXPECT_FALSE(fit->at_bound);
+  EXPECT_EQ(fit->after.projected, 5);
+  EXPECT_GT(fit->before.median_abs_error_pct, 10.0);
+  EXPECT_LT(fit->after.median_abs_error_pct, 1.0);
+  // The overlay it writes carries the scale and reads back.
+  const nlohmann::json overlay = StackOverlayJson(*fit);
+  EXPECT_DOUBLE_EQ(overlay["gpu"]["compute_scale"].get<double>(), fit->compute_scale);
+  auto hw = ResolveHardwareProfile("h100-sxm");
+  ASSERT_THAT(hw, IsOk());
+  EXPECT_THAT(ApplyHwOverlay(overlay, "fit.json", *hw), IsOk());
+  EXPECT_THAT(StackCalibrationText(*fit), HasSubstr("compute_scale 0.70"));
+  EXPECT_DOUBLE_EQ(StackCalibrationJson(*fit)["compute_scale"].get<double>(), fit->compute_scale);
+}
+
+TEST(CalibrateTest, StackCalibrationNeedsProjectedCasesOnTheGpu) {
+  const std::string series =
+      std::string(PROJECTOR_TESTDATA_DIR) + "/scenarios/cases_series.jsonl";
+  EXPECT_THAT(CalibrateFromCases(series, "mi300x", {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no case on 'mi300x' could be projected")));
 }
 
 TEST(CalibrateTest, NeedsMeasuredOps) {
