@@ -1,6 +1,7 @@
 #include "cli/search_command.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,9 @@ absl::Status FlagError(absl::string_view flag, absl::string_view problem) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", problem));
 }
 
-absl::StatusOr<int64_t> PositiveInt(const cxxopts::ParseResult& flags, const std::string& name) {
+// A required integer flag in 1..max (the scenario's limits, projection/scenario.h).
+absl::StatusOr<int64_t> PositiveInt(const cxxopts::ParseResult& flags, const std::string& name,
+                                    int64_t max = std::numeric_limits<int64_t>::max()) {
   if (!flags.count(name)) return FlagError(name, "required");
   int64_t v = 0;
   try {
@@ -41,6 +44,9 @@ absl::StatusOr<int64_t> PositiveInt(const cxxopts::ParseResult& flags, const std
     return FlagError(name, absl::StrCat("expected an integer (", e.what(), ")"));
   }
   if (v <= 0) return FlagError(name, absl::StrCat("must be > 0, got ", v));
+  if (v > max) {
+    return FlagError(name, absl::StrCat("must be <= ", max, " (beyond any training run), got ", v));
+  }
   return v;
 }
 
@@ -164,14 +170,15 @@ absl::StatusOr<Scenario> BaseScenarioFromFlags(const cxxopts::ParseResult& flags
   if (flags.count("gpus-per-node")) {
     PROJECTOR_ASSIGN_OR_RETURN(s.hw.gpus_per_node, PositiveInt(flags, "gpus-per-node"));
   }
-  PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, PositiveInt(flags, "num-gpus"));
+  PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, PositiveInt(flags, "num-gpus", kMaxGpus));
   if (s.num_gpus > s.hw.gpus_per_node && s.num_gpus % s.hw.gpus_per_node != 0) {
     return FlagError("num-gpus", absl::StrFormat("%d GPUs do not fill whole nodes of %d GPUs; "
                                                  "use a multiple of --gpus-per-node",
                                                  s.num_gpus, s.hw.gpus_per_node));
   }
-  PROJECTOR_ASSIGN_OR_RETURN(s.training.seq_len, PositiveInt(flags, "seq-len"));
-  PROJECTOR_ASSIGN_OR_RETURN(s.training.global_batch, PositiveInt(flags, "global-batch"));
+  PROJECTOR_ASSIGN_OR_RETURN(s.training.seq_len, PositiveInt(flags, "seq-len", kMaxSeqLen));
+  PROJECTOR_ASSIGN_OR_RETURN(s.training.global_batch,
+                             PositiveInt(flags, "global-batch", kMaxGlobalBatch));
   if (flags.count("precision")) {
     std::string v = StringFlag(flags, "precision");
     if (v != "bf16" && v != "fp16" && v != "fp8") {

@@ -130,9 +130,18 @@ std::string KeyPath(const std::string& base, const char* key) {
   return absl::StrCat(base, "/", key);
 }
 
+// Upper bounds far beyond any trained model, so that products of sizes (tokens x hidden x
+// experts) stay well inside 64-bit integers and per-layer loops stay short.
+constexpr int64_t kMaxModelDim = int64_t{1} << 24;   // hidden, FFN, heads, vocab, experts, ranks
+constexpr int64_t kMaxModelLayers = int64_t{1} << 16;
+
 absl::Status CheckPositive(const std::string& origin, const std::string& pointer, int64_t value,
-                           bool allow_zero = false) {
-  if (allow_zero ? value >= 0 : value > 0) return absl::OkStatus();
+                           bool allow_zero = false, int64_t max = kMaxModelDim) {
+  if ((allow_zero ? value >= 0 : value > 0) && value <= max) return absl::OkStatus();
+  if (value > max) {
+    return JsonFieldError(origin, pointer,
+                          absl::StrCat("must be <= ", max, " (beyond any model), got ", value));
+  }
   return JsonFieldError(origin, pointer,
                         absl::StrCat("must be ", allow_zero ? ">= 0" : "> 0", ", got ", value));
 }
@@ -143,7 +152,8 @@ absl::Status ValidateWithKeys(const ModelSpec& m, const std::string& origin,
   if (m.name.empty()) {
     return JsonFieldError(origin, at(keys.name), "must be a non-empty string");
   }
-  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.num_layers), m.num_layers));
+  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.num_layers), m.num_layers,
+                                          /*allow_zero=*/false, kMaxModelLayers));
   PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.hidden_size), m.hidden_size));
   PROJECTOR_RETURN_IF_ERROR(
       CheckPositive(origin, at(keys.ffn_hidden_size), m.ffn_hidden_size, m.moe.has_value()));

@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <tuple>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -335,6 +336,18 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
   const ParallelConfig& p = s.parallel;
   const ModelSpec& m = s.model;
   const TrainingConfig& t = s.training;
+  // Sizes beyond any training run; they would overflow the integer arithmetic of the projection
+  // (tokens per micro-batch x hidden) or blow up the schedule replay (micro-batches per step).
+  for (auto [pointer, v, max] :
+       {std::tuple<const char*, int64_t, int64_t>{"/num_gpus", s.num_gpus, kMaxGpus},
+        {"/training/seq_len", t.seq_len, kMaxSeqLen},
+        {"/training/micro_batch", t.micro_batch, kMaxMicroBatch},
+        {"/training/global_batch", t.global_batch, kMaxGlobalBatch}}) {
+    if (v > max) {
+      return JsonFieldError(origin, pointer,
+                            absl::StrCat("must be <= ", max, " (beyond any training run), got ", v));
+    }
+  }
   for (auto [name, v] : {std::pair<const char*, int64_t>{"tp", p.tp}, {"pp", p.pp},
                          {"vpp", p.vpp}, {"cp", p.cp}, {"ep", p.ep}, {"etp", p.etp},
                          {"dp", p.dp}}) {
@@ -454,6 +467,21 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
                                         "%d·%d = %d",
                                         t.global_batch, t.micro_batch, p.dp,
                                         t.micro_batch * p.dp));
+  }
+  if (t.global_batch / (t.micro_batch * p.dp) > kMaxMicroBatchesPerStep) {
+    return JsonFieldError(
+        origin, "/training/global_batch",
+        absl::StrFormat("%d micro-batches per step (global_batch / (micro_batch·dp)) are more "
+                        "than the %d a projection replays; accepted: a global batch of at most "
+                        "%d sequences at this micro-batch and dp",
+                        t.global_batch / (t.micro_batch * p.dp), kMaxMicroBatchesPerStep,
+                        kMaxMicroBatchesPerStep * t.micro_batch * p.dp));
+  }
+  if (t.micro_batch * t.seq_len > kMaxTokensPerMicroBatch) {
+    return JsonFieldError(origin, "/training/micro_batch",
+                          absl::StrFormat("micro_batch·seq_len = %d tokens per micro-batch is "
+                                          "beyond any training run; accepted: at most %d",
+                                          t.micro_batch * t.seq_len, kMaxTokensPerMicroBatch));
   }
   if (t.attention_kernel == AttentionKernel::kUnfused && p.cp > 1) {
     // Megatron's context parallelism is a ring over Transformer Engine's fused attention; the

@@ -40,6 +40,14 @@ struct Scenario {
 // Llama-3.1-8B on 8 MI300X, TP1 DP8, seq 8192, micro-batch 1, global batch 64, bf16.
 absl::StatusOr<Scenario> DefaultScenario();
 
+// Upper bounds of a scenario (ValidateScenario), far beyond any training run.
+inline constexpr int64_t kMaxGpus = int64_t{1} << 24;
+inline constexpr int64_t kMaxSeqLen = int64_t{1} << 24;
+inline constexpr int64_t kMaxMicroBatch = int64_t{1} << 20;
+inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 30;
+inline constexpr int64_t kMaxMicroBatchesPerStep = int64_t{1} << 20;
+inline constexpr int64_t kMaxTokensPerMicroBatch = int64_t{1} << 32;
+
 // Cross-field validation: TP·PP·CP·DP == num_gpus, heads % TP, kv heads vs TP, layers across
 // PP·VPP (unless an uneven split is given), experts % EP, EP·ETP vs DP·CP·TP, global batch vs
 // micro-batch·DP, ... kFailedPrecondition / kInvalidArgument with `origin` and the field.

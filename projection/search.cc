@@ -249,6 +249,11 @@ std::optional<SearchConstraint> FirstViolatedConstraint(const Scenario& base,
   const ParallelConfig& p = c.parallel;
   const ModelSpec& m = base.model;
   const int64_t seq = base.training.seq_len;
+  // dp = 0 marks tp·pp·cp beyond the GPU count (EnumerateCandidates), whose product may
+  // not even fit in 64 bits; otherwise the product is at most the GPU count.
+  if (p.dp <= 0 || p.pp > base.num_gpus / p.tp || p.cp > base.num_gpus / (p.tp * p.pp)) {
+    return SearchConstraint::kGpuCount;
+  }
   const int64_t model_parallel = p.tp * p.pp * p.cp;
   if (base.num_gpus % model_parallel != 0 || p.dp * model_parallel != base.num_gpus) {
     return SearchConstraint::kGpuCount;
@@ -301,9 +306,13 @@ std::vector<SearchCandidate> EnumerateCandidates(
     for (int64_t pp : space.pp) {
       for (int64_t vpp : space.vpp) {
         for (int64_t cp : space.cp) {
-          const int64_t model_parallel = tp * pp * cp;
-          const int64_t dp = base.num_gpus % model_parallel == 0 ? base.num_gpus / model_parallel
-                                                                 : 0;
+          // tp·pp·cp beyond the GPU count (checked by division: the product of three
+          // divisors of a large count can overflow) leaves no DP: the gpu_count constraint.
+          const bool fits = pp <= base.num_gpus / tp && cp <= base.num_gpus / (tp * pp);
+          const int64_t model_parallel = fits ? tp * pp * cp : 0;
+          const int64_t dp = fits && base.num_gpus % model_parallel == 0
+                                 ? base.num_gpus / model_parallel
+                                 : 0;
           for (int64_t ep : space.ep) {
             for (int64_t etp : space.etp) {
               for (int64_t mb : space.micro_batch) {

@@ -228,6 +228,21 @@ TEST(ParseModelJsonTest, CalibrationRejectsNonPositiveSize) {
                                                          HasSubstr("must be > 0, got -1"))));
 }
 
+// Sizes beyond any model (layers > 2^16, other dimensions > 2^24) are rejected with the field.
+TEST(ParseModelJsonTest, CalibrationRejectsSizesBeyondAnyModel) {
+  json value = CalibrationDeepSeekV3();
+  value["layers"] = int64_t{1} << 31;
+  EXPECT_THAT(ParseModelJson(value, "cases.jsonl:7", "/model"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("cases.jsonl:7: /model/layers:"),
+                             HasSubstr("must be <= 65536 (beyond any model), got 2147483648"))));
+  value = CalibrationDeepSeekV3();
+  value["vocab"] = int64_t{1} << 40;
+  EXPECT_THAT(ParseModelJson(value, "cases.jsonl:7", "/model"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/model/vocab:"), HasSubstr("must be <= 16777216"))));
+}
+
 // ---------------------------------------------------------------------------------------------
 // MoE layer placement.
 

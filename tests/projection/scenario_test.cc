@@ -156,6 +156,35 @@ TEST(ScenarioTest, CommSwitchesChangeOnlyTheirTerms) {
   EXPECT_TRUE(has_tp_note(*p_off));
 }
 
+// Sizes beyond any training run are rejected with the field named, before any integer
+// product of them (tokens x hidden, micro-batches per step) could overflow.
+TEST(ScenarioTest, SizesBeyondAnyTrainingRunAreRejected) {
+  auto rejected = [](auto mutate, const std::string& pointer, const std::string& text) {
+    Scenario s = Default();
+    mutate(s);
+    EXPECT_THAT(ValidateScenario(s, "x.json"),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("x.json: " + pointer), HasSubstr(text))));
+  };
+  rejected([](Scenario& s) { s.training.micro_batch = int64_t{1} << 62; },
+           "/training/micro_batch", "must be <= 1048576 (beyond any training run)");
+  rejected([](Scenario& s) { s.training.seq_len = int64_t{1} << 40; }, "/training/seq_len",
+           "must be <= 16777216");
+  rejected([](Scenario& s) { s.training.global_batch = int64_t{1} << 40; },
+           "/training/global_batch", "must be <= 1073741824");
+  // 8 GPUs of DP with micro-batch 1: 2^21 micro-batches per step.
+  rejected([](Scenario& s) { s.training.global_batch = int64_t{8} << 21; },
+           "/training/global_batch", "2097152 micro-batches per step");
+  // 2^20 sequences of 2^13 tokens: 2^33 tokens per micro-batch.
+  rejected(
+      [](Scenario& s) {
+        s.training.micro_batch = int64_t{1} << 20;
+        s.training.seq_len = int64_t{1} << 13;
+        s.training.global_batch = int64_t{8} << 20;
+      },
+      "/training/micro_batch", "8589934592 tokens per micro-batch");
+}
+
 TEST(ScenarioTest, UnreadableFileIsNotFound) {
   EXPECT_THAT(LoadScenarioFile(Data("missing.json")),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.json")));

@@ -149,6 +149,21 @@ TEST(SearchTest, CrossNodeTpIsRemovedUnlessAllowed) {
   EXPECT_FALSE(EnumerateCandidates(base, space).empty());
 }
 
+// tp·pp·cp of three divisors of 2^24 GPUs is 2^72 here: it overflows 64 bits, and the
+// enumeration must count it under gpu_count rather than divide by the wrapped product.
+TEST(SearchTest, ModelParallelProductBeyondTheGpuCountIsRemovedWithoutOverflow) {
+  Scenario base = TinyScenario();
+  base.num_gpus = int64_t{1} << 24;
+  SearchSpace space = TinySpace();
+  space.tp = {int64_t{1} << 24};
+  space.pp = {int64_t{1} << 24};
+  space.vpp = {1};
+  space.cp = {int64_t{1} << 24};
+  std::array<int64_t, kNumSearchConstraints> removed{};
+  EXPECT_TRUE(EnumerateCandidates(base, space, &removed).empty());
+  EXPECT_EQ(Removed(removed, SearchConstraint::kGpuCount), space.Size());
+}
+
 TEST(SearchTest, MoeConstraintsAndDuplicateSwitches) {
   Scenario base = TinyScenario();
   MoeSpec moe;
