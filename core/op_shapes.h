@@ -101,19 +101,39 @@ struct ProcessGroup {
   }
 };
 
+// How the rows of an MoE All-to-All pick their destinations, for a dispatcher that sends a
+// token once per destination node and fans it out inside the node (DeepEP): each row goes to
+// top_k of `experts` experts spread evenly over the group's ranks, drawn from its topk_groups
+// best of `groups` equal expert groups (groups = 0: no group limit). top_k = 0: unknown, every
+// row crosses to its share of peers as in a plain All-to-All.
+struct A2aRouting {
+  int64_t top_k = 0;
+  int64_t experts = 0;
+  int64_t groups = 0;
+  int64_t topk_groups = 0;
+
+  bool operator==(const A2aRouting&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const A2aRouting& r) {
+    return H::combine(std::move(h), r.top_k, r.experts, r.groups, r.topk_groups);
+  }
+};
+
 // One collective call. `bytes` follows the nccl-tests convention: AllReduce and Broadcast the
 // buffer size; AllGather the gathered output size; ReduceScatter the full input size;
-// AllToAll the total bytes a rank sends (its whole buffer, own share included); SendRecv the
-// message size (group.size is 2, stride the distance between the two ranks).
+// AllToAll the total bytes a rank sends (its whole buffer, own share included, top_k copies of
+// every routed row); SendRecv the message size (group.size is 2, stride the distance between the
+// two ranks). `routing` only matters for an AllToAll.
 struct CollectiveOp {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   Bytes bytes;
   ProcessGroup group;
+  A2aRouting routing{};
 
   bool operator==(const CollectiveOp&) const = default;
   template <typename H>
   friend H AbslHashValue(H h, const CollectiveOp& c) {
-    return H::combine(std::move(h), c.kind, c.bytes.value(), c.group);
+    return H::combine(std::move(h), c.kind, c.bytes.value(), c.group, c.routing);
   }
 };
 

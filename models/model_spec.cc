@@ -202,6 +202,30 @@ absl::Status ValidateWithKeys(const ModelSpec& m, const std::string& origin,
                           absl::StrCat(moe.top_k, " exceeds ", keys.num_experts, " ",
                                        moe.num_experts, "; accepted: 1..", moe.num_experts));
   }
+  if (moe.num_groups > 0) {
+    // Library keys only: the calibration schema has no group-limited routing.
+    if (moe.num_experts % moe.num_groups != 0) {
+      return JsonFieldError(origin, moe_at("num_groups"),
+                            absl::StrCat(moe.num_experts, " experts do not split into ",
+                                         moe.num_groups, " equal groups; accepted: a divisor of ",
+                                         moe.num_experts));
+    }
+    if (moe.topk_groups > moe.num_groups) {
+      return JsonFieldError(origin, moe_at("topk_groups"),
+                            absl::StrCat(moe.topk_groups, " exceeds num_groups ", moe.num_groups,
+                                         "; accepted: 1..", moe.num_groups));
+    }
+    const int64_t eligible = moe.topk_groups * (moe.num_experts / moe.num_groups);
+    if (eligible < moe.top_k) {
+      return JsonFieldError(
+          origin, moe_at("topk_groups"),
+          absl::StrCat(moe.topk_groups, " groups of ", moe.num_experts / moe.num_groups,
+                       " experts cannot hold top_k ", moe.top_k, "; accepted: ",
+                       (moe.top_k + moe.num_experts / moe.num_groups - 1) /
+                           (moe.num_experts / moe.num_groups),
+                       "..", moe.num_groups));
+    }
+  }
   // The calibration schema has neither key; a programmatic spec is named in library keys.
   const char* shared_ffn_key = keys.shared_expert_ffn_hidden[0] == '\0'
                                    ? kLibraryKeys.shared_expert_ffn_hidden
@@ -284,7 +308,8 @@ absl::StatusOr<std::vector<bool>> ParseLayerPattern(const json& array, const std
 absl::StatusOr<MoeSpec> ParseLibraryMoe(JsonObject& obj) {
   PROJECTOR_RETURN_IF_ERROR(
       CheckKeys(obj, {"num_experts", "top_k", "expert_ffn_hidden", "num_shared_experts",
-                      "shared_expert_ffn_hidden", "num_dense_layers", "layer_pattern"}));
+                      "shared_expert_ffn_hidden", "num_dense_layers", "layer_pattern",
+                      "num_groups", "topk_groups"}));
   MoeSpec moe;
   PROJECTOR_ASSIGN_OR_RETURN(moe.num_experts, obj.PositiveInt("num_experts"));
   PROJECTOR_ASSIGN_OR_RETURN(moe.top_k, obj.PositiveInt("top_k"));
@@ -305,6 +330,15 @@ absl::StatusOr<MoeSpec> ParseLibraryMoe(JsonObject& obj) {
     PROJECTOR_ASSIGN_OR_RETURN(const json* array, obj.Array("layer_pattern"));
     PROJECTOR_ASSIGN_OR_RETURN(
         moe.layer_pattern, ParseLayerPattern(*array, obj.origin(), obj.PathOf("layer_pattern")));
+  }
+  if (obj.Has("num_groups") != obj.Has("topk_groups")) {
+    return obj.FieldError(obj.Has("num_groups") ? "topk_groups" : "num_groups",
+                          "required with the other of num_groups / topk_groups "
+                          "(group-limited routing needs both)");
+  }
+  if (obj.Has("num_groups")) {
+    PROJECTOR_ASSIGN_OR_RETURN(moe.num_groups, obj.PositiveInt("num_groups"));
+    PROJECTOR_ASSIGN_OR_RETURN(moe.topk_groups, obj.PositiveInt("topk_groups"));
   }
   return moe;
 }

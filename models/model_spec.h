@@ -29,6 +29,10 @@ struct MoeSpec {
   int64_t num_shared_experts = 0;
   int64_t shared_expert_ffn_hidden = 0;  // per shared expert; 0 = expert_ffn_hidden
   int64_t num_dense_layers = 0;          // leading dense layers (DeepSeek's first_k_dense)
+  // Group-limited routing (DeepSeek-V3 n_group / topk_group): the experts form num_groups equal
+  // groups and a token's top_k experts come from its topk_groups best groups. 0 = no limit.
+  int64_t num_groups = 0;
+  int64_t topk_groups = 0;
   // Optional explicit per-layer pattern (size = num_layers, true = MoE); overrides
   // num_dense_layers when non-empty.
   std::vector<bool> layer_pattern;

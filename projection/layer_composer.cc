@@ -12,6 +12,9 @@ namespace {
 // Activations and gradients cross the wire in bf16 (Megatron communicates in the params dtype;
 // fp8 training keeps bf16 activations between layers).
 constexpr double kCommBytesPerElement = 2.0;
+// DeepEP's FP8 dispatch: one E4M3 byte per element plus one fp32 scale per 128-element block
+// (DeepSeek-V3 report, arXiv 2412.19437 §3.3.2; deepseek-ai/DeepEP low-precision dispatch).
+constexpr double kFp8DispatchBytesPerElement = 1.0 + 4.0 / 128.0;
 
 Seconds Max0(Seconds s) { return s.value() > 0 ? s : Seconds(0); }
 
@@ -104,6 +107,17 @@ struct TimedComm {
   CommSlowdown slowdown;
 };
 
+// Two collectives run back to back: their times add; the slowdown they cause is the
+// time-weighted mean of theirs.
+TimedComm Sum(const TimedComm& a, const TimedComm& b) {
+  const Seconds t = a.time + b.time;
+  if (t.value() <= 0) return {};
+  const double wa = a.time.value() / t.value(), wb = b.time.value() / t.value();
+  return {.time = t,
+          .slowdown = {.compute = wa * a.slowdown.compute + wb * b.slowdown.compute,
+                       .memory = wa * a.slowdown.memory + wb * b.slowdown.memory}};
+}
+
 // Exposure of one collective overlapping `window` (OverlappedExposure of its InterferenceCost).
 Seconds Exposure(const TimedComm& c, const OverlapWindow& window) {
   return OverlappedExposure(c.time, InterferenceCost(c.time, c.slowdown, window), window);
@@ -119,9 +133,9 @@ class CommBuilder {
   absl::StatusOr<TimedComm> Add(std::string_view name, std::string_view module, OpPhase phase,
                                 CommDim dim, CollectiveKind kind, Bytes bytes, ProcessGroup group,
                                 CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto,
-                                int64_t repeat = 1) {
+                                int64_t repeat = 1, A2aRouting routing = {}) {
     if (group.size <= 1 || bytes.value() <= 0) return TimedComm{};
-    CollectiveOp c{.kind = kind, .bytes = bytes, .group = group};
+    CollectiveOp c{.kind = kind, .bytes = bytes, .group = group, .routing = routing};
     absl::StatusOr<CollectiveEstimate> e = collective_.Estimate(c, algorithm);
     // PXN needs a group that spans nodes; inside one node fall back to the backend's choice.
     if (!e.ok() && e.status().code() == absl::StatusCode::kUnimplemented &&
@@ -373,21 +387,50 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
   // hierarchical). DeepEP overlaps the A2A of one micro-batch with the expert and shared-expert
   // compute of another: exposed = max(0, A2A − MoE compute of the phase). Expert-TP > 1 adds
   // an AllGather of the dispatched tokens before and a ReduceScatter after the experts.
+  // DeepEP also sends a token once per destination node and fans it out over NVLink there
+  // (DeepSeek-V3 report, arXiv 2412.19437 §3.2.2), so the routing goes with the A2A; and under
+  // FP8 training it dispatches in FP8 (1 B per element plus one fp32 scale per 128) while the
+  // combine stays BF16, and likewise in backward for the gradient of the combine and of the
+  // dispatch (§3.3.2 "Low-Precision Communication").
   if (timed_layer.is_moe && model.moe.has_value()) {
     double tokens = static_cast<double>(tr.micro_batch * tr.seq_len) / static_cast<double>(par.cp);
     if (par.sequence_parallel) tokens /= static_cast<double>(par.tp);
-    Bytes msg(tokens * static_cast<double>(model.moe->top_k) *
-              static_cast<double>(model.hidden_size) * kCommBytesPerElement);
+    const double rows = tokens * static_cast<double>(model.moe->top_k) *
+                        static_cast<double>(model.hidden_size);
+    Bytes msg(rows * kCommBytesPerElement);
     CollectiveAlgorithm algo = par.deepep ? CollectiveAlgorithm::kPxn : CollectiveAlgorithm::kAuto;
+    const A2aRouting routing =
+        par.deepep ? A2aRouting{.top_k = model.moe->top_k,
+                                .experts = model.moe->num_experts,
+                                .groups = model.moe->num_groups,
+                                .topk_groups = model.moe->topk_groups}
+                   : A2aRouting{};
+    const bool fp8_dispatch = par.deepep && tr.precision == DType::kFp8;
     ProcessGroup ep = par.EpGroup();
     TimedComm a2a_f, a2a_b;
-    if (ep.size > 1) {
+    if (ep.size > 1 && fp8_dispatch) {
+      const Bytes fp8_msg(rows * kFp8DispatchBytesPerElement);
+      PROJECTOR_ASSIGN_OR_RETURN(
+          TimedComm d, b.Add("ep_dispatch_fp8", "moe", OpPhase::kForward, CommDim::kEp,
+                             CollectiveKind::kAllToAll, fp8_msg, ep, algo, 1, routing));
+      PROJECTOR_ASSIGN_OR_RETURN(
+          TimedComm c, b.Add("ep_combine", "moe", OpPhase::kForward, CommDim::kEp,
+                             CollectiveKind::kAllToAll, msg, ep, algo, 1, routing));
+      PROJECTOR_ASSIGN_OR_RETURN(
+          TimedComm cg, b.Add("ep_combine_grad_fp8", "moe", OpPhase::kBackwardDgrad, CommDim::kEp,
+                              CollectiveKind::kAllToAll, fp8_msg, ep, algo, 1, routing));
+      PROJECTOR_ASSIGN_OR_RETURN(
+          TimedComm dg, b.Add("ep_dispatch_grad", "moe", OpPhase::kBackwardDgrad, CommDim::kEp,
+                              CollectiveKind::kAllToAll, msg, ep, algo, 1, routing));
+      a2a_f = Sum(d, c);
+      a2a_b = Sum(cg, dg);
+    } else if (ep.size > 1) {
       PROJECTOR_ASSIGN_OR_RETURN(
           a2a_f, b.Add("ep_dispatch_combine", "moe", OpPhase::kForward, CommDim::kEp,
-                       CollectiveKind::kAllToAll, msg, ep, algo, 2));
+                       CollectiveKind::kAllToAll, msg, ep, algo, 2, routing));
       PROJECTOR_ASSIGN_OR_RETURN(
           a2a_b, b.Add("ep_dispatch_combine_grad", "moe", OpPhase::kBackwardDgrad, CommDim::kEp,
-                       CollectiveKind::kAllToAll, msg, ep, algo, 2));
+                       CollectiveKind::kAllToAll, msg, ep, algo, 2, routing));
     }
     Seconds etp_f, etp_b;
     if (par.etp > 1) {

@@ -133,6 +133,10 @@ struct Call {
   bool in_network_reduction = false;
   double nvls_bw = 0;     // B/s per GPU for NVLS reductions
   double inter_peer = 0;  // s per inter-node peer of a direct exchange
+  // AllToAll: the share of S a rank sends across the node boundary; < 0 = (N-1)/N (every row
+  // to its share of peers). A dispatcher that sends a row once per destination node sets it
+  // from the routing (ExpectedRemoteNodesPerRow / top_k).
+  double network_share = -1;
 };
 
 // The RDMA warm-up penalty of a multi-node AllReduce (kRdmaWarmupSeconds).
@@ -140,6 +144,26 @@ double RdmaWarmup(const Call& c) {
   if (c.nodes <= 1) return 0.0;
   const double ratio = std::min(1.0, c.bytes / D(c.r) / kRdmaWarmupBytes);
   return kRdmaWarmupSeconds * CeilLog2(c.nodes) * (1.0 - std::pow(ratio, kRdmaWarmupExponent));
+}
+
+// C(a, k) / C(b, k) for a <= b: the chance that k draws without replacement from b items all
+// miss the b - a marked ones (0 when a < k).
+double AllMiss(double a, double b, int64_t k) {
+  double p = 1.0;
+  for (int64_t i = 0; i < k; ++i) {
+    const double num = a - static_cast<double>(i);
+    if (num <= 0) return 0.0;
+    p *= num / (b - static_cast<double>(i));
+  }
+  return p;
+}
+
+// C(n, j) as a double (small n: group counts).
+double Choose(int64_t n, int64_t j) {
+  if (j < 0 || j > n) return 0.0;
+  double c = 1.0;
+  for (int64_t i = 1; i <= j; ++i) c = c * static_cast<double>(n - j + i) / static_cast<double>(i);
+  return c;
 }
 
 // Data time over the scale-up fabric; 0 when nothing moves (avoids 0/0 when r == 1).
@@ -307,7 +331,8 @@ Cost HierarchicalAllToAll(const Call& c, double intra_peer_s) {
 // (Primus PXN model, reference/primus.md 6.6).
 Cost PxnAllToAll(const Call& c, double intra_peer_s) {
   double intra = UpTime(c.bytes * D(c.r - 1) / D(c.r), c.up_all);
-  double out_bytes = c.bytes * D(c.nodes - 1) / D(c.nodes);
+  double out_bytes = c.bytes * (c.network_share >= 0 ? c.network_share
+                                                     : D(c.nodes - 1) / D(c.nodes));
   double inter = c.nodes > 1 ? out_bytes / c.out : 0.0;
   double delay = c.nodes > 1 ? UpTime(std::min(out_bytes, kPipelineChunkBytes), c.up_all) : 0.0;
   double lat = (c.r > 1 ? c.alpha_up : 0.0) + (c.nodes > 1 ? c.alpha_out : 0.0) +
@@ -571,6 +596,10 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
   c.in_network_reduction = in_network_reduction_;
   c.nvls_bw = nvls_bw_;
   c.inter_peer = inter_peer_overhead_;
+  if (op.kind == CollectiveKind::kAllToAll && op.routing.top_k > 0 && c.nodes > 1) {
+    c.network_share = ExpectedRemoteNodesPerRow(op.routing, c.nodes) /
+                      static_cast<double>(op.routing.top_k);
+  }
 
   Cost best;
   if (algorithm == Algo::kAuto) {
@@ -617,6 +646,33 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
 
 std::unique_ptr<CollectiveBackend> MakeHierarchicalCollectiveBackend(const HardwareProfile& hw) {
   return std::make_unique<HierarchicalCollectiveBackend>(hw);
+}
+
+double ExpectedRemoteNodesPerRow(const A2aRouting& routing, int64_t nodes) {
+  if (nodes <= 1 || routing.top_k <= 0 || routing.experts <= 0) return 0.0;
+  const double e = static_cast<double>(routing.experts);
+  const double n = static_cast<double>(nodes);
+  const int64_t k = routing.top_k;
+  const int64_t groups = routing.groups;
+  const int64_t t = routing.topk_groups;
+  double p_hit = 0.0;
+  if (groups <= 0 || t >= groups) {
+    p_hit = 1.0 - AllMiss(e - e / n, e, k);
+  } else if (groups >= nodes) {
+    const int64_t g = groups / nodes;  // groups per node
+    const int64_t m = std::min(k, t);  // chosen groups that receive an expert
+    for (int64_t j = 1; j <= std::min(g, t); ++j) {
+      const double pj = Choose(g, j) * Choose(groups - g, t - j) / Choose(groups, t);
+      p_hit += pj * (1.0 - Choose(t - j, m) / Choose(t, m));
+    }
+  } else {
+    const double per_group = e / static_cast<double>(groups);
+    const int64_t k_group = std::max<int64_t>(
+        1, static_cast<int64_t>(std::llround(static_cast<double>(k) / static_cast<double>(t))));
+    p_hit = static_cast<double>(t) / static_cast<double>(groups) *
+            (1.0 - AllMiss(per_group - e / n, per_group, k_group));
+  }
+  return (n - 1.0) * p_hit;
 }
 
 }  // namespace projector

@@ -16,6 +16,23 @@ namespace projector {
 
 std::unique_ptr<CollectiveBackend> MakeHierarchicalCollectiveBackend(const HardwareProfile& hw);
 
+// Expected number of nodes other than its own that one routed row reaches, when the group's
+// experts are spread evenly over `nodes` nodes (E/N each, contiguous expert blocks). Without a
+// group limit the k = top_k experts are a uniform draw; with one, the row's T = topk_groups
+// groups (of G) are a uniform draw and, as groups are ranked by their best experts (DeepSeek-V2
+// §2.2.1 device-limited routing, V3 §2.1.2 node-limited routing), its k experts fall
+// min(k, T) to a distinct chosen group each and otherwise uniformly inside them. By symmetry
+// the row's own node is hit like any other: the answer is (N - 1)·P(a given node is hit).
+//   no group limit:  P(hit) = 1 - C(E - E/N, k) / C(E, k)
+//   G >= N:          a node holds g = G/N groups, j of them chosen with the hypergeometric
+//                    P(j) = C(g, j)·C(G - g, T - j) / C(G, T); it is hit when one of those j gets
+//                    an expert: P(hit) = sum_j P(j)·(1 - C(T - j, m) / C(T, m)), m = min(k, T)
+//   G < N:           a chosen group spans N/G nodes and gets k_g = max(1, round(k/T)) experts:
+//                    P(hit) = T/G·(1 - C(E/G - E/N, k_g) / C(E/G, k_g))
+// DeepSeek-V3 (E 256, k 8, G 8, T 4) over 8 nodes: 7·(1 - C(7,4)/C(8,4)) = 3.5 remote nodes,
+// against 7 of the 8 copies crossing without per-node deduplication.
+double ExpectedRemoteNodesPerRow(const A2aRouting& routing, int64_t nodes);
+
 }  // namespace projector
 
 #endif  // PROJECTOR_BACKENDS_SIMULATE_HIERARCHICAL_COLLECTIVE_BACKEND_H_

@@ -447,6 +447,65 @@ TEST(HierarchicalCollectiveBackendTest, PxnBeatsTwoPhaseAllToAllAcrossNodes) {
   EXPECT_GT(pxn.time.value(), nic_s + 7 * 28e-6 + 0.45e-6);
 }
 
+// ExpectedRemoteNodesPerRow closed forms (derivations in the header):
+//   DeepSeek-V3 (E 256, k 8, 8 groups, top-4 groups) over 8 nodes: each node holds one group,
+//   hit when its group is chosen: 7·(1 − C(7,4)/C(8,4)) = 7·(1 − 35/70) = 3.5.
+//   No group limit, E 8, k 2 over 2 nodes (4 experts each): P(miss) = C(4,2)/C(8,2) = 6/28,
+//   so 1·(1 − 6/28) = 22/28.
+//   16 groups over 8 nodes (2 per node), top-1 group, k 1, E 16: a node is hit iff one of its
+//   two groups is the chosen one: P = 2/16 → 7/8.
+//   16 groups over 8 nodes, top-4 groups, k 2 (two of the four chosen groups get an expert):
+//   P(j=1) = 2·C(14,3)/C(16,4) = 728/1820, P(j=2) = C(14,2)/C(16,4) = 91/1820;
+//   P(hit) = 0.4·(1 − C(3,2)/C(4,2)) + 0.05·(1 − C(2,2)/C(4,2)) = 0.4·0.5 + 0.05·5/6 → 7·0.2417.
+//   2 groups over 4 nodes (a group spans 2 nodes of 2 experts), top-1 group, E 8, k 1: its
+//   1 expert lands on the node with 2/4: P(hit) = 1/2·(1 − C(2,1)/C(4,1)) = 1/4 → 3/4.
+//   One node: nothing crosses.
+TEST(HierarchicalCollectiveBackendTest, ExpectedRemoteNodesPerRowClosedForms) {
+  EXPECT_NEAR(ExpectedRemoteNodesPerRow({.top_k = 8, .experts = 256, .groups = 8,
+                                         .topk_groups = 4}, 8), 3.5, 1e-12);
+  EXPECT_NEAR(ExpectedRemoteNodesPerRow({.top_k = 2, .experts = 8}, 2), 22.0 / 28.0, 1e-12);
+  EXPECT_NEAR(ExpectedRemoteNodesPerRow({.top_k = 1, .experts = 16, .groups = 16,
+                                         .topk_groups = 1}, 8), 7.0 / 8.0, 1e-12);
+  EXPECT_NEAR(ExpectedRemoteNodesPerRow({.top_k = 2, .experts = 16, .groups = 16,
+                                         .topk_groups = 4}, 8),
+              7.0 * (0.4 * 0.5 + 0.05 * 5.0 / 6.0), 1e-12);
+  EXPECT_NEAR(ExpectedRemoteNodesPerRow({.top_k = 1, .experts = 8, .groups = 2,
+                                         .topk_groups = 1}, 4), 0.75, 1e-12);
+  EXPECT_DOUBLE_EQ(ExpectedRemoteNodesPerRow({.top_k = 8, .experts = 256}, 1), 0.0);
+  // Deduplication never sends more than the top_k·(N−1)/N copies of a plain All-to-All, and a
+  // group limit never more than the unlimited routing.
+  for (int64_t nodes : {2, 4, 8, 16, 32}) {
+    const double plain = 8.0 * static_cast<double>(nodes - 1) / static_cast<double>(nodes);
+    const double dedup = ExpectedRemoteNodesPerRow({.top_k = 8, .experts = 256}, nodes);
+    const double limited = ExpectedRemoteNodesPerRow(
+        {.top_k = 8, .experts = 256, .groups = 8, .topk_groups = 4}, nodes);
+    EXPECT_LE(dedup, plain + 1e-12) << nodes;
+    EXPECT_LE(limited, dedup + 1e-12) << nodes;
+    EXPECT_GT(limited, 0.0) << nodes;
+  }
+}
+
+// PXN with the routing sends a row once per remote node: over 8 H100 nodes (EP 64), the
+// DeepSeek-V3 routing crosses with 3.5 of its 8 copies instead of 7: the NIC phase of the
+// All-to-All, which dominates, shrinks by 3.5/7, and a plain (routing-free) call is unchanged.
+TEST(HierarchicalCollectiveBackendTest, PxnSendsARowOncePerRemoteNode) {
+  auto backend = MakeHierarchicalCollectiveBackend(H100Like());
+  CollectiveOp plain = Op(CollectiveKind::kAllToAll, Mebibytes(512), 64);
+  CollectiveOp routed = plain;
+  routed.routing = {.top_k = 8, .experts = 256, .groups = 8, .topk_groups = 4};
+  const CollectiveEstimate p = MustEstimate(*backend, plain, Algo::kPxn);
+  const CollectiveEstimate r = MustEstimate(*backend, routed, Algo::kPxn);
+  EXPECT_LT(r.time, p.time);
+  const double nic_plain = Mebibytes(512).value() * 7.0 / 8.0 / (50e9 * 0.73);
+  const double nic_routed = Mebibytes(512).value() * 3.5 / 8.0 / (50e9 * 0.73);
+  EXPECT_GT(p.time.value(), nic_plain);
+  EXPECT_GT(r.time.value(), nic_routed);
+  EXPECT_LT(r.time.value() - nic_routed, p.time.value() - nic_plain + 1e-9);
+  // The routing does not change other algorithms (no per-node deduplication there).
+  EXPECT_EQ(MustEstimate(*backend, routed, Algo::kHierarchical).time,
+            MustEstimate(*backend, plain, Algo::kHierarchical).time);
+}
+
 TEST(HierarchicalCollectiveBackendTest, HierarchicalBeatsFlatRingAcrossNodes) {
   auto backend = MakeHierarchicalCollectiveBackend(H100Like());
   CollectiveOp op = Op(CollectiveKind::kAllReduce, Gibibytes(1), 64);

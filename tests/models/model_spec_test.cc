@@ -490,6 +490,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadModelCase{"dense_layers_cover_all.json", "/moe/num_dense_layers", "leave no MoE layer"},
         BadModelCase{"shared_ffn_without_shared_experts.json", "/moe/shared_expert_ffn_hidden",
                      "num_shared_experts is 0"},
+        BadModelCase{"groups_without_topk_groups.json", "/moe/topk_groups",
+                     "required with the other of num_groups / topk_groups"},
+        BadModelCase{"groups_not_dividing_experts.json", "/moe/num_groups",
+                     "8 experts do not split into 3 equal groups; accepted: a divisor of 8"},
+        BadModelCase{"topk_groups_too_few.json", "/moe/topk_groups",
+                     "1 groups of 2 experts cannot hold top_k 4; accepted: 2..4"},
+        BadModelCase{"topk_groups_exceed_groups.json", "/moe/topk_groups",
+                     "5 exceeds num_groups 4; accepted: 1..4"},
         BadModelCase{"dense_layers_need_ffn.json", "/ffn_hidden_size",
                      "must be > 0 because the model has 1 dense layers"},
         BadModelCase{"unknown_mlp.json", "/mlp", "unknown value 'relu'; accepted: swiglu, gelu"},
@@ -507,6 +515,19 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+// DeepSeek-V3's node-limited routing: 256 experts in 8 groups, each token from its best 4
+// (Hugging Face config n_group 8, topk_group 4).
+TEST(ModelSpecTest, DeepSeekV3CarriesGroupLimitedRouting) {
+  absl::StatusOr<ModelSpec> m = ResolveModel("deepseek-v3");
+  ASSERT_THAT(m, IsOk());
+  ASSERT_TRUE(m->moe.has_value());
+  EXPECT_EQ(m->moe->num_groups, 8);
+  EXPECT_EQ(m->moe->topk_groups, 4);
+  absl::StatusOr<ModelSpec> mixtral = ResolveModel("mixtral-8x7b");
+  ASSERT_THAT(mixtral, IsOk());
+  EXPECT_EQ(mixtral->moe->num_groups, 0);
+}
 
 TEST(LoadModelFileTest, UnreadableFileIsNotFound) {
   const std::string path = TestData("does_not_exist.json");
