@@ -407,30 +407,25 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
                    : A2aRouting{};
     const bool fp8_dispatch = par.deepep && tr.precision == DType::kFp8;
     ProcessGroup ep = par.EpGroup();
+    auto a2a = [&](std::string_view name, OpPhase phase, Bytes bytes, int64_t repeat) {
+      return b.Add(name, "moe", phase, CommDim::kEp, CollectiveKind::kAllToAll, bytes, ep, algo,
+                   repeat, routing);
+    };
     TimedComm a2a_f, a2a_b;
     if (ep.size > 1 && fp8_dispatch) {
       const Bytes fp8_msg(rows * kFp8DispatchBytesPerElement);
-      PROJECTOR_ASSIGN_OR_RETURN(
-          TimedComm d, b.Add("ep_dispatch_fp8", "moe", OpPhase::kForward, CommDim::kEp,
-                             CollectiveKind::kAllToAll, fp8_msg, ep, algo, 1, routing));
-      PROJECTOR_ASSIGN_OR_RETURN(
-          TimedComm c, b.Add("ep_combine", "moe", OpPhase::kForward, CommDim::kEp,
-                             CollectiveKind::kAllToAll, msg, ep, algo, 1, routing));
-      PROJECTOR_ASSIGN_OR_RETURN(
-          TimedComm cg, b.Add("ep_combine_grad_fp8", "moe", OpPhase::kBackwardDgrad, CommDim::kEp,
-                              CollectiveKind::kAllToAll, fp8_msg, ep, algo, 1, routing));
-      PROJECTOR_ASSIGN_OR_RETURN(
-          TimedComm dg, b.Add("ep_dispatch_grad", "moe", OpPhase::kBackwardDgrad, CommDim::kEp,
-                              CollectiveKind::kAllToAll, msg, ep, algo, 1, routing));
+      PROJECTOR_ASSIGN_OR_RETURN(TimedComm d, a2a("ep_dispatch_fp8", OpPhase::kForward, fp8_msg, 1));
+      PROJECTOR_ASSIGN_OR_RETURN(TimedComm c, a2a("ep_combine", OpPhase::kForward, msg, 1));
+      PROJECTOR_ASSIGN_OR_RETURN(TimedComm cg,
+                                 a2a("ep_combine_grad_fp8", OpPhase::kBackwardDgrad, fp8_msg, 1));
+      PROJECTOR_ASSIGN_OR_RETURN(TimedComm dg,
+                                 a2a("ep_dispatch_grad", OpPhase::kBackwardDgrad, msg, 1));
       a2a_f = Sum(d, c);
       a2a_b = Sum(cg, dg);
     } else if (ep.size > 1) {
-      PROJECTOR_ASSIGN_OR_RETURN(
-          a2a_f, b.Add("ep_dispatch_combine", "moe", OpPhase::kForward, CommDim::kEp,
-                       CollectiveKind::kAllToAll, msg, ep, algo, 2, routing));
-      PROJECTOR_ASSIGN_OR_RETURN(
-          a2a_b, b.Add("ep_dispatch_combine_grad", "moe", OpPhase::kBackwardDgrad, CommDim::kEp,
-                       CollectiveKind::kAllToAll, msg, ep, algo, 2, routing));
+      PROJECTOR_ASSIGN_OR_RETURN(a2a_f, a2a("ep_dispatch_combine", OpPhase::kForward, msg, 2));
+      PROJECTOR_ASSIGN_OR_RETURN(a2a_b,
+                                 a2a("ep_dispatch_combine_grad", OpPhase::kBackwardDgrad, msg, 2));
     }
     Seconds etp_f, etp_b;
     if (par.etp > 1) {
