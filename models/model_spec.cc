@@ -134,6 +134,7 @@ std::string KeyPath(const std::string& base, const char* key) {
 // experts) stay well inside 64-bit integers and per-layer loops stay short.
 constexpr int64_t kMaxModelDim = int64_t{1} << 24;   // hidden, FFN, heads, vocab, experts, ranks
 constexpr int64_t kMaxModelLayers = int64_t{1} << 16;
+constexpr int64_t kMaxMtpLayers = 16;  // DeepSeek-V3 trains 1; Meta's MTP paper up to 8 heads
 
 absl::Status CheckPositive(const std::string& origin, const std::string& pointer, int64_t value,
                            bool allow_zero = false, int64_t max = kMaxModelDim) {
@@ -162,6 +163,9 @@ absl::Status ValidateWithKeys(const ModelSpec& m, const std::string& origin,
   PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.num_kv_heads), m.num_kv_heads));
   PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.head_dim), m.head_dim));
   PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.vocab_size), m.vocab_size));
+  // Library key only (the calibration schema has none).
+  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, KeyPath(base, "mtp_layers"), m.mtp_layers,
+                                          /*allow_zero=*/true, kMaxMtpLayers));
 
   if (m.num_attention_heads % m.num_kv_heads != 0) {
     return JsonFieldError(
@@ -378,7 +382,7 @@ absl::StatusOr<ModelSpec> ParseLibraryModel(JsonObject& obj) {
   PROJECTOR_RETURN_IF_ERROR(CheckKeys(
       obj, {"name", "source", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
             "num_kv_heads", "head_dim", "vocab_size", "mlp", "norm", "tied_embeddings", "qk_norm",
-            "attention_bias", "linear_bias", "position_embedding", "moe", "mla"}));
+            "attention_bias", "linear_bias", "position_embedding", "moe", "mla", "mtp_layers"}));
   ModelSpec m;
   PROJECTOR_ASSIGN_OR_RETURN(m.name, obj.String("name"));
   if (m.name.empty()) return obj.FieldError("name", "must be a non-empty string");
@@ -416,6 +420,7 @@ absl::StatusOr<ModelSpec> ParseLibraryModel(JsonObject& obj) {
   if (mla.has_value()) {
     PROJECTOR_ASSIGN_OR_RETURN(m.mla, ParseLibraryMla(*mla));
   }
+  PROJECTOR_ASSIGN_OR_RETURN(m.mtp_layers, obj.IntOr("mtp_layers", 0));
   if (head_dim.has_value()) {
     if (*head_dim <= 0) {
       return obj.FieldError("head_dim", absl::StrCat("must be > 0, got ", *head_dim));
@@ -640,6 +645,17 @@ int64_t ModelSpec::VHeadDim() const {
 }
 
 double ModelSpec::TotalParameters() const { return CountParameters(*this, false); }
+
+double ModelSpec::MtpParameters(bool active_only) const {
+  if (mtp_layers <= 0) return 0.0;
+  const double h = static_cast<double>(hidden_size);
+  const bool is_moe = MtpIsMoe();
+  const int64_t routed = is_moe ? (active_only ? moe->top_k : moe->num_experts) : 0;
+  const double per_module = AttentionParams(*this) + 2.0 * NormParams(*this, hidden_size) +
+                            FfnParams(*this, is_moe, routed) + 2.0 * h * h +
+                            2.0 * NormParams(*this, hidden_size);
+  return static_cast<double>(mtp_layers) * per_module;
+}
 
 double ModelSpec::ActiveParameters() const { return CountParameters(*this, true); }
 

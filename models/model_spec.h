@@ -74,6 +74,11 @@ struct ModelSpec {
   PositionEmbedding position_embedding = PositionEmbedding::kRope;
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
+  // Multi-token prediction modules trained beside the model (DeepSeek-V3 D = 1, report arXiv
+  // 2412.19437 §2.2): each one RMSNorms the hidden state and the next token's embedding,
+  // projects their concatenation 2h -> h, runs one more transformer layer (of the last layer's
+  // kind) and the shared output head and loss. Training only; not in Total/ActiveParameters.
+  int64_t mtp_layers = 0;
 
   bool IsMoeLayer(int64_t layer_idx) const;
   int64_t NumMoeLayers() const;
@@ -85,6 +90,11 @@ struct ModelSpec {
   double TotalParameters() const;
   // Parameters one token activates (top-k routed + shared experts only).
   double ActiveParameters() const;
+  // The MTP modules' own parameters (the layer, the 2h -> h projection and two norms each; the
+  // embedding and output head are shared); `active_only` counts top-k routed experts.
+  double MtpParameters(bool active_only) const;
+  // Whether the MTP layers are MoE layers (they take the last layer's kind).
+  bool MtpIsMoe() const { return IsMoeLayer(num_layers - 1); }
 };
 
 // Loads and validates a model file in the library format. kNotFound if it cannot be read;

@@ -71,9 +71,14 @@ Flops ModelFlopsPerStep(const ModelSpec& model, const TrainingConfig& training) 
   if (!model.tied_embeddings) {
     matmul_params -= static_cast<double>(model.vocab_size) * static_cast<double>(model.hidden_size);
   }
+  // Multi-token prediction: each module's own weights and one more pass of the output head.
+  const double mtp = static_cast<double>(model.mtp_layers);
+  matmul_params += model.MtpParameters(/*active_only=*/true) +
+                   mtp * static_cast<double>(model.vocab_size) *
+                       static_cast<double>(model.hidden_size);
   // Attention scores and values per token per layer, forward: 2·s·H·d_qk + 2·s·H·d_v; ×3 for
   // forward + backward; non-causal (PaLM appendix B).
-  const double attention = 6.0 * static_cast<double>(model.num_layers) *
+  const double attention = 6.0 * (static_cast<double>(model.num_layers) + mtp) *
                            static_cast<double>(training.seq_len) *
                            static_cast<double>(model.num_attention_heads) *
                            static_cast<double>(model.QkHeadDim() + model.VHeadDim());

@@ -64,8 +64,9 @@ struct Projection {
   // Model FLOPs per step (recompute NOT counted; PaLM appendix B / Megatron convention):
   //   tokens · (6 · N_matmul + 6 · L · s · H · (d_qk + d_v))
   // with N_matmul = active parameters minus the input-embedding table (a lookup, no FLOPs),
-  // tokens = global_batch · seq_len, L layers, s = seq_len, H query heads, non-causal
-  // attention (for MHA: 12 · L · s · h per token, PaLM's term).
+  // plus each MTP module's active parameters and its pass of the output head (vocab · h),
+  // tokens = global_batch · seq_len, L layers (+ MTP layers), s = seq_len, H query heads,
+  // non-causal attention (for MHA: 12 · L · s · h per token, PaLM's term).
   Flops model_flops_per_step;
   double tflops_per_gpu = 0;  // model FLOPs / step_time / num_gpus / 1e12
   // tflops_per_gpu / the GPU's datasheet dense matrix peak for the training precision at the

@@ -11,8 +11,9 @@ namespace {
 
 constexpr std::string_view kMfuFormula =
     "model_flops_per_step = global_batch*seq_len*(6*N_matmul + 6*L*seq_len*H*(d_qk+d_v)), "
-    "N_matmul = active params minus the input embedding (kept when tied); non-causal attention "
-    "(PaLM); recompute not counted. mfu = model_flops_per_step / step_time_s / num_gpus / "
+    "N_matmul = active params minus the input embedding (kept when tied), plus each MTP "
+    "module's active params and output-head pass (L then counts the MTP layers); non-causal "
+    "attention (PaLM); recompute not counted. mfu = model_flops_per_step / step_time_s / num_gpus / "
     "peak dense matrix FLOP/s of the training precision at the datasheet peak clock";
 
 double Ms(Seconds s) { return ToMilliseconds(s); }
@@ -53,8 +54,12 @@ std::string ProjectionText(const Scenario& scenario, const Projection& p) {
   const TrainingConfig& tr = scenario.training;
   std::string out;
   absl::StrAppendFormat(&out, "Projection: %s\n", p.scenario_name);
-  absl::StrAppendFormat(&out, "  model      %s (%d layers, hidden %d)\n", scenario.model.name,
-                        scenario.model.num_layers, scenario.model.hidden_size);
+  absl::StrAppendFormat(&out, "  model      %s (%d layers%s, hidden %d)\n", scenario.model.name,
+                        scenario.model.num_layers,
+                        scenario.model.mtp_layers > 0
+                            ? absl::StrCat(" + ", scenario.model.mtp_layers, " MTP")
+                            : std::string(),
+                        scenario.model.hidden_size);
   absl::StrAppendFormat(&out, "  hardware   %s x %d GPUs (%d per node), sustained %.0f MHz\n",
                         scenario.hw.name, p.num_gpus, scenario.hw.gpus_per_node,
                         ToMegahertz(scenario.hw.gpu.sustained_clock));

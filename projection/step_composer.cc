@@ -113,7 +113,9 @@ void AddLayers(const ComposedLayer& k, int64_t n, int64_t n_recomputed, Recomput
       std::max(c.largest_layer_parameters, k.dense_parameters + k.expert_parameters);
 }
 
-void AddEnd(const ComposedEndModule& e, ChunkCost& c) {
+// `count_parameters` false: a repeated pass of a module whose weights are already counted (the
+// shared output head of an MTP module).
+void AddEnd(const ComposedEndModule& e, ChunkCost& c, bool count_parameters = true) {
   c.forward += e.Forward();
   c.backward += e.Backward();
   c.compute += e.forward_compute + e.backward_compute;
@@ -122,7 +124,7 @@ void AddEnd(const ComposedEndModule& e, ChunkCost& c) {
   Accumulate(c.forward_window, ForwardWindow(e), 1.0);
   Accumulate(c.backward_window, BackwardWindow(e), 1.0);
   c.activations += e.activation_bytes;
-  c.dense_parameters += e.parameters;
+  if (count_parameters) c.dense_parameters += e.parameters;
 }
 
 absl::StatusOr<TimedCollective> Collective(const CollectiveBackend& backend,
@@ -368,6 +370,12 @@ absl::StatusOr<std::vector<ChunkAssignment>> AssignLayers(const ModelSpec& model
     }
     a.has_embedding = vs == 0;
     a.has_output = vs == p * v - 1;
+    if (a.has_output) {
+      a.mtp_layers = model.mtp_layers;
+      const bool recompute_all =
+          training.recompute == Recompute::kFull && training.recompute_layers == 0;
+      a.recomputed_mtp = recompute_all ? a.mtp_layers : 0;
+    }
     next_layer += a.num_layers;
   }
   return out;
@@ -435,6 +443,22 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
     }
     if (a.has_embedding) AddEnd(in.embedding, c);
     if (a.has_output) AddEnd(in.output, c);
+    const ComposedLayer* mtp_kind = in.model.MtpIsMoe() ? in.moe : in.dense;
+    if (a.mtp_layers > 0) {
+      if (mtp_kind == nullptr) {
+        return absl::InternalError("step composer: the MTP layer kind was not composed");
+      }
+      AddLayers(*mtp_kind, a.mtp_layers,
+                tr.recompute == Recompute::kSelective ? a.mtp_layers : a.recomputed_mtp,
+                tr.recompute, c);
+      // The 2h -> h projection of each module: weights only (its GEMM is ~0.3% of a DeepSeek-V3
+      // token's FLOPs and is not timed).
+      c.dense_parameters += static_cast<double>(a.mtp_layers) * 2.0 *
+                            static_cast<double>(in.model.hidden_size) *
+                            static_cast<double>(in.model.hidden_size) /
+                            static_cast<double>(std::max<int64_t>(1, par.tp));
+      for (int64_t k = 0; k < a.mtp_layers; ++k) AddEnd(in.output, c, /*count_parameters=*/false);
+    }
     if (par.fsdp) {
       units.clear();
       if (a.has_embedding) units.push_back(emb_fsdp);
@@ -450,6 +474,12 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
         units.push_back(u);
       }
       if (a.has_output) units.push_back(out_fsdp);
+      for (int64_t l = 0; l < a.mtp_layers; ++l) {
+        FsdpUnit u = in.model.MtpIsMoe() ? moe_fsdp : dense_fsdp;
+        u.backward = BackwardWindow(*mtp_kind, tr.recompute == Recompute::kSelective ||
+                                                   l < a.recomputed_mtp);
+        units.push_back(u);
+      }
       FsdpExposure x = ExposeFsdp(units);
       c.forward += x.forward;
       c.backward += x.backward;

@@ -51,6 +51,11 @@ struct ChunkAssignment {
   int64_t recomputed_moe = 0;
   bool has_embedding = false;
   bool has_output = false;
+  // The model's multi-token-prediction modules, on the output chunk: each one more layer of
+  // the last layer's kind (recomputed under full recompute of all layers) and one more pass
+  // of the output head and loss.
+  int64_t mtp_layers = 0;
+  int64_t recomputed_mtp = 0;
 };
 
 // Balanced (remainder to the earlier virtual stages), or with parallel.first_stage_layers /

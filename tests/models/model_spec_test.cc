@@ -529,6 +529,34 @@ TEST(ModelSpecTest, DeepSeekV3CarriesGroupLimitedRouting) {
   EXPECT_EQ(mixtral->moe->num_groups, 0);
 }
 
+// DeepSeek-V3 trains one MTP module (num_nextn_predict_layers 1): an MoE layer (the last layer's
+// kind) with the 2h -> h projection and two norms; the 671B / 37B of the main model stay.
+TEST(ModelSpecTest, DeepSeekV3CarriesOneMtpModule) {
+  absl::StatusOr<ModelSpec> m = ResolveModel("deepseek-v3");
+  ASSERT_THAT(m, IsOk());
+  EXPECT_EQ(m->mtp_layers, 1);
+  EXPECT_TRUE(m->MtpIsMoe());
+  const double h = 7168;
+  const double common = MlaParams(h, 128, 1536, 512, 128, 64, 128) + 2 * h;
+  const double expert = 3 * h * 2048, router = 256 * h;
+  EXPECT_THAT(m->MtpParameters(false),
+              IsNearRel(common + router + 257 * expert + 2 * h * h + 2 * h, 1e-12));
+  EXPECT_THAT(m->MtpParameters(true),
+              IsNearRel(common + router + 9 * expert + 2 * h * h + 2 * h, 1e-12));
+  EXPECT_THAT(m->TotalParameters(), IsNearRel(671e9, 0.01));
+  // Bounds: 0..16 modules.
+  json value = json::parse(R"({"name": "x", "num_layers": 2, "hidden_size": 64,
+      "ffn_hidden_size": 128, "num_attention_heads": 4, "num_kv_heads": 4, "vocab_size": 100,
+      "mlp": "swiglu", "mtp_layers": 17})");
+  EXPECT_THAT(ParseModelJson(value, "m.json", ""),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("m.json: /mtp_layers:"), HasSubstr("must be <= 16"))));
+  value["mtp_layers"] = -1;
+  EXPECT_THAT(ParseModelJson(value, "m.json", ""),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/mtp_layers:"), HasSubstr("must be >= 0"))));
+}
+
 TEST(LoadModelFileTest, UnreadableFileIsNotFound) {
   const std::string path = TestData("does_not_exist.json");
   EXPECT_THAT(LoadModelFile(path), StatusIs(absl::StatusCode::kNotFound,

@@ -43,6 +43,30 @@ TEST(ProjectTest, MfuIsModelFlopsOverStepOverPeak) {
   EXPECT_GT(p->peak_flops_per_gpu.value(), 0.0);
 }
 
+// One MTP module on the toy model (4 dense layers, h 256, FFN 1024 SwiGLU, 4 heads of 64, vocab
+// 1000, untied): its layer (attention 4·256·256 + 2 norms 2·256 + MLP 3·256·1024), the 2h -> h
+// projection 2·256² and two more norms 2·256 join N_matmul, with one more pass of the output
+// head (1000·256); L counts 5 layers in the attention term.
+TEST(ProjectTest, ModelFlopsCountTheMtpModule) {
+  Scenario s = ToyScenario();
+  s.model.mtp_layers = 1;
+  const double h = 256;
+  const double module = 4 * h * h + 2 * h + 3 * h * 1024 + 2 * h * h + 2 * h;
+  EXPECT_DOUBLE_EQ(s.model.MtpParameters(/*active_only=*/true), module);
+  const double n = s.model.ActiveParameters() - 1000.0 * 256 + module + 1000.0 * 256;
+  const double per_token = 6 * n + 6.0 * 5 * 512 * 4 * 128;
+  EXPECT_THAT(ModelFlopsPerStep(s.model, s.training).value(),
+              IsNearRel(64.0 * 512 * per_token, 1e-12));
+  // And the step takes longer than without it.
+  FakeBackends fakes;
+  auto with = Project(s, fakes.Refs());
+  s.model.mtp_layers = 0;
+  auto without = Project(s, fakes.Refs());
+  ASSERT_THAT(with, IsOk());
+  ASSERT_THAT(without, IsOk());
+  EXPECT_GT(with->step_time, without->step_time);
+}
+
 TEST(ProjectTest, ComputeOnlyScenarioScalesWithClockShare) {
   FakeBackends fakes;
   Scenario s = ToyScenario();

@@ -141,6 +141,32 @@ TEST(StepComposerTest, MoeModelsPlaceLeadingDenseLayersAsDense) {
   EXPECT_EQ((*chunks)[1].moe_layers, 2);
 }
 
+// An MTP module sits on the output chunk: one more layer (1 + 2 ms) and one more pass of the
+// output head (1 + 2 ms) there. PP 2, 4 layers: first stage 2 layers f 2 b 4, last 2 layers +
+// output + MTP layer + output again = f 2 + 1 + 1 + 1 = 5, b 4 + 2 + 2 + 2 = 10 ms. One slow
+// stage, m = 2: Σ(f + b) + (m − 1)·max(f + b) = 6 + 15 + 15 ms. Under full recompute of all
+// layers the MTP layer is recomputed too.
+TEST(StepComposerTest, MtpModuleRunsOnTheOutputChunk) {
+  Fixture fx;
+  fx.model.mtp_layers = 1;
+  fx.par.pp = 2;
+  fx.tr.global_batch = 2;
+  fx.output.forward_compute = Milliseconds(1);
+  fx.output.backward_compute = Milliseconds(2);
+  auto chunks = AssignLayers(fx.model, fx.par, fx.tr);
+  ASSERT_THAT(chunks, IsOk());
+  EXPECT_EQ((*chunks)[0].mtp_layers, 0);
+  EXPECT_EQ((*chunks)[1].mtp_layers, 1);
+  EXPECT_EQ((*chunks)[1].recomputed_mtp, 0);
+  auto r = fx.Run();
+  ASSERT_THAT(r, IsOk());
+  EXPECT_THAT(r->step_time.value(), IsNearRel(36e-3, 1e-12));
+  fx.tr.recompute = Recompute::kFull;
+  auto full = AssignLayers(fx.model, fx.par, fx.tr);
+  ASSERT_THAT(full, IsOk());
+  EXPECT_EQ((*full)[1].recomputed_mtp, 1);
+}
+
 TEST(StepComposerTest, FullRecomputeAddsOneForwardPerRecomputedLayer) {
   Fixture fx;
   fx.tr.recompute = Recompute::kFull;
