@@ -432,7 +432,12 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     PROJECTOR_ASSIGN_OR_RETURN(validation.attention_kernel,
                                ValidationKernel(flags["attention-kernel"].as<std::string>()));
   }
-  if (flags.count("gpu")) validation.gpu = flags["gpu"].as<std::string>();
+  if (flags.count("gpu")) {
+    validation.gpu = flags["gpu"].as<std::string>();
+    if (absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(validation.gpu); !hw.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--gpu: ", hw.status().message()));
+    }
+  }
   if (flags.count("hw-overlay")) {
     for (const std::string& path : flags["hw-overlay"].as<std::vector<std::string>>()) {
       PROJECTOR_ASSIGN_OR_RETURN(ValidationOptions::Overlay o, LoadValidationOverlay(path));
