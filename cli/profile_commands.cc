@@ -120,7 +120,8 @@ void AddProfileFlags(cxxopts::Options& options) {
 
 absl::Status ApplyHwOverlayFlag(const cxxopts::ParseResult& flags, Scenario& scenario) {
   if (!flags.count("hw-overlay")) return absl::OkStatus();
-  return ApplyHwOverlayFile(flags["hw-overlay"].as<std::string>(), scenario.hw);
+  scenario.hw_overlay_file = flags["hw-overlay"].as<std::string>();
+  return ApplyHwOverlayFile(scenario.hw_overlay_file, scenario.hw);
 }
 
 absl::Status RunProfilingMode(std::string_view mode, const cxxopts::ParseResult& flags,

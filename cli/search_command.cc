@@ -15,6 +15,7 @@
 #include "cli/cli_options.h"
 #include "core/status_macros.h"
 #include "cxxopts.hpp"
+#include "projection/calibrate.h"
 #include "projection/search.h"
 
 namespace projector {
@@ -167,6 +168,10 @@ absl::StatusOr<Scenario> BaseScenarioFromFlags(const cxxopts::ParseResult& flags
   auto hw = ResolveHardwareProfile(StringFlag(flags, "gpu-arch"));
   if (!hw.ok()) return FlagError("gpu-arch", hw.status().message());
   s.hw = *std::move(hw);
+  if (flags.count("hw-overlay")) {
+    s.hw_overlay_file = StringFlag(flags, "hw-overlay");
+    PROJECTOR_RETURN_IF_ERROR(ApplyHwOverlayFile(s.hw_overlay_file, s.hw));
+  }
   if (flags.count("gpus-per-node")) {
     PROJECTOR_ASSIGN_OR_RETURN(s.hw.gpus_per_node, PositiveInt(flags, "gpus-per-node"));
   }
@@ -231,7 +236,9 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
     ("tp-comm-overlap", "TP collectives overlapped with their GEMMs (TE userbuffers)",
      cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("grad-reduce-dtype", "Gradient reduction and main-grad buffer dtype: fp32 (default) or bf16",
-     cxxopts::value<std::string>(), "fp32|bf16");
+     cxxopts::value<std::string>(), "fp32|bf16")
+    ("hw-overlay", "Hardware overlay from `project calibrate` applied to the GPU profile",
+     cxxopts::value<std::string>(), "FILE");
   options.add_options("Search space (comma-separated lists; DP is derived)")
     ("tp-values", "TP sizes (default: divisors of num-gpus)", cxxopts::value<std::string>(),
      "LIST")

@@ -60,9 +60,12 @@ std::string ProjectionText(const Scenario& scenario, const Projection& p) {
                             ? absl::StrCat(" + ", scenario.model.mtp_layers, " MTP")
                             : std::string(),
                         scenario.model.hidden_size);
-  absl::StrAppendFormat(&out, "  hardware   %s x %d GPUs (%d per node), sustained %.0f MHz\n",
+  absl::StrAppendFormat(&out, "  hardware   %s x %d GPUs (%d per node), sustained %.0f MHz%s\n",
                         scenario.hw.name, p.num_gpus, scenario.hw.gpus_per_node,
-                        ToMegahertz(scenario.hw.gpu.sustained_clock));
+                        ToMegahertz(scenario.hw.gpu.sustained_clock),
+                        scenario.hw_overlay_file.empty()
+                            ? std::string()
+                            : absl::StrCat(", overlay ", scenario.hw_overlay_file));
   absl::StrAppendFormat(&out, "  layout     %s, schedule %s, %d micro-batches\n", p.layout,
                         p.schedule, p.micro_batches);
   absl::StrAppendFormat(

@@ -35,6 +35,9 @@ struct Scenario {
   std::string attention_kernel_used;
   // Settings the input did not state and the tool's defaults decided (shown in the report).
   std::vector<std::string> defaults_used;
+  // The hardware overlay file applied to `hw` (`--hw-overlay`), empty when none; carried into
+  // the commands search prints.
+  std::string hw_overlay_file;
 };
 
 // Llama-3.1-8B on 8 MI300X, TP1 DP8, seq 8192, micro-batch 1, global batch 64, bf16.

@@ -668,6 +668,7 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
                                                      ? std::string("unfused")
                                                      : base.training.flash_kernel);
   if (base.training.tp_comm_overlap) absl::StrAppend(&cmd, " --tp-comm-overlap");
+  if (!base.hw_overlay_file.empty()) absl::StrAppend(&cmd, " --hw-overlay ", base.hw_overlay_file);
   if (base.training.grad_reduce_dtype != DType::kFp32) {
     absl::StrAppend(&cmd, " --grad-reduce-dtype ",
                     std::string(DTypeName(base.training.grad_reduce_dtype)));
