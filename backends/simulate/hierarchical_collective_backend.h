@@ -24,9 +24,10 @@ std::unique_ptr<CollectiveBackend> MakeHierarchicalCollectiveBackend(const Hardw
 // min(k, T) to a distinct chosen group each and otherwise uniformly inside them. By symmetry
 // the row's own node is hit like any other: the answer is (N - 1)·P(a given node is hit).
 //   no group limit:  P(hit) = 1 - C(E - E/N, k) / C(E, k)
-//   G >= N:          a node holds g = G/N groups, j of them chosen with the hypergeometric
-//                    P(j) = C(g, j)·C(G - g, T - j) / C(G, T); it is hit when one of those j gets
-//                    an expert: P(hit) = sum_j P(j)·(1 - C(T - j, m) / C(T, m)), m = min(k, T)
+//   G >= N:          a node holds g = G/N groups (rounded down), j of them chosen with the
+//                    hypergeometric P(j) = C(g, j)·C(G - g, T - j) / C(G, T); it is hit when one
+//                    of those j gets an expert:
+//                    P(hit) = sum_j P(j)·(1 - C(T - j, m) / C(T, m)), m = min(k, T)
 //   G < N:           a chosen group spans N/G nodes and gets k_g = max(1, round(k/T)) experts:
 //                    P(hit) = T/G·(1 - C(E/G - E/N, k_g) / C(E/G, k_g))
 // DeepSeek-V3 (E 256, k 8, G 8, T 4) over 8 nodes: 7·(1 - C(7,4)/C(8,4)) = 3.5 remote nodes,
