@@ -214,8 +214,12 @@ std::string LayoutSummary(const ParallelConfig& p) {
   if (p.etp > 1) absl::StrAppendFormat(&out, " ETP%d", p.etp);
   absl::StrAppendFormat(&out, " DP%d", p.dp);
   if (p.sequence_parallel) out += " SP";
-  if (p.fsdp) out += " FSDP";
-  if (p.distributed_optimizer) out += " DistOpt";
+  // FSDP shards the optimizer state itself; the distributed-optimizer switch has no effect then.
+  if (p.fsdp) {
+    out += " FSDP";
+  } else if (p.distributed_optimizer) {
+    out += " DistOpt";
+  }
   return out;
 }
 
