@@ -401,6 +401,8 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
      cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("grad-reduce-dtype", "What-if for every case: gradient reduction in fp32 (default) or bf16",
      cxxopts::value<std::string>(), "fp32|bf16")
+    ("fit-scales", "Also fit, per source and GPU with 3 or more cases, the compute scale that "
+     "best matches them (project calibrate --cases), to show which stack is off by how much")
     ("min-within-20-pct", "Fail (exit 3) when fewer cases are within 20%",
      cxxopts::value<double>(), "PCT")
     ("max-median-error-pct", "Fail (exit 3) when the median |error| is larger",
@@ -461,7 +463,19 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
   }
   PROJECTOR_ASSIGN_OR_RETURN(ValidationReport report,
                              ValidateCasesFile(flags["cases"].as<std::string>(), validation));
-  io.out << (as_json ? ValidationToJson(report).dump(2) + "\n" : FormatValidationText(report));
+  std::vector<GroupScale> scales;
+  if (flags.count("fit-scales")) {
+    PROJECTOR_ASSIGN_OR_RETURN(
+        scales, FitScalesBySourceAndGpu(flags["cases"].as<std::string>(), report, validation));
+  }
+  if (as_json) {
+    nlohmann::json j = ValidationToJson(report);
+    if (flags.count("fit-scales")) j["fitted_scales"] = GroupScalesJson(scales);
+    io.out << j.dump(2) << "\n";
+  } else {
+    io.out << FormatValidationText(report);
+    if (flags.count("fit-scales")) io.out << GroupScalesText(scales);
+  }
   if (flags.count("max-median-error-pct") &&
       report.summary.median_abs_error_pct > flags["max-median-error-pct"].as<double>()) {
     return absl::OutOfRangeError(absl::StrFormat(

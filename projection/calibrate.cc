@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -487,6 +488,55 @@ json StackCalibrationJson(const StackCalibrationResult& r) {
           {"evaluations", r.evaluations},
           {"before", summary(r.before)},
           {"after", summary(r.after)}};
+}
+
+absl::StatusOr<std::vector<GroupScale>> FitScalesBySourceAndGpu(const std::string& cases_file,
+                                                                const ValidationReport& report,
+                                                                const ValidationOptions& options) {
+  std::vector<std::pair<std::string, std::string>> groups;  // (source, gpu), first-seen order
+  std::map<std::pair<std::string, std::string>, int64_t> projected;
+  for (const ValidationCase& c : report.cases) {
+    if (!c.error_pct) continue;
+    auto key = std::make_pair(c.source, c.gpu);
+    if (projected[key]++ == 0) groups.push_back(key);
+  }
+  std::vector<GroupScale> out;
+  for (const auto& key : groups) {
+    if (projected[key] < kMinCasesForScaleFit) continue;
+    ValidationOptions o = options;
+    o.source = key.first;
+    PROJECTOR_ASSIGN_OR_RETURN(StackCalibrationResult fit,
+                               CalibrateFromCases(cases_file, key.second, std::move(o)));
+    out.push_back({.source = key.first, .fit = std::move(fit)});
+  }
+  return out;
+}
+
+std::string GroupScalesText(const std::vector<GroupScale>& scales) {
+  std::string out =
+      "\nCompute scale that best fits each source on each GPU (project calibrate --cases; not "
+      "applied above)\n";
+  absl::StrAppendFormat(&out, "%-44s %5s %7s %11s %11s %7s\n", "source on GPU", "cases", "scale",
+                        "median|err|", "after fit", "<=20%");
+  for (const GroupScale& g : scales) {
+    const std::string name = absl::StrCat(g.source.substr(0, 28), " on ", g.fit.gpu);
+    absl::StrAppendFormat(&out, "%-44s %5d %7.3f %10.1f%% %10.1f%% %6.0f%%\n", name,
+                          g.fit.after.projected, g.fit.compute_scale,
+                          g.fit.before.median_abs_error_pct, g.fit.after.median_abs_error_pct,
+                          g.fit.after.within_20_pct);
+  }
+  return out;
+}
+
+json GroupScalesJson(const std::vector<GroupScale>& scales) {
+  json out = json::array();
+  for (const GroupScale& g : scales) {
+    json j = StackCalibrationJson(g.fit);
+    j.erase("cases_file");
+    j["source"] = g.source;
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 }  // namespace projector

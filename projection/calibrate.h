@@ -106,6 +106,20 @@ inline constexpr double kScaleTolerance = 1e-3;
 absl::StatusOr<StackCalibrationResult> CalibrateFromCases(const std::string& cases_file,
                                                           const std::string& gpu,
                                                           ValidationOptions options);
+// The stack scale of every (source, GPU) group of a validation with at least kMinCasesForScaleFit
+// projected cases: CalibrateFromCases on that group alone (`project validate --fit-scales`), to
+// show which stack sits how far from the kernel-level figures. Groups in the report's order.
+inline constexpr int64_t kMinCasesForScaleFit = 3;
+struct GroupScale {
+  std::string source;
+  StackCalibrationResult fit;
+};
+absl::StatusOr<std::vector<GroupScale>> FitScalesBySourceAndGpu(const std::string& cases_file,
+                                                                const ValidationReport& report,
+                                                                const ValidationOptions& options);
+std::string GroupScalesText(const std::vector<GroupScale>& scales);
+nlohmann::json GroupScalesJson(const std::vector<GroupScale>& scales);
+
 // {"format", "version", "base", "fitted_from", "gpu": {"compute_scale"}, "fit": {"cases",
 // "median_abs_error_before_pct", "median_abs_error_after_pct"}}.
 nlohmann::json StackOverlayJson(const StackCalibrationResult& result);

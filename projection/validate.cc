@@ -240,6 +240,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
       c.measured_tokens_per_s_per_gpu = value["measured"].value("tokens_per_s_per_gpu", 0.0);
     }
     if (!options.gpu.empty() && c.gpu != options.gpu) continue;
+    if (!options.source.empty() && c.source != options.source) continue;
     for (const ValidationOptions::Overlay& o : options.hw_overlays) {
       if (!scenario.ok() || o.base != scenario->hw.name) continue;
       if (absl::Status s = ApplyHwOverlay(o.value, o.origin, scenario->hw); !s.ok()) return s;

@@ -103,6 +103,8 @@ struct ValidationOptions {
   std::vector<Overlay> hw_overlays;
   // Keep only cases on this GPU (empty: all).
   std::string gpu;
+  // Keep only cases whose source label (ValidationCase::source) is this (empty: all).
+  std::string source;
   // Keep only cases whose id or source contains this text (empty: all).
   std::string only;
 };

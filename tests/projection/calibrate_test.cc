@@ -374,6 +374,25 @@ TEST(CalibrateTest, StackCalibrationRecoversAKnownComputeScale) {
   EXPECT_THAT(ApplyHwOverlay(overlay, "fit.json", *hw), IsOk());
   EXPECT_THAT(StackCalibrationText(*fit), HasSubstr("compute_scale 0.70"));
   EXPECT_DOUBLE_EQ(StackCalibrationJson(*fit)["compute_scale"].get<double>(), fit->compute_scale);
+  // Per (source, GPU) group of a validation: the one group ("test" on h100-sxm, 5 cases) gets
+  // the same fit; a source filter that matches nothing gives no group.
+  auto report = ValidateCasesFile(synthetic);
+  ASSERT_THAT(report, IsOk());
+  auto groups = FitScalesBySourceAndGpu(synthetic, *report, {});
+  ASSERT_THAT(groups, IsOk());
+  ASSERT_EQ(groups->size(), 1u);
+  EXPECT_EQ((*groups)[0].source, "test");
+  EXPECT_EQ((*groups)[0].fit.gpu, "h100-sxm");
+  EXPECT_THAT((*groups)[0].fit.compute_scale, IsNearRel(0.7, 0.01));
+  EXPECT_THAT(GroupScalesText(*groups), HasSubstr("test on h100-sxm"));
+  EXPECT_EQ(GroupScalesJson(*groups)[0]["source"], "test");
+  ValidationOptions only_pairs;
+  only_pairs.only = "pair_";  // the 2 pair cases: fewer than kMinCasesForScaleFit
+  auto pairs = ValidateCasesFile(synthetic, only_pairs);
+  ASSERT_THAT(pairs, IsOk());
+  auto none = FitScalesBySourceAndGpu(synthetic, *pairs, only_pairs);
+  ASSERT_THAT(none, IsOk());
+  EXPECT_TRUE(none->empty());
 }
 
 TEST(CalibrateTest, StackCalibrationNeedsProjectedCasesOnTheGpu) {
