@@ -102,24 +102,8 @@ OverlapWindow ComputeBoundWindow(Seconds t) {
 }
 
 // One timed collective: its time (all repeats) and what it takes from compute beside it.
-struct TimedComm {
-  Seconds time;
-  CommSlowdown slowdown;
-};
-
-// Two collectives run back to back: their times add; the slowdown they cause is the
-// time-weighted mean of theirs.
-TimedComm Sum(const TimedComm& a, const TimedComm& b) {
-  const Seconds t = a.time + b.time;
-  if (t.value() <= 0) return {};
-  const double wa = a.time.value() / t.value(), wb = b.time.value() / t.value();
-  return {.time = t,
-          .slowdown = {.compute = wa * a.slowdown.compute + wb * b.slowdown.compute,
-                       .memory = wa * a.slowdown.memory + wb * b.slowdown.memory}};
-}
-
 // Exposure of one collective overlapping `window` (OverlappedExposure of its InterferenceCost).
-Seconds Exposure(const TimedComm& c, const OverlapWindow& window) {
+Seconds Exposure(const TimedCollective& c, const OverlapWindow& window) {
   return OverlappedExposure(c.time, InterferenceCost(c.time, c.slowdown, window), window);
 }
 
@@ -130,11 +114,11 @@ class CommBuilder {
       : collective_(collective), interference_(interference), ops_(ops) {}
 
   // Adds and times one collective; returns its time (all `repeat`s) and slowdown.
-  absl::StatusOr<TimedComm> Add(std::string_view name, std::string_view module, OpPhase phase,
+  absl::StatusOr<TimedCollective> Add(std::string_view name, std::string_view module, OpPhase phase,
                                 CommDim dim, CollectiveKind kind, Bytes bytes, ProcessGroup group,
                                 CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto,
                                 int64_t repeat = 1, A2aRouting routing = {}) {
-    if (group.size <= 1 || bytes.value() <= 0) return TimedComm{};
+    if (group.size <= 1 || bytes.value() <= 0) return TimedCollective{};
     CollectiveOp c{.kind = kind, .bytes = bytes, .group = group, .routing = routing};
     absl::StatusOr<CollectiveEstimate> e = collective_.Estimate(c, algorithm);
     // PXN needs a group that spans nodes; inside one node fall back to the backend's choice.
@@ -159,7 +143,7 @@ class CommBuilder {
     // A DeepEP-style kernel runs on its own SM budget, NCCL's on its channels.
     const bool ep_dispatch = dim == CommDim::kEp && kind == CollectiveKind::kAllToAll &&
                              e->algorithm == CollectiveAlgorithm::kPxn;
-    return TimedComm{.time = op.time,
+    return TimedCollective{.time = op.time,
                      .slowdown = CollectiveSlowdown(interference_, c, *e, ep_dispatch)};
   }
 
@@ -202,29 +186,29 @@ absl::StatusOr<TpExposure> AddTpBlock(CommBuilder& b, std::string_view module,
   const OverlapWindow dgrad = ComputeBoundWindow(s.max_dgrad_gemm);
   const OverlapWindow wgrad = ComputeBoundWindow(s.max_wgrad_gemm);
   if (!par.sequence_parallel) {
-    PROJECTOR_ASSIGN_OR_RETURN(TimedComm ar_f, b.Add("tp_allreduce", module, OpPhase::kForward,
+    PROJECTOR_ASSIGN_OR_RETURN(TimedCollective ar_f, b.Add("tp_allreduce", module, OpPhase::kForward,
                                                      CommDim::kTp, CollectiveKind::kAllReduce,
                                                      act, g));
-    PROJECTOR_ASSIGN_OR_RETURN(TimedComm ar_b,
+    PROJECTOR_ASSIGN_OR_RETURN(TimedCollective ar_b,
                                b.Add("tp_allreduce_grad", module, OpPhase::kBackwardDgrad,
                                      CommDim::kTp, CollectiveKind::kAllReduce, act, g));
     x.fwd = Exposure(ar_f, fwd_window);
     x.bwd = Exposure(ar_b, wgrad);
     return x;
   }
-  PROJECTOR_ASSIGN_OR_RETURN(TimedComm ag_f, b.Add("sp_allgather", module, OpPhase::kForward,
+  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective ag_f, b.Add("sp_allgather", module, OpPhase::kForward,
                                                    CommDim::kTp, CollectiveKind::kAllGather, act,
                                                    g));
-  PROJECTOR_ASSIGN_OR_RETURN(TimedComm rs_f, b.Add("sp_reducescatter", module, OpPhase::kForward,
+  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective rs_f, b.Add("sp_reducescatter", module, OpPhase::kForward,
                                                    CommDim::kTp, CollectiveKind::kReduceScatter,
                                                    act, g));
-  PROJECTOR_ASSIGN_OR_RETURN(TimedComm ag_grad,
+  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective ag_grad,
                              b.Add("sp_allgather_grad", module, OpPhase::kBackwardDgrad,
                                    CommDim::kTp, CollectiveKind::kAllGather, act, g));
-  PROJECTOR_ASSIGN_OR_RETURN(TimedComm ag_input,
+  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective ag_input,
                              b.Add("sp_allgather_wgrad_input", module, OpPhase::kBackwardDgrad,
                                    CommDim::kTp, CollectiveKind::kAllGather, act, g));
-  PROJECTOR_ASSIGN_OR_RETURN(TimedComm rs_grad,
+  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective rs_grad,
                              b.Add("sp_reducescatter_grad", module, OpPhase::kBackwardWgrad,
                                    CommDim::kTp, CollectiveKind::kReduceScatter, act, g));
   x.fwd = Exposure(ag_f, fwd_window) + Exposure(rs_f, fwd_window);
@@ -251,6 +235,15 @@ CommInterferenceModel MakeCommInterferenceModel(const HardwareProfile& hw) {
 // (GEMM, flash attention) runs its waves on the SMs left, so its rate drops by CTAs / SMs.
 // HBM share: the collective's HBM traffic rate over the achievable bandwidth; a memory-bound
 // kernel beside it gets the rest. Each capped to [0, 1].
+TimedCollective Sum(const TimedCollective& a, const TimedCollective& b) {
+  const Seconds t = a.time + b.time;
+  if (t.value() <= 0) return {};
+  const double wa = a.time.value() / t.value(), wb = b.time.value() / t.value();
+  return {.time = t,
+          .slowdown = {.compute = wa * a.slowdown.compute + wb * b.slowdown.compute,
+                       .memory = wa * a.slowdown.memory + wb * b.slowdown.memory}};
+}
+
 CommSlowdown CollectiveSlowdown(const CommInterferenceModel& model, const CollectiveOp& op,
                                 const CollectiveEstimate& estimate, bool ep_dispatch) {
   CommSlowdown s;
@@ -367,11 +360,11 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
     ProcessGroup neighbours{.size = 2, .stride = par.CpGroup().stride};
     int64_t steps = par.cp - 1;
     PROJECTOR_ASSIGN_OR_RETURN(
-        TimedComm f, b.Add("cp_kv_ring", "attention", OpPhase::kForward, CommDim::kCp,
+        TimedCollective f, b.Add("cp_kv_ring", "attention", OpPhase::kForward, CommDim::kCp,
                          CollectiveKind::kSendRecv, kv, neighbours, CollectiveAlgorithm::kAuto,
                          steps));
     PROJECTOR_ASSIGN_OR_RETURN(
-        TimedComm bw, b.Add("cp_kv_dkv_ring", "attention", OpPhase::kBackwardDgrad, CommDim::kCp,
+        TimedCollective bw, b.Add("cp_kv_dkv_ring", "attention", OpPhase::kBackwardDgrad, CommDim::kCp,
                           CollectiveKind::kSendRecv, kv * 2.0, neighbours,
                           CollectiveAlgorithm::kAuto, steps));
     out.forward_comm.cp = Exposure(f, ComputeBoundWindow(attention.attention_fwd));
@@ -411,14 +404,14 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
       return b.Add(name, "moe", phase, CommDim::kEp, CollectiveKind::kAllToAll, bytes, ep, algo,
                    repeat, routing);
     };
-    TimedComm a2a_f, a2a_b;
+    TimedCollective a2a_f, a2a_b;
     if (ep.size > 1 && fp8_dispatch) {
       const Bytes fp8_msg(rows * kFp8DispatchBytesPerElement);
-      PROJECTOR_ASSIGN_OR_RETURN(TimedComm d, a2a("ep_dispatch_fp8", OpPhase::kForward, fp8_msg, 1));
-      PROJECTOR_ASSIGN_OR_RETURN(TimedComm c, a2a("ep_combine", OpPhase::kForward, msg, 1));
-      PROJECTOR_ASSIGN_OR_RETURN(TimedComm cg,
+      PROJECTOR_ASSIGN_OR_RETURN(TimedCollective d, a2a("ep_dispatch_fp8", OpPhase::kForward, fp8_msg, 1));
+      PROJECTOR_ASSIGN_OR_RETURN(TimedCollective c, a2a("ep_combine", OpPhase::kForward, msg, 1));
+      PROJECTOR_ASSIGN_OR_RETURN(TimedCollective cg,
                                  a2a("ep_combine_grad_fp8", OpPhase::kBackwardDgrad, fp8_msg, 1));
-      PROJECTOR_ASSIGN_OR_RETURN(TimedComm dg,
+      PROJECTOR_ASSIGN_OR_RETURN(TimedCollective dg,
                                  a2a("ep_dispatch_grad", OpPhase::kBackwardDgrad, msg, 1));
       a2a_f = Sum(d, c);
       a2a_b = Sum(cg, dg);
@@ -431,18 +424,18 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
     if (par.etp > 1) {
       ProcessGroup etp{.size = par.etp, .stride = 1};
       PROJECTOR_ASSIGN_OR_RETURN(
-          TimedComm ag, b.Add("etp_allgather", "moe", OpPhase::kForward, CommDim::kEp,
+          TimedCollective ag, b.Add("etp_allgather", "moe", OpPhase::kForward, CommDim::kEp,
                             CollectiveKind::kAllGather, msg * static_cast<double>(par.etp), etp));
       PROJECTOR_ASSIGN_OR_RETURN(
-          TimedComm rs, b.Add("etp_reducescatter", "moe", OpPhase::kForward, CommDim::kEp,
+          TimedCollective rs, b.Add("etp_reducescatter", "moe", OpPhase::kForward, CommDim::kEp,
                             CollectiveKind::kReduceScatter, msg * static_cast<double>(par.etp),
                             etp));
       PROJECTOR_ASSIGN_OR_RETURN(
-          TimedComm agb, b.Add("etp_allgather_grad", "moe", OpPhase::kBackwardDgrad, CommDim::kEp,
+          TimedCollective agb, b.Add("etp_allgather_grad", "moe", OpPhase::kBackwardDgrad, CommDim::kEp,
                              CollectiveKind::kAllGather, msg * static_cast<double>(par.etp),
                              etp));
       PROJECTOR_ASSIGN_OR_RETURN(
-          TimedComm rsb, b.Add("etp_reducescatter_grad", "moe", OpPhase::kBackwardDgrad,
+          TimedCollective rsb, b.Add("etp_reducescatter_grad", "moe", OpPhase::kBackwardDgrad,
                              CommDim::kEp, CollectiveKind::kReduceScatter,
                              msg * static_cast<double>(par.etp), etp));
       etp_f = ag.time + rs.time;
@@ -504,29 +497,29 @@ absl::StatusOr<ComposedEndModule> ComposeEndModule(const ModuleProfile& timed_mo
   std::string_view module = timed_module.module;
   if (!is_output) {
     PROJECTOR_ASSIGN_OR_RETURN(
-        TimedComm f, b.Add("embedding_tp", module, OpPhase::kForward, CommDim::kTp,
+        TimedCollective f, b.Add("embedding_tp", module, OpPhase::kForward, CommDim::kTp,
                            sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, act,
                            g));
     out.forward_tp_comm = f.time;
     if (sp) {
       PROJECTOR_ASSIGN_OR_RETURN(
-          TimedComm bw, b.Add("embedding_tp_grad", module, OpPhase::kBackwardDgrad, CommDim::kTp,
+          TimedCollective bw, b.Add("embedding_tp_grad", module, OpPhase::kBackwardDgrad, CommDim::kTp,
                               CollectiveKind::kAllGather, act, g));
       out.backward_tp_comm = bw.time;
     }
     return out;
   }
-  TimedComm f;
+  TimedCollective f;
   if (sp) {
     PROJECTOR_ASSIGN_OR_RETURN(f, b.Add("output_sp_allgather", module, OpPhase::kForward,
                                         CommDim::kTp, CollectiveKind::kAllGather, act, g));
   }
   PROJECTOR_ASSIGN_OR_RETURN(
-      TimedComm ce, b.Add("cross_entropy_allreduce", module, OpPhase::kForward, CommDim::kTp,
+      TimedCollective ce, b.Add("cross_entropy_allreduce", module, OpPhase::kForward, CommDim::kTp,
                         CollectiveKind::kAllReduce, Bytes(tokens * 4.0), g,
                         CollectiveAlgorithm::kAuto, 3));
   PROJECTOR_ASSIGN_OR_RETURN(
-      TimedComm bw, b.Add("output_tp_grad", module, OpPhase::kBackwardWgrad, CommDim::kTp,
+      TimedCollective bw, b.Add("output_tp_grad", module, OpPhase::kBackwardWgrad, CommDim::kTp,
                           sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, act,
                           g));
   out.forward_tp_comm = f.time + ce.time;

@@ -61,6 +61,15 @@ struct CommSlowdown {
   double memory = 0;
 };
 
+// A timed collective (or several back to back) and the slowdown it causes while it runs.
+struct TimedCollective {
+  Seconds time;
+  CommSlowdown slowdown;
+};
+// Back to back: the times add and the slowdown is their time-weighted mean (exact, as
+// InterferenceCost is linear in the time).
+TimedCollective Sum(const TimedCollective& a, const TimedCollective& b);
+
 // Slowdown of one collective `op` that the backend timed as `estimate` (one instance).
 // `ep_dispatch` = a DeepEP-style A2A kernel (its own SM budget) rather than NCCL channels.
 CommSlowdown CollectiveSlowdown(const CommInterferenceModel& model, const CollectiveOp& op,

@@ -36,22 +36,6 @@ struct ChunkCost {
 
 // One collective (or a sum of them, with the time-weighted slowdown) and what it takes from
 // the compute beside it.
-struct TimedCollective {
-  Seconds time;
-  CommSlowdown slowdown;
-};
-
-TimedCollective Sum(const TimedCollective& a, const TimedCollective& b) {
-  TimedCollective s{.time = a.time + b.time, .slowdown = {}};
-  if (s.time.value() <= 0) return s;
-  // InterferenceCost is linear in the time, so the time-weighted slowdown is exact.
-  s.slowdown.compute =
-      (a.time.value() * a.slowdown.compute + b.time.value() * b.slowdown.compute) / s.time.value();
-  s.slowdown.memory =
-      (a.time.value() * a.slowdown.memory + b.time.value() * b.slowdown.memory) / s.time.value();
-  return s;
-}
-
 // One FSDP unit (a layer, or the embedding / output layer) in execution order.
 struct FsdpUnit {
   OverlapWindow forward, backward;  // compute-stream time (backward incl. recompute)
@@ -138,8 +122,8 @@ absl::StatusOr<TimedCollective> Collective(const CollectiveBackend& backend,
 }
 
 // FSDP AllGather (bf16 weights) and ReduceScatter of the grads in the reduce dtype
-// (`grad_bytes` per parameter: 4 for fp32, Megatron's grad_reduce_in_fp32; 2 for bf16),
-// under bf16) of one unit's parameters: dense over DP·CP, experts over expert-DP.
+// (`grad_bytes` per parameter: 4 for fp32, Megatron's grad_reduce_in_fp32 under bf16; 2 for
+// bf16) of one unit's parameters: dense over DP·CP, experts over expert-DP.
 absl::StatusOr<FsdpUnit> FsdpComm(const CollectiveBackend& backend,
                                   const CommInterferenceModel& interference,
                                   const ParallelConfig& par, double dense_params,
