@@ -129,21 +129,19 @@ absl::StatusOr<FsdpUnit> FsdpComm(const CollectiveBackend& backend,
                                   const ParallelConfig& par, double dense_params,
                                   double expert_params, double grad_bytes) {
   FsdpUnit u;
-  ProcessGroup dg = par.DpCpGroup(), eg = ExpertDpGroup(par);
-  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective ag_d,
-                             Collective(backend, interference, CollectiveKind::kAllGather,
-                                        Bytes(dense_params * 2.0), dg));
-  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective ag_e,
-                             Collective(backend, interference, CollectiveKind::kAllGather,
-                                        Bytes(expert_params * 2.0), eg));
-  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective rs_d,
-                             Collective(backend, interference, CollectiveKind::kReduceScatter,
-                                        Bytes(dense_params * grad_bytes), dg));
-  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective rs_e,
-                             Collective(backend, interference, CollectiveKind::kReduceScatter,
-                                        Bytes(expert_params * grad_bytes), eg));
-  u.gather = Sum(ag_d, ag_e);
-  u.reduce = Sum(rs_d, rs_e);
+  const ProcessGroup dg = par.DpCpGroup(), eg = ExpertDpGroup(par);
+  // One collective of `kind` moving `bytes_per_param` for the dense and for the expert weights.
+  auto both = [&](CollectiveKind kind, double bytes_per_param) -> absl::StatusOr<TimedCollective> {
+    PROJECTOR_ASSIGN_OR_RETURN(
+        TimedCollective d,
+        Collective(backend, interference, kind, Bytes(dense_params * bytes_per_param), dg));
+    PROJECTOR_ASSIGN_OR_RETURN(
+        TimedCollective e,
+        Collective(backend, interference, kind, Bytes(expert_params * bytes_per_param), eg));
+    return Sum(d, e);
+  };
+  PROJECTOR_ASSIGN_OR_RETURN(u.gather, both(CollectiveKind::kAllGather, kWeightBytesPerParam));
+  PROJECTOR_ASSIGN_OR_RETURN(u.reduce, both(CollectiveKind::kReduceScatter, grad_bytes));
   return u;
 }
 
