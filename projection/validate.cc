@@ -198,6 +198,21 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path, int 
   return ValidateCasesFile(path, options);
 }
 
+std::pair<int, std::string> SequenceBand(int64_t seq_len) {
+  if (seq_len <= 1024) return {0, "seq <= 1024"};
+  if (seq_len <= 4096) return {1, "seq 1025-4096"};
+  if (seq_len <= 16384) return {2, "seq 4097-16384"};
+  return {3, "seq > 16384"};
+}
+
+std::pair<int, std::string> ScaleBand(int64_t num_gpus, int64_t gpus_per_node) {
+  const int64_t per_node = std::max<int64_t>(gpus_per_node, 1);
+  const int64_t nodes = (num_gpus + per_node - 1) / per_node;
+  if (nodes <= 1) return {0, "1 node"};
+  if (nodes <= 16) return {1, "2-16 nodes"};
+  return {2, "17+ nodes"};
+}
+
 absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
                                                    const ValidationOptions& options) {
   const int threads = options.threads;
@@ -233,6 +248,9 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
     c.gpu = value.value("gpu", "");
     c.source = SourceLabel(value.value("source", ""));
     c.num_gpus = value.value("num_gpus", int64_t{0});
+    c.gpus_per_node = value.value("gpus_per_node", int64_t{0});
+    c.precision = value.value("precision", "");
+    c.seq_len = value.value("seq_len", int64_t{0});
     if (value.contains("model") && value["model"].is_object()) {
       c.model = value["model"].value("name", "");
     }
@@ -308,7 +326,9 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
   CheckSequenceMonotonicity(parsed);
 
   std::vector<const ValidationCase*> all;
-  std::map<std::string, std::vector<const ValidationCase*>> by_gpu, by_source;
+  std::map<std::string, std::vector<const ValidationCase*>> by_gpu, by_source, by_precision;
+  // Ordered bands: (rank, label).
+  std::map<std::pair<int, std::string>, std::vector<const ValidationCase*>> by_seq, by_scale;
   for (ParsedCase& pc : parsed) {
     report.cases.push_back(std::move(pc.result));
   }
@@ -318,10 +338,16 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
     all.push_back(&c);
     by_gpu[c.gpu].push_back(&c);
     by_source[c.source].push_back(&c);
+    by_precision[c.precision].push_back(&c);
+    by_seq[SequenceBand(c.seq_len)].push_back(&c);
+    by_scale[ScaleBand(c.num_gpus, c.gpus_per_node)].push_back(&c);
   }
   report.summary = Summarise(all, "all");
   for (auto& [gpu, cases] : by_gpu) report.by_gpu.push_back(Summarise(cases, gpu));
   for (auto& [source, cases] : by_source) report.by_source.push_back(Summarise(cases, source));
+  for (auto& [p, cases] : by_precision) report.by_precision.push_back(Summarise(cases, p));
+  for (auto& [band, cases] : by_seq) report.by_seq_len.push_back(Summarise(cases, band.second));
+  for (auto& [band, cases] : by_scale) report.by_scale.push_back(Summarise(cases, band.second));
   report.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
@@ -394,6 +420,12 @@ std::string FormatValidationText(const ValidationReport& r) {
   for (const ErrorSummary& s : r.by_gpu) out += SummaryRow(s);
   absl::StrAppend(&out, "\nBy source\n", head);
   for (const ErrorSummary& s : r.by_source) out += SummaryRow(s);
+  absl::StrAppend(&out, "\nBy precision\n", head);
+  for (const ErrorSummary& s : r.by_precision) out += SummaryRow(s);
+  absl::StrAppend(&out, "\nBy sequence length\n", head);
+  for (const ErrorSummary& s : r.by_seq_len) out += SummaryRow(s);
+  absl::StrAppend(&out, "\nBy scale\n", head);
+  for (const ErrorSummary& s : r.by_scale) out += SummaryRow(s);
   if (r.inconsistent_cases > 0) {
     absl::StrAppendFormat(
         &out,
@@ -445,15 +477,24 @@ json ValidationToJson(const ValidationReport& r) {
     j["inconsistent_with_siblings"] = c.inconsistent;
     cases.push_back(std::move(j));
   }
-  json by_gpu = json::array(), by_source = json::array();
-  for (const ErrorSummary& s : r.by_gpu) by_gpu.push_back(SummaryJson(s));
-  for (const ErrorSummary& s : r.by_source) by_source.push_back(SummaryJson(s));
+  auto summaries = [](const std::vector<ErrorSummary>& v) {
+    json a = json::array();
+    for (const ErrorSummary& s : v) a.push_back(SummaryJson(s));
+    return a;
+  };
   json summary = SummaryJson(r.summary);
   summary.erase("group");
   summary["inconsistent_cases"] = r.inconsistent_cases;
   summary["measured_but_not_fitting"] = r.measured_but_not_fitting;
-  return {{"file", r.file},       {"cases", cases},         {"summary", summary},
-          {"by_gpu", by_gpu},     {"by_source", by_source}, {"elapsed_s", r.elapsed_s}};
+  return {{"file", r.file},
+          {"cases", cases},
+          {"summary", summary},
+          {"by_gpu", summaries(r.by_gpu)},
+          {"by_source", summaries(r.by_source)},
+          {"by_precision", summaries(r.by_precision)},
+          {"by_seq_len", summaries(r.by_seq_len)},
+          {"by_scale", summaries(r.by_scale)},
+          {"elapsed_s", r.elapsed_s}};
 }
 
 }  // namespace projector

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -22,6 +23,9 @@ struct ValidationCase {
   std::string gpu;
   std::string source;  // short source label used for grouping
   int64_t num_gpus = 0;
+  int64_t gpus_per_node = 0;
+  std::string precision;  // "bf16", "fp16" or "fp8", as the case states it
+  int64_t seq_len = 0;
   std::string layout;
   double measured_tokens_per_s_per_gpu = 0;
   std::optional<double> projected_tokens_per_s_per_gpu;
@@ -75,6 +79,12 @@ struct ValidationReport {
   ErrorSummary summary;
   std::vector<ErrorSummary> by_gpu;
   std::vector<ErrorSummary> by_source;
+  // The same split by what a projection's blind spots tend to follow: training precision,
+  // sequence-length band (attention's share of the work grows with it) and cluster scale
+  // (one node, where no collective crosses a NIC, vs several).
+  std::vector<ErrorSummary> by_precision;
+  std::vector<ErrorSummary> by_seq_len;
+  std::vector<ErrorSummary> by_scale;
   int64_t inconsistent_cases = 0;  // cases flagged by the sibling check
   // Projected cases the memory model says do not fit in HBM although they were measured, so
   // ran: the memory model's false "does not fit" count.
@@ -116,6 +126,13 @@ struct ValidationOptions {
 absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path, int threads = 0);
 absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
                                                    const ValidationOptions& options);
+
+// The band of ValidationReport::by_seq_len a sequence length falls in, and its rank (bands are
+// reported shortest first): "seq <= 1024", "seq 1025-4096", "seq 4097-16384", "seq > 16384".
+std::pair<int, std::string> SequenceBand(int64_t seq_len);
+// The band of ValidationReport::by_scale: "1 node" (num_gpus <= gpus_per_node),
+// "2-16 nodes", "17+ nodes".
+std::pair<int, std::string> ScaleBand(int64_t num_gpus, int64_t gpus_per_node);
 
 // Summary over the projected cases of `cases` (count includes the unsupported ones).
 ErrorSummary Summarise(const std::vector<const ValidationCase*>& cases, std::string group);

@@ -1,6 +1,7 @@
 #include "projection/validate.h"
 
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -36,6 +37,30 @@ TEST(SummariseTest, ClosedFormStatistics) {
   EXPECT_DOUBLE_EQ(s.within_30_pct, 75.0);
 }
 
+TEST(BandTest, SequenceBandsCoverEveryLengthOnce) {
+  // Bounds are inclusive above: 1024 is the last of the first band, 1025 the first of the next.
+  EXPECT_EQ(SequenceBand(1), (std::pair<int, std::string>{0, "seq <= 1024"}));
+  EXPECT_EQ(SequenceBand(1024).first, 0);
+  EXPECT_EQ(SequenceBand(1025), (std::pair<int, std::string>{1, "seq 1025-4096"}));
+  EXPECT_EQ(SequenceBand(4096).first, 1);
+  EXPECT_EQ(SequenceBand(4097), (std::pair<int, std::string>{2, "seq 4097-16384"}));
+  EXPECT_EQ(SequenceBand(16384).first, 2);
+  EXPECT_EQ(SequenceBand(16385), (std::pair<int, std::string>{3, "seq > 16384"}));
+  EXPECT_EQ(SequenceBand(131072).first, 3);
+}
+
+TEST(BandTest, ScaleBandsCountWholeNodes) {
+  // ceil(num_gpus / gpus_per_node) nodes: 8/8 = 1, 9/8 -> 2, 128/8 = 16, 136/8 = 17.
+  EXPECT_EQ(ScaleBand(8, 8), (std::pair<int, std::string>{0, "1 node"}));
+  EXPECT_EQ(ScaleBand(4, 8).first, 0);
+  EXPECT_EQ(ScaleBand(9, 8), (std::pair<int, std::string>{1, "2-16 nodes"}));
+  EXPECT_EQ(ScaleBand(128, 8).first, 1);
+  EXPECT_EQ(ScaleBand(136, 8), (std::pair<int, std::string>{2, "17+ nodes"}));
+  // A 72-GPU NVLink domain is one node.
+  EXPECT_EQ(ScaleBand(72, 72).first, 0);
+  EXPECT_EQ(ScaleBand(512, 72).first, 1);  // 8 domains
+}
+
 TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
   auto r = ValidateCasesFile(std::string(PROJECTOR_CALIBRATION_DIR) + "/public.jsonl", 2);
   ASSERT_THAT(r, IsOk());
@@ -45,11 +70,21 @@ TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
     ASSERT_TRUE(c.projected_tokens_per_s_per_gpu.has_value()) << c.id << ": " << c.reason;
     EXPECT_GT(*c.projected_tokens_per_s_per_gpu, 0) << c.id;
   }
-  // Groups partition the cases.
-  int64_t by_gpu = 0;
-  for (const ErrorSummary& g : r->by_gpu) by_gpu += g.count;
-  EXPECT_EQ(by_gpu, r->summary.count);
+  // Every breakdown partitions the cases.
+  for (const auto* groups : {&r->by_gpu, &r->by_source, &r->by_precision, &r->by_seq_len,
+                             &r->by_scale}) {
+    int64_t total = 0;
+    for (const ErrorSummary& g : *groups) total += g.count;
+    EXPECT_EQ(total, r->summary.count);
+  }
+  // Bands are reported shortest (smallest) first.
+  ASSERT_FALSE(r->by_seq_len.empty());
+  EXPECT_EQ(r->by_seq_len.front().group, "seq <= 1024");
+  EXPECT_EQ(r->by_scale.front().group, "1 node");
   auto j = ValidationToJson(*r);
+  for (const char* key : {"by_gpu", "by_source", "by_precision", "by_seq_len", "by_scale"}) {
+    EXPECT_TRUE(j.contains(key) && j[key].is_array() && !j[key].empty()) << key;
+  }
   for (const char* key : {"count", "projected", "median_abs_error_pct", "mean_error_pct",
                           "within_10_pct", "within_20_pct", "within_30_pct"}) {
     EXPECT_TRUE(j["summary"].contains(key)) << key;
