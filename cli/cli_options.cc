@@ -99,7 +99,15 @@ void AddScenarioFlags(cxxopts::Options& options) {
     ("overlap-grad-reduce", "Overlap the DP gradient reduction with backward (default true)",
      cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("overlap-param-gather", "Overlap the distributed optimizer's parameter AllGather with "
-     "forward (default true)", cxxopts::value<bool>()->implicit_value("true"), "BOOL");
+     "forward (default true)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("moe-capacity-factor", "MoE: each expert takes at most X times its balanced share of "
+     "tokens and drops the rest (Megatron --moe-expert-capacity-factor; default 0 = dropless)",
+     cxxopts::value<double>(), "X")
+    ("moe-pad-to-capacity", "MoE: pad every expert's input to the capacity (Megatron "
+     "--moe-pad-expert-input-to-capacity)", cxxopts::value<bool>()->implicit_value("true"),
+     "BOOL")
+    ("moe-imbalance", "MoE what-if: tokens routed to the busiest EP rank over the balanced mean "
+     "(default 1 = balanced)", cxxopts::value<double>(), "X");
   options.add_options("Backends")
     ("profiling-mode", "simulate, profile, both or measure", cxxopts::value<std::string>(), "MODE")
     ("gemm-backend", "GEMM backend (see --list-backends)", cxxopts::value<std::string>(), "NAME")
@@ -242,7 +250,8 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
                                  {"deepep", &p.deepep},
                                  {"tp-comm-overlap", &s.training.tp_comm_overlap},
                                  {"overlap-grad-reduce", &s.training.overlap_grad_reduce},
-                                 {"overlap-param-gather", &s.training.overlap_param_gather}};
+                                 {"overlap-param-gather", &s.training.overlap_param_gather},
+                                 {"moe-pad-to-capacity", &s.training.moe_pad_to_capacity}};
   for (const BoolFlag& f : bool_flags) {
     if (!Given(flags, f.name)) continue;
     try {
@@ -258,6 +267,17 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
                                                         "'; accepted: turbo, legacy"));
     }
     p.turbo_grouped_gemm = v == "turbo";
+  }
+  // Ranges are checked with the model and layout (ValidateScenario, training.moe_*).
+  for (auto [name, target] : {std::pair<const char*, double*>{"moe-capacity-factor",
+                                                               &s.training.moe_capacity_factor},
+                              {"moe-imbalance", &s.training.moe_imbalance}}) {
+    if (!Given(flags, name)) continue;
+    try {
+      *target = flags[name].as<double>();
+    } catch (const std::exception& e) {
+      return FlagError(name, "expected a number");
+    }
   }
   if (Given(flags, "recompute")) {
     auto r = ParseRecompute(flags["recompute"].as<std::string>());

@@ -1,6 +1,7 @@
 #include "cli/search_command.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -204,6 +205,39 @@ absl::StatusOr<Scenario> BaseScenarioFromFlags(const cxxopts::ParseResult& flags
     if (!d.ok()) return FlagError("grad-reduce-dtype", d.status().message());
     s.training.grad_reduce_dtype = *d;
   }
+  for (auto [name, target] : {std::pair<const char*, double*>{"moe-capacity-factor",
+                                                               &s.training.moe_capacity_factor},
+                              {"moe-imbalance", &s.training.moe_imbalance}}) {
+    if (!flags.count(name)) continue;
+    try {
+      *target = flags[name].as<double>();
+    } catch (const std::exception&) {
+      return FlagError(name, "expected a number");
+    }
+  }
+  if (flags.count("moe-pad-to-capacity")) {
+    try {
+      s.training.moe_pad_to_capacity = flags["moe-pad-to-capacity"].as<bool>();
+    } catch (const std::exception&) {
+      return FlagError("moe-pad-to-capacity", "expected true or false");
+    }
+  }
+  // The layout-independent checks of training.moe_* (the imbalance is capped per layout).
+  {
+    Scenario probe = s;
+    probe.parallel.ep = 1;
+    probe.training.moe_imbalance = 1.0;
+    if (absl::Status v = ValidateMoeRouting(probe, "command line"); !v.ok()) return v;
+    if (!(s.training.moe_imbalance >= 1.0) || !std::isfinite(s.training.moe_imbalance)) {
+      return FlagError("moe-imbalance",
+                       absl::StrCat("must be a number >= 1 (1 = balanced), got ",
+                                    s.training.moe_imbalance));
+    }
+    if (s.training.moe_imbalance != 1.0 && !s.model.moe) {
+      return FlagError("moe-imbalance",
+                       absl::StrCat(s.model.name, " has no experts; leave it out"));
+    }
+  }
   s.parallel.dp = s.num_gpus;
   return s;
 }
@@ -237,6 +271,12 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
      cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("grad-reduce-dtype", "Gradient reduction and main-grad buffer dtype: fp32 (default) or bf16",
      cxxopts::value<std::string>(), "fp32|bf16")
+    ("moe-capacity-factor", "MoE: expert capacity as a multiple of the balanced share (default "
+     "0 = dropless)", cxxopts::value<double>(), "X")
+    ("moe-pad-to-capacity", "MoE: pad every expert's input to the capacity",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("moe-imbalance", "MoE what-if: tokens routed to the busiest EP rank over the mean; each "
+     "layout takes at most what its EP allows (1 with EP 1)", cxxopts::value<double>(), "X")
     ("hw-overlay", "Hardware overlay from `project calibrate` applied to the GPU profile",
      cxxopts::value<std::string>(), "FILE");
   options.add_options("Search space (comma-separated lists; DP is derived)")

@@ -80,7 +80,29 @@ struct TrainingConfig {
   // forces accumulate_allreduce_grads_in_fp32 under bf16; the default) or kBf16 (Megatron
   // --grad-reduce-in-bf16, PyTorch FSDP MixedPrecision(reduce_dtype=bfloat16)).
   DType grad_reduce_dtype = DType::kFp32;
+  // MoE token routing (MoE models only; Megatron-core MoE flags). moe_capacity_factor: 0 =
+  // dropless (Megatron's default); > 0 = --moe-expert-capacity-factor: each expert takes at most
+  // that multiple of its balanced share of the token-expert pairs and drops the rest.
+  // moe_pad_to_capacity: --moe-pad-expert-input-to-capacity, every expert's input padded to that
+  // capacity. moe_imbalance: the token-expert pairs the busiest EP rank receives over the
+  // balanced mean (>= 1; 1 = balanced, as in benchmark runs that force load balancing). A
+  // what-if: no router is simulated.
+  double moe_capacity_factor = 0;
+  bool moe_pad_to_capacity = false;
+  double moe_imbalance = 1.0;
 };
+
+// Token-expert pairs the busiest EP rank's experts process (and receive and send back through
+// the All-to-All), over the balanced share: the capacity factor when every expert is padded to
+// it; else the imbalance, capped by the capacity factor when one is set (pairs beyond the
+// capacity are dropped). 1 for balanced dropless routing.
+inline double MoeExpertLoad(const TrainingConfig& t) {
+  if (t.moe_capacity_factor > 0 && t.moe_pad_to_capacity) return t.moe_capacity_factor;
+  if (t.moe_capacity_factor > 0 && t.moe_imbalance > t.moe_capacity_factor) {
+    return t.moe_capacity_factor;
+  }
+  return t.moe_imbalance;
+}
 
 // Reads a training.grad_reduce_dtype value: "fp32" or "bf16"; kInvalidArgument otherwise.
 absl::StatusOr<DType> ParseGradReduceDtype(std::string_view name);

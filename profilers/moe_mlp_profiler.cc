@@ -14,6 +14,14 @@
 //     pairs = (E/EP)·EP·ETP·T_l·k/E = ETP·T_l·k,
 // i.e. m = pairs/(E/EP) = ETP·T_l·k·EP/E rows per local expert (rounded up), each against an
 // FFN slice of expert_ffn/ETP. The FLOPs per GPU do not depend on EP or ETP.
+//
+// Routing that is not balanced (training.moe_imbalance, capacity factor and padding): every
+// MoE layer waits at its All-to-All for the busiest EP rank, so the layer is timed on that
+// rank, whose experts process L·pairs (L = MoeExpertLoad: the imbalance, capped by the capacity
+// factor, or the capacity factor itself under padding), rounded up. Its own tokens' router,
+// permutation and unpermutation stay T_l·k.
+#include <cmath>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -50,7 +58,8 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
                                            dims.tp));
   const int64_t t_l = dims.tokens / dims.tp;
   const int64_t experts_l = E / parallel.ep;
-  const int64_t pairs = parallel.etp * t_l * k;
+  const int64_t pairs = static_cast<int64_t>(
+      std::ceil(D(parallel.etp * t_l * k) * MoeExpertLoad(ctx.training) - 1e-9));
   const int64_t rows_per_expert = (pairs + experts_l - 1) / experts_l;
   const int64_t f_l = f_e / parallel.etp;
   const bool gated = model.mlp == MlpKind::kSwiGlu;

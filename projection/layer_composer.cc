@@ -388,8 +388,10 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
   if (timed_layer.is_moe && model.moe.has_value()) {
     double tokens = static_cast<double>(tr.micro_batch * tr.seq_len) / static_cast<double>(par.cp);
     if (par.sequence_parallel) tokens /= static_cast<double>(par.tp);
+    // The busiest EP rank receives (dispatch) and sends back (combine) L times the balanced
+    // share (MoeExpertLoad), and every rank waits for it.
     const double rows = tokens * static_cast<double>(model.moe->top_k) *
-                        static_cast<double>(model.hidden_size);
+                        static_cast<double>(model.hidden_size) * MoeExpertLoad(tr);
     Bytes msg(rows * kCommBytesPerElement);
     CollectiveAlgorithm algo = par.deepep ? CollectiveAlgorithm::kPxn : CollectiveAlgorithm::kAuto;
     const A2aRouting routing =

@@ -17,6 +17,21 @@ constexpr std::string_view kMfuFormula =
     "peak dense matrix FLOP/s of the training precision at the datasheet peak clock";
 
 double Ms(Seconds s) { return ToMilliseconds(s); }
+
+// ", MoE capacity 1.25 (padded), busiest EP rank 1.30x" for routing that is not balanced and
+// dropless; empty otherwise.
+std::string MoeRoutingNote(const TrainingConfig& t) {
+  std::string out;
+  if (t.moe_capacity_factor > 0) {
+    absl::StrAppendFormat(&out, ", MoE capacity %g%s", t.moe_capacity_factor,
+                          t.moe_pad_to_capacity ? " (padded)" : "");
+  }
+  if (t.moe_imbalance != 1.0) {
+    absl::StrAppendFormat(&out, ", busiest EP rank %gx", t.moe_imbalance);
+  }
+  if (!out.empty()) absl::StrAppendFormat(&out, " (expert load %gx)", MoeExpertLoad(t));
+  return out;
+}
 double GiB(Bytes b) { return b.value() / (1024.0 * 1024.0 * 1024.0); }
 
 std::string_view KindName(const LayerKindTimes& k) { return k.is_moe ? "moe" : "dense"; }
@@ -70,13 +85,14 @@ std::string ProjectionText(const Scenario& scenario, const Projection& p) {
                         p.schedule, p.micro_batches);
   absl::StrAppendFormat(
       &out,
-      "  training   seq %d, micro-batch %d, global batch %d, %s, recompute %s, %s attention%s%s\n",
+      "  training   seq %d, micro-batch %d, global batch %d, %s, recompute %s, %s attention%s%s%s\n",
       tr.seq_len, tr.micro_batch, tr.global_batch, DTypeName(tr.precision),
       RecomputeName(tr.recompute), AttentionKernelOf(scenario),
       tr.tp_comm_overlap ? ", TP comm overlapped" : "",
       tr.grad_reduce_dtype == DType::kFp32
           ? ""
-          : ", grads reduced in " + std::string(DTypeName(tr.grad_reduce_dtype)));
+          : ", grads reduced in " + std::string(DTypeName(tr.grad_reduce_dtype)),
+      MoeRoutingNote(tr));
   if (!p.defaults_used.empty()) {
     out += "  defaults used:\n";
     for (const std::string& d : p.defaults_used) absl::StrAppendFormat(&out, "    - %s\n", d);
@@ -185,6 +201,10 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"attention_kernel", std::string(AttentionKernelOf(scenario))},
       {"tp_comm_overlap", scenario.training.tp_comm_overlap},
       {"grad_reduce_dtype", std::string(DTypeName(scenario.training.grad_reduce_dtype))},
+      {"moe_capacity_factor", scenario.training.moe_capacity_factor},
+      {"moe_pad_to_capacity", scenario.training.moe_pad_to_capacity},
+      {"moe_imbalance", scenario.training.moe_imbalance},
+      {"moe_expert_load", MoeExpertLoad(scenario.training)},
       {"step_time_s", p.step_time.value()},
       {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
       {"tokens_per_s", p.tokens_per_s},

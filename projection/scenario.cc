@@ -107,6 +107,9 @@ absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(std::string grad_reduce,
                              t.EnumOr("grad_reduce_dtype", kGradReduceDtypes, "fp32"));
   out.grad_reduce_dtype = *ParseGradReduceDtype(grad_reduce);
+  PROJECTOR_ASSIGN_OR_RETURN(out.moe_capacity_factor, t.NumberOr("moe_capacity_factor", 0.0));
+  PROJECTOR_ASSIGN_OR_RETURN(out.moe_pad_to_capacity, t.BoolOr("moe_pad_to_capacity", false));
+  PROJECTOR_ASSIGN_OR_RETURN(out.moe_imbalance, t.NumberOr("moe_imbalance", 1.0));
   return t.CheckNoUnknownKeys();
 }
 
@@ -257,7 +260,10 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"overlap_grad_reduce", t.overlap_grad_reduce},
                    {"overlap_param_gather", t.overlap_param_gather},
                    {"tp_comm_overlap", t.tp_comm_overlap},
-                   {"grad_reduce_dtype", std::string(DTypeName(t.grad_reduce_dtype))}};
+                   {"grad_reduce_dtype", std::string(DTypeName(t.grad_reduce_dtype))},
+                   {"moe_capacity_factor", t.moe_capacity_factor},
+                   {"moe_pad_to_capacity", t.moe_pad_to_capacity},
+                   {"moe_imbalance", t.moe_imbalance}};
   j["backends"] = {{"gemm", s.backends.gemm},
                    {"attention", s.backends.attention},
                    {"memory", s.backends.memory},
@@ -334,6 +340,58 @@ absl::Status ResolveAttentionKernel(Scenario& s, const std::string& origin) {
   }
   if (request == "auto") s.defaults_used.push_back(AutoKernelNote(s));
   return absl::OkStatus();
+}
+
+// training.moe_*: only on MoE models; a capacity factor in (0, E/top_k] (above E/top_k an
+// expert's capacity exceeds every token of the batch); padding needs a capacity; the imbalance
+// in [1, ep·min(top_k, E/ep)/top_k] (the busiest EP rank can receive at most min(top_k, its
+// experts) pairs of every token, ep·min(...)/top_k times the balanced share).
+absl::Status ValidateMoeRouting(const Scenario& s, const std::string& origin) {
+  const TrainingConfig& t = s.training;
+  const bool set = t.moe_capacity_factor != 0 || t.moe_pad_to_capacity || t.moe_imbalance != 1.0;
+  if (!s.model.moe) {
+    if (!set) return absl::OkStatus();
+    const char* field = t.moe_capacity_factor != 0 ? "/training/moe_capacity_factor"
+                        : t.moe_pad_to_capacity    ? "/training/moe_pad_to_capacity"
+                                                   : "/training/moe_imbalance";
+    return Precondition(origin, field,
+                        absl::StrFormat("%s has no experts; MoE routing settings apply to MoE "
+                                        "models only (leave them out)",
+                                        s.model.name));
+  }
+  const MoeSpec& moe = *s.model.moe;
+  const double max_capacity =
+      static_cast<double>(moe.num_experts) / static_cast<double>(moe.top_k);
+  if (!(t.moe_capacity_factor >= 0) || t.moe_capacity_factor > max_capacity) {
+    return JsonFieldError(
+        origin, "/training/moe_capacity_factor",
+        absl::StrFormat("must be 0 (dropless) or in (0, %g] (num_experts/top_k = %d/%d: beyond "
+                        "it an expert's capacity exceeds every token), got %g",
+                        max_capacity, moe.num_experts, moe.top_k, t.moe_capacity_factor));
+  }
+  if (t.moe_pad_to_capacity && t.moe_capacity_factor == 0) {
+    return Precondition(origin, "/training/moe_pad_to_capacity",
+                        "padding to capacity needs a capacity: set moe_capacity_factor > 0");
+  }
+  const int64_t local = moe.num_experts / s.parallel.ep;
+  const double max_imbalance = MaxMoeImbalance(s.model, s.parallel);
+  if (!(t.moe_imbalance >= 1.0) || t.moe_imbalance > max_imbalance) {
+    return JsonFieldError(
+        origin, "/training/moe_imbalance",
+        absl::StrFormat("must be in [1, %g] (the busiest of ep %d ranks receives at most "
+                        "min(top_k %d, %d local experts) pairs of every token: ep·min(...)/top_k "
+                        "times the balanced share; 1 = balanced), got %g",
+                        max_imbalance, s.parallel.ep, moe.top_k, local, t.moe_imbalance));
+  }
+  return absl::OkStatus();
+}
+
+double MaxMoeImbalance(const ModelSpec& model, const ParallelConfig& parallel) {
+  if (!model.moe || parallel.ep <= 0 || model.moe->top_k <= 0) return 1.0;
+  const int64_t local = model.moe->num_experts / parallel.ep;
+  return static_cast<double>(parallel.ep) *
+         static_cast<double>(std::min(model.moe->top_k, local)) /
+         static_cast<double>(model.moe->top_k);
 }
 
 absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
@@ -452,6 +510,7 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
                         absl::StrFormat("ep %d given but %s has no experts; use ep 1", p.ep,
                                         m.name));
   }
+  PROJECTOR_RETURN_IF_ERROR(ValidateMoeRouting(s, origin));
   if (t.seq_len <= 0 || t.micro_batch <= 0 || t.global_batch <= 0) {
     return JsonFieldError(origin, "/training", "seq_len, micro_batch and global_batch must be > 0");
   }

@@ -56,6 +56,16 @@ inline constexpr int64_t kMaxTokensPerMicroBatch = int64_t{1} << 32;
 // micro-batch·DP, ... kFailedPrecondition / kInvalidArgument with `origin` and the field.
 absl::Status ValidateScenario(const Scenario& scenario, const std::string& origin);
 
+// training.moe_capacity_factor, moe_pad_to_capacity and moe_imbalance against the model and
+// layout (part of ValidateScenario): MoE models only, capacity in (0, E/top_k] or 0, padding
+// only with a capacity, imbalance in [1, MaxMoeImbalance].
+absl::Status ValidateMoeRouting(const Scenario& scenario, const std::string& origin);
+
+// The largest training.moe_imbalance a layout allows: the busiest of the EP ranks can receive at
+// most min(top_k, E/ep) of every token's top_k pairs, ep·min(top_k, E/ep)/top_k times the
+// balanced share (1 with ep 1, or for a model without experts).
+double MaxMoeImbalance(const ModelSpec& model, const ParallelConfig& parallel);
+
 // A layout that marks a PyTorch-native stack (llm-foundry, HF Accelerate, torchtitan without
 // TP/PP): FSDP with neither tensor nor pipeline parallelism. TP or PP with FSDP is Megatron-style
 // (Megatron-FSDP, NeMo), which runs Transformer Engine's attention.

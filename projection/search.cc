@@ -234,11 +234,14 @@ std::string_view SearchConstraintDescription(SearchConstraint constraint) {
   return kConstraints[static_cast<int>(constraint)].description;
 }
 
-void ApplyCandidate(const SearchCandidate& candidate, Scenario& scenario) {
+void ApplyCandidate(const SearchCandidate& candidate, double requested_moe_imbalance,
+                    Scenario& scenario) {
   scenario.parallel = candidate.parallel;
   scenario.training.micro_batch = candidate.micro_batch;
   scenario.training.recompute = candidate.recompute;
   scenario.training.recompute_layers = 0;
+  scenario.training.moe_imbalance =
+      std::min(requested_moe_imbalance, MaxMoeImbalance(scenario.model, candidate.parallel));
 }
 
 // These mirror ValidateScenario's rules (projection/scenario.cc) so that each can be counted;
@@ -467,7 +470,7 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
       const int64_t end = std::min(total, begin + kChunk);
       for (int64_t i = begin; i < end; ++i) {
         const size_t idx = static_cast<size_t>(i);
-        ApplyCandidate(candidates[idx], scenario);
+        ApplyCandidate(candidates[idx], base.training.moe_imbalance, scenario);
         // "auto" picks the attention kernel from the layout (FSDP-only: PyTorch SDPA's kernel),
         // as `project` does; it is resolved again when the layout class flips.
         if (const bool native = IsPyTorchNativeLayout(scenario.parallel);
@@ -672,6 +675,15 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   if (base.training.grad_reduce_dtype != DType::kFp32) {
     absl::StrAppend(&cmd, " --grad-reduce-dtype ",
                     std::string(DTypeName(base.training.grad_reduce_dtype)));
+  }
+  const TrainingConfig& t = base.training;
+  if (t.moe_capacity_factor > 0) {
+    absl::StrAppend(&cmd, " --moe-capacity-factor ", t.moe_capacity_factor,
+                    t.moe_pad_to_capacity ? " --moe-pad-to-capacity" : "");
+  }
+  if (const double imbalance = std::min(t.moe_imbalance, MaxMoeImbalance(base.model, p));
+      imbalance != 1.0) {
+    absl::StrAppend(&cmd, " --moe-imbalance ", imbalance);
   }
   return cmd;
 }

@@ -105,7 +105,10 @@ struct SearchCandidate {
 };
 
 // Applies the candidate to a copy of `base` (parallel layout, micro-batch, recompute).
-void ApplyCandidate(const SearchCandidate& candidate, Scenario& scenario);
+// training.moe_imbalance becomes min(requested_moe_imbalance, the layout's MaxMoeImbalance):
+// with fewer EP ranks the busiest one cannot be as far above the mean (with EP 1, not at all).
+void ApplyCandidate(const SearchCandidate& candidate, double requested_moe_imbalance,
+                    Scenario& scenario);
 
 // The first constraint (in SearchConstraint order, up to kShardingWithoutDp) the candidate
 // violates, or nullopt. Cheap: no allocation. These are the rules of ValidateScenario plus the

@@ -82,6 +82,57 @@ TEST(ProfileMoeMlpTest, LegacyRepeatsOneGemmPerLocalExpertWithTheSameFlops) {
               IsNearRel(SumTime(turbo->ops, OpPhase::kForward).value(), 1e-12));
 }
 
+// The routing knobs in closed form (MoeExpertLoad): dropless → the imbalance; a capacity caps it;
+// padding to a capacity is the capacity whatever the imbalance.
+TEST(MoeExpertLoadTest, ImbalanceCappedByCapacityOrPaddedToIt) {
+  TrainingConfig t;
+  EXPECT_DOUBLE_EQ(MoeExpertLoad(t), 1.0);
+  t.moe_imbalance = 1.3;
+  EXPECT_DOUBLE_EQ(MoeExpertLoad(t), 1.3);
+  t.moe_capacity_factor = 1.25;
+  EXPECT_DOUBLE_EQ(MoeExpertLoad(t), 1.25);
+  t.moe_capacity_factor = 2.0;
+  EXPECT_DOUBLE_EQ(MoeExpertLoad(t), 1.3);
+  t.moe_pad_to_capacity = true;
+  EXPECT_DOUBLE_EQ(MoeExpertLoad(t), 2.0);
+  t.moe_imbalance = 1.0;
+  t.moe_capacity_factor = 1.25;
+  EXPECT_DOUBLE_EQ(MoeExpertLoad(t), 1.25);
+}
+
+// The busiest EP rank's experts take L·pairs rows: Mixtral above has pairs 4096 over 2 local
+// experts; with L = 1.5, 6144 pairs, 3072 rows per expert; expert FLOPs ×1.5 in every phase,
+// the router and the permutation of the rank's own tokens unchanged, and the expert-side
+// activations ×1.5 (the norm-output and router terms do not change, so the total grows less).
+TEST(ProfileMoeMlpTest, ImbalanceScalesTheBusiestRanksExpertWork) {
+  Case c = Mixtral(true);
+  absl::StatusOr<ModuleProfile> base = ProfileMoeMlp(c.Ctx());
+  c.training.moe_imbalance = 1.5;
+  absl::StatusOr<ModuleProfile> p = ProfileMoeMlp(c.Ctx());
+  ASSERT_THAT(base, IsOk());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(p->tokens, 6144);
+  EXPECT_EQ(FindOp(p->ops, "expert_fc1", OpPhase::kForward)->gemm,
+            (GemmShape{.m = 3072, .n = 2 * 14336, .k = 4096, .batch = 2}));
+  for (OpPhase phase : {OpPhase::kForward, OpPhase::kBackwardDgrad, OpPhase::kBackwardWgrad}) {
+    EXPECT_THAT(ExpertFlops(*p, phase), IsNearRel(1.5 * ExpertFlops(*base, phase), 1e-12));
+  }
+  EXPECT_EQ(FindOp(p->ops, "router", OpPhase::kForward)->gemm,
+            FindOp(base->ops, "router", OpPhase::kForward)->gemm);
+  EXPECT_DOUBLE_EQ(FindOp(p->ops, "permute", OpPhase::kForward)->bytes.value(),
+                   FindOp(base->ops, "permute", OpPhase::kForward)->bytes.value());
+  EXPECT_GT(p->activation_bytes.value(), base->activation_bytes.value());
+  EXPECT_LT(p->activation_bytes.value(), 1.5 * base->activation_bytes.value());
+  // Padding to capacity 1.25: 5120 pairs, 2560 rows per expert, whatever the imbalance.
+  c.training.moe_capacity_factor = 1.25;
+  c.training.moe_pad_to_capacity = true;
+  c.training.moe_imbalance = 1.0;
+  absl::StatusOr<ModuleProfile> padded = ProfileMoeMlp(c.Ctx());
+  ASSERT_THAT(padded, IsOk());
+  EXPECT_EQ(padded->tokens, 5120);
+  EXPECT_EQ(FindOp(padded->ops, "expert_fc1", OpPhase::kForward)->gemm.m, 2560);
+}
+
 // Tokens under SP are divided by TP before dispatch: pairs = (T/t)·k, router m = T/t.
 TEST(ProfileMoeMlpTest, RoutedTokensAreDividedByTp) {
   for (int64_t tp : {1, 2, 4}) {

@@ -1,6 +1,7 @@
 #include "projection/layer_composer.h"
 
 #include <string_view>
+#include <tuple>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -73,6 +74,15 @@ struct Fixture {
     return static_cast<double>(tr.micro_batch * tr.seq_len / par.cp * model.hidden_size) * 2.0;
   }
 };
+
+// The toy MoE model with TP2 + SP and EP4 over DP4.
+void UseToyMoe(Fixture& fx) {
+  fx.model = projector::testing::ToyMoeModel();
+  fx.par.tp = 2;
+  fx.par.sequence_parallel = true;
+  fx.par.ep = 4;
+  fx.par.dp = 4;
+}
 
 TEST(LayerComposerTest, NoParallelismAddsNoCommunication) {
   Fixture fx;
@@ -148,11 +158,7 @@ TEST(LayerComposerTest, CpRingIsExposedOnlyBeyondTheAttentionKernel) {
 
 TEST(LayerComposerTest, EpAllToAllIsSizedByTheTokensThisGpuHolds) {
   Fixture fx;
-  fx.model = projector::testing::ToyMoeModel();
-  fx.par.tp = 2;
-  fx.par.sequence_parallel = true;
-  fx.par.ep = 4;
-  fx.par.dp = 4;
+  UseToyMoe(fx);
   auto l = ComposeLayer(ToyLayer(true), fx.Ctx(), fx.collective);
   ASSERT_THAT(l, IsOk());
   // tokens = 512 / TP(SP) = 256; message = 256 · top_k 2 · hidden 256 · 2 B.
@@ -170,6 +176,31 @@ TEST(LayerComposerTest, EpAllToAllIsSizedByTheTokensThisGpuHolds) {
   // Without DeepEP the A2A is exposed: 2 in forward, 2 in backward.
   EXPECT_THAT(l->forward_comm.ep.value(), IsNearRel(2 * msg * kSecondsPerWireByte, 1e-12));
   EXPECT_THAT(l->backward_comm.ep.value(), IsNearRel(2 * msg * kSecondsPerWireByte, 1e-12));
+}
+
+// The busiest EP rank receives and sends back L times the balanced share, and every rank waits
+// for it: with moe_imbalance 1.4 the A2A message above is ×1.4; padding to capacity 1.25 gives
+// ×1.25 whatever the imbalance.
+TEST(LayerComposerTest, EpAllToAllCarriesTheBusiestRanksLoad) {
+  for (auto [imbalance, capacity, pad, load] :
+       {std::tuple<double, double, bool, double>{1.4, 0.0, false, 1.4},
+        {1.4, 1.2, false, 1.2},
+        {1.0, 1.25, true, 1.25}}) {
+    Fixture fx;
+  UseToyMoe(fx);
+    fx.tr.moe_imbalance = imbalance;
+    fx.tr.moe_capacity_factor = capacity;
+    fx.tr.moe_pad_to_capacity = pad;
+    auto l = ComposeLayer(ToyLayer(true), fx.Ctx(), fx.collective);
+    ASSERT_THAT(l, IsOk());
+    const double msg = 256.0 * 2 * 256 * 2 * load;
+    for (const Op& op : l->comm_ops) {
+      if (op.comm_dim == CommDim::kEp) {
+        EXPECT_DOUBLE_EQ(op.collective.bytes.value(), msg) << imbalance << " " << capacity;
+      }
+    }
+    EXPECT_THAT(l->forward_comm.ep.value(), IsNearRel(2 * msg * kSecondsPerWireByte, 1e-12));
+  }
 }
 
 TEST(LayerComposerTest, DeepEpUsesPxnAndHidesTheA2aBehindExpertCompute) {

@@ -271,6 +271,70 @@ TEST(ScenarioTest, EpOnDenseModelRejected) {
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("has no experts")));
 }
 
+TEST(ScenarioTest, MoeRoutingIsReadAndRoundTrips) {
+  EXPECT_DOUBLE_EQ(MoeExpertLoad(Default().training), 1.0);
+  auto s = LoadScenarioFile(Data("moe_routing.json"));
+  ASSERT_THAT(s, IsOk());
+  EXPECT_DOUBLE_EQ(s->training.moe_capacity_factor, 1.5);
+  EXPECT_FALSE(s->training.moe_pad_to_capacity);
+  EXPECT_DOUBLE_EQ(s->training.moe_imbalance, 1.3);
+  EXPECT_DOUBLE_EQ(MoeExpertLoad(s->training), 1.3);
+  const auto j = ScenarioToJson(*s);
+  EXPECT_EQ(j["training"]["moe_capacity_factor"], 1.5);
+  EXPECT_EQ(j["training"]["moe_pad_to_capacity"], false);
+  EXPECT_EQ(j["training"]["moe_imbalance"], 1.3);
+  EXPECT_THAT(LoadScenarioFile(Data("bad_moe_imbalance.json")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("bad_moe_imbalance.json"),
+                             HasSubstr("/training/moe_imbalance"))));
+}
+
+// Mixtral-8x7B (8 experts, top-2) with EP 8: one expert per rank, so the busiest rank can take
+// at most min(2, 1) of every token's 2 pairs: ep·1/2 = 4 times the balanced share. Capacity at
+// most E/top_k = 4. Every bound and the dense-model case name their field.
+TEST(ScenarioTest, MoeRoutingBoundsNameTheirField) {
+  Scenario s = Default();
+  auto moe = ResolveModel("mixtral-8x7b");
+  ASSERT_THAT(moe, IsOk());
+  s.model = *moe;
+  s.num_gpus = 8;
+  s.parallel.ep = 8;
+  s.parallel.dp = 8;
+  s.training.global_batch = 8;
+  ASSERT_THAT(ValidateScenario(s, "x.json"), IsOk());
+  EXPECT_DOUBLE_EQ(MaxMoeImbalance(s.model, s.parallel), 4.0);
+  s.parallel.ep = 2;  // 4 local experts: min(2, 4) = 2 → 2·2/2 = 2
+  EXPECT_DOUBLE_EQ(MaxMoeImbalance(s.model, s.parallel), 2.0);
+  s.parallel.ep = 1;
+  EXPECT_DOUBLE_EQ(MaxMoeImbalance(s.model, s.parallel), 1.0);
+  s.parallel.ep = 8;
+  auto expect_error = [&](const char* field, const char* text,
+                          absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
+    EXPECT_THAT(ValidateScenario(s, "x.json"),
+                StatusIs(code, AllOf(HasSubstr("x.json"), HasSubstr(field), HasSubstr(text))));
+  };
+  s.training.moe_imbalance = 4.0;
+  EXPECT_THAT(ValidateScenario(s, "x.json"), IsOk());
+  s.training.moe_imbalance = 4.5;
+  expect_error("/training/moe_imbalance", "must be in [1, 4]");
+  s.training.moe_imbalance = 0.9;
+  expect_error("/training/moe_imbalance", "must be in [1, 4]");
+  s.training.moe_imbalance = 1.0;
+  s.training.moe_capacity_factor = 4.5;
+  expect_error("/training/moe_capacity_factor", "(0, 4]");
+  s.training.moe_capacity_factor = -1;
+  expect_error("/training/moe_capacity_factor", "(0, 4]");
+  s.training.moe_capacity_factor = 0;
+  s.training.moe_pad_to_capacity = true;
+  expect_error("/training/moe_pad_to_capacity", "set moe_capacity_factor > 0",
+               absl::StatusCode::kFailedPrecondition);
+  Scenario dense = Default();
+  dense.training.moe_imbalance = 1.2;
+  EXPECT_THAT(ValidateScenario(dense, "x.json"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("/training/moe_imbalance"), HasSubstr("has no experts"))));
+}
+
 TEST(ScenarioTest, GlobalBatchNotDivisible) {
   Scenario s = Default();
   s.training.global_batch = 12;  // micro 1 · dp 8

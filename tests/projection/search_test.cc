@@ -1,6 +1,7 @@
 #include "projection/search.h"
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -47,6 +48,17 @@ Scenario TinyScenario() {
   s.training.seq_len = 16;
   s.training.global_batch = 4;
   s.parallel.dp = 8;
+  return s;
+}
+
+// TinyScenario with 4 experts of 256, top-2, in every layer.
+Scenario TinyMoeScenario() {
+  Scenario s = TinyScenario();
+  MoeSpec moe;
+  moe.num_experts = 4;
+  moe.top_k = 2;
+  moe.expert_ffn_hidden = 256;
+  s.model.moe = moe;
   return s;
 }
 
@@ -130,7 +142,7 @@ TEST(SearchTest, EverySurvivorPassesScenarioValidation) {
   Scenario base = TinyScenario();
   Scenario s = base;
   for (const SearchCandidate& c : EnumerateCandidates(base, TinySpace())) {
-    ApplyCandidate(c, s);
+    ApplyCandidate(c, 1.0, s);
     EXPECT_THAT(ValidateScenario(s, "test"), IsOk()) << CandidateLabel(c);
   }
 }
@@ -164,13 +176,27 @@ TEST(SearchTest, ModelParallelProductBeyondTheGpuCountIsRemovedWithoutOverflow) 
   EXPECT_EQ(Removed(removed, SearchConstraint::kGpuCount), space.Size());
 }
 
+// A requested MoE imbalance is capped per layout by what its EP allows (MaxMoeImbalance): 4
+// experts, top-2: EP 1 → 1 (no rank to be busier than another), EP 2 → 2·min(2, 2)/2 = 2,
+// EP 4 → 4·min(2, 1)/2 = 2; a smaller request passes unchanged.
+TEST(SearchTest, MoeImbalanceIsCappedPerLayout) {
+  Scenario s = TinyMoeScenario();
+  s.training.global_batch = 8;
+  for (auto [ep, requested, applied] :
+       {std::tuple<int64_t, double, double>{1, 3.0, 1.0}, {2, 3.0, 2.0}, {4, 3.0, 2.0},
+        {4, 1.5, 1.5}}) {
+    SearchCandidate c;
+    c.parallel.dp = 8;
+    c.parallel.ep = ep;
+    c.micro_batch = 1;
+    ApplyCandidate(c, requested, s);
+    EXPECT_DOUBLE_EQ(s.training.moe_imbalance, applied) << "ep " << ep;
+    EXPECT_THAT(ValidateScenario(s, "test"), IsOk()) << "ep " << ep;
+  }
+}
+
 TEST(SearchTest, MoeConstraintsAndDuplicateSwitches) {
-  Scenario base = TinyScenario();
-  MoeSpec moe;
-  moe.num_experts = 4;
-  moe.top_k = 2;
-  moe.expert_ffn_hidden = 256;
-  base.model.moe = moe;
+  Scenario base = TinyMoeScenario();
   SearchSpace space = TinySpace();
   space.tp = {1};
   space.pp = {1};
@@ -420,7 +446,7 @@ TEST(SearchTest, BestLayoutEqualsBruteForceOverProject) {
   int64_t projected = 0;
   Scenario s = base;
   for (const SearchCandidate& c : EnumerateCandidates(base, space)) {
-    ApplyCandidate(c, s);
+    ApplyCandidate(c, 1.0, s);
     if (!ValidateScenario(s, "brute force").ok()) continue;
     auto p = Project(s, refs);
     if (!p.ok()) continue;
@@ -460,7 +486,7 @@ TEST(SearchTest, AutoAttentionKernelFollowsEachCandidatesSharding) {
   ASSERT_EQ(r->ranked.size(), 2u);
   for (const RankedLayout& l : r->ranked) {
     Scenario s = base;
-    ApplyCandidate(l.candidate, s);
+    ApplyCandidate(l.candidate, 1.0, s);
     ASSERT_THAT(ResolveAttentionKernel(s, "test"), IsOk());
     EXPECT_EQ(s.attention_kernel_used, l.candidate.parallel.fsdp ? "fa2" : "fa3");
     auto set = MakeBackendSet(s.backends, s.hw);
