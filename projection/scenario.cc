@@ -386,6 +386,16 @@ absl::Status ValidateMoeRouting(const Scenario& s, const std::string& origin) {
   return absl::OkStatus();
 }
 
+std::optional<std::pair<int64_t, int64_t>> SuggestUnevenSplit(int64_t layers, int64_t pp) {
+  if (pp < 2 || layers < pp) return std::nullopt;
+  if (pp == 2) return std::make_pair(layers - layers / 2, layers / 2);
+  const int64_t m = (layers + pp - 1) / pp;
+  // rest <= 2·m since m >= layers/pp; rest >= 2 gives the first and last stage a layer each.
+  const int64_t rest = layers - m * (pp - 2);
+  if (rest < 2) return std::nullopt;
+  return std::make_pair(rest - rest / 2, rest / 2);
+}
+
 double MaxMoeImbalance(const ModelSpec& model, const ParallelConfig& parallel) {
   if (!model.moe || parallel.ep <= 0 || model.moe->top_k <= 0) return 1.0;
   const int64_t local = model.moe->num_experts / parallel.ep;
@@ -481,12 +491,19 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
   } else if (m.num_layers % chunks != 0 && !(chunks > 2 && (m.num_layers + 2) % chunks == 0)) {
     // (layers + 2) divisible is accepted: Megatron's embedding/loss-aware pipeline split gives
     // the first and last virtual stage one layer less.
+    std::string hint;
+    if (p.vpp == 1) {
+      if (auto split = SuggestUnevenSplit(m.num_layers, p.pp)) {
+        hint = absl::StrFormat(" (e.g. first_stage_layers %d, last_stage_layers %d)",
+                               split->first, split->second);
+      }
+    }
     return Precondition(origin, "/parallel/pp",
                         absl::StrFormat("%d layers of %s are not divisible by pp·vpp = %d; choose "
                                         "pp·vpp dividing the layer count (or layers + 2, for "
                                         "the embedding/loss-aware split) or give "
-                                        "first_stage_layers/last_stage_layers",
-                                        m.num_layers, m.name, chunks));
+                                        "first_stage_layers/last_stage_layers%s",
+                                        m.num_layers, m.name, chunks, hint));
   }
   if (m.moe) {
     if (m.moe->num_experts % p.ep != 0) {
@@ -652,6 +669,19 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
           ? "the default; the case format has no field for it"
           : "the library model of the same name and shape; the case format has no field for it"));
   PROJECTOR_RETURN_IF_ERROR(Complete(s, dp_given, true, origin));
+  // The case format cannot state an uneven pipeline split, which a run whose layers pp does not
+  // divide must have used (Megatron's --decoder-first/last-pipeline-num-layers).
+  if (const int64_t L = s.model.num_layers, chunks = s.parallel.pp * s.parallel.vpp;
+      s.parallel.vpp == 1 && L % chunks != 0 && !(chunks > 2 && (L + 2) % chunks == 0)) {
+    if (auto split = SuggestUnevenSplit(L, s.parallel.pp)) {
+      s.parallel.first_stage_layers = split->first;
+      s.parallel.last_stage_layers = split->second;
+      s.defaults_used.push_back(absl::StrFormat(
+          "first_stage_layers=%d, last_stage_layers=%d (%d layers do not divide over pp %d and "
+          "the case format states no split; middle stages at the fewest layers any split allows)",
+          split->first, split->second, L, s.parallel.pp));
+    }
+  }
   PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, origin));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, origin));
   return s;

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -60,6 +61,13 @@ absl::Status ValidateScenario(const Scenario& scenario, const std::string& origi
 // layout (part of ValidateScenario): MoE models only, capacity in (0, E/top_k] or 0, padding
 // only with a capacity, imbalance in [1, MaxMoeImbalance].
 absl::Status ValidateMoeRouting(const Scenario& scenario, const std::string& origin);
+
+// An uneven pipeline split for a layer count that pp does not divide: {first, last} stage
+// layers with the pp − 2 middle stages at m layers each, m as small as any split allows
+// (ceil(layers/pp), the critical stage), and the rest shared by the first and last stage, the
+// last taking the smaller half (it also runs the output layer and loss). Empty when pp < 2 or
+// the layers are too few to give every stage one.
+std::optional<std::pair<int64_t, int64_t>> SuggestUnevenSplit(int64_t layers, int64_t pp);
 
 // The largest training.moe_imbalance a layout allows: the busiest of the EP ranks can receive at
 // most min(top_k, E/ep) of every token's top_k pairs, ep·min(top_k, E/ep)/top_k times the

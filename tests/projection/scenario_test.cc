@@ -1,6 +1,8 @@
 #include "projection/scenario.h"
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -389,6 +391,35 @@ TEST(ScenarioTest, CalibrationCaseBadLineNamesLineAndField) {
   EXPECT_THAT(LoadCalibrationCase(Data("cases_bad_line.jsonl:bad_case")),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("cases_bad_line.jsonl:2"), HasSubstr("/seq_len"))));
+}
+
+// Middle stages at m = ceil(L/pp), the rest over first and last, the last taking the smaller
+// half: 61 over 8 → m 8, rest 61 − 48 = 13 → 7 + 6; 61 over 16 → m 4, rest 5 → 3 + 2;
+// 61 over 2 → 31 + 30; 5 over 4 → m 2, rest 1: no split gives every stage a layer.
+TEST(ScenarioTest, SuggestedUnevenSplitMinimisesTheCriticalStage) {
+  EXPECT_EQ(SuggestUnevenSplit(61, 8), std::make_optional(std::make_pair(int64_t{7}, int64_t{6})));
+  EXPECT_EQ(SuggestUnevenSplit(61, 16), std::make_optional(std::make_pair(int64_t{3}, int64_t{2})));
+  EXPECT_EQ(SuggestUnevenSplit(61, 2), std::make_optional(std::make_pair(int64_t{31}, int64_t{30})));
+  EXPECT_EQ(SuggestUnevenSplit(5, 4), std::nullopt);
+  EXPECT_EQ(SuggestUnevenSplit(10, 1), std::nullopt);
+  EXPECT_EQ(SuggestUnevenSplit(3, 4), std::nullopt);
+}
+
+// A case whose layers pp does not divide ran with some uneven split the format cannot state:
+// the suggested one is applied and named under defaults_used; `project` without a case names it
+// in the error instead.
+TEST(ScenarioTest, CaseWithIndivisibleLayersGetsTheSuggestedSplit) {
+  auto s = LoadCalibrationCase(Data("cases_uneven.jsonl") + ":dsv3_pp8");
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->parallel.first_stage_layers, 7);
+  EXPECT_EQ(s->parallel.last_stage_layers, 6);
+  EXPECT_THAT(s->defaults_used, ::testing::Contains(HasSubstr("first_stage_layers=7")));
+  Scenario plain = *s;
+  plain.parallel.first_stage_layers = 0;
+  plain.parallel.last_stage_layers = 0;
+  EXPECT_THAT(ValidateScenario(plain, "x.json"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("e.g. first_stage_layers 7, last_stage_layers 6")));
 }
 
 TEST(ScenarioTest, CaseSpecMustHaveFileAndId) {
