@@ -7,6 +7,8 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -198,6 +200,72 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path, int 
   return ValidateCasesFile(path, options);
 }
 
+std::vector<GpuSpeedup> CompareGpus(const std::vector<ValidationCase>& cases) {
+  // key -> GPU -> case (nullptr once a second case makes it ambiguous)
+  std::map<std::string, std::map<std::string, const ValidationCase*>> keyed;
+  for (const ValidationCase& c : cases) {
+    if (!c.projected_tokens_per_s_per_gpu || c.measured_tokens_per_s_per_gpu <= 0) continue;
+    const std::string key = absl::StrCat(c.source, "|", c.model, "|", c.seq_len, "|", c.num_gpus,
+                                         "|", c.precision);
+    auto [it, inserted] = keyed[key].emplace(c.gpu, &c);
+    if (!inserted) it->second = nullptr;
+  }
+  struct Ratios {
+    std::vector<double> measured, projected, error;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Ratios> groups;
+  for (const auto& [key, by_gpu] : keyed) {
+    for (auto a = by_gpu.begin(); a != by_gpu.end(); ++a) {
+      for (auto b = std::next(a); b != by_gpu.end(); ++b) {
+        if (a->second == nullptr || b->second == nullptr) continue;
+        const ValidationCase& ca = *a->second;
+        const ValidationCase& cb = *b->second;
+        Ratios& r = groups[{ca.source, a->first, b->first}];
+        const double measured = cb.measured_tokens_per_s_per_gpu / ca.measured_tokens_per_s_per_gpu;
+        const double projected =
+            *cb.projected_tokens_per_s_per_gpu / *ca.projected_tokens_per_s_per_gpu;
+        r.measured.push_back(measured);
+        r.projected.push_back(projected);
+        r.error.push_back(100.0 * (projected / measured - 1.0));
+      }
+    }
+  }
+  std::vector<GpuSpeedup> out;
+  for (auto& [k, r] : groups) {
+    GpuSpeedup g{.source = std::get<0>(k), .gpu_a = std::get<1>(k), .gpu_b = std::get<2>(k),
+                 .pairs = static_cast<int64_t>(r.measured.size())};
+    g.measured_ratio = Median(r.measured);
+    g.projected_ratio = Median(r.projected);
+    std::vector<double> abs_error;
+    double sum = 0;
+    for (double e : r.error) {
+      abs_error.push_back(std::fabs(e));
+      sum += e;
+    }
+    g.median_abs_error_pct = Median(abs_error);
+    g.mean_error_pct = sum / static_cast<double>(r.error.size());
+    if (g.measured_ratio < 1.0) {
+      // Orient from the slower GPU to the faster: invert every ratio (and so every error).
+      std::swap(g.gpu_a, g.gpu_b);
+      std::vector<double> inv_m, inv_p, inv_abs;
+      double inv_sum = 0;
+      for (size_t i = 0; i < r.measured.size(); ++i) {
+        inv_m.push_back(1.0 / r.measured[i]);
+        inv_p.push_back(1.0 / r.projected[i]);
+        const double e = 100.0 * (r.measured[i] / r.projected[i] - 1.0);
+        inv_abs.push_back(std::fabs(e));
+        inv_sum += e;
+      }
+      g.measured_ratio = Median(inv_m);
+      g.projected_ratio = Median(inv_p);
+      g.median_abs_error_pct = Median(inv_abs);
+      g.mean_error_pct = inv_sum / static_cast<double>(r.error.size());
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 std::pair<int, std::string> SequenceBand(int64_t seq_len) {
   if (seq_len <= 1024) return {0, "seq <= 1024"};
   if (seq_len <= 4096) return {1, "seq 1025-4096"};
@@ -348,6 +416,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
   for (auto& [p, cases] : by_precision) report.by_precision.push_back(Summarise(cases, p));
   for (auto& [band, cases] : by_seq) report.by_seq_len.push_back(Summarise(cases, band.second));
   for (auto& [band, cases] : by_scale) report.by_scale.push_back(Summarise(cases, band.second));
+  report.gpu_speedups = CompareGpus(report.cases);
   report.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
@@ -426,6 +495,19 @@ std::string FormatValidationText(const ValidationReport& r) {
   for (const ErrorSummary& s : r.by_seq_len) out += SummaryRow(s);
   absl::StrAppend(&out, "\nBy scale\n", head);
   for (const ErrorSummary& s : r.by_scale) out += SummaryRow(s);
+  if (!r.gpu_speedups.empty()) {
+    absl::StrAppendFormat(&out,
+                          "\nGPU speedups (cases of one source on two GPUs with the same model, "
+                          "sequence, GPU count and precision)\n%-28s %-30s %5s %9s %9s %11s %9s\n",
+                          "source", "slower -> faster GPU", "pairs", "measured", "projected",
+                          "median|err|", "mean err");
+    for (const GpuSpeedup& g : r.gpu_speedups) {
+      absl::StrAppendFormat(&out, "%-28s %-30s %5d %8.2fx %8.2fx %10.1f%% %+8.1f%%\n",
+                            g.source.substr(0, 28), absl::StrCat(g.gpu_a, " -> ", g.gpu_b),
+                            g.pairs, g.measured_ratio, g.projected_ratio, g.median_abs_error_pct,
+                            g.mean_error_pct);
+    }
+  }
   if (r.inconsistent_cases > 0) {
     absl::StrAppendFormat(
         &out,
@@ -477,6 +559,17 @@ json ValidationToJson(const ValidationReport& r) {
     j["inconsistent_with_siblings"] = c.inconsistent;
     cases.push_back(std::move(j));
   }
+  json speedups = json::array();
+  for (const GpuSpeedup& g : r.gpu_speedups) {
+    speedups.push_back({{"source", g.source},
+                        {"gpu_a", g.gpu_a},
+                        {"gpu_b", g.gpu_b},
+                        {"pairs", g.pairs},
+                        {"measured_ratio", g.measured_ratio},
+                        {"projected_ratio", g.projected_ratio},
+                        {"median_abs_error_pct", g.median_abs_error_pct},
+                        {"mean_error_pct", g.mean_error_pct}});
+  }
   auto summaries = [](const std::vector<ErrorSummary>& v) {
     json a = json::array();
     for (const ErrorSummary& s : v) a.push_back(SummaryJson(s));
@@ -494,6 +587,7 @@ json ValidationToJson(const ValidationReport& r) {
           {"by_precision", summaries(r.by_precision)},
           {"by_seq_len", summaries(r.by_seq_len)},
           {"by_scale", summaries(r.by_scale)},
+          {"gpu_speedups", speedups},
           {"elapsed_s", r.elapsed_s}};
 }
 

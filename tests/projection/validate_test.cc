@@ -61,6 +61,60 @@ TEST(BandTest, ScaleBandsCountWholeNodes) {
   EXPECT_EQ(ScaleBand(512, 72).first, 1);  // 8 domains
 }
 
+ValidationCase Projected(std::string gpu, std::string model, double measured, double projected,
+                         int64_t seq = 2048) {
+  ValidationCase c;
+  c.id = absl::StrCat(model, "_", gpu, "_", seq);
+  c.source = "src";
+  c.model = std::move(model);
+  c.gpu = std::move(gpu);
+  c.num_gpus = 8;
+  c.precision = "bf16";
+  c.seq_len = seq;
+  c.status = "ok";
+  c.measured_tokens_per_s_per_gpu = measured;
+  c.projected_tokens_per_s_per_gpu = projected;
+  return c;
+}
+
+// Pairs are matched on source, model, sequence, GPU count and precision. Two pairs h/a:
+//   m1: measured 200/100 = 2.0, projected 330/150 = 2.2 -> +10%;
+//   m2: measured 300/100 = 3.0, projected 270/100 = 2.7 -> −10%.
+// Medians of two: measured 2.5, projected 2.45, |err| 10%, mean 0%. The pair is oriented
+// slower -> faster ("a" -> "h"). A third model measured on "a" twice is ambiguous and skipped;
+// a model with a different sequence on "h" has no partner.
+TEST(CompareGpusTest, MedianRatiosOverMatchedPairs) {
+  std::vector<ValidationCase> cases = {
+      Projected("h", "m1", 200, 330), Projected("a", "m1", 100, 150),
+      Projected("a", "m2", 100, 100), Projected("h", "m2", 300, 270),
+      Projected("a", "m3", 100, 100), Projected("a", "m3", 110, 100),
+      Projected("h", "m3", 200, 200), Projected("h", "m1", 50, 50, 4096)};
+  std::vector<GpuSpeedup> g = CompareGpus(cases);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].gpu_a, "a");
+  EXPECT_EQ(g[0].gpu_b, "h");
+  EXPECT_EQ(g[0].pairs, 2);
+  EXPECT_DOUBLE_EQ(g[0].measured_ratio, 2.5);
+  EXPECT_DOUBLE_EQ(g[0].projected_ratio, 2.45);
+  EXPECT_NEAR(g[0].median_abs_error_pct, 10.0, 1e-9);
+  EXPECT_NEAR(g[0].mean_error_pct, 0.0, 1e-9);
+}
+
+// Names order "a" before "z"; when "z" is the slower GPU the pair is flipped and every ratio
+// inverted: measured 100/50 = 2.0 and projected 100/40 = 2.5 over z, error +25%.
+TEST(CompareGpusTest, OrientsFromTheSlowerToTheFasterGpu) {
+  std::vector<ValidationCase> cases = {Projected("a", "m", 100, 100),
+                                       Projected("z", "m", 50, 40)};
+  std::vector<GpuSpeedup> g = CompareGpus(cases);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].gpu_a, "z");
+  EXPECT_EQ(g[0].gpu_b, "a");
+  EXPECT_DOUBLE_EQ(g[0].measured_ratio, 2.0);
+  EXPECT_DOUBLE_EQ(g[0].projected_ratio, 2.5);
+  EXPECT_NEAR(g[0].median_abs_error_pct, 25.0, 1e-9);
+  EXPECT_NEAR(g[0].mean_error_pct, 25.0, 1e-9);
+}
+
 TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
   auto r = ValidateCasesFile(std::string(PROJECTOR_CALIBRATION_DIR) + "/public.jsonl", 2);
   ASSERT_THAT(r, IsOk());
@@ -82,7 +136,9 @@ TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
   EXPECT_EQ(r->by_seq_len.front().group, "seq <= 1024");
   EXPECT_EQ(r->by_scale.front().group, "1 node");
   auto j = ValidationToJson(*r);
-  for (const char* key : {"by_gpu", "by_source", "by_precision", "by_seq_len", "by_scale"}) {
+  EXPECT_FALSE(r->gpu_speedups.empty());
+  for (const char* key : {"by_gpu", "by_source", "by_precision", "by_seq_len", "by_scale",
+                          "gpu_speedups"}) {
     EXPECT_TRUE(j.contains(key) && j[key].is_array() && !j[key].empty()) << key;
   }
   for (const char* key : {"count", "projected", "median_abs_error_pct", "mean_error_pct",
