@@ -20,6 +20,7 @@
 // rank, whose experts process L·pairs (L = MoeExpertLoad: the imbalance, capped by the capacity
 // factor, or the capacity factor itself under padding), rounded up. Its own tokens' router,
 // permutation and unpermutation stay T_l·k.
+#include <algorithm>
 #include <cmath>
 
 #include "absl/status/status.h"
@@ -58,8 +59,12 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
                                            dims.tp));
   const int64_t t_l = dims.tokens / dims.tp;
   const int64_t experts_l = E / parallel.ep;
-  const int64_t pairs = static_cast<int64_t>(
-      std::ceil(D(parallel.etp * t_l * k) * MoeExpertLoad(ctx.training) - 1e-9));
+  // At least one row per local expert: a capacity is rounded up per expert (Megatron
+  // get_capacity: ceil(tokens/experts · factor)), so a tiny factor still leaves one.
+  const int64_t pairs = std::max(
+      experts_l, static_cast<int64_t>(std::ceil(D(parallel.etp * t_l * k) *
+                                                    MoeExpertLoad(ctx.training) -
+                                                1e-9)));
   const int64_t rows_per_expert = (pairs + experts_l - 1) / experts_l;
   const int64_t f_l = f_e / parallel.etp;
   const bool gated = model.mlp == MlpKind::kSwiGlu;

@@ -131,6 +131,12 @@ TEST(ProfileMoeMlpTest, ImbalanceScalesTheBusiestRanksExpertWork) {
   ASSERT_THAT(padded, IsOk());
   EXPECT_EQ(padded->tokens, 5120);
   EXPECT_EQ(FindOp(padded->ops, "expert_fc1", OpPhase::kForward)->gemm.m, 2560);
+  // A capacity so small it rounds to nothing still leaves each of the 2 local experts a row.
+  c.training.moe_capacity_factor = 1e-9;
+  absl::StatusOr<ModuleProfile> tiny = ProfileMoeMlp(c.Ctx());
+  ASSERT_THAT(tiny, IsOk());
+  EXPECT_EQ(tiny->tokens, 2);
+  EXPECT_EQ(FindOp(tiny->ops, "expert_fc1", OpPhase::kForward)->gemm.m, 1);
 }
 
 // Tokens under SP are divided by TP before dispatch: pairs = (T/t)·k, router m = T/t.
