@@ -1,7 +1,9 @@
 #include "projection/scenario.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <tuple>
 #include <string>
 #include <string_view>
@@ -474,10 +476,6 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
       return Precondition(origin, "/parallel/first_stage_layers",
                           "an uneven first/last stage needs pp >= 2");
     }
-    if (p.vpp > 1) {
-      return Precondition(origin, "/parallel/first_stage_layers",
-                          "uneven first/last stages are supported with vpp 1 only");
-    }
     int64_t middle_stages = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
     int64_t rest = m.num_layers - p.first_stage_layers - p.last_stage_layers;
     if (rest < 0 || (middle_stages > 0 && rest % middle_stages != 0) ||
@@ -488,15 +486,30 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
                                           m.num_layers, p.first_stage_layers,
                                           p.last_stage_layers, middle_stages));
     }
+    // With vpp > 1 every stage's layers are dealt over its vpp model chunks (the first chunks
+    // taking one more when they do not divide), so each stage needs a layer per chunk.
+    const int64_t middle = middle_stages > 0 ? rest / middle_stages : 0;
+    int64_t fewest = std::numeric_limits<int64_t>::max();
+    for (int64_t n : {p.first_stage_layers > 0 ? p.first_stage_layers : middle,
+                      p.last_stage_layers > 0 ? p.last_stage_layers : middle}) {
+      fewest = std::min(fewest, n);
+    }
+    if (middle_stages > 0) fewest = std::min(fewest, middle);
+    if (p.vpp > 1 && fewest < p.vpp) {
+      return Precondition(origin, "/parallel/vpp",
+                          absl::StrFormat("a stage of %d layers cannot fill vpp %d model chunks "
+                                          "(first %d, last %d, middle %d); give each stage at "
+                                          "least vpp layers or lower vpp",
+                                          fewest, p.vpp, p.first_stage_layers,
+                                          p.last_stage_layers, middle));
+    }
   } else if (m.num_layers % chunks != 0 && !(chunks > 2 && (m.num_layers + 2) % chunks == 0)) {
     // (layers + 2) divisible is accepted: Megatron's embedding/loss-aware pipeline split gives
     // the first and last virtual stage one layer less.
     std::string hint;
-    if (p.vpp == 1) {
-      if (auto split = SuggestUnevenSplit(m.num_layers, p.pp)) {
-        hint = absl::StrFormat(" (e.g. first_stage_layers %d, last_stage_layers %d)",
-                               split->first, split->second);
-      }
+    if (auto split = SuggestUnevenSplit(m.num_layers, p.pp); split && split->second >= p.vpp) {
+      hint = absl::StrFormat(" (e.g. first_stage_layers %d, last_stage_layers %d)", split->first,
+                             split->second);
     }
     return Precondition(origin, "/parallel/pp",
                         absl::StrFormat("%d layers of %s are not divisible by pp·vpp = %d; choose "
@@ -672,8 +685,9 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
   // The case format cannot state an uneven pipeline split, which a run whose layers pp does not
   // divide must have used (Megatron's --decoder-first/last-pipeline-num-layers).
   if (const int64_t L = s.model.num_layers, chunks = s.parallel.pp * s.parallel.vpp;
-      s.parallel.vpp == 1 && L % chunks != 0 && !(chunks > 2 && (L + 2) % chunks == 0)) {
-    if (auto split = SuggestUnevenSplit(L, s.parallel.pp)) {
+      L % chunks != 0 && !(chunks > 2 && (L + 2) % chunks == 0)) {
+    // The last stage holds the fewest layers; each stage needs one per model chunk.
+    if (auto split = SuggestUnevenSplit(L, s.parallel.pp); split && split->second >= s.parallel.vpp) {
       s.parallel.first_stage_layers = split->first;
       s.parallel.last_stage_layers = split->second;
       s.defaults_used.push_back(absl::StrFormat(

@@ -219,6 +219,30 @@ TEST(ScenarioTest, LayersNotDivisibleAcrossPipeline) {
                        AllOf(HasSubstr("/parallel/pp"), HasSubstr("pp·vpp = 6"))));
 }
 
+// Uneven first/last stages combine with vpp when every stage has a layer per model chunk:
+// DeepSeek-V3's 61 layers over pp 16 as 3 + 14·4 + 2 fill vpp 2 but not vpp 3 (the last
+// stage's 2 layers).
+TEST(ScenarioTest, UnevenSplitWithInterleavingNeedsALayerPerChunk) {
+  Scenario s = Default();
+  auto model = ResolveModel("deepseek-v3");
+  ASSERT_THAT(model, IsOk());
+  s.model = *model;
+  s.num_gpus = 512;
+  s.parallel.pp = 16;
+  s.parallel.ep = 32;
+  s.parallel.dp = 32;
+  s.parallel.first_stage_layers = 3;
+  s.parallel.last_stage_layers = 2;
+  s.training.global_batch = 512;
+  s.parallel.vpp = 2;
+  EXPECT_THAT(ValidateScenario(s, "x.json"), IsOk());
+  s.parallel.vpp = 3;
+  EXPECT_THAT(ValidateScenario(s, "x.json"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("/parallel/vpp"),
+                             HasSubstr("a stage of 2 layers cannot fill vpp 3"))));
+}
+
 TEST(ScenarioTest, EmbeddingAndLossAwareSplitAccepted) {
   Scenario s = Default();
   s.model.num_layers = 30;  // 30 % 8 != 0 but (30 + 2) % (pp 4 · vpp 2) == 0

@@ -110,6 +110,27 @@ TEST(StepComposerTest, UnevenStagesAndEndModulesAreHonoured) {
   EXPECT_THAT(fx.Run(), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("uneven")));
 }
 
+// Uneven stages with interleaving: 11 layers over pp 3 (first 3, last 2, middle 6) and vpp 2.
+// Each stage's layers are dealt over its chunks, the first chunk taking the remainder: rank 0
+// 2 + 1, rank 1 3 + 3, rank 2 1 + 1 (chunk index rank·v + c; layers follow virtual-stage
+// order c·p + r, so rank 0's second chunk starts after every rank's first chunk).
+TEST(StepComposerTest, UnevenStagesAreDealtOverTheirModelChunks) {
+  Fixture fx;
+  fx.model.num_layers = 11;
+  fx.par.pp = 3;
+  fx.par.vpp = 2;
+  fx.par.first_stage_layers = 3;
+  fx.par.last_stage_layers = 2;
+  auto chunks = AssignLayers(fx.model, fx.par, fx.tr);
+  ASSERT_THAT(chunks, IsOk());
+  const int64_t expected[] = {2, 1, 3, 3, 1, 1};
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ((*chunks)[i].num_layers, expected[i]) << i;
+  EXPECT_EQ((*chunks)[0].first_layer, 0);
+  EXPECT_EQ((*chunks)[1].first_layer, 2 + 3 + 1);  // after virtual stages 0, 1, 2
+  EXPECT_TRUE((*chunks)[0].has_embedding);
+  EXPECT_TRUE((*chunks)[5].has_output);
+}
+
 TEST(StepComposerTest, EmbeddingAndLossTakeALayerSlotWhenLayersPlusTwoDivide) {
   Fixture fx;
   fx.model.num_layers = 14;  // 14 + 2 = 16 slots over pp 4 · vpp 2 = 8 virtual stages
