@@ -333,4 +333,24 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
   return s;
 }
 
+std::string ExplainParseError(const std::exception& e, int argc, char** argv) {
+  std::string what = e.what();
+  const std::string open = "\xe2\x80\x98", close = "\xe2\x80\x99";  // ‘ ’
+  size_t a = what.find(open);
+  size_t b = a == std::string::npos ? a : what.find(close, a + open.size());
+  if (what.find("failed to parse") == std::string::npos || b == std::string::npos) return what;
+  std::string value = what.substr(a + open.size(), b - a - open.size());
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == value && i > 1 && argv[i - 1][0] == '-') {
+      return absl::StrCat(argv[i - 1], ": '", value, "' is not a valid value for this flag");
+    }
+    size_t eq = arg.find('=');
+    if (eq != std::string::npos && arg.substr(eq + 1) == value) {
+      return absl::StrCat(arg.substr(0, eq), ": '", value, "' is not a valid value for this flag");
+    }
+  }
+  return what;
+}
+
 }  // namespace projector

@@ -4,6 +4,7 @@
 #ifndef PROJECTOR_CLI_CLI_OPTIONS_H_
 #define PROJECTOR_CLI_CLI_OPTIONS_H_
 
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,11 @@ absl::StatusOr<double> ParseByteSize(const std::string& text, const std::string&
 
 // Maps a status to the process exit code: 2 for bad input, 1 for internal errors.
 int ExitCodeFor(const absl::Status& status);
+
+// cxxopts reports "Argument ‘two’ failed to parse" without the flag; this names the flag that
+// preceded the bad value in argv ("--tp: 'two' is not a valid value for this flag"), or returns
+// the message unchanged.
+std::string ExplainParseError(const std::exception& e, int argc, char** argv);
 
 }  // namespace projector
 

@@ -61,28 +61,6 @@ absl::StatusOr<bool> WantsJson(const cxxopts::ParseResult& flags) {
       absl::StrCat("--format: unknown format '", f, "'; accepted: text, json"));
 }
 
-// cxxopts reports "Argument ‘two’ failed to parse" without the flag; name the flag that
-// preceded the bad value so the user sees "--tp: 'two' is not a valid value".
-std::string ExplainParseError(const std::exception& e, int argc, char** argv) {
-  std::string what = e.what();
-  const std::string open = "\xe2\x80\x98", close = "\xe2\x80\x99";  // ‘ ’
-  size_t a = what.find(open);
-  size_t b = a == std::string::npos ? a : what.find(close, a + open.size());
-  if (what.find("failed to parse") == std::string::npos || b == std::string::npos) return what;
-  std::string value = what.substr(a + open.size(), b - a - open.size());
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == value && i > 1 && argv[i - 1][0] == '-') {
-      return absl::StrCat(argv[i - 1], ": '", value, "' is not a valid value for this flag");
-    }
-    size_t eq = arg.find('=');
-    if (eq != std::string::npos && arg.substr(eq + 1) == value) {
-      return absl::StrCat(arg.substr(0, eq), ": '", value, "' is not a valid value for this flag");
-    }
-  }
-  return what;
-}
-
 void AddCommonFlags(cxxopts::Options& options) {
   options.add_options()("h,help", "Show this help")(
       "format", "Output format: text or json", cxxopts::value<std::string>(), "FORMAT");
@@ -230,7 +208,7 @@ absl::Status RunEstimate(int argc, char** argv, Output& io) {
     flags = options.parse(static_cast<int>(args.size()), args.data());
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "estimate ", kind, ": ", ExplainParseError(e, static_cast<int>(args.size()), args.data())));
+        "estimate ", kind, ": ", ExplainParseError(e, argc, argv)));
   }
   if (flags.count("help")) {
     io.out << options.help();
@@ -401,6 +379,12 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
      cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("grad-reduce-dtype", "What-if for every case: gradient reduction in fp32 (default) or bf16",
      cxxopts::value<std::string>(), "fp32|bf16")
+    ("overlap-grad-reduce", "What-if for every case: DP gradient reduction overlapped with "
+     "backward (default true; false = after the backward, as Megatron-LM before 2023)",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("distributed-optimizer", "What-if for every non-FSDP case with DP > 1: optimizer state "
+     "sharded over DP (default true, the case format does not say; false = replicated, as "
+     "Megatron-LM before 2022)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("fit-scales", "Also fit, per source and GPU with 3 or more cases, the compute scale that "
      "best matches them (project calibrate --cases), to show which stack is off by how much")
     ("min-within-20-pct", "Fail (exit 3) when fewer cases are within 20%",
@@ -412,7 +396,8 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
   try {
     flags = options.parse(argc - 1, argv + 1);
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("validate: ", e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("validate: ", ExplainParseError(e, argc, argv)));
   }
   if (flags.count("help")) {
     io.out << options.help();
@@ -446,11 +431,16 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
       validation.hw_overlays.push_back(std::move(o));
     }
   }
-  if (flags.count("tp-comm-overlap")) {
+  for (auto [name, target] :
+       {std::pair<const char*, std::optional<bool>*>{"tp-comm-overlap",
+                                                     &validation.tp_comm_overlap},
+        {"overlap-grad-reduce", &validation.overlap_grad_reduce},
+        {"distributed-optimizer", &validation.distributed_optimizer}}) {
+    if (!flags.count(name)) continue;
     try {
-      validation.tp_comm_overlap = flags["tp-comm-overlap"].as<bool>();
+      *target = flags[name].as<bool>();
     } catch (const std::exception&) {
-      return absl::InvalidArgumentError("--tp-comm-overlap: expected true or false");
+      return absl::InvalidArgumentError(absl::StrCat("--", name, ": expected true or false"));
     }
   }
   if (flags.count("grad-reduce-dtype")) {

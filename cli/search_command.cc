@@ -311,7 +311,7 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
   try {
     flags = options.parse(argc - 1, argv + 1);
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("search: ", e.what(),
+    return absl::InvalidArgumentError(absl::StrCat("search: ", ExplainParseError(e, argc, argv),
                                                    " (see project search --help)"));
   }
   if (flags.count("help")) {

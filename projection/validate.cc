@@ -337,6 +337,13 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
     if (scenario.ok() && options.grad_reduce_dtype) {
       scenario->training.grad_reduce_dtype = *options.grad_reduce_dtype;
     }
+    if (scenario.ok() && options.overlap_grad_reduce) {
+      scenario->training.overlap_grad_reduce = *options.overlap_grad_reduce;
+    }
+    if (scenario.ok() && options.distributed_optimizer && !scenario->parallel.fsdp &&
+        scenario->parallel.dp > 1) {
+      scenario->parallel.distributed_optimizer = *options.distributed_optimizer;
+    }
     if (scenario.ok() && options.attention_kernel) {
       absl::Status valid = OverrideAttentionKernel(*options.attention_kernel, origin, *scenario);
       if (!valid.ok()) scenario = valid;

@@ -122,6 +122,10 @@ struct ValidationOptions {
   // training.tp_comm_overlap and training.grad_reduce_dtype for every case.
   std::optional<bool> tp_comm_overlap;
   std::optional<DType> grad_reduce_dtype;
+  // training.overlap_grad_reduce, and parallel.distributed_optimizer of the non-FSDP cases with
+  // DP > 1 (the case default is true for both; false models pre-2022/2023 Megatron-LM).
+  std::optional<bool> overlap_grad_reduce;
+  std::optional<bool> distributed_optimizer;
   // Hardware overlays (`project calibrate`), each applied to the cases on the GPU it names
   // ("base"); `origin` names its file in messages.
   struct Overlay {
