@@ -200,70 +200,84 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path, int 
   return ValidateCasesFile(path, options);
 }
 
-std::vector<GpuSpeedup> CompareGpus(const std::vector<ValidationCase>& cases) {
-  // key -> GPU -> case (nullptr once a second case makes it ambiguous)
+namespace {
+
+// Matches the projected cases that share `key` and differ in `variant` (a second case of one
+// variant makes that variant ambiguous for the key), and summarises the ratio b/a of every
+// (source, context, variant a, variant b) group, oriented from the slower variant to the faster.
+template <typename KeyFn, typename VariantFn, typename ContextFn>
+std::vector<Speedup> CompareAcross(const std::vector<ValidationCase>& cases, KeyFn key,
+                                   VariantFn variant, ContextFn context) {
   std::map<std::string, std::map<std::string, const ValidationCase*>> keyed;
   for (const ValidationCase& c : cases) {
     if (!c.projected_tokens_per_s_per_gpu || c.measured_tokens_per_s_per_gpu <= 0) continue;
-    const std::string key = absl::StrCat(c.source, "|", c.model, "|", c.seq_len, "|", c.num_gpus,
-                                         "|", c.precision);
-    auto [it, inserted] = keyed[key].emplace(c.gpu, &c);
+    auto [it, inserted] = keyed[key(c)].emplace(variant(c), &c);
     if (!inserted) it->second = nullptr;
   }
   struct Ratios {
-    std::vector<double> measured, projected, error;
+    std::vector<double> measured, projected;
   };
-  std::map<std::tuple<std::string, std::string, std::string>, Ratios> groups;
-  for (const auto& [key, by_gpu] : keyed) {
-    for (auto a = by_gpu.begin(); a != by_gpu.end(); ++a) {
-      for (auto b = std::next(a); b != by_gpu.end(); ++b) {
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, Ratios> groups;
+  for (const auto& [k, by_variant] : keyed) {
+    for (auto a = by_variant.begin(); a != by_variant.end(); ++a) {
+      for (auto b = std::next(a); b != by_variant.end(); ++b) {
         if (a->second == nullptr || b->second == nullptr) continue;
         const ValidationCase& ca = *a->second;
         const ValidationCase& cb = *b->second;
-        Ratios& r = groups[{ca.source, a->first, b->first}];
-        const double measured = cb.measured_tokens_per_s_per_gpu / ca.measured_tokens_per_s_per_gpu;
-        const double projected =
-            *cb.projected_tokens_per_s_per_gpu / *ca.projected_tokens_per_s_per_gpu;
-        r.measured.push_back(measured);
-        r.projected.push_back(projected);
-        r.error.push_back(100.0 * (projected / measured - 1.0));
+        Ratios& r = groups[{ca.source, context(ca), a->first, b->first}];
+        r.measured.push_back(cb.measured_tokens_per_s_per_gpu / ca.measured_tokens_per_s_per_gpu);
+        r.projected.push_back(*cb.projected_tokens_per_s_per_gpu /
+                              *ca.projected_tokens_per_s_per_gpu);
       }
     }
   }
-  std::vector<GpuSpeedup> out;
+  std::vector<Speedup> out;
   for (auto& [k, r] : groups) {
-    GpuSpeedup g{.source = std::get<0>(k), .gpu_a = std::get<1>(k), .gpu_b = std::get<2>(k),
-                 .pairs = static_cast<int64_t>(r.measured.size())};
-    g.measured_ratio = Median(r.measured);
-    g.projected_ratio = Median(r.projected);
+    Speedup g{.source = std::get<0>(k), .context = std::get<1>(k), .a = std::get<2>(k),
+              .b = std::get<3>(k), .pairs = static_cast<int64_t>(r.measured.size())};
+    if (Median(r.measured) < 1.0) {
+      // Orient from the slower variant to the faster: invert every ratio.
+      std::swap(g.a, g.b);
+      for (double& m : r.measured) m = 1.0 / m;
+      for (double& pr : r.projected) pr = 1.0 / pr;
+    }
     std::vector<double> abs_error;
     double sum = 0;
-    for (double e : r.error) {
+    for (size_t i = 0; i < r.measured.size(); ++i) {
+      const double e = 100.0 * (r.projected[i] / r.measured[i] - 1.0);
       abs_error.push_back(std::fabs(e));
       sum += e;
     }
+    g.measured_ratio = Median(r.measured);
+    g.projected_ratio = Median(r.projected);
     g.median_abs_error_pct = Median(abs_error);
-    g.mean_error_pct = sum / static_cast<double>(r.error.size());
-    if (g.measured_ratio < 1.0) {
-      // Orient from the slower GPU to the faster: invert every ratio (and so every error).
-      std::swap(g.gpu_a, g.gpu_b);
-      std::vector<double> inv_m, inv_p, inv_abs;
-      double inv_sum = 0;
-      for (size_t i = 0; i < r.measured.size(); ++i) {
-        inv_m.push_back(1.0 / r.measured[i]);
-        inv_p.push_back(1.0 / r.projected[i]);
-        const double e = 100.0 * (r.measured[i] / r.projected[i] - 1.0);
-        inv_abs.push_back(std::fabs(e));
-        inv_sum += e;
-      }
-      g.measured_ratio = Median(inv_m);
-      g.projected_ratio = Median(inv_p);
-      g.median_abs_error_pct = Median(inv_abs);
-      g.mean_error_pct = inv_sum / static_cast<double>(r.error.size());
-    }
+    g.mean_error_pct = sum / static_cast<double>(r.measured.size());
     out.push_back(std::move(g));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Speedup> CompareGpus(const std::vector<ValidationCase>& cases) {
+  return CompareAcross(
+      cases,
+      [](const ValidationCase& c) {
+        return absl::StrCat(c.source, "|", c.model, "|", c.seq_len, "|", c.num_gpus, "|",
+                            c.precision);
+      },
+      [](const ValidationCase& c) { return c.gpu; },
+      [](const ValidationCase&) { return std::string(); });
+}
+
+std::vector<Speedup> ComparePrecisions(const std::vector<ValidationCase>& cases) {
+  return CompareAcross(
+      cases,
+      [](const ValidationCase& c) {
+        return absl::StrCat(c.source, "|", c.model, "|", c.seq_len, "|", c.num_gpus, "|", c.gpu);
+      },
+      [](const ValidationCase& c) { return c.precision; },
+      [](const ValidationCase& c) { return c.gpu; });
 }
 
 std::pair<int, std::string> SequenceBand(int64_t seq_len) {
@@ -424,6 +438,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
   for (auto& [band, cases] : by_seq) report.by_seq_len.push_back(Summarise(cases, band.second));
   for (auto& [band, cases] : by_scale) report.by_scale.push_back(Summarise(cases, band.second));
   report.gpu_speedups = CompareGpus(report.cases);
+  report.precision_speedups = ComparePrecisions(report.cases);
   report.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
@@ -435,6 +450,13 @@ std::string SummaryRow(const ErrorSummary& s) {
   return absl::StrFormat("%-28s %5d %9d %10.1f%% %10.1f%% %7.0f%% %7.0f%% %7.0f%%\n", s.group,
                          s.count, s.projected, s.median_abs_error_pct, s.mean_error_pct,
                          s.within_10_pct, s.within_20_pct, s.within_30_pct);
+}
+
+std::string SpeedupRow(const Speedup& g, const std::string& prefix) {
+  return absl::StrFormat("%-28s %-30s %5d %8.2fx %8.2fx %10.1f%% %+8.1f%%\n",
+                         g.source.substr(0, 28), absl::StrCat(prefix, g.a, " -> ", g.b), g.pairs,
+                         g.measured_ratio, g.projected_ratio, g.median_abs_error_pct,
+                         g.mean_error_pct);
 }
 
 // "  [inconsistent: ...]" naming what the measurement contradicts; empty when nothing does.
@@ -508,12 +530,16 @@ std::string FormatValidationText(const ValidationReport& r) {
                           "sequence, GPU count and precision)\n%-28s %-30s %5s %9s %9s %11s %9s\n",
                           "source", "slower -> faster GPU", "pairs", "measured", "projected",
                           "median|err|", "mean err");
-    for (const GpuSpeedup& g : r.gpu_speedups) {
-      absl::StrAppendFormat(&out, "%-28s %-30s %5d %8.2fx %8.2fx %10.1f%% %+8.1f%%\n",
-                            g.source.substr(0, 28), absl::StrCat(g.gpu_a, " -> ", g.gpu_b),
-                            g.pairs, g.measured_ratio, g.projected_ratio, g.median_abs_error_pct,
-                            g.mean_error_pct);
-    }
+    for (const Speedup& g : r.gpu_speedups) out += SpeedupRow(g, "");
+  }
+  if (!r.precision_speedups.empty()) {
+    absl::StrAppendFormat(&out,
+                          "\nPrecision speedups (cases of one source in two precisions with the "
+                          "same model, sequence, GPU and GPU count)\n%-28s %-30s %5s %9s %9s "
+                          "%11s %9s\n",
+                          "source", "GPU: slower -> faster", "pairs", "measured", "projected",
+                          "median|err|", "mean err");
+    for (const Speedup& g : r.precision_speedups) out += SpeedupRow(g, g.context + ": ");
   }
   if (r.inconsistent_cases > 0) {
     absl::StrAppendFormat(
@@ -566,17 +592,23 @@ json ValidationToJson(const ValidationReport& r) {
     j["inconsistent_with_siblings"] = c.inconsistent;
     cases.push_back(std::move(j));
   }
-  json speedups = json::array();
-  for (const GpuSpeedup& g : r.gpu_speedups) {
-    speedups.push_back({{"source", g.source},
-                        {"gpu_a", g.gpu_a},
-                        {"gpu_b", g.gpu_b},
-                        {"pairs", g.pairs},
-                        {"measured_ratio", g.measured_ratio},
-                        {"projected_ratio", g.projected_ratio},
-                        {"median_abs_error_pct", g.median_abs_error_pct},
-                        {"mean_error_pct", g.mean_error_pct}});
-  }
+  auto speedups = [](const std::vector<Speedup>& v, const char* context, const char* a,
+                     const char* b) {
+    json out = json::array();
+    for (const Speedup& g : v) {
+      json j = {{"source", g.source},
+                {a, g.a},
+                {b, g.b},
+                {"pairs", g.pairs},
+                {"measured_ratio", g.measured_ratio},
+                {"projected_ratio", g.projected_ratio},
+                {"median_abs_error_pct", g.median_abs_error_pct},
+                {"mean_error_pct", g.mean_error_pct}};
+      if (context != nullptr) j[context] = g.context;
+      out.push_back(std::move(j));
+    }
+    return out;
+  };
   auto summaries = [](const std::vector<ErrorSummary>& v) {
     json a = json::array();
     for (const ErrorSummary& s : v) a.push_back(SummaryJson(s));
@@ -594,7 +626,9 @@ json ValidationToJson(const ValidationReport& r) {
           {"by_precision", summaries(r.by_precision)},
           {"by_seq_len", summaries(r.by_seq_len)},
           {"by_scale", summaries(r.by_scale)},
-          {"gpu_speedups", speedups},
+          {"gpu_speedups", speedups(r.gpu_speedups, nullptr, "gpu_a", "gpu_b")},
+          {"precision_speedups",
+           speedups(r.precision_speedups, "gpu", "precision_a", "precision_b")},
           {"elapsed_s", r.elapsed_s}};
 }
 

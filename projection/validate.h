@@ -73,23 +73,27 @@ struct ErrorSummary {
   double within_30_pct = 0;
 };
 
-// How the projected speedup of one GPU over another compares with the measured one, over the
-// cases a source measured on both with the same model, sequence length, GPU count and precision
-// (micro-batch and recompute may differ: each run picks what fits its GPU). A stack's in-situ
-// efficiency largely cancels in the ratio, so this checks the hardware model on its own.
-struct GpuSpeedup {
+// How a projected speedup compares with the measured one over matched cases of one source:
+// CompareGpus pairs cases on two GPUs with the same model, sequence length, GPU count and
+// precision (micro-batch and recompute may differ: each run picks what fits its GPU);
+// ComparePrecisions pairs cases in two precisions with the same model, sequence, GPU and GPU
+// count. A stack's in-situ efficiency largely cancels in the ratio, so this checks the hardware
+// (or FP8) model on its own.
+struct Speedup {
   std::string source;
-  std::string gpu_a, gpu_b;  // b is the faster GPU (measured median ratio >= 1)
+  std::string context;  // ComparePrecisions: the GPU; CompareGpus: empty
+  std::string a, b;     // the two GPUs or precisions; b is the faster (measured median >= 1)
   int64_t pairs = 0;
-  double measured_ratio = 0;   // median of measured TGS on b / on a
-  double projected_ratio = 0;  // median of projected TGS on b / on a
+  double measured_ratio = 0;        // median of measured TGS on b / on a
+  double projected_ratio = 0;       // median of projected TGS on b / on a
   double median_abs_error_pct = 0;  // median |projected ratio / measured ratio − 1| · 100
   double mean_error_pct = 0;        // mean (projected ratio / measured ratio − 1) · 100
 };
 
-// The GpuSpeedup of every (source, GPU pair) with at least one matched pair of projected cases,
-// in source then GPU-name order. A key with two cases on one GPU is ambiguous and skipped.
-std::vector<GpuSpeedup> CompareGpus(const std::vector<ValidationCase>& cases);
+// Every (source[, GPU], pair of variants) with at least one matched pair of projected cases, in
+// source then name order. A key with two cases of one variant is ambiguous and skipped.
+std::vector<Speedup> CompareGpus(const std::vector<ValidationCase>& cases);
+std::vector<Speedup> ComparePrecisions(const std::vector<ValidationCase>& cases);
 
 struct ValidationReport {
   std::string file;
@@ -103,7 +107,8 @@ struct ValidationReport {
   std::vector<ErrorSummary> by_precision;
   std::vector<ErrorSummary> by_seq_len;
   std::vector<ErrorSummary> by_scale;
-  std::vector<GpuSpeedup> gpu_speedups;
+  std::vector<Speedup> gpu_speedups;
+  std::vector<Speedup> precision_speedups;
   int64_t inconsistent_cases = 0;  // cases flagged by the sibling check
   // Projected cases the memory model says do not fit in HBM although they were measured, so
   // ran: the memory model's false "does not fit" count.

@@ -89,10 +89,10 @@ TEST(CompareGpusTest, MedianRatiosOverMatchedPairs) {
       Projected("a", "m2", 100, 100), Projected("h", "m2", 300, 270),
       Projected("a", "m3", 100, 100), Projected("a", "m3", 110, 100),
       Projected("h", "m3", 200, 200), Projected("h", "m1", 50, 50, 4096)};
-  std::vector<GpuSpeedup> g = CompareGpus(cases);
+  std::vector<Speedup> g = CompareGpus(cases);
   ASSERT_EQ(g.size(), 1u);
-  EXPECT_EQ(g[0].gpu_a, "a");
-  EXPECT_EQ(g[0].gpu_b, "h");
+  EXPECT_EQ(g[0].a, "a");
+  EXPECT_EQ(g[0].b, "h");
   EXPECT_EQ(g[0].pairs, 2);
   EXPECT_DOUBLE_EQ(g[0].measured_ratio, 2.5);
   EXPECT_DOUBLE_EQ(g[0].projected_ratio, 2.45);
@@ -105,14 +105,32 @@ TEST(CompareGpusTest, MedianRatiosOverMatchedPairs) {
 TEST(CompareGpusTest, OrientsFromTheSlowerToTheFasterGpu) {
   std::vector<ValidationCase> cases = {Projected("a", "m", 100, 100),
                                        Projected("z", "m", 50, 40)};
-  std::vector<GpuSpeedup> g = CompareGpus(cases);
+  std::vector<Speedup> g = CompareGpus(cases);
   ASSERT_EQ(g.size(), 1u);
-  EXPECT_EQ(g[0].gpu_a, "z");
-  EXPECT_EQ(g[0].gpu_b, "a");
+  EXPECT_EQ(g[0].a, "z");
+  EXPECT_EQ(g[0].b, "a");
   EXPECT_DOUBLE_EQ(g[0].measured_ratio, 2.0);
   EXPECT_DOUBLE_EQ(g[0].projected_ratio, 2.5);
   EXPECT_NEAR(g[0].median_abs_error_pct, 25.0, 1e-9);
   EXPECT_NEAR(g[0].mean_error_pct, 25.0, 1e-9);
+}
+
+// Precisions pair on the same GPU (the GPU is the context): m1 on "h" in bf16 and fp8,
+// measured 150/100 = 1.5, projected 140/100 = 1.4 -> −6.67%; the same model on "a" has only
+// bf16 and pairs with nothing.
+TEST(CompareGpusTest, PrecisionsPairOnTheSameGpu) {
+  ValidationCase fp8 = Projected("h", "m1", 150, 140);
+  fp8.precision = "fp8";
+  std::vector<ValidationCase> cases = {Projected("h", "m1", 100, 100), fp8,
+                                       Projected("a", "m1", 50, 50)};
+  std::vector<Speedup> g = ComparePrecisions(cases);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].context, "h");
+  EXPECT_EQ(g[0].a, "bf16");
+  EXPECT_EQ(g[0].b, "fp8");
+  EXPECT_DOUBLE_EQ(g[0].measured_ratio, 1.5);
+  EXPECT_DOUBLE_EQ(g[0].projected_ratio, 1.4);
+  EXPECT_NEAR(g[0].mean_error_pct, 100.0 * (1.4 / 1.5 - 1.0), 1e-9);
 }
 
 TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
@@ -137,8 +155,9 @@ TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
   EXPECT_EQ(r->by_scale.front().group, "1 node");
   auto j = ValidationToJson(*r);
   EXPECT_FALSE(r->gpu_speedups.empty());
+  EXPECT_FALSE(r->precision_speedups.empty());
   for (const char* key : {"by_gpu", "by_source", "by_precision", "by_seq_len", "by_scale",
-                          "gpu_speedups"}) {
+                          "gpu_speedups", "precision_speedups"}) {
     EXPECT_TRUE(j.contains(key) && j[key].is_array() && !j[key].empty()) << key;
   }
   for (const char* key : {"count", "projected", "median_abs_error_pct", "mean_error_pct",
@@ -158,14 +177,14 @@ TEST(ValidateCasesFileTest, GpuSpeedupsStayWithinTheirRatchet) {
   auto r = ValidateCasesFile(std::string(PROJECTOR_CALIBRATION_DIR) + "/public.jsonl", 2);
   ASSERT_THAT(r, IsOk());
   int checked = 0;
-  for (const GpuSpeedup& g : r->gpu_speedups) {
+  for (const Speedup& g : r->gpu_speedups) {
     if (g.source != "mosaicml/llm-foundry") continue;
-    if (g.gpu_a == "a100-sxm-40gb" && g.gpu_b == "a100-sxm-80gb") {
+    if (g.a == "a100-sxm-40gb" && g.b == "a100-sxm-80gb") {
       EXPECT_LE(g.median_abs_error_pct, 5.0);
       EXPECT_GE(g.pairs, 40);
       ++checked;
     }
-    if (g.gpu_a == "a100-sxm-80gb" && g.gpu_b == "h100-sxm") {
+    if (g.a == "a100-sxm-80gb" && g.b == "h100-sxm") {
       EXPECT_LE(g.median_abs_error_pct, 15.0);
       EXPECT_GE(g.pairs, 35);
       ++checked;
