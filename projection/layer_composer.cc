@@ -175,9 +175,16 @@ struct TpExposure {
   Seconds fwd, bwd;
 };
 
+// `fp8_gathers`: FP8 training with sequence parallelism. Transformer Engine casts a
+// column-parallel GEMM's input to FP8 before gathering it over TP (LayerNormLinear's norm writes
+// its output in FP8, ln_out_dtype uint8; Linear casts its input first), gathers that saved FP8
+// input again for the weight gradient, and casts the output gradient to FP8 before gathering it
+// for a row-parallel GEMM's backward (TE pytorch/module/{layernorm_linear,linear,base}.py,
+// _grad_output_preprocess); so those three AllGathers move 1 B per element (the per-tensor
+// scale is negligible). The ReduceScatters reduce GEMM outputs and stay in bf16.
 absl::StatusOr<TpExposure> AddTpBlock(CommBuilder& b, std::string_view module,
                                       const ModuleSums& s, const ParallelConfig& par, Bytes act,
-                                      bool tp_comm_overlap) {
+                                      bool tp_comm_overlap, bool fp8_gathers) {
   TpExposure x;
   ProcessGroup g = par.TpGroup();
   if (g.size <= 1) return x;
@@ -196,18 +203,19 @@ absl::StatusOr<TpExposure> AddTpBlock(CommBuilder& b, std::string_view module,
     x.bwd = Exposure(ar_b, wgrad);
     return x;
   }
+  const Bytes gathered = fp8_gathers ? act * 0.5 : act;
   PROJECTOR_ASSIGN_OR_RETURN(TimedCollective ag_f, b.Add("sp_allgather", module, OpPhase::kForward,
-                                                   CommDim::kTp, CollectiveKind::kAllGather, act,
-                                                   g));
+                                                   CommDim::kTp, CollectiveKind::kAllGather,
+                                                   gathered, g));
   PROJECTOR_ASSIGN_OR_RETURN(TimedCollective rs_f, b.Add("sp_reducescatter", module, OpPhase::kForward,
                                                    CommDim::kTp, CollectiveKind::kReduceScatter,
                                                    act, g));
   PROJECTOR_ASSIGN_OR_RETURN(TimedCollective ag_grad,
                              b.Add("sp_allgather_grad", module, OpPhase::kBackwardDgrad,
-                                   CommDim::kTp, CollectiveKind::kAllGather, act, g));
+                                   CommDim::kTp, CollectiveKind::kAllGather, gathered, g));
   PROJECTOR_ASSIGN_OR_RETURN(TimedCollective ag_input,
                              b.Add("sp_allgather_wgrad_input", module, OpPhase::kBackwardDgrad,
-                                   CommDim::kTp, CollectiveKind::kAllGather, act, g));
+                                   CommDim::kTp, CollectiveKind::kAllGather, gathered, g));
   PROJECTOR_ASSIGN_OR_RETURN(TimedCollective rs_grad,
                              b.Add("sp_reducescatter_grad", module, OpPhase::kBackwardWgrad,
                                    CommDim::kTp, CollectiveKind::kReduceScatter, act, g));
@@ -333,15 +341,17 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
 
   // --- TP: around attention, and around the dense MLP or the MoE's shared experts. Routed
   // experts are not TP-sharded (expert-TP handled with EP below).
+  const bool fp8_gathers = tr.precision == DType::kFp8 && par.sequence_parallel;
   PROJECTOR_ASSIGN_OR_RETURN(TpExposure tp_attn,
-                             AddTpBlock(b, "attention", attention, par, act, ctx.tp_comm_overlap));
+                             AddTpBlock(b, "attention", attention, par, act, ctx.tp_comm_overlap,
+                                        fp8_gathers));
   TpExposure tp_mlp;
   bool mlp_is_tp_sharded =
       has_mlp_block && (!timed_layer.is_moe ||
                         (model.moe.has_value() && model.moe->num_shared_experts > 0));
   if (mlp_is_tp_sharded) {
     PROJECTOR_ASSIGN_OR_RETURN(tp_mlp, AddTpBlock(b, timed_layer.is_moe ? "moe" : "mlp", mlp,
-                                                  par, act, ctx.tp_comm_overlap));
+                                                  par, act, ctx.tp_comm_overlap, fp8_gathers));
   }
   out.forward_comm.tp = tp_attn.fwd + tp_mlp.fwd;
   out.backward_comm.tp = tp_attn.bwd + tp_mlp.bwd;

@@ -130,6 +130,32 @@ TEST(LayerComposerTest, SequenceParallelUsesGatherAndScatterPairs) {
   EXPECT_THAT(l->backward_comm.tp.value(), IsNearRel(2 * one.value(), 1e-12));
 }
 
+// FP8 with SP: Transformer Engine gathers FP8 inputs and output gradients (1 B per element) and
+// reduce-scatters bf16 GEMM outputs. Forward per block: AG at half + RS at full = 1.5 units
+// (3 for two blocks); backward exposed: the output-grad AG at half per block (1 unit).
+TEST(LayerComposerTest, Fp8SequenceParallelGathersOneBytePerElement) {
+  Fixture fx;
+  fx.par.tp = 4;
+  fx.par.sequence_parallel = true;
+  fx.tr.precision = DType::kFp8;
+  auto l = ComposeLayer(ToyLayer(false), fx.Ctx(), fx.collective);
+  ASSERT_THAT(l, IsOk());
+  for (const Op& op : l->comm_ops) {
+    const double expected = op.collective.kind == CollectiveKind::kAllGather
+                                ? fx.ActBytes() / 2
+                                : fx.ActBytes();
+    EXPECT_DOUBLE_EQ(op.collective.bytes.value(), expected) << op.name;
+  }
+  Seconds one(fx.ActBytes() * kSecondsPerWireByte);
+  EXPECT_THAT(l->forward_comm.tp.value(), IsNearRel(3 * one.value(), 1e-12));
+  EXPECT_THAT(l->backward_comm.tp.value(), IsNearRel(1 * one.value(), 1e-12));
+  // Without SP the AllReduce stays in bf16.
+  fx.par.sequence_parallel = false;
+  auto ar = ComposeLayer(ToyLayer(false), fx.Ctx(), fx.collective);
+  ASSERT_THAT(ar, IsOk());
+  for (const Op& op : ar->comm_ops) EXPECT_DOUBLE_EQ(op.collective.bytes.value(), fx.ActBytes());
+}
+
 TEST(LayerComposerTest, TpCommOverlapHidesForwardCollectivesBehindGemms) {
   Fixture fx;
   fx.par.tp = 2;
