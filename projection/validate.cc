@@ -26,12 +26,15 @@ namespace {
 using nlohmann::json;
 
 // Short label of a source for grouping: a repository path's first token
-// ("mosaicml/llm-foundry"), else the text before the first comma ("Narayanan et al.").
+// ("mosaicml/llm-foundry"), else the text before the first comma, colon or parenthesis
+// ("Narayanan et al.", "ROCm blog 'Primus Projection"), at most 28 characters (the width of the
+// summary tables' group column).
 std::string SourceLabel(const std::string& source) {
   std::string first = source.substr(0, source.find(' '));
   if (first.find('/') != std::string::npos) return first;
-  std::string head = source.substr(0, source.find(','));
-  if (head.size() > 40) head = head.substr(0, 40);
+  std::string head = source.substr(0, source.find_first_of(",:("));
+  while (!head.empty() && head.back() == ' ') head.pop_back();
+  if (head.size() > 28) head = head.substr(0, 28);
   return head;
 }
 
