@@ -286,10 +286,13 @@ std::string OpShapeText(const Op& op) {
     case OpKind::kMemory:
       return absl::StrFormat("%.1f MB", op.memory.bytes.value() * 1e-6);
     case OpKind::kCollective:
-      return absl::StrFormat("%s %.1f MB over %d (stride %d)",
-                             CollectiveKindName(op.collective.kind),
-                             op.collective.bytes.value() * 1e-6, op.collective.group.size,
-                             op.collective.group.stride);
+      // "allgather 134.2 MB x8" (8 ranks), "... x8 stride 8" for a strided group.
+      return absl::StrCat(
+          absl::StrFormat("%s %.1f MB x%d", CollectiveKindName(op.collective.kind),
+                          op.collective.bytes.value() * 1e-6, op.collective.group.size),
+          op.collective.group.stride > 1
+              ? absl::StrFormat(" stride %d", op.collective.group.stride)
+              : std::string());
   }
   return "";
 }
@@ -301,13 +304,13 @@ std::string OpsText(const Projection& p) {
     for (const Op& op : t.ops) total += op.time;
     absl::StrAppendFormat(&out, "\nOps: %s (x%d), one micro-batch, %.3f ms before overlap\n",
                           t.group, t.count, Ms(total));
-    absl::StrAppendFormat(&out, "  %-10s %-22s %-14s %-38s %9s %8s %8s %6s %5s\n", "module",
+    absl::StrAppendFormat(&out, "  %-10s %-24s %-14s %-38s %9s %8s %8s %6s %5s\n", "module",
                           "op", "phase", "shape", "ms", "TFLOP/s", "GB/s", "share", "clk");
     for (const Op& op : t.ops) {
       const double time = op.time.value();
       const OpRates rates = RatesOf(op);
       absl::StrAppendFormat(
-          &out, "  %-10s %-22s %-14s %-38s %9.3f %8.1f %8.0f %5.1f%% %4.0f%%%s\n", op.module,
+          &out, "  %-10s %-24s %-14s %-38s %9.3f %8.1f %8.0f %5.1f%% %4.0f%%%s\n", op.module,
           op.name, OpPhaseName(op.phase), OpShapeText(op).substr(0, 38), Ms(op.time),
           rates.tflops, rates.gbps,
           total.value() > 0 ? 100.0 * time / total.value() : 0.0,
