@@ -250,8 +250,7 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
                                  {"deepep", &p.deepep},
                                  {"tp-comm-overlap", &s.training.tp_comm_overlap},
                                  {"overlap-grad-reduce", &s.training.overlap_grad_reduce},
-                                 {"overlap-param-gather", &s.training.overlap_param_gather},
-                                 {"moe-pad-to-capacity", &s.training.moe_pad_to_capacity}};
+                                 {"overlap-param-gather", &s.training.overlap_param_gather}};
   for (const BoolFlag& f : bool_flags) {
     if (!Given(flags, f.name)) continue;
     try {
@@ -268,17 +267,7 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
     }
     p.turbo_grouped_gemm = v == "turbo";
   }
-  // Ranges are checked with the model and layout (ValidateScenario, training.moe_*).
-  for (auto [name, target] : {std::pair<const char*, double*>{"moe-capacity-factor",
-                                                               &s.training.moe_capacity_factor},
-                              {"moe-imbalance", &s.training.moe_imbalance}}) {
-    if (!Given(flags, name)) continue;
-    try {
-      *target = flags[name].as<double>();
-    } catch (const std::exception& e) {
-      return FlagError(name, "expected a number");
-    }
-  }
+  PROJECTOR_RETURN_IF_ERROR(ReadMoeRoutingFlags(flags, s.training));
   if (Given(flags, "recompute")) {
     auto r = ParseRecompute(flags["recompute"].as<std::string>());
     if (!r.ok()) return FlagError("recompute", r.status().message());
@@ -331,6 +320,27 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
   PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, "command line"));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, "command line"));
   return s;
+}
+
+absl::Status ReadMoeRoutingFlags(const cxxopts::ParseResult& flags, TrainingConfig& training) {
+  for (auto [name, target] : {std::pair<const char*, double*>{"moe-capacity-factor",
+                                                               &training.moe_capacity_factor},
+                              {"moe-imbalance", &training.moe_imbalance}}) {
+    if (!Given(flags, name)) continue;
+    try {
+      *target = flags[name].as<double>();
+    } catch (const std::exception&) {
+      return FlagError(name, "expected a number");
+    }
+  }
+  if (Given(flags, "moe-pad-to-capacity")) {
+    try {
+      training.moe_pad_to_capacity = flags["moe-pad-to-capacity"].as<bool>();
+    } catch (const std::exception&) {
+      return FlagError("moe-pad-to-capacity", "expected true or false");
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string ExplainParseError(const std::exception& e, int argc, char** argv) {

@@ -31,6 +31,10 @@ absl::StatusOr<double> ParseByteSize(const std::string& text, const std::string&
 // Maps a status to the process exit code: 2 for bad input, 1 for internal errors.
 int ExitCodeFor(const absl::Status& status);
 
+// Reads --moe-capacity-factor, --moe-imbalance and --moe-pad-to-capacity into `training` when
+// given (ranges are checked with the model and layout by ValidateMoeRouting).
+absl::Status ReadMoeRoutingFlags(const cxxopts::ParseResult& flags, TrainingConfig& training);
+
 // cxxopts reports "Argument ‘two’ failed to parse" without the flag; this names the flag that
 // preceded the bad value in argv ("--tp: 'two' is not a valid value for this flag"), or returns
 // the message unchanged.

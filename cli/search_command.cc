@@ -205,23 +205,7 @@ absl::StatusOr<Scenario> BaseScenarioFromFlags(const cxxopts::ParseResult& flags
     if (!d.ok()) return FlagError("grad-reduce-dtype", d.status().message());
     s.training.grad_reduce_dtype = *d;
   }
-  for (auto [name, target] : {std::pair<const char*, double*>{"moe-capacity-factor",
-                                                               &s.training.moe_capacity_factor},
-                              {"moe-imbalance", &s.training.moe_imbalance}}) {
-    if (!flags.count(name)) continue;
-    try {
-      *target = flags[name].as<double>();
-    } catch (const std::exception&) {
-      return FlagError(name, "expected a number");
-    }
-  }
-  if (flags.count("moe-pad-to-capacity")) {
-    try {
-      s.training.moe_pad_to_capacity = flags["moe-pad-to-capacity"].as<bool>();
-    } catch (const std::exception&) {
-      return FlagError("moe-pad-to-capacity", "expected true or false");
-    }
-  }
+  PROJECTOR_RETURN_IF_ERROR(ReadMoeRoutingFlags(flags, s.training));
   // The layout-independent checks of training.moe_* (the imbalance is capped per layout).
   {
     Scenario probe = s;

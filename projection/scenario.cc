@@ -398,6 +398,10 @@ std::optional<std::pair<int64_t, int64_t>> SuggestUnevenSplit(int64_t layers, in
   return std::make_pair(rest - rest / 2, rest / 2);
 }
 
+bool LayersSplitEvenly(int64_t layers, int64_t virtual_stages) {
+  return layers % virtual_stages == 0 || (virtual_stages > 2 && (layers + 2) % virtual_stages == 0);
+}
+
 double MaxMoeImbalance(const ModelSpec& model, const ParallelConfig& parallel) {
   if (!model.moe || parallel.ep <= 0 || model.moe->top_k <= 0) return 1.0;
   const int64_t local = model.moe->num_experts / parallel.ep;
@@ -503,7 +507,7 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
                                           fewest, p.vpp, p.first_stage_layers,
                                           p.last_stage_layers, middle));
     }
-  } else if (m.num_layers % chunks != 0 && !(chunks > 2 && (m.num_layers + 2) % chunks == 0)) {
+  } else if (!LayersSplitEvenly(m.num_layers, chunks)) {
     // (layers + 2) divisible is accepted: Megatron's embedding/loss-aware pipeline split gives
     // the first and last virtual stage one layer less.
     std::string hint;
@@ -684,8 +688,8 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
   PROJECTOR_RETURN_IF_ERROR(Complete(s, dp_given, true, origin));
   // The case format cannot state an uneven pipeline split, which a run whose layers pp does not
   // divide must have used (Megatron's --decoder-first/last-pipeline-num-layers).
-  if (const int64_t L = s.model.num_layers, chunks = s.parallel.pp * s.parallel.vpp;
-      L % chunks != 0 && !(chunks > 2 && (L + 2) % chunks == 0)) {
+  if (const int64_t L = s.model.num_layers;
+      !LayersSplitEvenly(L, s.parallel.pp * s.parallel.vpp)) {
     // The last stage holds the fewest layers; each stage needs one per model chunk.
     if (auto split = SuggestUnevenSplit(L, s.parallel.pp); split && split->second >= s.parallel.vpp) {
       s.parallel.first_stage_layers = split->first;

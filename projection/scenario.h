@@ -62,6 +62,11 @@ absl::Status ValidateScenario(const Scenario& scenario, const std::string& origi
 // only with a capacity, imbalance in [1, MaxMoeImbalance].
 absl::Status ValidateMoeRouting(const Scenario& scenario, const std::string& origin);
 
+// Whether `layers` split evenly over pp·vpp virtual stages without an explicit first/last stage:
+// divisible, or (more than two stages) divisible once the embedding and the loss each take a
+// layer's slot (Megatron's account_for_embedding/loss_in_pipeline_split).
+bool LayersSplitEvenly(int64_t layers, int64_t virtual_stages);
+
 // An uneven pipeline split for a layer count that pp does not divide: {first, last} stage
 // layers with the pp − 2 middle stages at m layers each, m as small as any split allows
 // (ceil(layers/pp), the critical stage), and the rest shared by the first and last stage, the

@@ -30,6 +30,15 @@ Scenario Default() {
   return *s;
 }
 
+// The default scenario with a library model swapped in.
+Scenario DefaultWithModel(const std::string& name) {
+  Scenario s = Default();
+  auto model = ResolveModel(name);
+  EXPECT_THAT(model, IsOk());
+  if (model.ok()) s.model = *model;
+  return s;
+}
+
 TEST(ScenarioTest, DefaultIsLlama8bOnEightMi300x) {
   Scenario s = Default();
   EXPECT_EQ(s.model.name.find("Llama") != std::string::npos ||
@@ -223,10 +232,7 @@ TEST(ScenarioTest, LayersNotDivisibleAcrossPipeline) {
 // DeepSeek-V3's 61 layers over pp 16 as 3 + 14·4 + 2 fill vpp 2 but not vpp 3 (the last
 // stage's 2 layers).
 TEST(ScenarioTest, UnevenSplitWithInterleavingNeedsALayerPerChunk) {
-  Scenario s = Default();
-  auto model = ResolveModel("deepseek-v3");
-  ASSERT_THAT(model, IsOk());
-  s.model = *model;
+  Scenario s = DefaultWithModel("deepseek-v3");
   s.num_gpus = 512;
   s.parallel.pp = 16;
   s.parallel.ep = 32;
@@ -319,10 +325,7 @@ TEST(ScenarioTest, MoeRoutingIsReadAndRoundTrips) {
 // at most min(2, 1) of every token's 2 pairs: ep·1/2 = 4 times the balanced share. Capacity at
 // most E/top_k = 4. Every bound and the dense-model case name their field.
 TEST(ScenarioTest, MoeRoutingBoundsNameTheirField) {
-  Scenario s = Default();
-  auto moe = ResolveModel("mixtral-8x7b");
-  ASSERT_THAT(moe, IsOk());
-  s.model = *moe;
+  Scenario s = DefaultWithModel("mixtral-8x7b");
   s.num_gpus = 8;
   s.parallel.ep = 8;
   s.parallel.dp = 8;

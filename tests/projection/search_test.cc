@@ -51,6 +51,15 @@ Scenario TinyScenario() {
   return s;
 }
 
+// TinyScenario with a library model swapped in.
+Scenario TinyScenarioWith(const std::string& name) {
+  Scenario s = TinyScenario();
+  auto model = ResolveModel(name);
+  EXPECT_THAT(model, IsOk());
+  if (model.ok()) s.model = *model;
+  return s;
+}
+
 // TinyScenario with 4 experts of 256, top-2, in every layer.
 Scenario TinyMoeScenario() {
   Scenario s = TinyScenario();
@@ -225,10 +234,7 @@ TEST(SearchTest, MoeConstraintsAndDuplicateSwitches) {
 // The lab of seeds/004: dp·tp·sp = 64 over powers of two, pp 1, recompute on/off = 56 points.
 // With the lab's sp as CP, the GPU-count constraint leaves exactly those 56.
 TEST(SearchTest, SeedLabSpaceHasFiftySixPoints) {
-  auto model = ResolveModel("llama2-70b");
-  ASSERT_THAT(model, IsOk());
-  Scenario base = TinyScenario();
-  base.model = *model;
+  Scenario base = TinyScenarioWith("llama2-70b");
   base.num_gpus = 64;
   base.training.seq_len = 1024;
   base.training.global_batch = 512;
@@ -420,10 +426,7 @@ TEST(SearchTest, ParsesObjectiveAndSharding) {
 
 // The search must rank exactly as projecting each layout on its own does.
 TEST(SearchTest, BestLayoutEqualsBruteForceOverProject) {
-  auto model = ResolveModel("llama3.1-8b");
-  ASSERT_THAT(model, IsOk());
-  Scenario base = TinyScenario();
-  base.model = *model;
+  Scenario base = TinyScenarioWith("llama3.1-8b");
   base.training.seq_len = 4096;
   base.training.global_batch = 16;
   SearchSpace space = DefaultSearchSpace(base);
@@ -465,10 +468,7 @@ TEST(SearchTest, BestLayoutEqualsBruteForceOverProject) {
 // distributed-optimizer one the profile's FA3 (ResolveAttentionKernel): the search must time
 // each candidate with the kernel `project` would use for that layout.
 TEST(SearchTest, AutoAttentionKernelFollowsEachCandidatesSharding) {
-  auto model = ResolveModel("llama3.1-8b");
-  ASSERT_THAT(model, IsOk());
-  Scenario base = TinyScenario();
-  base.model = *model;
+  Scenario base = TinyScenarioWith("llama3.1-8b");
   base.training.seq_len = 8192;
   base.training.global_batch = 8;
   ASSERT_THAT(ResolveAttentionKernel(base, "test"), IsOk());

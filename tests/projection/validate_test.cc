@@ -77,6 +77,20 @@ ValidationCase Projected(std::string gpu, std::string model, double measured, do
   return c;
 }
 
+// The one speedup `got` holds, field by field (errors to 1e-9).
+void ExpectOneSpeedup(const std::vector<Speedup>& got, const Speedup& want) {
+  ASSERT_EQ(got.size(), 1u);
+  const Speedup& g = got[0];
+  EXPECT_EQ(g.context, want.context);
+  EXPECT_EQ(g.a, want.a);
+  EXPECT_EQ(g.b, want.b);
+  EXPECT_EQ(g.pairs, want.pairs);
+  EXPECT_DOUBLE_EQ(g.measured_ratio, want.measured_ratio);
+  EXPECT_DOUBLE_EQ(g.projected_ratio, want.projected_ratio);
+  EXPECT_NEAR(g.median_abs_error_pct, want.median_abs_error_pct, 1e-9);
+  EXPECT_NEAR(g.mean_error_pct, want.mean_error_pct, 1e-9);
+}
+
 // Pairs are matched on source, model, sequence, GPU count and precision. Two pairs h/a:
 //   m1: measured 200/100 = 2.0, projected 330/150 = 2.2 -> +10%;
 //   m2: measured 300/100 = 3.0, projected 270/100 = 2.7 -> −10%.
@@ -89,15 +103,10 @@ TEST(CompareGpusTest, MedianRatiosOverMatchedPairs) {
       Projected("a", "m2", 100, 100), Projected("h", "m2", 300, 270),
       Projected("a", "m3", 100, 100), Projected("a", "m3", 110, 100),
       Projected("h", "m3", 200, 200), Projected("h", "m1", 50, 50, 4096)};
-  std::vector<Speedup> g = CompareGpus(cases);
-  ASSERT_EQ(g.size(), 1u);
-  EXPECT_EQ(g[0].a, "a");
-  EXPECT_EQ(g[0].b, "h");
-  EXPECT_EQ(g[0].pairs, 2);
-  EXPECT_DOUBLE_EQ(g[0].measured_ratio, 2.5);
-  EXPECT_DOUBLE_EQ(g[0].projected_ratio, 2.45);
-  EXPECT_NEAR(g[0].median_abs_error_pct, 10.0, 1e-9);
-  EXPECT_NEAR(g[0].mean_error_pct, 0.0, 1e-9);
+  ExpectOneSpeedup(CompareGpus(cases),
+                   {.source = "src", .context = "", .a = "a", .b = "h", .pairs = 2, .measured_ratio = 2.5,
+                    .projected_ratio = 2.45, .median_abs_error_pct = 10.0,
+                    .mean_error_pct = 0.0});
 }
 
 // Names order "a" before "z"; when "z" is the slower GPU the pair is flipped and every ratio
@@ -105,14 +114,10 @@ TEST(CompareGpusTest, MedianRatiosOverMatchedPairs) {
 TEST(CompareGpusTest, OrientsFromTheSlowerToTheFasterGpu) {
   std::vector<ValidationCase> cases = {Projected("a", "m", 100, 100),
                                        Projected("z", "m", 50, 40)};
-  std::vector<Speedup> g = CompareGpus(cases);
-  ASSERT_EQ(g.size(), 1u);
-  EXPECT_EQ(g[0].a, "z");
-  EXPECT_EQ(g[0].b, "a");
-  EXPECT_DOUBLE_EQ(g[0].measured_ratio, 2.0);
-  EXPECT_DOUBLE_EQ(g[0].projected_ratio, 2.5);
-  EXPECT_NEAR(g[0].median_abs_error_pct, 25.0, 1e-9);
-  EXPECT_NEAR(g[0].mean_error_pct, 25.0, 1e-9);
+  ExpectOneSpeedup(CompareGpus(cases),
+                   {.source = "src", .context = "", .a = "z", .b = "a", .pairs = 1, .measured_ratio = 2.0,
+                    .projected_ratio = 2.5, .median_abs_error_pct = 25.0,
+                    .mean_error_pct = 25.0});
 }
 
 // Precisions pair on the same GPU (the GPU is the context): m1 on "h" in bf16 and fp8,
@@ -123,14 +128,11 @@ TEST(CompareGpusTest, PrecisionsPairOnTheSameGpu) {
   fp8.precision = "fp8";
   std::vector<ValidationCase> cases = {Projected("h", "m1", 100, 100), fp8,
                                        Projected("a", "m1", 50, 50)};
-  std::vector<Speedup> g = ComparePrecisions(cases);
-  ASSERT_EQ(g.size(), 1u);
-  EXPECT_EQ(g[0].context, "h");
-  EXPECT_EQ(g[0].a, "bf16");
-  EXPECT_EQ(g[0].b, "fp8");
-  EXPECT_DOUBLE_EQ(g[0].measured_ratio, 1.5);
-  EXPECT_DOUBLE_EQ(g[0].projected_ratio, 1.4);
-  EXPECT_NEAR(g[0].mean_error_pct, 100.0 * (1.4 / 1.5 - 1.0), 1e-9);
+  const double error = 100.0 * (1.4 / 1.5 - 1.0);
+  ExpectOneSpeedup(ComparePrecisions(cases),
+                   {.source = "src", .context = "h", .a = "bf16", .b = "fp8", .pairs = 1,
+                    .measured_ratio = 1.5, .projected_ratio = 1.4,
+                    .median_abs_error_pct = -error, .mean_error_pct = error});
 }
 
 TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
