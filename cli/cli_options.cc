@@ -72,6 +72,10 @@ void AddScenarioFlags(cxxopts::Options& options) {
      cxxopts::value<int64_t>(), "N")
     ("last-stage-layers", "Layers on the last pipeline stage (uneven split)",
      cxxopts::value<int64_t>(), "N")
+    ("pipeline-schedule",
+     "Pipeline schedule: 1f1b (default; interleaved with --vpp > 1) or zb-h1 (zero bubble: "
+     "weight gradients deferred into the bubble, vpp 1)",
+     cxxopts::value<std::string>(), "1f1b|zb-h1")
     ("moe-grouped-gemm", "MoE expert GEMMs: turbo (one batched GEMM) or legacy (one per expert)",
      cxxopts::value<std::string>(), "turbo|legacy")
     ("deepep", "DeepEP-style dispatch: PXN All-to-All overlapped with compute",
@@ -258,6 +262,11 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
     } catch (const std::exception& e) {
       return FlagError(f.name, "expected true or false");
     }
+  }
+  if (Given(flags, "pipeline-schedule")) {
+    auto sched = ParsePipelineSchedule(flags["pipeline-schedule"].as<std::string>());
+    if (!sched.ok()) return FlagError("pipeline-schedule", sched.status().message());
+    p.pipeline_schedule = *sched;
   }
   if (Given(flags, "moe-grouped-gemm")) {
     std::string v = flags["moe-grouped-gemm"].as<std::string>();

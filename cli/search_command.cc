@@ -134,6 +134,12 @@ absl::Status SpaceFromFlags(const cxxopts::ParseResult& flags, const Scenario& b
           return ParseDpSharding(v);
         }));
   }
+  if (flags.count("pipeline-schedule-values")) {
+    PROJECTOR_ASSIGN_OR_RETURN(
+        space.pipeline_schedule,
+        NameList<PipelineSchedule>(flags, "pipeline-schedule-values",
+                                   [](const std::string& v) { return ParsePipelineSchedule(v); }));
+  }
   if (flags.count("grouped-gemm-values")) {
     PROJECTOR_ASSIGN_OR_RETURN(space.turbo_grouped_gemm,
                                NameList<bool>(flags, "grouped-gemm-values", ParseGroupedGemm));
@@ -283,6 +289,9 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
     ("sp-values", "Megatron sequence parallelism: off, on (default: both)",
      cxxopts::value<std::string>(), "LIST")
     ("sharding-values", "dp (replicated), distopt (ZeRO-1), fsdp (default: all three)",
+     cxxopts::value<std::string>(), "LIST")
+    ("pipeline-schedule-values",
+     "1f1b (interleaved with VPP > 1), zb-h1 (zero bubble, VPP 1) (default: 1f1b)",
      cxxopts::value<std::string>(), "LIST")
     ("grouped-gemm-values", "MoE expert GEMMs: turbo, legacy (default: both)",
      cxxopts::value<std::string>(), "LIST")

@@ -25,6 +25,20 @@ absl::StatusOr<Recompute> ParseRecompute(std::string_view name) {
       absl::StrCat("unknown recompute '", absl::string_view(name.data(), name.size()), "'; valid: none, selective, full"));
 }
 
+std::string_view PipelineScheduleName(PipelineSchedule s) {
+  return s == PipelineSchedule::kZeroBubbleH1 ? kPipelineScheduleNames[1]
+                                              : kPipelineScheduleNames[0];
+}
+
+absl::StatusOr<PipelineSchedule> ParsePipelineSchedule(std::string_view name) {
+  for (PipelineSchedule s : {PipelineSchedule::kOneFOneB, PipelineSchedule::kZeroBubbleH1}) {
+    if (PipelineScheduleName(s) == name) return s;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown pipeline schedule '",
+                                                 absl::string_view(name.data(), name.size()),
+                                                 "'; accepted: 1f1b, zb-h1"));
+}
+
 absl::StatusOr<DType> ParseGradReduceDtype(std::string_view name) {
   if (name == "fp32") return DType::kFp32;
   if (name == "bf16") return DType::kBf16;

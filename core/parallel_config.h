@@ -25,6 +25,18 @@ absl::StatusOr<Recompute> ParseRecompute(std::string_view name);
 // in HBM.
 enum class AttentionKernel { kFlash, kUnfused };
 
+// Pipeline schedule. kOneFOneB: Megatron's 1F1B, interleaved when vpp > 1 (one backward pass per
+// micro-batch and chunk, weight gradients inside it). kZeroBubbleH1: ZB-H1 of Qi et al., "Zero
+// Bubble Pipeline Parallelism" (ICLR 2024, arXiv 2401.10241): the backward is split into B
+// (input gradients, on the critical path between stages) and W (weight gradients, deferred to
+// fill the pipeline bubble); one chunk per rank, peak activation memory of 1F1B's first stage.
+enum class PipelineSchedule { kOneFOneB, kZeroBubbleH1 };
+// "1f1b" or "zb-h1".
+std::string_view PipelineScheduleName(PipelineSchedule s);
+absl::StatusOr<PipelineSchedule> ParsePipelineSchedule(std::string_view name);
+// The schedule names ParsePipelineSchedule accepts.
+inline constexpr std::string_view kPipelineScheduleNames[] = {"1f1b", "zb-h1"};
+
 // Rank order: TP fastest, then CP, then DP (EP and expert-TP are carved out of TP·CP·DP for the
 // expert layers), then PP. num_gpus = tp·pp·cp·dp.
 struct ParallelConfig {
@@ -44,6 +56,7 @@ struct ParallelConfig {
   // MoE execution switches.
   bool turbo_grouped_gemm = true;  // one batched GEMM over local experts (else one per expert)
   bool deepep = false;             // DeepEP-style dispatch: PXN A2A overlapped with compute
+  PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
 
   int64_t NumGpus() const { return tp * pp * cp * dp; }
 

@@ -55,6 +55,7 @@ struct ModuleSums {
   Seconds fwd, bwd, rec;
   Seconds fwd_cs, bwd_cs, rec_cs;
   Seconds mem_fwd, mem_bwd, mem_rec;  // memory-bound kernels
+  Seconds wgrad;                      // weight-gradient ops (part of bwd)
   Seconds attention_fwd, attention_bwd, attention_rec;  // flash-attention kernels
   Seconds max_fwd_gemm, max_dgrad_gemm, max_wgrad_gemm;  // largest single GEMM per phase
 };
@@ -81,6 +82,7 @@ ModuleSums SumModule(const ModuleProfile& m) {
         if (op.kind == OpKind::kGemm && op.phase == OpPhase::kBackwardDgrad) {
           s.max_dgrad_gemm = std::max(s.max_dgrad_gemm, op.time);
         }
+        if (op.phase == OpPhase::kBackwardWgrad) s.wgrad += op.time;
         if (op.kind == OpKind::kGemm && op.phase == OpPhase::kBackwardWgrad) {
           s.max_wgrad_gemm = std::max(s.max_wgrad_gemm, op.time);
         }
@@ -311,6 +313,7 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
     ModuleSums s = SumModule(m);
     out.forward_compute += s.fwd;
     out.backward_compute += s.bwd;
+    out.backward_weight_grad += s.wgrad;
     out.recompute_compute += s.rec;
     out.forward_clock_scaled += s.fwd_cs;
     out.backward_clock_scaled += s.bwd_cs;
@@ -493,6 +496,7 @@ absl::StatusOr<ComposedEndModule> ComposeEndModule(const ModuleProfile& timed_mo
   ModuleSums s = SumModule(timed_module);
   out.forward_compute = s.fwd;
   out.backward_compute = s.bwd;
+  out.backward_weight_grad = s.wgrad;
   out.forward_clock_scaled = s.fwd_cs;
   out.backward_clock_scaled = s.bwd_cs;
   out.forward_memory_bound = s.mem_fwd;

@@ -110,6 +110,8 @@ struct ComposedLayer {
   bool is_moe = false;
   Seconds forward_compute;
   Seconds backward_compute;   // dgrad + wgrad
+  // The part of backward_compute in weight-gradient ops: a zero-bubble schedule's W.
+  Seconds backward_weight_grad;
   Seconds recompute_compute;  // the layer's kRecompute ops
   // Parts of the compute that scale with 1/clock.
   Seconds forward_clock_scaled;
@@ -147,6 +149,7 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
 struct ComposedEndModule {
   Seconds forward_compute;
   Seconds backward_compute;
+  Seconds backward_weight_grad;  // part of backward_compute in weight-gradient ops
   Seconds forward_clock_scaled;
   Seconds backward_clock_scaled;
   Seconds forward_memory_bound;   // part of forward_compute in memory-bound kernels

@@ -9,10 +9,12 @@
 namespace projector {
 namespace {
 
+enum class OpKind : uint8_t { kForward, kBackward, kWeightGrad };
+
 struct ScheduledOp {
   int32_t micro_batch;
   int32_t chunk;
-  bool backward;
+  OpKind kind;
 };
 
 // Megatron-core get_schedule_table (pipeline_parallel/schedules.py): micro-batches run in
@@ -25,7 +27,8 @@ void ScheduleTable(int64_t m, int64_t pp, int64_t vpp, std::vector<ScheduledOp>&
     int64_t last = std::min(first + pp, m);
     for (int64_t chunk = 0; chunk < vpp; ++chunk) {
       for (int64_t mb = first; mb < last; ++mb) {
-        table.push_back({static_cast<int32_t>(mb), static_cast<int32_t>(chunk), false});
+        table.push_back(
+            {static_cast<int32_t>(mb), static_cast<int32_t>(chunk), OpKind::kForward});
       }
     }
   }
@@ -46,15 +49,11 @@ void RankOrder(int64_t rank, int64_t pp, int64_t vpp, int64_t m,
   } else {
     warmup = std::min((pp - rank - 1) * 2 + (vpp - 1) * pp, total);
   }
-  auto fwd = [&](int64_t k) {
-    ScheduledOp op = table[static_cast<size_t>(k)];
-    op.backward = false;
-    order.push_back(op);
-  };
+  auto fwd = [&](int64_t k) { order.push_back(table[static_cast<size_t>(k)]); };
   auto bwd = [&](int64_t k) {
     ScheduledOp op = table[static_cast<size_t>(k)];
     op.chunk = static_cast<int32_t>(vpp - 1 - op.chunk);
-    op.backward = true;
+    op.kind = OpKind::kBackward;
     order.push_back(op);
   };
   int64_t steady = total - warmup;
@@ -64,6 +63,30 @@ void RankOrder(int64_t rank, int64_t pp, int64_t vpp, int64_t m,
     bwd(k);
   }
   for (int64_t k = steady; k < total; ++k) bwd(k);
+}
+
+// ZB-H1 (Qi et al., ICLR 2024, Figure 3): 1F1B's warm-up of p − rank − 1 forwards, then F, B
+// pairs, each B followed by the oldest pending W once more than `rank` are pending (rank i
+// defers i weight-gradient passes, which fill the bubble 1F1B leaves at its end), then the
+// cool-down B's the same way and the deferred W's last.
+void ZeroBubbleH1Order(int64_t rank, int64_t pp, int64_t m, std::vector<ScheduledOp>& order) {
+  order.clear();
+  order.reserve(static_cast<size_t>(3 * m));
+  int32_t f = 0, b = 0, w = 0;
+  auto push = [&](OpKind kind, int32_t& next) { order.push_back({next++, 0, kind}); };
+  auto backward = [&] {
+    push(OpKind::kBackward, b);
+    if (b - w > rank) push(OpKind::kWeightGrad, w);
+  };
+  for (int64_t k = 0, warmup = std::min(pp - rank - 1, m); k < warmup; ++k) {
+    push(OpKind::kForward, f);
+  }
+  while (f < m) {
+    push(OpKind::kForward, f);
+    backward();
+  }
+  while (b < m) backward();
+  while (w < m) push(OpKind::kWeightGrad, w);
 }
 
 }  // namespace
@@ -79,6 +102,11 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat("pipeline: expected ", p * v,
                                                    " chunk times, got ", spec.chunks.size()));
   }
+  const bool zero_bubble = spec.schedule == PipelineSchedule::kZeroBubbleH1;
+  if (zero_bubble && v > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pipeline: the zb-h1 schedule runs one model chunk per rank, got vpp ", v));
+  }
   const int64_t stages = p * v;
   const double p2p = spec.p2p.value();
   // Completion times per (virtual stage, micro-batch); < 0 = not done yet.
@@ -86,9 +114,15 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec) {
   std::vector<double> b_end(static_cast<size_t>(stages * m), -1.0);
 
   std::vector<ScheduledOp> table;
-  ScheduleTable(m, p, v, table);
   std::vector<std::vector<ScheduledOp>> orders(static_cast<size_t>(p));
-  for (int64_t r = 0; r < p; ++r) RankOrder(r, p, v, m, table, orders[static_cast<size_t>(r)]);
+  if (zero_bubble) {
+    for (int64_t r = 0; r < p; ++r) ZeroBubbleH1Order(r, p, m, orders[static_cast<size_t>(r)]);
+  } else {
+    ScheduleTable(m, p, v, table);
+    for (int64_t r = 0; r < p; ++r) RankOrder(r, p, v, m, table, orders[static_cast<size_t>(r)]);
+  }
+  // The op after which a chunk's gradients are final: its last W, or its last backward.
+  const OpKind grads_final = zero_bubble ? OpKind::kWeightGrad : OpKind::kBackward;
 
   PipelineTimeline out;
   out.rank_finish.assign(static_cast<size_t>(p), Seconds(0));
@@ -99,7 +133,8 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec) {
 
   std::vector<size_t> next(static_cast<size_t>(p), 0);
   std::vector<double> free_at(static_cast<size_t>(p), 0.0);
-  int64_t remaining = 2 * stages * m;
+  int64_t remaining = 0;
+  for (const auto& order : orders) remaining += static_cast<int64_t>(order.size());
   while (remaining > 0) {
     bool progressed = false;
     for (int64_t r = 0; r < p; ++r) {
@@ -112,11 +147,13 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec) {
         size_t idx = static_cast<size_t>(vs * m + op.micro_batch);
         double dep = 0.0;
         bool cross_rank = false;
-        if (!op.backward) {
+        if (op.kind == OpKind::kForward) {
           if (vs > 0) {
             dep = f_end[idx - static_cast<size_t>(m)];
             cross_rank = p > 1;
           }
+        } else if (op.kind == OpKind::kWeightGrad) {
+          dep = b_end[idx];
         } else if (vs < stages - 1) {
           dep = b_end[idx + static_cast<size_t>(m)];
           cross_rank = p > 1;
@@ -133,16 +170,23 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec) {
           start = std::max(free, dep) + p2p;
         }
         const ChunkTimes& t = spec.chunks[static_cast<size_t>(r * v + op.chunk)];
-        double dur = op.backward ? t.backward.value() : t.forward.value();
+        double dur = t.forward.value();
+        if (op.kind == OpKind::kWeightGrad) {
+          dur = t.weight_grad.value();
+        } else if (op.kind == OpKind::kBackward) {
+          dur = zero_bubble ? (t.backward - t.weight_grad).value() : t.backward.value();
+        }
         double end = start + dur;
         size_t rc = static_cast<size_t>(r * v + op.chunk);
-        if (op.backward) {
-          b_end[idx] = end;
-          out.last_backward_start[rc] = Seconds(start);
-          out.last_backward_end[rc] = Seconds(end);
-        } else {
+        if (op.kind == OpKind::kForward) {
           f_end[idx] = end;
           if (out.first_forward_start[rc].value() < 0) out.first_forward_start[rc] = Seconds(start);
+        } else if (op.kind == OpKind::kBackward) {
+          b_end[idx] = end;
+        }
+        if (op.kind == grads_final) {
+          out.last_backward_start[rc] = Seconds(start);
+          out.last_backward_end[rc] = Seconds(end);
         }
         out.rank_busy[static_cast<size_t>(r)] += Seconds(dur);
         free = end;
@@ -173,7 +217,17 @@ Seconds InterleavedClosedForm(int64_t micro_batches, int64_t pp, int64_t vpp, Se
          (f + b) * (static_cast<double>(pp - 1) / static_cast<double>(vpp));
 }
 
-int64_t InFlightChunkMicroBatches(int64_t rank, int64_t pp, int64_t vpp, int64_t micro_batches) {
+Seconds ZeroBubbleH1ClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Seconds b,
+                               Seconds w) {
+  return (f + b + w) * static_cast<double>(micro_batches) +
+         (f + b - w) * static_cast<double>(pp - 1);
+}
+
+int64_t InFlightChunkMicroBatches(int64_t rank, int64_t pp, int64_t vpp, int64_t micro_batches,
+                                  PipelineSchedule schedule) {
+  if (schedule == PipelineSchedule::kZeroBubbleH1) {
+    return std::max<int64_t>(1, std::min(micro_batches, pp));
+  }
   if (vpp == 1) return std::max<int64_t>(1, std::min(micro_batches, pp - rank));
   int64_t total = micro_batches * vpp;
   if (micro_batches == pp) return total;

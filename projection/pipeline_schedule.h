@@ -1,11 +1,16 @@
 // Pipeline schedules: replays Megatron's 1F1B and interleaved 1F1B (virtual pipeline) schedules
-// over the pipeline ranks with per-(rank, chunk) forward/backward times and a P2P transfer time,
-// and returns when every rank finishes. With uniform stages and free P2P the result equals the
-// closed forms (m + p − 1)(f + b) and m(f + b) + (p − 1)(f + b)/v.
+// and the zero-bubble ZB-H1 schedule over the pipeline ranks with per-(rank, chunk)
+// forward/backward times and a P2P transfer time, and returns when every rank finishes. With
+// uniform stages and free P2P the result equals the closed forms (m + p − 1)(f + b),
+// m(f + b) + (p − 1)(f + b)/v and m(f + b + w) + (p − 1)(f + b − w).
 //
 //   1F1B, p = 4, m = 6 (F = forward, B = backward of micro-batch k):
 //   rank 0: F0 F1 F2 F3 B0 F4 B1 F5 B2 .. B3 .. B4 .. B5
 //   rank 3:          F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5
+//
+//   ZB-H1, p = 4, m = 6 (B = input gradients only, W = weight gradients; rank i defers i W's):
+//   rank 0: F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 B3 W3 B4 W4 B5 W5
+//   rank 3:          F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 W3 W4 W5
 #ifndef PROJECTOR_PROJECTION_PIPELINE_SCHEDULE_H_
 #define PROJECTOR_PROJECTION_PIPELINE_SCHEDULE_H_
 
@@ -13,19 +18,24 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/parallel_config.h"
 #include "core/units.h"
 
 namespace projector {
 
 struct ChunkTimes {
-  Seconds forward;   // one micro-batch through this model chunk
-  Seconds backward;  // incl. recompute
+  Seconds forward;      // one micro-batch through this model chunk
+  Seconds backward;     // incl. recompute and weight_grad
+  // The part of `backward` that computes weight gradients (wgrad GEMMs, embedding grad): a
+  // zero-bubble schedule runs it as its own op W after the rest (B); 1F1B runs them as one.
+  Seconds weight_grad;
 };
 
 struct PipelineSpec {
   int64_t pp = 1;
   int64_t vpp = 1;  // model chunks per rank; > 1 = interleaved
   int64_t micro_batches = 1;
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;  // kZeroBubbleH1 needs vpp == 1
   // Index rank · vpp + chunk; virtual stage of (rank, chunk) = chunk · pp + rank.
   std::vector<ChunkTimes> chunks;
   // One activation (or activation-gradient) transfer between neighbouring stages.
@@ -42,26 +52,42 @@ struct PipelineTimeline {
   std::vector<Seconds> rank_finish;  // per rank: its last backward done
   std::vector<Seconds> rank_busy;    // per rank: sum of its forward and backward times
   // Per (rank · vpp + chunk): start and end of that chunk's last backward (the one after which
-  // its gradients are final: where Megatron's overlapped grad reduce fires).
+  // its gradients are final: where Megatron's overlapped grad reduce fires); under a
+  // zero-bubble schedule, of its last W.
   std::vector<Seconds> last_backward_start;
   std::vector<Seconds> last_backward_end;
   // Per (rank · vpp + chunk): start of its first forward (param all-gather deadline).
   std::vector<Seconds> first_forward_start;
 };
 
-// kInvalidArgument for pp, vpp or micro_batches < 1, or a chunk table of the wrong size.
+// kInvalidArgument for pp, vpp or micro_batches < 1, a chunk table of the wrong size, or a
+// zero-bubble schedule with vpp > 1.
 absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec);
 
 // Closed forms for uniform stages (f, b = one micro-batch through one whole stage).
 Seconds OneFOneBClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Seconds b);
 Seconds InterleavedClosedForm(int64_t micro_batches, int64_t pp, int64_t vpp, Seconds f,
                               Seconds b);
+// ZB-H1 with m >= p and w <= min(f, b) (b = the input-gradient part, w = the weight-gradient
+// part; a longer W delays the next F or B a neighbour waits for): m(f + b + w) + (p − 1)(f+b−w). Rank p−1 runs its m F and B ops back to back (its B needs
+// only its own F) with its W's in between once i = p−1 of them are deferred, so its last B ends
+// at (p−1)f + m(f+b) + (m−p)w; that B reaches rank 0 after (p−1) more b (each rank on the way
+// is idle or finishing a W no longer than b), and rank 0 then runs its one deferred W:
+// (p−1)f + m(f+b) + (m−p)w + (p−1)b + w = m(f+b+w) + (p−1)(f+b−w). Every other rank i ends
+// earlier: its last B at the same T + (p−1−i)b, then i+1 W's, and (i+1)w ≤ w + i·b.
+Seconds ZeroBubbleH1ClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Seconds b,
+                               Seconds w);
 
-// Micro-batches in flight on `rank` at the 1F1B / interleaved steady state, counted in
-// (micro-batch, chunk) units: Megatron's warm-up count + 1, capped by m · vpp.
+// Micro-batches in flight on `rank` at the schedule's steady state, counted in (micro-batch,
+// chunk) units: Megatron's warm-up count + 1, capped by m · vpp.
 //   1F1B:        min(m, p − rank)
 //   interleaved: min(m·v, (p − rank − 1)·2 + (v − 1)·p + 1)   (all of m·v when m == p)
-int64_t InFlightChunkMicroBatches(int64_t rank, int64_t pp, int64_t vpp, int64_t micro_batches);
+//   ZB-H1:       min(m, p) on every rank: the p − rank of 1F1B plus the rank micro-batches
+//                whose W is deferred, which keep the inputs and output gradients of their
+//                linear layers (counted as whole activations; Qi et al. bound every rank by
+//                1F1B's first-stage peak)
+int64_t InFlightChunkMicroBatches(int64_t rank, int64_t pp, int64_t vpp, int64_t micro_batches,
+                                  PipelineSchedule schedule = PipelineSchedule::kOneFOneB);
 
 }  // namespace projector
 

@@ -436,6 +436,7 @@ class MeasuredModuleTimes final : public LayerTimeAdjuster {
       };
       if (backward) {
         layer.backward_compute = layer.backward_compute * g;
+        layer.backward_weight_grad = layer.backward_weight_grad * g;
         layer.backward_clock_scaled = layer.backward_clock_scaled * g;
         scale(layer.backward_comm);
         for (ModuleTimes& m : layer.modules) m.backward = m.backward * g;

@@ -148,7 +148,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   p.layout = LayoutSummary(par);
   p.num_gpus = scenario.num_gpus;
   p.micro_batches = step.micro_batches;
-  p.schedule = par.vpp > 1 ? "interleaved" : "1f1b";
+  p.schedule = par.vpp > 1 ? "interleaved" : PipelineScheduleName(par.pipeline_schedule);
   p.step_time = step.step_time;
   p.breakdown = step.breakdown;
   const double tokens = static_cast<double>(tr.global_batch) * static_cast<double>(tr.seq_len);

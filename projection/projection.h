@@ -56,7 +56,7 @@ struct Projection {
   std::string layout;  // "TP8 PP16 VPP4 CP1 EP1 DP128 SP"
   int64_t num_gpus = 0;
   int64_t micro_batches = 0;  // per pipeline per step: global_batch / (micro_batch · DP)
-  std::string schedule;       // "1f1b" or "interleaved"
+  std::string schedule;       // "1f1b", "interleaved" or "zb-h1"
 
   Seconds step_time;
   double tokens_per_s_per_gpu = 0;  // TGS = global_batch · seq_len / step_time / num_gpus

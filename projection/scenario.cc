@@ -60,6 +60,8 @@ absl::StatusOr<HardwareProfile> GpuFromJson(JsonObject& obj, std::string_view ke
 const std::vector<std::string> kPrecisions = {"bf16", "fp16", "fp8"};
 const std::vector<std::string> kRecomputes = {"none", "selective", "full"};
 const std::vector<std::string> kGradReduceDtypes = {"fp32", "bf16"};
+const std::vector<std::string> kPipelineSchedules(std::begin(kPipelineScheduleNames),
+                                                  std::end(kPipelineScheduleNames));
 
 absl::Status ParseParallel(JsonObject& p, ParallelConfig& out, bool& dp_given) {
   PROJECTOR_ASSIGN_OR_RETURN(out.tp, p.IntOr("tp", 1));
@@ -77,6 +79,9 @@ absl::Status ParseParallel(JsonObject& p, ParallelConfig& out, bool& dp_given) {
   PROJECTOR_ASSIGN_OR_RETURN(out.last_stage_layers, p.IntOr("last_stage_layers", 0));
   PROJECTOR_ASSIGN_OR_RETURN(out.turbo_grouped_gemm, p.BoolOr("turbo_grouped_gemm", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.deepep, p.BoolOr("deepep", false));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string schedule,
+                             p.EnumOr("pipeline_schedule", kPipelineSchedules, "1f1b"));
+  out.pipeline_schedule = *ParsePipelineSchedule(schedule);
   for (const char* key : {"tp", "pp", "vpp", "cp", "ep", "etp"}) {
     if (p.Has(key)) PROJECTOR_RETURN_IF_ERROR(p.PositiveInt(key).status());
   }
@@ -251,7 +256,8 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"first_stage_layers", p.first_stage_layers},
                    {"last_stage_layers", p.last_stage_layers},
                    {"turbo_grouped_gemm", p.turbo_grouped_gemm},
-                   {"deepep", p.deepep}};
+                   {"deepep", p.deepep},
+                   {"pipeline_schedule", std::string(PipelineScheduleName(p.pipeline_schedule))}};
   j["training"] = {{"seq_len", t.seq_len},
                    {"micro_batch", t.micro_batch},
                    {"global_batch", t.global_batch},
@@ -472,6 +478,13 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
   if (p.vpp > 1 && p.pp == 1) {
     return Precondition(origin, "/parallel/vpp",
                         absl::StrFormat("vpp %d needs pipeline parallelism (pp > 1)", p.vpp));
+  }
+  if (p.pipeline_schedule == PipelineSchedule::kZeroBubbleH1 && p.vpp > 1) {
+    return Precondition(origin, "/parallel/pipeline_schedule",
+                        absl::StrFormat("zb-h1 runs one model chunk per pipeline rank, got vpp "
+                                        "%d; use vpp 1, or the 1f1b schedule (interleaved "
+                                        "with vpp > 1)",
+                                        p.vpp));
   }
   int64_t chunks = p.pp * p.vpp;
   bool uneven = p.first_stage_layers > 0 || p.last_stage_layers > 0;

@@ -72,6 +72,8 @@ constexpr ConstraintInfo kConstraints[kNumSearchConstraints] = {
     {"seq_tp_sp", "seq_len/CP not divisible by TP under sequence parallelism",
      "add --sp-values off or choose --seq-len divisible by tp·cp"},
     {"vpp_without_pp", "VPP > 1 needs PP > 1", "add --vpp-values 1 or --pp-values > 1"},
+    {"schedule_layout", "zb-h1 with PP 1 (duplicate of 1f1b) or with VPP > 1 (one chunk per rank)",
+     "add --pipeline-schedule-values 1f1b, or --vpp-values 1 and --pp-values > 1"},
     {"layers_pp_vpp", "layers not divisible by PP·VPP",
      "choose --pp-values/--vpp-values whose product divides the layer count"},
     {"experts_ep", "experts not divisible by EP (EP > 1 needs an MoE model)",
@@ -196,7 +198,8 @@ int64_t SearchSpace::Size() const {
   return static_cast<int64_t>(tp.size() * pp.size() * vpp.size() * cp.size() * ep.size() *
                               etp.size() * micro_batch.size() * recompute.size() *
                               sequence_parallel.size() * sharding.size() *
-                              turbo_grouped_gemm.size() * deepep.size());
+                              turbo_grouped_gemm.size() * deepep.size() *
+                              pipeline_schedule.size());
 }
 
 SearchSpace DefaultSearchSpace(const Scenario& base) {
@@ -212,6 +215,7 @@ SearchSpace DefaultSearchSpace(const Scenario& base) {
   s.recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   s.sequence_parallel = {false, true};
   s.sharding = {DpSharding::kNone, DpSharding::kDistributedOptimizer, DpSharding::kFsdp};
+  s.pipeline_schedule = {PipelineSchedule::kOneFOneB};
   if (base.model.moe) {
     s.ep = divisors;
     s.etp = {1, 2, 4, 8};
@@ -272,6 +276,9 @@ std::optional<SearchConstraint> FirstViolatedConstraint(const Scenario& base,
   if (seq % p.cp != 0) return SearchConstraint::kSeqCp;
   if (p.sequence_parallel && (seq / p.cp) % p.tp != 0) return SearchConstraint::kSeqTpSp;
   if (p.vpp > 1 && p.pp == 1) return SearchConstraint::kVppWithoutPp;
+  if (p.pipeline_schedule == PipelineSchedule::kZeroBubbleH1 && (p.pp == 1 || p.vpp > 1)) {
+    return SearchConstraint::kScheduleLayout;
+  }
   if (m.num_layers % (p.pp * p.vpp) != 0) return SearchConstraint::kLayersPpVpp;
   if (m.moe ? m.moe->num_experts % p.ep != 0 : p.ep > 1) return SearchConstraint::kExpertsEp;
   if (m.moe && (p.tp * p.cp * p.dp) % (p.ep * p.etp) != 0) return SearchConstraint::kEpEtpGroup;
@@ -324,6 +331,7 @@ std::vector<SearchCandidate> EnumerateCandidates(
                     for (DpSharding sh : space.sharding) {
                       for (bool turbo : space.turbo_grouped_gemm) {
                         for (bool deepep : space.deepep) {
+                         for (PipelineSchedule sched : space.pipeline_schedule) {
                           p.tp = tp;
                           p.pp = pp;
                           p.vpp = vpp;
@@ -336,6 +344,7 @@ std::vector<SearchCandidate> EnumerateCandidates(
                           p.distributed_optimizer = sh == DpSharding::kDistributedOptimizer;
                           p.turbo_grouped_gemm = turbo;
                           p.deepep = deepep;
+                          p.pipeline_schedule = sched;
                           c.micro_batch = mb;
                           c.recompute = rc;
                           std::optional<SearchConstraint> bad =
@@ -345,6 +354,7 @@ std::vector<SearchCandidate> EnumerateCandidates(
                             continue;
                           }
                           out.push_back(c);
+                         }
                         }
                       }
                     }
@@ -418,6 +428,7 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
   PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.recompute, "recompute values"));
   PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.sequence_parallel, "sp values"));
   PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.sharding, "sharding values"));
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.pipeline_schedule, "pipeline schedule values"));
   PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.turbo_grouped_gemm, "grouped-gemm values"));
   PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.deepep, "deepep values"));
   for (const std::vector<int64_t>* list :
@@ -638,7 +649,9 @@ std::string CandidateLabel(const SearchCandidate& c) {
                       c.parallel.ep > 1 || !c.parallel.turbo_grouped_gemm
                           ? (c.parallel.turbo_grouped_gemm ? " turbo" : " legacy")
                           : "",
-                      c.parallel.deepep ? " DeepEP" : "");
+                      c.parallel.deepep ? " DeepEP" : "",
+                      c.parallel.pipeline_schedule == PipelineSchedule::kZeroBubbleH1 ? " zb-h1"
+                                                                                       : "");
 }
 
 std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
@@ -648,6 +661,9 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
       "--gpus-per-node %d --tp %d --pp %d",
       base.hw.name, base.model.name, base.num_gpus, base.hw.gpus_per_node, p.tp, p.pp);
   if (p.vpp > 1) absl::StrAppend(&cmd, " --vpp ", p.vpp);
+  if (p.pipeline_schedule != PipelineSchedule::kOneFOneB) {
+    absl::StrAppend(&cmd, " --pipeline-schedule ", std::string(PipelineScheduleName(p.pipeline_schedule)));
+  }
   absl::StrAppend(&cmd, " --cp ", p.cp);
   if (base.model.moe) {
     absl::StrAppend(&cmd, " --ep ", p.ep, " --etp ", p.etp, " --moe-grouped-gemm ",
@@ -739,6 +755,7 @@ json SearchResultToJson(const Scenario& base, const SearchResult& r) {
                        {"sharding", p.fsdp ? "fsdp" : p.distributed_optimizer ? "distopt" : "dp"},
                        {"turbo_grouped_gemm", p.turbo_grouped_gemm},
                        {"deepep", p.deepep},
+                       {"pipeline_schedule", std::string(PipelineScheduleName(p.pipeline_schedule))},
                        {"tokens_per_s_per_gpu", l.metrics.tokens_per_s_per_gpu},
                        {"step_time_s", l.metrics.step_time.value()},
                        {"mfu", l.metrics.mfu},

@@ -58,6 +58,7 @@ struct SearchSpace {
   std::vector<DpSharding> sharding;
   std::vector<bool> turbo_grouped_gemm;  // MoE: turbo (true) or legacy (false) grouped GEMM
   std::vector<bool> deepep;              // MoE: DeepEP-style dispatch
+  std::vector<PipelineSchedule> pipeline_schedule = {PipelineSchedule::kOneFOneB};
   bool allow_cross_node_tp = false;
 
   // Points in the Cartesian product.
@@ -66,8 +67,9 @@ struct SearchSpace {
 
 // The default space for a scenario: tp, pp, cp and (MoE) ep take every divisor of num_gpus,
 // etp {1, 2, 4, 8} (MoE), vpp {1, 2, 4}, micro-batch {1, 2, 4, 8}, recompute none/selective/full,
-// sequence parallelism off/on, sharding dp/distopt/fsdp, and for MoE turbo/legacy grouped GEMM
-// and DeepEP off/on. Dense models get ep = etp = {1} and the MoE switches at their defaults.
+// sequence parallelism off/on, sharding dp/distopt/fsdp, the 1f1b schedule, and for MoE
+// turbo/legacy grouped GEMM and DeepEP off/on. Dense models get ep = etp = {1} and the MoE
+// switches at their defaults.
 SearchSpace DefaultSearchSpace(const Scenario& base);
 
 // The reasons a candidate is removed, in the order they are checked: each candidate is counted
@@ -80,6 +82,7 @@ enum class SearchConstraint {
   kSeqCp,              // seq_len not divisible by CP
   kSeqTpSp,            // seq_len/CP not divisible by TP under sequence parallelism
   kVppWithoutPp,       // VPP > 1 with PP 1
+  kScheduleLayout,     // zb-h1 with PP 1 (duplicate of 1f1b) or with VPP > 1 (unsupported)
   kLayersPpVpp,        // layers not divisible by PP·VPP
   kExpertsEp,          // experts not divisible by EP (or EP > 1 on a dense model)
   kEpEtpGroup,         // EP·ETP does not divide DP·CP·TP
@@ -91,7 +94,7 @@ enum class SearchConstraint {
   kProjectionError,    // Project() returned an error (e.g. an unsupported combination)
   kMemory,             // projected peak memory per GPU above the limit
 };
-inline constexpr int kNumSearchConstraints = 17;
+inline constexpr int kNumSearchConstraints = 18;
 // Stable snake_case name used in JSON ("gpu_count", "tp_heads", ..., "memory").
 std::string_view SearchConstraintName(SearchConstraint constraint);
 // One line for people ("heads or kv heads not divisible by TP").
@@ -117,7 +120,7 @@ std::optional<SearchConstraint> FirstViolatedConstraint(const Scenario& base,
                                                         const SearchCandidate& candidate,
                                                         bool allow_cross_node_tp);
 
-// Enumerates the space in a fixed order (tp outermost ... deepep innermost) and returns the
+// Enumerates the space in a fixed order (tp outermost ... deepep, schedule innermost) and returns the
 // candidates that pass every pre-check; `removed` (if given) receives the count per constraint.
 std::vector<SearchCandidate> EnumerateCandidates(
     const Scenario& base, const SearchSpace& space,

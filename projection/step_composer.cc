@@ -23,6 +23,7 @@ constexpr bool kFsdpReshardAfterForward = true;
 // Per-micro-batch totals of one chunk, split like StepBreakdown.
 struct ChunkCost {
   Seconds forward, backward;
+  Seconds weight_grad;  // the part of `backward` in weight-gradient ops
   Seconds compute, tp, cp, ep, fsdp;
   // The compute-stream windows a DP collective can overlap (backward incl. recompute).
   OverlapWindow forward_window, backward_window;
@@ -72,6 +73,7 @@ void AddLayers(const ComposedLayer& k, int64_t n, int64_t n_recomputed, Recomput
   double dn = static_cast<double>(n), dr = static_cast<double>(n_recomputed);
   c.forward += k.Forward() * dn;
   c.backward += k.Backward() * dn + k.Recompute() * dr;
+  c.weight_grad += k.backward_weight_grad * dn;
   c.compute += (k.forward_compute + k.backward_compute) * dn + k.recompute_compute * dr;
   c.tp += (k.forward_comm.tp + k.backward_comm.tp) * dn + k.recompute_comm.tp * dr;
   c.cp += (k.forward_comm.cp + k.backward_comm.cp) * dn + k.recompute_comm.cp * dr;
@@ -102,6 +104,7 @@ void AddLayers(const ComposedLayer& k, int64_t n, int64_t n_recomputed, Recomput
 void AddEnd(const ComposedEndModule& e, ChunkCost& c, bool count_parameters = true) {
   c.forward += e.Forward();
   c.backward += e.Backward();
+  c.weight_grad += e.backward_weight_grad;
   c.compute += e.forward_compute + e.backward_compute;
   c.tp += e.forward_tp_comm + e.backward_tp_comm;
   c.clock_scaled += e.forward_clock_scaled + e.backward_clock_scaled;
@@ -475,9 +478,12 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   spec.pp = p;
   spec.vpp = v;
   spec.micro_batches = m;
+  spec.schedule = par.pipeline_schedule;
   spec.chunks.reserve(costs.size());
-  for (const ChunkCost& c : costs) spec.chunks.push_back({c.forward, c.backward});
-  spec.p2p_overlapped = v > 1;  // Megatron's overlap_p2p_comm (default on for interleaving)
+  for (const ChunkCost& c : costs) spec.chunks.push_back({c.forward, c.backward, c.weight_grad});
+  // Megatron's overlap_p2p_comm (default on for interleaving); the zero-bubble runtime posts
+  // its sends and receives asynchronously too.
+  spec.p2p_overlapped = v > 1 || par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1;
   if (p > 1) {
     // One activation [micro_batch · seq/CP (/TP under SP), hidden] in bf16 to the next stage,
     // on the PP group's stride: inter-node when the neighbouring stages sit on other nodes.
@@ -544,7 +550,7 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
     }
     mi.dense_parameters = dense_params;
     mi.expert_parameters = expert_params;
-    mi.in_flight_chunk_micro_batches = InFlightChunkMicroBatches(r, p, v, m);
+    mi.in_flight_chunk_micro_batches = InFlightChunkMicroBatches(r, p, v, m, par.pipeline_schedule);
 
     const Seconds finish = tl.rank_finish[static_cast<size_t>(r)];
     GradStream stream;

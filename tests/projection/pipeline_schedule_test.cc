@@ -22,7 +22,17 @@ PipelineSpec Uniform(int64_t p, int64_t v, int64_t m, Seconds f_stage, Seconds b
   s.p2p_overlapped = v > 1;
   // A stage's work is split evenly over its v chunks.
   s.chunks.assign(static_cast<size_t>(p * v),
-                  ChunkTimes{f_stage / static_cast<double>(v), b_stage / static_cast<double>(v)});
+                  ChunkTimes{f_stage / static_cast<double>(v), b_stage / static_cast<double>(v),
+                             Seconds(0)});
+  return s;
+}
+
+// ZB-H1 over p uniform stages: forward f, input-gradient pass b, weight-gradient pass w.
+PipelineSpec UniformZeroBubble(int64_t p, int64_t m, Seconds f, Seconds b, Seconds w) {
+  PipelineSpec s = Uniform(p, 1, m, f, b + w);
+  s.schedule = PipelineSchedule::kZeroBubbleH1;
+  s.p2p_overlapped = true;
+  for (ChunkTimes& c : s.chunks) c.weight_grad = w;
   return s;
 }
 
@@ -71,7 +81,7 @@ TEST(PipelineScheduleTest, OneHeavyStageDominatesTheSteadyState) {
   // busy m·6 ms once F0 has crossed stages 0-1 (2 ms); it waits once for B0 from stage 3
   // (F0 on 3 + B0 on 3 − its own F1 = 1 ms); its last B then crosses stages 1-0 (4 ms).
   PipelineSpec s = Uniform(4, 1, 8, Milliseconds(1), Milliseconds(2));
-  s.chunks[2] = {Milliseconds(2), Milliseconds(4)};
+  s.chunks[2] = {Milliseconds(2), Milliseconds(4), Seconds(0)};
   auto tl = SimulatePipeline(s);
   ASSERT_THAT(tl, IsOk());
   double expected = 2e-3 + 8 * 6e-3 + 1e-3 + 4e-3;
@@ -128,6 +138,91 @@ TEST(PipelineScheduleTest, InFlightMicroBatchesFollowMegatronWarmup) {
   // Interleaved: (p − i − 1)·2 + (v − 1)·p + 1 chunk-micro-batches.
   EXPECT_EQ(InFlightChunkMicroBatches(0, 4, 2, 8), 3 * 2 + 4 + 1);
   EXPECT_EQ(InFlightChunkMicroBatches(3, 4, 2, 8), 0 + 4 + 1);
+}
+
+class ZeroBubbleH1Test
+    : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, double, double, double>> {};
+
+TEST_P(ZeroBubbleH1Test, UniformStagesMatchClosedForm) {
+  auto [p, m, f_ms, b_ms, w_ms] = GetParam();
+  const Seconds f = Milliseconds(f_ms), b = Milliseconds(b_ms), w = Milliseconds(w_ms);
+  auto tl = SimulatePipeline(UniformZeroBubble(p, m, f, b, w));
+  ASSERT_THAT(tl, IsOk());
+  // m(f + b + w) + (p − 1)(f + b − w) (derivation at ZeroBubbleH1ClosedForm): the bubble of
+  // 1F1B, (p − 1)(f + b + w), shrinks by 2(p − 1)w.
+  Seconds expected = ZeroBubbleH1ClosedForm(m, p, f, b, w);
+  EXPECT_THAT(tl->makespan.value(), IsNearRel(expected.value(), 1e-12));
+  EXPECT_THAT(expected.value(),
+              IsNearRel(OneFOneBClosedForm(m, p, f, b + w).value() -
+                            2.0 * static_cast<double>(p - 1) * w.value(),
+                        1e-12));
+  // Every rank does all of its work: m(f + b + w).
+  for (Seconds busy : tl->rank_busy) {
+    EXPECT_THAT(busy.value(), IsNearRel(((f + b + w) * static_cast<double>(m)).value(), 1e-12));
+  }
+}
+
+// w <= min(f, b), m >= p. f = b = w: the bubble is a third of 1F1B's (Qi et al., Figure 3).
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ZeroBubbleH1Test,
+    ::testing::Values(std::make_tuple(2, 2, 1.0, 1.0, 1.0), std::make_tuple(4, 4, 1.0, 1.0, 1.0),
+                      std::make_tuple(4, 8, 1.0, 1.0, 1.0), std::make_tuple(4, 8, 1.0, 1.5, 0.5),
+                      std::make_tuple(8, 32, 1.0, 1.2, 1.0), std::make_tuple(4, 9, 2.0, 1.0, 1.0),
+                      std::make_tuple(16, 40, 1.0, 2.0, 0.25)));
+
+TEST(PipelineScheduleTest, ZeroBubbleH1WithFourStagesIsThreeSlotsShorterThan1F1B) {
+  // p = 4, m = 8, f = b = w = 1 ms. 1F1B (backward = b + w = 2 ms): (8 + 3)·3 = 33 ms.
+  // ZB-H1: 8·3 + 3·(1 + 1 − 1) = 27 ms; the bubble drops from 9 ms to 3 ms.
+  auto zb = SimulatePipeline(UniformZeroBubble(4, 8, Milliseconds(1), Milliseconds(1),
+                                               Milliseconds(1)));
+  auto one = SimulatePipeline(Uniform(4, 1, 8, Milliseconds(1), Milliseconds(2)));
+  ASSERT_THAT(zb, IsOk());
+  ASSERT_THAT(one, IsOk());
+  EXPECT_THAT(zb->makespan.value(), IsNearRel(27e-3, 1e-12));
+  EXPECT_THAT(one->makespan.value(), IsNearRel(33e-3, 1e-12));
+}
+
+TEST(PipelineScheduleTest, ZeroBubbleWithoutWeightGradIs1F1B) {
+  // w = 0: B is the whole backward and nothing is deferred.
+  for (auto [p, m] : {std::pair<int64_t, int64_t>{2, 4}, {4, 8}, {4, 3}, {8, 32}}) {
+    auto tl = SimulatePipeline(
+        UniformZeroBubble(p, m, Milliseconds(1), Milliseconds(2), Seconds(0)));
+    ASSERT_THAT(tl, IsOk());
+    EXPECT_THAT(tl->makespan.value(),
+                IsNearRel(OneFOneBClosedForm(m, p, Milliseconds(1), Milliseconds(2)).value(),
+                          1e-12))
+        << "p=" << p << " m=" << m;
+  }
+}
+
+TEST(PipelineScheduleTest, ZeroBubbleGradsAreFinalAfterTheLastWeightGrad) {
+  // p = 2, m = 2, f = b = w = 1 ms. Rank 0: F0 0-1, F1 1-2, B0 3-4 (B0 on rank 1 ends at 3),
+  // W0 4-5, B1 5-6 (rank 1: F0 1-2, B0 2-3, F1 3-4, B1 4-5, W0 5-6, W1 6-7), W1 6-7.
+  auto tl = SimulatePipeline(UniformZeroBubble(2, 2, Milliseconds(1), Milliseconds(1),
+                                               Milliseconds(1)));
+  ASSERT_THAT(tl, IsOk());
+  EXPECT_THAT(tl->last_backward_start[0].value(), IsNearRel(6e-3, 1e-12));
+  EXPECT_THAT(tl->last_backward_end[0].value(), IsNearRel(7e-3, 1e-12));
+  EXPECT_THAT(tl->last_backward_end[1].value(), IsNearRel(7e-3, 1e-12));
+  EXPECT_THAT(tl->makespan.value(), IsNearRel(7e-3, 1e-12));
+  // Closed form: 2·3 + 1·(1 + 1 − 1) = 7 ms.
+  EXPECT_THAT(ZeroBubbleH1ClosedForm(2, 2, Milliseconds(1), Milliseconds(1), Milliseconds(1))
+                  .value(),
+              IsNearRel(7e-3, 1e-12));
+}
+
+TEST(PipelineScheduleTest, ZeroBubbleRejectsInterleaving) {
+  PipelineSpec s = Uniform(2, 2, 4, Milliseconds(1), Milliseconds(2));
+  s.schedule = PipelineSchedule::kZeroBubbleH1;
+  EXPECT_THAT(SimulatePipeline(s),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("vpp 2")));
+}
+
+TEST(PipelineScheduleTest, ZeroBubbleHoldsThePeakOf1F1BOnEveryRank) {
+  for (int64_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(InFlightChunkMicroBatches(r, 4, 1, 8, PipelineSchedule::kZeroBubbleH1), 4);
+    EXPECT_EQ(InFlightChunkMicroBatches(r, 4, 1, 3, PipelineSchedule::kZeroBubbleH1), 3);
+  }
 }
 
 }  // namespace

@@ -87,6 +87,27 @@ TEST(StepComposerTest, InterleavedBubbleShrinksByVpp) {
                         1e-9));
 }
 
+TEST(StepComposerTest, ZeroBubbleDefersTheLayersWeightGradients) {
+  Fixture fx;
+  fx.model.num_layers = 8;
+  fx.par.pp = 4;
+  fx.par.pipeline_schedule = PipelineSchedule::kZeroBubbleH1;
+  fx.tr.global_batch = 8;  // m = 8
+  // Of each layer's 2 ms backward, 1 ms is weight gradients: per stage f = 2, b = 2, w = 2 ms.
+  fx.layer.backward_weight_grad = Milliseconds(1);
+  auto r = fx.Run();
+  ASSERT_THAT(r, IsOk());
+  // m(f + b + w) + (p − 1)(f + b − w) = 8 · 6 + 3 · 2 = 54 ms, against 1F1B's 66 ms.
+  Seconds expected =
+      ZeroBubbleH1ClosedForm(8, 4, Milliseconds(2), Milliseconds(2), Milliseconds(2));
+  EXPECT_THAT(expected.value(), IsNearRel(54e-3, 1e-12));
+  EXPECT_THAT(r->step_time.value(), IsNearRel(expected.value(), 1e-12));
+  EXPECT_THAT(r->breakdown.compute.value(), IsNearRel(8 * 6e-3, 1e-12));
+  EXPECT_THAT(r->breakdown.pipeline_bubble.value(), IsNearRel(3 * 2e-3, 1e-9));
+  // Every stage holds p = 4 micro-batches (the first stage's 1F1B peak).
+  for (const StageMemory& st : r->memory.stages) EXPECT_EQ(st.in_flight_micro_batches, 4);
+}
+
 TEST(StepComposerTest, UnevenStagesAndEndModulesAreHonoured) {
   Fixture fx;
   fx.model.num_layers = 6;
