@@ -31,6 +31,13 @@ struct StageMemoryInput {
   Bytes activations_per_micro_batch;
   // (micro-batch, chunk) units in flight at the schedule's peak (InFlightChunkMicroBatches).
   int64_t in_flight_chunk_micro_batches = 1;
+  // Of those, the micro-batches past their B that wait for their weight-gradient pass W under
+  // a zero-bubble schedule (DeferredWeightGradMicroBatches), and what one of them keeps on this
+  // rank until its W: the inputs and output
+  // gradients of its linear layers, taken as the activations stored without full recompute
+  // (a fully recomputed layer has rebuilt them for B and keeps them for W).
+  int64_t deferred_weight_grad_micro_batches = 0;
+  Bytes deferred_weight_grad_bytes;
   // Transient activations of one layer recomputed during backward (full recompute), else 0.
   Bytes recompute_working_set;
   // Largest layer's parameters on this rank (FSDP holds ~2 gathered layers: current + prefetch).
@@ -75,7 +82,8 @@ struct MemoryFootprint {
 //                             master copy inside the optimizer state)
 //   grads   = 4 B · P        (FSDP: / shard; the distributed optimizer keeps the full buffer)
 //   optim   = 12 B · P       (distributed optimizer or FSDP: / shard)
-//   acts    = in_flight / vpp · activations_per_micro_batch + recompute working set
+//   acts    = (in_flight − deferred) / vpp · activations_per_micro_batch
+//             + deferred · deferred_weight_grad_bytes + recompute working set
 //   workspace = 2 GiB + 5 % of the above
 // with P split into dense (shard DP·CP) and expert (shard expert-DP) parameters.
 MemoryFootprint EstimateMemory(const std::vector<StageMemoryInput>& stages,

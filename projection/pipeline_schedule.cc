@@ -234,4 +234,10 @@ int64_t InFlightChunkMicroBatches(int64_t rank, int64_t pp, int64_t vpp, int64_t
   return std::max<int64_t>(1, std::min(total, (pp - rank - 1) * 2 + (vpp - 1) * pp + 1));
 }
 
+int64_t DeferredWeightGradMicroBatches(int64_t rank, int64_t pp, int64_t micro_batches,
+                                       PipelineSchedule schedule) {
+  if (schedule != PipelineSchedule::kZeroBubbleH1) return 0;
+  return std::min({micro_batches, pp, rank + 1});
+}
+
 }  // namespace projector

@@ -88,6 +88,12 @@ Seconds ZeroBubbleH1ClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Sec
 //                1F1B's first-stage peak)
 int64_t InFlightChunkMicroBatches(int64_t rank, int64_t pp, int64_t vpp, int64_t micro_batches,
                                   PipelineSchedule schedule = PipelineSchedule::kOneFOneB);
+// Of those, the most that are past their B and wait for their W at the peak: ZB-H1
+// min(m, rank + 1) (rank i defers i W's, and the micro-batch whose B just ended waits for its
+// W too: right after a B the rank holds p − i − 1 micro-batches before B and i + 1 after);
+// 0 for 1F1B.
+int64_t DeferredWeightGradMicroBatches(int64_t rank, int64_t pp, int64_t micro_batches,
+                                       PipelineSchedule schedule);
 
 }  // namespace projector
 

@@ -29,6 +29,7 @@ struct ChunkCost {
   OverlapWindow forward_window, backward_window;
   Seconds clock_scaled;
   Bytes activations;
+  Bytes weight_grad_working_set;  // kept per micro-batch while its W is deferred
   Bytes recompute_working_set;
   double dense_parameters = 0;
   double expert_parameters = 0;
@@ -87,6 +88,7 @@ void AddLayers(const ComposedLayer& k, int64_t n, int64_t n_recomputed, Recomput
                Window(k.Recompute(), k.recompute_compute, k.recompute_memory_bound), dr);
   }
   Bytes stored = mode == Recompute::kSelective ? k.activation_bytes_selective : k.activation_bytes;
+  c.weight_grad_working_set += stored * dn;
   if (mode == Recompute::kFull) {
     c.activations += k.activation_bytes * (dn - dr) + k.input_bytes * dr;
     if (n_recomputed > 0) c.recompute_working_set = std::max(c.recompute_working_set, k.activation_bytes);
@@ -111,6 +113,7 @@ void AddEnd(const ComposedEndModule& e, ChunkCost& c, bool count_parameters = tr
   Accumulate(c.forward_window, ForwardWindow(e), 1.0);
   Accumulate(c.backward_window, BackwardWindow(e), 1.0);
   c.activations += e.activation_bytes;
+  c.weight_grad_working_set += e.activation_bytes;
   if (count_parameters) c.dense_parameters += e.parameters;
 }
 
@@ -544,6 +547,7 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
       dense_params += cc.dense_parameters;
       expert_params += cc.expert_parameters;
       mi.activations_per_micro_batch += cc.activations;
+      mi.deferred_weight_grad_bytes += cc.weight_grad_working_set;
       mi.recompute_working_set = std::max(mi.recompute_working_set, cc.recompute_working_set);
       mi.largest_layer_parameters =
           std::max(mi.largest_layer_parameters, cc.largest_layer_parameters);
@@ -551,6 +555,8 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
     mi.dense_parameters = dense_params;
     mi.expert_parameters = expert_params;
     mi.in_flight_chunk_micro_batches = InFlightChunkMicroBatches(r, p, v, m, par.pipeline_schedule);
+    mi.deferred_weight_grad_micro_batches =
+        DeferredWeightGradMicroBatches(r, p, m, par.pipeline_schedule);
 
     const Seconds finish = tl.rank_finish[static_cast<size_t>(r)];
     GradStream stream;

@@ -67,6 +67,17 @@ TEST(MemoryModelTest, FsdpShardsEverythingAndHoldsTwoGatheredLayers) {
   EXPECT_DOUBLE_EQ(s.optimizer_state.value(), 12 * sharded);
 }
 
+TEST(MemoryModelTest, DeferredWeightGradsKeepTheirWorkingSet) {
+  // ZB-H1 rank 2 of 4 under full recompute, right after a B: 1 micro-batch before its B (its
+  // layer inputs, 1 GiB) and 3 past B waiting for W, each keeping the rebuilt 5 GiB.
+  StageMemoryInput in = OneBillionParams();
+  in.deferred_weight_grad_micro_batches = 3;
+  in.deferred_weight_grad_bytes = Gibibytes(5);
+  MemoryFootprint m = EstimateMemory({in}, {.dense_shard = 8, .hbm_capacity = Gigabytes(192)});
+  EXPECT_DOUBLE_EQ(m.stages[0].activations.value(), Gibibytes(1 + 3 * 5).value());
+  EXPECT_EQ(m.stages[0].in_flight_micro_batches, 4);
+}
+
 TEST(MemoryModelTest, InterleavedActivationsCountChunkMicroBatches) {
   StageMemoryInput in = OneBillionParams();
   in.in_flight_chunk_micro_batches = 6;  // units of one chunk = 1/vpp of the stage

@@ -222,7 +222,14 @@ TEST(PipelineScheduleTest, ZeroBubbleHoldsThePeakOf1F1BOnEveryRank) {
   for (int64_t r = 0; r < 4; ++r) {
     EXPECT_EQ(InFlightChunkMicroBatches(r, 4, 1, 8, PipelineSchedule::kZeroBubbleH1), 4);
     EXPECT_EQ(InFlightChunkMicroBatches(r, 4, 1, 3, PipelineSchedule::kZeroBubbleH1), 3);
+    // Right after a B, rank r holds r + 1 micro-batches waiting for their W (m >= p).
+    EXPECT_EQ(DeferredWeightGradMicroBatches(r, 4, 8, PipelineSchedule::kZeroBubbleH1), r + 1);
+    EXPECT_EQ(DeferredWeightGradMicroBatches(r, 4, 8, PipelineSchedule::kOneFOneB), 0);
   }
+  // m = 3 < p: rank 3 runs F0 B0 F1 B1 F2 B2 W0 W1 W2, all 3 wait for W after B2; rank 0
+  // runs F0 F1 F2 B0 W0 B1 W1 B2 W2, at most 1.
+  EXPECT_EQ(DeferredWeightGradMicroBatches(3, 4, 3, PipelineSchedule::kZeroBubbleH1), 3);
+  EXPECT_EQ(DeferredWeightGradMicroBatches(0, 4, 3, PipelineSchedule::kZeroBubbleH1), 1);
 }
 
 }  // namespace
