@@ -1,6 +1,7 @@
 // Speed of one full projection (profile each layer kind, compose, simulate the pipeline
 // schedule, DP/optimizer, memory) after the backend caches are warm: Llama-3.1-405B on 16,384
-// H100s (TP8 PP16 VPP interleaved) and DeepSeek-V3 with EP on 2,048 H100s.
+// H100s (TP8 PP16 VPP interleaved, and the same with the zero-bubble ZB-H1 schedule at VPP 1)
+// and DeepSeek-V3 with EP on 2,048 H100s.
 #include <cstdlib>
 #include <iostream>
 
@@ -87,6 +88,17 @@ void BM_Project_Llama405b_16kGpus_Interleaved(benchmark::State& state) {
   RunProjection(state, scenario);
 }
 BENCHMARK(BM_Project_Llama405b_16kGpus_Interleaved)->Unit(benchmark::kMicrosecond);
+
+void BM_Project_Llama405b_16kGpus_ZeroBubble(benchmark::State& state) {
+  static const Scenario scenario = [] {
+    Scenario s = Llama405bScenario();
+    s.parallel.vpp = 1;
+    s.parallel.pipeline_schedule = PipelineSchedule::kZeroBubbleH1;
+    return s;
+  }();
+  RunProjection(state, scenario);
+}
+BENCHMARK(BM_Project_Llama405b_16kGpus_ZeroBubble)->Unit(benchmark::kMicrosecond);
 
 void BM_Project_DeepSeekV3_Ep64(benchmark::State& state) {
   static const Scenario scenario = DeepSeekV3Scenario();
