@@ -2,6 +2,9 @@
 // (estimate, validate, search), prints, and maps errors to exit codes (2 = bad input,
 // 1 = internal error). No modelling happens here.
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <string>
@@ -486,7 +489,11 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
   AddCommonFlags(options);
   options.add_options()("list-models", "List the model library")(
       "list-gpus", "List the hardware profile library")("list-backends", "List the backends")(
-      "show-ops", "Also list every timed op of each layer kind: shape, time, TFLOP/s, GB/s");
+      "show-ops", "Also list every timed op of each layer kind: shape, time, TFLOP/s, GB/s")(
+      "trace",
+      "Also write the replayed step (every forward/backward/weight-gradient pass per pipeline "
+      "rank, then the gradient sync and optimizer) as a Chrome trace for ui.perfetto.dev",
+      cxxopts::value<std::string>(), "FILE");
   AddScenarioFlags(options);
   AddProfileFlags(options);
   cxxopts::ParseResult flags;
@@ -541,6 +548,11 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
   }
   PROJECTOR_ASSIGN_OR_RETURN(Scenario scenario, ScenarioFromFlags(flags));
   PROJECTOR_RETURN_IF_ERROR(ApplyHwOverlayFlag(flags, scenario));
+  const std::string trace_path = flags.count("trace") ? flags["trace"].as<std::string>() : "";
+  if (!trace_path.empty() && mode != "simulate") {
+    return absl::InvalidArgumentError(
+        "--trace: written by --profiling-mode simulate only; drop --trace or the mode");
+  }
   if (mode != "simulate") {
     return RunProfilingMode(mode, flags, scenario, as_json, io.out, io.err);
   }
@@ -548,6 +560,10 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
   if (flags.count("gpu-clock-mhz")) {
     PROJECTOR_ASSIGN_OR_RETURN(
         clocks, ParsePositiveList(flags["gpu-clock-mhz"].as<std::string>(), "gpu-clock-mhz"));
+  }
+  if (clocks.size() > 1 && !trace_path.empty()) {
+    return absl::InvalidArgumentError(
+        "--trace: one projection per trace; give a single --gpu-clock-mhz");
   }
   if (clocks.size() > 1) {
     PROJECTOR_ASSIGN_OR_RETURN(std::vector<ClockRow> rows, ClockWhatIf(scenario, clocks));
@@ -568,11 +584,25 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
                    *backends->collective};
   ProjectionOptions projection_options;
   projection_options.keep_ops = flags.count("show-ops") > 0;
+  projection_options.keep_timeline = !trace_path.empty();
   PROJECTOR_ASSIGN_OR_RETURN(Projection projection, Project(scenario, refs, projection_options));
+  if (!trace_path.empty()) {
+    std::ofstream trace(trace_path);
+    if (trace) trace << TimelineTraceJson(scenario, projection).dump() << "\n";
+    if (!trace) {
+      return absl::InvalidArgumentError(absl::StrCat("--trace: cannot write '", trace_path,
+                                                     "': ", std::strerror(errno)));
+    }
+  }
   if (as_json) {
     io.out << ProjectionJson(scenario, projection).dump(2) << "\n";
   } else {
     io.out << ProjectionText(scenario, projection) << OpsText(projection);
+  }
+  if (!trace_path.empty()) {
+    (as_json ? io.err : io.out) << "trace: " << projection.timeline.size()
+                                << " events written to " << trace_path
+                                << " (open in ui.perfetto.dev or chrome://tracing)\n";
   }
   return absl::OkStatus();
 }

@@ -9,7 +9,7 @@
 namespace projector {
 namespace {
 
-enum class OpKind : uint8_t { kForward, kBackward, kWeightGrad };
+using OpKind = TimelineKind;  // a schedule op is one of its first three kinds
 
 struct ScheduledOp {
   int32_t micro_batch;
@@ -91,7 +91,8 @@ void ZeroBubbleH1Order(int64_t rank, int64_t pp, int64_t m, std::vector<Schedule
 
 }  // namespace
 
-absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec) {
+absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
+                                                  std::vector<TimelineEvent>* events) {
   const int64_t p = spec.pp, v = spec.vpp, m = spec.micro_batches;
   if (p < 1 || v < 1 || m < 1) {
     return absl::InvalidArgumentError(
@@ -189,6 +190,11 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec) {
           out.last_backward_end[rc] = Seconds(end);
         }
         out.rank_busy[static_cast<size_t>(r)] += Seconds(dur);
+        if (events != nullptr) {
+          events->push_back({.kind = op.kind, .rank = static_cast<int32_t>(r),
+                             .chunk = op.chunk, .micro_batch = op.micro_batch,
+                             .start = Seconds(start), .end = Seconds(end)});
+        }
         free = end;
         ++k;
         --remaining;

@@ -60,9 +60,22 @@ struct PipelineTimeline {
   std::vector<Seconds> first_forward_start;
 };
 
+// One op of a replayed step on one pipeline rank (`--trace`): the schedule's forward, backward
+// and weight-gradient passes of one (micro-batch, chunk), and the tail the step composer adds
+// after the rank's last pass (exposed DP gradient sync and parameter gather, optimizer step).
+enum class TimelineKind : uint8_t { kForward, kBackward, kWeightGrad, kGradSync, kOptimizer };
+struct TimelineEvent {
+  TimelineKind kind = TimelineKind::kForward;
+  int32_t rank = 0;
+  int32_t chunk = -1;        // -1 for the tail
+  int32_t micro_batch = -1;  // -1 for the tail
+  Seconds start, end;
+};
+
 // kInvalidArgument for pp, vpp or micro_batches < 1, a chunk table of the wrong size, or a
-// zero-bubble schedule with vpp > 1.
-absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec);
+// zero-bubble schedule with vpp > 1. With `events`, appends every pass it replays to it.
+absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
+                                                  std::vector<TimelineEvent>* events = nullptr);
 
 // Closed forms for uniform stages (f, b = one micro-batch through one whole stage).
 Seconds OneFOneBClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Seconds b);

@@ -141,6 +141,8 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                 .embedding = emb_c, .output = out_c,
                 .hbm_capacity = scenario.hw.gpu.hbm_capacity,
                 .interference = lctx.interference};
+  std::vector<TimelineEvent> timeline;
+  if (options.keep_timeline) in.timeline = &timeline;
   PROJECTOR_ASSIGN_OR_RETURN(StepResult step, ComposeStep(in, backends));
 
   Projection p;
@@ -183,6 +185,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   }
   p.defaults_used = scenario.defaults_used;
   p.op_tables = std::move(op_tables);
+  p.timeline = std::move(timeline);
   if (!tr.tp_comm_overlap && par.tp > 1) {
     p.defaults_used.push_back(
         "tp_comm_overlap=false (Megatron default: TP collectives exposed, backward ones async "

@@ -29,6 +29,8 @@ struct ProjectionOptions {
   // Replaces module and layer times between timing and composition (profile mode's measured
   // module times); none: the backends' times as they are. Must outlive the call.
   const LayerTimeAdjuster* adjuster = nullptr;
+  // Keep the replayed step (Projection::timeline) for a trace (`--trace`).
+  bool keep_timeline = false;
 };
 
 // The timed ops of one layer kind or end module for one micro-batch on one GPU, in execution
@@ -93,6 +95,8 @@ struct Projection {
 
   // Only with ProjectionOptions::keep_ops.
   std::vector<OpTable> op_tables;
+  // Only with ProjectionOptions::keep_timeline: every pass of every pipeline rank and its tail.
+  std::vector<TimelineEvent> timeline;
 };
 
 // Projects one training step with backends the caller built once (MakeBackendSet) and reuses.

@@ -297,6 +297,59 @@ std::string OpShapeText(const Op& op) {
   return "";
 }
 
+nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& p) {
+  nlohmann::json events = nlohmann::json::array();
+  const bool interleaved = scenario.parallel.vpp > 1;
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0},
+                    {"args", {{"name", absl::StrFormat("%s: %s, schedule %s, %d micro-batches",
+                                                       scenario.name, p.layout, p.schedule,
+                                                       p.micro_batches)}}}});
+  for (int64_t r = 0; r < scenario.parallel.pp; ++r) {
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", r},
+                      {"args", {{"name", absl::StrCat("PP rank ", r)}}}});
+    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", r},
+                      {"args", {{"sort_index", r}}}});
+  }
+  for (const TimelineEvent& e : p.timeline) {
+    std::string_view cat, prefix;
+    switch (e.kind) {
+      case TimelineKind::kForward:
+        cat = "forward";
+        prefix = "F";
+        break;
+      case TimelineKind::kBackward:
+        cat = "backward";
+        prefix = "B";
+        break;
+      case TimelineKind::kWeightGrad:
+        cat = "weight_grad";
+        prefix = "W";
+        break;
+      case TimelineKind::kGradSync:
+        cat = "dp_comm";
+        break;
+      case TimelineKind::kOptimizer:
+        cat = "optimizer";
+        break;
+    }
+    nlohmann::json ev = {{"ph", "X"},
+                         {"pid", 0},
+                         {"tid", e.rank},
+                         {"cat", cat},
+                         {"ts", ToMicroseconds(e.start)},
+                         {"dur", ToMicroseconds(e.end - e.start)}};
+    if (e.micro_batch >= 0) {
+      ev["name"] = interleaved ? absl::StrCat(std::string(prefix), e.micro_batch, ".c", e.chunk)
+                               : absl::StrCat(std::string(prefix), e.micro_batch);
+      ev["args"] = {{"micro_batch", e.micro_batch}, {"chunk", e.chunk}};
+    } else {
+      ev["name"] = e.kind == TimelineKind::kGradSync ? "DP grad sync" : "optimizer";
+    }
+    events.push_back(std::move(ev));
+  }
+  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
 std::string OpsText(const Projection& p) {
   std::string out;
   for (const OpTable& t : p.op_tables) {

@@ -18,7 +18,7 @@ std::string ProjectionText(const Scenario& scenario, const Projection& projectio
 
 // JSON object:
 //   scenario (string), model (string), gpu (string), layout (string), num_gpus (int),
-//   schedule ("1f1b" | "interleaved"), micro_batches (int), global_batch (int), seq_len (int),
+//   schedule ("1f1b" | "interleaved" | "zb-h1"), micro_batches (int), global_batch (int), seq_len (int),
 //   attention_kernel (the kernel that runs: "fa2", "fa3", ..., "flash" or "unfused"),
 //   step_time_s, tokens_per_s_per_gpu, tokens_per_s, model_flops_per_step, tflops_per_gpu,
 //   peak_tflops_per_gpu, mfu (fraction), mfu_formula (string), clock_scaled_share (fraction),
@@ -40,6 +40,15 @@ std::string ProjectionText(const Scenario& scenario, const Projection& projectio
 //         "backward_dgrad" | "backward_wgrad" | "recompute"), shape (string), time_s, flops,
 //         bytes, tflops, gbps, clock_scaled_share (fraction), provenance}].
 nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& projection);
+
+// The replayed step (ProjectionOptions::keep_timeline) in the Chrome trace event format that
+// Perfetto (ui.perfetto.dev) and chrome://tracing open: {"traceEvents": [...], "displayTimeUnit":
+// "ms"}. One thread per pipeline rank ("PP rank r") in one process (scenario and layout);
+// complete events ("ph": "X", ts and dur in µs) named "F3" / "B3" / "W3" (micro-batch 3;
+// "F3.c1" for model chunk 1 when interleaved) with cat forward / backward / weight_grad and
+// args {micro_batch, chunk}, then the rank's tail: "DP grad sync" (cat dp_comm: exposed gradient
+// reduction and parameter gather) and "optimizer". Empty traceEvents without a timeline.
+nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& projection);
 
 // Per-op table of every kept op table (empty without ProjectionOptions::keep_ops): op, phase,
 // shape, time, achieved TFLOP/s and GB/s, share of its group's time, clock-scaled share.

@@ -497,7 +497,7 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
                    ProcessGroup{.size = 2, .stride = par.PpGroup().stride}));
     spec.p2p = p2p.time;
   }
-  PROJECTOR_ASSIGN_OR_RETURN(PipelineTimeline tl, SimulatePipeline(spec));
+  PROJECTOR_ASSIGN_OR_RETURN(PipelineTimeline tl, SimulatePipeline(spec, in.timeline));
   Seconds makespan_no_p2p = tl.makespan;
   if (p > 1 && spec.p2p.value() > 0) {
     PipelineSpec free_p2p = spec;
@@ -623,6 +623,17 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
                                             .flops = Flops(updated * 12.0),
                                             .launches = 2}));
       opt = e.time;
+    }
+    if (in.timeline != nullptr) {
+      const int32_t rank = static_cast<int32_t>(r);
+      if (after > finish) {
+        in.timeline->push_back({.kind = TimelineKind::kGradSync, .rank = rank,
+                                .start = finish, .end = after});
+      }
+      if (opt.value() > 0) {
+        in.timeline->push_back({.kind = TimelineKind::kOptimizer, .rank = rank,
+                                .start = after, .end = after + opt});
+      }
     }
     if (!have_best || after + opt > best_after + best_opt) {
       best_after = after;

@@ -89,6 +89,8 @@ struct StepInputs {
   Bytes hbm_capacity;
   // Slowdown of compute by the FSDP/DP collectives it hides; default: none.
   CommInterferenceModel interference{};
+  // When set, receives every pass of the replayed schedule and each rank's tail (`--trace`).
+  std::vector<TimelineEvent>* timeline = nullptr;
 };
 
 struct StepResult {

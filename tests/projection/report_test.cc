@@ -80,6 +80,58 @@ TEST(ProjectionJsonTest, EveryDocumentedFieldIsPresentWithItsType) {
   EXPECT_DOUBLE_EQ(j["step_time_s"].get<double>(), p.step_time.value());
 }
 
+// The trace of a 2-stage pipeline: every pass of every rank once, in order and without
+// overlap on its rank, inside the step; the ZB-H1 schedule adds the W passes.
+TEST(TimelineTraceTest, EveryPassOfEveryRankOnceWithinTheStep) {
+  for (PipelineSchedule schedule : {PipelineSchedule::kOneFOneB, PipelineSchedule::kZeroBubbleH1}) {
+    Scenario s = ToyScenario();
+    s.parallel.pp = 2;
+    s.parallel.dp = 4;
+    s.parallel.pipeline_schedule = schedule;
+    s.training.global_batch = 16;  // m = 4
+    FakeBackends fakes;
+    ProjectionOptions options;
+    options.keep_timeline = true;
+    auto p = Project(s, fakes.Refs(), options);
+    ASSERT_THAT(p, IsOk());
+    const nlohmann::json trace = TimelineTraceJson(s, *p);
+    EXPECT_EQ(trace["displayTimeUnit"], "ms");
+    const int passes_per_rank = schedule == PipelineSchedule::kZeroBubbleH1 ? 3 * 4 : 2 * 4;
+    std::vector<int> passes(2, 0), tails(2, 0);
+    std::vector<double> last_end(2, 0.0);
+    for (const nlohmann::json& e : trace["traceEvents"]) {
+      if (e["ph"] == "M") continue;
+      ASSERT_EQ(e["ph"], "X");
+      const int rank = e["tid"].get<int>();
+      ASSERT_TRUE(rank == 0 || rank == 1) << e.dump();
+      const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
+      EXPECT_GE(dur, 0.0);
+      EXPECT_GE(ts + 1e-6, last_end[static_cast<size_t>(rank)]) << e.dump();  // no overlap
+      last_end[static_cast<size_t>(rank)] = ts + dur;
+      const std::string cat = e["cat"];
+      if (cat == "dp_comm" || cat == "optimizer") {
+        ++tails[static_cast<size_t>(rank)];
+      } else {
+        ++passes[static_cast<size_t>(rank)];
+        const std::string name = e["name"];
+        EXPECT_EQ(name, (cat == "forward" ? "F" : cat == "backward" ? "B" : "W") +
+                            std::to_string(e["args"]["micro_batch"].get<int>()));
+      }
+    }
+    // Events are appended per rank in replay order only within a rank; they are all there.
+    EXPECT_EQ(passes[0], passes_per_rank);
+    EXPECT_EQ(passes[1], passes_per_rank);
+    EXPECT_GE(tails[0], 1);  // the optimizer at least
+    EXPECT_LE(std::max(last_end[0], last_end[1]), ToMicroseconds(p->step_time) * (1 + 1e-9));
+  }
+}
+
+TEST(TimelineTraceTest, NoTimelineWithoutTheOption) {
+  Scenario s = ToyScenario();
+  Projection p = ProjectToy(s);
+  EXPECT_TRUE(p.timeline.empty());
+}
+
 TEST(ProjectionJsonTest, MeasuredTgsAddsMeasurementAndError) {
   Scenario s = ToyScenario();
   s.measured_tokens_per_s_per_gpu = 1000.0;
