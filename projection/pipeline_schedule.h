@@ -61,9 +61,17 @@ struct PipelineTimeline {
 };
 
 // One op of a replayed step on one pipeline rank (`--trace`): the schedule's forward, backward
-// and weight-gradient passes of one (micro-batch, chunk), and the tail the step composer adds
-// after the rank's last pass (exposed DP gradient sync and parameter gather, optimizer step).
-enum class TimelineKind : uint8_t { kForward, kBackward, kWeightGrad, kGradSync, kOptimizer };
+// and weight-gradient passes of one (micro-batch, chunk), and what the step composer adds: the
+// tail after the rank's last pass (exposed DP gradient sync and parameter gather, optimizer
+// step) and, on the rank's communication stream, each DP gradient bucket's reduce.
+enum class TimelineKind : uint8_t {
+  kForward,
+  kBackward,
+  kWeightGrad,
+  kGradSync,
+  kOptimizer,
+  kGradReduce
+};
 struct TimelineEvent {
   TimelineKind kind = TimelineKind::kForward;
   int32_t rank = 0;

@@ -304,11 +304,16 @@ nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& p) 
                     {"args", {{"name", absl::StrFormat("%s: %s, schedule %s, %d micro-batches",
                                                        scenario.name, p.layout, p.schedule,
                                                        p.micro_batches)}}}});
+  // Rank r: compute on thread 2r, its DP communication stream on thread 2r + 1.
   for (int64_t r = 0; r < scenario.parallel.pp; ++r) {
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", r},
-                      {"args", {{"name", absl::StrCat("PP rank ", r)}}}});
-    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", r},
-                      {"args", {{"sort_index", r}}}});
+    for (int64_t stream = 0; stream < 2; ++stream) {
+      const int64_t tid = 2 * r + stream;
+      events.push_back(
+          {{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", tid},
+           {"args", {{"name", absl::StrCat("PP rank ", r, stream == 0 ? "" : " DP comm")}}}});
+      events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", tid},
+                        {"args", {{"sort_index", tid}}}});
+    }
   }
   for (const TimelineEvent& e : p.timeline) {
     std::string_view cat, prefix;
@@ -331,10 +336,14 @@ nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& p) 
       case TimelineKind::kOptimizer:
         cat = "optimizer";
         break;
+      case TimelineKind::kGradReduce:
+        cat = "dp_reduce";
+        break;
     }
+    const bool comm_stream = e.kind == TimelineKind::kGradReduce;
     nlohmann::json ev = {{"ph", "X"},
                          {"pid", 0},
-                         {"tid", e.rank},
+                         {"tid", 2 * e.rank + (comm_stream ? 1 : 0)},
                          {"cat", cat},
                          {"ts", ToMicroseconds(e.start)},
                          {"dur", ToMicroseconds(e.end - e.start)}};
@@ -343,7 +352,9 @@ nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& p) 
                                : absl::StrCat(std::string(prefix), e.micro_batch);
       ev["args"] = {{"micro_batch", e.micro_batch}, {"chunk", e.chunk}};
     } else {
-      ev["name"] = e.kind == TimelineKind::kGradSync ? "DP grad sync" : "optimizer";
+      ev["name"] = e.kind == TimelineKind::kGradSync     ? "DP grad sync"
+                   : e.kind == TimelineKind::kGradReduce ? "grad bucket reduce"
+                                                         : "optimizer";
     }
     events.push_back(std::move(ev));
   }

@@ -43,11 +43,13 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& projec
 
 // The replayed step (ProjectionOptions::keep_timeline) in the Chrome trace event format that
 // Perfetto (ui.perfetto.dev) and chrome://tracing open: {"traceEvents": [...], "displayTimeUnit":
-// "ms"}. One thread per pipeline rank ("PP rank r") in one process (scenario and layout);
-// complete events ("ph": "X", ts and dur in µs) named "F3" / "B3" / "W3" (micro-batch 3;
-// "F3.c1" for model chunk 1 when interleaved) with cat forward / backward / weight_grad and
-// args {micro_batch, chunk}, then the rank's tail: "DP grad sync" (cat dp_comm: exposed gradient
-// reduction and parameter gather) and "optimizer". Empty traceEvents without a timeline.
+// "ms"}. Two threads per pipeline rank r in one process (scenario and layout): 2r "PP rank r"
+// with complete events ("ph": "X", ts and dur in µs) named "F3" / "B3" / "W3" (micro-batch 3;
+// "F3.c1" for model chunk 1 when interleaved), cat forward / backward / weight_grad, args
+// {micro_batch, chunk}, then the rank's tail "DP grad sync" (cat dp_comm: exposed gradient
+// reduction and parameter gather, incl. the compute the hidden reduces slowed) and "optimizer";
+// 2r + 1 "PP rank r DP comm" with each "grad bucket reduce" (cat dp_reduce). Only metadata
+// without a timeline.
 nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& projection);
 
 // Per-op table of every kept op table (empty without ProjectionOptions::keep_ops): op, phase,

@@ -255,13 +255,20 @@ struct GradStream {
 // runs (the chunk's last backward, where the grads become final) and are reduced in order.
 // The part of each reduce before `compute_end` (the rank's last compute) overlaps the backward
 // `window` and slows it by InterferenceCost.
+// With `timeline`, each bucket's reduce is appended as a kGradReduce event of `rank`.
 GradStream DrainBuckets(const BucketedBuffer& b, Seconds start, Seconds end, GradStream stream,
-                        Seconds compute_end, const OverlapWindow& window) {
+                        Seconds compute_end, const OverlapWindow& window,
+                        std::vector<TimelineEvent>* timeline, int64_t rank) {
   for (int64_t j = 0; j < b.buckets; ++j) {
     double frac = static_cast<double>(j + 1) / static_cast<double>(b.buckets);
     Seconds ready = start + (end - start) * frac;
     Seconds begin = std::max(stream.end, ready);
     stream.end = begin + (j + 1 == b.buckets ? b.last : b.full);
+    if (timeline != nullptr) {
+      timeline->push_back({.kind = TimelineKind::kGradReduce,
+                           .rank = static_cast<int32_t>(rank), .start = begin,
+                           .end = stream.end});
+    }
     Seconds overlap = Max0(std::min(stream.end, compute_end) - begin);
     stream.interference += InterferenceCost(overlap, b.reduce_slowdown, window);
   }
@@ -585,8 +592,8 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
                                            : finish;
         Seconds e = tr.overlap_grad_reduce ? tl.last_backward_end[static_cast<size_t>(r * v) + c]
                                            : finish;
-        stream = DrainBuckets(db, s, e, stream, finish, cc.backward_window);
-        stream = DrainBuckets(eb, s, e, stream, finish, cc.backward_window);
+        stream = DrainBuckets(db, s, e, stream, finish, cc.backward_window, in.timeline, r);
+        stream = DrainBuckets(eb, s, e, stream, finish, cc.backward_window, in.timeline, r);
         comm_total += db.Total() + eb.Total() + db.GatherTotal() + eb.GatherTotal();
         if (par.distributed_optimizer) {
           // overlap_param_gather: the gathers run under the next step's forward, except the

@@ -97,22 +97,26 @@ TEST(TimelineTraceTest, EveryPassOfEveryRankOnceWithinTheStep) {
     const nlohmann::json trace = TimelineTraceJson(s, *p);
     EXPECT_EQ(trace["displayTimeUnit"], "ms");
     const int passes_per_rank = schedule == PipelineSchedule::kZeroBubbleH1 ? 3 * 4 : 2 * 4;
-    std::vector<int> passes(2, 0), tails(2, 0);
-    std::vector<double> last_end(2, 0.0);
+    std::vector<int> passes(2, 0), tails(2, 0), reduces(2, 0);
+    std::vector<double> last_end(4, 0.0);  // per thread: rank r computes on 2r, reduces on 2r+1
     for (const nlohmann::json& e : trace["traceEvents"]) {
       if (e["ph"] == "M") continue;
       ASSERT_EQ(e["ph"], "X");
-      const int rank = e["tid"].get<int>();
-      ASSERT_TRUE(rank == 0 || rank == 1) << e.dump();
+      const int tid = e["tid"].get<int>();
+      ASSERT_TRUE(tid >= 0 && tid < 4) << e.dump();
+      const size_t rank = static_cast<size_t>(tid / 2);
       const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
       EXPECT_GE(dur, 0.0);
-      EXPECT_GE(ts + 1e-6, last_end[static_cast<size_t>(rank)]) << e.dump();  // no overlap
-      last_end[static_cast<size_t>(rank)] = ts + dur;
+      EXPECT_GE(ts + 1e-6, last_end[static_cast<size_t>(tid)]) << e.dump();  // no overlap
+      last_end[static_cast<size_t>(tid)] = ts + dur;
       const std::string cat = e["cat"];
-      if (cat == "dp_comm" || cat == "optimizer") {
-        ++tails[static_cast<size_t>(rank)];
+      EXPECT_EQ(tid % 2 == 1, cat == "dp_reduce") << e.dump();
+      if (cat == "dp_reduce") {
+        ++reduces[rank];
+      } else if (cat == "dp_comm" || cat == "optimizer") {
+        ++tails[rank];
       } else {
-        ++passes[static_cast<size_t>(rank)];
+        ++passes[rank];
         const std::string name = e["name"];
         EXPECT_EQ(name, (cat == "forward" ? "F" : cat == "backward" ? "B" : "W") +
                             std::to_string(e["args"]["micro_batch"].get<int>()));
@@ -122,7 +126,11 @@ TEST(TimelineTraceTest, EveryPassOfEveryRankOnceWithinTheStep) {
     EXPECT_EQ(passes[0], passes_per_rank);
     EXPECT_EQ(passes[1], passes_per_rank);
     EXPECT_GE(tails[0], 1);  // the optimizer at least
-    EXPECT_LE(std::max(last_end[0], last_end[1]), ToMicroseconds(p->step_time) * (1 + 1e-9));
+    EXPECT_GE(reduces[0], 1);  // DP 4: every rank reduces its gradient buckets
+    EXPECT_GE(reduces[1], 1);
+    for (double end : last_end) {
+      EXPECT_LE(end, ToMicroseconds(p->step_time) * (1 + 1e-9));
+    }
   }
 }
 
