@@ -23,10 +23,10 @@
 #include "hw_profiles/hardware_profile.h"
 #include "models/model_spec.h"
 #include "nlohmann/json.hpp"
-#include "projection/scenario.h"
 #include "projection/calibrate.h"
 #include "projection/projection.h"
 #include "projection/report.h"
+#include "projection/scenario.h"
 #include "projection/validate.h"
 #include "projection/what_if.h"
 
@@ -590,8 +590,8 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
     std::ofstream trace(trace_path);
     if (trace) trace << TimelineTraceJson(scenario, projection).dump() << "\n";
     if (!trace) {
-      return absl::InvalidArgumentError(absl::StrCat("--trace: cannot write '", trace_path,
-                                                     "': ", std::strerror(errno)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--trace: cannot write '", trace_path, "': ", std::strerror(errno)));
     }
   }
   if (as_json) {
@@ -600,9 +600,8 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
     io.out << ProjectionText(scenario, projection) << OpsText(projection);
   }
   if (!trace_path.empty()) {
-    (as_json ? io.err : io.out) << "trace: " << projection.timeline.size()
-                                << " events written to " << trace_path
-                                << " (open in ui.perfetto.dev or chrome://tracing)\n";
+    (as_json ? io.err : io.out) << "trace: " << projection.timeline.size() << " events written to "
+                                << trace_path << " (open in ui.perfetto.dev or chrome://tracing)\n";
   }
   return absl::OkStatus();
 }

@@ -34,14 +34,12 @@ MemoryFootprint EstimateMemory(const std::vector<StageMemoryInput>& stages,
         Bytes(grad_params * (config.fsdp ? kGradBytesPerParam : config.grad_bytes_per_param));
     s.optimizer_state = Bytes(optim_params * kOptimizerBytesPerParam);
     s.in_flight_micro_batches = in.in_flight_chunk_micro_batches;
-    const int64_t deferred =
-        std::clamp<int64_t>(in.deferred_weight_grad_micro_batches, 0,
-                            in.in_flight_chunk_micro_batches);
-    s.activations =
-        in.activations_per_micro_batch *
-            (static_cast<double>(in.in_flight_chunk_micro_batches - deferred) / vpp) +
-        in.deferred_weight_grad_bytes * static_cast<double>(deferred) +
-        in.recompute_working_set;
+    const int64_t deferred = std::clamp<int64_t>(in.deferred_weight_grad_micro_batches, 0,
+                                                 in.in_flight_chunk_micro_batches);
+    s.activations = in.activations_per_micro_batch *
+                        (static_cast<double>(in.in_flight_chunk_micro_batches - deferred) / vpp) +
+                    in.deferred_weight_grad_bytes * static_cast<double>(deferred) +
+                    in.recompute_working_set;
     Bytes live = s.weights + s.gradients + s.optimizer_state + s.activations;
     s.workspace = Gibibytes(kWorkspaceFixedGib) + live * kFragmentationShare;
     s.total = live + s.workspace;

@@ -27,8 +27,7 @@ void ScheduleTable(int64_t m, int64_t pp, int64_t vpp, std::vector<ScheduledOp>&
     int64_t last = std::min(first + pp, m);
     for (int64_t chunk = 0; chunk < vpp; ++chunk) {
       for (int64_t mb = first; mb < last; ++mb) {
-        table.push_back(
-            {static_cast<int32_t>(mb), static_cast<int32_t>(chunk), OpKind::kForward});
+        table.push_back({static_cast<int32_t>(mb), static_cast<int32_t>(chunk), OpKind::kForward});
       }
     }
   }
@@ -191,9 +190,12 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
         }
         out.rank_busy[static_cast<size_t>(r)] += Seconds(dur);
         if (events != nullptr) {
-          events->push_back({.kind = op.kind, .rank = static_cast<int32_t>(r),
-                             .chunk = op.chunk, .micro_batch = op.micro_batch,
-                             .start = Seconds(start), .end = Seconds(end)});
+          events->push_back({.kind = op.kind,
+                             .rank = static_cast<int32_t>(r),
+                             .chunk = op.chunk,
+                             .micro_batch = op.micro_batch,
+                             .start = Seconds(start),
+                             .end = Seconds(end)});
         }
         free = end;
         ++k;
@@ -223,8 +225,7 @@ Seconds InterleavedClosedForm(int64_t micro_batches, int64_t pp, int64_t vpp, Se
          (f + b) * (static_cast<double>(pp - 1) / static_cast<double>(vpp));
 }
 
-Seconds ZeroBubbleH1ClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Seconds b,
-                               Seconds w) {
+Seconds ZeroBubbleH1ClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Seconds b, Seconds w) {
   return (f + b + w) * static_cast<double>(micro_batches) +
          (f + b - w) * static_cast<double>(pp - 1);
 }

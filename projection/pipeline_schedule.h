@@ -24,8 +24,8 @@
 namespace projector {
 
 struct ChunkTimes {
-  Seconds forward;      // one micro-batch through this model chunk
-  Seconds backward;     // incl. recompute and weight_grad
+  Seconds forward;   // one micro-batch through this model chunk
+  Seconds backward;  // incl. recompute and weight_grad
   // The part of `backward` that computes weight gradients (wgrad GEMMs, embedding grad): a
   // zero-bubble schedule runs it as its own op W after the rest (B); 1F1B runs them as one.
   Seconds weight_grad;
@@ -90,14 +90,14 @@ Seconds OneFOneBClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Seconds
 Seconds InterleavedClosedForm(int64_t micro_batches, int64_t pp, int64_t vpp, Seconds f,
                               Seconds b);
 // ZB-H1 with m >= p and w <= min(f, b) (b = the input-gradient part, w = the weight-gradient
-// part; a longer W delays the next F or B a neighbour waits for): m(f + b + w) + (p − 1)(f+b−w). Rank p−1 runs its m F and B ops back to back (its B needs
-// only its own F) with its W's in between once i = p−1 of them are deferred, so its last B ends
-// at (p−1)f + m(f+b) + (m−p)w; that B reaches rank 0 after (p−1) more b (each rank on the way
-// is idle or finishing a W no longer than b), and rank 0 then runs its one deferred W:
-// (p−1)f + m(f+b) + (m−p)w + (p−1)b + w = m(f+b+w) + (p−1)(f+b−w). Every other rank i ends
-// earlier: its last B at the same T + (p−1−i)b, then i+1 W's, and (i+1)w ≤ w + i·b.
-Seconds ZeroBubbleH1ClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Seconds b,
-                               Seconds w);
+// part; a longer W delays the next F or B a neighbour waits for): m(f + b + w) + (p − 1)(f+b−w).
+// Rank p−1 runs its m F and B ops back to back (its B needs only its own F) with its W's in between
+// once i = p−1 of them are deferred, so its last B ends at (p−1)f + m(f+b) + (m−p)w; that B reaches
+// rank 0 after (p−1) more b (each rank on the way is idle or finishing a W no longer than b), and
+// rank 0 then runs its one deferred W: (p−1)f + m(f+b) + (m−p)w + (p−1)b + w = m(f+b+w) +
+// (p−1)(f+b−w). Every other rank i ends earlier: its last B at the same T + (p−1−i)b, then i+1 W's,
+// and (i+1)w ≤ w + i·b.
+Seconds ZeroBubbleH1ClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Seconds b, Seconds w);
 
 // Micro-batches in flight on `rank` at the schedule's steady state, counted in (micro-batch,
 // chunk) units: Megatron's warm-up count + 1, capped by m · vpp.

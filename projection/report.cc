@@ -300,18 +300,27 @@ std::string OpShapeText(const Op& op) {
 nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& p) {
   nlohmann::json events = nlohmann::json::array();
   const bool interleaved = scenario.parallel.vpp > 1;
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0},
-                    {"args", {{"name", absl::StrFormat("%s: %s, schedule %s, %d micro-batches",
-                                                       scenario.name, p.layout, p.schedule,
-                                                       p.micro_batches)}}}});
+  events.push_back(
+      {{"name", "process_name"},
+       {"ph", "M"},
+       {"pid", 0},
+       {"args",
+        {{"name", absl::StrFormat("%s: %s, schedule %s, %d micro-batches", scenario.name, p.layout,
+                                  p.schedule, p.micro_batches)}}}});
   // Rank r: compute on thread 2r, its DP communication stream on thread 2r + 1.
   for (int64_t r = 0; r < scenario.parallel.pp; ++r) {
     for (int64_t stream = 0; stream < 2; ++stream) {
       const int64_t tid = 2 * r + stream;
       events.push_back(
-          {{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", tid},
+          {{"name", "thread_name"},
+           {"ph", "M"},
+           {"pid", 0},
+           {"tid", tid},
            {"args", {{"name", absl::StrCat("PP rank ", r, stream == 0 ? "" : " DP comm")}}}});
-      events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", tid},
+      events.push_back({{"name", "thread_sort_index"},
+                        {"ph", "M"},
+                        {"pid", 0},
+                        {"tid", tid},
                         {"args", {{"sort_index", tid}}}});
     }
   }

@@ -18,8 +18,8 @@ std::string ProjectionText(const Scenario& scenario, const Projection& projectio
 
 // JSON object:
 //   scenario (string), model (string), gpu (string), layout (string), num_gpus (int),
-//   schedule ("1f1b" | "interleaved" | "zb-h1"), micro_batches (int), global_batch (int), seq_len (int),
-//   attention_kernel (the kernel that runs: "fa2", "fa3", ..., "flash" or "unfused"),
+//   schedule ("1f1b" | "interleaved" | "zb-h1"), micro_batches (int), global_batch (int), seq_len
+//   (int), attention_kernel (the kernel that runs: "fa2", "fa3", ..., "flash" or "unfused"),
 //   step_time_s, tokens_per_s_per_gpu, tokens_per_s, model_flops_per_step, tflops_per_gpu,
 //   peak_tflops_per_gpu, mfu (fraction), mfu_formula (string), clock_scaled_share (fraction),
 //   breakdown {compute_s, exposed_tp_comm_s, exposed_cp_comm_s, exposed_ep_comm_s,

@@ -78,8 +78,7 @@ constexpr ConstraintInfo kConstraints[kNumSearchConstraints] = {
      "choose --pp-values/--vpp-values whose product divides the layer count"},
     {"experts_ep", "experts not divisible by EP (EP > 1 needs an MoE model)",
      "choose --ep-values dividing the expert count (1 for dense models)"},
-    {"ep_etp_group", "EP·ETP does not divide TP·CP·DP",
-     "choose smaller --ep-values/--etp-values"},
+    {"ep_etp_group", "EP·ETP does not divide TP·CP·DP", "choose smaller --ep-values/--etp-values"},
     {"etp_ffn", "expert FFN not divisible by ETP (ETP > 1 needs an MoE model)",
      "choose --etp-values dividing the expert FFN size (1 for dense models)"},
     {"moe_switch_redundant",
@@ -198,8 +197,7 @@ int64_t SearchSpace::Size() const {
   return static_cast<int64_t>(tp.size() * pp.size() * vpp.size() * cp.size() * ep.size() *
                               etp.size() * micro_batch.size() * recompute.size() *
                               sequence_parallel.size() * sharding.size() *
-                              turbo_grouped_gemm.size() * deepep.size() *
-                              pipeline_schedule.size());
+                              turbo_grouped_gemm.size() * deepep.size() * pipeline_schedule.size());
 }
 
 SearchSpace DefaultSearchSpace(const Scenario& base) {
@@ -320,9 +318,8 @@ std::vector<SearchCandidate> EnumerateCandidates(
           // divisors of a large count can overflow) leaves no DP: the gpu_count constraint.
           const bool fits = pp <= base.num_gpus / tp && cp <= base.num_gpus / (tp * pp);
           const int64_t model_parallel = fits ? tp * pp * cp : 0;
-          const int64_t dp = fits && base.num_gpus % model_parallel == 0
-                                 ? base.num_gpus / model_parallel
-                                 : 0;
+          const int64_t dp =
+              fits && base.num_gpus % model_parallel == 0 ? base.num_gpus / model_parallel : 0;
           for (int64_t ep : space.ep) {
             for (int64_t etp : space.etp) {
               for (int64_t mb : space.micro_batch) {
@@ -331,30 +328,30 @@ std::vector<SearchCandidate> EnumerateCandidates(
                     for (DpSharding sh : space.sharding) {
                       for (bool turbo : space.turbo_grouped_gemm) {
                         for (bool deepep : space.deepep) {
-                         for (PipelineSchedule sched : space.pipeline_schedule) {
-                          p.tp = tp;
-                          p.pp = pp;
-                          p.vpp = vpp;
-                          p.cp = cp;
-                          p.dp = dp;
-                          p.ep = ep;
-                          p.etp = etp;
-                          p.sequence_parallel = sp;
-                          p.fsdp = sh == DpSharding::kFsdp;
-                          p.distributed_optimizer = sh == DpSharding::kDistributedOptimizer;
-                          p.turbo_grouped_gemm = turbo;
-                          p.deepep = deepep;
-                          p.pipeline_schedule = sched;
-                          c.micro_batch = mb;
-                          c.recompute = rc;
-                          std::optional<SearchConstraint> bad =
-                              FirstViolatedConstraint(base, c, space.allow_cross_node_tp);
-                          if (bad) {
-                            if (removed) ++(*removed)[static_cast<int>(*bad)];
-                            continue;
+                          for (PipelineSchedule sched : space.pipeline_schedule) {
+                            p.tp = tp;
+                            p.pp = pp;
+                            p.vpp = vpp;
+                            p.cp = cp;
+                            p.dp = dp;
+                            p.ep = ep;
+                            p.etp = etp;
+                            p.sequence_parallel = sp;
+                            p.fsdp = sh == DpSharding::kFsdp;
+                            p.distributed_optimizer = sh == DpSharding::kDistributedOptimizer;
+                            p.turbo_grouped_gemm = turbo;
+                            p.deepep = deepep;
+                            p.pipeline_schedule = sched;
+                            c.micro_batch = mb;
+                            c.recompute = rc;
+                            std::optional<SearchConstraint> bad =
+                                FirstViolatedConstraint(base, c, space.allow_cross_node_tp);
+                            if (bad) {
+                              if (removed) ++(*removed)[static_cast<int>(*bad)];
+                              continue;
+                            }
+                            out.push_back(c);
                           }
-                          out.push_back(c);
-                         }
                         }
                       }
                     }
@@ -644,14 +641,13 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
 }
 
 std::string CandidateLabel(const SearchCandidate& c) {
-  return absl::StrCat(LayoutSummary(c.parallel), " mb", c.micro_batch, " ",
-                      std::string(RecomputeName(c.recompute)),
-                      c.parallel.ep > 1 || !c.parallel.turbo_grouped_gemm
-                          ? (c.parallel.turbo_grouped_gemm ? " turbo" : " legacy")
-                          : "",
-                      c.parallel.deepep ? " DeepEP" : "",
-                      c.parallel.pipeline_schedule == PipelineSchedule::kZeroBubbleH1 ? " zb-h1"
-                                                                                       : "");
+  return absl::StrCat(
+      LayoutSummary(c.parallel), " mb", c.micro_batch, " ", std::string(RecomputeName(c.recompute)),
+      c.parallel.ep > 1 || !c.parallel.turbo_grouped_gemm
+          ? (c.parallel.turbo_grouped_gemm ? " turbo" : " legacy")
+          : "",
+      c.parallel.deepep ? " DeepEP" : "",
+      c.parallel.pipeline_schedule == PipelineSchedule::kZeroBubbleH1 ? " zb-h1" : "");
 }
 
 std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
@@ -662,7 +658,8 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
       base.hw.name, base.model.name, base.num_gpus, base.hw.gpus_per_node, p.tp, p.pp);
   if (p.vpp > 1) absl::StrAppend(&cmd, " --vpp ", p.vpp);
   if (p.pipeline_schedule != PipelineSchedule::kOneFOneB) {
-    absl::StrAppend(&cmd, " --pipeline-schedule ", std::string(PipelineScheduleName(p.pipeline_schedule)));
+    absl::StrAppend(&cmd, " --pipeline-schedule ",
+                    std::string(PipelineScheduleName(p.pipeline_schedule)));
   }
   absl::StrAppend(&cmd, " --cp ", p.cp);
   if (base.model.moe) {
@@ -740,30 +737,33 @@ json SearchResultToJson(const Scenario& base, const SearchResult& r) {
     for (int t = 0; t < kNumBreakdownTerms; ++t) {
       b[std::string(kBreakdownNames[t])] = l.metrics.breakdown[static_cast<size_t>(t)].value();
     }
-    layouts.push_back({{"rank", ++rank},
-                       {"layout", CandidateLabel(l.candidate)},
-                       {"tp", p.tp},
-                       {"pp", p.pp},
-                       {"vpp", p.vpp},
-                       {"cp", p.cp},
-                       {"ep", p.ep},
-                       {"etp", p.etp},
-                       {"dp", p.dp},
-                       {"micro_batch", l.candidate.micro_batch},
-                       {"recompute", std::string(RecomputeName(l.candidate.recompute))},
-                       {"sequence_parallel", p.sequence_parallel},
-                       {"sharding", p.fsdp ? "fsdp" : p.distributed_optimizer ? "distopt" : "dp"},
-                       {"turbo_grouped_gemm", p.turbo_grouped_gemm},
-                       {"deepep", p.deepep},
-                       {"pipeline_schedule", std::string(PipelineScheduleName(p.pipeline_schedule))},
-                       {"tokens_per_s_per_gpu", l.metrics.tokens_per_s_per_gpu},
-                       {"step_time_s", l.metrics.step_time.value()},
-                       {"mfu", l.metrics.mfu},
-                       {"tflops_per_gpu", l.metrics.tflops_per_gpu},
-                       {"peak_memory_bytes", l.metrics.peak_memory_per_gpu.value()},
-                       {"fits_memory", l.fits_memory},
-                       {"dominant_cost", std::string(DominantCost(l.metrics))},
-                       {"breakdown_s", b}});
+    layouts.push_back(
+        {{"rank", ++rank},
+         {"layout", CandidateLabel(l.candidate)},
+         {"tp", p.tp},
+         {"pp", p.pp},
+         {"vpp", p.vpp},
+         {"cp", p.cp},
+         {"ep", p.ep},
+         {"etp", p.etp},
+         {"dp", p.dp},
+         {"micro_batch", l.candidate.micro_batch},
+         {"recompute", std::string(RecomputeName(l.candidate.recompute))},
+         {"sequence_parallel", p.sequence_parallel},
+         {"sharding", p.fsdp                    ? "fsdp"
+                      : p.distributed_optimizer ? "distopt"
+                                                : "dp"},
+         {"turbo_grouped_gemm", p.turbo_grouped_gemm},
+         {"deepep", p.deepep},
+         {"pipeline_schedule", std::string(PipelineScheduleName(p.pipeline_schedule))},
+         {"tokens_per_s_per_gpu", l.metrics.tokens_per_s_per_gpu},
+         {"step_time_s", l.metrics.step_time.value()},
+         {"mfu", l.metrics.mfu},
+         {"tflops_per_gpu", l.metrics.tflops_per_gpu},
+         {"peak_memory_bytes", l.metrics.peak_memory_per_gpu.value()},
+         {"fits_memory", l.fits_memory},
+         {"dominant_cost", std::string(DominantCost(l.metrics))},
+         {"breakdown_s", b}});
   }
   j["layouts"] = std::move(layouts);
   return j;

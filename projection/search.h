@@ -75,24 +75,24 @@ SearchSpace DefaultSearchSpace(const Scenario& base);
 // The reasons a candidate is removed, in the order they are checked: each candidate is counted
 // under the FIRST constraint it violates, so the counts add up to enumerated − ranked.
 enum class SearchConstraint {
-  kGpuCount,           // tp·pp·cp does not divide num_gpus (no whole DP)
-  kTpCrossNode,        // TP group larger than a node or straddling nodes (--allow-cross-node-tp)
-  kTpHeads,            // attention heads (or kv heads) not divisible/replicable over TP
-  kSpWithoutTp,        // sequence parallelism with TP 1: same as SP off (duplicate)
-  kSeqCp,              // seq_len not divisible by CP
-  kSeqTpSp,            // seq_len/CP not divisible by TP under sequence parallelism
-  kVppWithoutPp,       // VPP > 1 with PP 1
-  kScheduleLayout,     // zb-h1 with PP 1 (duplicate of 1f1b) or with VPP > 1 (unsupported)
-  kLayersPpVpp,        // layers not divisible by PP·VPP
-  kExpertsEp,          // experts not divisible by EP (or EP > 1 on a dense model)
-  kEpEtpGroup,         // EP·ETP does not divide DP·CP·TP
-  kEtpFfn,             // expert FFN not divisible by ETP (or ETP > 1 on a dense model)
-  kMoeSwitchRedundant, // DeepEP with EP 1 / legacy GEMM with one local expert (duplicates)
-  kGlobalBatch,        // global batch not divisible by micro_batch·DP
-  kShardingWithoutDp,  // distopt/FSDP with DP·CP 1: same as plain DP (duplicate)
-  kScenarioValidation, // any further rule of ValidateScenario
-  kProjectionError,    // Project() returned an error (e.g. an unsupported combination)
-  kMemory,             // projected peak memory per GPU above the limit
+  kGpuCount,            // tp·pp·cp does not divide num_gpus (no whole DP)
+  kTpCrossNode,         // TP group larger than a node or straddling nodes (--allow-cross-node-tp)
+  kTpHeads,             // attention heads (or kv heads) not divisible/replicable over TP
+  kSpWithoutTp,         // sequence parallelism with TP 1: same as SP off (duplicate)
+  kSeqCp,               // seq_len not divisible by CP
+  kSeqTpSp,             // seq_len/CP not divisible by TP under sequence parallelism
+  kVppWithoutPp,        // VPP > 1 with PP 1
+  kScheduleLayout,      // zb-h1 with PP 1 (duplicate of 1f1b) or with VPP > 1 (unsupported)
+  kLayersPpVpp,         // layers not divisible by PP·VPP
+  kExpertsEp,           // experts not divisible by EP (or EP > 1 on a dense model)
+  kEpEtpGroup,          // EP·ETP does not divide DP·CP·TP
+  kEtpFfn,              // expert FFN not divisible by ETP (or ETP > 1 on a dense model)
+  kMoeSwitchRedundant,  // DeepEP with EP 1 / legacy GEMM with one local expert (duplicates)
+  kGlobalBatch,         // global batch not divisible by micro_batch·DP
+  kShardingWithoutDp,   // distopt/FSDP with DP·CP 1: same as plain DP (duplicate)
+  kScenarioValidation,  // any further rule of ValidateScenario
+  kProjectionError,     // Project() returned an error (e.g. an unsupported combination)
+  kMemory,              // projected peak memory per GPU above the limit
 };
 inline constexpr int kNumSearchConstraints = 18;
 // Stable snake_case name used in JSON ("gpu_count", "tp_heads", ..., "memory").
@@ -120,8 +120,8 @@ std::optional<SearchConstraint> FirstViolatedConstraint(const Scenario& base,
                                                         const SearchCandidate& candidate,
                                                         bool allow_cross_node_tp);
 
-// Enumerates the space in a fixed order (tp outermost ... deepep, schedule innermost) and returns the
-// candidates that pass every pre-check; `removed` (if given) receives the count per constraint.
+// Enumerates the space in a fixed order (tp outermost ... deepep, schedule innermost) and returns
+// the candidates that pass every pre-check; `removed` (if given) receives the count per constraint.
 std::vector<SearchCandidate> EnumerateCandidates(
     const Scenario& base, const SearchSpace& space,
     std::array<int64_t, kNumSearchConstraints>* removed = nullptr);

@@ -266,7 +266,8 @@ GradStream DrainBuckets(const BucketedBuffer& b, Seconds start, Seconds end, Gra
     stream.end = begin + (j + 1 == b.buckets ? b.last : b.full);
     if (timeline != nullptr) {
       timeline->push_back({.kind = TimelineKind::kGradReduce,
-                           .rank = static_cast<int32_t>(rank), .start = begin,
+                           .rank = static_cast<int32_t>(rank),
+                           .start = begin,
                            .end = stream.end});
     }
     Seconds overlap = Max0(std::min(stream.end, compute_end) - begin);
@@ -634,12 +635,12 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
     if (in.timeline != nullptr) {
       const int32_t rank = static_cast<int32_t>(r);
       if (after > finish) {
-        in.timeline->push_back({.kind = TimelineKind::kGradSync, .rank = rank,
-                                .start = finish, .end = after});
+        in.timeline->push_back(
+            {.kind = TimelineKind::kGradSync, .rank = rank, .start = finish, .end = after});
       }
       if (opt.value() > 0) {
-        in.timeline->push_back({.kind = TimelineKind::kOptimizer, .rank = rank,
-                                .start = after, .end = after + opt});
+        in.timeline->push_back(
+            {.kind = TimelineKind::kOptimizer, .rank = rank, .start = after, .end = after + opt});
       }
     }
     if (!have_best || after + opt > best_after + best_opt) {

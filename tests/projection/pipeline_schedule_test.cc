@@ -21,9 +21,9 @@ PipelineSpec Uniform(int64_t p, int64_t v, int64_t m, Seconds f_stage, Seconds b
   s.micro_batches = m;
   s.p2p_overlapped = v > 1;
   // A stage's work is split evenly over its v chunks.
-  s.chunks.assign(static_cast<size_t>(p * v),
-                  ChunkTimes{f_stage / static_cast<double>(v), b_stage / static_cast<double>(v),
-                             Seconds(0)});
+  s.chunks.assign(
+      static_cast<size_t>(p * v),
+      ChunkTimes{f_stage / static_cast<double>(v), b_stage / static_cast<double>(v), Seconds(0)});
   return s;
 }
 
@@ -152,10 +152,9 @@ TEST_P(ZeroBubbleH1Test, UniformStagesMatchClosedForm) {
   // 1F1B, (p − 1)(f + b + w), shrinks by 2(p − 1)w.
   Seconds expected = ZeroBubbleH1ClosedForm(m, p, f, b, w);
   EXPECT_THAT(tl->makespan.value(), IsNearRel(expected.value(), 1e-12));
-  EXPECT_THAT(expected.value(),
-              IsNearRel(OneFOneBClosedForm(m, p, f, b + w).value() -
-                            2.0 * static_cast<double>(p - 1) * w.value(),
-                        1e-12));
+  EXPECT_THAT(expected.value(), IsNearRel(OneFOneBClosedForm(m, p, f, b + w).value() -
+                                              2.0 * static_cast<double>(p - 1) * w.value(),
+                                          1e-12));
   // Every rank does all of its work: m(f + b + w).
   for (Seconds busy : tl->rank_busy) {
     EXPECT_THAT(busy.value(), IsNearRel(((f + b + w) * static_cast<double>(m)).value(), 1e-12));
@@ -173,8 +172,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(PipelineScheduleTest, ZeroBubbleH1WithFourStagesIsThreeSlotsShorterThan1F1B) {
   // p = 4, m = 8, f = b = w = 1 ms. 1F1B (backward = b + w = 2 ms): (8 + 3)·3 = 33 ms.
   // ZB-H1: 8·3 + 3·(1 + 1 − 1) = 27 ms; the bubble drops from 9 ms to 3 ms.
-  auto zb = SimulatePipeline(UniformZeroBubble(4, 8, Milliseconds(1), Milliseconds(1),
-                                               Milliseconds(1)));
+  auto zb =
+      SimulatePipeline(UniformZeroBubble(4, 8, Milliseconds(1), Milliseconds(1), Milliseconds(1)));
   auto one = SimulatePipeline(Uniform(4, 1, 8, Milliseconds(1), Milliseconds(2)));
   ASSERT_THAT(zb, IsOk());
   ASSERT_THAT(one, IsOk());
@@ -185,12 +184,12 @@ TEST(PipelineScheduleTest, ZeroBubbleH1WithFourStagesIsThreeSlotsShorterThan1F1B
 TEST(PipelineScheduleTest, ZeroBubbleWithoutWeightGradIs1F1B) {
   // w = 0: B is the whole backward and nothing is deferred.
   for (auto [p, m] : {std::pair<int64_t, int64_t>{2, 4}, {4, 8}, {4, 3}, {8, 32}}) {
-    auto tl = SimulatePipeline(
-        UniformZeroBubble(p, m, Milliseconds(1), Milliseconds(2), Seconds(0)));
+    auto tl =
+        SimulatePipeline(UniformZeroBubble(p, m, Milliseconds(1), Milliseconds(2), Seconds(0)));
     ASSERT_THAT(tl, IsOk());
-    EXPECT_THAT(tl->makespan.value(),
-                IsNearRel(OneFOneBClosedForm(m, p, Milliseconds(1), Milliseconds(2)).value(),
-                          1e-12))
+    EXPECT_THAT(
+        tl->makespan.value(),
+        IsNearRel(OneFOneBClosedForm(m, p, Milliseconds(1), Milliseconds(2)).value(), 1e-12))
         << "p=" << p << " m=" << m;
   }
 }
@@ -198,17 +197,17 @@ TEST(PipelineScheduleTest, ZeroBubbleWithoutWeightGradIs1F1B) {
 TEST(PipelineScheduleTest, ZeroBubbleGradsAreFinalAfterTheLastWeightGrad) {
   // p = 2, m = 2, f = b = w = 1 ms. Rank 0: F0 0-1, F1 1-2, B0 3-4 (B0 on rank 1 ends at 3),
   // W0 4-5, B1 5-6 (rank 1: F0 1-2, B0 2-3, F1 3-4, B1 4-5, W0 5-6, W1 6-7), W1 6-7.
-  auto tl = SimulatePipeline(UniformZeroBubble(2, 2, Milliseconds(1), Milliseconds(1),
-                                               Milliseconds(1)));
+  auto tl =
+      SimulatePipeline(UniformZeroBubble(2, 2, Milliseconds(1), Milliseconds(1), Milliseconds(1)));
   ASSERT_THAT(tl, IsOk());
   EXPECT_THAT(tl->last_backward_start[0].value(), IsNearRel(6e-3, 1e-12));
   EXPECT_THAT(tl->last_backward_end[0].value(), IsNearRel(7e-3, 1e-12));
   EXPECT_THAT(tl->last_backward_end[1].value(), IsNearRel(7e-3, 1e-12));
   EXPECT_THAT(tl->makespan.value(), IsNearRel(7e-3, 1e-12));
   // Closed form: 2·3 + 1·(1 + 1 − 1) = 7 ms.
-  EXPECT_THAT(ZeroBubbleH1ClosedForm(2, 2, Milliseconds(1), Milliseconds(1), Milliseconds(1))
-                  .value(),
-              IsNearRel(7e-3, 1e-12));
+  EXPECT_THAT(
+      ZeroBubbleH1ClosedForm(2, 2, Milliseconds(1), Milliseconds(1), Milliseconds(1)).value(),
+      IsNearRel(7e-3, 1e-12));
 }
 
 TEST(PipelineScheduleTest, ZeroBubbleRejectsInterleaving) {

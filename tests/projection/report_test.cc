@@ -118,14 +118,16 @@ TEST(TimelineTraceTest, EveryPassOfEveryRankOnceWithinTheStep) {
       } else {
         ++passes[rank];
         const std::string name = e["name"];
-        EXPECT_EQ(name, (cat == "forward" ? "F" : cat == "backward" ? "B" : "W") +
+        EXPECT_EQ(name, (cat == "forward"    ? "F"
+                         : cat == "backward" ? "B"
+                                             : "W") +
                             std::to_string(e["args"]["micro_batch"].get<int>()));
       }
     }
     // Events are appended per rank in replay order only within a rank; they are all there.
     EXPECT_EQ(passes[0], passes_per_rank);
     EXPECT_EQ(passes[1], passes_per_rank);
-    EXPECT_GE(tails[0], 1);  // the optimizer at least
+    EXPECT_GE(tails[0], 1);    // the optimizer at least
     EXPECT_GE(reduces[0], 1);  // DP 4: every rank reduces its gradient buckets
     EXPECT_GE(reduces[1], 1);
     for (double end : last_end) {
