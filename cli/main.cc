@@ -549,6 +549,9 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
   PROJECTOR_ASSIGN_OR_RETURN(Scenario scenario, ScenarioFromFlags(flags));
   PROJECTOR_RETURN_IF_ERROR(ApplyHwOverlayFlag(flags, scenario));
   const std::string trace_path = flags.count("trace") ? flags["trace"].as<std::string>() : "";
+  if (flags.count("trace") && trace_path.empty()) {
+    return absl::InvalidArgumentError("--trace: empty file name; give the path to write");
+  }
   if (!trace_path.empty() && mode != "simulate") {
     return absl::InvalidArgumentError(
         "--trace: written by --profiling-mode simulate only; drop --trace or the mode");
