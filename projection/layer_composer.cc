@@ -345,6 +345,10 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
   // --- TP: around attention, and around the dense MLP or the MoE's shared experts. Routed
   // experts are not TP-sharded (expert-TP handled with EP below).
   const bool fp8_gathers = tr.precision == DType::kFp8 && par.sequence_parallel;
+  if (ctx.weight_grad_deferred) {
+    attention.max_wgrad_gemm = Seconds(0);
+    mlp.max_wgrad_gemm = Seconds(0);
+  }
   PROJECTOR_ASSIGN_OR_RETURN(TpExposure tp_attn,
                              AddTpBlock(b, "attention", attention, par, act, ctx.tp_comm_overlap,
                                         fp8_gathers));
@@ -539,7 +543,8 @@ absl::StatusOr<ComposedEndModule> ComposeEndModule(const ModuleProfile& timed_mo
                           sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, act,
                           g));
   out.forward_tp_comm = f.time + ce.time;
-  out.backward_tp_comm = Exposure(bw, ComputeBoundWindow(s.max_wgrad_gemm));
+  out.backward_tp_comm =
+      Exposure(bw, ComputeBoundWindow(ctx.weight_grad_deferred ? Seconds(0) : s.max_wgrad_gemm));
   return out;
 }
 

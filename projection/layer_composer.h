@@ -103,6 +103,10 @@ struct LayerCompositionContext {
   Recompute recompute = Recompute::kNone;
   bool tp_comm_overlap = false;
   CommInterferenceModel interference{};
+  // A zero-bubble schedule runs the weight-gradient GEMMs in a later pass (W), so the backward
+  // TP collectives Megatron hides behind them (input-grad AllReduce / ReduceScatter) have no
+  // wgrad GEMM to overlap in B and are exposed there.
+  bool weight_grad_deferred = false;
 };
 
 // One layer, one micro-batch, one GPU. "compute" = GEMM, attention and memory-bound ops.

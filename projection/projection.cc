@@ -98,7 +98,9 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   LayerCompositionContext lctx{.model = model, .parallel = par, .training = tr,
                                .recompute = tr.recompute,
                                .tp_comm_overlap = tr.tp_comm_overlap,
-                               .interference = MakeCommInterferenceModel(scenario.hw)};
+                               .interference = MakeCommInterferenceModel(scenario.hw),
+                               .weight_grad_deferred =
+                                   par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1};
   std::optional<ComposedLayer> dense, moe;
   std::vector<OpTable> op_tables;
   if (dense_layers > 0) {

@@ -130,6 +130,32 @@ TEST(LayerComposerTest, SequenceParallelUsesGatherAndScatterPairs) {
   EXPECT_THAT(l->backward_comm.tp.value(), IsNearRel(2 * one.value(), 1e-12));
 }
 
+// Zero-bubble schedules run the wgrad GEMMs in a later W pass: the backward collectives hidden
+// behind them in 1F1B are exposed in B. Without SP: the input-grad AllReduce of each block (2 ar).
+// With SP (TP4): the output-grad AllGather and now also the input-grad ReduceScatter of each
+// block (2 + 2 units); the wgrad input's re-gather still hides under the dgrad GEMM.
+TEST(LayerComposerTest, DeferredWeightGradsExposeTheBackwardTpCollectives) {
+  Fixture fx;
+  fx.par.tp = 2;
+  LayerCompositionContext ctx = fx.Ctx();
+  ctx.weight_grad_deferred = true;
+  auto l = ComposeLayer(ToyLayer(false), ctx, fx.collective);
+  ASSERT_THAT(l, IsOk());
+  Seconds ar(fx.ActBytes() * kSecondsPerWireByte);
+  EXPECT_THAT(l->backward_comm.tp.value(), IsNearRel(2 * ar.value(), 1e-12));
+  // The weight-gradient share of the backward: the 1 + 3 ms wgrad GEMMs.
+  EXPECT_THAT(l->backward_weight_grad.value(), IsNearRel(4e-3, 1e-12));
+
+  fx.par.tp = 4;
+  fx.par.sequence_parallel = true;
+  LayerCompositionContext sp_ctx = fx.Ctx();
+  sp_ctx.weight_grad_deferred = true;
+  l = ComposeLayer(ToyLayer(false), sp_ctx, fx.collective);
+  ASSERT_THAT(l, IsOk());
+  Seconds one(fx.ActBytes() * kSecondsPerWireByte);
+  EXPECT_THAT(l->backward_comm.tp.value(), IsNearRel(4 * one.value(), 1e-12));
+}
+
 // FP8 with SP: Transformer Engine gathers FP8 inputs and output gradients (1 B per element) and
 // reduce-scatters bf16 GEMM outputs. Forward per block: AG at half + RS at full = 1.5 units
 // (3 for two blocks); backward exposed: the output-grad AG at half per block (1 unit).
