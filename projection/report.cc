@@ -297,6 +297,16 @@ std::string OpShapeText(const Op& op) {
   return "";
 }
 
+// Trace category and name (the name is a prefix before the micro-batch for a pass) of each
+// TimelineKind, in enum order.
+struct TraceKindInfo {
+  const char* cat;
+  const char* name;
+};
+constexpr TraceKindInfo kTraceKinds[] = {
+    {"forward", "F"},      {"backward", "B"},     {"weight_grad", "W"},
+    {"dp_comm", "DP grad sync"}, {"optimizer", "optimizer"}, {"dp_reduce", "grad bucket reduce"}};
+
 nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& p) {
   nlohmann::json events = nlohmann::json::array();
   const bool interleaved = scenario.parallel.vpp > 1;
@@ -325,45 +335,20 @@ nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& p) 
     }
   }
   for (const TimelineEvent& e : p.timeline) {
-    std::string_view cat, prefix;
-    switch (e.kind) {
-      case TimelineKind::kForward:
-        cat = "forward";
-        prefix = "F";
-        break;
-      case TimelineKind::kBackward:
-        cat = "backward";
-        prefix = "B";
-        break;
-      case TimelineKind::kWeightGrad:
-        cat = "weight_grad";
-        prefix = "W";
-        break;
-      case TimelineKind::kGradSync:
-        cat = "dp_comm";
-        break;
-      case TimelineKind::kOptimizer:
-        cat = "optimizer";
-        break;
-      case TimelineKind::kGradReduce:
-        cat = "dp_reduce";
-        break;
-    }
+    const TraceKindInfo& info = kTraceKinds[static_cast<size_t>(e.kind)];
     const bool comm_stream = e.kind == TimelineKind::kGradReduce;
     nlohmann::json ev = {{"ph", "X"},
                          {"pid", 0},
                          {"tid", 2 * e.rank + (comm_stream ? 1 : 0)},
-                         {"cat", cat},
+                         {"cat", info.cat},
                          {"ts", ToMicroseconds(e.start)},
                          {"dur", ToMicroseconds(e.end - e.start)}};
     if (e.micro_batch >= 0) {
-      ev["name"] = interleaved ? absl::StrCat(std::string(prefix), e.micro_batch, ".c", e.chunk)
-                               : absl::StrCat(std::string(prefix), e.micro_batch);
+      ev["name"] = interleaved ? absl::StrCat(info.name, e.micro_batch, ".c", e.chunk)
+                               : absl::StrCat(info.name, e.micro_batch);
       ev["args"] = {{"micro_batch", e.micro_batch}, {"chunk", e.chunk}};
     } else {
-      ev["name"] = e.kind == TimelineKind::kGradSync     ? "DP grad sync"
-                   : e.kind == TimelineKind::kGradReduce ? "grad bucket reduce"
-                                                         : "optimizer";
+      ev["name"] = info.name;
     }
     events.push_back(std::move(ev));
   }
