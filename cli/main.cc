@@ -24,6 +24,7 @@
 #include "models/model_spec.h"
 #include "nlohmann/json.hpp"
 #include "projection/calibrate.h"
+#include "projection/html_report.h"
 #include "projection/projection.h"
 #include "projection/report.h"
 #include "projection/scenario.h"
@@ -484,6 +485,34 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
   return absl::OkStatus();
 }
 
+// The path of an output-file flag (--trace, --html): empty when absent; exit 2 for an empty
+// name or a mode that does not replay the step.
+absl::StatusOr<std::string> OutputFileFlag(const cxxopts::ParseResult& flags,
+                                           const std::string& flag, const std::string& mode) {
+  if (!flags.count(flag)) return std::string();
+  std::string path = flags[flag].as<std::string>();
+  if (path.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": empty file name; give the path to write"));
+  }
+  if (mode != "simulate") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, ": written by --profiling-mode simulate only; drop --", flag, " or the mode"));
+  }
+  return path;
+}
+
+absl::Status WriteOutputFile(const std::string& flag, const std::string& path,
+                             const std::string& content) {
+  std::ofstream file(path);
+  if (file) file << content;
+  if (!file) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": cannot write '", path, "': ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunProject(int argc, char** argv, Output& io) {
   cxxopts::Options options("project", kUsage);
   AddCommonFlags(options);
@@ -493,6 +522,10 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
       "trace",
       "Also write the replayed step (every forward/backward/weight-gradient pass per pipeline "
       "rank, then the gradient sync and optimizer) as a Chrome trace for ui.perfetto.dev",
+      cxxopts::value<std::string>(), "FILE")(
+      "html",
+      "Also write the projection as a self-contained HTML page with charts: step breakdown, "
+      "per-module times, memory per stage, pipeline timeline, slowest ops",
       cxxopts::value<std::string>(), "FILE");
   AddScenarioFlags(options);
   AddProfileFlags(options);
@@ -548,14 +581,8 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
   }
   PROJECTOR_ASSIGN_OR_RETURN(Scenario scenario, ScenarioFromFlags(flags));
   PROJECTOR_RETURN_IF_ERROR(ApplyHwOverlayFlag(flags, scenario));
-  const std::string trace_path = flags.count("trace") ? flags["trace"].as<std::string>() : "";
-  if (flags.count("trace") && trace_path.empty()) {
-    return absl::InvalidArgumentError("--trace: empty file name; give the path to write");
-  }
-  if (!trace_path.empty() && mode != "simulate") {
-    return absl::InvalidArgumentError(
-        "--trace: written by --profiling-mode simulate only; drop --trace or the mode");
-  }
+  PROJECTOR_ASSIGN_OR_RETURN(const std::string trace_path, OutputFileFlag(flags, "trace", mode));
+  PROJECTOR_ASSIGN_OR_RETURN(const std::string html_path, OutputFileFlag(flags, "html", mode));
   if (mode != "simulate") {
     return RunProfilingMode(mode, flags, scenario, as_json, io.out, io.err);
   }
@@ -564,9 +591,11 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
     PROJECTOR_ASSIGN_OR_RETURN(
         clocks, ParsePositiveList(flags["gpu-clock-mhz"].as<std::string>(), "gpu-clock-mhz"));
   }
-  if (clocks.size() > 1 && !trace_path.empty()) {
-    return absl::InvalidArgumentError(
-        "--trace: one projection per trace; give a single --gpu-clock-mhz");
+  for (const auto& [flag, path] : {std::pair{"trace", &trace_path}, {"html", &html_path}}) {
+    if (clocks.size() > 1 && !path->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": one projection per file; give a single --gpu-clock-mhz"));
+    }
   }
   if (clocks.size() > 1) {
     PROJECTOR_ASSIGN_OR_RETURN(std::vector<ClockRow> rows, ClockWhatIf(scenario, clocks));
@@ -586,25 +615,31 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
   BackendRefs refs{*backends->gemm, *backends->attention, *backends->memory,
                    *backends->collective};
   ProjectionOptions projection_options;
-  projection_options.keep_ops = flags.count("show-ops") > 0;
-  projection_options.keep_timeline = !trace_path.empty();
+  projection_options.keep_ops = flags.count("show-ops") > 0 || !html_path.empty();
+  projection_options.keep_timeline = !trace_path.empty() || !html_path.empty();
   PROJECTOR_ASSIGN_OR_RETURN(Projection projection, Project(scenario, refs, projection_options));
   if (!trace_path.empty()) {
-    std::ofstream trace(trace_path);
-    if (trace) trace << TimelineTraceJson(scenario, projection).dump() << "\n";
-    if (!trace) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--trace: cannot write '", trace_path, "': ", std::strerror(errno)));
-    }
+    PROJECTOR_RETURN_IF_ERROR(WriteOutputFile(
+        "trace", trace_path, TimelineTraceJson(scenario, projection).dump() + "\n"));
+  }
+  if (!html_path.empty()) {
+    PROJECTOR_RETURN_IF_ERROR(
+        WriteOutputFile("html", html_path, ProjectionHtml(scenario, projection)));
   }
   if (as_json) {
     io.out << ProjectionJson(scenario, projection).dump(2) << "\n";
   } else {
+    // --html keeps the ops for the page; the text lists them only when asked.
+    if (!flags.count("show-ops")) projection.op_tables.clear();
     io.out << ProjectionText(scenario, projection) << OpsText(projection);
   }
   if (!trace_path.empty()) {
     (as_json ? io.err : io.out) << "trace: " << projection.timeline.size() << " events written to "
                                 << trace_path << " (open in ui.perfetto.dev or chrome://tracing)\n";
+  }
+  if (!html_path.empty()) {
+    (as_json ? io.err : io.out) << "html: report written to " << html_path
+                                << " (open in a browser)\n";
   }
   return absl::OkStatus();
 }

@@ -2,6 +2,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -65,34 +67,46 @@ nlohmann::json ModuleJson(std::string_view layer, const ModuleTimes& m) {
 
 }  // namespace
 
-std::string ProjectionText(const Scenario& scenario, const Projection& p) {
+std::vector<std::pair<std::string, std::string>> ProjectionSummaryRows(const Scenario& scenario,
+                                                                       const Projection& p) {
   const TrainingConfig& tr = scenario.training;
+  std::vector<std::pair<std::string, std::string>> rows;
+  rows.emplace_back(
+      "model",
+      absl::StrFormat("%s (%d layers%s, hidden %d)", scenario.model.name, scenario.model.num_layers,
+                      scenario.model.mtp_layers > 0
+                          ? absl::StrCat(" + ", scenario.model.mtp_layers, " MTP")
+                          : std::string(),
+                      scenario.model.hidden_size));
+  rows.emplace_back("hardware",
+                    absl::StrFormat("%s x %d GPUs (%d per node), sustained %.0f MHz%s",
+                                    scenario.hw.name, p.num_gpus, scenario.hw.gpus_per_node,
+                                    ToMegahertz(scenario.hw.gpu.sustained_clock),
+                                    scenario.hw_overlay_file.empty()
+                                        ? std::string()
+                                        : absl::StrCat(", overlay ", scenario.hw_overlay_file)));
+  rows.emplace_back("layout", absl::StrFormat("%s, schedule %s, %d micro-batches", p.layout,
+                                              p.schedule, p.micro_batches));
+  rows.emplace_back(
+      "training",
+      absl::StrFormat(
+          "seq %d, micro-batch %d, global batch %d, %s, recompute %s, %s attention%s%s%s",
+          tr.seq_len, tr.micro_batch, tr.global_batch, DTypeName(tr.precision),
+          RecomputeName(tr.recompute), AttentionKernelOf(scenario),
+          tr.tp_comm_overlap ? ", TP comm overlapped" : "",
+          tr.grad_reduce_dtype == DType::kFp32
+              ? ""
+              : ", grads reduced in " + std::string(DTypeName(tr.grad_reduce_dtype)),
+          MoeRoutingNote(tr)));
+  return rows;
+}
+
+std::string ProjectionText(const Scenario& scenario, const Projection& p) {
   std::string out;
   absl::StrAppendFormat(&out, "Projection: %s\n", p.scenario_name);
-  absl::StrAppendFormat(&out, "  model      %s (%d layers%s, hidden %d)\n", scenario.model.name,
-                        scenario.model.num_layers,
-                        scenario.model.mtp_layers > 0
-                            ? absl::StrCat(" + ", scenario.model.mtp_layers, " MTP")
-                            : std::string(),
-                        scenario.model.hidden_size);
-  absl::StrAppendFormat(&out, "  hardware   %s x %d GPUs (%d per node), sustained %.0f MHz%s\n",
-                        scenario.hw.name, p.num_gpus, scenario.hw.gpus_per_node,
-                        ToMegahertz(scenario.hw.gpu.sustained_clock),
-                        scenario.hw_overlay_file.empty()
-                            ? std::string()
-                            : absl::StrCat(", overlay ", scenario.hw_overlay_file));
-  absl::StrAppendFormat(&out, "  layout     %s, schedule %s, %d micro-batches\n", p.layout,
-                        p.schedule, p.micro_batches);
-  absl::StrAppendFormat(
-      &out,
-      "  training   seq %d, micro-batch %d, global batch %d, %s, recompute %s, %s attention%s%s%s\n",
-      tr.seq_len, tr.micro_batch, tr.global_batch, DTypeName(tr.precision),
-      RecomputeName(tr.recompute), AttentionKernelOf(scenario),
-      tr.tp_comm_overlap ? ", TP comm overlapped" : "",
-      tr.grad_reduce_dtype == DType::kFp32
-          ? ""
-          : ", grads reduced in " + std::string(DTypeName(tr.grad_reduce_dtype)),
-      MoeRoutingNote(tr));
+  for (const auto& [label, value] : ProjectionSummaryRows(scenario, p)) {
+    absl::StrAppendFormat(&out, "  %-10s %s\n", label, value);
+  }
   if (!p.defaults_used.empty()) {
     out += "  defaults used:\n";
     for (const std::string& d : p.defaults_used) absl::StrAppendFormat(&out, "    - %s\n", d);
@@ -119,15 +133,9 @@ std::string ProjectionText(const Scenario& scenario, const Projection& p) {
 
   const StepBreakdown& b = p.breakdown;
   absl::StrAppendFormat(&out, "\nStep breakdown (critical pipeline rank)\n");
-  AppendBreakdownRow(out, "compute", b.compute, p.step_time);
-  AppendBreakdownRow(out, "exposed TP comm", b.exposed_tp_comm, p.step_time);
-  AppendBreakdownRow(out, "exposed CP comm", b.exposed_cp_comm, p.step_time);
-  AppendBreakdownRow(out, "exposed EP comm", b.exposed_ep_comm, p.step_time);
-  AppendBreakdownRow(out, "pipeline bubble", b.pipeline_bubble, p.step_time);
-  AppendBreakdownRow(out, "pipeline P2P", b.p2p, p.step_time);
-  AppendBreakdownRow(out, "exposed DP grad sync", b.exposed_dp_comm, p.step_time);
-  AppendBreakdownRow(out, "exposed FSDP comm", b.exposed_fsdp_comm, p.step_time);
-  AppendBreakdownRow(out, "optimizer step", b.optimizer, p.step_time);
+  for (const BreakdownTerm& term : kBreakdownTerms) {
+    AppendBreakdownRow(out, term.label, b.*term.member, p.step_time);
+  }
   AppendBreakdownRow(out, "step time", p.step_time, p.step_time);
 
   out += "\nThroughput\n";
@@ -176,6 +184,10 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
   modules.push_back(ModuleJson("embedding", p.embedding));
   modules.push_back(ModuleJson("output", p.output_layer));
 
+  nlohmann::json breakdown = nlohmann::json::object();
+  for (const BreakdownTerm& term : kBreakdownTerms) {
+    breakdown[std::string(term.json_key)] = (b.*term.member).value();
+  }
   nlohmann::json stages = nlohmann::json::array();
   for (const StageMemory& s : p.memory.stages) {
     stages.push_back({{"stage", s.stage},
@@ -214,16 +226,7 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"mfu", p.mfu},
       {"mfu_formula", std::string(kMfuFormula)},
       {"clock_scaled_share", p.clock_scaled_share},
-      {"breakdown",
-       {{"compute_s", b.compute.value()},
-        {"exposed_tp_comm_s", b.exposed_tp_comm.value()},
-        {"exposed_cp_comm_s", b.exposed_cp_comm.value()},
-        {"exposed_ep_comm_s", b.exposed_ep_comm.value()},
-        {"pipeline_bubble_s", b.pipeline_bubble.value()},
-        {"p2p_s", b.p2p.value()},
-        {"exposed_dp_comm_s", b.exposed_dp_comm.value()},
-        {"exposed_fsdp_comm_s", b.exposed_fsdp_comm.value()},
-        {"optimizer_s", b.optimizer.value()}}},
+      {"breakdown", breakdown},
       {"layers", layers},
       {"modules", modules},
       {"memory",
@@ -306,6 +309,10 @@ struct TraceKindInfo {
 constexpr TraceKindInfo kTraceKinds[] = {
     {"forward", "F"},      {"backward", "B"},     {"weight_grad", "W"},
     {"dp_comm", "DP grad sync"}, {"optimizer", "optimizer"}, {"dp_reduce", "grad bucket reduce"}};
+
+std::string_view TimelineKindName(TimelineKind kind) {
+  return kTraceKinds[static_cast<size_t>(kind)].name;
+}
 
 nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& p) {
   nlohmann::json events = nlohmann::json::array();

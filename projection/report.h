@@ -4,12 +4,19 @@
 #define PROJECTOR_PROJECTION_REPORT_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "nlohmann/json.hpp"
 #include "projection/projection.h"
 #include "projection/scenario.h"
 
 namespace projector {
+
+// The headline rows of a report: ("model", "Llama-3.1-70B (80 layers, hidden 8192)"), then
+// "hardware", "layout" and "training".
+std::vector<std::pair<std::string, std::string>> ProjectionSummaryRows(
+    const Scenario& scenario, const Projection& projection);
 
 // Text: scenario, layout, defaults used, per-module fwd/bwd/recompute ms for each layer kind,
 // per-layer totals, step breakdown with % of step, TGS, TFLOP/s/GPU, MFU, memory per stage and
@@ -51,6 +58,10 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& projec
 // 2r + 1 "PP rank r DP comm" with each "grad bucket reduce" (cat dp_reduce). Only metadata
 // without a timeline.
 nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& projection);
+
+// The trace name of a TimelineKind: "F", "B", "W" (followed by the micro-batch for a pass),
+// "DP grad sync", "optimizer", "grad bucket reduce".
+std::string_view TimelineKindName(TimelineKind kind);
 
 // Per-op table of every kept op table (empty without ProjectionOptions::keep_ops): op, phase,
 // shape, time, achieved TFLOP/s and GB/s, share of its group's time, clock-scaled share.

@@ -9,6 +9,7 @@
 #define PROJECTOR_PROJECTION_STEP_COMPOSER_H_
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,6 +40,25 @@ struct StepBreakdown {
     return compute + exposed_tp_comm + exposed_cp_comm + exposed_ep_comm + pipeline_bubble +
            p2p + exposed_dp_comm + exposed_fsdp_comm + optimizer;
   }
+};
+
+// The terms of StepBreakdown in report order, with their label and JSON key (one table for the
+// text, JSON and HTML reports).
+struct BreakdownTerm {
+  std::string_view label;     // "exposed TP comm"
+  std::string_view json_key;  // "exposed_tp_comm_s"
+  Seconds StepBreakdown::*member;
+};
+inline constexpr BreakdownTerm kBreakdownTerms[] = {
+    {"compute", "compute_s", &StepBreakdown::compute},
+    {"exposed TP comm", "exposed_tp_comm_s", &StepBreakdown::exposed_tp_comm},
+    {"exposed CP comm", "exposed_cp_comm_s", &StepBreakdown::exposed_cp_comm},
+    {"exposed EP comm", "exposed_ep_comm_s", &StepBreakdown::exposed_ep_comm},
+    {"pipeline bubble", "pipeline_bubble_s", &StepBreakdown::pipeline_bubble},
+    {"pipeline P2P", "p2p_s", &StepBreakdown::p2p},
+    {"exposed DP grad sync", "exposed_dp_comm_s", &StepBreakdown::exposed_dp_comm},
+    {"exposed FSDP comm", "exposed_fsdp_comm_s", &StepBreakdown::exposed_fsdp_comm},
+    {"optimizer step", "optimizer_s", &StepBreakdown::optimizer},
 };
 
 // The layers of one (rank, chunk); index rank · vpp + chunk.

@@ -1,0 +1,39 @@
+// HTML report of one projection: a single self-contained page (inline CSS and SVG charts, no
+// script, no network access) that a planner can open in any browser, mail or attach to a ticket.
+#ifndef PROJECTOR_PROJECTION_HTML_REPORT_H_
+#define PROJECTOR_PROJECTION_HTML_REPORT_H_
+
+#include <string>
+#include <string_view>
+
+#include "projection/projection.h"
+#include "projection/scenario.h"
+
+namespace projector {
+
+// Sections, in order:
+//   headline figures: TGS, step time, MFU, TFLOP/s per GPU, peak memory of capacity (marked
+//     when it does not fit), projected vs measured when the scenario has a measurement;
+//   step breakdown: one bar of the step split into its StepBreakdown terms, and their table;
+//   per-layer modules: forward / backward / recompute bars of every module of each layer kind,
+//     the embedding and the output layer (one micro-batch);
+//   memory per pipeline stage: stacked bars (weights, gradients, optimizer state, activations,
+//     workspace) against the HBM capacity line;
+//   pipeline timeline (with ProjectionOptions::keep_timeline): every F/B/W pass of every
+//     pipeline rank, its DP gradient-bucket reduces and the step tail, on a ms axis; passes are
+//     drawn without tooltips above kTimelineTooltipLimit events to keep the page small;
+//   slowest ops (with ProjectionOptions::keep_ops): the kTopOps longest ops of each op table with
+//     shape, time, TFLOP/s and GB/s;
+//   defaults used, and the full text report (ProjectionText + OpsText) in a folded block.
+// Every string that comes from an input file is escaped.
+std::string ProjectionHtml(const Scenario& scenario, const Projection& projection);
+
+inline constexpr size_t kTimelineTooltipLimit = 4000;
+inline constexpr size_t kTopOps = 12;
+
+// &, <, >, " and ' as character references: safe in text and in quoted attribute values.
+std::string HtmlEscape(std::string_view text);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_PROJECTION_HTML_REPORT_H_

@@ -1,0 +1,165 @@
+#include "projection/html_report.h"
+
+#include <regex>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/projection/projection_test_util.h"
+#include "tests/testing/fake_backends.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector {
+namespace {
+
+using ::projector::testing::FakeBackends;
+using ::projector::testing::IsOk;
+using ::projector::testing::ToyScenario;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+Projection ProjectToy(const Scenario& s, bool keep_everything = true) {
+  FakeBackends fakes;
+  ProjectionOptions options;
+  options.keep_ops = keep_everything;
+  options.keep_timeline = keep_everything;
+  auto p = Project(s, fakes.Refs(), options);
+  EXPECT_THAT(p, IsOk());
+  return *p;
+}
+
+// Two pipeline stages, DP 4, m = 4 micro-batches per pipeline.
+Scenario TwoStageToy() {
+  Scenario s = ToyScenario();
+  s.parallel.pp = 2;
+  s.parallel.dp = 4;
+  s.training.global_batch = 16;
+  return s;
+}
+
+int Count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// The n-th <svg>...</svg> of the page.
+std::string Svg(const std::string& html, int n) {
+  size_t at = 0;
+  for (int i = 0; i <= n; ++i) {
+    at = html.find("<svg", i == 0 ? 0 : at + 1);
+    if (at == std::string::npos) return "";
+  }
+  return html.substr(at, html.find("</svg>", at) - at);
+}
+
+TEST(HtmlEscapeTest, EscapesTheFiveMarkupCharacters) {
+  EXPECT_EQ(HtmlEscape("a<b>&\"c\"'d'"), "a&lt;b&gt;&amp;&quot;c&quot;&#39;d&#39;");
+  EXPECT_EQ(HtmlEscape("plain text 1.5"), "plain text 1.5");
+  EXPECT_EQ(HtmlEscape(""), "");
+}
+
+TEST(ProjectionHtmlTest, NamesFromInputFilesAreEscaped) {
+  Scenario s = ToyScenario();
+  s.name = "<script>alert('x')</script>";
+  s.model.name = "toy & <b>";
+  const std::string html = ProjectionHtml(s, ProjectToy(s));
+  EXPECT_THAT(html, Not(HasSubstr("<script>")));
+  EXPECT_THAT(html, HasSubstr("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+  EXPECT_THAT(html, HasSubstr("toy &amp; &lt;b&gt;"));
+  EXPECT_THAT(html, Not(HasSubstr("toy & <b>")));
+}
+
+TEST(ProjectionHtmlTest, IsOneCompletePageWithEverySection) {
+  const Scenario s = TwoStageToy();
+  const Projection p = ProjectToy(s);
+  const std::string html = ProjectionHtml(s, p);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_THAT(html, HasSubstr("</body></html>"));
+  for (const char* section :
+       {"Where the step goes", "Per layer, one micro-batch", "Memory per GPU, per pipeline stage",
+        "Pipeline timeline of one step", "Slowest ops, one micro-batch", "Text report"}) {
+    EXPECT_THAT(html, HasSubstr(section)) << section;
+  }
+  // Self-contained: nothing fetched, nothing run.
+  EXPECT_THAT(html, Not(HasSubstr("<script")));
+  EXPECT_THAT(html, Not(HasSubstr("http://")));
+  EXPECT_THAT(html, Not(HasSubstr("https://")));
+  EXPECT_EQ(Count(html, "<svg"), Count(html, "</svg>"));
+  // Every pipeline rank has its row.
+  EXPECT_THAT(html, HasSubstr(">PP rank 0<"));
+  EXPECT_THAT(html, HasSubstr(">PP rank 1<"));
+}
+
+TEST(ProjectionHtmlTest, BreakdownBarSegmentsFillTheBarInProportion) {
+  const Scenario s = TwoStageToy();
+  const Projection p = ProjectToy(s);
+  const std::string bar = Svg(ProjectionHtml(s, p), 0);
+  ASSERT_FALSE(bar.empty());
+  // The StepBreakdown terms add up to the step time, so the segments fill the 1000-unit bar.
+  const std::regex width("width=\"([0-9.]+)\"");
+  double total = 0;
+  int segments = 0;
+  for (auto it = std::sregex_iterator(bar.begin(), bar.end(), width); it != std::sregex_iterator();
+       ++it) {
+    total += std::stod((*it)[1]);
+    ++segments;
+  }
+  int nonzero = 0;
+  for (const BreakdownTerm& term : kBreakdownTerms)
+    nonzero += (p.breakdown.*term.member).value() > 0;
+  EXPECT_EQ(segments, nonzero);
+  EXPECT_NEAR(total, 1000.0, 0.05);
+  // The compute segment's width is its share of the step: 1000 · compute / step.
+  std::smatch first;
+  ASSERT_TRUE(std::regex_search(bar, first, width));
+  EXPECT_NEAR(std::stod(first[1]), 1000.0 * p.breakdown.compute.value() / p.step_time.value(),
+              0.01);
+}
+
+TEST(ProjectionHtmlTest, TimelineDrawsEveryPassOnce) {
+  const Scenario s = TwoStageToy();
+  const Projection p = ProjectToy(s);
+  const std::string html = ProjectionHtml(s, p);
+  ASSERT_LE(p.timeline.size(), kTimelineTooltipLimit);
+  // 1F1B: each of the 2 ranks runs F and B of each of the 4 micro-batches once; each pass's
+  // tooltip names it ("F3, rank 1: ...").
+  for (int mb = 0; mb < 4; ++mb) {
+    for (int rank = 0; rank < 2; ++rank) {
+      for (const char* pass : {"F", "B"}) {
+        EXPECT_EQ(Count(html, absl::StrCat("<title>", pass, mb, ", rank ", rank, ":")), 1)
+            << pass << mb << " rank " << rank;
+      }
+    }
+  }
+  EXPECT_EQ(Count(html, "<title>W"), 0);  // no weight-gradient passes outside zero bubble
+}
+
+TEST(ProjectionHtmlTest, MemoryVerdictAndMeasurementAreShown) {
+  Scenario s = ToyScenario();
+  s.measured_tokens_per_s_per_gpu = 1000.0;
+  Projection p = ProjectToy(s);
+  std::string html = ProjectionHtml(s, p);
+  EXPECT_THAT(html, HasSubstr("projected vs measured 1,000 TGS"));
+  EXPECT_THAT(html, HasSubstr(absl::StrFormat("%+.1f%%", *p.error_pct)));
+  EXPECT_EQ(p.fits_in_memory, html.find("does not fit") == std::string::npos);
+
+  s.hw.gpu.hbm_capacity = Gibibytes(0.001);  // nothing fits in a MiB
+  p = ProjectToy(s);
+  ASSERT_FALSE(p.fits_in_memory);
+  html = ProjectionHtml(s, p);
+  EXPECT_THAT(html, HasSubstr("does not fit"));
+}
+
+TEST(ProjectionHtmlTest, WithoutKeptOpsAndTimelineThoseSectionsAreLeftOut) {
+  Scenario s = ToyScenario();
+  const std::string html = ProjectionHtml(s, ProjectToy(s, /*keep_everything=*/false));
+  EXPECT_THAT(html, Not(HasSubstr("Pipeline timeline of one step")));
+  EXPECT_THAT(html, Not(HasSubstr("Slowest ops")));
+  EXPECT_THAT(html, HasSubstr("Where the step goes"));
+}
+
+}  // namespace
+}  // namespace projector
