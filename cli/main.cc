@@ -359,6 +359,34 @@ absl::StatusOr<std::string> ValidationKernel(const std::string& value) {
                                                  "'; valid: ", absl::StrJoin(valid, ", ")));
 }
 
+// The path of an output-file flag (--trace, --html): empty when absent; exit 2 for an empty
+// name or a mode that does not replay the step.
+absl::StatusOr<std::string> OutputFileFlag(const cxxopts::ParseResult& flags,
+                                           const std::string& flag, const std::string& mode) {
+  if (!flags.count(flag)) return std::string();
+  std::string path = flags[flag].as<std::string>();
+  if (path.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": empty file name; give the path to write"));
+  }
+  if (mode != "simulate") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, ": written by --profiling-mode simulate only; drop --", flag, " or the mode"));
+  }
+  return path;
+}
+
+absl::Status WriteOutputFile(const std::string& flag, const std::string& path,
+                             const std::string& content) {
+  std::ofstream file(path);
+  if (file) file << content;
+  if (!file) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": cannot write '", path, "': ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunValidate(int argc, char** argv, Output& io) {
   cxxopts::Options options("project validate",
                            "Projects every case of a calibration JSONL file in simulate mode and "
@@ -394,7 +422,10 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     ("min-within-20-pct", "Fail (exit 3) when fewer cases are within 20%",
      cxxopts::value<double>(), "PCT")
     ("max-median-error-pct", "Fail (exit 3) when the median |error| is larger",
-     cxxopts::value<double>(), "PCT");
+     cxxopts::value<double>(), "PCT")
+    ("html", "Also write the comparison as a self-contained HTML page: projected-vs-measured "
+     "scatter, errors by source, summary tables, every case", cxxopts::value<std::string>(),
+     "FILE");
   // clang-format on
   cxxopts::ParseResult flags;
   try {
@@ -455,8 +486,13 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     }
     validation.grad_reduce_dtype = *d;
   }
+  PROJECTOR_ASSIGN_OR_RETURN(const std::string html_path,
+                             OutputFileFlag(flags, "html", "simulate"));
   PROJECTOR_ASSIGN_OR_RETURN(ValidationReport report,
                              ValidateCasesFile(flags["cases"].as<std::string>(), validation));
+  if (!html_path.empty()) {
+    PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("html", html_path, ValidationHtml(report)));
+  }
   std::vector<GroupScale> scales;
   if (flags.count("fit-scales")) {
     PROJECTOR_ASSIGN_OR_RETURN(
@@ -470,6 +506,10 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     io.out << FormatValidationText(report);
     if (flags.count("fit-scales")) io.out << GroupScalesText(scales);
   }
+  if (!html_path.empty()) {
+    (as_json ? io.err : io.out) << "html: report written to " << html_path
+                                << " (open in a browser)\n";
+  }
   if (flags.count("max-median-error-pct") &&
       report.summary.median_abs_error_pct > flags["max-median-error-pct"].as<double>()) {
     return absl::OutOfRangeError(absl::StrFormat(
@@ -481,34 +521,6 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     return absl::OutOfRangeError(absl::StrFormat(
         "accuracy floor not met: %.1f%% of cases within 20%% < %.1f%%",
         report.summary.within_20_pct, flags["min-within-20-pct"].as<double>()));
-  }
-  return absl::OkStatus();
-}
-
-// The path of an output-file flag (--trace, --html): empty when absent; exit 2 for an empty
-// name or a mode that does not replay the step.
-absl::StatusOr<std::string> OutputFileFlag(const cxxopts::ParseResult& flags,
-                                           const std::string& flag, const std::string& mode) {
-  if (!flags.count(flag)) return std::string();
-  std::string path = flags[flag].as<std::string>();
-  if (path.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, ": empty file name; give the path to write"));
-  }
-  if (mode != "simulate") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", flag, ": written by --profiling-mode simulate only; drop --", flag, " or the mode"));
-  }
-  return path;
-}
-
-absl::Status WriteOutputFile(const std::string& flag, const std::string& path,
-                             const std::string& content) {
-  std::ofstream file(path);
-  if (file) file << content;
-  if (!file) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, ": cannot write '", path, "': ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }

@@ -69,6 +69,13 @@ std::string Figure(double v) {
   return absl::StrFormat("%.3g", v);
 }
 
+// "200k", "1.5M", "50" for axis labels.
+std::string CompactFigure(double v) {
+  if (v >= 1e6) return absl::StrFormat("%gM", v / 1e6);
+  if (v >= 1e3) return absl::StrFormat("%gk", v / 1e3);
+  return absl::StrFormat("%g", v);
+}
+
 void Card(std::string& out, std::string_view value, std::string_view label,
           std::string_view cls = "") {
   Put(out, {"<div class=\"card\"><div class=\"v ", cls, "\">", value, "</div><div class=\"k\">",
@@ -375,6 +382,172 @@ void OpsSection(std::string& out, const Projection& p) {
   }
 }
 
+// Colours of the sources of a validation page, cycled.
+constexpr std::string_view kSourceColors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
+                                              "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+                                              "#9c755f", "#bab0ac"};
+
+std::string_view ErrorClass(double error_pct) {
+  const double e = std::abs(error_pct);
+  return e <= 10.0 ? "good" : (e > 20.0 ? "bad" : "");
+}
+
+void SummaryTable(std::string& out, std::string_view title, const std::vector<ErrorSummary>& rows) {
+  Put(out, {"<h3>", title, "</h3>\n"});
+  out +=
+      "<table class=\"grid\"><tr><th>group</th><th class=\"n\">cases</th>"
+      "<th class=\"n\">projected</th><th class=\"n\">median |err|</th>"
+      "<th class=\"n\">mean err</th><th class=\"n\">&le;10%</th>"
+      "<th class=\"n\">&le;20%</th><th class=\"n\">&le;30%</th></tr>";
+  for (const ErrorSummary& r : rows) {
+    absl::StrAppendFormat(&out,
+                          "<tr><td>%s</td><td class=\"n\">%d</td><td class=\"n\">%d</td>"
+                          "<td class=\"n %s\">%.1f%%</td><td class=\"n\">%+.1f%%</td>"
+                          "<td class=\"n\">%.0f%%</td><td class=\"n\">%.0f%%</td>"
+                          "<td class=\"n\">%.0f%%</td></tr>",
+                          HtmlEscape(r.group), r.count, r.projected,
+                          ErrorClass(r.median_abs_error_pct), r.median_abs_error_pct,
+                          r.mean_error_pct, r.within_10_pct, r.within_20_pct, r.within_30_pct);
+  }
+  out += "</table>\n";
+}
+
+// Index of each case's source in `sources` (first-appearance order).
+std::vector<size_t> SourceIndex(const std::vector<ValidationCase>& cases,
+                                std::vector<std::string>& sources) {
+  std::vector<size_t> index;
+  index.reserve(cases.size());
+  for (const ValidationCase& c : cases) {
+    auto it = std::find(sources.begin(), sources.end(), c.source);
+    if (it == sources.end()) it = sources.insert(sources.end(), c.source);
+    index.push_back(static_cast<size_t>(it - sources.begin()));
+  }
+  return index;
+}
+
+std::string CaseTooltip(const ValidationCase& c) {
+  return HtmlEscape(absl::StrFormat("%s: measured %.0f, projected %.0f TGS (%+.1f%%)", c.id,
+                                    c.measured_tokens_per_s_per_gpu,
+                                    *c.projected_tokens_per_s_per_gpu, *c.error_pct));
+}
+
+// Log-log projected against measured TGS with the y = x line and the ±10% / ±20% bands.
+void ScatterChart(std::string& out, const ValidationReport& r, const std::vector<size_t>& source,
+                  const std::vector<std::string>& sources) {
+  double lo = 0, hi = 0;
+  for (const ValidationCase& c : r.cases) {
+    if (!c.projected_tokens_per_s_per_gpu) continue;
+    for (double v : {c.measured_tokens_per_s_per_gpu, *c.projected_tokens_per_s_per_gpu}) {
+      if (!(v > 0)) continue;
+      lo = lo > 0 ? std::min(lo, v) : v;
+      hi = std::max(hi, v);
+    }
+  }
+  if (!(lo > 0) || !(hi > 0)) return;
+  const double l0 = std::log10(lo / 1.3), l1 = std::log10(hi * 1.3);
+  constexpr double kLeft = 64, kTop = 10, kSize = 520;
+  auto px = [&](double v) { return kLeft + (std::log10(v) - l0) / (l1 - l0) * kSize; };
+  auto py = [&](double v) { return kTop + kSize - (std::log10(v) - l0) / (l1 - l0) * kSize; };
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", kTop + kSize + 40);
+  // Grid at 1, 2 and 5 times each power of ten inside the range.
+  for (double decade = std::pow(10.0, std::floor(l0)); decade <= std::pow(10.0, l1); decade *= 10) {
+    for (double f : {1.0, 2.0, 5.0}) {
+      const double v = f * decade;
+      if (std::log10(v) < l0 || std::log10(v) > l1) continue;
+      absl::StrAppendFormat(&out,
+                            "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.0f\" y2=\"%.0f\" "
+                            "stroke=\"#e3e5ee\"/><line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" "
+                            "y2=\"%.2f\" stroke=\"#e3e5ee\"/>",
+                            px(v), px(v), kTop, kTop + kSize, kLeft, kLeft + kSize, py(v), py(v));
+      if (f > 1.0 && l1 - l0 > 3.0) continue;  // wide ranges: label the decades only
+      Text(out, px(v), kTop + kSize + 14, CompactFigure(v), "middle", "#667");
+      Text(out, kLeft - 6, py(v) + 4, CompactFigure(v), "end", "#667");
+    }
+  }
+  // y = k·x from the left or bottom edge to the top or right edge.
+  const double a = std::pow(10.0, l0), b = std::pow(10.0, l1);
+  for (const auto& [k, dash] :
+       {std::pair{1.0, ""}, {1.1, "2 3"}, {1 / 1.1, "2 3"}, {1.2, "6 4"}, {1 / 1.2, "6 4"}}) {
+    const double x0 = std::max(a, a / k), x1 = std::min(b, b / k);
+    absl::StrAppendFormat(&out,
+                          "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" "
+                          "stroke=\"#8a90a6\" stroke-dasharray=\"%s\"/>",
+                          px(x0), py(k * x0), px(x1), py(k * x1), dash);
+  }
+  for (size_t i = 0; i < r.cases.size(); ++i) {
+    const ValidationCase& c = r.cases[i];
+    if (!c.projected_tokens_per_s_per_gpu || !(c.measured_tokens_per_s_per_gpu > 0) ||
+        !(*c.projected_tokens_per_s_per_gpu > 0)) {
+      continue;
+    }
+    const std::string_view color = kSourceColors[source[i] % std::size(kSourceColors)];
+    absl::StrAppendFormat(&out,
+                          "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3.5\" fill=\"%s\" "
+                          "stroke=\"%s\" fill-opacity=\"0.75\"><title>%s</title></circle>",
+                          px(c.measured_tokens_per_s_per_gpu),
+                          py(*c.projected_tokens_per_s_per_gpu), c.inconsistent ? "none" : color,
+                          color, CaseTooltip(c));
+  }
+  Text(out, kLeft + kSize / 2, kTop + kSize + 32, "measured tokens/s per GPU", "middle");
+  absl::StrAppendFormat(&out,
+                        "<text x=\"14\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#1d2330\" "
+                        "transform=\"rotate(-90 14 %.0f)\">projected tokens/s per GPU</text>",
+                        kTop + kSize / 2, kTop + kSize / 2);
+  // Legend: one row per source.
+  double y = kTop + 10;
+  for (size_t s = 0; s < sources.size(); ++s) {
+    Rect(out, kLeft + kSize + 40, y - 9, 11, 11, kSourceColors[s % std::size(kSourceColors)]);
+    Text(out, kLeft + kSize + 58, y, HtmlEscape(sources[s]));
+    y += 18;
+  }
+  Text(out, kLeft + kSize + 40, y + 8, "solid line: projected = measured", "start", "#667");
+  Text(out, kLeft + kSize + 40, y + 24, "dotted: ±10%, dashed: ±20%", "start", "#667");
+  Text(out, kLeft + kSize + 40, y + 40, "hollow: flagged inconsistent", "start", "#667");
+  out += "</svg>\n";
+}
+
+// One row per source: every projected case's error on a −50..+50% axis (clamped), with the
+// ±10% and ±20% bands shaded.
+void ErrorStrip(std::string& out, const ValidationReport& r, const std::vector<size_t>& source,
+                const std::vector<std::string>& sources) {
+  constexpr double kLeft = 230, kWidth = 740, kRow = 26, kTop = 6, kRange = 50;
+  const double height = kTop + kRow * static_cast<double>(sources.size()) + 24;
+  auto px = [&](double e) {
+    return kLeft + (std::clamp(e, -kRange, kRange) + kRange) / (2 * kRange) * kWidth;
+  };
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", height);
+  const double bottom = kTop + kRow * static_cast<double>(sources.size());
+  Rect(out, px(-20), kTop, px(20) - px(-20), bottom - kTop, "#eef6ee");
+  Rect(out, px(-10), kTop, px(10) - px(-10), bottom - kTop, "#dcefdc");
+  for (double e = -kRange; e <= kRange; e += 10) {
+    absl::StrAppendFormat(&out,
+                          "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.0f\" y2=\"%.2f\" "
+                          "stroke=\"%s\"/>",
+                          px(e), px(e), kTop, bottom, e == 0 ? "#8a90a6" : "#e3e5ee");
+    Text(out, px(e), bottom + 14,
+         absl::StrFormat("%s%+.0f%%", e == -kRange ? "&le;" : (e == kRange ? "&ge;" : ""), e),
+         "middle", "#667");
+  }
+  for (size_t s = 0; s < sources.size(); ++s) {
+    Text(out, 0, kTop + kRow * static_cast<double>(s) + kRow / 2 + 4,
+         HtmlEscape(sources[s].substr(0, 34)));
+  }
+  for (size_t i = 0; i < r.cases.size(); ++i) {
+    const ValidationCase& c = r.cases[i];
+    if (!c.error_pct) continue;
+    // A small deterministic vertical spread so that equal errors stay visible.
+    const double jitter = (static_cast<double>(i % 7) - 3.0) * 2.2;
+    const std::string_view color = kSourceColors[source[i] % std::size(kSourceColors)];
+    absl::StrAppendFormat(&out,
+                          "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\" fill=\"%s\" "
+                          "stroke=\"%s\" fill-opacity=\"0.7\"><title>%s</title></circle>",
+                          px(*c.error_pct),
+                          kTop + kRow * static_cast<double>(source[i]) + kRow / 2 + jitter,
+                          c.inconsistent ? "none" : color, color, CaseTooltip(c));
+  }
+  out += "</svg>\n";
+}
+
 }  // namespace
 
 std::string HtmlEscape(std::string_view text) {
@@ -424,6 +597,83 @@ std::string ProjectionHtml(const Scenario& scenario, const Projection& p) {
   Put(out,
       {"<h2>Text report</h2>\n<details><summary>show</summary><pre>",
        HtmlEscape(ProjectionText(scenario, p) + OpsText(p)), "</pre></details>\n</body></html>\n"});
+  return out;
+}
+
+std::string ValidationHtml(const ValidationReport& r) {
+  std::string out;
+  Put(out, {"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+            "<title>Projected vs measured: ",
+            HtmlEscape(r.file), "</title><style>", kCss, "</style></head><body>\n"});
+  Put(out, {"<h1>Projected vs measured: ", HtmlEscape(r.file), "</h1>\n"});
+  const ErrorSummary& s = r.summary;
+  out += "<div class=\"cards\">";
+  Card(out, absl::StrCat(s.count), "cases");
+  Card(out, absl::StrCat(s.projected), "projected", s.projected < s.count ? "bad" : "");
+  Card(out, absl::StrFormat("%.1f%%", s.median_abs_error_pct), "median |error|",
+       ErrorClass(s.median_abs_error_pct));
+  Card(out, absl::StrFormat("%+.1f%%", s.mean_error_pct), "mean error (projected high > 0)");
+  Card(out,
+       absl::StrFormat("%.0f / %.0f / %.0f%%", s.within_10_pct, s.within_20_pct, s.within_30_pct),
+       "within 10 / 20 / 30%");
+  Card(out, absl::StrCat(r.inconsistent_cases), "flagged inconsistent");
+  Card(out, absl::StrCat(r.measured_but_not_fitting), "measured, projected not to fit");
+  out += "</div>\n";
+
+  std::vector<std::string> sources;
+  const std::vector<size_t> source = SourceIndex(r.cases, sources);
+  out += "<h2>Projected against measured</h2>\n";
+  ScatterChart(out, r, source, sources);
+  out +=
+      "<h2>Error by source</h2>\n<p class=\"note\">(projected &minus; measured) / measured; "
+      "shaded: within 10% and 20%.</p>\n";
+  ErrorStrip(out, r, source, sources);
+
+  out += "<h2>Summary</h2>\n";
+  SummaryTable(out, "All cases", {r.summary});
+  SummaryTable(out, "By GPU", r.by_gpu);
+  SummaryTable(out, "By source", r.by_source);
+  SummaryTable(out, "By precision", r.by_precision);
+  SummaryTable(out, "By sequence length", r.by_seq_len);
+  SummaryTable(out, "By scale", r.by_scale);
+
+  out +=
+      "<h2>Cases</h2>\n<table class=\"grid\"><tr><th>id</th><th>model</th><th>GPU</th>"
+      "<th class=\"n\">GPUs</th><th>layout</th><th class=\"n\">measured</th>"
+      "<th class=\"n\">projected</th><th class=\"n\">error</th><th>dominant terms</th>"
+      "<th>flags</th></tr>";
+  for (const ValidationCase& c : r.cases) {
+    if (!c.projected_tokens_per_s_per_gpu || !c.error_pct) continue;
+    std::string flags = c.fits_in_memory ? "" : "does not fit";
+    if (c.inconsistent) {
+      absl::StrAppend(&flags, flags.empty() ? "" : "; ", "inconsistent: ", InconsistencyNote(c));
+    }
+    absl::StrAppendFormat(&out,
+                          "<tr><td>%s</td><td>%s</td><td>%s</td><td class=\"n\">%d</td>"
+                          "<td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
+                          "<td class=\"n %s\">%+.1f%%</td><td>%s</td><td>%s</td></tr>",
+                          HtmlEscape(c.id), HtmlEscape(c.model), HtmlEscape(c.gpu), c.num_gpus,
+                          HtmlEscape(c.layout), Figure(c.measured_tokens_per_s_per_gpu),
+                          Figure(*c.projected_tokens_per_s_per_gpu), ErrorClass(*c.error_pct),
+                          *c.error_pct, HtmlEscape(c.dominant_terms), HtmlEscape(flags));
+  }
+  out += "</table>\n";
+  bool header = false;
+  for (const ValidationCase& c : r.cases) {
+    if (c.projected_tokens_per_s_per_gpu && c.error_pct) continue;
+    if (!header) {
+      out +=
+          "<h2>Cases not projected</h2>\n<table class=\"grid\"><tr><th>id</th>"
+          "<th class=\"n\">line</th><th>reason</th></tr>";
+      header = true;
+    }
+    absl::StrAppendFormat(&out, "<tr><td>%s</td><td class=\"n\">%d</td><td>%s</td></tr>",
+                          HtmlEscape(c.id), c.line, HtmlEscape(c.reason));
+  }
+  if (header) out += "</table>\n";
+  absl::StrAppendFormat(&out, "<p class=\"note\">%d cases in %.2f s.</p>\n</body></html>\n",
+                        r.cases.size(), r.elapsed_s);
   return out;
 }
 

@@ -8,6 +8,7 @@
 
 #include "projection/projection.h"
 #include "projection/scenario.h"
+#include "projection/validate.h"
 
 namespace projector {
 
@@ -27,6 +28,15 @@ namespace projector {
 //   defaults used, and the full text report (ProjectionText + OpsText) in a folded block.
 // Every string that comes from an input file is escaped.
 std::string ProjectionHtml(const Scenario& scenario, const Projection& projection);
+
+// `project validate --html`: the accuracy of a whole case file on one page. Headline cards
+// (cases, projected, median |error|, mean error, share within 10/20/30%, inconsistent and
+// not-fitting counts); a log-log scatter of projected against measured TGS, one point per
+// projected case coloured by source (hollow when the case is flagged inconsistent), with the
+// y = x line and the ±10% and ±20% bands; a strip of each source's errors; the summary tables
+// (overall, by GPU, source, precision, sequence band, scale); every case with its error and
+// flags, and the cases not projected with the reason.
+std::string ValidationHtml(const ValidationReport& report);
 
 inline constexpr size_t kTimelineTooltipLimit = 4000;
 inline constexpr size_t kTopOps = 12;

@@ -465,18 +465,7 @@ std::string SpeedupRow(const Speedup& g, const std::string& prefix) {
 // "  [inconsistent: ...]" naming what the measurement contradicts; empty when nothing does.
 std::string InconsistencyMark(const ValidationCase& c) {
   if (!c.inconsistent) return "";
-  std::vector<std::string> why;
-  if (c.sibling_deviation_pct &&
-      std::fabs(*c.sibling_deviation_pct) > kSiblingDeviationFlagPct) {
-    why.push_back(absl::StrFormat("%+.0f%% vs %d-case series", *c.sibling_deviation_pct,
-                                  c.siblings));
-  }
-  if (c.longer_sequence_deficit_pct) {
-    why.push_back(absl::StrFormat("%.0f%% slower than seq %d at equal tokens",
-                                  -*c.longer_sequence_deficit_pct,
-                                  c.faster_longer_sequence_seq_len));
-  }
-  return absl::StrCat("  [inconsistent: ", absl::StrJoin(why, "; "), "]");
+  return absl::StrCat("  [inconsistent: ", InconsistencyNote(c), "]");
 }
 
 json SummaryJson(const ErrorSummary& s) {
@@ -491,6 +480,20 @@ json SummaryJson(const ErrorSummary& s) {
 }
 
 }  // namespace
+
+std::string InconsistencyNote(const ValidationCase& c) {
+  std::vector<std::string> why;
+  if (c.sibling_deviation_pct && std::fabs(*c.sibling_deviation_pct) > kSiblingDeviationFlagPct) {
+    why.push_back(
+        absl::StrFormat("%+.0f%% vs %d-case series", *c.sibling_deviation_pct, c.siblings));
+  }
+  if (c.longer_sequence_deficit_pct) {
+    why.push_back(absl::StrFormat("%.0f%% slower than seq %d at equal tokens",
+                                  -*c.longer_sequence_deficit_pct,
+                                  c.faster_longer_sequence_seq_len));
+  }
+  return absl::StrJoin(why, "; ");
+}
 
 std::string FormatValidationText(const ValidationReport& r) {
   std::string out = absl::StrFormat(

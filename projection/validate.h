@@ -166,6 +166,9 @@ std::pair<int, std::string> ScaleBand(int64_t num_gpus, int64_t gpus_per_node);
 ErrorSummary Summarise(const std::vector<const ValidationCase*>& cases, std::string group);
 
 std::string FormatValidationText(const ValidationReport& report);
+// What an inconsistent case's measurement contradicts ("+14% vs 4-case series; 7% slower than
+// seq 4096 at equal tokens"); empty when nothing does.
+std::string InconsistencyNote(const ValidationCase& c);
 nlohmann::json ValidationToJson(const ValidationReport& report);
 
 }  // namespace projector

@@ -161,5 +161,83 @@ TEST(ProjectionHtmlTest, WithoutKeptOpsAndTimelineThoseSectionsAreLeftOut) {
   EXPECT_THAT(html, HasSubstr("Where the step goes"));
 }
 
+// Two projected cases (one flagged inconsistent) and one the tool could not project.
+ValidationReport ToyValidation() {
+  ValidationReport r;
+  r.file = "cases<1>.jsonl";
+  ValidationCase a;
+  a.id = "run<a>";
+  a.source = "lab & co";
+  a.status = "ok";
+  a.measured_tokens_per_s_per_gpu = 1000;
+  a.projected_tokens_per_s_per_gpu = 1100;
+  a.error_pct = 10.0;
+  ValidationCase b = a;
+  b.id = "run_b";
+  b.measured_tokens_per_s_per_gpu = 4000;
+  b.projected_tokens_per_s_per_gpu = 3000;
+  b.error_pct = -25.0;
+  b.inconsistent = true;
+  b.sibling_deviation_pct = 14.0;
+  b.siblings = 4;
+  b.fits_in_memory = false;
+  ValidationCase c;
+  c.id = "run_c";
+  c.line = 3;
+  c.source = "other";
+  c.status = "unsupported";
+  c.reason = "cp > 1 with <unfused> attention";
+  r.cases = {a, b, c};
+  r.summary = {.group = "all",
+               .count = 3,
+               .projected = 2,
+               .median_abs_error_pct = 17.5,
+               .mean_error_pct = -7.5,
+               .within_10_pct = 50,
+               .within_20_pct = 50,
+               .within_30_pct = 100};
+  r.by_source = {{.group = "lab & co", .count = 2, .projected = 2}};
+  r.inconsistent_cases = 1;
+  r.measured_but_not_fitting = 1;
+  return r;
+}
+
+TEST(ValidationHtmlTest, EveryProjectedCaseIsPlottedTwiceAndEveryOtherListed) {
+  const std::string html = ValidationHtml(ToyValidation());
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_THAT(html, Not(HasSubstr("<script")));
+  // Scatter + error strip: one circle per projected case in each.
+  EXPECT_EQ(Count(html, "<circle"), 4);
+  EXPECT_EQ(Count(html, "<title>run&lt;a&gt;: measured 1000, projected 1100 TGS (+10.0%)</title>"),
+            2);
+  // The inconsistent case is drawn hollow, and its flags are listed.
+  EXPECT_EQ(Count(html, "fill=\"none\""), 2);
+  EXPECT_THAT(html, HasSubstr("does not fit; inconsistent: +14% vs 4-case series"));
+  // The case not projected is listed with its reason, escaped.
+  EXPECT_THAT(html, HasSubstr("<td>run_c</td><td class=\"n\">3</td><td>cp &gt; 1 with "
+                              "&lt;unfused&gt; attention</td>"));
+  // Headline figures.
+  EXPECT_THAT(html, HasSubstr(">17.5%</div><div class=\"k\">median |error|"));
+  EXPECT_THAT(html, HasSubstr(">50 / 50 / 100%</div>"));
+  // Names from the file are escaped everywhere.
+  EXPECT_THAT(html, HasSubstr("cases&lt;1&gt;.jsonl"));
+  EXPECT_THAT(html, HasSubstr("lab &amp; co"));
+  EXPECT_THAT(html, Not(HasSubstr("lab & co")));
+  EXPECT_THAT(html, Not(HasSubstr("run<a>")));
+}
+
+TEST(ValidationHtmlTest, ScatterPointsSitOnTheDiagonalWhenExact) {
+  ValidationReport r = ToyValidation();
+  r.cases.resize(1);
+  r.cases[0].projected_tokens_per_s_per_gpu = r.cases[0].measured_tokens_per_s_per_gpu;
+  r.cases[0].error_pct = 0.0;
+  const std::string scatter = Svg(ValidationHtml(r), 0);
+  const std::regex point("<circle cx=\"([0-9.]+)\" cy=\"([0-9.]+)\"");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(scatter, m, point));
+  // Square log-log plot (left 64, top 10, side 520): y = x maps to cx − 64 = 530 − cy.
+  EXPECT_NEAR(std::stod(m[1]) - 64.0, 530.0 - std::stod(m[2]), 0.02);
+}
+
 }  // namespace
 }  // namespace projector
