@@ -603,20 +603,26 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
     PROJECTOR_ASSIGN_OR_RETURN(
         clocks, ParsePositiveList(flags["gpu-clock-mhz"].as<std::string>(), "gpu-clock-mhz"));
   }
-  for (const auto& [flag, path] : {std::pair{"trace", &trace_path}, {"html", &html_path}}) {
-    if (clocks.size() > 1 && !path->empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, ": one projection per file; give a single --gpu-clock-mhz"));
-    }
+  if (clocks.size() > 1 && !trace_path.empty()) {
+    return absl::InvalidArgumentError(
+        "--trace: one projection per trace; give a single --gpu-clock-mhz");
   }
   if (clocks.size() > 1) {
     PROJECTOR_ASSIGN_OR_RETURN(std::vector<ClockRow> rows, ClockWhatIf(scenario, clocks));
+    if (!html_path.empty()) {
+      PROJECTOR_RETURN_IF_ERROR(
+          WriteOutputFile("html", html_path, ClockWhatIfHtml(scenario, rows)));
+    }
     if (as_json) {
       json j = ClockWhatIfJson(rows);
       j["scenario"] = ScenarioToJson(scenario);
       io.out << j.dump(2) << "\n";
     } else {
       io.out << DescribeScenario(scenario) << "\n" << ClockWhatIfText(rows);
+    }
+    if (!html_path.empty()) {
+      (as_json ? io.err : io.out) << "html: report written to " << html_path
+                                  << " (open in a browser)\n";
     }
     return absl::OkStatus();
   }

@@ -121,6 +121,14 @@ void Legend(std::string& out,
   out += "</p>";
 }
 
+// The document head (title already escaped) and the opening body tag.
+void PageStart(std::string& out, std::string_view title) {
+  Put(out, {"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+            "<title>",
+            title, "</title><style>", kCss, "</style></head><body>\n"});
+}
+
 void Headline(std::string& out, const Scenario& scenario, const Projection& p) {
   Put(out, {"<h1>Projection: ", HtmlEscape(p.scenario_name), "</h1>\n<table class=\"meta\">"});
   for (const auto& [label, value] : ProjectionSummaryRows(scenario, p)) {
@@ -579,10 +587,7 @@ std::string HtmlEscape(std::string_view text) {
 
 std::string ProjectionHtml(const Scenario& scenario, const Projection& p) {
   std::string out;
-  Put(out, {"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-            "<title>Projection: ",
-            HtmlEscape(p.scenario_name), "</title><style>", kCss, "</style></head><body>\n"});
+  PageStart(out, absl::StrCat("Projection: ", HtmlEscape(p.scenario_name)));
   Headline(out, scenario, p);
   BreakdownSection(out, p);
   ModulesSection(out, p);
@@ -602,10 +607,7 @@ std::string ProjectionHtml(const Scenario& scenario, const Projection& p) {
 
 std::string ValidationHtml(const ValidationReport& r) {
   std::string out;
-  Put(out, {"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-            "<title>Projected vs measured: ",
-            HtmlEscape(r.file), "</title><style>", kCss, "</style></head><body>\n"});
+  PageStart(out, absl::StrCat("Projected vs measured: ", HtmlEscape(r.file)));
   Put(out, {"<h1>Projected vs measured: ", HtmlEscape(r.file), "</h1>\n"});
   const ErrorSummary& s = r.summary;
   out += "<div class=\"cards\">";
@@ -674,6 +676,94 @@ std::string ValidationHtml(const ValidationReport& r) {
   if (header) out += "</table>\n";
   absl::StrAppendFormat(&out, "<p class=\"note\">%d cases in %.2f s.</p>\n</body></html>\n",
                         r.cases.size(), r.elapsed_s);
+  return out;
+}
+
+std::string ClockWhatIfHtml(const Scenario& scenario, const std::vector<ClockRow>& rows) {
+  std::string out;
+  PageStart(out, absl::StrCat("Clock what-if: ", HtmlEscape(scenario.name)));
+  Put(out, {"<h1>Clock what-if: ", HtmlEscape(scenario.name), "</h1>\n<pre>",
+            HtmlEscape(DescribeScenario(scenario)), "</pre>\n"});
+  if (rows.empty()) return out + "</body></html>\n";
+  const auto [lo_it, hi_it] = std::minmax_element(
+      rows.begin(), rows.end(),
+      [](const ClockRow& a, const ClockRow& b) { return a.clock_mhz < b.clock_mhz; });
+  const ClockRow& lowest = *lo_it;
+  const double c0 = lowest.clock_mhz, c1 = hi_it->clock_mhz;
+  double top = 0;
+  for (const ClockRow& r : rows) {
+    top = std::max({top, r.tokens_per_s_per_gpu,
+                    lowest.tokens_per_s_per_gpu * r.clock_mhz / std::max(c0, 1e-9)});
+  }
+  top *= 1.1;
+  constexpr double kLeft = 70, kTop = 12, kW = 880, kH = 300;
+  const double span = c1 > c0 ? c1 - c0 : 1.0;
+  auto px = [&](double mhz) { return kLeft + (c1 > c0 ? (mhz - c0) / span : 0.5) * kW; };
+  auto py = [&](double tgs) { return kTop + kH - (top > 0 ? tgs / top * kH : 0.0); };
+  out += "<h2>Tokens/s per GPU against the sustained clock</h2>\n";
+  Legend(out, {{"projected TGS", kForwardColor},
+               {"proportional to the clock (through the lowest clock)", "#8a90a6"}});
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", kTop + kH + 40);
+  const double ytick = TickStep(top, 5);
+  for (double v = 0; v <= top; v += ytick) {
+    absl::StrAppendFormat(&out,
+                          "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\" "
+                          "stroke=\"#e3e5ee\"/>",
+                          kLeft, kLeft + kW, py(v), py(v));
+    Text(out, kLeft - 6, py(v) + 4, CompactFigure(v), "end", "#667");
+  }
+  for (const ClockRow& r : rows) {
+    Text(out, px(r.clock_mhz), kTop + kH + 14, absl::StrFormat("%g", r.clock_mhz), "middle",
+         "#667");
+  }
+  Text(out, kLeft + kW / 2, kTop + kH + 32, "sustained clock (MHz)", "middle");
+  absl::StrAppendFormat(&out,
+                        "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" "
+                        "stroke=\"#8a90a6\" stroke-dasharray=\"6 4\"/>",
+                        px(c0), py(lowest.tokens_per_s_per_gpu), px(c1),
+                        py(lowest.tokens_per_s_per_gpu * c1 / std::max(c0, 1e-9)));
+  std::vector<const ClockRow*> sorted;
+  for (const ClockRow& r : rows) sorted.push_back(&r);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const ClockRow* a, const ClockRow* b) {
+    return a->clock_mhz < b->clock_mhz;
+  });
+  std::string points;
+  for (const ClockRow* r : sorted) {
+    absl::StrAppendFormat(&points, "%.2f,%.2f ", px(r->clock_mhz), py(r->tokens_per_s_per_gpu));
+  }
+  absl::StrAppendFormat(&out,
+                        "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" "
+                        "stroke-width=\"2\"/>",
+                        points, kForwardColor);
+  for (const ClockRow* r : sorted) {
+    absl::StrAppendFormat(&out,
+                          "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"4\" fill=\"%s\"><title>%g MHz: "
+                          "%.1f TGS, step %.2f ms</title></circle>",
+                          px(r->clock_mhz), py(r->tokens_per_s_per_gpu), kForwardColor,
+                          r->clock_mhz, r->tokens_per_s_per_gpu, Ms(r->step_time));
+  }
+  out +=
+      "</svg>\n<table class=\"grid\"><tr><th class=\"n\">clock MHz</th>"
+      "<th class=\"n\">step ms</th><th class=\"n\">TGS</th><th class=\"n\">TFLOP/s/GPU</th>"
+      "<th class=\"n\">clock-scaled share</th><th class=\"n\">TGS vs lowest clock</th>"
+      "<th class=\"n\">clock vs lowest</th></tr>";
+  for (const ClockRow& r : rows) {
+    absl::StrAppendFormat(&out,
+                          "<tr><td class=\"n\">%g</td><td class=\"n\">%.2f</td>"
+                          "<td class=\"n\">%.1f</td><td class=\"n\">%.1f</td>"
+                          "<td class=\"n\">%.1f%%</td><td class=\"n\">%.3fx</td>"
+                          "<td class=\"n\">%.3fx</td></tr>",
+                          r.clock_mhz, Ms(r.step_time), r.tokens_per_s_per_gpu, r.tflops_per_gpu,
+                          100.0 * r.clock_scaled_share,
+                          lowest.tokens_per_s_per_gpu > 0
+                              ? r.tokens_per_s_per_gpu / lowest.tokens_per_s_per_gpu
+                              : 0.0,
+                          c0 > 0 ? r.clock_mhz / c0 : 0.0);
+  }
+  out +=
+      "</table>\n<p class=\"note\">The clock-scaled share is the part of the step that "
+      "scales with 1/clock (compute-bound cycles); memory-bound kernels and communication do "
+      "not, so TGS grows more slowly than the clock.</p>\n</body></html>\n";
   return out;
 }
 

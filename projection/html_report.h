@@ -5,10 +5,12 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "projection/projection.h"
 #include "projection/scenario.h"
 #include "projection/validate.h"
+#include "projection/what_if.h"
 
 namespace projector {
 
@@ -37,6 +39,11 @@ std::string ProjectionHtml(const Scenario& scenario, const Projection& projectio
 // (overall, by GPU, source, precision, sequence band, scale); every case with its error and
 // flags, and the cases not projected with the reason.
 std::string ValidationHtml(const ValidationReport& report);
+
+// A clock what-if sweep (`--gpu-clock-mhz A,B,...`): the scenario, a chart of TGS against the
+// sustained clock with the line of TGS proportional to the clock through the lowest clock (how
+// far the step is from compute-bound), and the table of every clock.
+std::string ClockWhatIfHtml(const Scenario& scenario, const std::vector<ClockRow>& rows);
 
 inline constexpr size_t kTimelineTooltipLimit = 4000;
 inline constexpr size_t kTopOps = 12;

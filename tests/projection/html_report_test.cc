@@ -239,5 +239,35 @@ TEST(ValidationHtmlTest, ScatterPointsSitOnTheDiagonalWhenExact) {
   EXPECT_NEAR(std::stod(m[1]) - 64.0, 530.0 - std::stod(m[2]), 0.02);
 }
 
+TEST(ClockWhatIfHtmlTest, ChartsEveryClockAgainstProportionalScaling) {
+  Scenario s = ToyScenario();
+  s.name = "sweep <1>";
+  // Given out of order: the chart sorts by clock, the table keeps the given order.
+  const std::vector<ClockRow> rows = {{.clock_mhz = 2000,
+                                       .step_time = Seconds(2.0),
+                                       .tokens_per_s_per_gpu = 150,
+                                       .tflops_per_gpu = 300,
+                                       .clock_scaled_share = 0.5},
+                                      {.clock_mhz = 1000,
+                                       .step_time = Seconds(3.0),
+                                       .tokens_per_s_per_gpu = 100,
+                                       .tflops_per_gpu = 200,
+                                       .clock_scaled_share = 0.8}};
+  const std::string html = ClockWhatIfHtml(s, rows);
+  EXPECT_THAT(html, HasSubstr("Clock what-if: sweep &lt;1&gt;"));
+  EXPECT_EQ(Count(html, "<circle"), 2);
+  EXPECT_THAT(html, HasSubstr("<title>1000 MHz: 100.0 TGS, step 3000.00 ms</title>"));
+  // Doubling the clock gives 1.5x the TGS here; the proportional line would give 2x.
+  EXPECT_THAT(html, HasSubstr("<td class=\"n\">1.500x</td><td class=\"n\">2.000x</td>"));
+  EXPECT_THAT(html, HasSubstr("<td class=\"n\">50.0%</td>"));
+  // Plot: x 70..950 over 1000..2000 MHz, y 12..312 over 0..1.1·200 TGS (the proportional line
+  // tops at 2 · 100). The proportional line ends at (950, 312 − 200/220 · 300).
+  EXPECT_THAT(html,
+              HasSubstr(absl::StrFormat("x2=\"950.00\" y2=\"%.2f\"", 312 - 200.0 / 220 * 300)));
+  // The TGS polyline runs from the lowest clock to the highest.
+  EXPECT_THAT(html, HasSubstr(absl::StrFormat("points=\"70.00,%.2f 950.00,%.2f \"",
+                                              312 - 100.0 / 220 * 300, 312 - 150.0 / 220 * 300)));
+}
+
 }  // namespace
 }  // namespace projector
