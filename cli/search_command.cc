@@ -1,7 +1,10 @@
 #include "cli/search_command.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "core/status_macros.h"
 #include "cxxopts.hpp"
 #include "projection/calibrate.h"
+#include "projection/html_report.h"
 #include "projection/search.h"
 
 namespace projector {
@@ -243,6 +247,9 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
      cxxopts::value<std::string>()->default_value("text"), "FORMAT")
     ("top", "Layouts shown in the text output", cxxopts::value<int64_t>()->default_value("10"),
      "K")
+    ("html", "Also write the search as a self-contained HTML page: TGS against peak memory of "
+     "every layout with the Pareto front, and the best --top layouts with their commands",
+     cxxopts::value<std::string>(), "FILE")
     ("objective", "Rank by tgs (highest first), step-time or memory (lowest first)",
      cxxopts::value<std::string>()->default_value("tgs"), "NAME")
     ("memory-limit-gb", "Peak memory limit per GPU in GB (1e9 B), or none to keep and mark "
@@ -327,6 +334,10 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
     return FlagError("top", absl::StrCat("expected an integer (", e.what(), ")"));
   }
   if (top_k <= 0) return FlagError("top", absl::StrCat("must be > 0, got ", top_k));
+  const std::string html_path = flags.count("html") ? StringFlag(flags, "html") : "";
+  if (flags.count("html") && html_path.empty()) {
+    return FlagError("html", "empty file name; give the path to write");
+  }
   SearchOptions opts;
   {
     auto objective = ParseSearchObjective(StringFlag(flags, "objective"));
@@ -370,10 +381,22 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
   absl::StatusOr<SearchResult> result = SearchLayouts(base, opts);
   if (progress_shown) err << "\n";
   if (!result.ok()) return result.status();
+  if (!html_path.empty()) {
+    std::ofstream file(html_path);
+    if (file) file << SearchHtml(base, *result, top_k);
+    if (!file) {
+      return FlagError("html",
+                       absl::StrCat("cannot write '", html_path, "': ", std::strerror(errno)));
+    }
+  }
   if (format == "json") {
     out << SearchResultToJson(base, *result).dump(2) << "\n";
   } else {
     out << FormatSearchText(base, *result, top_k);
+  }
+  if (!html_path.empty()) {
+    (format == "json" ? err : out)
+        << "html: report written to " << html_path << " (open in a browser)\n";
   }
   return absl::OkStatus();
 }

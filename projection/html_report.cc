@@ -767,4 +767,133 @@ std::string ClockWhatIfHtml(const Scenario& scenario, const std::vector<ClockRow
   return out;
 }
 
+std::string SearchHtml(const Scenario& base, const SearchResult& result, int64_t top_k) {
+  std::string out;
+  PageStart(out, absl::StrCat("Layout search: ", HtmlEscape(base.model.name), " on ",
+                              HtmlEscape(base.hw.name)));
+  Put(out, {"<h1>Layout search: ", HtmlEscape(base.model.name), " on ",
+            HtmlEscape(absl::StrFormat("%d x %s", base.num_gpus, base.hw.name)), "</h1>\n"});
+  out += "<div class=\"cards\">";
+  Card(out, Figure(static_cast<double>(result.candidates_enumerated)), "layouts enumerated");
+  Card(out, Figure(static_cast<double>(result.candidates_evaluated)), "projected");
+  Card(out,
+       result.memory_limit ? absl::StrFormat("%.1f GB", result.memory_limit->value() * 1e-9)
+                           : std::string("none"),
+       "memory limit");
+  Card(out, std::string(SearchObjectiveName(result.objective)), "objective");
+  Card(out, absl::StrFormat("%.2f s", result.elapsed_s),
+       absl::StrFormat("on %d threads", result.threads));
+  out += "</div>\n";
+  const std::vector<RankedLayout>& ranked = result.ranked;
+  if (ranked.empty()) return out + "</body></html>\n";
+  const size_t plotted = std::min(ranked.size(), kSearchPlotLimit);
+
+  // TGS against peak memory per GPU (GiB).
+  double max_mem = GiB(result.memory_check), max_tgs = 0;
+  for (size_t i = 0; i < plotted; ++i) {
+    max_mem = std::max(max_mem, GiB(ranked[i].metrics.peak_memory_per_gpu));
+    max_tgs = std::max(max_tgs, ranked[i].metrics.tokens_per_s_per_gpu);
+  }
+  max_mem *= 1.05;
+  max_tgs *= 1.1;
+  constexpr double kLeft = 70, kTop = 12, kW = 880, kH = 360;
+  auto px = [&](double gib) { return kLeft + (max_mem > 0 ? gib / max_mem * kW : 0.0); };
+  auto py = [&](double tgs) { return kTop + kH - (max_tgs > 0 ? tgs / max_tgs * kH : 0.0); };
+  absl::StrAppendFormat(&out, "<h2>Tokens/s per GPU against peak memory</h2>\n");
+  Legend(out, {{"layout", kForwardColor},
+               {"fastest layout for each memory budget (Pareto front)", kTailColor},
+               {"memory limit", "#c0392b"}});
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", kTop + kH + 40);
+  for (const auto& [step, vertical] :
+       {std::pair{TickStep(max_mem, 8), true}, std::pair{TickStep(max_tgs, 5), false}}) {
+    for (double v = 0; v <= (vertical ? max_mem : max_tgs); v += step) {
+      if (vertical) {
+        absl::StrAppendFormat(&out,
+                              "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.0f\" y2=\"%.0f\" "
+                              "stroke=\"#e3e5ee\"/>",
+                              px(v), px(v), kTop, kTop + kH);
+        Text(out, px(v), kTop + kH + 14, absl::StrFormat("%g", v), "middle", "#667");
+      } else {
+        absl::StrAppendFormat(&out,
+                              "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\" "
+                              "stroke=\"#e3e5ee\"/>",
+                              kLeft, kLeft + kW, py(v), py(v));
+        Text(out, kLeft - 6, py(v) + 4, CompactFigure(v), "end", "#667");
+      }
+    }
+  }
+  Text(out, kLeft + kW / 2, kTop + kH + 32, "peak memory per GPU (GiB)", "middle");
+  if (result.memory_check.value() > 0) {
+    const double x = px(GiB(result.memory_check));
+    absl::StrAppendFormat(&out,
+                          "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.0f\" y2=\"%.0f\" "
+                          "stroke=\"#c0392b\" stroke-dasharray=\"6 4\"/>",
+                          x, x, kTop, kTop + kH);
+  }
+  std::vector<const RankedLayout*> by_memory;
+  for (size_t i = 0; i < plotted; ++i) {
+    const RankedLayout& r = ranked[i];
+    by_memory.push_back(&r);
+    const bool tooltip = i < kTimelineTooltipLimit;
+    absl::StrAppendFormat(&out,
+                          "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\" fill=\"%s\" stroke=\"%s\" "
+                          "fill-opacity=\"0.6\">",
+                          px(GiB(r.metrics.peak_memory_per_gpu)),
+                          py(r.metrics.tokens_per_s_per_gpu),
+                          r.fits_memory ? kForwardColor : "none", kForwardColor);
+    if (tooltip) {
+      absl::StrAppendFormat(&out, "<title>#%d %s: %.1f TGS, %.1f GiB</title>", i + 1,
+                            HtmlEscape(CandidateLabel(r.candidate)), r.metrics.tokens_per_s_per_gpu,
+                            GiB(r.metrics.peak_memory_per_gpu));
+    }
+    out += "</circle>";
+  }
+  // Pareto front: by memory, each layout faster than every layout needing less memory.
+  std::stable_sort(by_memory.begin(), by_memory.end(),
+                   [](const RankedLayout* a, const RankedLayout* b) {
+                     return a->metrics.peak_memory_per_gpu < b->metrics.peak_memory_per_gpu;
+                   });
+  std::string front;
+  double best = -1;
+  for (const RankedLayout* r : by_memory) {
+    if (r->metrics.tokens_per_s_per_gpu <= best) continue;
+    // A staircase: the best TGS holds until a layout with more memory beats it.
+    const double x = px(GiB(r->metrics.peak_memory_per_gpu));
+    if (best >= 0) absl::StrAppendFormat(&front, "%.2f,%.2f ", x, py(best));
+    best = r->metrics.tokens_per_s_per_gpu;
+    absl::StrAppendFormat(&front, "%.2f,%.2f ", x, py(best));
+  }
+  if (best >= 0) absl::StrAppendFormat(&front, "%.2f,%.2f ", px(max_mem), py(best));
+  absl::StrAppendFormat(&out,
+                        "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" "
+                        "stroke-width=\"1.5\"/>",
+                        front, kTailColor);
+  out += "</svg>\n";
+  absl::StrAppendFormat(&out,
+                        "<p class=\"note\">%d of %d projected layouts plotted (the best by the "
+                        "objective); hollow: over the memory limit.</p>\n",
+                        plotted, ranked.size());
+
+  absl::StrAppendFormat(&out, "<h2>Best %d layouts</h2>\n", std::min<size_t>(ranked.size(), top_k));
+  out +=
+      "<table class=\"grid\"><tr><th class=\"n\">#</th><th>layout</th>"
+      "<th class=\"n\">TGS</th><th class=\"n\">step ms</th><th class=\"n\">MFU</th>"
+      "<th class=\"n\">GiB</th><th>largest cost</th><th>command</th></tr>";
+  for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(std::max<int64_t>(top_k, 0));
+       ++i) {
+    const RankedLayout& r = ranked[i];
+    absl::StrAppendFormat(&out,
+                          "<tr><td class=\"n\">%d</td><td>%s</td><td class=\"n\">%.1f</td>"
+                          "<td class=\"n\">%.2f</td><td class=\"n\">%.1f%%</td>"
+                          "<td class=\"n %s\">%.1f</td><td>%s</td><td><code>%s</code></td></tr>",
+                          i + 1, HtmlEscape(CandidateLabel(r.candidate)),
+                          r.metrics.tokens_per_s_per_gpu, Ms(r.metrics.step_time),
+                          100.0 * r.metrics.mfu, r.fits_memory ? "" : "bad",
+                          GiB(r.metrics.peak_memory_per_gpu), DominantCost(r.metrics),
+                          HtmlEscape(ReproduceCommand(base, r.candidate)));
+  }
+  out += "</table>\n</body></html>\n";
+  return out;
+}
+
 }  // namespace projector

@@ -9,6 +9,7 @@
 
 #include "projection/projection.h"
 #include "projection/scenario.h"
+#include "projection/search.h"
 #include "projection/validate.h"
 #include "projection/what_if.h"
 
@@ -45,6 +46,13 @@ std::string ValidationHtml(const ValidationReport& report);
 // far the step is from compute-bound), and the table of every clock.
 std::string ClockWhatIfHtml(const Scenario& scenario, const std::vector<ClockRow>& rows);
 
+// `project search --html`: the search (space, survivors, memory limit), a chart of TGS against
+// peak memory per GPU of the best kSearchPlotLimit layouts by the objective (the memory limit as a
+// line, layouts over it hollow, the memory/TGS Pareto front joined: the fastest layout for each
+// memory budget), and the top `top_k` layouts with their breakdown and `project` command.
+std::string SearchHtml(const Scenario& base, const SearchResult& result, int64_t top_k);
+
+inline constexpr size_t kSearchPlotLimit = 5000;
 inline constexpr size_t kTimelineTooltipLimit = 4000;
 inline constexpr size_t kTopOps = 12;
 

@@ -269,5 +269,38 @@ TEST(ClockWhatIfHtmlTest, ChartsEveryClockAgainstProportionalScaling) {
                                               312 - 100.0 / 220 * 300, 312 - 150.0 / 220 * 300)));
 }
 
+TEST(SearchHtmlTest, PlotsEveryLayoutAndTheParetoFrontAsAStaircase) {
+  const Scenario base = ToyScenario();
+  SearchResult result;
+  result.candidates_enumerated = 10;
+  result.candidates_evaluated = 3;
+  result.memory_check = Gibibytes(25);
+  result.memory_limit = result.memory_check;
+  auto layout = [](int64_t tp, double gib, double tgs, bool fits) {
+    RankedLayout r;
+    r.candidate.parallel.tp = tp;
+    r.metrics.peak_memory_per_gpu = Gibibytes(gib);
+    r.metrics.tokens_per_s_per_gpu = tgs;
+    r.fits_memory = fits;
+    return r;
+  };
+  // Ranked best first: 150 TGS at 20 GiB, 120 at 30 GiB (over the limit), 100 at 10 GiB.
+  result.ranked = {layout(2, 20, 150, true), layout(4, 30, 120, false), layout(1, 10, 100, true)};
+  const std::string html = SearchHtml(base, result, /*top_k=*/2);
+  EXPECT_EQ(Count(html, "<circle"), 3);
+  EXPECT_EQ(Count(html, "fill=\"none\" stroke=\"#4e79a7\""), 1);  // the one over the limit
+  EXPECT_THAT(html, HasSubstr("<title>#1 "));
+  // Axes: memory 0..1.05 · 30 GiB over x 70..950, TGS 0..1.1 · 150 over y 372..12.
+  auto x = [](double gib) { return 70 + gib / 31.5 * 880; };
+  auto y = [](double tgs) { return 372 - tgs / 165 * 360; };
+  // Front by memory: 100 TGS from 10 GiB, 150 from 20 GiB on; the 30 GiB layout is slower.
+  EXPECT_THAT(
+      html, HasSubstr(absl::StrFormat("points=\"%.2f,%.2f %.2f,%.2f %.2f,%.2f %.2f,%.2f \"", x(10),
+                                      y(100), x(20), y(100), x(20), y(150), x(31.5), y(150))));
+  // The table lists the best top_k layouts with their commands.
+  EXPECT_THAT(html, HasSubstr("Best 2 layouts"));
+  EXPECT_EQ(Count(html, "<td><code>project "), 2);
+}
+
 }  // namespace
 }  // namespace projector
