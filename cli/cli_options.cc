@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/status_macros.h"
@@ -312,9 +313,19 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
   if (num_gpus_given) {
     PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, PositiveFlag(flags, "num-gpus"));
   }
-  int64_t model_parallel = p.tp * p.pp * p.cp;
   if (Given(flags, "dp")) {
     PROJECTOR_ASSIGN_OR_RETURN(p.dp, PositiveFlag(flags, "dp"));
+  }
+  for (bool with_dp : {false, true}) {
+    if (with_dp && !Given(flags, "dp")) continue;
+    if (const double product = LayoutProduct(p, with_dp); product > kMaxGpus) {
+      return FlagError(with_dp ? "dp" : "tp",
+                       absl::StrFormat("%s = %.0f GPUs is beyond any training run (at most %d)",
+                                       with_dp ? "tp·pp·cp·dp" : "tp·pp·cp", product, kMaxGpus));
+    }
+  }
+  const int64_t model_parallel = p.tp * p.pp * p.cp;
+  if (Given(flags, "dp")) {
     if (!num_gpus_given) s.num_gpus = model_parallel * p.dp;
   } else if (num_gpus_given || layout_changed) {
     if (s.num_gpus % model_parallel != 0) {

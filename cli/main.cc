@@ -510,6 +510,12 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     (as_json ? io.err : io.out) << "html: report written to " << html_path
                                 << " (open in a browser)\n";
   }
+  if ((flags.count("max-median-error-pct") || flags.count("min-within-20-pct")) &&
+      report.summary.projected == 0) {
+    return absl::OutOfRangeError(
+        "accuracy floor not met: no case was projected (none matched the filters, or see 'Cases "
+        "not projected')");
+  }
   if (flags.count("max-median-error-pct") &&
       report.summary.median_abs_error_pct > flags["max-median-error-pct"].as<double>()) {
     return absl::OutOfRangeError(absl::StrFormat(

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <variant>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -61,16 +65,68 @@ absl::Status JsonFieldError(std::string_view origin, std::string_view pointer,
                    AbslView(problem)));
 }
 
-absl::StatusOr<json> ParseJsonText(std::string_view text, std::string_view origin) {
+namespace {
+
+// Why a text is not the JSON we accept, and where (byte offset, 0 when unknown).
+struct JsonTextError {
+  std::string problem;
+  size_t byte = 0;
+};
+
+// Parses strictly: nlohmann's syntax errors, numbers beyond a double (1e999: out_of_range 406)
+// and, unlike nlohmann (which keeps the last), a key given twice in one object, which would
+// otherwise silently drop a value.
+std::variant<json, JsonTextError> ParseStrict(std::string_view text) {
+  std::vector<std::vector<std::string>> keys;  // per open object, the keys seen so far
+  std::string duplicate;
+  auto callback = [&keys, &duplicate](int /*depth*/, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      if (!keys.empty()) keys.pop_back();
+    } else if (event == json::parse_event_t::key && !keys.empty() && duplicate.empty()) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (std::find(keys.back().begin(), keys.back().end(), key) != keys.back().end()) {
+        duplicate = key;
+      } else {
+        keys.back().push_back(key);
+      }
+    }
+    return true;
+  };
   try {
-    return json::parse(text.begin(), text.end());
+    json value = json::parse(text.begin(), text.end(), callback);
+    if (!duplicate.empty()) {
+      return JsonTextError{absl::StrCat("key '", AbslView(duplicate),
+                                        "' appears twice in one object; give each key once")};
+    }
+    return value;
   } catch (const json::parse_error& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(AbslView(origin), ": invalid JSON at byte ", e.byte, ": ", e.what()));
+    return JsonTextError{e.what(), e.byte};
+  } catch (const json::out_of_range& e) {
+    return JsonTextError{absl::StrCat(e.what(), " (numbers must fit a double: |x| < 1.8e308)")};
   }
 }
 
+}  // namespace
+
+absl::StatusOr<json> ParseJsonText(std::string_view text, std::string_view origin) {
+  auto parsed = ParseStrict(text);
+  if (auto* error = std::get_if<JsonTextError>(&parsed)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(AbslView(origin), ": invalid JSON",
+                     error->byte > 0 ? absl::StrCat(" at byte ", error->byte) : std::string(), ": ",
+                     error->problem));
+  }
+  return std::get<json>(std::move(parsed));
+}
+
 absl::StatusOr<json> ReadJsonFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": is a directory; give the path of a JSON file"));
+  }
   std::ifstream in(path);
   if (!in) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
@@ -78,15 +134,19 @@ absl::StatusOr<json> ReadJsonFile(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   std::string text = buffer.str();
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
+  auto parsed = ParseStrict(text);
+  if (auto* error = std::get_if<JsonTextError>(&parsed)) {
+    if (error->byte == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": invalid JSON: ", error->problem));
+    }
     // Translate the byte offset into a line number for people.
-    size_t byte = std::min<size_t>(e.byte, text.size());
-    int64_t line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(byte), '\n');
+    size_t byte = std::min<size_t>(error->byte, text.size());
+    int64_t line =
+        1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(byte), '\n');
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": invalid JSON near line ", line, ": ", e.what()));
+        absl::StrCat(path, ": invalid JSON near line ", line, ": ", error->problem));
   }
+  return std::get<json>(std::move(parsed));
 }
 
 absl::StatusOr<JsonObject> JsonObject::Make(const nlohmann::json& value, std::string origin,

@@ -191,7 +191,15 @@ std::string DirOf(const std::string& path) {
 // Fills dp (when not given) and num_gpus, and records the defaults the input left open.
 absl::Status Complete(Scenario& s, bool dp_given, bool num_gpus_given, const std::string& origin) {
   ParallelConfig& p = s.parallel;
-  int64_t model_parallel = p.tp * p.pp * p.cp;
+  for (bool with_dp : {false, true}) {
+    if (with_dp && !dp_given) continue;
+    if (const double product = LayoutProduct(p, with_dp); product > kMaxGpus) {
+      return Precondition(origin, "/parallel",
+                          absl::StrFormat("%s = %.0f GPUs is beyond any training run (at most %d)",
+                                          with_dp ? "tp·pp·cp·dp" : "tp·pp·cp", product, kMaxGpus));
+    }
+  }
+  const int64_t model_parallel = p.tp * p.pp * p.cp;
   if (!dp_given) {
     if (!num_gpus_given) {
       p.dp = 1;
@@ -210,6 +218,11 @@ absl::Status Complete(Scenario& s, bool dp_given, bool num_gpus_given, const std
 }
 
 }  // namespace
+
+double LayoutProduct(const ParallelConfig& p, bool with_dp) {
+  return static_cast<double>(p.tp) * static_cast<double>(p.pp) * static_cast<double>(p.cp) *
+         (with_dp ? static_cast<double>(p.dp) : 1.0);
+}
 
 std::string_view AttentionKernelOf(const Scenario& s) {
   if (!s.attention_kernel_used.empty()) return s.attention_kernel_used;
@@ -439,15 +452,35 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
       return JsonFieldError(origin, absl::StrCat("/parallel/", name),
                             absl::StrCat("must be > 0, got ", v));
     }
+    // Each degree is at most the GPU count (ep, etp and vpp too: EP and ETP borrow GPUs, and no
+    // stage holds more model chunks than there are GPUs, let alone layers), which keeps their
+    // products (tp·pp·cp·dp, pp·vpp, ep·etp) far inside int64.
+    if (v > kMaxGpus) {
+      return JsonFieldError(
+          origin, absl::StrCat("/parallel/", name),
+          absl::StrCat("must be <= ", kMaxGpus, " (beyond any training run), got ", v));
+    }
   }
   if (s.num_gpus <= 0) {
     return JsonFieldError(origin, "/num_gpus", absl::StrCat("must be > 0, got ", s.num_gpus));
   }
-  if (p.NumGpus() != s.num_gpus) {
+  // In double: four degrees of up to 2^24 would overflow int64 (exact up to 2^53, and beyond
+  // that far above any num_gpus).
+  const double layout_gpus = LayoutProduct(p, /*with_dp=*/true);
+  if (layout_gpus != static_cast<double>(s.num_gpus)) {
     return Precondition(origin, "/parallel",
-                        absl::StrFormat("tp·pp·cp·dp = %d·%d·%d·%d = %d does not equal num_gpus "
+                        absl::StrFormat("tp·pp·cp·dp = %d·%d·%d·%d = %.0f does not equal num_gpus "
                                         "%d; the layout must use every GPU exactly once",
-                                        p.tp, p.pp, p.cp, p.dp, p.NumGpus(), s.num_gpus));
+                                        p.tp, p.pp, p.cp, p.dp, layout_gpus, s.num_gpus));
+  }
+  for (auto [name, v] :
+       {std::pair<const char*, int64_t>{"first_stage_layers", p.first_stage_layers},
+        {"last_stage_layers", p.last_stage_layers}}) {
+    if (v > m.num_layers) {
+      return JsonFieldError(
+          origin, absl::StrCat("/parallel/", name),
+          absl::StrCat("must be <= the model's ", m.num_layers, " layers, got ", v));
+    }
   }
   if (s.hw.gpus_per_node <= 0) {
     return JsonFieldError(origin, "/gpus_per_node",

@@ -57,6 +57,11 @@ inline constexpr int64_t kMaxTokensPerMicroBatch = int64_t{1} << 32;
 // micro-batch·DP, ... kFailedPrecondition / kInvalidArgument with `origin` and the field.
 absl::Status ValidateScenario(const Scenario& scenario, const std::string& origin);
 
+// tp·pp·cp (with_dp: ·dp) in double, so that degrees no one has bounded yet cannot overflow:
+// exact up to 2^53, which is far above kMaxGpus. Callers reject a product above kMaxGpus before
+// they divide by it or store it as a GPU count.
+double LayoutProduct(const ParallelConfig& parallel, bool with_dp);
+
 // training.moe_capacity_factor, moe_pad_to_capacity and moe_imbalance against the model and
 // layout (part of ValidateScenario): MoE models only, capacity in (0, E/top_k] or 0, padding
 // only with a capacity, imbalance in [1, MaxMoeImbalance].

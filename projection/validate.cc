@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <thread>
@@ -302,6 +303,11 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
                                                    const ValidationOptions& options) {
   const int threads = options.threads;
   auto start = std::chrono::steady_clock::now();
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": is a directory; give the path of a JSONL case file"));
+  }
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
   ValidationReport report;
@@ -309,11 +315,22 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
   std::vector<ParsedCase> parsed;
   std::string line;
   int64_t line_no = 0;
+  int64_t case_lines = 0;
+  std::map<std::string, int64_t> id_lines;  // id -> the line that first used it
   while (std::getline(in, line)) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    ++case_lines;
     std::string origin = absl::StrCat(path, ":", line_no);
     PROJECTOR_ASSIGN_OR_RETURN(json value, ParseJsonText(line, origin));
+    if (value.is_object() && value.contains("id") && value["id"].is_string()) {
+      const auto [it, added] = id_lines.emplace(value["id"].get<std::string>(), line_no);
+      if (!added) {
+        return absl::InvalidArgumentError(absl::StrCat(origin, ": /id: '", it->first,
+                                                       "' is already the id of line ", it->second,
+                                                       "; each case needs a unique id"));
+      }
+    }
     ParsedCase pc;
     ValidationCase& c = pc.result;
     c.line = line_no;
@@ -373,6 +390,10 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
       c.reason = std::string(scenario.status().message());
     }
     parsed.push_back(std::move(pc));
+  }
+  if (case_lines == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": no cases (the file has no non-blank line); one JSON case per line"));
   }
 
   // One backend set per distinct hardware (backends are immutable and shared across threads).

@@ -85,5 +85,33 @@ TEST(ParseJsonTextTest, SyntaxErrorNamesOrigin) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cases.jsonl:3")));
 }
 
+TEST(ParseJsonTextTest, NumberBeyondADoubleIsAnErrorNotAnException) {
+  EXPECT_THAT(ParseJsonText("{\"num_layers\": 1e999}", "m.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("m.json: invalid JSON"), HasSubstr("1e999"),
+                             HasSubstr("numbers must fit a double"))));
+  EXPECT_THAT(ParseJsonText("[-1e400]", "m.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1e400")));
+  EXPECT_THAT(ParseJsonText("{\"x\": 1.7e308}", "m.json"), IsOk());
+}
+
+TEST(ParseJsonTextTest, KeyGivenTwiceInOneObjectIsAnError) {
+  EXPECT_THAT(ParseJsonText("{\"parallel\": {\"tp\": 2, \"tp\": 4}}", "s.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("s.json"), HasSubstr("key 'tp' appears twice"))));
+  // The same key in two different objects, or in sibling objects of an array, is fine.
+  EXPECT_THAT(ParseJsonText("{\"a\": {\"tp\": 1}, \"b\": {\"tp\": 2}, \"tp\": 3}", "s.json"),
+              IsOk());
+  EXPECT_THAT(ParseJsonText("[{\"id\": 1}, {\"id\": 2}]", "s.json"), IsOk());
+  // Nested objects do not hide a duplicate of the outer one.
+  EXPECT_THAT(ParseJsonText("{\"a\": 1, \"b\": {\"c\": 2}, \"a\": 3}", "s.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("key 'a' appears twice")));
+}
+
+TEST(ReadJsonFileTest, DirectoryIsNamedAsSuch) {
+  EXPECT_THAT(ReadJsonFile("/tmp"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("/tmp: is a directory")));
+}
+
 }  // namespace
 }  // namespace projector
