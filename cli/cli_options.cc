@@ -54,7 +54,7 @@ void AddScenarioFlags(cxxopts::Options& options) {
     ("gpu-clock-mhz", "Sustained GPU clock in MHz; a list (1300,1700,2100) runs a what-if sweep",
      cxxopts::value<std::string>(), "MHZ[,MHZ...]")
     ("measured-tgs", "Measured tokens/s/GPU to compare the projection with",
-     cxxopts::value<double>(), "TGS");
+     cxxopts::value<std::string>(), "TGS");
   options.add_options("Parallel layout")
     ("tp", "Tensor parallel size", cxxopts::value<int64_t>(), "N")
     ("pp", "Pipeline parallel size", cxxopts::value<int64_t>(), "N")
@@ -107,12 +107,12 @@ void AddScenarioFlags(cxxopts::Options& options) {
      "forward (default true)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("moe-capacity-factor", "MoE: each expert takes at most X times its balanced share of "
      "tokens and drops the rest (Megatron --moe-expert-capacity-factor; default 0 = dropless)",
-     cxxopts::value<double>(), "X")
+     cxxopts::value<std::string>(), "X")
     ("moe-pad-to-capacity", "MoE: pad every expert's input to the capacity (Megatron "
      "--moe-pad-expert-input-to-capacity)", cxxopts::value<bool>()->implicit_value("true"),
      "BOOL")
     ("moe-imbalance", "MoE what-if: tokens routed to the busiest EP rank over the balanced mean "
-     "(default 1 = balanced)", cxxopts::value<double>(), "X");
+     "(default 1 = balanced)", cxxopts::value<std::string>(), "X");
   options.add_options("Backends")
     ("profiling-mode", "simulate, profile, both or measure", cxxopts::value<std::string>(), "MODE")
     ("gemm-backend", "GEMM backend (see --list-backends)", cxxopts::value<std::string>(), "NAME")
@@ -122,18 +122,54 @@ void AddScenarioFlags(cxxopts::Options& options) {
   // clang-format on
 }
 
+namespace {
+// A decimal number and nothing else (absl::SimpleAtod alone also takes hex and "inf").
+bool StrictAtod(absl::string_view text, double* v) {
+  text = absl::StripAsciiWhitespace(text);
+  if (text.empty() || text.find_first_not_of("0123456789+-.eE") != absl::string_view::npos) {
+    return false;
+  }
+  return absl::SimpleAtod(text, v) && std::isfinite(*v);
+}
+}  // namespace
+
+absl::StatusOr<double> ParseNumber(const std::string& text, const std::string& flag) {
+  double v = 0;
+  if (!StrictAtod(text, &v)) {
+    return FlagError(flag, absl::StrCat("'", text, "' is not a number; expected e.g. 1.5"));
+  }
+  return v;
+}
+
+absl::StatusOr<double> NumberFlag(const cxxopts::ParseResult& flags, const std::string& flag) {
+  return ParseNumber(flags[flag].as<std::string>(), flag);
+}
+
 absl::StatusOr<std::vector<double>> ParsePositiveList(const std::string& text,
                                                       const std::string& flag) {
   std::vector<double> out;
   for (absl::string_view part : absl::StrSplit(text, ',')) {
     double v = 0;
-    if (!absl::SimpleAtod(absl::StripAsciiWhitespace(part), &v) || !std::isfinite(v) || v <= 0) {
+    if (!StrictAtod(part, &v) || v <= 0) {
       return FlagError(flag, absl::StrCat("'", std::string(part),
                                           "' is not a positive number; expected e.g. 1300,1700"));
     }
     out.push_back(v);
   }
   return out;
+}
+
+absl::StatusOr<std::vector<double>> ClockListFlag(const cxxopts::ParseResult& flags) {
+  PROJECTOR_ASSIGN_OR_RETURN(
+      std::vector<double> clocks,
+      ParsePositiveList(flags["gpu-clock-mhz"].as<std::string>(), "gpu-clock-mhz"));
+  for (double mhz : clocks) {
+    if (!(mhz >= kMinClockMhz && mhz <= kMaxClockMhz)) {
+      return FlagError("gpu-clock-mhz", absl::StrCat("each clock must be in [", kMinClockMhz, ", ",
+                                                     kMaxClockMhz, "] MHz, got ", mhz));
+    }
+  }
+  return clocks;
 }
 
 absl::StatusOr<double> ParseByteSize(const std::string& text, const std::string& flag) {
@@ -208,14 +244,12 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
     PROJECTOR_ASSIGN_OR_RETURN(s.hw.gpus_per_node, PositiveFlag(flags, "gpus-per-node"));
   }
   if (Given(flags, "gpu-clock-mhz")) {
-    PROJECTOR_ASSIGN_OR_RETURN(auto clocks,
-                               ParsePositiveList(flags["gpu-clock-mhz"].as<std::string>(),
-                                                 "gpu-clock-mhz"));
+    PROJECTOR_ASSIGN_OR_RETURN(auto clocks, ClockListFlag(flags));
     // A single clock sets the scenario's clock; a list is a sweep handled by the caller.
     if (clocks.size() == 1) s.hw.gpu.sustained_clock = Megahertz(clocks[0]);
   }
   if (Given(flags, "measured-tgs")) {
-    double v = flags["measured-tgs"].as<double>();
+    PROJECTOR_ASSIGN_OR_RETURN(double v, NumberFlag(flags, "measured-tgs"));
     if (!(v > 0)) return FlagError("measured-tgs", absl::StrCat("must be > 0, got ", v));
     s.measured_tokens_per_s_per_gpu = v;
   }
@@ -347,11 +381,7 @@ absl::Status ReadMoeRoutingFlags(const cxxopts::ParseResult& flags, TrainingConf
                                                                &training.moe_capacity_factor},
                               {"moe-imbalance", &training.moe_imbalance}}) {
     if (!Given(flags, name)) continue;
-    try {
-      *target = flags[name].as<double>();
-    } catch (const std::exception&) {
-      return FlagError(name, "expected a number");
-    }
+    PROJECTOR_ASSIGN_OR_RETURN(*target, NumberFlag(flags, name));
   }
   if (Given(flags, "moe-pad-to-capacity")) {
     try {

@@ -21,9 +21,18 @@ void AddScenarioFlags(cxxopts::Options& options);
 // kFailedPrecondition with the flag or field named.
 absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags);
 
+// Parses one finite decimal number for `flag`: the whole text must be the number ("1.5", "2e3";
+// not "1.5abc", "2,3", "0x10", "inf").
+absl::StatusOr<double> ParseNumber(const std::string& text, const std::string& flag);
+// The value of a number flag declared as cxxopts::value<std::string>(), through ParseNumber.
+absl::StatusOr<double> NumberFlag(const cxxopts::ParseResult& flags, const std::string& flag);
+
 // Parses a comma-separated list of positive numbers ("1300,1700,2100") for `flag`.
 absl::StatusOr<std::vector<double>> ParsePositiveList(const std::string& text,
                                                       const std::string& flag);
+
+// --gpu-clock-mhz as a list of clocks, each in (0, kMaxClockMhz].
+absl::StatusOr<std::vector<double>> ClockListFlag(const cxxopts::ParseResult& flags);
 
 // Parses a byte size: "1GiB", "512MiB", "4MB", "1e9", "65536".
 absl::StatusOr<double> ParseByteSize(const std::string& text, const std::string& flag);

@@ -119,9 +119,10 @@ absl::StatusOr<HardwareProfile> HardwareFromFlags(const cxxopts::ParseResult& fl
     hw->gpus_per_node = g;
   }
   if (flags.count("gpu-clock-mhz")) {
-    double mhz = flags["gpu-clock-mhz"].as<double>();
-    if (!(mhz > 0)) {
-      return absl::InvalidArgumentError(absl::StrCat("--gpu-clock-mhz: must be > 0, got ", mhz));
+    PROJECTOR_ASSIGN_OR_RETURN(double mhz, NumberFlag(flags, "gpu-clock-mhz"));
+    if (!(mhz >= kMinClockMhz && mhz <= kMaxClockMhz)) {
+      return absl::InvalidArgumentError(absl::StrCat("--gpu-clock-mhz: must be in [", kMinClockMhz,
+                                                     ", ", kMaxClockMhz, "] MHz, got ", mhz));
     }
     hw->gpu.sustained_clock = Megahertz(mhz);
   }
@@ -129,14 +130,24 @@ absl::StatusOr<HardwareProfile> HardwareFromFlags(const cxxopts::ParseResult& fl
 }
 
 // `shown` is the flag name in messages when it differs from the option name.
+// Upper bounds of the estimate shapes, far beyond any layer: they keep tile and wave counts (a
+// product of up to three of them over the tile sizes) inside int64.
+constexpr int64_t kMaxEstimateDim = int64_t{1} << 24;    // m, n, k, sequence lengths, ranks
+constexpr int64_t kMaxEstimateCount = int64_t{1} << 16;  // batch, heads, head dims
+
 absl::StatusOr<int64_t> RequiredPositive(const cxxopts::ParseResult& flags, const char* name,
-                                         const char* shown = nullptr) {
+                                         const char* shown = nullptr,
+                                         int64_t max = kMaxEstimateDim) {
   const char* label = shown ? shown : name;
   if (!flags.count(name) && !flags[name].has_default()) {
     return absl::InvalidArgumentError(absl::StrCat("--", label, ": required"));
   }
   int64_t v = flags[name].as<int64_t>();
   if (v <= 0) return absl::InvalidArgumentError(absl::StrCat("--", label, ": must be > 0, got ", v));
+  if (v > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", label, ": must be <= ", max, " (beyond any layer), got ", v));
+  }
   return v;
 }
 
@@ -160,7 +171,7 @@ absl::Status RunEstimate(int argc, char** argv, Output& io) {
   options.add_options()
     ("gpu-arch", "GPU profile name or file", cxxopts::value<std::string>(), "NAME|FILE")
     ("gpus-per-node", "GPUs per node", cxxopts::value<int64_t>(), "N")
-    ("gpu-clock-mhz", "Sustained clock override", cxxopts::value<double>(), "MHZ")
+    ("gpu-clock-mhz", "Sustained clock override", cxxopts::value<std::string>(), "MHZ")
     ("dtype", "bf16, fp16, fp8, fp32, tf32, fp4", cxxopts::value<std::string>(), "DTYPE");
   // clang-format on
   if (kind == "gemm") {
@@ -230,7 +241,8 @@ absl::Status RunEstimate(int argc, char** argv, Output& io) {
     PROJECTOR_ASSIGN_OR_RETURN(shape.n, RequiredPositive(flags, "gemm-n", "n"));
     PROJECTOR_ASSIGN_OR_RETURN(shape.k, RequiredPositive(flags, "gemm-k", "k"));
     if (flags.count("batch")) {
-      PROJECTOR_ASSIGN_OR_RETURN(shape.batch, RequiredPositive(flags, "batch"));
+      PROJECTOR_ASSIGN_OR_RETURN(shape.batch,
+                                 RequiredPositive(flags, "batch", nullptr, kMaxEstimateCount));
     }
     PROJECTOR_ASSIGN_OR_RETURN(shape.dtype, DTypeFlag(flags));
     auto backend = MakeGemmBackend(flags["gemm-backend"].as<std::string>(), hw);
@@ -250,8 +262,10 @@ absl::Status RunEstimate(int argc, char** argv, Output& io) {
         e.tile_m, e.tile_n, e.tile_k, e.waves, BoundName(e.bound));
   } else if (kind == "attention") {
     AttentionShape shape;
-    PROJECTOR_ASSIGN_OR_RETURN(shape.batch, RequiredPositive(flags, "batch"));
-    PROJECTOR_ASSIGN_OR_RETURN(shape.num_q_heads, RequiredPositive(flags, "heads"));
+    PROJECTOR_ASSIGN_OR_RETURN(shape.batch,
+                               RequiredPositive(flags, "batch", nullptr, kMaxEstimateCount));
+    PROJECTOR_ASSIGN_OR_RETURN(shape.num_q_heads,
+                               RequiredPositive(flags, "heads", nullptr, kMaxEstimateCount));
     shape.num_kv_heads = shape.num_q_heads;
     if (flags.count("kv-heads")) {
       PROJECTOR_ASSIGN_OR_RETURN(shape.num_kv_heads, RequiredPositive(flags, "kv-heads"));
@@ -262,14 +276,17 @@ absl::Status RunEstimate(int argc, char** argv, Output& io) {
       PROJECTOR_ASSIGN_OR_RETURN(shape.seq_kv, RequiredPositive(flags, "seq-kv"));
     }
     if (flags.count("head-dim")) {
-      PROJECTOR_ASSIGN_OR_RETURN(shape.qk_head_dim, RequiredPositive(flags, "head-dim"));
+      PROJECTOR_ASSIGN_OR_RETURN(shape.qk_head_dim,
+                                 RequiredPositive(flags, "head-dim", nullptr, kMaxEstimateCount));
       shape.v_head_dim = shape.qk_head_dim;
     }
     if (flags.count("qk-head-dim")) {
-      PROJECTOR_ASSIGN_OR_RETURN(shape.qk_head_dim, RequiredPositive(flags, "qk-head-dim"));
+      PROJECTOR_ASSIGN_OR_RETURN(
+          shape.qk_head_dim, RequiredPositive(flags, "qk-head-dim", nullptr, kMaxEstimateCount));
     }
     if (flags.count("v-head-dim")) {
-      PROJECTOR_ASSIGN_OR_RETURN(shape.v_head_dim, RequiredPositive(flags, "v-head-dim"));
+      PROJECTOR_ASSIGN_OR_RETURN(shape.v_head_dim,
+                                 RequiredPositive(flags, "v-head-dim", nullptr, kMaxEstimateCount));
     }
     if (shape.qk_head_dim <= 0 || shape.v_head_dim <= 0) {
       return absl::InvalidArgumentError("--head-dim: required (or --qk-head-dim and --v-head-dim)");
@@ -359,6 +376,9 @@ absl::StatusOr<std::string> ValidationKernel(const std::string& value) {
                                                  "'; valid: ", absl::StrJoin(valid, ", ")));
 }
 
+// The most passes --trace or --html keeps (TimelineEvent each).
+constexpr int64_t kMaxTimelinePasses = 1000000;
+
 // The path of an output-file flag (--trace, --html): empty when absent; exit 2 for an empty
 // name or a mode that does not replay the step.
 absl::StatusOr<std::string> OutputFileFlag(const cxxopts::ParseResult& flags,
@@ -420,9 +440,9 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     ("fit-scales", "Also fit, per source and GPU with 3 or more cases, the compute scale that "
      "best matches them (project calibrate --cases), to show which stack is off by how much")
     ("min-within-20-pct", "Fail (exit 3) when fewer cases are within 20%",
-     cxxopts::value<double>(), "PCT")
+     cxxopts::value<std::string>(), "PCT")
     ("max-median-error-pct", "Fail (exit 3) when the median |error| is larger",
-     cxxopts::value<double>(), "PCT")
+     cxxopts::value<std::string>(), "PCT")
     ("html", "Also write the comparison as a self-contained HTML page: projected-vs-measured "
      "scatter, errors by source, summary tables, every case", cxxopts::value<std::string>(),
      "FILE");
@@ -488,6 +508,13 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
   }
   PROJECTOR_ASSIGN_OR_RETURN(const std::string html_path,
                              OutputFileFlag(flags, "html", "simulate"));
+  // The accuracy gates, read before the run so that a bad value fails fast.
+  std::optional<double> max_median, min_within_20;
+  for (auto [name, target] :
+       {std::pair{"max-median-error-pct", &max_median}, {"min-within-20-pct", &min_within_20}}) {
+    if (!flags.count(name)) continue;
+    PROJECTOR_ASSIGN_OR_RETURN(*target, NumberFlag(flags, name));
+  }
   PROJECTOR_ASSIGN_OR_RETURN(ValidationReport report,
                              ValidateCasesFile(flags["cases"].as<std::string>(), validation));
   if (!html_path.empty()) {
@@ -516,17 +543,15 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
         "accuracy floor not met: no case was projected (none matched the filters, or see 'Cases "
         "not projected')");
   }
-  if (flags.count("max-median-error-pct") &&
-      report.summary.median_abs_error_pct > flags["max-median-error-pct"].as<double>()) {
-    return absl::OutOfRangeError(absl::StrFormat(
-        "accuracy floor not met: median |error| %.1f%% > %.1f%%",
-        report.summary.median_abs_error_pct, flags["max-median-error-pct"].as<double>()));
+  if (max_median && report.summary.median_abs_error_pct > *max_median) {
+    return absl::OutOfRangeError(
+        absl::StrFormat("accuracy floor not met: median |error| %.1f%% > %.1f%%",
+                        report.summary.median_abs_error_pct, *max_median));
   }
-  if (flags.count("min-within-20-pct") &&
-      report.summary.within_20_pct < flags["min-within-20-pct"].as<double>()) {
-    return absl::OutOfRangeError(absl::StrFormat(
-        "accuracy floor not met: %.1f%% of cases within 20%% < %.1f%%",
-        report.summary.within_20_pct, flags["min-within-20-pct"].as<double>()));
+  if (min_within_20 && report.summary.within_20_pct < *min_within_20) {
+    return absl::OutOfRangeError(
+        absl::StrFormat("accuracy floor not met: %.1f%% of cases within 20%% < %.1f%%",
+                        report.summary.within_20_pct, *min_within_20));
   }
   return absl::OkStatus();
 }
@@ -606,8 +631,7 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
   }
   std::vector<double> clocks;
   if (flags.count("gpu-clock-mhz")) {
-    PROJECTOR_ASSIGN_OR_RETURN(
-        clocks, ParsePositiveList(flags["gpu-clock-mhz"].as<std::string>(), "gpu-clock-mhz"));
+    PROJECTOR_ASSIGN_OR_RETURN(clocks, ClockListFlag(flags));
   }
   if (clocks.size() > 1 && !trace_path.empty()) {
     return absl::InvalidArgumentError(
@@ -639,6 +663,22 @@ absl::Status RunProject(int argc, char** argv, Output& io) {
   BackendRefs refs{*backends->gemm, *backends->attention, *backends->memory,
                    *backends->collective};
   ProjectionOptions projection_options;
+  if (!trace_path.empty() || !html_path.empty()) {
+    // Every pass of every rank is kept (F, B and, under zero bubble, W); a million of them is a
+    // ~100 MB trace already.
+    const ParallelConfig& p = scenario.parallel;
+    const double micro_batches = static_cast<double>(scenario.training.global_batch) /
+                                 static_cast<double>(scenario.training.micro_batch * p.dp);
+    const double passes = static_cast<double>(p.pp * p.vpp) * micro_batches *
+                          (p.pipeline_schedule == PipelineSchedule::kZeroBubbleH1 ? 3.0 : 2.0);
+    if (passes > kMaxTimelinePasses) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--%s: the step replays %.0f passes (pp·vpp·micro-batches·passes per micro-batch), more "
+          "than the %d a trace or page keeps; project fewer micro-batches (a smaller global batch) "
+          "to see the schedule",
+          trace_path.empty() ? "html" : "trace", passes, kMaxTimelinePasses));
+    }
+  }
   projection_options.keep_ops = flags.count("show-ops") > 0 || !html_path.empty();
   projection_options.keep_timeline = !trace_path.empty() || !html_path.empty();
   PROJECTOR_ASSIGN_OR_RETURN(Projection projection, Project(scenario, refs, projection_options));

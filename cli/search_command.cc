@@ -269,11 +269,11 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
     ("grad-reduce-dtype", "Gradient reduction and main-grad buffer dtype: fp32 (default) or bf16",
      cxxopts::value<std::string>(), "fp32|bf16")
     ("moe-capacity-factor", "MoE: expert capacity as a multiple of the balanced share (default "
-     "0 = dropless)", cxxopts::value<double>(), "X")
+     "0 = dropless)", cxxopts::value<std::string>(), "X")
     ("moe-pad-to-capacity", "MoE: pad every expert's input to the capacity",
      cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("moe-imbalance", "MoE what-if: tokens routed to the busiest EP rank over the mean; each "
-     "layout takes at most what its EP allows (1 with EP 1)", cxxopts::value<double>(), "X")
+     "layout takes at most what its EP allows (1 with EP 1)", cxxopts::value<std::string>(), "X")
     ("hw-overlay", "Hardware overlay from `project calibrate` applied to the GPU profile",
      cxxopts::value<std::string>(), "FILE");
   options.add_options("Search space (comma-separated lists; DP is derived)")

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <variant>
@@ -191,6 +192,11 @@ absl::StatusOr<int64_t> JsonObject::Int(std::string_view key) {
   auto v = Get(key, true);
   if (!v.ok()) return v.status();
   const nlohmann::json& j = **v;
+  if (j.is_number_unsigned() &&
+      j.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return FieldError(key, absl::StrCat("integer ", j.dump(), " is beyond int64 (at most ",
+                                        std::numeric_limits<int64_t>::max(), ")"));
+  }
   if (j.is_number_integer() || j.is_number_unsigned()) return j.get<int64_t>();
   if (j.is_number_float()) {
     double d = j.get<double>();

@@ -445,6 +445,20 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
                             absl::StrCat("must be <= ", max, " (beyond any training run), got ", v));
     }
   }
+  if (const double mhz = ToMegahertz(s.hw.gpu.sustained_clock);
+      !(mhz >= kMinClockMhz && mhz <= kMaxClockMhz)) {
+    return JsonFieldError(origin, "/gpu_clock_mhz",
+                          absl::StrFormat("the sustained clock must be in [%g, %g] MHz, got %g",
+                                          kMinClockMhz, kMaxClockMhz, mhz));
+  }
+  if (s.measured_tokens_per_s_per_gpu &&
+      !(*s.measured_tokens_per_s_per_gpu > 0 &&
+        *s.measured_tokens_per_s_per_gpu <= kMaxMeasuredTokensPerSecondPerGpu)) {
+    return JsonFieldError(
+        origin, "/measured_tokens_per_s_per_gpu",
+        absl::StrFormat("must be in (0, %g] tokens/s per GPU, got %g",
+                        kMaxMeasuredTokensPerSecondPerGpu, *s.measured_tokens_per_s_per_gpu));
+  }
   for (auto [name, v] : {std::pair<const char*, int64_t>{"tp", p.tp}, {"pp", p.pp},
                          {"vpp", p.vpp}, {"cp", p.cp}, {"ep", p.ep}, {"etp", p.etp},
                          {"dp", p.dp}}) {
@@ -715,6 +729,12 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
   s.training.recompute = *ParseRecompute(recompute);
   PROJECTOR_ASSIGN_OR_RETURN(JsonObject measured, obj.Object("measured"));
   PROJECTOR_ASSIGN_OR_RETURN(double tgs, measured.PositiveNumber("tokens_per_s_per_gpu"));
+  if (tgs > kMaxMeasuredTokensPerSecondPerGpu) {
+    return measured.FieldError(
+        "tokens_per_s_per_gpu",
+        absl::StrFormat("must be <= %g tokens/s per GPU (beyond any GPU), got %g",
+                        kMaxMeasuredTokensPerSecondPerGpu, tgs));
+  }
   PROJECTOR_RETURN_IF_ERROR(measured.CheckNoUnknownKeys());
   s.measured_tokens_per_s_per_gpu = tgs;
   PROJECTOR_RETURN_IF_ERROR(obj.CheckNoUnknownKeys());

@@ -51,6 +51,13 @@ inline constexpr int64_t kMaxMicroBatch = int64_t{1} << 20;
 inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 30;
 inline constexpr int64_t kMaxMicroBatchesPerStep = int64_t{1} << 20;
 inline constexpr int64_t kMaxTokensPerMicroBatch = int64_t{1} << 32;
+// No GPU clocks above a few GHz or below a few hundred MHz; [1, 10000] MHz leaves room for any
+// what-if while keeping every time finite.
+inline constexpr double kMinClockMhz = 1.0;
+inline constexpr double kMaxClockMhz = 10000.0;
+// A measured throughput beyond 10^8 tokens/s per GPU is a typo (the fastest runs of the calibration
+// file are near 2·10^5).
+inline constexpr double kMaxMeasuredTokensPerSecondPerGpu = 1e8;
 
 // Cross-field validation: TP·PP·CP·DP == num_gpus, heads % TP, kv heads vs TP, layers across
 // PP·VPP (unless an uneven split is given), experts % EP, EP·ETP vs DP·CP·TP, global batch vs

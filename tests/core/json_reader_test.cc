@@ -25,6 +25,17 @@ TEST(JsonObjectTest, ReadsTypedFields) {
   EXPECT_THAT(obj->CheckNoUnknownKeys(), IsOk());
 }
 
+TEST(JsonObjectTest, IntegerBeyondInt64IsNamedNotWrapped) {
+  auto j = Parse(R"({"a": 18446744073709551615, "b": 9223372036854775807})");
+  auto obj = JsonObject::Make(j, "t.json", "");
+  ASSERT_THAT(obj, IsOk());
+  EXPECT_THAT(obj->Int("a"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("t.json: /a"),
+                             HasSubstr("integer 18446744073709551615 is beyond int64"))));
+  EXPECT_EQ(*obj->Int("b"), 9223372036854775807);
+}
+
 TEST(JsonObjectTest, WrongTypeNamesFileAndPointer) {
   auto j = Parse(R"({"outer": {"n": "eight"}})");
   auto obj = JsonObject::Make(j, "t.json", "");
