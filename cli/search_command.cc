@@ -60,7 +60,8 @@ std::string StringFlag(const cxxopts::ParseResult& flags, const std::string& nam
   return flags[name].as<std::string>();
 }
 
-// "1,2,4,8" -> {1, 2, 4, 8}; each value a positive integer.
+// "1,2,4,8" -> {1, 2, 4, 8}; each value a positive integer of at most kMaxGpus (every degree
+// and micro-batch size the space holds is bounded like this, so their products stay in int64).
 absl::StatusOr<std::vector<int64_t>> IntList(const cxxopts::ParseResult& flags,
                                              const std::string& name) {
   std::vector<int64_t> out;
@@ -69,6 +70,10 @@ absl::StatusOr<std::vector<int64_t>> IntList(const cxxopts::ParseResult& flags,
     if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &v) || v <= 0) {
       return FlagError(name, absl::StrCat("'", std::string(part),
                                           "' is not a positive integer; expected e.g. 1,2,4,8"));
+    }
+    if (v > kMaxGpus) {
+      return FlagError(name,
+                       absl::StrCat(v, " is beyond any training run (at most ", kMaxGpus, ")"));
     }
     out.push_back(v);
   }
