@@ -228,8 +228,20 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
     from_file = true;
   } else {
     PROJECTOR_ASSIGN_OR_RETURN(s, DefaultScenario());
+    // What the command line left to the built-in scenario, said in the report.
+    const bool layout_given =
+        Given(flags, "dp") || Given(flags, "tp") || Given(flags, "pp") || Given(flags, "cp");
+    for (auto [flag, value] : {std::pair<const char*, std::string>{"model", s.model.name},
+                               {"gpu-arch", s.hw.name},
+                               {"num-gpus", absl::StrCat(s.num_gpus)},
+                               {"seq-len", absl::StrCat(s.training.seq_len)},
+                               {"micro-batch", absl::StrCat(s.training.micro_batch)},
+                               {"global-batch", absl::StrCat(s.training.global_batch)}}) {
+      if (Given(flags, flag) || (std::string_view(flag) == "num-gpus" && layout_given)) continue;
+      s.defaults_used.push_back(
+          absl::StrCat(flag, "=", value, " (not given: the built-in default)"));
+    }
   }
-  (void)from_file;
   if (Given(flags, "model")) {
     auto model = ResolveModel(flags["model"].as<std::string>());
     if (!model.ok()) return FlagError("model", model.status().message());
@@ -370,6 +382,7 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
     }
     p.dp = s.num_gpus / model_parallel;
   }
+  if (!from_file) DefaultDistributedOptimizer(Given(flags, "distributed-optimizer"), s);
   // Flags may have changed the GPU, the layout or the kernel the file or case resolved.
   PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, "command line"));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, "command line"));

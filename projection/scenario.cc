@@ -219,6 +219,14 @@ absl::Status Complete(Scenario& s, bool dp_given, bool num_gpus_given, const std
 
 }  // namespace
 
+void DefaultDistributedOptimizer(bool given, Scenario& s) {
+  if (given || s.parallel.fsdp || s.parallel.dp <= 1) return;
+  s.parallel.distributed_optimizer = true;
+  s.defaults_used.push_back(
+      "distributed_optimizer=true (Megatron/NeMo benchmark default; set it false for a "
+      "replicated optimizer state)");
+}
+
 double LayoutProduct(const ParallelConfig& p, bool with_dp) {
   return static_cast<double>(p.tp) * static_cast<double>(p.pp) * static_cast<double>(p.cp) *
          (with_dp ? static_cast<double>(p.dp) : 1.0);
@@ -324,7 +332,6 @@ absl::StatusOr<Scenario> DefaultScenario() {
   s.num_gpus = 8;
   s.parallel.tp = 1;
   s.parallel.dp = 8;
-  s.parallel.distributed_optimizer = true;
   s.training.seq_len = 8192;
   s.training.micro_batch = 1;
   s.training.global_batch = 64;
@@ -700,6 +707,7 @@ absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path) {
   s.measured_tokens_per_s_per_gpu = measured;
   PROJECTOR_RETURN_IF_ERROR(obj.CheckNoUnknownKeys());
   PROJECTOR_RETURN_IF_ERROR(Complete(s, dp_given, num_gpus_given, path));
+  DefaultDistributedOptimizer(parallel && parallel->Has("distributed_optimizer"), s);
   PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, path));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, path));
   return s;
@@ -739,10 +747,7 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
   s.measured_tokens_per_s_per_gpu = tgs;
   PROJECTOR_RETURN_IF_ERROR(obj.CheckNoUnknownKeys());
   // The case format does not state these; the tool's defaults decide them.
-  if (!parallel.Has("distributed_optimizer") && !s.parallel.fsdp && s.parallel.dp > 1) {
-    s.parallel.distributed_optimizer = true;
-    s.defaults_used.push_back("distributed_optimizer=true (Megatron/NeMo benchmark default)");
-  }
+  DefaultDistributedOptimizer(parallel.Has("distributed_optimizer"), s);
   s.defaults_used.push_back(
       "overlap_grad_reduce=true, overlap_param_gather=true, grad_reduce_dtype=fp32");
   s.defaults_used.push_back(absl::StrFormat("interconnect from hw profile %s", s.hw.name));

@@ -69,6 +69,10 @@ absl::Status ValidateScenario(const Scenario& scenario, const std::string& origi
 // they divide by it or store it as a GPU count.
 double LayoutProduct(const ParallelConfig& parallel, bool with_dp);
 
+// Unless the input set it (`given`), turns the distributed optimizer on for a non-FSDP layout
+// with DP > 1, as Megatron-LM and NeMo benchmark recipes run, and records the default.
+void DefaultDistributedOptimizer(bool given, Scenario& scenario);
+
 // training.moe_capacity_factor, moe_pad_to_capacity and moe_imbalance against the model and
 // layout (part of ValidateScenario): MoE models only, capacity in (0, E/top_k] or 0, padding
 // only with a capacity, imbalance in [1, MaxMoeImbalance].
