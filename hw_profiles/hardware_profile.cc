@@ -33,14 +33,20 @@ enum class Range {
   kFraction,     // (0, 1]: efficiencies
 };
 
+// Plausibility bounds of every figure, whatever its unit (counts, MHz, FLOP/clk, GB/s, TB/s, µs,
+// GiB, MB all lie far inside [1e-3, 1e7] for any real part): beyond them a typo would turn into
+// infinite or zero times downstream.
+constexpr double kSmallestFigure = 1e-3;
+constexpr double kLargestFigure = 1e7;
+
 const char* RangeText(Range range) {
   switch (range) {
     case Range::kPositive:
-      return "must be > 0";
+      return "must be in [0.001, 1e7] (a positive figure of a real part)";
     case Range::kNonNegative:
-      return "must be >= 0";
+      return "must be 0 (none) or in [0.001, 1e7]";
     case Range::kFraction:
-      return "must be a fraction in (0, 1]";
+      return "must be a fraction in [0.001, 1]";
   }
   return "";
 }
@@ -48,11 +54,11 @@ const char* RangeText(Range range) {
 bool InRange(double v, Range range) {
   switch (range) {
     case Range::kPositive:
-      return v > 0;
+      return v >= kSmallestFigure && v <= kLargestFigure;
     case Range::kNonNegative:
-      return v >= 0;
+      return v == 0 || (v >= kSmallestFigure && v <= kLargestFigure);
     case Range::kFraction:
-      return v > 0 && v <= 1;
+      return v >= kSmallestFigure && v <= 1;
   }
   return false;
 }
@@ -107,9 +113,9 @@ class FigureReader {
       return JsonFieldError(obj_.origin(), fig.pointer,
                             absl::StrCat("expected an integer, got ", FormatNumber(fig.value)));
     }
-    if (fig.value <= 0) {
+    if (fig.value <= 0 || fig.value > kLargestFigure) {
       return JsonFieldError(obj_.origin(), fig.pointer,
-                            absl::StrCat("must be > 0, got ", FormatNumber(fig.value)));
+                            absl::StrCat("must be in [1, 1e7], got ", FormatNumber(fig.value)));
     }
     return static_cast<int64_t>(fig.value);
   }
@@ -125,9 +131,9 @@ class FigureReader {
       return JsonFieldError(obj_.origin(), fig.pointer,
                             absl::StrCat("expected an integer, got ", FormatNumber(fig.value)));
     }
-    if (fig.value < 0) {
+    if (fig.value < 0 || fig.value > kLargestFigure) {
       return JsonFieldError(obj_.origin(), fig.pointer,
-                            absl::StrCat("must be >= 0, got ", FormatNumber(fig.value)));
+                            absl::StrCat("must be in [0, 1e7], got ", FormatNumber(fig.value)));
     }
     return static_cast<int64_t>(fig.value);
   }

@@ -242,9 +242,12 @@ absl::Status ApplyHwOverlay(const json& overlay, const std::string& origin, Hard
     if (!obj) continue;
     if (std::string_view(section) == "gpu") {
       PROJECTOR_ASSIGN_OR_RETURN(compute_scale, obj->OptionalNumber("compute_scale"));
-      if (compute_scale && !(*compute_scale > 0 && *compute_scale <= kMaxComputeScale)) {
-        return obj->FieldError("compute_scale", absl::StrCat("must be in (0, ", kMaxComputeScale,
-                                                             "], got ", *compute_scale));
+      if (compute_scale &&
+          !(*compute_scale >= kMinFitScale && *compute_scale <= kMaxComputeScale)) {
+        return obj->FieldError(
+            "compute_scale", absl::StrCat("must be in [", kMinFitScale, ", ", kMaxComputeScale,
+                                          "] (the range `project calibrate --cases` fits in), got ",
+                                          *compute_scale));
       }
     }
     for (const ConstantSpec& c : kConstants) {

@@ -506,19 +506,20 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"bad_non_integer_count.json", absl::StatusCode::kInvalidArgument,
                  "/scale_up/links_per_gpu", "expected an integer"},
         BadInput{"bad_non_positive.json", absl::StatusCode::kInvalidArgument,
-                 "/gpu/hbm_capacity_gb/value", "must be > 0, got -1"},
+                 "/gpu/hbm_capacity_gb/value",
+                 "must be in [0.001, 1e7] (a positive figure of a real part), got -1"},
         BadInput{"bad_hbm_capacity_both.json", absl::StatusCode::kInvalidArgument,
                  "/gpu/hbm_capacity_gb", "give the HBM capacity once"},
         BadInput{"bad_hbm_capacity_missing.json", absl::StatusCode::kInvalidArgument,
                  "/gpu/hbm_capacity_gib", "required field is missing"},
-        BadInput{"bad_zero_count.json", absl::StatusCode::kInvalidArgument,
-                 "/node/gpus_per_node", "must be > 0, got 0"},
+        BadInput{"bad_zero_count.json", absl::StatusCode::kInvalidArgument, "/node/gpus_per_node",
+                 "must be in [1, 1e7], got 0"},
         BadInput{"bad_fraction.json", absl::StatusCode::kInvalidArgument,
-                 "/scale_up/allreduce_efficiency", "must be a fraction in (0, 1], got 1.2"},
+                 "/scale_up/allreduce_efficiency", "must be a fraction in [0.001, 1], got 1.2"},
         BadInput{"bad_gemm_efficiency_fp8.json", absl::StatusCode::kInvalidArgument,
-                 "/gpu/gemm_efficiency_fp8/value", "must be a fraction in (0, 1], got 1.3"},
+                 "/gpu/gemm_efficiency_fp8/value", "must be a fraction in [0.001, 1], got 1.3"},
         BadInput{"bad_gemm_efficiency_fp8_zero.json", absl::StatusCode::kInvalidArgument,
-                 "/gpu/gemm_efficiency_fp8", "must be a fraction in (0, 1], got 0"},
+                 "/gpu/gemm_efficiency_fp8", "must be a fraction in [0.001, 1], got 0"},
         BadInput{"bad_missing_field.json", absl::StatusCode::kInvalidArgument,
                  "/gpu/hbm_bandwidth_tbs", "required field is missing"},
         BadInput{"bad_topology.json", absl::StatusCode::kInvalidArgument, "/scale_up/topology",
@@ -538,12 +539,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"bad_nvls_without_support.json", absl::StatusCode::kInvalidArgument,
                  "/scale_up/in_network_allreduce_busbw_gbs", "supports_in_network_reduction"},
         BadInput{"bad_comm_interference_negative.json", absl::StatusCode::kInvalidArgument,
-                 "/comm_interference/scale_up_ctas", "must be >= 0, got -4"},
+                 "/comm_interference/scale_up_ctas", "must be in [0, 1e7], got -4"},
         BadInput{"bad_comm_interference_fractional.json", absl::StatusCode::kInvalidArgument,
                  "/comm_interference/scale_out_ctas", "expected an integer, got 2.5"},
         BadInput{"bad_comm_interference_too_many.json", absl::StatusCode::kInvalidArgument,
-                 "/comm_interference/scale_up_ctas",
-                 "304 CTAs is not below compute_units 304"},
+                 "/comm_interference/scale_up_ctas", "304 CTAs is not below compute_units 304"},
         BadInput{"bad_comm_interference_unknown_key.json", absl::StatusCode::kInvalidArgument,
                  "/comm_interference/scale_up_cta", "unknown key"},
         BadInput{"bad_comm_interference_type.json", absl::StatusCode::kInvalidArgument,
@@ -552,7 +552,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "/gpu/attention_kernels/fa2/causal", "unknown key 'causal'"},
         BadInput{"bad_attention_kernel_fraction.json", absl::StatusCode::kInvalidArgument,
                  "/gpu/attention_kernels/fa2/fwd_efficiency",
-                 "must be a fraction in (0, 1], got 1.2"},
+                 "must be a fraction in [0.001, 1], got 1.2"},
         BadInput{"bad_attention_kernel_missing_figure.json", absl::StatusCode::kInvalidArgument,
                  "/gpu/attention_kernels/fa2/bwd_efficiency", "required field is missing"},
         BadInput{"bad_attention_kernels_without_default.json", absl::StatusCode::kInvalidArgument,
@@ -563,8 +563,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "/gpu/attention_kernel_pytorch",
                  "'fa9' is neither attention_kernel_default nor an entry of attention_kernels; "
                  "accepted: fa3, fa2"},
-        BadInput{"bad_attention_kernel_pytorch_bias_unknown.json", absl::StatusCode::kInvalidArgument,
-                 "/gpu/attention_kernel_pytorch_bias",
+        BadInput{"bad_attention_kernel_pytorch_bias_unknown.json",
+                 absl::StatusCode::kInvalidArgument, "/gpu/attention_kernel_pytorch_bias",
                  "'fa9' is neither attention_kernel_default nor an entry of attention_kernels; "
                  "accepted: fa3, fa2"},
         BadInput{"bad_attention_kernel_reserved_name.json", absl::StatusCode::kInvalidArgument,
@@ -590,13 +590,13 @@ TEST(ValidateHardwareProfileTest, ChecksProfilesBuiltInCode) {
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("in-code: /gpu/hbm_efficiency"),
-                             HasSubstr("must be a fraction in (0, 1], got 0"))));
+                             HasSubstr("must be a fraction in [0.001, 1], got 0"))));
   hw->gpu.hbm_efficiency = 0.8;
   hw->gpu.gemm_efficiency_fp8 = 1.5;
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("in-code: /gpu/gemm_efficiency_fp8"),
-                             HasSubstr("must be a fraction in (0, 1], got 1.5"))));
+                             HasSubstr("must be a fraction in [0.001, 1], got 1.5"))));
   hw->gpu.gemm_efficiency_fp8.reset();
   hw->gpu.hbm_capacity = Gibibytes(-2);
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
@@ -607,7 +607,7 @@ TEST(ValidateHardwareProfileTest, ChecksProfilesBuiltInCode) {
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("in-code: /comm_interference/ep_dispatch_ctas"),
-                             HasSubstr("must be >= 0, got -1"))));
+                             HasSubstr("must be 0 (none) or in [0.001, 1e7], got -1"))));
   hw->comm_interference.ep_dispatch_ctas = 400;
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -625,7 +625,7 @@ TEST(ValidateHardwareProfileTest, ChecksAttentionKernelsBuiltInCode) {
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("in-code: /gpu/attention_kernels/fa2/bwd_efficiency"),
-                             HasSubstr("must be a fraction in (0, 1], got 0"))));
+                             HasSubstr("must be a fraction in [0.001, 1], got 0"))));
   g.attention_kernels[2].bwd_efficiency = 0.325;
   g.attention_kernels[2].name = "fa3";
   EXPECT_THAT(

@@ -327,7 +327,7 @@ TEST(CalibrateTest, ComputeScaleMultipliesEveryComputeEfficiencyCappedAtOne) {
     overlay["gpu"] = {{"compute_scale", bad}};
     EXPECT_THAT(ApplyHwOverlay(overlay, "o.json", capped),
                 StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr("o.json: /gpu/compute_scale: must be in (0, 2]")));
+                         HasSubstr("o.json: /gpu/compute_scale: must be in [0.2, 2]")));
   }
 }
 
