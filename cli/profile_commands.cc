@@ -121,7 +121,15 @@ void AddProfileFlags(cxxopts::Options& options) {
 absl::Status ApplyHwOverlayFlag(const cxxopts::ParseResult& flags, Scenario& scenario) {
   if (!flags.count("hw-overlay")) return absl::OkStatus();
   scenario.hw_overlay_file = flags["hw-overlay"].as<std::string>();
-  return ApplyHwOverlayFile(scenario.hw_overlay_file, scenario.hw);
+  if (scenario.hw_overlay_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--hw-overlay: empty file name; give an overlay written by project calibrate");
+  }
+  absl::Status applied = ApplyHwOverlayFile(scenario.hw_overlay_file, scenario.hw);
+  if (!applied.ok()) {
+    return absl::Status(applied.code(), absl::StrCat("--hw-overlay: ", applied.message()));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status RunProfilingMode(std::string_view mode, const cxxopts::ParseResult& flags,

@@ -549,6 +549,13 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
     }
     int64_t middle_stages = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
     int64_t rest = m.num_layers - p.first_stage_layers - p.last_stage_layers;
+    if (rest < 0) {
+      return Precondition(
+          origin, "/parallel/first_stage_layers",
+          absl::StrFormat("first %d + last %d stage layers exceed the %d layers of "
+                          "%s",
+                          p.first_stage_layers, p.last_stage_layers, m.num_layers, m.name));
+    }
     if (rest < 0 || (middle_stages > 0 && rest % middle_stages != 0) ||
         (middle_stages == 0 && rest != 0)) {
       return Precondition(origin, "/parallel/first_stage_layers",
