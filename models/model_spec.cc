@@ -134,6 +134,9 @@ std::string KeyPath(const std::string& base, const char* key) {
 // experts) stay well inside 64-bit integers and per-layer loops stay short.
 constexpr int64_t kMaxModelDim = int64_t{1} << 24;   // hidden, FFN, heads, vocab, experts, ranks
 constexpr int64_t kMaxModelLayers = int64_t{1} << 16;
+// A head wider than any model's (256 for Gemma 2, 192 for MLA's QK) by far: bounds the attention
+// backends' per-head work.
+constexpr int64_t kMaxHeadDim = int64_t{1} << 16;
 constexpr int64_t kMaxMtpLayers = 16;  // DeepSeek-V3 trains 1; Meta's MTP paper up to 8 heads
 
 absl::Status CheckPositive(const std::string& origin, const std::string& pointer, int64_t value,
@@ -161,7 +164,8 @@ absl::Status ValidateWithKeys(const ModelSpec& m, const std::string& origin,
   PROJECTOR_RETURN_IF_ERROR(
       CheckPositive(origin, at(keys.num_attention_heads), m.num_attention_heads));
   PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.num_kv_heads), m.num_kv_heads));
-  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.head_dim), m.head_dim));
+  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.head_dim), m.head_dim,
+                                          /*allow_zero=*/false, kMaxHeadDim));
   PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.vocab_size), m.vocab_size));
   // Library key only (the calibration schema has none).
   PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, KeyPath(base, "mtp_layers"), m.mtp_layers,
@@ -182,11 +186,12 @@ absl::Status ValidateWithKeys(const ModelSpec& m, const std::string& origin,
     PROJECTOR_RETURN_IF_ERROR(
         CheckPositive(origin, mla_at(keys.q_lora_rank), mla.q_lora_rank, /*allow_zero=*/true));
     PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, mla_at(keys.kv_lora_rank), mla.kv_lora_rank));
+    PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, mla_at(keys.qk_nope_head_dim),
+                                            mla.qk_nope_head_dim, false, kMaxHeadDim));
+    PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, mla_at(keys.qk_rope_head_dim),
+                                            mla.qk_rope_head_dim, false, kMaxHeadDim));
     PROJECTOR_RETURN_IF_ERROR(
-        CheckPositive(origin, mla_at(keys.qk_nope_head_dim), mla.qk_nope_head_dim));
-    PROJECTOR_RETURN_IF_ERROR(
-        CheckPositive(origin, mla_at(keys.qk_rope_head_dim), mla.qk_rope_head_dim));
-    PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, mla_at(keys.v_head_dim), mla.v_head_dim));
+        CheckPositive(origin, mla_at(keys.v_head_dim), mla.v_head_dim, false, kMaxHeadDim));
   }
 
   if (!m.moe.has_value()) return absl::OkStatus();

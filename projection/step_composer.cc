@@ -206,6 +206,8 @@ struct BucketedBuffer {
   }
 };
 
+constexpr double kMaxReplayedBuckets = 10000;
+
 absl::StatusOr<BucketedBuffer> BucketBuffer(const CollectiveBackend& backend,
                                             const CommInterferenceModel& interference,
                                             double params, ProcessGroup group,
@@ -214,6 +216,9 @@ absl::StatusOr<BucketedBuffer> BucketBuffer(const CollectiveBackend& backend,
   if (group.size <= 1 || params <= 0) return b;
   double bucket = std::max(kDdpMinBucketParams,
                            kDdpBucketParamsPerDpRank * static_cast<double>(group.size));
+  // DrainBuckets replays every bucket; a model far beyond any real one (10^4 buckets is a
+  // 400B-parameter chunk) is replayed with larger buckets instead of millions of them.
+  bucket = std::max(bucket, params / kMaxReplayedBuckets);
   b.buckets = static_cast<int64_t>(std::ceil(params / bucket));
   double full = std::min(bucket, params);
   double last = params - bucket * static_cast<double>(b.buckets - 1);
