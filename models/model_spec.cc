@@ -664,6 +664,12 @@ double ModelSpec::MtpParameters(bool active_only) const {
 
 double ModelSpec::ActiveParameters() const { return CountParameters(*this, true); }
 
+double ModelSpec::RoutedActiveParameters() const {
+  if (!moe.has_value()) return 0.0;
+  return static_cast<double>(NumMoeLayers()) * static_cast<double>(moe->top_k) *
+         MlpParams(*this, moe->expert_ffn_hidden);
+}
+
 absl::StatusOr<ModelSpec> ParseModelJson(const json& value, const std::string& origin,
                                          const std::string& pointer) {
   PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, JsonObject::Make(value, origin, pointer));

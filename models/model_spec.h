@@ -90,6 +90,9 @@ struct ModelSpec {
   double TotalParameters() const;
   // Parameters one token activates (top-k routed + shared experts only).
   double ActiveParameters() const;
+  // Of those, the top-k routed experts' of the main MoE layers (0 for a dense model): the part an
+  // expert capacity limit can drop.
+  double RoutedActiveParameters() const;
   // The MTP modules' own parameters (the layer, the 2h -> h projection and two norms each; the
   // embedding and output head are shared); `active_only` counts top-k routed experts.
   double MtpParameters(bool active_only) const;

@@ -67,6 +67,12 @@ Flops ModelFlopsPerStep(const ModelSpec& model, const TrainingConfig& training) 
   const double tokens = static_cast<double>(training.global_batch) *
                         static_cast<double>(training.seq_len);
   double matmul_params = model.ActiveParameters();
+  // With an expert capacity below the balanced share, each expert takes `capacity_factor` of
+  // its share and drops the rest (their expert GEMMs never run; balanced routing): count the
+  // routed experts' work that runs, so that MFU stays a share of the peak.
+  const double capacity = training.moe_capacity_factor;
+  if (capacity > 0 && capacity < 1)
+    matmul_params -= (1.0 - capacity) * model.RoutedActiveParameters();
   // The input embedding is a table lookup; with tied weights the one table is the output GEMM.
   if (!model.tied_embeddings) {
     matmul_params -= static_cast<double>(model.vocab_size) * static_cast<double>(model.hidden_size);

@@ -65,7 +65,8 @@ struct Projection {
   double tokens_per_s = 0;          // global_batch · seq_len / step_time
   // Model FLOPs per step (recompute NOT counted; PaLM appendix B / Megatron convention):
   //   tokens · (6 · N_matmul + 6 · L · s · H · (d_qk + d_v))
-  // with N_matmul = active parameters minus the input-embedding table (a lookup, no FLOPs),
+  // with N_matmul = active parameters minus the input-embedding table (a lookup, no FLOPs;
+  // routed experts × the MoE capacity factor when it is below 1: the dropped tokens skip them),
   // plus each MTP module's active parameters and its pass of the output head (vocab · h),
   // tokens = global_batch · seq_len, L layers (+ MTP layers), s = seq_len, H query heads,
   // non-causal attention (for MHA: 12 · L · s · h per token, PaLM's term).

@@ -13,9 +13,11 @@ namespace {
 
 constexpr std::string_view kMfuFormula =
     "model_flops_per_step = global_batch*seq_len*(6*N_matmul + 6*L*seq_len*H*(d_qk+d_v)), "
-    "N_matmul = active params minus the input embedding (kept when tied), plus each MTP "
+    "N_matmul = active params minus the input embedding (kept when tied; routed experts "
+    "times the MoE capacity factor when it is below 1), plus each MTP "
     "module's active params and output-head pass (L then counts the MTP layers); non-causal "
-    "attention (PaLM); recompute not counted. mfu = model_flops_per_step / step_time_s / num_gpus / "
+    "attention (PaLM); recompute not counted. mfu = model_flops_per_step / step_time_s / num_gpus "
+    "/ "
     "peak dense matrix FLOP/s of the training precision at the datasheet peak clock";
 
 double Ms(Seconds s) { return ToMilliseconds(s); }

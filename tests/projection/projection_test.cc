@@ -67,6 +67,24 @@ TEST(ProjectTest, ModelFlopsCountTheMtpModule) {
   EXPECT_GT(with->step_time, without->step_time);
 }
 
+// Toy MoE (4 layers, the first dense; 8 experts, top-2, expert FFN 512 SwiGLU, h 256): each of
+// the 3 MoE layers activates 2 · 3·256·512 routed-expert parameters. A capacity factor of 0.25
+// runs a quarter of the routed tokens, so N_matmul loses 0.75 of them; 0 (dropless) and >= 1
+// (nothing dropped under balanced routing) keep them all.
+TEST(ProjectTest, ModelFlopsCountOnlyTheExpertWorkACapacityLetsThrough) {
+  Scenario s = ToyScenario();
+  s.model = projector::testing::ToyMoeModel();
+  const double routed = 3.0 * 2 * 3 * 256 * 512;
+  EXPECT_DOUBLE_EQ(s.model.RoutedActiveParameters(), routed);
+  const double tokens = 64.0 * 512;
+  const double full = ModelFlopsPerStep(s.model, s.training).value();
+  s.training.moe_capacity_factor = 0.25;
+  EXPECT_THAT(ModelFlopsPerStep(s.model, s.training).value(),
+              IsNearRel(full - tokens * 6 * 0.75 * routed, 1e-12));
+  s.training.moe_capacity_factor = 1.5;
+  EXPECT_DOUBLE_EQ(ModelFlopsPerStep(s.model, s.training).value(), full);
+}
+
 TEST(ProjectTest, ComputeOnlyScenarioScalesWithClockShare) {
   FakeBackends fakes;
   Scenario s = ToyScenario();
