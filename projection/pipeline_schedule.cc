@@ -90,6 +90,16 @@ void ZeroBubbleH1Order(int64_t rank, int64_t pp, int64_t m, std::vector<Schedule
 
 }  // namespace
 
+namespace {
+struct ReplayBuffers {
+  std::vector<double> f_end, b_end;
+  std::vector<ScheduledOp> table;
+  std::vector<std::vector<ScheduledOp>> orders;  // one per rank (at least pp of them)
+  std::vector<size_t> next;
+  std::vector<double> free_at;
+};
+}  // namespace
+
 absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
                                                   std::vector<TimelineEvent>* events) {
   const int64_t p = spec.pp, v = spec.vpp, m = spec.micro_batches;
@@ -109,12 +119,18 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
   }
   const int64_t stages = p * v;
   const double p2p = spec.p2p.value();
+  // The replay's buffers, kept per thread: a search replays ~10^5 schedules of up to ~10^6 passes
+  // each, and fresh vectors of that size cost more in page faults than the replay itself.
+  thread_local ReplayBuffers buffers;
   // Completion times per (virtual stage, micro-batch); < 0 = not done yet.
-  std::vector<double> f_end(static_cast<size_t>(stages * m), -1.0);
-  std::vector<double> b_end(static_cast<size_t>(stages * m), -1.0);
+  std::vector<double>& f_end = buffers.f_end;
+  std::vector<double>& b_end = buffers.b_end;
+  f_end.assign(static_cast<size_t>(stages * m), -1.0);
+  b_end.assign(static_cast<size_t>(stages * m), -1.0);
 
-  std::vector<ScheduledOp> table;
-  std::vector<std::vector<ScheduledOp>> orders(static_cast<size_t>(p));
+  std::vector<ScheduledOp>& table = buffers.table;
+  std::vector<std::vector<ScheduledOp>>& orders = buffers.orders;
+  if (orders.size() < static_cast<size_t>(p)) orders.resize(static_cast<size_t>(p));
   if (zero_bubble) {
     for (int64_t r = 0; r < p; ++r) ZeroBubbleH1Order(r, p, m, orders[static_cast<size_t>(r)]);
   } else {
@@ -131,10 +147,14 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
   out.last_backward_end.assign(static_cast<size_t>(p * v), Seconds(0));
   out.first_forward_start.assign(static_cast<size_t>(p * v), Seconds(-1));
 
-  std::vector<size_t> next(static_cast<size_t>(p), 0);
-  std::vector<double> free_at(static_cast<size_t>(p), 0.0);
+  std::vector<size_t>& next = buffers.next;
+  std::vector<double>& free_at = buffers.free_at;
+  next.assign(static_cast<size_t>(p), 0);
+  free_at.assign(static_cast<size_t>(p), 0.0);
   int64_t remaining = 0;
-  for (const auto& order : orders) remaining += static_cast<int64_t>(order.size());
+  for (int64_t r = 0; r < p; ++r) {
+    remaining += static_cast<int64_t>(orders[static_cast<size_t>(r)].size());
+  }
   while (remaining > 0) {
     bool progressed = false;
     for (int64_t r = 0; r < p; ++r) {
