@@ -112,6 +112,19 @@ void Text(std::string& out, double x, double y, std::string_view text,
                         y, anchor, fill, text);
 }
 
+// A line from (x1, y1) to (x2, y2); `dash` as an SVG dash array ("6 4"), empty for solid.
+constexpr std::string_view kGridColor = "#e3e5ee";
+constexpr std::string_view kGuideColor = "#8a90a6";
+constexpr std::string_view kLimitColor = "#c0392b";
+void Line(std::string& out, double x1, double y1, double x2, double y2, std::string_view stroke,
+          std::string_view dash = "", double width = 1.0) {
+  absl::StrAppendFormat(&out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\"",
+                        x1, y1, x2, y2, stroke);
+  if (!dash.empty()) absl::StrAppendFormat(&out, " stroke-dasharray=\"%s\"", dash);
+  if (width != 1.0) absl::StrAppendFormat(&out, " stroke-width=\"%g\"", width);
+  out += "/>";
+}
+
 void Legend(std::string& out,
             const std::vector<std::pair<std::string_view, std::string_view>>& items) {
   out += "<p>";
@@ -264,9 +277,7 @@ void MemorySection(std::string& out, const Projection& p) {
   auto y_of = [&](double gib) { return kTop + kPlotH - (top > 0 ? gib / top * kPlotH : 0.0); };
   const double tick = TickStep(top, 5);
   for (double g = 0; g <= top; g += tick) {
-    absl::StrAppendFormat(
-        &out, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"#e3e5ee\"/>", kLeft,
-        kLeft + kPlotW, y_of(g), y_of(g));
+    Line(out, kLeft, y_of(g), kLeft + kPlotW, y_of(g), kGridColor);
     Text(out, kLeft - 6, y_of(g) + 4, absl::StrFormat("%g", g), "end", "#667");
   }
   Text(out, kLeft - 6, 10, "GiB", "end", "#667");
@@ -288,11 +299,7 @@ void MemorySection(std::string& out, const Projection& p) {
     }
   }
   if (capacity > 0) {
-    absl::StrAppendFormat(
-        &out,
-        "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"#c0392b\" "
-        "stroke-dasharray=\"6 4\" stroke-width=\"1.5\"/>",
-        kLeft, kLeft + kPlotW, y_of(capacity), y_of(capacity));
+    Line(out, kLeft, y_of(capacity), kLeft + kPlotW, y_of(capacity), kLimitColor, "6 4", 1.5);
   }
   out += "</svg>\n";
   absl::StrAppendFormat(&out, "<p>Peak %.2f GiB on stage %d of %.2f GiB HBM%s.</p>\n",
@@ -343,9 +350,7 @@ void TimelineSection(std::string& out, const Scenario& scenario, const Projectio
   const double tick = TickStep(Ms(p.step_time), 8);
   for (double t = 0; t <= Ms(p.step_time) + 1e-9; t += tick) {
     const double x = x_of(Seconds(t * 1e-3));
-    absl::StrAppendFormat(&out,
-                          "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.0f\" y2=\"%.2f\" stroke=\"#ccd\"/>",
-                          x, x, kTop, axis_y);
+    Line(out, x, kTop, x, axis_y, kGridColor);
     Text(out, x, axis_y + 14, absl::StrFormat("%g ms", t), "middle", "#667");
   }
   out += "</svg>\n";
@@ -462,11 +467,8 @@ void ScatterChart(std::string& out, const ValidationReport& r, const std::vector
     for (double f : {1.0, 2.0, 5.0}) {
       const double v = f * decade;
       if (std::log10(v) < l0 || std::log10(v) > l1) continue;
-      absl::StrAppendFormat(&out,
-                            "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.0f\" y2=\"%.0f\" "
-                            "stroke=\"#e3e5ee\"/><line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" "
-                            "y2=\"%.2f\" stroke=\"#e3e5ee\"/>",
-                            px(v), px(v), kTop, kTop + kSize, kLeft, kLeft + kSize, py(v), py(v));
+      Line(out, px(v), kTop, px(v), kTop + kSize, kGridColor);
+      Line(out, kLeft, py(v), kLeft + kSize, py(v), kGridColor);
       if (f > 1.0 && l1 - l0 > 3.0) continue;  // wide ranges: label the decades only
       Text(out, px(v), kTop + kSize + 14, CompactFigure(v), "middle", "#667");
       Text(out, kLeft - 6, py(v) + 4, CompactFigure(v), "end", "#667");
@@ -477,10 +479,7 @@ void ScatterChart(std::string& out, const ValidationReport& r, const std::vector
   for (const auto& [k, dash] :
        {std::pair{1.0, ""}, {1.1, "2 3"}, {1 / 1.1, "2 3"}, {1.2, "6 4"}, {1 / 1.2, "6 4"}}) {
     const double x0 = std::max(a, a / k), x1 = std::min(b, b / k);
-    absl::StrAppendFormat(&out,
-                          "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" "
-                          "stroke=\"#8a90a6\" stroke-dasharray=\"%s\"/>",
-                          px(x0), py(k * x0), px(x1), py(k * x1), dash);
+    Line(out, px(x0), py(k * x0), px(x1), py(k * x1), kGuideColor, dash);
   }
   for (size_t i = 0; i < r.cases.size(); ++i) {
     const ValidationCase& c = r.cases[i];
@@ -528,10 +527,7 @@ void ErrorStrip(std::string& out, const ValidationReport& r, const std::vector<s
   Rect(out, px(-20), kTop, px(20) - px(-20), bottom - kTop, "#eef6ee");
   Rect(out, px(-10), kTop, px(10) - px(-10), bottom - kTop, "#dcefdc");
   for (double e = -kRange; e <= kRange; e += 10) {
-    absl::StrAppendFormat(&out,
-                          "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.0f\" y2=\"%.2f\" "
-                          "stroke=\"%s\"/>",
-                          px(e), px(e), kTop, bottom, e == 0 ? "#8a90a6" : "#e3e5ee");
+    Line(out, px(e), kTop, px(e), bottom, e == 0 ? kGuideColor : kGridColor);
     Text(out, px(e), bottom + 14,
          absl::StrFormat("%s%+.0f%%", e == -kRange ? "&le;" : (e == kRange ? "&ge;" : ""), e),
          "middle", "#667");
@@ -706,10 +702,7 @@ std::string ClockWhatIfHtml(const Scenario& scenario, const std::vector<ClockRow
   absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", kTop + kH + 40);
   const double ytick = TickStep(top, 5);
   for (double v = 0; v <= top; v += ytick) {
-    absl::StrAppendFormat(&out,
-                          "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\" "
-                          "stroke=\"#e3e5ee\"/>",
-                          kLeft, kLeft + kW, py(v), py(v));
+    Line(out, kLeft, py(v), kLeft + kW, py(v), kGridColor);
     Text(out, kLeft - 6, py(v) + 4, CompactFigure(v), "end", "#667");
   }
   for (const ClockRow& r : rows) {
@@ -717,11 +710,8 @@ std::string ClockWhatIfHtml(const Scenario& scenario, const std::vector<ClockRow
          "#667");
   }
   Text(out, kLeft + kW / 2, kTop + kH + 32, "sustained clock (MHz)", "middle");
-  absl::StrAppendFormat(&out,
-                        "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" "
-                        "stroke=\"#8a90a6\" stroke-dasharray=\"6 4\"/>",
-                        px(c0), py(lowest.tokens_per_s_per_gpu), px(c1),
-                        py(lowest.tokens_per_s_per_gpu * c1 / std::max(c0, 1e-9)));
+  Line(out, px(c0), py(lowest.tokens_per_s_per_gpu), px(c1),
+       py(lowest.tokens_per_s_per_gpu * c1 / std::max(c0, 1e-9)), kGuideColor, "6 4");
   std::vector<const ClockRow*> sorted;
   for (const ClockRow& r : rows) sorted.push_back(&r);
   std::stable_sort(sorted.begin(), sorted.end(), [](const ClockRow* a, const ClockRow* b) {
@@ -808,16 +798,10 @@ std::string SearchHtml(const Scenario& base, const SearchResult& result, int64_t
        {std::pair{TickStep(max_mem, 8), true}, std::pair{TickStep(max_tgs, 5), false}}) {
     for (double v = 0; v <= (vertical ? max_mem : max_tgs); v += step) {
       if (vertical) {
-        absl::StrAppendFormat(&out,
-                              "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.0f\" y2=\"%.0f\" "
-                              "stroke=\"#e3e5ee\"/>",
-                              px(v), px(v), kTop, kTop + kH);
+        Line(out, px(v), kTop, px(v), kTop + kH, kGridColor);
         Text(out, px(v), kTop + kH + 14, absl::StrFormat("%g", v), "middle", "#667");
       } else {
-        absl::StrAppendFormat(&out,
-                              "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\" "
-                              "stroke=\"#e3e5ee\"/>",
-                              kLeft, kLeft + kW, py(v), py(v));
+        Line(out, kLeft, py(v), kLeft + kW, py(v), kGridColor);
         Text(out, kLeft - 6, py(v) + 4, CompactFigure(v), "end", "#667");
       }
     }
@@ -825,10 +809,7 @@ std::string SearchHtml(const Scenario& base, const SearchResult& result, int64_t
   Text(out, kLeft + kW / 2, kTop + kH + 32, "peak memory per GPU (GiB)", "middle");
   if (result.memory_check.value() > 0) {
     const double x = px(GiB(result.memory_check));
-    absl::StrAppendFormat(&out,
-                          "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.0f\" y2=\"%.0f\" "
-                          "stroke=\"#c0392b\" stroke-dasharray=\"6 4\"/>",
-                          x, x, kTop, kTop + kH);
+    Line(out, x, kTop, x, kTop + kH, kLimitColor, "6 4");
   }
   std::vector<const RankedLayout*> by_memory;
   for (size_t i = 0; i < plotted; ++i) {
