@@ -31,6 +31,17 @@ absl::StatusOr<TimingStats> ParseTiming(JsonObject& parent, std::string_view key
   PROJECTOR_ASSIGN_OR_RETURN(double max_us, t.NumberOr("max", median_us));
   PROJECTOR_ASSIGN_OR_RETURN(stats.repetitions, t.PositiveInt("repetitions"));
   PROJECTOR_RETURN_IF_ERROR(t.CheckNoUnknownKeys());
+  // One kernel or module timed for more than an hour is a unit slip (µs expected), and beyond
+  // that the projection's sums could leave the finite range.
+  constexpr double kMaxTimingUs = 3.6e9;
+  for (auto [name, v] :
+       {std::pair<const char*, double>{"median", median_us}, {"min", min_us}, {"max", max_us}}) {
+    if (v > kMaxTimingUs) {
+      return t.FieldError(name, absl::StrFormat("%g µs is over an hour; accepted: <= %g µs "
+                                                "(times are in microseconds)",
+                                                v, kMaxTimingUs));
+    }
+  }
   if (!(min_us > 0)) return t.FieldError("min", absl::StrCat("must be > 0, got ", min_us));
   if (min_us > median_us) {
     return t.FieldError("min", absl::StrFormat("%g exceeds the median %g; accepted: min <= median "

@@ -184,6 +184,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"bad_shape_ranks.json", "/ops/4/ranks", "shape mismatch"},
         BadCase{"bad_layout_product.json", "/scenario/num_gpus", "tp·pp·cp·dp"},
         BadCase{"bad_min_above_median.json", "/ops/0/time_us/min", "min <= median <= max"},
+        BadCase{"bad_time_beyond_an_hour.json", "/ops/0/time_us/median", "is over an hour"},
         BadCase{"bad_non_positive.json", "/ops/0/m", "> 0"},
         BadCase{"bad_kind.json", "/ops/0/kind", "gemm"},
         BadCase{"bad_pass.json", "/ops/2/pass", "fwd"},
