@@ -164,8 +164,13 @@ absl::Status ValidateWithKeys(const ModelSpec& m, const std::string& origin,
   PROJECTOR_RETURN_IF_ERROR(
       CheckPositive(origin, at(keys.num_attention_heads), m.num_attention_heads));
   PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.num_kv_heads), m.num_kv_heads));
-  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.head_dim), m.head_dim,
-                                          /*allow_zero=*/false, kMaxHeadDim));
+  if (m.head_dim > kMaxHeadDim) {
+    return JsonFieldError(
+        origin, at(keys.head_dim),
+        absl::StrCat("must be <= ", kMaxHeadDim, " (beyond any model), got ", m.head_dim, " (",
+                     keys.hidden_size, " / ", keys.num_attention_heads, " when not given)"));
+  }
+  PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.head_dim), m.head_dim));
   PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, at(keys.vocab_size), m.vocab_size));
   // Library key only (the calibration schema has none).
   PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, KeyPath(base, "mtp_layers"), m.mtp_layers,
