@@ -194,6 +194,15 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   p.defaults_used = scenario.defaults_used;
   p.op_tables = std::move(op_tables);
   p.timeline = std::move(timeline);
+  // Switches that were set but have nothing to act on, said rather than silently ignored.
+  if (par.sequence_parallel && par.tp == 1) {
+    p.defaults_used.push_back(
+        "sequence_parallel=true has no effect with tp 1 (no TP group to "
+        "shard the sequence over)");
+  }
+  if (par.deepep && !model.moe) {
+    p.defaults_used.push_back("deepep=true has no effect: the model has no experts");
+  }
   if (!tr.tp_comm_overlap && par.tp > 1) {
     p.defaults_used.push_back(
         "tp_comm_overlap=false (Megatron default: TP collectives exposed, backward ones async "
