@@ -1,7 +1,10 @@
 #include "cli/cli_options.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -157,6 +160,34 @@ absl::StatusOr<std::vector<double>> ParsePositiveList(const std::string& text,
     out.push_back(v);
   }
   return out;
+}
+
+// The path of an output-file flag (--trace, --html): empty when absent; exit 2 for an empty
+// name or a mode that does not replay the step.
+absl::StatusOr<std::string> OutputFileFlag(const cxxopts::ParseResult& flags,
+                                           const std::string& flag, const std::string& mode) {
+  if (!flags.count(flag)) return std::string();
+  std::string path = flags[flag].as<std::string>();
+  if (path.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": empty file name; give the path to write"));
+  }
+  if (mode != "simulate") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, ": written by --profiling-mode simulate only; drop --", flag, " or the mode"));
+  }
+  return path;
+}
+
+absl::Status WriteOutputFile(const std::string& flag, const std::string& path,
+                             const std::string& content) {
+  std::ofstream file(path);
+  if (file) file << content;
+  if (!file) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": cannot write '", path, "': ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<double>> ClockListFlag(const cxxopts::ParseResult& flags) {

@@ -31,7 +31,16 @@ absl::StatusOr<double> NumberFlag(const cxxopts::ParseResult& flags, const std::
 absl::StatusOr<std::vector<double>> ParsePositiveList(const std::string& text,
                                                       const std::string& flag);
 
-// --gpu-clock-mhz as a list of clocks, each in (0, kMaxClockMhz].
+// The path of an output-file flag (--trace, --html): empty when absent; kInvalidArgument for an
+// empty name or a mode other than simulate (the files show a simulated replay).
+absl::StatusOr<std::string> OutputFileFlag(const cxxopts::ParseResult& flags,
+                                           const std::string& flag,
+                                           const std::string& mode = "simulate");
+// Writes `content` to `path`; kInvalidArgument naming --flag and the reason when it cannot.
+absl::Status WriteOutputFile(const std::string& flag, const std::string& path,
+                             const std::string& content);
+
+// --gpu-clock-mhz as a list of clocks, each in [kMinClockMhz, kMaxClockMhz].
 absl::StatusOr<std::vector<double>> ClockListFlag(const cxxopts::ParseResult& flags);
 
 // Parses a byte size: "1GiB", "512MiB", "4MB", "1e9", "65536".

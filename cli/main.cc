@@ -2,9 +2,6 @@
 // (estimate, validate, search), prints, and maps errors to exit codes (2 = bad input,
 // 1 = internal error). No modelling happens here.
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <string>
@@ -378,34 +375,6 @@ absl::StatusOr<std::string> ValidationKernel(const std::string& value) {
 
 // The most passes --trace or --html keeps (TimelineEvent each).
 constexpr int64_t kMaxTimelinePasses = 1000000;
-
-// The path of an output-file flag (--trace, --html): empty when absent; exit 2 for an empty
-// name or a mode that does not replay the step.
-absl::StatusOr<std::string> OutputFileFlag(const cxxopts::ParseResult& flags,
-                                           const std::string& flag, const std::string& mode) {
-  if (!flags.count(flag)) return std::string();
-  std::string path = flags[flag].as<std::string>();
-  if (path.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, ": empty file name; give the path to write"));
-  }
-  if (mode != "simulate") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", flag, ": written by --profiling-mode simulate only; drop --", flag, " or the mode"));
-  }
-  return path;
-}
-
-absl::Status WriteOutputFile(const std::string& flag, const std::string& path,
-                             const std::string& content) {
-  std::ofstream file(path);
-  if (file) file << content;
-  if (!file) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, ": cannot write '", path, "': ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
 
 absl::Status RunValidate(int argc, char** argv, Output& io) {
   cxxopts::Options options("project validate",

@@ -1,10 +1,7 @@
 #include "cli/search_command.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -339,10 +336,7 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
     return FlagError("top", absl::StrCat("expected an integer (", e.what(), ")"));
   }
   if (top_k <= 0) return FlagError("top", absl::StrCat("must be > 0, got ", top_k));
-  const std::string html_path = flags.count("html") ? StringFlag(flags, "html") : "";
-  if (flags.count("html") && html_path.empty()) {
-    return FlagError("html", "empty file name; give the path to write");
-  }
+  PROJECTOR_ASSIGN_OR_RETURN(const std::string html_path, OutputFileFlag(flags, "html"));
   SearchOptions opts;
   {
     auto objective = ParseSearchObjective(StringFlag(flags, "objective"));
@@ -387,12 +381,7 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
   if (progress_shown) err << "\n";
   if (!result.ok()) return result.status();
   if (!html_path.empty()) {
-    std::ofstream file(html_path);
-    if (file) file << SearchHtml(base, *result, top_k);
-    if (!file) {
-      return FlagError("html",
-                       absl::StrCat("cannot write '", html_path, "': ", std::strerror(errno)));
-    }
+    PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("html", html_path, SearchHtml(base, *result, top_k)));
   }
   if (format == "json") {
     out << SearchResultToJson(base, *result).dump(2) << "\n";

@@ -47,11 +47,6 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kNumBreakdownTerms = 9;
-constexpr std::string_view kBreakdownNames[kNumBreakdownTerms] = {
-    "compute",         "tp_comm", "cp_comm",   "ep_comm",  "pipeline_bubble",
-    "p2p",             "dp_comm", "fsdp_comm", "optimizer"};
-
 struct ConstraintInfo {
   std::string_view name;
   std::string_view description;
@@ -368,17 +363,17 @@ std::vector<SearchCandidate> EnumerateCandidates(
 }
 
 std::string_view BreakdownTermName(int term_idx) {
-  return kBreakdownNames[term_idx];
+  return kBreakdownTerms[static_cast<size_t>(term_idx)].short_name;
 }
 
 std::string_view DominantCost(const LayoutMetrics& metrics) {
   int best = 0;
-  for (int i = 1; i < kNumBreakdownTerms; ++i) {
+  for (int i = 1; i < static_cast<int>(kNumBreakdownTerms); ++i) {
     if (metrics.breakdown[static_cast<size_t>(i)] > metrics.breakdown[static_cast<size_t>(best)]) {
       best = i;
     }
   }
-  return kBreakdownNames[best];
+  return kBreakdownTerms[static_cast<size_t>(best)].short_name;
 }
 
 LayoutEvaluator ProjectionEvaluator(const BackendRefs& backends) {
@@ -390,10 +385,9 @@ LayoutEvaluator ProjectionEvaluator(const BackendRefs& backends) {
     m.mfu = proj.mfu;
     m.tflops_per_gpu = proj.tflops_per_gpu;
     m.peak_memory_per_gpu = proj.peak_memory_per_gpu;
-    const StepBreakdown& b = proj.breakdown;
-    m.breakdown = {b.compute,         b.exposed_tp_comm, b.exposed_cp_comm,
-                   b.exposed_ep_comm, b.pipeline_bubble, b.p2p,
-                   b.exposed_dp_comm, b.exposed_fsdp_comm, b.optimizer};
+    for (size_t t = 0; t < kNumBreakdownTerms; ++t) {
+      m.breakdown[t] = proj.breakdown.*kBreakdownTerms[t].member;
+    }
     return m;
   };
 }
@@ -734,8 +728,8 @@ json SearchResultToJson(const Scenario& base, const SearchResult& r) {
   for (const RankedLayout& l : r.ranked) {
     const ParallelConfig& p = l.candidate.parallel;
     json b = json::object();
-    for (int t = 0; t < kNumBreakdownTerms; ++t) {
-      b[std::string(kBreakdownNames[t])] = l.metrics.breakdown[static_cast<size_t>(t)].value();
+    for (size_t t = 0; t < kNumBreakdownTerms; ++t) {
+      b[std::string(kBreakdownTerms[t].short_name)] = l.metrics.breakdown[t].value();
     }
     layouts.push_back(
         {{"rank", ++rank},

@@ -21,6 +21,7 @@
 #include "nlohmann/json.hpp"
 #include "profilers/op_list.h"
 #include "projection/scenario.h"
+#include "projection/step_composer.h"
 
 namespace projector {
 
@@ -133,9 +134,9 @@ struct LayoutMetrics {
   double mfu = 0;
   double tflops_per_gpu = 0;
   Bytes peak_memory_per_gpu;
-  // Step breakdown terms, in StepBreakdown order: compute, tp_comm, cp_comm, ep_comm,
-  // pipeline_bubble, p2p, dp_comm, fsdp_comm, optimizer.
-  std::array<Seconds, 9> breakdown{};
+  // Step breakdown terms, in kBreakdownTerms order (short names): compute, tp_comm, cp_comm,
+  // ep_comm, pipeline_bubble, p2p, dp_comm, fsdp_comm, optimizer.
+  std::array<Seconds, kNumBreakdownTerms> breakdown{};
 };
 // Names of LayoutMetrics::breakdown entries ("compute", "tp_comm", ...).
 std::string_view BreakdownTermName(int term_idx);

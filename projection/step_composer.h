@@ -8,7 +8,9 @@
 #ifndef PROJECTOR_PROJECTION_STEP_COMPOSER_H_
 #define PROJECTOR_PROJECTION_STEP_COMPOSER_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string_view>
 #include <vector>
 
@@ -45,21 +47,23 @@ struct StepBreakdown {
 // The terms of StepBreakdown in report order, with their label and JSON key (one table for the
 // text, JSON and HTML reports).
 struct BreakdownTerm {
-  std::string_view label;     // "exposed TP comm"
-  std::string_view json_key;  // "exposed_tp_comm_s"
+  std::string_view label;       // "exposed TP comm"
+  std::string_view json_key;    // "exposed_tp_comm_s"
+  std::string_view short_name;  // "tp_comm" (search's breakdown keys and dominant cost)
   Seconds StepBreakdown::*member;
 };
 inline constexpr BreakdownTerm kBreakdownTerms[] = {
-    {"compute", "compute_s", &StepBreakdown::compute},
-    {"exposed TP comm", "exposed_tp_comm_s", &StepBreakdown::exposed_tp_comm},
-    {"exposed CP comm", "exposed_cp_comm_s", &StepBreakdown::exposed_cp_comm},
-    {"exposed EP comm", "exposed_ep_comm_s", &StepBreakdown::exposed_ep_comm},
-    {"pipeline bubble", "pipeline_bubble_s", &StepBreakdown::pipeline_bubble},
-    {"pipeline P2P", "p2p_s", &StepBreakdown::p2p},
-    {"exposed DP grad sync", "exposed_dp_comm_s", &StepBreakdown::exposed_dp_comm},
-    {"exposed FSDP comm", "exposed_fsdp_comm_s", &StepBreakdown::exposed_fsdp_comm},
-    {"optimizer step", "optimizer_s", &StepBreakdown::optimizer},
+    {"compute", "compute_s", "compute", &StepBreakdown::compute},
+    {"exposed TP comm", "exposed_tp_comm_s", "tp_comm", &StepBreakdown::exposed_tp_comm},
+    {"exposed CP comm", "exposed_cp_comm_s", "cp_comm", &StepBreakdown::exposed_cp_comm},
+    {"exposed EP comm", "exposed_ep_comm_s", "ep_comm", &StepBreakdown::exposed_ep_comm},
+    {"pipeline bubble", "pipeline_bubble_s", "pipeline_bubble", &StepBreakdown::pipeline_bubble},
+    {"pipeline P2P", "p2p_s", "p2p", &StepBreakdown::p2p},
+    {"exposed DP grad sync", "exposed_dp_comm_s", "dp_comm", &StepBreakdown::exposed_dp_comm},
+    {"exposed FSDP comm", "exposed_fsdp_comm_s", "fsdp_comm", &StepBreakdown::exposed_fsdp_comm},
+    {"optimizer step", "optimizer_s", "optimizer", &StepBreakdown::optimizer},
 };
+inline constexpr size_t kNumBreakdownTerms = std::size(kBreakdownTerms);
 
 // The layers of one (rank, chunk); index rank · vpp + chunk.
 struct ChunkAssignment {
