@@ -99,6 +99,11 @@ void AddScenarioFlags(cxxopts::Options& options) {
      "(fa2, fa3, ...), or unfused (QKᵀ and P·V GEMMs with the softmax over scores in HBM, as "
      "Megatron-LM before FlashAttention)",
      cxxopts::value<std::string>(), "NAME")
+    ("loss-kernel",
+     "Cross-entropy loss: auto (default: pytorch for FSDP layouts, else megatron), megatron "
+     "(vocab-parallel, fp32 softmax kept), pytorch (eager F.cross_entropy under autocast: fp32 "
+     "logits copy, log-softmax, NLL) or fused (one online-softmax kernel: flash-attn, Liger)",
+     cxxopts::value<std::string>(), "auto|megatron|pytorch|fused")
     ("tp-comm-overlap", "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap, "
      "TE userbuffers; default false)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("grad-reduce-dtype", "Gradient reduction and main-grad buffer dtype: fp32 (default, "
@@ -365,6 +370,11 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
     if (!d.ok()) return FlagError("grad-reduce-dtype", d.status().message());
     s.training.grad_reduce_dtype = *d;
   }
+  if (Given(flags, "loss-kernel")) {
+    auto k = ParseLossKernel(flags["loss-kernel"].as<std::string>());
+    if (!k.ok()) return FlagError("loss-kernel", k.status().message());
+    s.training.loss_kernel = *k;
+  }
   if (Given(flags, "attention-kernel")) {
     absl::Status k = SetAttentionKernel(flags["attention-kernel"].as<std::string>(), s.training);
     if (!k.ok()) return FlagError("attention-kernel", k.message());
@@ -415,7 +425,7 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
   }
   if (!from_file) DefaultDistributedOptimizer(Given(flags, "distributed-optimizer"), s);
   // Flags may have changed the GPU, the layout or the kernel the file or case resolved.
-  PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, "command line"));
+  PROJECTOR_RETURN_IF_ERROR(ResolveKernels(s, "command line"));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, "command line"));
   return s;
 }

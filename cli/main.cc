@@ -392,6 +392,9 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
      "What-if for every case: auto (default), flash, unfused or a kernel of the GPU profiles "
      "(fa2, fa3, ...; a case whose GPU lacks it is unsupported)",
      cxxopts::value<std::string>(), "NAME")
+    ("loss-kernel", "What-if for every case: auto (default: pytorch for FSDP-only layouts, else "
+     "megatron), megatron, pytorch or fused", cxxopts::value<std::string>(),
+     "auto|megatron|pytorch|fused")
     ("gpu", "Only the cases on this GPU", cxxopts::value<std::string>(), "NAME")
     ("hw-overlay", "Hardware overlays from `project calibrate` (comma-separated), each applied to "
      "the cases on the GPU it was fitted for", cxxopts::value<std::vector<std::string>>(),
@@ -442,6 +445,13 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
   if (flags.count("attention-kernel")) {
     PROJECTOR_ASSIGN_OR_RETURN(validation.attention_kernel,
                                ValidationKernel(flags["attention-kernel"].as<std::string>()));
+  }
+  if (flags.count("loss-kernel")) {
+    auto k = ParseLossKernel(flags["loss-kernel"].as<std::string>());
+    if (!k.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--loss-kernel: ", k.status().message()));
+    }
+    validation.loss_kernel = *k;
   }
   if (flags.count("gpu")) {
     validation.gpu = flags["gpu"].as<std::string>();

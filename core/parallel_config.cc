@@ -39,6 +39,18 @@ absl::StatusOr<PipelineSchedule> ParsePipelineSchedule(std::string_view name) {
                                                  "'; accepted: 1f1b, zb-h1"));
 }
 
+std::string_view LossKernelName(LossKernel k) { return kLossKernelNames[static_cast<size_t>(k)]; }
+
+absl::StatusOr<LossKernel> ParseLossKernel(std::string_view name) {
+  for (LossKernel k :
+       {LossKernel::kAuto, LossKernel::kMegatron, LossKernel::kPyTorch, LossKernel::kFused}) {
+    if (LossKernelName(k) == name) return k;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown loss kernel '",
+                                                 absl::string_view(name.data(), name.size()),
+                                                 "'; accepted: auto, megatron, pytorch, fused"));
+}
+
 absl::StatusOr<DType> ParseGradReduceDtype(std::string_view name) {
   if (name == "fp32") return DType::kFp32;
   if (name == "bf16") return DType::kBf16;

@@ -37,6 +37,21 @@ absl::StatusOr<PipelineSchedule> ParsePipelineSchedule(std::string_view name);
 // The schedule names ParsePipelineSchedule accepts.
 inline constexpr std::string_view kPipelineScheduleNames[] = {"1f1b", "zb-h1"};
 
+// The cross-entropy loss over the vocabulary logits. kMegatron: Megatron-core's
+// vocab_parallel_cross_entropy (fp32 softmax kept for backward, vocab sharded over TP). kPyTorch:
+// torch.nn.functional.cross_entropy in eager mode under autocast (an fp32 copy of the logits,
+// log-softmax and NLL as separate kernels), what PyTorch-native stacks run (llm-foundry's
+// torch_crossentropy, HF Transformers, torchtitan without torch.compile). kFused: one fused
+// online-softmax kernel that never writes the fp32 logits (flash-attn's and Liger's Triton
+// cross-entropy). kAuto: kPyTorch for a PyTorch-native layout (IsPyTorchNativeLayout), else
+// kMegatron (ResolvedLossKernel).
+enum class LossKernel { kAuto, kMegatron, kPyTorch, kFused };
+// "auto", "megatron", "pytorch" or "fused".
+std::string_view LossKernelName(LossKernel k);
+absl::StatusOr<LossKernel> ParseLossKernel(std::string_view name);
+// The names ParseLossKernel accepts.
+inline constexpr std::string_view kLossKernelNames[] = {"auto", "megatron", "pytorch", "fused"};
+
 // Rank order: TP fastest, then CP, then DP (EP and expert-TP are carved out of TP·CP·DP for the
 // expert layers), then PP. num_gpus = tp·pp·cp·dp.
 struct ParallelConfig {
@@ -70,6 +85,13 @@ struct ParallelConfig {
   ProcessGroup PpGroup() const { return {.size = pp, .stride = tp * cp * dp}; }
 };
 
+// A layout that marks a PyTorch-native stack (llm-foundry, HF Accelerate, torchtitan without
+// TP/PP): FSDP with neither tensor nor pipeline parallelism. TP or PP with FSDP is Megatron-style
+// (Megatron-FSDP, NeMo), which runs Transformer Engine's attention and Megatron's loss.
+inline bool IsPyTorchNativeLayout(const ParallelConfig& p) {
+  return p.fsdp && p.tp == 1 && p.pp == 1;
+}
+
 // Training-run settings.
 struct TrainingConfig {
   int64_t seq_len = 4096;
@@ -84,6 +106,7 @@ struct TrainingConfig {
   // default) or a kernel the profile names ("fa2").
   // Checked against the profile when the scenario is resolved (projection/scenario.h).
   std::string flash_kernel = "auto";
+  LossKernel loss_kernel = LossKernel::kAuto;  // the cross-entropy kernel (LossKernel)
   bool overlap_grad_reduce = true;   // DP gradient sync overlapped with backward (Megatron)
   bool overlap_param_gather = true;  // distributed optimizer all-gather overlapped with forward
   // Megatron --tp-comm-overlap (Transformer Engine userbuffers): TP AllGather/ReduceScatter
@@ -115,6 +138,13 @@ inline double MoeExpertLoad(const TrainingConfig& t) {
     return t.moe_capacity_factor;
   }
   return t.moe_imbalance;
+}
+
+// The loss kernel that runs: training.loss_kernel, with kAuto resolved from the layout (kPyTorch
+// for a PyTorch-native layout, else kMegatron); never kAuto.
+inline LossKernel ResolvedLossKernel(const TrainingConfig& t, const ParallelConfig& p) {
+  if (t.loss_kernel != LossKernel::kAuto) return t.loss_kernel;
+  return IsPyTorchNativeLayout(p) ? LossKernel::kPyTorch : LossKernel::kMegatron;
 }
 
 // Reads a training.grad_reduce_dtype value: "fp32" or "bf16"; kInvalidArgument otherwise.

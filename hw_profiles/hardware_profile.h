@@ -65,7 +65,7 @@ struct GpuSpec {
   // at the sustained clock; absent (nullopt) = gemm_efficiency, the bf16 figure.
   std::optional<double> gemm_efficiency_fp8;
   // Flash-attention main loop of the kernel in use: the profile's default kernel as loaded; a
-  // scenario puts the figures of the kernel it runs here (ResolveAttentionKernel).
+  // scenario puts the figures of the kernel it runs here (ResolveKernels).
   double attention_fwd_efficiency = 0.7;
   double attention_bwd_efficiency = 0.6;
   // The named flash kernels with their figures, the default first (JSON: its name in

@@ -74,7 +74,17 @@ absl::StatusOr<ModuleProfile> ProfileEmbedding(const ProfileContext& ctx);
 // Tied embeddings: with pp == 1 the output projection uses the embedding's weight, so its
 // parameters are counted by ProfileEmbedding only; with pp > 1 the last stage holds its own
 // copy (Megatron keeps one and all-reduces its gradient with the first stage) and counts it.
+// The loss is the kernel ResolvedLossKernel picks (CrossEntropyBytesPerLogit).
 absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx);
+
+// HBM bytes per logit of one cross-entropy kernel: its forward and backward passes, and what it
+// keeps for backward. kAuto reads as kMegatron (resolve it first: ResolvedLossKernel).
+struct CrossEntropyTraffic {
+  double forward = 0;
+  double backward = 0;
+  double kept = 0;
+};
+CrossEntropyTraffic CrossEntropyBytesPerLogit(LossKernel kernel);
 
 // One transformer layer: attention, norms and the dense MLP or the MoE MLP.
 struct LayerProfile {

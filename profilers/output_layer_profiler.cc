@@ -9,6 +9,35 @@
 
 namespace projector {
 
+CrossEntropyTraffic CrossEntropyBytesPerLogit(LossKernel kernel) {
+  switch (kernel) {
+    case LossKernel::kPyTorch:
+      // torch.nn.functional.cross_entropy under autocast, eager. Forward: autocast runs the loss
+      // in fp32, so the bf16 logits are copied to fp32 (read 2, write 4); log_softmax over rows
+      // longer than 1024 runs the block-per-row kernel (cunn_SoftMaxForward), which reads the
+      // row for the max, again for the sum of exp and again to write the output (3 x 4 + 4);
+      // NLL gathers one value per row. 6 + 16 = 22 bytes. Backward: nll_loss_backward writes a
+      // zero-filled fp32 gradient (4); log_softmax_backward reads the gradient for its row sum
+      // and again with the kept output to write its result (4 + 4 + 4 + 4); the autocast cast's
+      // backward converts it to bf16 (read 4, write 2). 4 + 16 + 6 = 26 bytes. Kept: the fp32
+      // log-softmax output (4).
+      return {.forward = 22.0, .backward = 26.0, .kept = 4.0};
+    case LossKernel::kFused:
+      // One online-softmax pass over the bf16 logits keeps the per-row log-sum-exp only (2);
+      // backward reads the logits again and writes their bf16 gradient (2 + 2). Kept: the bf16
+      // logits (2).
+      return {.forward = 2.0, .backward = 4.0, .kept = 2.0};
+    case LossKernel::kAuto:
+    case LossKernel::kMegatron:
+      break;
+  }
+  // Megatron's vocab_parallel_cross_entropy on T × V/t logits in fp32: forward reads the bf16
+  // logits, writes the fp32 softmax it keeps for backward and makes two fp32 passes (max, sum of
+  // exp): 2 + 4 + 4 + 4 = 14 bytes per logit; backward reads the softmax and writes the bf16
+  // logit gradient: 6 bytes per logit. The max/sum AllReduces over TP carry T floats only.
+  return {.forward = 14.0, .backward = 6.0, .kept = 4.0};
+}
+
 absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
   using profiler_internal::D;
   PROJECTOR_ASSIGN_OR_RETURN(const profiler_internal::LayerDims dims,
@@ -33,12 +62,11 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
            MemoryOp{.bytes = Bytes(2.0 * e * norm_n), .flops = Flops((layer_norm ? 7.0 : 4.0) * norm_n)},
            MemoryOp{.bytes = Bytes(3.0 * e * norm_n), .flops = Flops((layer_norm ? 14.0 : 8.0) * norm_n)});
   b.Linear("output_proj", dims.tokens, h, v_l, dims.act_dtype);
-  // Megatron's vocab_parallel_cross_entropy on T × V/t logits in fp32: forward reads the bf16
-  // logits, writes the fp32 softmax it keeps for backward and makes two fp32 passes (max, sum of
-  // exp): 2 + 4 + 4 + 4 = 14 bytes per logit; backward reads the softmax and writes the bf16
-  // logit gradient: 6 bytes per logit. The max/sum AllReduces over TP carry T floats only.
-  b.Memory("cross_entropy", MemoryOp{.bytes = Bytes(14.0 * logits), .flops = Flops(5.0 * logits)},
-           MemoryOp{.bytes = Bytes(6.0 * logits), .flops = Flops(2.0 * logits)});
+  const CrossEntropyTraffic ce =
+      CrossEntropyBytesPerLogit(ResolvedLossKernel(ctx.training, ctx.parallel));
+  b.Memory("cross_entropy",
+           MemoryOp{.bytes = Bytes(ce.forward * logits), .flops = Flops(5.0 * logits)},
+           MemoryOp{.bytes = Bytes(ce.backward * logits), .flops = Flops(2.0 * logits)});
   b.Finish(ctx.recompute);
 
   const bool shares_embedding = model.tied_embeddings && ctx.parallel.pp == 1;
@@ -46,8 +74,8 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
       profiler_internal::NormParamsPerElement(model) * D(h) +
       (shares_embedding ? 0.0 : D(v_l) * D(h));
   // Kept for backward: the final norm's input (SP-sharded), the output projection's input
-  // (the norm output, SP-sharded and re-gathered in backward) and the fp32 softmax.
-  profile.activation_bytes = Bytes(2.0 * e * norm_n + 4.0 * logits);
+  // (the norm output, SP-sharded and re-gathered in backward) and what the loss keeps.
+  profile.activation_bytes = Bytes(2.0 * e * norm_n + ce.kept * logits);
   profile.activation_bytes_selective = profile.activation_bytes;
   return profile;
 }

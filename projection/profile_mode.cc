@@ -575,7 +575,7 @@ absl::StatusOr<Scenario> ScenarioFromProfile(const Profile& profile) {
   s.training.recompute = ps.recompute;
   s.measured_tokens_per_s_per_gpu = ps.measured_tokens_per_s_per_gpu;
   const std::string origin = absl::StrCat(profile.origin, ": /scenario");
-  PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, origin));
+  PROJECTOR_RETURN_IF_ERROR(ResolveKernels(s, origin));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, origin));
   return s;
 }

@@ -60,6 +60,8 @@ absl::StatusOr<HardwareProfile> GpuFromJson(JsonObject& obj, std::string_view ke
 const std::vector<std::string> kPrecisions = {"bf16", "fp16", "fp8"};
 const std::vector<std::string> kRecomputes = {"none", "selective", "full"};
 const std::vector<std::string> kGradReduceDtypes = {"fp32", "bf16"};
+const std::vector<std::string> kLossKernels(std::begin(kLossKernelNames),
+                                            std::end(kLossKernelNames));
 const std::vector<std::string> kPipelineSchedules(std::begin(kPipelineScheduleNames),
                                                   std::end(kPipelineScheduleNames));
 
@@ -108,6 +110,8 @@ absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
   if (absl::Status s = SetAttentionKernel(kernel, out); !s.ok()) {
     return t.FieldError("attention_kernel", std::string(s.message()));
   }
+  PROJECTOR_ASSIGN_OR_RETURN(std::string loss, t.EnumOr("loss_kernel", kLossKernels, "auto"));
+  out.loss_kernel = *ParseLossKernel(loss);
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_grad_reduce, t.BoolOr("overlap_grad_reduce", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_param_gather, t.BoolOr("overlap_param_gather", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.tp_comm_overlap, t.BoolOr("tp_comm_overlap", false));
@@ -128,8 +132,9 @@ absl::Status ParseBackends(JsonObject& b, BackendSelection& out) {
   return b.CheckNoUnknownKeys();
 }
 
-// Marks the defaults_used entry of an "auto" attention kernel.
+// Mark the defaults_used entries of an "auto" attention kernel and loss kernel.
 constexpr std::string_view kKernelNotePrefix = "attention_kernel=";
+constexpr std::string_view kLossNotePrefix = "loss_kernel=";
 
 // What "auto" runs: a PyTorch-native layout gets PyTorch SDPA's kernel (with ALiBi's additive
 // bias, the one SDPA falls back to), when the profile names them; anything else the default.
@@ -286,6 +291,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"recompute_layers", t.recompute_layers},
                    {"precision", std::string(DTypeName(t.precision))},
                    {"attention_kernel", std::string(AttentionKernelOf(s))},
+                   {"loss_kernel", std::string(LossKernelName(ResolvedLossKernel(t, p)))},
                    {"overlap_grad_reduce", t.overlap_grad_reduce},
                    {"overlap_param_gather", t.overlap_param_gather},
                    {"tp_comm_overlap", t.tp_comm_overlap},
@@ -309,16 +315,17 @@ std::string DescribeScenario(const Scenario& s) {
   std::string out = absl::StrFormat(
       "Scenario %s\n  model      %s (%d layers, hidden %d%s)\n  cluster    %d x %s (%d per "
       "node, clock %.0f MHz)\n  layout     %s\n  training   seq %d, micro-batch %d, global "
-      "batch %d, recompute %s, %s, %s attention\n  backends   gemm=%s attention=%s memory=%s "
+      "batch %d, recompute %s, %s, %s attention, %s loss\n  backends   gemm=%s attention=%s "
+      "memory=%s "
       "collective=%s\n",
       s.name, s.model.name, s.model.num_layers, s.model.hidden_size,
-      s.model.moe ? absl::StrFormat(", %d experts top-%d", s.model.moe->num_experts,
-                                    s.model.moe->top_k)
-                  : std::string(),
+      s.model.moe
+          ? absl::StrFormat(", %d experts top-%d", s.model.moe->num_experts, s.model.moe->top_k)
+          : std::string(),
       s.num_gpus, s.hw.name, s.hw.gpus_per_node, ToMegahertz(s.hw.gpu.sustained_clock),
       LayoutSummary(s.parallel), t.seq_len, t.micro_batch, t.global_batch,
       RecomputeName(t.recompute), DTypeName(t.precision), AttentionKernelOf(s),
-      s.backends.gemm, s.backends.attention,
+      LossKernelName(ResolvedLossKernel(t, s.parallel)), s.backends.gemm, s.backends.attention,
       s.backends.memory, s.backends.collective);
   for (const std::string& d : s.defaults_used) absl::StrAppend(&out, "  default    ", d, "\n");
   return out;
@@ -336,15 +343,25 @@ absl::StatusOr<Scenario> DefaultScenario() {
   s.training.micro_batch = 1;
   s.training.global_batch = 64;
   s.training.precision = DType::kBf16;
-  PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, "default"));
+  PROJECTOR_RETURN_IF_ERROR(ResolveKernels(s, "default"));
   return s;
 }
 
-bool IsPyTorchNativeLayout(const ParallelConfig& p) { return p.fsdp && p.tp == 1 && p.pp == 1; }
+// The defaults_used entry of an "auto" loss kernel.
+std::string AutoLossNote(const Scenario& s) {
+  const LossKernel k = ResolvedLossKernel(s.training, s.parallel);
+  return absl::StrFormat("%s%s%s", kLossNotePrefix, LossKernelName(k),
+                         k == LossKernel::kPyTorch
+                             ? " (auto: FSDP-only layouts run PyTorch's cross_entropy, eager under "
+                               "autocast: fp32 copy of the logits, log-softmax and NLL as separate "
+                               "kernels)"
+                             : " (auto: Megatron's vocab-parallel cross-entropy)");
+}
 
-absl::Status ResolveAttentionKernel(Scenario& s, const std::string& origin) {
-  std::erase_if(s.defaults_used,
-                [](const std::string& d) { return d.starts_with(kKernelNotePrefix); });
+namespace {
+
+// The attention half of ResolveKernels.
+absl::Status ResolveAttention(Scenario& s, const std::string& origin) {
   if (s.training.attention_kernel == AttentionKernel::kUnfused) {
     s.attention_kernel_used = "unfused";
     return absl::OkStatus();
@@ -367,6 +384,17 @@ absl::Status ResolveAttentionKernel(Scenario& s, const std::string& origin) {
     s.hw.gpu.attention_bwd_efficiency = kernel->bwd_efficiency;
   }
   if (request == "auto") s.defaults_used.push_back(AutoKernelNote(s));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
+  std::erase_if(s.defaults_used, [](const std::string& d) {
+    return d.starts_with(kKernelNotePrefix) || d.starts_with(kLossNotePrefix);
+  });
+  PROJECTOR_RETURN_IF_ERROR(ResolveAttention(s, origin));
+  if (s.training.loss_kernel == LossKernel::kAuto) s.defaults_used.push_back(AutoLossNote(s));
   return absl::OkStatus();
 }
 
@@ -715,7 +743,7 @@ absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path) {
   PROJECTOR_RETURN_IF_ERROR(obj.CheckNoUnknownKeys());
   PROJECTOR_RETURN_IF_ERROR(Complete(s, dp_given, num_gpus_given, path));
   DefaultDistributedOptimizer(parallel && parallel->Has("distributed_optimizer"), s);
-  PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, path));
+  PROJECTOR_RETURN_IF_ERROR(ResolveKernels(s, path));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, path));
   return s;
 }
@@ -778,7 +806,7 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
           split->first, split->second, L, s.parallel.pp));
     }
   }
-  PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, origin));
+  PROJECTOR_RETURN_IF_ERROR(ResolveKernels(s, origin));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, origin));
   return s;
 }

@@ -24,14 +24,14 @@ struct Scenario {
   std::string name;  // case id or "default"
   ModelSpec model;
   // gpus_per_node and clock overrides already applied; the attention efficiencies are those of
-  // the flash kernel that runs (ResolveAttentionKernel).
+  // the flash kernel that runs (ResolveKernels).
   HardwareProfile hw;
   ParallelConfig parallel;
   TrainingConfig training;
   BackendSelection backends;
   int64_t num_gpus = 8;
   std::optional<double> measured_tokens_per_s_per_gpu;
-  // The attention kernel that runs, set by ResolveAttentionKernel: a kernel of the GPU profile
+  // The attention kernel that runs, set by ResolveKernels: a kernel of the GPU profile
   // ("fa3"), "flash" for a profile that names none, or "unfused".
   std::string attention_kernel_used;
   // Settings the input did not state and the tool's defaults decided (shown in the report).
@@ -95,20 +95,17 @@ std::optional<std::pair<int64_t, int64_t>> SuggestUnevenSplit(int64_t layers, in
 // balanced share (1 with ep 1, or for a model without experts).
 double MaxMoeImbalance(const ModelSpec& model, const ParallelConfig& parallel);
 
-// A layout that marks a PyTorch-native stack (llm-foundry, HF Accelerate, torchtitan without
-// TP/PP): FSDP with neither tensor nor pipeline parallelism. TP or PP with FSDP is Megatron-style
-// (Megatron-FSDP, NeMo), which runs Transformer Engine's attention.
-bool IsPyTorchNativeLayout(const ParallelConfig& p);
-
 // Picks the attention kernel training.attention_kernel asks for on the scenario's GPU and puts
 // that kernel's efficiencies into hw.gpu: "auto" takes, for a PyTorch-native layout
 // (IsPyTorchNativeLayout), the profile's attention_kernel_pytorch_bias when the model uses ALiBi
 // or else attention_kernel_pytorch, when the profile names them; otherwise the profile's
-// default kernel; the choice is listed in defaults_used. Idempotent, so a caller that changes the GPU,
-// layout or kernel afterwards resolves again. The builders below call it. kInvalidArgument
+// default kernel; the choice is listed in defaults_used. An "auto" training.loss_kernel is
+// listed there too, with the kernel ResolvedLossKernel picks for the layout. Idempotent, so a
+// caller that changes the GPU, layout or kernel afterwards resolves again. The builders below call
+// it. kInvalidArgument
 // "<origin>: /training/attention_kernel: ..." listing the valid values when the GPU's profile
 // has no kernel of that name.
-absl::Status ResolveAttentionKernel(Scenario& scenario, const std::string& origin);
+absl::Status ResolveKernels(Scenario& scenario, const std::string& origin);
 
 // A scenario JSON file: {"model": NAME|PATH|{inline model}, "gpu": NAME|PATH, "num_gpus",
 // "gpus_per_node", "parallel": {...}, "training": {...}, "backends": {...},

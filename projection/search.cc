@@ -478,7 +478,7 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
         if (const bool native = IsPyTorchNativeLayout(scenario.parallel);
             resolved_native != native) {
           resolved_native = native;
-          if (absl::Status k = ResolveAttentionKernel(scenario, "search"); !k.ok()) {
+          if (absl::Status k = ResolveKernels(scenario, "search"); !k.ok()) {
             outcome[idx] = Outcome::kInvalid;
             std::lock_guard<std::mutex> lock(mu);
             if (first_invalid.empty()) first_invalid = std::string(k.message());
@@ -618,7 +618,7 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
     s.parallel.fsdp = native;
     s.parallel.tp = 1;
     s.parallel.pp = 1;
-    PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(s, "search"));
+    PROJECTOR_RETURN_IF_ERROR(ResolveKernels(s, "search"));
     if (sets.contains(s.attention_kernel_used)) continue;
     PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(base.backends, s.hw));
     const BackendSet& kept = sets.emplace(s.attention_kernel_used, std::move(set)).first->second;
@@ -677,6 +677,10 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   absl::StrAppend(&cmd, " --attention-kernel ", base.training.attention_kernel == AttentionKernel::kUnfused
                                                      ? std::string("unfused")
                                                      : base.training.flash_kernel);
+  if (base.training.loss_kernel != LossKernel::kAuto) {
+    absl::StrAppend(&cmd, " --loss-kernel ",
+                    std::string(LossKernelName(base.training.loss_kernel)));
+  }
   if (base.training.tp_comm_overlap) absl::StrAppend(&cmd, " --tp-comm-overlap");
   if (!base.hw_overlay_file.empty()) absl::StrAppend(&cmd, " --hw-overlay ", base.hw_overlay_file);
   if (base.training.grad_reduce_dtype != DType::kFp32) {

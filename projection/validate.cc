@@ -165,7 +165,7 @@ void CheckSequenceMonotonicity(std::vector<ParsedCase>& parsed) {
 absl::Status OverrideAttentionKernel(const std::string& kernel, const std::string& origin,
                                      Scenario& scenario) {
   PROJECTOR_RETURN_IF_ERROR(SetAttentionKernel(kernel, scenario.training));
-  PROJECTOR_RETURN_IF_ERROR(ResolveAttentionKernel(scenario, origin));
+  PROJECTOR_RETURN_IF_ERROR(ResolveKernels(scenario, origin));
   return ValidateScenario(scenario, origin);
 }
 
@@ -377,6 +377,10 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
     if (scenario.ok() && options.distributed_optimizer && !scenario->parallel.fsdp &&
         scenario->parallel.dp > 1) {
       scenario->parallel.distributed_optimizer = *options.distributed_optimizer;
+    }
+    if (scenario.ok() && options.loss_kernel) {
+      scenario->training.loss_kernel = *options.loss_kernel;
+      if (absl::Status k = ResolveKernels(*scenario, origin); !k.ok()) scenario = k;
     }
     if (scenario.ok() && options.attention_kernel) {
       absl::Status valid = OverrideAttentionKernel(*options.attention_kernel, origin, *scenario);

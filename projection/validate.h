@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/dtype.h"
+#include "core/parallel_config.h"
 #include "nlohmann/json.hpp"
 
 namespace projector {
@@ -123,6 +124,9 @@ struct ValidationOptions {
   // calibration schema does not carry it; the default is auto). E.g. unfused for runs that
   // predate FlashAttention; a kernel a case's GPU lacks makes that case unsupported.
   std::optional<std::string> attention_kernel;
+  // Overrides training.loss_kernel of every case (default auto: pytorch for the FSDP-only
+  // layouts, megatron for the rest).
+  std::optional<LossKernel> loss_kernel;
   // Stack switches the schema does not carry either (defaults: off and fp32, Megatron's):
   // training.tp_comm_overlap and training.grad_reduce_dtype for every case.
   std::optional<bool> tp_comm_overlap;

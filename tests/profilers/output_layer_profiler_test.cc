@@ -45,6 +45,39 @@ TEST(ProfileOutputLayerTest, VocabParallelProjectionAndLoss) {
               IsNearRel(2 * 2.0 * 512 * 4096 + 4.0 * 4096 * v_l, 1e-12));
 }
 
+// The loss kernel per layout and request, with the bytes per logit derived in
+// CrossEntropyBytesPerLogit: megatron 14 + 6 (fp32 softmax kept), pytorch 22 + 26 (eager under
+// autocast: fp32 copy 6, log-softmax 3 reads + 1 write of fp32 16; backward zero-fill 4,
+// log-softmax backward 16, cast to bf16 6; log-softmax output kept), fused 2 + 4 (bf16 logits
+// kept). T = 4096 tokens, V = 128256 padded to 128256 (TP 1).
+TEST(ProfileOutputLayerTest, LossKernelBytesPerLogit) {
+  struct Want {
+    bool fsdp;
+    LossKernel request;
+    double fwd, bwd, kept;
+  };
+  for (const Want& w :
+       {Want{false, LossKernel::kAuto, 14, 6, 4}, Want{true, LossKernel::kAuto, 22, 26, 4},
+        Want{true, LossKernel::kMegatron, 14, 6, 4}, Want{false, LossKernel::kPyTorch, 22, 26, 4},
+        Want{true, LossKernel::kFused, 2, 4, 2}}) {
+    Case c(testing::Llama31_8B());
+    c.parallel.fsdp = w.fsdp;
+    c.training.seq_len = 4096;
+    c.training.loss_kernel = w.request;
+    absl::StatusOr<ModuleProfile> p = ProfileOutputLayer(c.Ctx());
+    ASSERT_THAT(p, IsOk());
+    const double logits = 4096.0 * 128256;
+    SCOPED_TRACE(std::string(LossKernelName(w.request)) + (w.fsdp ? " fsdp" : ""));
+    EXPECT_THAT(FindOp(p->ops, "cross_entropy", OpPhase::kForward)->bytes.value(),
+                IsNearRel(w.fwd * logits, 1e-12));
+    EXPECT_THAT(FindOp(p->ops, "cross_entropy", OpPhase::kBackwardDgrad)->bytes.value(),
+                IsNearRel(w.bwd * logits, 1e-12));
+    // Stored: the norm input and the projection input (bf16) + what the loss keeps.
+    EXPECT_THAT(p->activation_bytes.value(),
+                IsNearRel(2 * 2.0 * 4096 * 4096 + w.kept * logits, 1e-12));
+  }
+}
+
 // Tied embeddings share the embedding's weight when both sit on one stage (pp == 1); with
 // pp > 1 the last stage holds its own copy.
 TEST(ProfileOutputLayerTest, TiedEmbeddingsCountedOnceOnOneStage) {

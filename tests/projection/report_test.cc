@@ -16,6 +16,7 @@ using ::projector::testing::FakeBackends;
 using ::projector::testing::IsOk;
 using ::projector::testing::ToyScenario;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Projection ProjectToy(Scenario& s) {
   FakeBackends fakes;
@@ -172,16 +173,41 @@ TEST(ProjectionTextTest, NamesTheAttentionKernelAndWhyAutoChoseIt) {
   ASSERT_THAT(h100, IsOk());
   s.hw = *h100;
   s.parallel.fsdp = true;
-  ASSERT_THAT(ResolveAttentionKernel(s, "toy"), IsOk());
+  ASSERT_THAT(ResolveKernels(s, "toy"), IsOk());
   Projection p = ProjectToy(s);
   const std::string text = ProjectionText(s, p);
-  EXPECT_THAT(text, HasSubstr("recompute none, fa2 attention\n"));
-  EXPECT_THAT(text, HasSubstr("  defaults used:\n    - attention_kernel=fa2 (auto: FSDP-only layouts "
-                              "run PyTorch SDPA, which runs fa2 on h100-sxm)\n"));
+  EXPECT_THAT(text, HasSubstr("recompute none, fa2 attention, pytorch loss\n"));
+  EXPECT_THAT(text,
+              HasSubstr("  defaults used:\n    - attention_kernel=fa2 (auto: FSDP-only layouts "
+                        "run PyTorch SDPA, which runs fa2 on h100-sxm)\n    - "
+                        "loss_kernel=pytorch (auto: FSDP-only layouts run PyTorch's "
+                        "cross_entropy, eager under autocast"));
   const nlohmann::json j = ProjectionJson(s, p);
   EXPECT_EQ(j["attention_kernel"], "fa2");
   EXPECT_THAT(j["defaults_used"].get<std::vector<std::string>>(),
               ::testing::Contains(HasSubstr("attention_kernel=fa2 (auto:")));
+}
+
+// An explicit loss kernel is not a default: the report names it and lists no loss note; the
+// Megatron-style layout (TP 2 with FSDP) resolves auto to megatron.
+TEST(ProjectionTextTest, NamesTheLossKernelAndListsOnlyAnAutoChoice) {
+  Scenario s = ToyScenario();
+  s.parallel.fsdp = true;
+  s.training.loss_kernel = LossKernel::kFused;
+  ASSERT_THAT(ResolveKernels(s, "toy"), IsOk());
+  Projection p = ProjectToy(s);
+  std::string text = ProjectionText(s, p);
+  EXPECT_THAT(text, HasSubstr("attention, fused loss"));
+  EXPECT_THAT(text, Not(HasSubstr("loss_kernel=")));
+  EXPECT_EQ(ScenarioToJson(s)["training"]["loss_kernel"], "fused");
+
+  s.training.loss_kernel = LossKernel::kAuto;
+  s.parallel.tp = 2;
+  s.parallel.dp /= 2;
+  ASSERT_THAT(ResolveKernels(s, "toy"), IsOk());
+  EXPECT_THAT(s.defaults_used,
+              ::testing::Contains(HasSubstr("loss_kernel=megatron (auto: Megatron's")));
+  EXPECT_EQ(ScenarioToJson(s)["training"]["loss_kernel"], "megatron");
 }
 
 }  // namespace

@@ -17,8 +17,10 @@ using ::projector::testing::IsNearRel;
 using ::projector::testing::IsOk;
 using ::projector::testing::StatusIs;
 using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Data(const std::string& name) {
   return std::string(PROJECTOR_TESTDATA_DIR) + "/scenarios/" + name;
@@ -136,6 +138,19 @@ TEST(ScenarioTest, CommSwitchesAreReadAndRoundTrip) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("bad_grad_reduce_dtype.json"),
                              HasSubstr("/training/grad_reduce_dtype"), HasSubstr("fp32, bf16"))));
+}
+
+TEST(ScenarioTest, LossKernelIsReadAndRoundTrips) {
+  EXPECT_EQ(Default().training.loss_kernel, LossKernel::kAuto);
+  auto s = LoadScenarioFile(Data("loss_kernel_fused.json"));
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->training.loss_kernel, LossKernel::kFused);
+  EXPECT_EQ(ScenarioToJson(*s)["training"]["loss_kernel"], "fused");
+  EXPECT_THAT(s->defaults_used, Not(Contains(HasSubstr("loss_kernel="))));
+  EXPECT_THAT(LoadScenarioFile(Data("bad_loss_kernel.json")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("bad_loss_kernel.json"), HasSubstr("/training/loss_kernel"),
+                             HasSubstr("auto, megatron, pytorch, fused"))));
 }
 
 // Llama-3.1-70B, TP8 SP over 16 H100 with the distributed optimizer: overlapping the TP
@@ -455,7 +470,7 @@ TEST(ScenarioTest, CaseSpecMustHaveFileAndId) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// ResolveAttentionKernel: which flash kernel runs, and its efficiencies in the scenario's hw.
+// ResolveKernels: which flash kernel runs, and its efficiencies in the scenario's hw.
 
 Scenario OnGpu(const std::string& gpu, bool fsdp, const std::string& kernel = "auto") {
   Scenario s = Default();
@@ -465,7 +480,7 @@ Scenario OnGpu(const std::string& gpu, bool fsdp, const std::string& kernel = "a
   s.parallel.fsdp = fsdp;
   s.parallel.distributed_optimizer = !fsdp;
   s.training.flash_kernel = kernel;
-  EXPECT_THAT(ResolveAttentionKernel(s, "test"), IsOk());
+  EXPECT_THAT(ResolveKernels(s, "test"), IsOk());
   return s;
 }
 
@@ -477,7 +492,7 @@ std::vector<std::string> KernelNotes(const Scenario& s) {
   return notes;
 }
 
-TEST(ResolveAttentionKernelTest, AutoPicksPyTorchsFa2ForFsdpOnH100) {
+TEST(ResolveKernelsTest, AutoPicksPyTorchsFa2ForFsdpOnH100) {
   Scenario s = OnGpu("h100-sxm", /*fsdp=*/true);
   EXPECT_EQ(s.attention_kernel_used, "fa2");
   // FA2 on H100: 370 / 322 TFLOPS of 989.4 (FA3 paper).
@@ -489,7 +504,7 @@ TEST(ResolveAttentionKernelTest, AutoPicksPyTorchsFa2ForFsdpOnH100) {
   EXPECT_EQ(ScenarioToJson(s)["training"]["attention_kernel"], "fa2");
 }
 
-TEST(ResolveAttentionKernelTest, AutoKeepsTheDefaultForFsdpWithTensorOrPipelineParallelism) {
+TEST(ResolveKernelsTest, AutoKeepsTheDefaultForFsdpWithTensorOrPipelineParallelism) {
   // FSDP with TP or PP is a Megatron-style stack (Transformer Engine attention), not PyTorch's.
   for (auto [tp, pp] : {std::pair<int64_t, int64_t>{2, 1}, {1, 2}}) {
     ParallelConfig p;
@@ -503,7 +518,7 @@ TEST(ResolveAttentionKernelTest, AutoKeepsTheDefaultForFsdpWithTensorOrPipelineP
   EXPECT_TRUE(IsPyTorchNativeLayout(fsdp_only));
 }
 
-TEST(ResolveAttentionKernelTest, AutoPicksTheDefaultFa3WithoutFsdpOnH100) {
+TEST(ResolveKernelsTest, AutoPicksTheDefaultFa3WithoutFsdpOnH100) {
   Scenario s = OnGpu("h100-sxm", /*fsdp=*/false);
   EXPECT_EQ(s.attention_kernel_used, "fa3");
   // FA3 on H100: 648 / 561 TFLOPS of 989.4.
@@ -513,17 +528,17 @@ TEST(ResolveAttentionKernelTest, AutoPicksTheDefaultFa3WithoutFsdpOnH100) {
               ElementsAre("attention_kernel=fa3 (auto: the profile's default kernel)"));
 }
 
-TEST(ResolveAttentionKernelTest, ResolvingAgainRestoresTheDefaultKernel) {
+TEST(ResolveKernelsTest, ResolvingAgainRestoresTheDefaultKernel) {
   Scenario s = OnGpu("h100-sxm", /*fsdp=*/true);
   ASSERT_EQ(s.attention_kernel_used, "fa2");
   s.parallel.fsdp = false;
-  ASSERT_THAT(ResolveAttentionKernel(s, "test"), IsOk());
+  ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
   EXPECT_EQ(s.attention_kernel_used, "fa3");
   EXPECT_NEAR(s.hw.gpu.attention_fwd_efficiency, 0.655, 1e-3);
   EXPECT_THAT(KernelNotes(s), ElementsAre(HasSubstr("fa3")));  // the fa2 note is gone
 }
 
-TEST(ResolveAttentionKernelTest, AutoPicksTheDefaultKernelOnA100AndMi300x) {
+TEST(ResolveKernelsTest, AutoPicksTheDefaultKernelOnA100AndMi300x) {
   // A100: PyTorch's kernel is the default FA2 itself; MI300X names no PyTorch kernel.
   Scenario a100 = OnGpu("a100-sxm-80gb", /*fsdp=*/true);
   EXPECT_EQ(a100.attention_kernel_used, "fa2");
@@ -535,7 +550,7 @@ TEST(ResolveAttentionKernelTest, AutoPicksTheDefaultKernelOnA100AndMi300x) {
               ElementsAre("attention_kernel=ck (auto: the profile's default kernel)"));
 }
 
-TEST(ResolveAttentionKernelTest, NamedOrFlashKernelIgnoresTheLayout) {
+TEST(ResolveKernelsTest, NamedOrFlashKernelIgnoresTheLayout) {
   Scenario named = OnGpu("h100-sxm", /*fsdp=*/true, "fa3");
   EXPECT_EQ(named.attention_kernel_used, "fa3");
   EXPECT_THAT(KernelNotes(named), ::testing::IsEmpty());
@@ -547,10 +562,10 @@ TEST(ResolveAttentionKernelTest, NamedOrFlashKernelIgnoresTheLayout) {
   EXPECT_NEAR(fa2.hw.gpu.attention_bwd_efficiency, 0.325, 1e-3);
 }
 
-TEST(ResolveAttentionKernelTest, KernelTheGpuLacksNamesFieldGpuAndValidValues) {
+TEST(ResolveKernelsTest, KernelTheGpuLacksNamesFieldGpuAndValidValues) {
   Scenario s = Default();  // mi300x
   s.training.flash_kernel = "fa2";
-  EXPECT_THAT(ResolveAttentionKernel(s, "x.json"),
+  EXPECT_THAT(ResolveKernels(s, "x.json"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("x.json: /training/attention_kernel: 'fa2' is not an attention "
                                  "kernel of mi300x; valid: auto, flash, unfused, ck")));
@@ -558,37 +573,37 @@ TEST(ResolveAttentionKernelTest, KernelTheGpuLacksNamesFieldGpuAndValidValues) {
   ASSERT_THAT(h100, IsOk());
   s.hw = *h100;
   s.training.flash_kernel = "fa4";
-  EXPECT_THAT(ResolveAttentionKernel(s, "x.json"),
+  EXPECT_THAT(ResolveKernels(s, "x.json"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("'fa4' is not an attention kernel of h100-sxm; valid: auto, "
                                  "flash, unfused, fa3, fa1, fa2")));
 }
 
-TEST(ResolveAttentionKernelTest, UnfusedRunsNoFlashKernel) {
+TEST(ResolveKernelsTest, UnfusedRunsNoFlashKernel) {
   Scenario s = Default();
   ASSERT_THAT(SetAttentionKernel("unfused", s.training), IsOk());
-  ASSERT_THAT(ResolveAttentionKernel(s, "test"), IsOk());
+  ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
   EXPECT_EQ(s.attention_kernel_used, "unfused");
   EXPECT_THAT(KernelNotes(s), ::testing::IsEmpty());
   EXPECT_THAT(SetAttentionKernel("", s.training),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty attention kernel")));
 }
 
-TEST(ResolveAttentionKernelTest, ProfileNamingNoKernelRunsItsFigures) {
+TEST(ResolveKernelsTest, ProfileNamingNoKernelRunsItsFigures) {
   Scenario s = Default();
   auto hw = ResolveHardwareProfile(std::string(PROJECTOR_TESTDATA_DIR) +
                                    "/hw_profiles/user_minimal.json");
   ASSERT_THAT(hw, IsOk());
   s.hw = *hw;
   s.parallel.fsdp = true;
-  ASSERT_THAT(ResolveAttentionKernel(s, "test"), IsOk());
+  ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
   EXPECT_EQ(s.attention_kernel_used, "flash");
   EXPECT_DOUBLE_EQ(s.hw.gpu.attention_fwd_efficiency, GpuSpec{}.attention_fwd_efficiency);
   EXPECT_THAT(KernelNotes(s),
               ElementsAre("attention_kernel=flash (auto: the profile's default kernel)"));
 }
 
-TEST(ResolveAttentionKernelTest, ScenarioFileAndCaseAreResolved) {
+TEST(ResolveKernelsTest, ScenarioFileAndCaseAreResolved) {
   auto file = LoadScenarioFile(Data("h100_fa2.json"));
   ASSERT_THAT(file, IsOk());
   EXPECT_EQ(file->attention_kernel_used, "fa2");
@@ -608,29 +623,29 @@ TEST(ResolveAttentionKernelTest, ScenarioFileAndCaseAreResolved) {
   EXPECT_THAT(KernelNotes(*fsdp_case), ElementsAre(HasSubstr("with ALiBi's additive bias")));
 }
 
-TEST(ResolveAttentionKernelTest, AutoTakesThePyTorchBiasKernelOnlyForAlibiFsdpOnlyLayouts) {
+TEST(ResolveKernelsTest, AutoTakesThePyTorchBiasKernelOnlyForAlibiFsdpOnlyLayouts) {
   for (const char* gpu : {"a100-sxm-80gb", "h100-sxm"}) {
     SCOPED_TRACE(gpu);
     Scenario alibi = OnGpu(gpu, /*fsdp=*/true);
     alibi.model.position_embedding = PositionEmbedding::kAlibi;
-    ASSERT_THAT(ResolveAttentionKernel(alibi, "test"), IsOk());
+    ASSERT_THAT(ResolveKernels(alibi, "test"), IsOk());
     EXPECT_EQ(alibi.attention_kernel_used, "fa1");
     const AttentionKernelSpec* fa1 = alibi.hw.gpu.FindAttentionKernel("fa1");
     ASSERT_NE(fa1, nullptr);
     EXPECT_DOUBLE_EQ(alibi.hw.gpu.attention_fwd_efficiency, fa1->fwd_efficiency);
     // Megatron-style (TP > 1): Transformer Engine's attention takes the bias; the default kernel.
     alibi.parallel.tp = 2;
-    ASSERT_THAT(ResolveAttentionKernel(alibi, "test"), IsOk());
+    ASSERT_THAT(ResolveKernels(alibi, "test"), IsOk());
     EXPECT_EQ(alibi.attention_kernel_used, alibi.hw.gpu.attention_kernels.front().name);
     // RoPE on the same FSDP-only layout: SDPA's flash backend, fa2.
     Scenario rope = OnGpu(gpu, /*fsdp=*/true);
-    ASSERT_THAT(ResolveAttentionKernel(rope, "test"), IsOk());
+    ASSERT_THAT(ResolveKernels(rope, "test"), IsOk());
     EXPECT_EQ(rope.attention_kernel_used, "fa2");
   }
   // A GPU whose profile names no bias kernel keeps attention_kernel_pytorch (or the default).
   Scenario mi300x = OnGpu("mi300x", /*fsdp=*/true);
   mi300x.model.position_embedding = PositionEmbedding::kAlibi;
-  ASSERT_THAT(ResolveAttentionKernel(mi300x, "test"), IsOk());
+  ASSERT_THAT(ResolveKernels(mi300x, "test"), IsOk());
   EXPECT_EQ(mi300x.attention_kernel_used, "ck");
 }
 
@@ -639,7 +654,7 @@ TEST(ResolveAttentionKernelTest, AutoTakesThePyTorchBiasKernelOnlyForAlibiFsdpOn
 // = 2·32·8192²·256/2 = 5.498e11 FLOP at 132 SMs x 4096 FLOP/clk x 1.83 GHz = 989.4 TFLOPS times
 // the kernel's forward efficiency (FA2 0.374 = 1.486 ms, FA3 0.655 = 0.848 ms), plus one 2.8 us
 // launch. Compute-bound: Q, K, V, O are ~0.17 GB, ~56 us at 3.0 TB/s.
-TEST(ResolveAttentionKernelTest, AttentionCoreTimeScalesWithTheKernelEfficiency) {
+TEST(ResolveKernelsTest, AttentionCoreTimeScalesWithTheKernelEfficiency) {
   auto forward_core_s = [](const std::string& kernel) {
     Scenario s = OnGpu("h100-sxm", /*fsdp=*/false, kernel);
     s.num_gpus = 1;

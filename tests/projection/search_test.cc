@@ -465,13 +465,13 @@ TEST(SearchTest, BestLayoutEqualsBruteForceOverProject) {
 }
 
 // With attention_kernel "auto", an FSDP layout on H100 runs PyTorch SDPA's FA2 and a
-// distributed-optimizer one the profile's FA3 (ResolveAttentionKernel): the search must time
+// distributed-optimizer one the profile's FA3 (ResolveKernels): the search must time
 // each candidate with the kernel `project` would use for that layout.
 TEST(SearchTest, AutoAttentionKernelFollowsEachCandidatesSharding) {
   Scenario base = TinyScenarioWith("llama3.1-8b");
   base.training.seq_len = 8192;
   base.training.global_batch = 8;
-  ASSERT_THAT(ResolveAttentionKernel(base, "test"), IsOk());
+  ASSERT_THAT(ResolveKernels(base, "test"), IsOk());
   SearchSpace space = DefaultSearchSpace(base);
   space.tp = {1};
   space.pp = {1};
@@ -487,7 +487,7 @@ TEST(SearchTest, AutoAttentionKernelFollowsEachCandidatesSharding) {
   for (const RankedLayout& l : r->ranked) {
     Scenario s = base;
     ApplyCandidate(l.candidate, 1.0, s);
-    ASSERT_THAT(ResolveAttentionKernel(s, "test"), IsOk());
+    ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
     EXPECT_EQ(s.attention_kernel_used, l.candidate.parallel.fsdp ? "fa2" : "fa3");
     auto set = MakeBackendSet(s.backends, s.hw);
     ASSERT_THAT(set, IsOk());
