@@ -203,6 +203,9 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   if (par.deepep && !model.moe) {
     p.defaults_used.push_back("deepep=true has no effect: the model has no experts");
   }
+  if (!par.turbo_grouped_gemm && !model.moe) {
+    p.defaults_used.push_back("moe_grouped_gemm=legacy has no effect: the model has no experts");
+  }
   if (!tr.tp_comm_overlap && par.tp > 1) {
     p.defaults_used.push_back(
         "tp_comm_overlap=false (Megatron default: TP collectives exposed, backward ones async "
