@@ -217,6 +217,11 @@ absl::StatusOr<Scenario> BaseScenarioFromFlags(const cxxopts::ParseResult& flags
     if (!d.ok()) return FlagError("grad-reduce-dtype", d.status().message());
     s.training.grad_reduce_dtype = *d;
   }
+  if (flags.count("loss-kernel")) {
+    auto k = ParseLossKernel(StringFlag(flags, "loss-kernel"));
+    if (!k.ok()) return FlagError("loss-kernel", k.status().message());
+    s.training.loss_kernel = *k;
+  }
   PROJECTOR_RETURN_IF_ERROR(ReadMoeRoutingFlags(flags, s.training));
   // The layout-independent checks of training.moe_* (the imbalance is capped per layout).
   {
@@ -270,6 +275,9 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
      cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("grad-reduce-dtype", "Gradient reduction and main-grad buffer dtype: fp32 (default) or bf16",
      cxxopts::value<std::string>(), "fp32|bf16")
+    ("loss-kernel", "Cross-entropy kernel: auto (default: pytorch for FSDP-only layouts, else "
+     "megatron), megatron, pytorch or fused", cxxopts::value<std::string>(),
+     "auto|megatron|pytorch|fused")
     ("moe-capacity-factor", "MoE: expert capacity as a multiple of the balanced share (default "
      "0 = dropless)", cxxopts::value<std::string>(), "X")
     ("moe-pad-to-capacity", "MoE: pad every expert's input to the capacity",

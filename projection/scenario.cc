@@ -316,8 +316,7 @@ std::string DescribeScenario(const Scenario& s) {
       "Scenario %s\n  model      %s (%d layers, hidden %d%s)\n  cluster    %d x %s (%d per "
       "node, clock %.0f MHz)\n  layout     %s\n  training   seq %d, micro-batch %d, global "
       "batch %d, recompute %s, %s, %s attention, %s loss\n  backends   gemm=%s attention=%s "
-      "memory=%s "
-      "collective=%s\n",
+      "memory=%s collective=%s\n",
       s.name, s.model.name, s.model.num_layers, s.model.hidden_size,
       s.model.moe
           ? absl::StrFormat(", %d experts top-%d", s.model.moe->num_experts, s.model.moe->top_k)
@@ -347,6 +346,8 @@ absl::StatusOr<Scenario> DefaultScenario() {
   return s;
 }
 
+namespace {
+
 // The defaults_used entry of an "auto" loss kernel.
 std::string AutoLossNote(const Scenario& s) {
   const LossKernel k = ResolvedLossKernel(s.training, s.parallel);
@@ -357,8 +358,6 @@ std::string AutoLossNote(const Scenario& s) {
                                "kernels)"
                              : " (auto: Megatron's vocab-parallel cross-entropy)");
 }
-
-namespace {
 
 // The attention half of ResolveKernels.
 absl::Status ResolveAttention(Scenario& s, const std::string& origin) {
