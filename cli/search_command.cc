@@ -217,6 +217,10 @@ absl::StatusOr<Scenario> BaseScenarioFromFlags(const cxxopts::ParseResult& flags
     if (!d.ok()) return FlagError("grad-reduce-dtype", d.status().message());
     s.training.grad_reduce_dtype = *d;
   }
+  if (flags.count("attention-kernel")) {
+    absl::Status k = SetAttentionKernel(StringFlag(flags, "attention-kernel"), s.training);
+    if (!k.ok()) return FlagError("attention-kernel", k.message());
+  }
   if (flags.count("loss-kernel")) {
     auto k = ParseLossKernel(StringFlag(flags, "loss-kernel"));
     if (!k.ok()) return FlagError("loss-kernel", k.status().message());
@@ -275,6 +279,9 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
      cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("grad-reduce-dtype", "Gradient reduction and main-grad buffer dtype: fp32 (default) or bf16",
      cxxopts::value<std::string>(), "fp32|bf16")
+    ("attention-kernel", "Attention core: auto (default: PyTorch SDPA's kernel for FSDP-only "
+     "layouts, else the profile's default), flash, unfused or a kernel the GPU profile names",
+     cxxopts::value<std::string>(), "NAME")
     ("loss-kernel", "Cross-entropy kernel: auto (default: pytorch for FSDP-only layouts, else "
      "megatron), megatron, pytorch or fused", cxxopts::value<std::string>(),
      "auto|megatron|pytorch|fused")
