@@ -43,7 +43,7 @@ inline constexpr std::string_view kPipelineScheduleNames[] = {"1f1b", "zb-h1"};
 // log-softmax and NLL as separate kernels), what PyTorch-native stacks run (llm-foundry's
 // torch_crossentropy, HF Transformers, torchtitan without torch.compile). kFused: one fused
 // online-softmax kernel that never writes the fp32 logits (flash-attn's and Liger's Triton
-// cross-entropy). kAuto: kPyTorch for a PyTorch-native layout (IsPyTorchNativeLayout), else
+// cross-entropy). kAuto: kFused for a PyTorch-native layout (IsPyTorchNativeLayout), else
 // kMegatron (ResolvedLossKernel).
 enum class LossKernel { kAuto, kMegatron, kPyTorch, kFused };
 // "auto", "megatron", "pytorch" or "fused".
@@ -140,11 +140,15 @@ inline double MoeExpertLoad(const TrainingConfig& t) {
   return t.moe_imbalance;
 }
 
-// The loss kernel that runs: training.loss_kernel, with kAuto resolved from the layout (kPyTorch
-// for a PyTorch-native layout, else kMegatron); never kAuto.
+// The loss kernel that runs: training.loss_kernel, with kAuto resolved from the layout;
+// never kAuto. A PyTorch-native layout gets kFused: llm-foundry's MPT trains with
+// loss_fn: fused_crossentropy, flash-attn's Triton cross-entropy, by default (recalled from
+// llmfoundry/models/mpt/modeling_mpt.py, not in the stored sources), and the micro-batches of its
+// published runs leave no room in HBM for the 14 bytes per logit of the eager loss at its peak
+// (CrossEntropyBytesPerLogit). Any other layout gets kMegatron.
 inline LossKernel ResolvedLossKernel(const TrainingConfig& t, const ParallelConfig& p) {
   if (t.loss_kernel != LossKernel::kAuto) return t.loss_kernel;
-  return IsPyTorchNativeLayout(p) ? LossKernel::kPyTorch : LossKernel::kMegatron;
+  return IsPyTorchNativeLayout(p) ? LossKernel::kFused : LossKernel::kMegatron;
 }
 
 // Reads a training.grad_reduce_dtype value: "fp32" or "bf16"; kInvalidArgument otherwise.

@@ -41,6 +41,9 @@ struct ModuleProfile {
   // Activation bytes one micro-batch keeps for backward on one GPU, by recompute mode.
   Bytes activation_bytes;            // no recompute
   Bytes activation_bytes_selective;  // selective recompute (attention core not stored)
+  // Held briefly beyond activation_bytes at the module's peak (the loss's fp32 copies of the
+  // logits); not kept across the step.
+  Bytes transient_bytes;
   // Tokens this GPU processes through the module per micro-batch (after SP/CP; for MoE the
   // routed token-expert pairs handled by the local experts).
   int64_t tokens = 0;
@@ -77,12 +80,14 @@ absl::StatusOr<ModuleProfile> ProfileEmbedding(const ProfileContext& ctx);
 // The loss is the kernel ResolvedLossKernel picks (CrossEntropyBytesPerLogit).
 absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx);
 
-// HBM bytes per logit of one cross-entropy kernel: its forward and backward passes, and what it
-// keeps for backward. kAuto reads as kMegatron (resolve it first: ResolvedLossKernel).
+// HBM bytes per logit of one cross-entropy kernel: its forward and backward passes, what it
+// keeps for backward and what is alive at its peak. kAuto reads as kMegatron (resolve it first:
+// ResolvedLossKernel).
 struct CrossEntropyTraffic {
   double forward = 0;
   double backward = 0;
-  double kept = 0;
+  double kept = 0;  // kept from forward to backward
+  double peak = 0;  // alive at the loss's peak, the bf16 logits included
 };
 CrossEntropyTraffic CrossEntropyBytesPerLogit(LossKernel kernel);
 

@@ -20,13 +20,15 @@ CrossEntropyTraffic CrossEntropyBytesPerLogit(LossKernel kernel) {
       // zero-filled fp32 gradient (4); log_softmax_backward reads the gradient for its row sum
       // and again with the kept output to write its result (4 + 4 + 4 + 4); the autocast cast's
       // backward converts it to bf16 (read 4, write 2). 4 + 16 + 6 = 26 bytes. Kept: the fp32
-      // log-softmax output (4).
-      return {.forward = 22.0, .backward = 26.0, .kept = 4.0};
+      // log-softmax output (4). Peak, in log_softmax_backward: the bf16 logits the model's
+      // output still references (2), the kept output, the NLL gradient and the new gradient
+      // (3 x 4) = 14 (the forward peaks at 2 + 4 + 4 = 10).
+      return {.forward = 22.0, .backward = 26.0, .kept = 4.0, .peak = 14.0};
     case LossKernel::kFused:
       // One online-softmax pass over the bf16 logits keeps the per-row log-sum-exp only (2);
       // backward reads the logits again and writes their bf16 gradient (2 + 2). Kept: the bf16
-      // logits (2).
-      return {.forward = 2.0, .backward = 4.0, .kept = 2.0};
+      // logits (2); peak: they and their gradient (4).
+      return {.forward = 2.0, .backward = 4.0, .kept = 2.0, .peak = 4.0};
     case LossKernel::kAuto:
     case LossKernel::kMegatron:
       break;
@@ -35,7 +37,9 @@ CrossEntropyTraffic CrossEntropyBytesPerLogit(LossKernel kernel) {
   // logits, writes the fp32 softmax it keeps for backward and makes two fp32 passes (max, sum of
   // exp): 2 + 4 + 4 + 4 = 14 bytes per logit; backward reads the softmax and writes the bf16
   // logit gradient: 6 bytes per logit. The max/sum AllReduces over TP carry T floats only.
-  return {.forward = 14.0, .backward = 6.0, .kept = 4.0};
+  // Peak: the bf16 logits and the fp32 copy it turns into the softmax in place (2 + 4); in
+  // backward the softmax turned into the gradient in place and its bf16 cast (4 + 2).
+  return {.forward = 14.0, .backward = 6.0, .kept = 4.0, .peak = 6.0};
 }
 
 absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
@@ -77,6 +81,7 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
   // (the norm output, SP-sharded and re-gathered in backward) and what the loss keeps.
   profile.activation_bytes = Bytes(2.0 * e * norm_n + ce.kept * logits);
   profile.activation_bytes_selective = profile.activation_bytes;
+  profile.transient_bytes = Bytes((ce.peak - ce.kept) * logits);
   return profile;
 }
 

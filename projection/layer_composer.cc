@@ -507,6 +507,7 @@ absl::StatusOr<ComposedEndModule> ComposeEndModule(const ModuleProfile& timed_mo
   out.backward_memory_bound = s.mem_bwd;
   out.parameters = timed_module.dense_parameters + timed_module.expert_parameters;
   out.activation_bytes = timed_module.activation_bytes;
+  out.transient_bytes = timed_module.transient_bytes;
   ProcessGroup g = par.TpGroup();
   if (g.size <= 1) return out;
   OpList scratch;

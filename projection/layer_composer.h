@@ -162,6 +162,7 @@ struct ComposedEndModule {
   Seconds backward_tp_comm;  // exposed (incl. the interference of its hidden part)
   double parameters = 0;     // per GPU (dense)
   Bytes activation_bytes;    // per micro-batch
+  Bytes transient_bytes;     // held briefly beyond activation_bytes (ModuleProfile)
   Seconds Forward() const { return forward_compute + forward_tp_comm; }
   Seconds Backward() const { return backward_compute + backward_tp_comm; }
 };

@@ -39,7 +39,7 @@ MemoryFootprint EstimateMemory(const std::vector<StageMemoryInput>& stages,
     s.activations = in.activations_per_micro_batch *
                         (static_cast<double>(in.in_flight_chunk_micro_batches - deferred) / vpp) +
                     in.deferred_weight_grad_bytes * static_cast<double>(deferred) +
-                    in.recompute_working_set;
+                    in.transient_working_set;
     Bytes live = s.weights + s.gradients + s.optimizer_state + s.activations;
     s.workspace = Gibibytes(kWorkspaceFixedGib) + live * kFragmentationShare;
     s.total = live + s.workspace;

@@ -38,8 +38,10 @@ struct StageMemoryInput {
   // (a fully recomputed layer has rebuilt them for B and keeps them for W).
   int64_t deferred_weight_grad_micro_batches = 0;
   Bytes deferred_weight_grad_bytes;
-  // Transient activations of one layer recomputed during backward (full recompute), else 0.
-  Bytes recompute_working_set;
+  // The largest working set held briefly on top of the stored activations: one recomputed
+  // layer's activations during its backward (full recompute), or the loss's working set at the
+  // end of the forward on the stage holding the output layer (ModuleProfile::transient_bytes).
+  Bytes transient_working_set;
   // Largest layer's parameters on this rank (FSDP holds ~2 gathered layers: current + prefetch).
   double largest_layer_parameters = 0;
 };

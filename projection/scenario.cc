@@ -352,10 +352,10 @@ namespace {
 std::string AutoLossNote(const Scenario& s) {
   const LossKernel k = ResolvedLossKernel(s.training, s.parallel);
   return absl::StrFormat("%s%s%s", kLossNotePrefix, LossKernelName(k),
-                         k == LossKernel::kPyTorch
-                             ? " (auto: FSDP-only layouts run PyTorch's cross_entropy, eager under "
-                               "autocast: fp32 copy of the logits, log-softmax and NLL as separate "
-                               "kernels)"
+                         k == LossKernel::kFused
+                             ? " (auto: FSDP-only layouts run a fused cross-entropy, as "
+                               "llm-foundry's default flash-attn kernel; --loss-kernel pytorch for "
+                               "an eager torch cross-entropy)"
                              : " (auto: Megatron's vocab-parallel cross-entropy)");
 }
 

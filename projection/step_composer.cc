@@ -30,7 +30,7 @@ struct ChunkCost {
   Seconds clock_scaled;
   Bytes activations;
   Bytes weight_grad_working_set;  // kept per micro-batch while its W is deferred
-  Bytes recompute_working_set;
+  Bytes transient_working_set;
   double dense_parameters = 0;
   double expert_parameters = 0;
   double largest_layer_parameters = 0;
@@ -91,7 +91,8 @@ void AddLayers(const ComposedLayer& k, int64_t n, int64_t n_recomputed, Recomput
   c.weight_grad_working_set += stored * dn;
   if (mode == Recompute::kFull) {
     c.activations += k.activation_bytes * (dn - dr) + k.input_bytes * dr;
-    if (n_recomputed > 0) c.recompute_working_set = std::max(c.recompute_working_set, k.activation_bytes);
+    if (n_recomputed > 0)
+      c.transient_working_set = std::max(c.transient_working_set, k.activation_bytes);
   } else {
     c.activations += stored * dn;
   }
@@ -114,6 +115,7 @@ void AddEnd(const ComposedEndModule& e, ChunkCost& c, bool count_parameters = tr
   Accumulate(c.backward_window, BackwardWindow(e), 1.0);
   c.activations += e.activation_bytes;
   c.weight_grad_working_set += e.activation_bytes;
+  c.transient_working_set = std::max(c.transient_working_set, e.transient_bytes);
   if (count_parameters) c.dense_parameters += e.parameters;
 }
 
@@ -561,7 +563,7 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
       expert_params += cc.expert_parameters;
       mi.activations_per_micro_batch += cc.activations;
       mi.deferred_weight_grad_bytes += cc.weight_grad_working_set;
-      mi.recompute_working_set = std::max(mi.recompute_working_set, cc.recompute_working_set);
+      mi.transient_working_set = std::max(mi.transient_working_set, cc.transient_working_set);
       mi.largest_layer_parameters =
           std::max(mi.largest_layer_parameters, cc.largest_layer_parameters);
     }

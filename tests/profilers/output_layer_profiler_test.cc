@@ -46,20 +46,23 @@ TEST(ProfileOutputLayerTest, VocabParallelProjectionAndLoss) {
 }
 
 // The loss kernel per layout and request, with the bytes per logit derived in
-// CrossEntropyBytesPerLogit: megatron 14 + 6 (fp32 softmax kept), pytorch 22 + 26 (eager under
-// autocast: fp32 copy 6, log-softmax 3 reads + 1 write of fp32 16; backward zero-fill 4,
-// log-softmax backward 16, cast to bf16 6; log-softmax output kept), fused 2 + 4 (bf16 logits
-// kept). T = 4096 tokens, V = 128256 padded to 128256 (TP 1).
+// CrossEntropyBytesPerLogit: megatron 14 + 6, 4 kept, 6 at the peak (bf16 logits + the fp32
+// softmax made in place); pytorch 22 + 26 (eager under autocast: fp32 copy 6, log-softmax 3 reads
+// + 1 write of fp32 16; backward zero-fill 4, log-softmax backward 16, cast to bf16 6), 4 kept,
+// 14 at the peak (logits 2 + kept output, NLL gradient and new gradient 3 x 4); fused 2 + 4, 2
+// kept, 4 at the peak. auto: fused for an FSDP-only layout, else megatron. The transient is
+// peak - kept. T = 4096 tokens, V = 128256 (a multiple of 128: no padding at TP 1).
 TEST(ProfileOutputLayerTest, LossKernelBytesPerLogit) {
   struct Want {
     bool fsdp;
     LossKernel request;
-    double fwd, bwd, kept;
+    double fwd, bwd, kept, peak;
   };
   for (const Want& w :
-       {Want{false, LossKernel::kAuto, 14, 6, 4}, Want{true, LossKernel::kAuto, 22, 26, 4},
-        Want{true, LossKernel::kMegatron, 14, 6, 4}, Want{false, LossKernel::kPyTorch, 22, 26, 4},
-        Want{true, LossKernel::kFused, 2, 4, 2}}) {
+       {Want{false, LossKernel::kAuto, 14, 6, 4, 6}, Want{true, LossKernel::kAuto, 2, 4, 2, 4},
+        Want{true, LossKernel::kMegatron, 14, 6, 4, 6},
+        Want{false, LossKernel::kPyTorch, 22, 26, 4, 14},
+        Want{true, LossKernel::kFused, 2, 4, 2, 4}}) {
     Case c(testing::Llama31_8B());
     c.parallel.fsdp = w.fsdp;
     c.training.seq_len = 4096;
@@ -75,6 +78,7 @@ TEST(ProfileOutputLayerTest, LossKernelBytesPerLogit) {
     // Stored: the norm input and the projection input (bf16) + what the loss keeps.
     EXPECT_THAT(p->activation_bytes.value(),
                 IsNearRel(2 * 2.0 * 4096 * 4096 + w.kept * logits, 1e-12));
+    EXPECT_THAT(p->transient_bytes.value(), IsNearRel((w.peak - w.kept) * logits, 1e-12));
   }
 }
 

@@ -155,6 +155,30 @@ TEST(ProjectTest, DoesNotFitFlagFollowsHbmCapacity) {
   EXPECT_GT(q->peak_memory_per_gpu.value(), 0.0);
 }
 
+// The loss's working set sits on the stage holding the output layer, at the end of its forward:
+// with PP 2 (toy: 4 layers, vocab 1000 padded to 1024, seq 512, micro-batch 1, no recompute)
+// the eager PyTorch loss keeps 4 B per logit and peaks at 14, Megatron's keeps 4 and peaks at 6,
+// so the last stage's activations differ by (14 - 6) B x 512 x 1024 logits and the first
+// stage's not at all.
+TEST(ProjectTest, LossWorkingSetSitsOnTheLastStage) {
+  FakeBackends fakes;
+  Scenario s = ToyScenario();
+  s.parallel.pp = 2;
+  s.parallel.dp = 4;
+  s.training.loss_kernel = LossKernel::kMegatron;
+  auto megatron = Project(s, fakes.Refs());
+  s.training.loss_kernel = LossKernel::kPyTorch;
+  auto eager = Project(s, fakes.Refs());
+  ASSERT_THAT(megatron, IsOk());
+  ASSERT_THAT(eager, IsOk());
+  ASSERT_EQ(eager->memory.stages.size(), 2u);
+  EXPECT_DOUBLE_EQ(eager->memory.stages[0].activations.value(),
+                   megatron->memory.stages[0].activations.value());
+  EXPECT_THAT(
+      eager->memory.stages[1].activations.value() - megatron->memory.stages[1].activations.value(),
+      IsNearRel(8.0 * 512 * 1024, 1e-9));
+}
+
 TEST(ProjectTest, MeasuredTgsGivesSignedErrorPercent) {
   FakeBackends fakes;
   Scenario s = ToyScenario();

@@ -176,12 +176,11 @@ TEST(ProjectionTextTest, NamesTheAttentionKernelAndWhyAutoChoseIt) {
   ASSERT_THAT(ResolveKernels(s, "toy"), IsOk());
   Projection p = ProjectToy(s);
   const std::string text = ProjectionText(s, p);
-  EXPECT_THAT(text, HasSubstr("recompute none, fa2 attention, pytorch loss\n"));
+  EXPECT_THAT(text, HasSubstr("recompute none, fa2 attention, fused loss\n"));
   EXPECT_THAT(text,
               HasSubstr("  defaults used:\n    - attention_kernel=fa2 (auto: FSDP-only layouts "
                         "run PyTorch SDPA, which runs fa2 on h100-sxm)\n    - "
-                        "loss_kernel=pytorch (auto: FSDP-only layouts run PyTorch's "
-                        "cross_entropy, eager under autocast"));
+                        "loss_kernel=fused (auto: FSDP-only layouts run a fused cross-entropy"));
   const nlohmann::json j = ProjectionJson(s, p);
   EXPECT_EQ(j["attention_kernel"], "fa2");
   EXPECT_THAT(j["defaults_used"].get<std::vector<std::string>>(),
@@ -193,13 +192,13 @@ TEST(ProjectionTextTest, NamesTheAttentionKernelAndWhyAutoChoseIt) {
 TEST(ProjectionTextTest, NamesTheLossKernelAndListsOnlyAnAutoChoice) {
   Scenario s = ToyScenario();
   s.parallel.fsdp = true;
-  s.training.loss_kernel = LossKernel::kFused;
+  s.training.loss_kernel = LossKernel::kPyTorch;
   ASSERT_THAT(ResolveKernels(s, "toy"), IsOk());
   Projection p = ProjectToy(s);
   std::string text = ProjectionText(s, p);
-  EXPECT_THAT(text, HasSubstr("attention, fused loss"));
+  EXPECT_THAT(text, HasSubstr("attention, pytorch loss"));
   EXPECT_THAT(text, Not(HasSubstr("loss_kernel=")));
-  EXPECT_EQ(ScenarioToJson(s)["training"]["loss_kernel"], "fused");
+  EXPECT_EQ(ScenarioToJson(s)["training"]["loss_kernel"], "pytorch");
 
   s.training.loss_kernel = LossKernel::kAuto;
   s.parallel.tp = 2;
