@@ -100,7 +100,7 @@ void AddScenarioFlags(cxxopts::Options& options) {
      "Megatron-LM before FlashAttention)",
      cxxopts::value<std::string>(), "NAME")
     ("loss-kernel",
-     "Cross-entropy loss: auto (default: pytorch for FSDP layouts, else megatron), megatron "
+     "Cross-entropy loss: auto (default: fused for FSDP-only layouts, else megatron), megatron "
      "(vocab-parallel, fp32 softmax kept), pytorch (eager F.cross_entropy under autocast: fp32 "
      "logits copy, log-softmax, NLL) or fused (one online-softmax kernel: flash-attn, Liger)",
      cxxopts::value<std::string>(), "auto|megatron|pytorch|fused")

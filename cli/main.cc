@@ -392,7 +392,7 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
      "What-if for every case: auto (default), flash, unfused or a kernel of the GPU profiles "
      "(fa2, fa3, ...; a case whose GPU lacks it is unsupported)",
      cxxopts::value<std::string>(), "NAME")
-    ("loss-kernel", "What-if for every case: auto (default: pytorch for FSDP-only layouts, else "
+    ("loss-kernel", "What-if for every case: auto (default: fused for FSDP-only layouts, else "
      "megatron), megatron, pytorch or fused", cxxopts::value<std::string>(),
      "auto|megatron|pytorch|fused")
     ("gpu", "Only the cases on this GPU", cxxopts::value<std::string>(), "NAME")

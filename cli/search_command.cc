@@ -282,7 +282,7 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
     ("attention-kernel", "Attention core: auto (default: PyTorch SDPA's kernel for FSDP-only "
      "layouts, else the profile's default), flash, unfused or a kernel the GPU profile names",
      cxxopts::value<std::string>(), "NAME")
-    ("loss-kernel", "Cross-entropy kernel: auto (default: pytorch for FSDP-only layouts, else "
+    ("loss-kernel", "Cross-entropy kernel: auto (default: fused for FSDP-only layouts, else "
      "megatron), megatron, pytorch or fused", cxxopts::value<std::string>(),
      "auto|megatron|pytorch|fused")
     ("moe-capacity-factor", "MoE: expert capacity as a multiple of the balanced share (default "
