@@ -101,10 +101,9 @@ double MaxMoeImbalance(const ModelSpec& model, const ParallelConfig& parallel);
 // or else attention_kernel_pytorch, when the profile names them; otherwise the profile's
 // default kernel; the choice is listed in defaults_used. An "auto" training.loss_kernel is
 // listed there too, with the kernel ResolvedLossKernel picks for the layout. Idempotent, so a
-// caller that changes the GPU, layout or kernel afterwards resolves again. The builders below call
-// it. kInvalidArgument
-// "<origin>: /training/attention_kernel: ..." listing the valid values when the GPU's profile
-// has no kernel of that name.
+// caller that changes the GPU, layout or kernel afterwards resolves again. The builders below
+// call it. kInvalidArgument "<origin>: /training/attention_kernel: ..." listing the valid values
+// when the GPU's profile has no kernel of that name.
 absl::Status ResolveKernels(Scenario& scenario, const std::string& origin);
 
 // A scenario JSON file: {"model": NAME|PATH|{inline model}, "gpu": NAME|PATH, "num_gpus",
