@@ -431,6 +431,8 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
                     c.measured_tokens_per_s_per_gpu;
       c.dominant_terms = DominantTerms(*projection);
       c.attention_kernel = pc.scenario->attention_kernel_used;
+      c.loss_kernel = std::string(
+          LossKernelName(ResolvedLossKernel(pc.scenario->training, pc.scenario->parallel)));
       c.fits_in_memory = projection->fits_in_memory;
     }
   };
@@ -611,6 +613,7 @@ json ValidationToJson(const ValidationReport& r) {
     if (!c.reason.empty()) j["reason"] = c.reason;
     if (!c.dominant_terms.empty()) j["dominant_terms"] = c.dominant_terms;
     if (!c.attention_kernel.empty()) j["attention_kernel"] = c.attention_kernel;
+    if (!c.loss_kernel.empty()) j["loss_kernel"] = c.loss_kernel;
     j["fits_in_memory"] = c.fits_in_memory;
     if (c.sibling_deviation_pct) {
       j["sibling_series_size"] = c.siblings;

@@ -35,6 +35,7 @@ struct ValidationCase {
   std::string reason;               // why a case could not be projected
   std::string dominant_terms;       // "compute 81%, dp 7%"
   std::string attention_kernel;     // the kernel the projection ran ("fa2", "unfused", ...)
+  std::string loss_kernel;          // the loss kernel it ran ("megatron", "pytorch", "fused")
   bool fits_in_memory = true;
   // Sibling check: cases of the same source, model, GPU, precision, sequence, micro-batch,
   // recompute and layout that differ only in the GPU count (DP) form a scaling series. With 3 or

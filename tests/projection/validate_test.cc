@@ -167,8 +167,15 @@ TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
     EXPECT_TRUE(j["summary"].contains(key)) << key;
   }
   for (const char* key : {"id", "measured_tokens_per_s_per_gpu", "projected_tokens_per_s_per_gpu",
-                          "error_pct", "status", "attention_kernel"}) {
+                          "error_pct", "status", "attention_kernel", "loss_kernel"}) {
     EXPECT_TRUE(j["cases"][0].contains(key)) << key;
+  }
+  // auto: the FSDP-only llm-foundry cases run the fused loss, the Megatron layouts Megatron's.
+  for (const auto& c : j["cases"]) {
+    const std::string layout = c["layout"];
+    const bool fsdp_only =
+        layout.find("FSDP") != std::string::npos && layout.starts_with("TP1 PP1");
+    EXPECT_EQ(c["loss_kernel"], fsdp_only ? "fused" : "megatron") << c["id"];
   }
 }
 
