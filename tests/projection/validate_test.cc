@@ -174,7 +174,7 @@ TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
   for (const auto& c : j["cases"]) {
     const std::string layout = c["layout"];
     const bool fsdp_only =
-        layout.find("FSDP") != std::string::npos && layout.starts_with("TP1 PP1");
+        layout.find("FSDP") != std::string::npos && layout.starts_with("TP1 PP1 ");
     EXPECT_EQ(c["loss_kernel"], fsdp_only ? "fused" : "megatron") << c["id"];
   }
 }
