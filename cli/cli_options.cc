@@ -370,11 +370,8 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
     if (!d.ok()) return FlagError("grad-reduce-dtype", d.status().message());
     s.training.grad_reduce_dtype = *d;
   }
-  if (Given(flags, "loss-kernel")) {
-    auto k = ParseLossKernel(flags["loss-kernel"].as<std::string>());
-    if (!k.ok()) return FlagError("loss-kernel", k.status().message());
-    s.training.loss_kernel = *k;
-  }
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<LossKernel> loss, LossKernelFlag(flags));
+  if (loss) s.training.loss_kernel = *loss;
   if (Given(flags, "attention-kernel")) {
     absl::Status k = SetAttentionKernel(flags["attention-kernel"].as<std::string>(), s.training);
     if (!k.ok()) return FlagError("attention-kernel", k.message());
@@ -428,6 +425,13 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
   PROJECTOR_RETURN_IF_ERROR(ResolveKernels(s, "command line"));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, "command line"));
   return s;
+}
+
+absl::StatusOr<std::optional<LossKernel>> LossKernelFlag(const cxxopts::ParseResult& flags) {
+  if (!Given(flags, "loss-kernel")) return std::nullopt;
+  absl::StatusOr<LossKernel> k = ParseLossKernel(flags["loss-kernel"].as<std::string>());
+  if (!k.ok()) return FlagError("loss-kernel", k.status().message());
+  return *k;
 }
 
 absl::Status ReadMoeRoutingFlags(const cxxopts::ParseResult& flags, TrainingConfig& training) {

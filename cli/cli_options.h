@@ -5,6 +5,7 @@
 #define PROJECTOR_CLI_CLI_OPTIONS_H_
 
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,10 @@ int ExitCodeFor(const absl::Status& status);
 // Reads --moe-capacity-factor, --moe-imbalance and --moe-pad-to-capacity into `training` when
 // given (ranges are checked with the model and layout by ValidateMoeRouting).
 absl::Status ReadMoeRoutingFlags(const cxxopts::ParseResult& flags, TrainingConfig& training);
+
+// --loss-kernel when given: its LossKernel, nullopt when absent; kInvalidArgument
+// "--loss-kernel: unknown loss kernel ..." otherwise. Shared by project, validate and search.
+absl::StatusOr<std::optional<LossKernel>> LossKernelFlag(const cxxopts::ParseResult& flags);
 
 // cxxopts reports "Argument ‘two’ failed to parse" without the flag; this names the flag that
 // preceded the bad value in argv ("--tp: 'two' is not a valid value for this flag"), or returns

@@ -446,13 +446,7 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     PROJECTOR_ASSIGN_OR_RETURN(validation.attention_kernel,
                                ValidationKernel(flags["attention-kernel"].as<std::string>()));
   }
-  if (flags.count("loss-kernel")) {
-    auto k = ParseLossKernel(flags["loss-kernel"].as<std::string>());
-    if (!k.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--loss-kernel: ", k.status().message()));
-    }
-    validation.loss_kernel = *k;
-  }
+  PROJECTOR_ASSIGN_OR_RETURN(validation.loss_kernel, LossKernelFlag(flags));
   if (flags.count("gpu")) {
     validation.gpu = flags["gpu"].as<std::string>();
     if (absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(validation.gpu); !hw.ok()) {

@@ -221,11 +221,8 @@ absl::StatusOr<Scenario> BaseScenarioFromFlags(const cxxopts::ParseResult& flags
     absl::Status k = SetAttentionKernel(StringFlag(flags, "attention-kernel"), s.training);
     if (!k.ok()) return FlagError("attention-kernel", k.message());
   }
-  if (flags.count("loss-kernel")) {
-    auto k = ParseLossKernel(StringFlag(flags, "loss-kernel"));
-    if (!k.ok()) return FlagError("loss-kernel", k.status().message());
-    s.training.loss_kernel = *k;
-  }
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<LossKernel> loss, LossKernelFlag(flags));
+  if (loss) s.training.loss_kernel = *loss;
   PROJECTOR_RETURN_IF_ERROR(ReadMoeRoutingFlags(flags, s.training));
   // The layout-independent checks of training.moe_* (the imbalance is capped per layout).
   {
