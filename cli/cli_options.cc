@@ -104,6 +104,11 @@ void AddScenarioFlags(cxxopts::Options& options) {
      "(vocab-parallel, fp32 softmax kept), pytorch (eager F.cross_entropy under autocast: fp32 "
      "logits copy, log-softmax, NLL) or fused (one online-softmax kernel: flash-attn, Liger)",
      cxxopts::value<std::string>(), "auto|megatron|pytorch|fused")
+    ("train-metric-passes",
+     "Training metrics evaluated on the logits after every micro-batch's backward, one eager "
+     "cross-entropy each: auto (default: 2 for FSDP-only layouts, Composer/llm-foundry's "
+     "LanguageCrossEntropy and LanguagePerplexity; else 0) or a count",
+     cxxopts::value<std::string>(), "auto|N")
     ("tp-comm-overlap", "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap, "
      "TE userbuffers; default false)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("grad-reduce-dtype", "Gradient reduction and main-grad buffer dtype: fp32 (default, "
@@ -372,6 +377,8 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
   }
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<LossKernel> loss, LossKernelFlag(flags));
   if (loss) s.training.loss_kernel = *loss;
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<int64_t> metrics, TrainMetricPassesFlag(flags));
+  if (metrics) s.training.train_metric_passes = *metrics;
   if (Given(flags, "attention-kernel")) {
     absl::Status k = SetAttentionKernel(flags["attention-kernel"].as<std::string>(), s.training);
     if (!k.ok()) return FlagError("attention-kernel", k.message());
@@ -432,6 +439,18 @@ absl::StatusOr<std::optional<LossKernel>> LossKernelFlag(const cxxopts::ParseRes
   absl::StatusOr<LossKernel> k = ParseLossKernel(flags["loss-kernel"].as<std::string>());
   if (!k.ok()) return FlagError("loss-kernel", k.status().message());
   return *k;
+}
+
+absl::StatusOr<std::optional<int64_t>> TrainMetricPassesFlag(const cxxopts::ParseResult& flags) {
+  if (!Given(flags, "train-metric-passes")) return std::nullopt;
+  const std::string v = flags["train-metric-passes"].as<std::string>();
+  if (v == "auto") return kAutoTrainMetricPasses;
+  int64_t n = 0;
+  if (absl::SimpleAtoi(v, &n) && n >= 0 && n <= kMaxTrainMetricPasses) return n;
+  return FlagError("train-metric-passes",
+                   absl::StrFormat("'%s' is not a pass count; accepted: auto or an integer from 0 "
+                                   "to %d",
+                                   v, kMaxTrainMetricPasses));
 }
 
 absl::Status ReadMoeRoutingFlags(const cxxopts::ParseResult& flags, TrainingConfig& training) {

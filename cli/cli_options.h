@@ -58,6 +58,11 @@ absl::Status ReadMoeRoutingFlags(const cxxopts::ParseResult& flags, TrainingConf
 // "--loss-kernel: unknown loss kernel ..." otherwise. Shared by project, validate and search.
 absl::StatusOr<std::optional<LossKernel>> LossKernelFlag(const cxxopts::ParseResult& flags);
 
+// --train-metric-passes when given: kAutoTrainMetricPasses for "auto" or the count, nullopt when
+// absent; kInvalidArgument "--train-metric-passes: ..." for anything but auto or 0..16. Shared by
+// project, validate and search.
+absl::StatusOr<std::optional<int64_t>> TrainMetricPassesFlag(const cxxopts::ParseResult& flags);
+
 // cxxopts reports "Argument ‘two’ failed to parse" without the flag; this names the flag that
 // preceded the bad value in argv ("--tp: 'two' is not a valid value for this flag"), or returns
 // the message unchanged.

@@ -395,6 +395,9 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     ("loss-kernel", "What-if for every case: auto (default: fused for FSDP-only layouts, else "
      "megatron), megatron, pytorch or fused", cxxopts::value<std::string>(),
      "auto|megatron|pytorch|fused")
+    ("train-metric-passes", "What-if for every case: auto (default: 2 for FSDP-only layouts, "
+     "Composer/llm-foundry's training metrics on the logits; else 0) or a count",
+     cxxopts::value<std::string>(), "auto|N")
     ("gpu", "Only the cases on this GPU", cxxopts::value<std::string>(), "NAME")
     ("hw-overlay", "Hardware overlays from `project calibrate` (comma-separated), each applied to "
      "the cases on the GPU it was fitted for", cxxopts::value<std::vector<std::string>>(),
@@ -447,6 +450,7 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
                                ValidationKernel(flags["attention-kernel"].as<std::string>()));
   }
   PROJECTOR_ASSIGN_OR_RETURN(validation.loss_kernel, LossKernelFlag(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(validation.train_metric_passes, TrainMetricPassesFlag(flags));
   if (flags.count("gpu")) {
     validation.gpu = flags["gpu"].as<std::string>();
     if (absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(validation.gpu); !hw.ok()) {

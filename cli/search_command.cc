@@ -223,6 +223,8 @@ absl::StatusOr<Scenario> BaseScenarioFromFlags(const cxxopts::ParseResult& flags
   }
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<LossKernel> loss, LossKernelFlag(flags));
   if (loss) s.training.loss_kernel = *loss;
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<int64_t> metrics, TrainMetricPassesFlag(flags));
+  if (metrics) s.training.train_metric_passes = *metrics;
   PROJECTOR_RETURN_IF_ERROR(ReadMoeRoutingFlags(flags, s.training));
   // The layout-independent checks of training.moe_* (the imbalance is capped per layout).
   {
@@ -282,6 +284,9 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
     ("loss-kernel", "Cross-entropy kernel: auto (default: fused for FSDP-only layouts, else "
      "megatron), megatron, pytorch or fused", cxxopts::value<std::string>(),
      "auto|megatron|pytorch|fused")
+    ("train-metric-passes", "Training metrics on the logits after each micro-batch's backward: "
+     "auto (default: 2 for FSDP-only layouts, as Composer/llm-foundry; else 0) or a count",
+     cxxopts::value<std::string>(), "auto|N")
     ("moe-capacity-factor", "MoE: expert capacity as a multiple of the balanced share (default "
      "0 = dropless)", cxxopts::value<std::string>(), "X")
     ("moe-pad-to-capacity", "MoE: pad every expert's input to the capacity",

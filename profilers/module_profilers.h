@@ -44,6 +44,9 @@ struct ModuleProfile {
   // Held briefly beyond activation_bytes at the module's peak (the loss's fp32 copies of the
   // logits); not kept across the step.
   Bytes transient_bytes;
+  // Alive at the module's peak after the micro-batch's backward, when its activations are freed
+  // (the train-metric passes over the logits the model output still references); 0 if none.
+  Bytes after_backward_bytes;
   // Tokens this GPU processes through the module per micro-batch (after SP/CP; for MoE the
   // routed token-expert pairs handled by the local experts).
   int64_t tokens = 0;
@@ -77,7 +80,9 @@ absl::StatusOr<ModuleProfile> ProfileEmbedding(const ProfileContext& ctx);
 // Tied embeddings: with pp == 1 the output projection uses the embedding's weight, so its
 // parameters are counted by ProfileEmbedding only; with pp > 1 the last stage holds its own
 // copy (Megatron keeps one and all-reduces its gradient with the first stage) and counts it.
-// The loss is the kernel ResolvedLossKernel picks (CrossEntropyBytesPerLogit).
+// The loss is the kernel ResolvedLossKernel picks (CrossEntropyBytesPerLogit). The
+// ResolvedTrainMetricPasses training metrics over the logits follow the backward as one
+// memory-bound op, "train_metrics" (TrainMetricBytesPerLogit).
 absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx);
 
 // HBM bytes per logit of one cross-entropy kernel: its forward and backward passes, what it
@@ -90,6 +95,14 @@ struct CrossEntropyTraffic {
   double peak = 0;  // alive at the loss's peak, the bf16 logits included
 };
 CrossEntropyTraffic CrossEntropyBytesPerLogit(LossKernel kernel);
+
+// HBM bytes per logit of one training-metric pass (an eager torch cross-entropy forward under
+// autocast, no grad) and what is alive at its peak, the bf16 logits included.
+struct TrainMetricTraffic {
+  double per_pass = 0;
+  double peak = 0;
+};
+TrainMetricTraffic TrainMetricBytesPerLogit();
 
 // One transformer layer: attention, norms and the dense MLP or the MoE MLP.
 struct LayerProfile {

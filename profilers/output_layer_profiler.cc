@@ -42,6 +42,15 @@ CrossEntropyTraffic CrossEntropyBytesPerLogit(LossKernel kernel) {
   return {.forward = 14.0, .backward = 6.0, .kept = 4.0, .peak = 6.0};
 }
 
+TrainMetricTraffic TrainMetricBytesPerLogit() {
+  // A metric's torch.nn.CrossEntropyLoss is the eager loss's forward (CrossEntropyBytesPerLogit,
+  // kPyTorch: fp32 copy 6 + log-softmax 16 = 22 bytes per logit) without grad: nothing is kept
+  // and no backward follows. Its peak is that forward's: the bf16 logits the model output still
+  // references (2), the fp32 copy (4) and the log-softmax output (4).
+  const CrossEntropyTraffic eager = CrossEntropyBytesPerLogit(LossKernel::kPyTorch);
+  return {.per_pass = eager.forward, .peak = 2.0 + 4.0 + 4.0};
+}
+
 absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
   using profiler_internal::D;
   PROJECTOR_ASSIGN_OR_RETURN(const profiler_internal::LayerDims dims,
@@ -61,7 +70,7 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
   ModuleProfile profile;
   profile.module = "output";
   profile.tokens = dims.tokens;
-  profiler_internal::ModuleOpBuilder b("output", profile.ops, 12, dims);
+  profiler_internal::ModuleOpBuilder b("output", profile.ops, 13, dims);
   b.Memory("final_norm",
            MemoryOp{.bytes = Bytes(2.0 * e * norm_n), .flops = Flops((layer_norm ? 7.0 : 4.0) * norm_n)},
            MemoryOp{.bytes = Bytes(3.0 * e * norm_n), .flops = Flops((layer_norm ? 14.0 : 8.0) * norm_n)});
@@ -72,6 +81,22 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
            MemoryOp{.bytes = Bytes(ce.forward * logits), .flops = Flops(5.0 * logits)},
            MemoryOp{.bytes = Bytes(ce.backward * logits), .flops = Flops(2.0 * logits)});
   b.Finish(ctx.recompute);
+  const int64_t metric_passes = ResolvedTrainMetricPasses(ctx.training, ctx.parallel);
+  const TrainMetricTraffic metric = TrainMetricBytesPerLogit();
+  if (metric_passes > 0) {
+    // After the backward, without grad: neither recomputed nor part of the loss's gradient, so
+    // it is added after Finish. Its phase puts it in the micro-batch's backward, where it runs.
+    Op op;
+    op.name = "train_metrics";
+    op.module = profile.module;
+    op.kind = OpKind::kMemory;
+    op.phase = OpPhase::kBackwardDgrad;
+    op.memory = MemoryOp{.bytes = Bytes(D(metric_passes) * metric.per_pass * logits),
+                         .flops = Flops(D(metric_passes) * 5.0 * logits)};
+    op.flops = op.memory.flops;
+    op.bytes = op.memory.bytes;
+    profile.ops.push_back(op);
+  }
 
   const bool shares_embedding = model.tied_embeddings && ctx.parallel.pp == 1;
   profile.dense_parameters =
@@ -82,6 +107,7 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
   profile.activation_bytes = Bytes(2.0 * e * norm_n + ce.kept * logits);
   profile.activation_bytes_selective = profile.activation_bytes;
   profile.transient_bytes = Bytes((ce.peak - ce.kept) * logits);
+  if (metric_passes > 0) profile.after_backward_bytes = Bytes(metric.peak * logits);
   return profile;
 }
 

@@ -508,6 +508,7 @@ absl::StatusOr<ComposedEndModule> ComposeEndModule(const ModuleProfile& timed_mo
   out.parameters = timed_module.dense_parameters + timed_module.expert_parameters;
   out.activation_bytes = timed_module.activation_bytes;
   out.transient_bytes = timed_module.transient_bytes;
+  out.after_backward_bytes = timed_module.after_backward_bytes;
   ProcessGroup g = par.TpGroup();
   if (g.size <= 1) return out;
   OpList scratch;

@@ -163,6 +163,7 @@ struct ComposedEndModule {
   double parameters = 0;     // per GPU (dense)
   Bytes activation_bytes;    // per micro-batch
   Bytes transient_bytes;     // held briefly beyond activation_bytes (ModuleProfile)
+  Bytes after_backward_bytes;  // alive after the backward, activations freed (ModuleProfile)
   Seconds Forward() const { return forward_compute + forward_tp_comm; }
   Seconds Backward() const { return backward_compute + backward_tp_comm; }
 };

@@ -36,10 +36,14 @@ MemoryFootprint EstimateMemory(const std::vector<StageMemoryInput>& stages,
     s.in_flight_micro_batches = in.in_flight_chunk_micro_batches;
     const int64_t deferred = std::clamp<int64_t>(in.deferred_weight_grad_micro_batches, 0,
                                                  in.in_flight_chunk_micro_batches);
-    s.activations = in.activations_per_micro_batch *
-                        (static_cast<double>(in.in_flight_chunk_micro_batches - deferred) / vpp) +
-                    in.deferred_weight_grad_bytes * static_cast<double>(deferred) +
-                    in.transient_working_set;
+    const Bytes stored =
+        in.activations_per_micro_batch *
+            (static_cast<double>(in.in_flight_chunk_micro_batches - deferred) / vpp) +
+        in.deferred_weight_grad_bytes * static_cast<double>(deferred);
+    // After a backward the micro-batch's own activations are gone; the others stay.
+    const Bytes after_backward = stored - std::min(stored, in.activations_per_micro_batch / vpp) +
+                                 in.after_backward_working_set;
+    s.activations = std::max(stored + in.transient_working_set, after_backward);
     Bytes live = s.weights + s.gradients + s.optimizer_state + s.activations;
     s.workspace = Gibibytes(kWorkspaceFixedGib) + live * kFragmentationShare;
     s.total = live + s.workspace;

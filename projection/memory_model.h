@@ -42,6 +42,11 @@ struct StageMemoryInput {
   // layer's activations during its backward (full recompute), or the loss's working set at the
   // end of the forward on the stage holding the output layer (ModuleProfile::transient_bytes).
   Bytes transient_working_set;
+  // Held right after a micro-batch's backward on the stage with the output layer, when that
+  // micro-batch's activations are freed: the train-metric passes over its logits
+  // (ModuleProfile::after_backward_bytes). The stage's activations are the larger of the two
+  // peaks (the other micro-batches in flight stay stored).
+  Bytes after_backward_working_set;
   // Largest layer's parameters on this rank (FSDP holds ~2 gathered layers: current + prefetch).
   double largest_layer_parameters = 0;
 };

@@ -94,6 +94,21 @@ absl::Status ParseParallel(JsonObject& p, ParallelConfig& out, bool& dp_given) {
   return p.CheckNoUnknownKeys();
 }
 
+// training.train_metric_passes: "auto" (absent) or a count in [0, kMaxTrainMetricPasses].
+absl::StatusOr<int64_t> ReadTrainMetricPasses(JsonObject& t) {
+  constexpr std::string_view kKey = "train_metric_passes";
+  if (!t.Has(kKey)) return kAutoTrainMetricPasses;
+  if (t.json().at(kKey).is_string()) {
+    PROJECTOR_ASSIGN_OR_RETURN(std::string v, t.String(kKey));
+    if (v == "auto") return kAutoTrainMetricPasses;
+  } else if (absl::StatusOr<int64_t> n = t.PositiveInt(kKey, /*allow_zero=*/true);
+             n.ok() && *n <= kMaxTrainMetricPasses) {
+    return *n;
+  }
+  return t.FieldError(
+      kKey, absl::StrFormat("must be \"auto\" or an integer from 0 to %d", kMaxTrainMetricPasses));
+}
+
 absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(out.seq_len, t.PositiveInt("seq_len"));
   PROJECTOR_ASSIGN_OR_RETURN(out.micro_batch, t.PositiveInt("micro_batch"));
@@ -112,6 +127,7 @@ absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
   }
   PROJECTOR_ASSIGN_OR_RETURN(std::string loss, t.EnumOr("loss_kernel", kLossKernels, "auto"));
   out.loss_kernel = *ParseLossKernel(loss);
+  PROJECTOR_ASSIGN_OR_RETURN(out.train_metric_passes, ReadTrainMetricPasses(t));
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_grad_reduce, t.BoolOr("overlap_grad_reduce", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_param_gather, t.BoolOr("overlap_param_gather", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.tp_comm_overlap, t.BoolOr("tp_comm_overlap", false));
@@ -135,6 +151,7 @@ absl::Status ParseBackends(JsonObject& b, BackendSelection& out) {
 // Mark the defaults_used entries of an "auto" attention kernel and loss kernel.
 constexpr std::string_view kKernelNotePrefix = "attention_kernel=";
 constexpr std::string_view kLossNotePrefix = "loss_kernel=";
+constexpr std::string_view kMetricNotePrefix = "train_metric_passes=";
 
 // What "auto" runs: a PyTorch-native layout gets PyTorch SDPA's kernel (with ALiBi's additive
 // bias, the one SDPA falls back to), when the profile names them; anything else the default.
@@ -292,6 +309,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"precision", std::string(DTypeName(t.precision))},
                    {"attention_kernel", std::string(AttentionKernelOf(s))},
                    {"loss_kernel", std::string(LossKernelName(ResolvedLossKernel(t, p)))},
+                   {"train_metric_passes", ResolvedTrainMetricPasses(t, p)},
                    {"overlap_grad_reduce", t.overlap_grad_reduce},
                    {"overlap_param_gather", t.overlap_param_gather},
                    {"tp_comm_overlap", t.tp_comm_overlap},
@@ -310,12 +328,18 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
   return j;
 }
 
+std::string TrainMetricsPhrase(const TrainingConfig& training, const ParallelConfig& parallel) {
+  const int64_t n = ResolvedTrainMetricPasses(training, parallel);
+  if (n <= 0) return std::string();
+  return absl::StrFormat(", %d train-metric pass%s", n, n == 1 ? "" : "es");
+}
+
 std::string DescribeScenario(const Scenario& s) {
   const TrainingConfig& t = s.training;
   std::string out = absl::StrFormat(
       "Scenario %s\n  model      %s (%d layers, hidden %d%s)\n  cluster    %d x %s (%d per "
       "node, clock %.0f MHz)\n  layout     %s\n  training   seq %d, micro-batch %d, global "
-      "batch %d, recompute %s, %s, %s attention, %s loss\n  backends   gemm=%s attention=%s "
+      "batch %d, recompute %s, %s, %s attention, %s loss%s\n  backends   gemm=%s attention=%s "
       "memory=%s collective=%s\n",
       s.name, s.model.name, s.model.num_layers, s.model.hidden_size,
       s.model.moe
@@ -324,8 +348,8 @@ std::string DescribeScenario(const Scenario& s) {
       s.num_gpus, s.hw.name, s.hw.gpus_per_node, ToMegahertz(s.hw.gpu.sustained_clock),
       LayoutSummary(s.parallel), t.seq_len, t.micro_batch, t.global_batch,
       RecomputeName(t.recompute), DTypeName(t.precision), AttentionKernelOf(s),
-      LossKernelName(ResolvedLossKernel(t, s.parallel)), s.backends.gemm, s.backends.attention,
-      s.backends.memory, s.backends.collective);
+      LossKernelName(ResolvedLossKernel(t, s.parallel)), TrainMetricsPhrase(t, s.parallel),
+      s.backends.gemm, s.backends.attention, s.backends.memory, s.backends.collective);
   for (const std::string& d : s.defaults_used) absl::StrAppend(&out, "  default    ", d, "\n");
   return out;
 }
@@ -359,6 +383,19 @@ std::string AutoLossNote(const Scenario& s) {
                              : " (auto: Megatron's vocab-parallel cross-entropy)");
 }
 
+// The defaults_used entry of an "auto" training.train_metric_passes.
+std::string AutoMetricNote(const Scenario& s) {
+  const int64_t n = ResolvedTrainMetricPasses(s.training, s.parallel);
+  return n > 0 ? absl::StrFormat(
+                     "%s%d (auto: FSDP-only layouts are taken as Composer/llm-foundry, which "
+                     "evaluates its training metrics LanguageCrossEntropy and LanguagePerplexity "
+                     "on the logits after every micro-batch's backward, an eager cross-entropy "
+                     "each; --train-metric-passes 0 for a stack that does not)",
+                     kMetricNotePrefix, n)
+               : absl::StrFormat("%s0 (auto: no metric is evaluated on the logits)",
+                                 kMetricNotePrefix);
+}
+
 // The attention half of ResolveKernels.
 absl::Status ResolveAttention(Scenario& s, const std::string& origin) {
   if (s.training.attention_kernel == AttentionKernel::kUnfused) {
@@ -390,10 +427,14 @@ absl::Status ResolveAttention(Scenario& s, const std::string& origin) {
 
 absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
   std::erase_if(s.defaults_used, [](const std::string& d) {
-    return d.starts_with(kKernelNotePrefix) || d.starts_with(kLossNotePrefix);
+    return d.starts_with(kKernelNotePrefix) || d.starts_with(kLossNotePrefix) ||
+           d.starts_with(kMetricNotePrefix);
   });
   PROJECTOR_RETURN_IF_ERROR(ResolveAttention(s, origin));
   if (s.training.loss_kernel == LossKernel::kAuto) s.defaults_used.push_back(AutoLossNote(s));
+  if (s.training.train_metric_passes == kAutoTrainMetricPasses) {
+    s.defaults_used.push_back(AutoMetricNote(s));
+  }
   return absl::OkStatus();
 }
 

@@ -99,8 +99,9 @@ double MaxMoeImbalance(const ModelSpec& model, const ParallelConfig& parallel);
 // that kernel's efficiencies into hw.gpu: "auto" takes, for a PyTorch-native layout
 // (IsPyTorchNativeLayout), the profile's attention_kernel_pytorch_bias when the model uses ALiBi
 // or else attention_kernel_pytorch, when the profile names them; otherwise the profile's
-// default kernel; the choice is listed in defaults_used. An "auto" training.loss_kernel is
-// listed there too, with the kernel ResolvedLossKernel picks for the layout. Idempotent, so a
+// default kernel; the choice is listed in defaults_used. An "auto" training.loss_kernel and
+// training.train_metric_passes are listed there too, with what ResolvedLossKernel and
+// ResolvedTrainMetricPasses pick for the layout. Idempotent, so a
 // caller that changes the GPU, layout or kernel afterwards resolves again. The builders below
 // call it. kInvalidArgument "<origin>: /training/attention_kernel: ..." listing the valid values
 // when the GPU's profile has no kernel of that name.
@@ -119,6 +120,10 @@ absl::StatusOr<Scenario> LoadCalibrationCase(const std::string& file_colon_id);
 nlohmann::json ScenarioToJson(const Scenario& scenario);
 // A few readable lines describing the scenario.
 std::string DescribeScenario(const Scenario& scenario);
+
+// ", N train-metric passes" for the passes ResolvedTrainMetricPasses runs ("1 train-metric
+// pass"); empty when none.
+std::string TrainMetricsPhrase(const TrainingConfig& training, const ParallelConfig& parallel);
 
 // The attention kernel the scenario runs (attention_kernel_used), or the training.attention_kernel
 // request when the scenario was not resolved.

@@ -681,6 +681,9 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
     absl::StrAppend(&cmd, " --loss-kernel ",
                     std::string(LossKernelName(base.training.loss_kernel)));
   }
+  if (base.training.train_metric_passes != kAutoTrainMetricPasses) {
+    absl::StrAppend(&cmd, " --train-metric-passes ", base.training.train_metric_passes);
+  }
   if (base.training.tp_comm_overlap) absl::StrAppend(&cmd, " --tp-comm-overlap");
   if (!base.hw_overlay_file.empty()) absl::StrAppend(&cmd, " --hw-overlay ", base.hw_overlay_file);
   if (base.training.grad_reduce_dtype != DType::kFp32) {

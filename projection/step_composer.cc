@@ -31,6 +31,7 @@ struct ChunkCost {
   Bytes activations;
   Bytes weight_grad_working_set;  // kept per micro-batch while its W is deferred
   Bytes transient_working_set;
+  Bytes after_backward_working_set;
   double dense_parameters = 0;
   double expert_parameters = 0;
   double largest_layer_parameters = 0;
@@ -116,6 +117,7 @@ void AddEnd(const ComposedEndModule& e, ChunkCost& c, bool count_parameters = tr
   c.activations += e.activation_bytes;
   c.weight_grad_working_set += e.activation_bytes;
   c.transient_working_set = std::max(c.transient_working_set, e.transient_bytes);
+  c.after_backward_working_set = std::max(c.after_backward_working_set, e.after_backward_bytes);
   if (count_parameters) c.dense_parameters += e.parameters;
 }
 
@@ -564,6 +566,8 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
       mi.activations_per_micro_batch += cc.activations;
       mi.deferred_weight_grad_bytes += cc.weight_grad_working_set;
       mi.transient_working_set = std::max(mi.transient_working_set, cc.transient_working_set);
+      mi.after_backward_working_set =
+          std::max(mi.after_backward_working_set, cc.after_backward_working_set);
       mi.largest_layer_parameters =
           std::max(mi.largest_layer_parameters, cc.largest_layer_parameters);
     }

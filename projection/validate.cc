@@ -378,8 +378,11 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
         scenario->parallel.dp > 1) {
       scenario->parallel.distributed_optimizer = *options.distributed_optimizer;
     }
-    if (scenario.ok() && options.loss_kernel) {
-      scenario->training.loss_kernel = *options.loss_kernel;
+    if (scenario.ok() && (options.loss_kernel || options.train_metric_passes)) {
+      if (options.loss_kernel) scenario->training.loss_kernel = *options.loss_kernel;
+      if (options.train_metric_passes) {
+        scenario->training.train_metric_passes = *options.train_metric_passes;
+      }
       if (absl::Status k = ResolveKernels(*scenario, origin); !k.ok()) scenario = k;
     }
     if (scenario.ok() && options.attention_kernel) {
@@ -433,6 +436,8 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
       c.attention_kernel = pc.scenario->attention_kernel_used;
       c.loss_kernel = std::string(
           LossKernelName(ResolvedLossKernel(pc.scenario->training, pc.scenario->parallel)));
+      c.train_metric_passes =
+          ResolvedTrainMetricPasses(pc.scenario->training, pc.scenario->parallel);
       c.fits_in_memory = projection->fits_in_memory;
     }
   };
@@ -613,7 +618,10 @@ json ValidationToJson(const ValidationReport& r) {
     if (!c.reason.empty()) j["reason"] = c.reason;
     if (!c.dominant_terms.empty()) j["dominant_terms"] = c.dominant_terms;
     if (!c.attention_kernel.empty()) j["attention_kernel"] = c.attention_kernel;
-    if (!c.loss_kernel.empty()) j["loss_kernel"] = c.loss_kernel;
+    if (!c.loss_kernel.empty()) {
+      j["loss_kernel"] = c.loss_kernel;
+      j["train_metric_passes"] = c.train_metric_passes;
+    }
     j["fits_in_memory"] = c.fits_in_memory;
     if (c.sibling_deviation_pct) {
       j["sibling_series_size"] = c.siblings;

@@ -36,6 +36,7 @@ struct ValidationCase {
   std::string dominant_terms;       // "compute 81%, dp 7%"
   std::string attention_kernel;     // the kernel the projection ran ("fa2", "unfused", ...)
   std::string loss_kernel;          // the loss kernel it ran ("megatron", "pytorch", "fused")
+  int64_t train_metric_passes = 0;  // the train-metric passes it ran
   bool fits_in_memory = true;
   // Sibling check: cases of the same source, model, GPU, precision, sequence, micro-batch,
   // recompute and layout that differ only in the GPU count (DP) form a scaling series. With 3 or
@@ -125,9 +126,12 @@ struct ValidationOptions {
   // calibration schema does not carry it; the default is auto). E.g. unfused for runs that
   // predate FlashAttention; a kernel a case's GPU lacks makes that case unsupported.
   std::optional<std::string> attention_kernel;
-  // Overrides training.loss_kernel of every case (default auto: pytorch for the FSDP-only
+  // Overrides training.loss_kernel of every case (default auto: fused for the FSDP-only
   // layouts, megatron for the rest).
   std::optional<LossKernel> loss_kernel;
+  // Overrides training.train_metric_passes of every case (default auto: 2 for the FSDP-only
+  // layouts, 0 for the rest).
+  std::optional<int64_t> train_metric_passes;
   // Stack switches the schema does not carry either (defaults: off and fp32, Megatron's):
   // training.tp_comm_overlap and training.grad_reduce_dtype for every case.
   std::optional<bool> tp_comm_overlap;

@@ -82,6 +82,46 @@ TEST(ProfileOutputLayerTest, LossKernelBytesPerLogit) {
   }
 }
 
+// Train-metric passes: each is the eager loss's forward without grad, 6 (fp32 copy) + 16
+// (log-softmax: 3 fp32 reads + 1 write) = 22 bytes per logit, in one "train_metrics" op after the
+// backward; the logits, their fp32 copy and the log-softmax output, 2 + 4 + 4 = 10 bytes per
+// logit, are alive at its peak. auto: 2 (Composer's LanguageCrossEntropy and LanguagePerplexity)
+// for an FSDP-only layout, none otherwise; an explicit count applies to any layout and is not
+// re-run by full recompute. T = 4096, V = 128256.
+TEST(ProfileOutputLayerTest, TrainMetricPassesAfterTheBackward) {
+  struct Want {
+    bool fsdp;
+    int64_t request;
+    int64_t passes;
+  };
+  const double logits = 4096.0 * 128256;
+  for (const Want& w :
+       {Want{true, kAutoTrainMetricPasses, 2}, Want{false, kAutoTrainMetricPasses, 0},
+        Want{true, 0, 0}, Want{false, 3, 3}}) {
+    Case c(testing::Llama31_8B());
+    c.parallel.fsdp = w.fsdp;
+    c.training.seq_len = 4096;
+    c.training.recompute = Recompute::kFull;
+    c.training.train_metric_passes = w.request;
+    absl::StatusOr<ModuleProfile> p = ProfileOutputLayer(c.Ctx());
+    ASSERT_THAT(p, IsOk());
+    SCOPED_TRACE(::testing::Message() << "fsdp " << w.fsdp << " request " << w.request);
+    const Op* metrics = FindOp(p->ops, "train_metrics", OpPhase::kBackwardDgrad);
+    int64_t metric_ops = 0;
+    for (const Op& op : p->ops) metric_ops += op.name == "train_metrics";
+    if (w.passes == 0) {
+      EXPECT_EQ(metrics, nullptr);
+      EXPECT_EQ(p->after_backward_bytes.value(), 0.0);
+      continue;
+    }
+    ASSERT_NE(metrics, nullptr);
+    EXPECT_EQ(metric_ops, 1);  // not in the recompute pass
+    EXPECT_EQ(metrics->kind, OpKind::kMemory);
+    EXPECT_THAT(metrics->bytes.value(), IsNearRel(22.0 * D(w.passes) * logits, 1e-12));
+    EXPECT_THAT(p->after_backward_bytes.value(), IsNearRel(10.0 * logits, 1e-12));
+  }
+}
+
 // Tied embeddings share the embedding's weight when both sit on one stage (pp == 1); with
 // pp > 1 the last stage holds its own copy.
 TEST(ProfileOutputLayerTest, TiedEmbeddingsCountedOnceOnOneStage) {

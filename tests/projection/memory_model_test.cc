@@ -85,6 +85,21 @@ TEST(MemoryModelTest, InterleavedActivationsCountChunkMicroBatches) {
   EXPECT_DOUBLE_EQ(m.stages[0].activations.value(), Gibibytes(3).value());
 }
 
+// The loss's working set sits on top of every stored micro-batch; the train metrics' after the
+// micro-batch's backward, when its own activations (1 GiB of the 4 in flight) are freed. So a
+// 1.5 GiB after-backward set stays under the 4 GiB + 0.5 GiB transient peak, and a 5 GiB one
+// makes the peak 3 + 5 GiB.
+TEST(MemoryModelTest, AfterBackwardWorkingSetReplacesTheMicroBatchItFollows) {
+  StageMemoryInput in = OneBillionParams();
+  in.transient_working_set = Gibibytes(0.5);
+  in.after_backward_working_set = Gibibytes(1.5);
+  MemoryFootprint m = EstimateMemory({in}, {.dense_shard = 8, .hbm_capacity = Gigabytes(192)});
+  EXPECT_DOUBLE_EQ(m.stages[0].activations.value(), Gibibytes(4.5).value());
+  in.after_backward_working_set = Gibibytes(5);
+  m = EstimateMemory({in}, {.dense_shard = 8, .hbm_capacity = Gigabytes(192)});
+  EXPECT_DOUBLE_EQ(m.stages[0].activations.value(), Gibibytes(3 + 5).value());
+}
+
 TEST(MemoryModelTest, PeakIsTheLargestStageAndFlagsWhatDoesNotFit) {
   StageMemoryInput small = OneBillionParams();
   StageMemoryInput big = OneBillionParams();

@@ -176,7 +176,8 @@ TEST(ProjectionTextTest, NamesTheAttentionKernelAndWhyAutoChoseIt) {
   ASSERT_THAT(ResolveKernels(s, "toy"), IsOk());
   Projection p = ProjectToy(s);
   const std::string text = ProjectionText(s, p);
-  EXPECT_THAT(text, HasSubstr("recompute none, fa2 attention, fused loss\n"));
+  EXPECT_THAT(text,
+              HasSubstr("recompute none, fa2 attention, fused loss, 2 train-metric passes\n"));
   EXPECT_THAT(text,
               HasSubstr("  defaults used:\n    - attention_kernel=fa2 (auto: FSDP-only layouts "
                         "run PyTorch SDPA, which runs fa2 on h100-sxm)\n    - "
@@ -207,6 +208,25 @@ TEST(ProjectionTextTest, NamesTheLossKernelAndListsOnlyAnAutoChoice) {
   EXPECT_THAT(s.defaults_used,
               ::testing::Contains(HasSubstr("loss_kernel=megatron (auto: Megatron's")));
   EXPECT_EQ(ScenarioToJson(s)["training"]["loss_kernel"], "megatron");
+}
+
+// The train-metric passes that run are named on the training line ("1 train-metric pass", none
+// when 0); only an auto count gets a defaults note.
+TEST(ProjectionTextTest, NamesTheTrainMetricPassesAndListsOnlyAnAutoChoice) {
+  Scenario s = ToyScenario();
+  s.training.train_metric_passes = 1;
+  ASSERT_THAT(ResolveKernels(s, "toy"), IsOk());
+  Projection p = ProjectToy(s);
+  std::string text = ProjectionText(s, p);
+  EXPECT_THAT(text, HasSubstr("megatron loss, 1 train-metric pass\n"));
+  EXPECT_THAT(text, Not(HasSubstr("train_metric_passes=")));
+
+  s.training.train_metric_passes = kAutoTrainMetricPasses;
+  ASSERT_THAT(ResolveKernels(s, "toy"), IsOk());
+  p = ProjectToy(s);
+  text = ProjectionText(s, p);
+  EXPECT_THAT(text, HasSubstr("megatron loss\n"));
+  EXPECT_THAT(text, HasSubstr("train_metric_passes=0 (auto: no metric"));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "projection/projection.h"
@@ -151,6 +152,35 @@ TEST(ScenarioTest, LossKernelIsReadAndRoundTrips) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("bad_loss_kernel.json"), HasSubstr("/training/loss_kernel"),
                              HasSubstr("auto, megatron, pytorch, fused"))));
+}
+
+// training.train_metric_passes: absent is auto (2 on an FSDP-only layout, 0 otherwise, and a
+// defaults note); a count applies to any layout, round-trips as the count that runs and leaves
+// no note; anything but "auto" or an integer 0..16 names the file and field.
+TEST(ScenarioTest, TrainMetricPassesAreReadAndRoundTrip) {
+  EXPECT_EQ(Default().training.train_metric_passes, kAutoTrainMetricPasses);
+  EXPECT_EQ(ScenarioToJson(Default())["training"]["train_metric_passes"], 0);
+  EXPECT_THAT(Default().defaults_used,
+              Contains(HasSubstr("train_metric_passes=0 (auto: no metric")));
+  auto fsdp = LoadScenarioFile(Data("loss_kernel_fused.json"));
+  ASSERT_THAT(fsdp, IsOk());
+  EXPECT_EQ(ScenarioToJson(*fsdp)["training"]["train_metric_passes"], 2);
+  EXPECT_THAT(fsdp->defaults_used,
+              Contains(HasSubstr("train_metric_passes=2 (auto: FSDP-only layouts are taken as "
+                                 "Composer/llm-foundry")));
+  auto one = LoadScenarioFile(Data("train_metric_passes.json"));
+  ASSERT_THAT(one, IsOk());
+  EXPECT_EQ(one->training.train_metric_passes, 1);
+  EXPECT_EQ(ScenarioToJson(*one)["training"]["train_metric_passes"], 1);
+  EXPECT_THAT(one->defaults_used, Not(Contains(HasSubstr("train_metric_passes="))));
+  for (const char* bad : {"m1", "17", "two", "1_5", "true"}) {
+    const std::string file = absl::StrCat("bad_train_metric_passes_", bad, ".json");
+    EXPECT_THAT(LoadScenarioFile(Data(file)),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr(file), HasSubstr("/training/train_metric_passes"),
+                               HasSubstr("\"auto\" or an integer from 0 to 16"))))
+        << bad;
+  }
 }
 
 // Llama-3.1-70B, TP8 SP over 16 H100 with the distributed optimizer: overlapping the TP

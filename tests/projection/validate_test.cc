@@ -166,16 +166,19 @@ TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
                           "within_10_pct", "within_20_pct", "within_30_pct"}) {
     EXPECT_TRUE(j["summary"].contains(key)) << key;
   }
-  for (const char* key : {"id", "measured_tokens_per_s_per_gpu", "projected_tokens_per_s_per_gpu",
-                          "error_pct", "status", "attention_kernel", "loss_kernel"}) {
+  for (const char* key :
+       {"id", "measured_tokens_per_s_per_gpu", "projected_tokens_per_s_per_gpu", "error_pct",
+        "status", "attention_kernel", "loss_kernel", "train_metric_passes"}) {
     EXPECT_TRUE(j["cases"][0].contains(key)) << key;
   }
-  // auto: the FSDP-only llm-foundry cases run the fused loss, the Megatron layouts Megatron's.
+  // auto: the FSDP-only llm-foundry cases run the fused loss and Composer's two train-metric
+  // passes, the Megatron layouts Megatron's loss and none.
   for (const auto& c : j["cases"]) {
     const std::string layout = c["layout"];
     const bool fsdp_only =
         layout.find("FSDP") != std::string::npos && layout.starts_with("TP1 PP1 ");
     EXPECT_EQ(c["loss_kernel"], fsdp_only ? "fused" : "megatron") << c["id"];
+    EXPECT_EQ(c["train_metric_passes"], fsdp_only ? 2 : 0) << c["id"];
   }
 }
 
