@@ -167,9 +167,10 @@ inline LossKernel ResolvedLossKernel(const TrainingConfig& t, const ParallelConf
 // context and without grad; llm-foundry later added `use_train_metrics` to switch them off).
 // Recalled from mosaicml/composer trainer.py and composer/metrics/nlp.py, not in the stored
 // sources. The published llm-foundry runs show it: a least-squares split of their 8-GPU runs
-// on A100 40/80 GB and H100 finds 33-50 bytes per logit of memory-bound work on top of the fused
-// loss (two passes model 44), and it leaves the runs' HBM fit intact (the metrics run after
-// the backward has freed the activations).
+// on A100 40/80 GB and H100 (tools/split_fit.py --logit-bytes --train-metric-passes 0) finds
+// 32-47 bytes per logit of memory-bound work on top of the fused loss (two passes model 44), and
+// it leaves the runs' HBM fit intact (the metrics run after the backward has freed the
+// activations).
 inline constexpr int64_t kComposerTrainMetricPasses = 2;
 
 // The train-metric passes that run: training.train_metric_passes, with auto resolved from the

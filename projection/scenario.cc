@@ -148,7 +148,8 @@ absl::Status ParseBackends(JsonObject& b, BackendSelection& out) {
   return b.CheckNoUnknownKeys();
 }
 
-// Mark the defaults_used entries of an "auto" attention kernel and loss kernel.
+// Mark the defaults_used entries of an "auto" attention kernel, loss kernel and train-metric
+// pass count.
 constexpr std::string_view kKernelNotePrefix = "attention_kernel=";
 constexpr std::string_view kLossNotePrefix = "loss_kernel=";
 constexpr std::string_view kMetricNotePrefix = "train_metric_passes=";
