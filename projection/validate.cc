@@ -500,6 +500,44 @@ std::string InconsistencyMark(const ValidationCase& c) {
   return absl::StrCat("  [inconsistent: ", InconsistencyNote(c), "]");
 }
 
+// "fa1 144, fa2 72": each value with its count, the most frequent first (ties by name).
+std::string Tally(const std::map<std::string, int>& counts) {
+  std::vector<std::pair<std::string, int>> v(counts.begin(), counts.end());
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> parts;
+  for (const auto& [name, n] : v) parts.push_back(absl::StrCat(name, " ", n));
+  return absl::StrJoin(parts, ", ");
+}
+
+// Per source, in the order of the by-source summary: the attention kernels, loss kernels and
+// train-metric passes its projected cases ran (the stack the case schema does not state).
+std::string StackBySource(const ValidationReport& r) {
+  struct Stack {
+    std::map<std::string, int> attention, loss, metrics;
+  };
+  std::map<std::string, Stack> by_source;
+  for (const ValidationCase& c : r.cases) {
+    if (c.status != "ok") continue;
+    Stack& s = by_source[c.source];
+    ++s.attention[c.attention_kernel];
+    ++s.loss[c.loss_kernel];
+    ++s.metrics[absl::StrCat(c.train_metric_passes)];
+  }
+  std::string out = absl::StrFormat(
+      "\nStack by source (what the cases ran: defaults for what the schema does not state, or "
+      "the what-if flags)\n%-28s %-26s %-20s %s\n",
+      "source", "attention kernel", "loss kernel", "train-metric passes");
+  for (const ErrorSummary& g : r.by_source) {
+    auto it = by_source.find(g.group);
+    if (it == by_source.end()) continue;
+    absl::StrAppendFormat(&out, "%-28s %-26s %-20s %s\n", g.group.substr(0, 28),
+                          Tally(it->second.attention), Tally(it->second.loss),
+                          Tally(it->second.metrics));
+  }
+  return out;
+}
+
 json SummaryJson(const ErrorSummary& s) {
   return {{"group", s.group},
           {"count", s.count},
@@ -556,6 +594,7 @@ std::string FormatValidationText(const ValidationReport& r) {
   for (const ErrorSummary& s : r.by_gpu) out += SummaryRow(s);
   absl::StrAppend(&out, "\nBy source\n", head);
   for (const ErrorSummary& s : r.by_source) out += SummaryRow(s);
+  out += StackBySource(r);
   absl::StrAppend(&out, "\nBy precision\n", head);
   for (const ErrorSummary& s : r.by_precision) out += SummaryRow(s);
   absl::StrAppend(&out, "\nBy sequence length\n", head);

@@ -180,6 +180,13 @@ TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
     EXPECT_EQ(c["loss_kernel"], fsdp_only ? "fused" : "megatron") << c["id"];
     EXPECT_EQ(c["train_metric_passes"], fsdp_only ? 2 : 0) << c["id"];
   }
+  // The text names, per source, the stack its cases ran: every llm-foundry case (FSDP-only) the
+  // ALiBi fallback fa1, the fused loss and 2 metric passes; the Megatron-LM H100 runs fa3,
+  // Megatron's loss and none.
+  const std::string text = FormatValidationText(*r);
+  EXPECT_THAT(text, HasSubstr("Stack by source"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("mosaicml/llm-foundry +fa1 216 +fused 216 +2 216\n"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("NVIDIA/Megatron-LM +fa3 9 +megatron 9 +0 9\n"));
 }
 
 // Ratchet on the hardware-relative model (the stack's in-situ efficiency cancels in a speedup):
