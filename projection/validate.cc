@@ -510,34 +510,6 @@ std::string Tally(const std::map<std::string, int>& counts) {
   return absl::StrJoin(parts, ", ");
 }
 
-// Per source, in the order of the by-source summary: the attention kernels, loss kernels and
-// train-metric passes its projected cases ran (the stack the case schema does not state).
-std::string StackBySource(const ValidationReport& r) {
-  struct Stack {
-    std::map<std::string, int> attention, loss, metrics;
-  };
-  std::map<std::string, Stack> by_source;
-  for (const ValidationCase& c : r.cases) {
-    if (c.status != "ok") continue;
-    Stack& s = by_source[c.source];
-    ++s.attention[c.attention_kernel];
-    ++s.loss[c.loss_kernel];
-    ++s.metrics[absl::StrCat(c.train_metric_passes)];
-  }
-  std::string out = absl::StrFormat(
-      "\nStack by source (what the cases ran: defaults for what the schema does not state, or "
-      "the what-if flags)\n%-28s %-26s %-20s %s\n",
-      "source", "attention kernel", "loss kernel", "train-metric passes");
-  for (const ErrorSummary& g : r.by_source) {
-    auto it = by_source.find(g.group);
-    if (it == by_source.end()) continue;
-    absl::StrAppendFormat(&out, "%-28s %-26s %-20s %s\n", g.group.substr(0, 28),
-                          Tally(it->second.attention), Tally(it->second.loss),
-                          Tally(it->second.metrics));
-  }
-  return out;
-}
-
 json SummaryJson(const ErrorSummary& s) {
   return {{"group", s.group},
           {"count", s.count},
@@ -563,6 +535,30 @@ std::string InconsistencyNote(const ValidationCase& c) {
                                   c.faster_longer_sequence_seq_len));
   }
   return absl::StrJoin(why, "; ");
+}
+
+std::vector<SourceStack> StacksBySource(const ValidationReport& r) {
+  struct Counts {
+    std::map<std::string, int> attention, loss, metrics;
+  };
+  std::map<std::string, Counts> by_source;
+  for (const ValidationCase& c : r.cases) {
+    if (c.status != "ok") continue;
+    Counts& n = by_source[c.source];
+    ++n.attention[c.attention_kernel];
+    ++n.loss[c.loss_kernel];
+    ++n.metrics[absl::StrCat(c.train_metric_passes)];
+  }
+  std::vector<SourceStack> rows;
+  for (const ErrorSummary& g : r.by_source) {
+    auto it = by_source.find(g.group);
+    if (it == by_source.end()) continue;
+    rows.push_back({.source = g.group,
+                    .attention_kernels = Tally(it->second.attention),
+                    .loss_kernels = Tally(it->second.loss),
+                    .train_metric_passes = Tally(it->second.metrics)});
+  }
+  return rows;
 }
 
 std::string FormatValidationText(const ValidationReport& r) {
@@ -594,7 +590,14 @@ std::string FormatValidationText(const ValidationReport& r) {
   for (const ErrorSummary& s : r.by_gpu) out += SummaryRow(s);
   absl::StrAppend(&out, "\nBy source\n", head);
   for (const ErrorSummary& s : r.by_source) out += SummaryRow(s);
-  out += StackBySource(r);
+  absl::StrAppendFormat(&out,
+                        "\nStack by source (what the cases ran: defaults for what the schema does "
+                        "not state, or the what-if flags)\n%-28s %-26s %-20s %s\n",
+                        "source", "attention kernel", "loss kernel", "train-metric passes");
+  for (const SourceStack& st : StacksBySource(r)) {
+    absl::StrAppendFormat(&out, "%-28s %-26s %-20s %s\n", st.source.substr(0, 28),
+                          st.attention_kernels, st.loss_kernels, st.train_metric_passes);
+  }
   absl::StrAppend(&out, "\nBy precision\n", head);
   for (const ErrorSummary& s : r.by_precision) out += SummaryRow(s);
   absl::StrAppend(&out, "\nBy sequence length\n", head);

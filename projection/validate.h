@@ -174,6 +174,18 @@ std::pair<int, std::string> ScaleBand(int64_t num_gpus, int64_t gpus_per_node);
 // Summary over the projected cases of `cases` (count includes the unsupported ones).
 ErrorSummary Summarise(const std::vector<const ValidationCase*>& cases, std::string group);
 
+// What one source's projected cases ran, each value with its count, the most frequent first
+// ("fa1 144, fa2 72"): the stack the case schema does not state, from the defaults or the
+// what-if flags.
+struct SourceStack {
+  std::string source;
+  std::string attention_kernels;
+  std::string loss_kernels;
+  std::string train_metric_passes;
+};
+// One row per source of report.by_source, in its order.
+std::vector<SourceStack> StacksBySource(const ValidationReport& report);
+
 std::string FormatValidationText(const ValidationReport& report);
 // What an inconsistent case's measurement contradicts ("+14% vs 4-case series; 7% slower than
 // seq 4096 at equal tokens"); empty when nothing does.

@@ -172,6 +172,9 @@ ValidationReport ToyValidation() {
   a.measured_tokens_per_s_per_gpu = 1000;
   a.projected_tokens_per_s_per_gpu = 1100;
   a.error_pct = 10.0;
+  a.attention_kernel = "fa<1>";
+  a.loss_kernel = "fused";
+  a.train_metric_passes = 2;
   ValidationCase b = a;
   b.id = "run_b";
   b.measured_tokens_per_s_per_gpu = 4000;
@@ -224,6 +227,9 @@ TEST(ValidationHtmlTest, EveryProjectedCaseIsPlottedTwiceAndEveryOtherListed) {
   EXPECT_THAT(html, HasSubstr("lab &amp; co"));
   EXPECT_THAT(html, Not(HasSubstr("lab & co")));
   EXPECT_THAT(html, Not(HasSubstr("run<a>")));
+  // The stack by source counts the projected cases only (run_c is not).
+  EXPECT_THAT(html, HasSubstr("<tr><td>lab &amp; co</td><td>fa&lt;1&gt; 2</td><td>fused 2</td>"
+                              "<td>2 2</td></tr>"));
 }
 
 TEST(ValidationHtmlTest, ScatterPointsSitOnTheDiagonalWhenExact) {
