@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status_macros.h"
 
 namespace projector {
 namespace {
@@ -122,7 +123,7 @@ absl::StatusOr<json> ParseJsonText(std::string_view text, std::string_view origi
   return std::get<json>(std::move(parsed));
 }
 
-absl::StatusOr<json> ReadJsonFile(const std::string& path) {
+absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return absl::InvalidArgumentError(
@@ -134,7 +135,11 @@ absl::StatusOr<json> ReadJsonFile(const std::string& path) {
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
-  std::string text = buffer.str();
+  return buffer.str();
+}
+
+absl::StatusOr<json> ReadJsonFile(const std::string& path) {
+  PROJECTOR_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path));
   auto parsed = ParseStrict(text);
   if (auto* error = std::get_if<JsonTextError>(&parsed)) {
     if (error->byte == 0) {

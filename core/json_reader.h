@@ -20,6 +20,9 @@ namespace projector {
 // Reads and parses a JSON file. kNotFound if it cannot be opened; kInvalidArgument with the
 // line/column for a syntax error.
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path);
+// The bytes of a file: kNotFound if it cannot be opened, kInvalidArgument for a directory (the
+// messages ReadJsonFile gives).
+absl::StatusOr<std::string> ReadTextFile(const std::string& path);
 // Parses JSON text; `origin` names it in messages (a file, or "file:line" for JSONL).
 absl::StatusOr<nlohmann::json> ParseJsonText(std::string_view text, std::string_view origin);
 

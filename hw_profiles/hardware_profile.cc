@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/file_memo.h"
 #include "core/json_reader.h"
 #include "core/parallel_config.h"
 #include "core/status_macros.h"
@@ -743,9 +744,13 @@ absl::StatusOr<HardwareProfile> ResolveHardwareProfile(const std::string& name_o
     }
     path = absl::StrCat(HardwareLibraryDir(), "/", wanted, ".json");
   }
-  PROJECTOR_ASSIGN_OR_RETURN(HardwareProfile hw, LoadHardwareProfileFile(path));
-  PROJECTOR_RETURN_IF_ERROR(ValidateHardwareProfile(hw, path));
-  return hw;
+  // Validated once per file contents: validate and search resolve the same profile per case.
+  return LoadFileMemoised<HardwareProfile>(
+      path, [](const std::string& p) -> absl::StatusOr<HardwareProfile> {
+        PROJECTOR_ASSIGN_OR_RETURN(HardwareProfile hw, LoadHardwareProfileFile(p));
+        PROJECTOR_RETURN_IF_ERROR(ValidateHardwareProfile(hw, p));
+        return hw;
+      });
 }
 
 }  // namespace projector

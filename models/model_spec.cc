@@ -13,6 +13,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/file_memo.h"
+#include "core/json_reader.h"
 #include "core/status_macros.h"
 
 namespace projector {
@@ -705,8 +707,11 @@ absl::Status ValidateModel(const ModelSpec& model, const std::string& origin) {
 }
 
 absl::StatusOr<ModelSpec> LoadModelFile(const std::string& path) {
-  PROJECTOR_ASSIGN_OR_RETURN(json value, ReadJsonFile(path));
-  return ParseModelJson(value, path, "");
+  // Parsed once per file contents: a calibration file resolves the same library model per case.
+  return LoadFileMemoised<ModelSpec>(path, [](const std::string& p) -> absl::StatusOr<ModelSpec> {
+    PROJECTOR_ASSIGN_OR_RETURN(json value, ReadJsonFile(p));
+    return ParseModelJson(value, p, "");
+  });
 }
 
 std::string ModelLibraryDir() {
