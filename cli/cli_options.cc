@@ -104,6 +104,12 @@ void AddScenarioFlags(cxxopts::Options& options) {
      "(vocab-parallel, fp32 softmax kept), pytorch (eager F.cross_entropy under autocast: fp32 "
      "logits copy, log-softmax, NLL) or fused (one online-softmax kernel: flash-attn, Liger)",
      cxxopts::value<std::string>(), "auto|megatron|pytorch|fused")
+    ("stack",
+     "Training stack whose choices the auto kernels take: auto (default: llm-foundry for "
+     "FSDP-only layouts, else megatron), megatron (TE attention, Megatron's loss), llm-foundry "
+     "(PyTorch SDPA, fused loss, Composer's 2 metric passes) or torchtitan (PyTorch SDPA, eager "
+     "fp32 loss)",
+     cxxopts::value<std::string>(), "auto|megatron|llm-foundry|torchtitan")
     ("train-metric-passes",
      "Training metrics evaluated on the logits after every micro-batch's backward, one eager "
      "cross-entropy each: auto (default: 2 for FSDP-only layouts, Composer/llm-foundry's "
@@ -379,6 +385,8 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
   if (loss) s.training.loss_kernel = *loss;
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<int64_t> metrics, TrainMetricPassesFlag(flags));
   if (metrics) s.training.train_metric_passes = *metrics;
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<TrainingStack> stack, StackFlag(flags));
+  if (stack) s.training.stack = *stack;
   if (Given(flags, "attention-kernel")) {
     absl::Status k = SetAttentionKernel(flags["attention-kernel"].as<std::string>(), s.training);
     if (!k.ok()) return FlagError("attention-kernel", k.message());
@@ -439,6 +447,13 @@ absl::StatusOr<std::optional<LossKernel>> LossKernelFlag(const cxxopts::ParseRes
   absl::StatusOr<LossKernel> k = ParseLossKernel(flags["loss-kernel"].as<std::string>());
   if (!k.ok()) return FlagError("loss-kernel", k.status().message());
   return *k;
+}
+
+absl::StatusOr<std::optional<TrainingStack>> StackFlag(const cxxopts::ParseResult& flags) {
+  if (!Given(flags, "stack")) return std::nullopt;
+  absl::StatusOr<TrainingStack> s = ParseTrainingStack(flags["stack"].as<std::string>());
+  if (!s.ok()) return FlagError("stack", s.status().message());
+  return *s;
 }
 
 absl::StatusOr<std::optional<int64_t>> TrainMetricPassesFlag(const cxxopts::ParseResult& flags) {

@@ -58,6 +58,10 @@ absl::Status ReadMoeRoutingFlags(const cxxopts::ParseResult& flags, TrainingConf
 // "--loss-kernel: unknown loss kernel ..." otherwise. Shared by project, validate and search.
 absl::StatusOr<std::optional<LossKernel>> LossKernelFlag(const cxxopts::ParseResult& flags);
 
+// --stack when given: its TrainingStack, nullopt when absent; kInvalidArgument "--stack: unknown
+// training stack ..." otherwise. Shared by project, validate and search.
+absl::StatusOr<std::optional<TrainingStack>> StackFlag(const cxxopts::ParseResult& flags);
+
 // --train-metric-passes when given: kAutoTrainMetricPasses for "auto" or the count, nullopt when
 // absent; kInvalidArgument "--train-metric-passes: ..." for anything but auto or 0..16. Shared by
 // project, validate and search.

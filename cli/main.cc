@@ -395,6 +395,9 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     ("loss-kernel", "What-if for every case: auto (default: fused for FSDP-only layouts, else "
      "megatron), megatron, pytorch or fused", cxxopts::value<std::string>(),
      "auto|megatron|pytorch|fused")
+    ("stack", "What-if for every case: auto (default: llm-foundry for FSDP-only layouts, else "
+     "megatron), megatron, llm-foundry or torchtitan (the kernels left auto follow it)",
+     cxxopts::value<std::string>(), "auto|megatron|llm-foundry|torchtitan")
     ("train-metric-passes", "What-if for every case: auto (default: 2 for FSDP-only layouts, "
      "Composer/llm-foundry's training metrics on the logits; else 0) or a count",
      cxxopts::value<std::string>(), "auto|N")
@@ -451,6 +454,7 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
   }
   PROJECTOR_ASSIGN_OR_RETURN(validation.loss_kernel, LossKernelFlag(flags));
   PROJECTOR_ASSIGN_OR_RETURN(validation.train_metric_passes, TrainMetricPassesFlag(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(validation.stack, StackFlag(flags));
   if (flags.count("gpu")) {
     validation.gpu = flags["gpu"].as<std::string>();
     if (absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(validation.gpu); !hw.ok()) {

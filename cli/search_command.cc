@@ -225,6 +225,8 @@ absl::StatusOr<Scenario> BaseScenarioFromFlags(const cxxopts::ParseResult& flags
   if (loss) s.training.loss_kernel = *loss;
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<int64_t> metrics, TrainMetricPassesFlag(flags));
   if (metrics) s.training.train_metric_passes = *metrics;
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<TrainingStack> stack, StackFlag(flags));
+  if (stack) s.training.stack = *stack;
   PROJECTOR_RETURN_IF_ERROR(ReadMoeRoutingFlags(flags, s.training));
   // The layout-independent checks of training.moe_* (the imbalance is capped per layout).
   {
@@ -284,6 +286,9 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
     ("loss-kernel", "Cross-entropy kernel: auto (default: fused for FSDP-only layouts, else "
      "megatron), megatron, pytorch or fused", cxxopts::value<std::string>(),
      "auto|megatron|pytorch|fused")
+    ("stack", "Training stack every candidate runs: auto (default: llm-foundry for FSDP-only "
+     "layouts, else megatron), megatron, llm-foundry or torchtitan",
+     cxxopts::value<std::string>(), "auto|megatron|llm-foundry|torchtitan")
     ("train-metric-passes", "Training metrics on the logits after each micro-batch's backward: "
      "auto (default: 2 for FSDP-only layouts, as Composer/llm-foundry; else 0) or a count",
      cxxopts::value<std::string>(), "auto|N")

@@ -51,6 +51,20 @@ absl::StatusOr<LossKernel> ParseLossKernel(std::string_view name) {
                                                  "'; accepted: auto, megatron, pytorch, fused"));
 }
 
+std::string_view TrainingStackName(TrainingStack s) {
+  return kTrainingStackNames[static_cast<size_t>(s)];
+}
+
+absl::StatusOr<TrainingStack> ParseTrainingStack(std::string_view name) {
+  for (TrainingStack s : {TrainingStack::kAuto, TrainingStack::kMegatron,
+                          TrainingStack::kLlmFoundry, TrainingStack::kTorchTitan}) {
+    if (TrainingStackName(s) == name) return s;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown training stack '", absl::string_view(name.data(), name.size()),
+                   "'; accepted: auto, megatron, llm-foundry, torchtitan"));
+}
+
 absl::StatusOr<DType> ParseGradReduceDtype(std::string_view name) {
   if (name == "fp32") return DType::kFp32;
   if (name == "bf16") return DType::kBf16;

@@ -43,8 +43,7 @@ inline constexpr std::string_view kPipelineScheduleNames[] = {"1f1b", "zb-h1"};
 // log-softmax and NLL as separate kernels), what PyTorch-native stacks run (llm-foundry's
 // torch_crossentropy, HF Transformers, torchtitan without torch.compile). kFused: one fused
 // online-softmax kernel that never writes the fp32 logits (flash-attn's and Liger's Triton
-// cross-entropy). kAuto: kFused for a PyTorch-native layout (IsPyTorchNativeLayout), else
-// kMegatron (ResolvedLossKernel).
+// cross-entropy). kAuto: the stack's (ResolvedLossKernel).
 enum class LossKernel { kAuto, kMegatron, kPyTorch, kFused };
 // "auto", "megatron", "pytorch" or "fused".
 std::string_view LossKernelName(LossKernel k);
@@ -92,6 +91,20 @@ inline bool IsPyTorchNativeLayout(const ParallelConfig& p) {
   return p.fsdp && p.tp == 1 && p.pp == 1;
 }
 
+// The training stack whose kernel choices "auto" takes (ResolvedStack): kMegatron (Megatron-LM,
+// NeMo: Transformer Engine's attention, Megatron's vocab-parallel loss, no metric on the
+// logits), kLlmFoundry (MosaicML Composer/llm-foundry: PyTorch SDPA's attention, the fused
+// cross-entropy, Composer's two training metrics on the logits), kTorchTitan (PyTorch SDPA, an
+// eager cross-entropy over an fp32 copy of the logits, no metric). kAuto: kLlmFoundry for a
+// PyTorch-native layout (IsPyTorchNativeLayout), else kMegatron.
+enum class TrainingStack { kAuto, kMegatron, kLlmFoundry, kTorchTitan };
+// "auto", "megatron", "llm-foundry" or "torchtitan".
+std::string_view TrainingStackName(TrainingStack s);
+absl::StatusOr<TrainingStack> ParseTrainingStack(std::string_view name);
+// The names ParseTrainingStack accepts.
+inline constexpr std::string_view kTrainingStackNames[] = {"auto", "megatron", "llm-foundry",
+                                                           "torchtitan"};
+
 // training.train_metric_passes when "auto" (ResolvedTrainMetricPasses), and the largest count
 // accepted (a sanity bound: Composer's LanguageCrossEntropy, LanguagePerplexity and the like).
 inline constexpr int64_t kAutoTrainMetricPasses = -1;
@@ -111,6 +124,7 @@ struct TrainingConfig {
   // default) or a kernel the profile names ("fa2").
   // Checked against the profile when the scenario is resolved (projection/scenario.h).
   std::string flash_kernel = "auto";
+  TrainingStack stack = TrainingStack::kAuto;  // whose choices the "auto" kernels take
   LossKernel loss_kernel = LossKernel::kAuto;  // the cross-entropy kernel (LossKernel)
   // Training metrics evaluated on the logits after every micro-batch's backward, each one eager
   // torch cross-entropy forward under autocast without grad (ResolvedTrainMetricPasses):
@@ -149,15 +163,35 @@ inline double MoeExpertLoad(const TrainingConfig& t) {
   return t.moe_imbalance;
 }
 
-// The loss kernel that runs: training.loss_kernel, with kAuto resolved from the layout;
-// never kAuto. A PyTorch-native layout gets kFused: llm-foundry's MPT trains with
+// The stack that runs: training.stack, with kAuto resolved from the layout; never kAuto.
+inline TrainingStack ResolvedStack(const TrainingConfig& t, const ParallelConfig& p) {
+  if (t.stack != TrainingStack::kAuto) return t.stack;
+  return IsPyTorchNativeLayout(p) ? TrainingStack::kLlmFoundry : TrainingStack::kMegatron;
+}
+// A stack on PyTorch's own attention (SDPA) rather than Transformer Engine's.
+inline bool RunsPyTorchAttention(TrainingStack s) {
+  return s == TrainingStack::kLlmFoundry || s == TrainingStack::kTorchTitan;
+}
+
+// The loss kernel that runs: training.loss_kernel, with kAuto resolved from the stack
+// (ResolvedStack); never kAuto. torchtitan casts the logits to fp32 and calls
+// F.cross_entropy eagerly (kPyTorch). llm-foundry gets kFused: its MPT trains with
 // loss_fn: fused_crossentropy, flash-attn's Triton cross-entropy, by default (recalled from
 // llmfoundry/models/mpt/modeling_mpt.py, not in the stored sources), and the micro-batches of its
 // published runs leave no room in HBM for the 14 bytes per logit of the eager loss at its peak
-// (CrossEntropyBytesPerLogit). Any other layout gets kMegatron.
+// (CrossEntropyBytesPerLogit). Megatron gets kMegatron.
 inline LossKernel ResolvedLossKernel(const TrainingConfig& t, const ParallelConfig& p) {
   if (t.loss_kernel != LossKernel::kAuto) return t.loss_kernel;
-  return IsPyTorchNativeLayout(p) ? LossKernel::kFused : LossKernel::kMegatron;
+  switch (ResolvedStack(t, p)) {
+    case TrainingStack::kLlmFoundry:
+      return LossKernel::kFused;
+    case TrainingStack::kTorchTitan:
+      return LossKernel::kPyTorch;
+    case TrainingStack::kAuto:
+    case TrainingStack::kMegatron:
+      break;
+  }
+  return LossKernel::kMegatron;
 }
 
 // The two training metrics Composer evaluates on the logits of every micro-batch for
@@ -174,12 +208,11 @@ inline LossKernel ResolvedLossKernel(const TrainingConfig& t, const ParallelConf
 inline constexpr int64_t kComposerTrainMetricPasses = 2;
 
 // The train-metric passes that run: training.train_metric_passes, with auto resolved from the
-// layout: a PyTorch-native layout (IsPyTorchNativeLayout) is taken as Composer/llm-foundry, as
-// for its loss kernel (kComposerTrainMetricPasses); any other layout evaluates no metric on the
-// logits (Megatron-LM logs the loss only).
+// stack (ResolvedStack): llm-foundry's kComposerTrainMetricPasses; none for Megatron-LM and
+// torchtitan, which log the loss only.
 inline int64_t ResolvedTrainMetricPasses(const TrainingConfig& t, const ParallelConfig& p) {
   if (t.train_metric_passes != kAutoTrainMetricPasses) return t.train_metric_passes;
-  return IsPyTorchNativeLayout(p) ? kComposerTrainMetricPasses : 0;
+  return ResolvedStack(t, p) == TrainingStack::kLlmFoundry ? kComposerTrainMetricPasses : 0;
 }
 
 // Reads a training.grad_reduce_dtype value: "fp32" or "bf16"; kInvalidArgument otherwise.

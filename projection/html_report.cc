@@ -635,12 +635,12 @@ std::string ValidationHtml(const ValidationReport& r) {
   out +=
       "<h3>Stack by source</h3>\n<p class=\"note\">What the cases ran: defaults for what the "
       "case schema does not state, or the what-if flags.</p>\n<table class=\"grid\"><tr>"
-      "<th>source</th><th>attention kernel</th><th>loss kernel</th><th>train-metric passes</th>"
-      "</tr>";
+      "<th>source</th><th>stack</th><th>attention kernel</th><th>loss kernel</th>"
+      "<th>train-metric passes</th></tr>";
   for (const SourceStack& st : StacksBySource(r)) {
-    Put(out, {"<tr><td>", HtmlEscape(st.source), "</td><td>", HtmlEscape(st.attention_kernels),
-              "</td><td>", HtmlEscape(st.loss_kernels), "</td><td>",
-              HtmlEscape(st.train_metric_passes), "</td></tr>"});
+    Put(out, {"<tr><td>", HtmlEscape(st.source), "</td><td>", HtmlEscape(st.stacks), "</td><td>",
+              HtmlEscape(st.attention_kernels), "</td><td>", HtmlEscape(st.loss_kernels),
+              "</td><td>", HtmlEscape(st.train_metric_passes), "</td></tr>"});
   }
   out += "</table>\n";
   SummaryTable(out, "By precision", r.by_precision);

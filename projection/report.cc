@@ -91,17 +91,18 @@ std::vector<std::pair<std::string, std::string>> ProjectionSummaryRows(const Sce
                                               p.schedule, p.micro_batches));
   rows.emplace_back(
       "training",
-      absl::StrFormat("seq %d, micro-batch %d, global batch %d, %s, recompute %s, %s attention, %s "
-                      "loss%s%s%s%s",
-                      tr.seq_len, tr.micro_batch, tr.global_batch, DTypeName(tr.precision),
-                      RecomputeName(tr.recompute), AttentionKernelOf(scenario),
-                      LossKernelName(ResolvedLossKernel(tr, scenario.parallel)),
-                      TrainMetricsPhrase(tr, scenario.parallel),
-                      tr.tp_comm_overlap ? ", TP comm overlapped" : "",
-                      tr.grad_reduce_dtype == DType::kFp32
-                          ? ""
-                          : ", grads reduced in " + std::string(DTypeName(tr.grad_reduce_dtype)),
-                      MoeRoutingNote(tr)));
+      absl::StrFormat(
+          "seq %d, micro-batch %d, global batch %d, %s, recompute %s, %s stack: %s "
+          "attention, %s loss%s%s%s%s",
+          tr.seq_len, tr.micro_batch, tr.global_batch, DTypeName(tr.precision),
+          RecomputeName(tr.recompute), TrainingStackName(ResolvedStack(tr, scenario.parallel)),
+          AttentionKernelOf(scenario), LossKernelName(ResolvedLossKernel(tr, scenario.parallel)),
+          TrainMetricsPhrase(tr, scenario.parallel),
+          tr.tp_comm_overlap ? ", TP comm overlapped" : "",
+          tr.grad_reduce_dtype == DType::kFp32
+              ? ""
+              : ", grads reduced in " + std::string(DTypeName(tr.grad_reduce_dtype)),
+          MoeRoutingNote(tr)));
   return rows;
 }
 

@@ -62,6 +62,8 @@ const std::vector<std::string> kRecomputes = {"none", "selective", "full"};
 const std::vector<std::string> kGradReduceDtypes = {"fp32", "bf16"};
 const std::vector<std::string> kLossKernels(std::begin(kLossKernelNames),
                                             std::end(kLossKernelNames));
+const std::vector<std::string> kTrainingStacks(std::begin(kTrainingStackNames),
+                                               std::end(kTrainingStackNames));
 const std::vector<std::string> kPipelineSchedules(std::begin(kPipelineScheduleNames),
                                                   std::end(kPipelineScheduleNames));
 
@@ -125,6 +127,8 @@ absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
   if (absl::Status s = SetAttentionKernel(kernel, out); !s.ok()) {
     return t.FieldError("attention_kernel", std::string(s.message()));
   }
+  PROJECTOR_ASSIGN_OR_RETURN(std::string stack, t.EnumOr("stack", kTrainingStacks, "auto"));
+  out.stack = *ParseTrainingStack(stack);
   PROJECTOR_ASSIGN_OR_RETURN(std::string loss, t.EnumOr("loss_kernel", kLossKernels, "auto"));
   out.loss_kernel = *ParseLossKernel(loss);
   PROJECTOR_ASSIGN_OR_RETURN(out.train_metric_passes, ReadTrainMetricPasses(t));
@@ -148,18 +152,25 @@ absl::Status ParseBackends(JsonObject& b, BackendSelection& out) {
   return b.CheckNoUnknownKeys();
 }
 
-// Mark the defaults_used entries of an "auto" attention kernel, loss kernel and train-metric
-// pass count.
+// Mark the defaults_used entries of an "auto" stack, attention kernel, loss kernel and
+// train-metric pass count.
 constexpr std::string_view kKernelNotePrefix = "attention_kernel=";
 constexpr std::string_view kLossNotePrefix = "loss_kernel=";
 constexpr std::string_view kMetricNotePrefix = "train_metric_passes=";
+constexpr std::string_view kStackNotePrefix = "stack=";
 
-// What "auto" runs: a PyTorch-native layout gets PyTorch SDPA's kernel (with ALiBi's additive
-// bias, the one SDPA falls back to), when the profile names them; anything else the default.
+// "the llm-foundry stack" for the notes.
+std::string StackPhrase(const Scenario& s) {
+  return absl::StrFormat("the %s stack", TrainingStackName(ResolvedStack(s.training, s.parallel)));
+}
+
+// What "auto" runs: a stack on PyTorch's attention gets PyTorch SDPA's kernel (with ALiBi's
+// additive bias, the one SDPA falls back to), when the profile names them; anything else the
+// profile's default (Transformer Engine's for Megatron).
 enum class AutoChoice { kDefault, kPyTorch, kPyTorchWithBias };
 AutoChoice ChooseAuto(const Scenario& s) {
   const GpuSpec& g = s.hw.gpu;
-  if (!IsPyTorchNativeLayout(s.parallel)) return AutoChoice::kDefault;
+  if (!RunsPyTorchAttention(ResolvedStack(s.training, s.parallel))) return AutoChoice::kDefault;
   if (s.model.position_embedding == PositionEmbedding::kAlibi &&
       !g.attention_kernel_pytorch_bias.empty()) {
     return AutoChoice::kPyTorchWithBias;
@@ -194,12 +205,12 @@ std::string AutoKernelNote(const Scenario& s) {
   switch (ChooseAuto(s)) {
     case AutoChoice::kPyTorchWithBias:
       return absl::StrFormat(
-          "%s%s (auto: FSDP-only layouts run PyTorch SDPA; with ALiBi's additive bias it cannot "
-          "use its flash backend and runs the memory-efficient kernel, %s on %s)",
-          kKernelNotePrefix, k, k, s.hw.name);
+          "%s%s (auto: %s runs PyTorch SDPA; with ALiBi's additive bias it cannot use its flash "
+          "backend and runs the memory-efficient kernel, %s on %s)",
+          kKernelNotePrefix, k, StackPhrase(s), k, s.hw.name);
     case AutoChoice::kPyTorch:
-      return absl::StrFormat("%s%s (auto: FSDP-only layouts run PyTorch SDPA, which runs %s on %s)",
-                             kKernelNotePrefix, k, k, s.hw.name);
+      return absl::StrFormat("%s%s (auto: %s runs PyTorch SDPA, which runs %s on %s)",
+                             kKernelNotePrefix, k, StackPhrase(s), k, s.hw.name);
     case AutoChoice::kDefault:
       break;
   }
@@ -308,6 +319,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"recompute", std::string(RecomputeName(t.recompute))},
                    {"recompute_layers", t.recompute_layers},
                    {"precision", std::string(DTypeName(t.precision))},
+                   {"stack", std::string(TrainingStackName(ResolvedStack(t, p)))},
                    {"attention_kernel", std::string(AttentionKernelOf(s))},
                    {"loss_kernel", std::string(LossKernelName(ResolvedLossKernel(t, p)))},
                    {"train_metric_passes", ResolvedTrainMetricPasses(t, p)},
@@ -340,15 +352,16 @@ std::string DescribeScenario(const Scenario& s) {
   std::string out = absl::StrFormat(
       "Scenario %s\n  model      %s (%d layers, hidden %d%s)\n  cluster    %d x %s (%d per "
       "node, clock %.0f MHz)\n  layout     %s\n  training   seq %d, micro-batch %d, global "
-      "batch %d, recompute %s, %s, %s attention, %s loss%s\n  backends   gemm=%s attention=%s "
-      "memory=%s collective=%s\n",
+      "batch %d, recompute %s, %s, %s stack: %s attention, %s loss%s\n  backends   gemm=%s "
+      "attention=%s memory=%s collective=%s\n",
       s.name, s.model.name, s.model.num_layers, s.model.hidden_size,
       s.model.moe
           ? absl::StrFormat(", %d experts top-%d", s.model.moe->num_experts, s.model.moe->top_k)
           : std::string(),
       s.num_gpus, s.hw.name, s.hw.gpus_per_node, ToMegahertz(s.hw.gpu.sustained_clock),
       LayoutSummary(s.parallel), t.seq_len, t.micro_batch, t.global_batch,
-      RecomputeName(t.recompute), DTypeName(t.precision), AttentionKernelOf(s),
+      RecomputeName(t.recompute), DTypeName(t.precision),
+      TrainingStackName(ResolvedStack(t, s.parallel)), AttentionKernelOf(s),
       LossKernelName(ResolvedLossKernel(t, s.parallel)), TrainMetricsPhrase(t, s.parallel),
       s.backends.gemm, s.backends.attention, s.backends.memory, s.backends.collective);
   for (const std::string& d : s.defaults_used) absl::StrAppend(&out, "  default    ", d, "\n");
@@ -376,25 +389,45 @@ namespace {
 // The defaults_used entry of an "auto" loss kernel.
 std::string AutoLossNote(const Scenario& s) {
   const LossKernel k = ResolvedLossKernel(s.training, s.parallel);
-  return absl::StrFormat("%s%s%s", kLossNotePrefix, LossKernelName(k),
-                         k == LossKernel::kFused
-                             ? " (auto: FSDP-only layouts run a fused cross-entropy, as "
-                               "llm-foundry's default flash-attn kernel; --loss-kernel pytorch for "
-                               "an eager torch cross-entropy)"
-                             : " (auto: Megatron's vocab-parallel cross-entropy)");
+  std::string why;
+  switch (k) {
+    case LossKernel::kFused:
+      why = "runs a fused cross-entropy, llm-foundry's default flash-attn kernel";
+      break;
+    case LossKernel::kPyTorch:
+      why = "runs torch's cross-entropy eagerly on an fp32 copy of the logits";
+      break;
+    case LossKernel::kAuto:
+    case LossKernel::kMegatron:
+      why = "runs Megatron's vocab-parallel cross-entropy";
+      break;
+  }
+  return absl::StrFormat("%s%s (auto: %s %s)", kLossNotePrefix, LossKernelName(k), StackPhrase(s),
+                         why);
+}
+
+// The defaults_used entry of an "auto" training.stack.
+std::string AutoStackNote(const Scenario& s) {
+  const TrainingStack st = ResolvedStack(s.training, s.parallel);
+  return absl::StrFormat(
+      "%s%s (auto: %s; --stack megatron, llm-foundry or torchtitan for another)", kStackNotePrefix,
+      TrainingStackName(st),
+      st == TrainingStack::kLlmFoundry
+          ? "an FSDP-only layout is taken as a PyTorch-native stack, MosaicML's llm-foundry"
+          : "a layout with TP, PP or without FSDP is taken as Megatron-LM/NeMo");
 }
 
 // The defaults_used entry of an "auto" training.train_metric_passes.
 std::string AutoMetricNote(const Scenario& s) {
   const int64_t n = ResolvedTrainMetricPasses(s.training, s.parallel);
   return n > 0 ? absl::StrFormat(
-                     "%s%d (auto: FSDP-only layouts are taken as Composer/llm-foundry, which "
-                     "evaluates its training metrics LanguageCrossEntropy and LanguagePerplexity "
-                     "on the logits after every micro-batch's backward, an eager cross-entropy "
-                     "each; --train-metric-passes 0 for a stack that does not)",
-                     kMetricNotePrefix, n)
-               : absl::StrFormat("%s0 (auto: no metric is evaluated on the logits)",
-                                 kMetricNotePrefix);
+                     "%s%d (auto: %s, where Composer evaluates the training metrics "
+                     "LanguageCrossEntropy and LanguagePerplexity on the logits after every "
+                     "micro-batch's backward, an eager cross-entropy each; --train-metric-passes "
+                     "0 without them)",
+                     kMetricNotePrefix, n, StackPhrase(s))
+               : absl::StrFormat("%s0 (auto: %s evaluates no metric on the logits)",
+                                 kMetricNotePrefix, StackPhrase(s));
 }
 
 // The attention half of ResolveKernels.
@@ -429,8 +462,9 @@ absl::Status ResolveAttention(Scenario& s, const std::string& origin) {
 absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
   std::erase_if(s.defaults_used, [](const std::string& d) {
     return d.starts_with(kKernelNotePrefix) || d.starts_with(kLossNotePrefix) ||
-           d.starts_with(kMetricNotePrefix);
+           d.starts_with(kMetricNotePrefix) || d.starts_with(kStackNotePrefix);
   });
+  if (s.training.stack == TrainingStack::kAuto) s.defaults_used.push_back(AutoStackNote(s));
   PROJECTOR_RETURN_IF_ERROR(ResolveAttention(s, origin));
   if (s.training.loss_kernel == LossKernel::kAuto) s.defaults_used.push_back(AutoLossNote(s));
   if (s.training.train_metric_passes == kAutoTrainMetricPasses) {

@@ -464,7 +464,7 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
   // costs one ValidateScenario and one Project, no copy of the model or hardware profile.
   auto worker = [&]() {
     Scenario scenario = base;
-    std::optional<bool> resolved_native;  // the layout class the kernel was resolved for
+    std::optional<TrainingStack> resolved_stack;  // the stack the kernels were resolved for
     constexpr int64_t kChunk = 8;
     while (true) {
       const int64_t begin = next.fetch_add(kChunk, std::memory_order_relaxed);
@@ -473,11 +473,11 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
       for (int64_t i = begin; i < end; ++i) {
         const size_t idx = static_cast<size_t>(i);
         ApplyCandidate(candidates[idx], base.training.moe_imbalance, scenario);
-        // "auto" picks the attention kernel from the layout (FSDP-only: PyTorch SDPA's kernel),
-        // as `project` does; it is resolved again when the layout class flips.
-        if (const bool native = IsPyTorchNativeLayout(scenario.parallel);
-            resolved_native != native) {
-          resolved_native = native;
+        // "auto" picks the stack, and with it the kernels, from the layout (FSDP-only:
+        // llm-foundry), as `project` does; they are resolved again when the stack flips.
+        if (const TrainingStack stack = ResolvedStack(scenario.training, scenario.parallel);
+            resolved_stack != stack) {
+          resolved_stack = stack;
           if (absl::Status k = ResolveKernels(scenario, "search"); !k.ok()) {
             outcome[idx] = Outcome::kInvalid;
             std::lock_guard<std::mutex> lock(mu);
@@ -680,6 +680,9 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   if (base.training.loss_kernel != LossKernel::kAuto) {
     absl::StrAppend(&cmd, " --loss-kernel ",
                     std::string(LossKernelName(base.training.loss_kernel)));
+  }
+  if (base.training.stack != TrainingStack::kAuto) {
+    absl::StrAppend(&cmd, " --stack ", std::string(TrainingStackName(base.training.stack)));
   }
   if (base.training.train_metric_passes != kAutoTrainMetricPasses) {
     absl::StrAppend(&cmd, " --train-metric-passes ", base.training.train_metric_passes);

@@ -378,7 +378,8 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
         scenario->parallel.dp > 1) {
       scenario->parallel.distributed_optimizer = *options.distributed_optimizer;
     }
-    if (scenario.ok() && (options.loss_kernel || options.train_metric_passes)) {
+    if (scenario.ok() && (options.loss_kernel || options.train_metric_passes || options.stack)) {
+      if (options.stack) scenario->training.stack = *options.stack;
       if (options.loss_kernel) scenario->training.loss_kernel = *options.loss_kernel;
       if (options.train_metric_passes) {
         scenario->training.train_metric_passes = *options.train_metric_passes;
@@ -438,6 +439,8 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
           LossKernelName(ResolvedLossKernel(pc.scenario->training, pc.scenario->parallel)));
       c.train_metric_passes =
           ResolvedTrainMetricPasses(pc.scenario->training, pc.scenario->parallel);
+      c.stack = std::string(
+          TrainingStackName(ResolvedStack(pc.scenario->training, pc.scenario->parallel)));
       c.fits_in_memory = projection->fits_in_memory;
     }
   };
@@ -539,12 +542,13 @@ std::string InconsistencyNote(const ValidationCase& c) {
 
 std::vector<SourceStack> StacksBySource(const ValidationReport& r) {
   struct Counts {
-    std::map<std::string, int> attention, loss, metrics;
+    std::map<std::string, int> stack, attention, loss, metrics;
   };
   std::map<std::string, Counts> by_source;
   for (const ValidationCase& c : r.cases) {
     if (c.status != "ok") continue;
     Counts& n = by_source[c.source];
+    ++n.stack[c.stack];
     ++n.attention[c.attention_kernel];
     ++n.loss[c.loss_kernel];
     ++n.metrics[absl::StrCat(c.train_metric_passes)];
@@ -554,6 +558,7 @@ std::vector<SourceStack> StacksBySource(const ValidationReport& r) {
     auto it = by_source.find(g.group);
     if (it == by_source.end()) continue;
     rows.push_back({.source = g.group,
+                    .stacks = Tally(it->second.stack),
                     .attention_kernels = Tally(it->second.attention),
                     .loss_kernels = Tally(it->second.loss),
                     .train_metric_passes = Tally(it->second.metrics)});
@@ -592,10 +597,11 @@ std::string FormatValidationText(const ValidationReport& r) {
   for (const ErrorSummary& s : r.by_source) out += SummaryRow(s);
   absl::StrAppendFormat(&out,
                         "\nStack by source (what the cases ran: defaults for what the schema does "
-                        "not state, or the what-if flags)\n%-28s %-26s %-20s %s\n",
-                        "source", "attention kernel", "loss kernel", "train-metric passes");
+                        "not state, or the what-if flags)\n%-28s %-26s %-16s %-20s %s\n",
+                        "source", "stack", "attention kernel", "loss kernel",
+                        "train-metric passes");
   for (const SourceStack& st : StacksBySource(r)) {
-    absl::StrAppendFormat(&out, "%-28s %-26s %-20s %s\n", st.source.substr(0, 28),
+    absl::StrAppendFormat(&out, "%-28s %-26s %-16s %-20s %s\n", st.source.substr(0, 28), st.stacks,
                           st.attention_kernels, st.loss_kernels, st.train_metric_passes);
   }
   absl::StrAppend(&out, "\nBy precision\n", head);
@@ -661,6 +667,7 @@ json ValidationToJson(const ValidationReport& r) {
     if (!c.dominant_terms.empty()) j["dominant_terms"] = c.dominant_terms;
     if (!c.attention_kernel.empty()) j["attention_kernel"] = c.attention_kernel;
     if (!c.loss_kernel.empty()) {
+      j["stack"] = c.stack;
       j["loss_kernel"] = c.loss_kernel;
       j["train_metric_passes"] = c.train_metric_passes;
     }

@@ -37,6 +37,7 @@ struct ValidationCase {
   std::string attention_kernel;     // the kernel the projection ran ("fa2", "unfused", ...)
   std::string loss_kernel;          // the loss kernel it ran ("megatron", "pytorch", "fused")
   int64_t train_metric_passes = 0;  // the train-metric passes it ran
+  std::string stack;                // the stack it was taken as ("megatron", "llm-foundry", ...)
   bool fits_in_memory = true;
   // Sibling check: cases of the same source, model, GPU, precision, sequence, micro-batch,
   // recompute and layout that differ only in the GPU count (DP) form a scaling series. With 3 or
@@ -132,6 +133,9 @@ struct ValidationOptions {
   // Overrides training.train_metric_passes of every case (default auto: 2 for the FSDP-only
   // layouts, 0 for the rest).
   std::optional<int64_t> train_metric_passes;
+  // Overrides training.stack of every case (default auto: llm-foundry for the FSDP-only
+  // layouts, megatron for the rest); the kernels left auto follow it.
+  std::optional<TrainingStack> stack;
   // Stack switches the schema does not carry either (defaults: off and fp32, Megatron's):
   // training.tp_comm_overlap and training.grad_reduce_dtype for every case.
   std::optional<bool> tp_comm_overlap;
@@ -179,6 +183,7 @@ ErrorSummary Summarise(const std::vector<const ValidationCase*>& cases, std::str
 // what-if flags.
 struct SourceStack {
   std::string source;
+  std::string stacks;
   std::string attention_kernels;
   std::string loss_kernels;
   std::string train_metric_passes;

@@ -175,6 +175,7 @@ ValidationReport ToyValidation() {
   a.attention_kernel = "fa<1>";
   a.loss_kernel = "fused";
   a.train_metric_passes = 2;
+  a.stack = "llm-foundry";
   ValidationCase b = a;
   b.id = "run_b";
   b.measured_tokens_per_s_per_gpu = 4000;
@@ -228,8 +229,8 @@ TEST(ValidationHtmlTest, EveryProjectedCaseIsPlottedTwiceAndEveryOtherListed) {
   EXPECT_THAT(html, Not(HasSubstr("lab & co")));
   EXPECT_THAT(html, Not(HasSubstr("run<a>")));
   // The stack by source counts the projected cases only (run_c is not).
-  EXPECT_THAT(html, HasSubstr("<tr><td>lab &amp; co</td><td>fa&lt;1&gt; 2</td><td>fused 2</td>"
-                              "<td>2 2</td></tr>"));
+  EXPECT_THAT(html, HasSubstr("<tr><td>lab &amp; co</td><td>llm-foundry 2</td><td>fa&lt;1&gt; "
+                              "2</td><td>fused 2</td><td>2 2</td></tr>"));
 }
 
 TEST(ValidationHtmlTest, ScatterPointsSitOnTheDiagonalWhenExact) {

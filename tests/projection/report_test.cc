@@ -176,12 +176,15 @@ TEST(ProjectionTextTest, NamesTheAttentionKernelAndWhyAutoChoseIt) {
   ASSERT_THAT(ResolveKernels(s, "toy"), IsOk());
   Projection p = ProjectToy(s);
   const std::string text = ProjectionText(s, p);
+  EXPECT_THAT(text, HasSubstr("recompute none, llm-foundry stack: fa2 attention, fused loss, 2 "
+                              "train-metric passes\n"));
   EXPECT_THAT(text,
-              HasSubstr("recompute none, fa2 attention, fused loss, 2 train-metric passes\n"));
-  EXPECT_THAT(text,
-              HasSubstr("  defaults used:\n    - attention_kernel=fa2 (auto: FSDP-only layouts "
-                        "run PyTorch SDPA, which runs fa2 on h100-sxm)\n    - "
-                        "loss_kernel=fused (auto: FSDP-only layouts run a fused cross-entropy"));
+              HasSubstr("  defaults used:\n    - stack=llm-foundry (auto: an FSDP-only layout is "
+                        "taken as a PyTorch-native stack, MosaicML's llm-foundry; --stack "
+                        "megatron, llm-foundry or torchtitan for another)\n    - "
+                        "attention_kernel=fa2 (auto: the llm-foundry stack runs PyTorch SDPA, "
+                        "which runs fa2 on h100-sxm)\n    - loss_kernel=fused (auto: the "
+                        "llm-foundry stack runs a fused cross-entropy"));
   const nlohmann::json j = ProjectionJson(s, p);
   EXPECT_EQ(j["attention_kernel"], "fa2");
   EXPECT_THAT(j["defaults_used"].get<std::vector<std::string>>(),
@@ -206,7 +209,8 @@ TEST(ProjectionTextTest, NamesTheLossKernelAndListsOnlyAnAutoChoice) {
   s.parallel.dp /= 2;
   ASSERT_THAT(ResolveKernels(s, "toy"), IsOk());
   EXPECT_THAT(s.defaults_used,
-              ::testing::Contains(HasSubstr("loss_kernel=megatron (auto: Megatron's")));
+              ::testing::Contains(HasSubstr("loss_kernel=megatron (auto: the megatron stack runs "
+                                            "Megatron's")));
   EXPECT_EQ(ScenarioToJson(s)["training"]["loss_kernel"], "megatron");
 }
 
@@ -226,7 +230,8 @@ TEST(ProjectionTextTest, NamesTheTrainMetricPassesAndListsOnlyAnAutoChoice) {
   p = ProjectToy(s);
   text = ProjectionText(s, p);
   EXPECT_THAT(text, HasSubstr("megatron loss\n"));
-  EXPECT_THAT(text, HasSubstr("train_metric_passes=0 (auto: no metric"));
+  EXPECT_THAT(text,
+              HasSubstr("train_metric_passes=0 (auto: the megatron stack evaluates no metric"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "projection/scenario.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -161,13 +162,14 @@ TEST(ScenarioTest, TrainMetricPassesAreReadAndRoundTrip) {
   EXPECT_EQ(Default().training.train_metric_passes, kAutoTrainMetricPasses);
   EXPECT_EQ(ScenarioToJson(Default())["training"]["train_metric_passes"], 0);
   EXPECT_THAT(Default().defaults_used,
-              Contains(HasSubstr("train_metric_passes=0 (auto: no metric")));
+              Contains(HasSubstr("train_metric_passes=0 (auto: the megatron stack evaluates no "
+                                 "metric")));
   auto fsdp = LoadScenarioFile(Data("loss_kernel_fused.json"));
   ASSERT_THAT(fsdp, IsOk());
   EXPECT_EQ(ScenarioToJson(*fsdp)["training"]["train_metric_passes"], 2);
   EXPECT_THAT(fsdp->defaults_used,
-              Contains(HasSubstr("train_metric_passes=2 (auto: FSDP-only layouts are taken as "
-                                 "Composer/llm-foundry")));
+              Contains(HasSubstr("train_metric_passes=2 (auto: the llm-foundry stack, where "
+                                 "Composer evaluates")));
   auto one = LoadScenarioFile(Data("train_metric_passes.json"));
   ASSERT_THAT(one, IsOk());
   EXPECT_EQ(one->training.train_metric_passes, 1);
@@ -529,9 +531,71 @@ TEST(ResolveKernelsTest, AutoPicksPyTorchsFa2ForFsdpOnH100) {
   EXPECT_NEAR(s.hw.gpu.attention_fwd_efficiency, 0.374, 1e-3);
   EXPECT_NEAR(s.hw.gpu.attention_bwd_efficiency, 0.325, 1e-3);
   EXPECT_THAT(KernelNotes(s),
-              ElementsAre("attention_kernel=fa2 (auto: FSDP-only layouts run PyTorch SDPA, which runs "
-                          "fa2 on h100-sxm)"));
+              ElementsAre("attention_kernel=fa2 (auto: the llm-foundry stack runs PyTorch SDPA, "
+                          "which runs fa2 on h100-sxm)"));
   EXPECT_EQ(ScenarioToJson(s)["training"]["attention_kernel"], "fa2");
+}
+
+// The stack decides what the auto kernels take, on any layout: megatron runs the profile's
+// default attention (FA3 on H100), Megatron's loss and no metric; llm-foundry PyTorch SDPA's
+// kernel (FA2 on H100 for a RoPE model), the fused loss and 2 metric passes; torchtitan SDPA and
+// the eager fp32 loss. auto takes llm-foundry for the FSDP-only layout, megatron otherwise; an
+// explicit stack gets no "stack=" note, and an explicit kernel wins over the stack.
+TEST(ResolveKernelsTest, TheStackPicksTheAutoKernels) {
+  struct Want {
+    TrainingStack request;
+    bool fsdp;
+    TrainingStack stack;
+    std::string attention;
+    LossKernel loss;
+    int64_t metric_passes;
+  };
+  for (const Want& w :
+       {Want{TrainingStack::kAuto, true, TrainingStack::kLlmFoundry, "fa2", LossKernel::kFused, 2},
+        Want{TrainingStack::kAuto, false, TrainingStack::kMegatron, "fa3", LossKernel::kMegatron,
+             0},
+        Want{TrainingStack::kMegatron, true, TrainingStack::kMegatron, "fa3", LossKernel::kMegatron,
+             0},
+        Want{TrainingStack::kLlmFoundry, false, TrainingStack::kLlmFoundry, "fa2",
+             LossKernel::kFused, 2},
+        Want{TrainingStack::kTorchTitan, true, TrainingStack::kTorchTitan, "fa2",
+             LossKernel::kPyTorch, 0}}) {
+    Scenario s = Default();
+    auto hw = ResolveHardwareProfile("h100-sxm");
+    ASSERT_THAT(hw, IsOk());
+    s.hw = *hw;
+    s.parallel.fsdp = w.fsdp;
+    s.parallel.distributed_optimizer = !w.fsdp;
+    s.training.stack = w.request;
+    ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
+    SCOPED_TRACE(std::string(TrainingStackName(w.request)) + (w.fsdp ? " fsdp" : ""));
+    EXPECT_EQ(ResolvedStack(s.training, s.parallel), w.stack);
+    EXPECT_EQ(s.attention_kernel_used, w.attention);
+    EXPECT_EQ(ResolvedLossKernel(s.training, s.parallel), w.loss);
+    EXPECT_EQ(ResolvedTrainMetricPasses(s.training, s.parallel), w.metric_passes);
+    EXPECT_EQ(ScenarioToJson(s)["training"]["stack"], std::string(TrainingStackName(w.stack)));
+    EXPECT_EQ(std::count_if(s.defaults_used.begin(), s.defaults_used.end(),
+                            [](const std::string& d) { return d.starts_with("stack="); }),
+              w.request == TrainingStack::kAuto ? 1 : 0);
+  }
+  Scenario s = OnGpu("h100-sxm", /*fsdp=*/true, "fa3");
+  s.training.stack = TrainingStack::kTorchTitan;
+  s.training.loss_kernel = LossKernel::kFused;
+  ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
+  EXPECT_EQ(s.attention_kernel_used, "fa3");
+  EXPECT_EQ(ResolvedLossKernel(s.training, s.parallel), LossKernel::kFused);
+}
+
+TEST(ScenarioTest, StackIsReadAndBadValuesNameTheField) {
+  auto s = LoadScenarioFile(Data("stack_torchtitan.json"));
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->training.stack, TrainingStack::kTorchTitan);
+  EXPECT_EQ(ScenarioToJson(*s)["training"]["stack"], "torchtitan");
+  EXPECT_EQ(ScenarioToJson(*s)["training"]["loss_kernel"], "pytorch");
+  EXPECT_THAT(LoadScenarioFile(Data("bad_stack.json")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("bad_stack.json"), HasSubstr("/training/stack"),
+                             HasSubstr("auto, megatron, llm-foundry, torchtitan"))));
 }
 
 TEST(ResolveKernelsTest, AutoKeepsTheDefaultForFsdpWithTensorOrPipelineParallelism) {

@@ -168,7 +168,7 @@ TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
   }
   for (const char* key :
        {"id", "measured_tokens_per_s_per_gpu", "projected_tokens_per_s_per_gpu", "error_pct",
-        "status", "attention_kernel", "loss_kernel", "train_metric_passes"}) {
+        "status", "stack", "attention_kernel", "loss_kernel", "train_metric_passes"}) {
     EXPECT_TRUE(j["cases"][0].contains(key)) << key;
   }
   // auto: the FSDP-only llm-foundry cases run the fused loss and Composer's two train-metric
@@ -179,14 +179,17 @@ TEST(ValidateCasesFileTest, ProjectsEveryPublicCase) {
         layout.find("FSDP") != std::string::npos && layout.starts_with("TP1 PP1 ");
     EXPECT_EQ(c["loss_kernel"], fsdp_only ? "fused" : "megatron") << c["id"];
     EXPECT_EQ(c["train_metric_passes"], fsdp_only ? 2 : 0) << c["id"];
+    EXPECT_EQ(c["stack"], fsdp_only ? "llm-foundry" : "megatron") << c["id"];
   }
   // The text names, per source, the stack its cases ran: every llm-foundry case (FSDP-only) the
   // ALiBi fallback fa1, the fused loss and 2 metric passes; the Megatron-LM H100 runs fa3,
   // Megatron's loss and none.
   const std::string text = FormatValidationText(*r);
   EXPECT_THAT(text, HasSubstr("Stack by source"));
-  EXPECT_THAT(text, ::testing::ContainsRegex("mosaicml/llm-foundry +fa1 216 +fused 216 +2 216\n"));
-  EXPECT_THAT(text, ::testing::ContainsRegex("NVIDIA/Megatron-LM +fa3 9 +megatron 9 +0 9\n"));
+  EXPECT_THAT(text, ::testing::ContainsRegex(
+                        "mosaicml/llm-foundry +llm-foundry 216 +fa1 216 +fused 216 +2 216\n"));
+  EXPECT_THAT(text,
+              ::testing::ContainsRegex("NVIDIA/Megatron-LM +megatron 9 +fa3 9 +megatron 9 +0 9\n"));
 }
 
 // Ratchet on the hardware-relative model (the stack's in-situ efficiency cancels in a speedup):
