@@ -99,7 +99,10 @@ absl::Status ParseParallel(JsonObject& p, ParallelConfig& out, bool& dp_given) {
 // training.train_metric_passes: "auto" (absent) or a count in [0, kMaxTrainMetricPasses].
 absl::StatusOr<int64_t> ReadTrainMetricPasses(JsonObject& t) {
   constexpr std::string_view kKey = "train_metric_passes";
-  if (!t.Has(kKey)) return kAutoTrainMetricPasses;
+  if (!t.Has(kKey)) {  // absent or null: auto
+    t.Accept(kKey);
+    return kAutoTrainMetricPasses;
+  }
   if (t.json().at(kKey).is_string()) {
     PROJECTOR_ASSIGN_OR_RETURN(std::string v, t.String(kKey));
     if (v == "auto") return kAutoTrainMetricPasses;

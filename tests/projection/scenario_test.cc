@@ -175,6 +175,10 @@ TEST(ScenarioTest, TrainMetricPassesAreReadAndRoundTrip) {
   EXPECT_EQ(one->training.train_metric_passes, 1);
   EXPECT_EQ(ScenarioToJson(*one)["training"]["train_metric_passes"], 1);
   EXPECT_THAT(one->defaults_used, Not(Contains(HasSubstr("train_metric_passes="))));
+  // null is absent, as for every optional field: auto.
+  auto null = LoadScenarioFile(Data("train_metric_passes_null.json"));
+  ASSERT_THAT(null, IsOk());
+  EXPECT_EQ(null->training.train_metric_passes, kAutoTrainMetricPasses);
   for (const char* bad : {"m1", "17", "two", "1_5", "true"}) {
     const std::string file = absl::StrCat("bad_train_metric_passes_", bad, ".json");
     EXPECT_THAT(LoadScenarioFile(Data(file)),
