@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "backends/measure/measure_runner.h"
 #include "backends/profile/profile_file.h"
+#include "cli/cli_options.h"
 #include "core/status_macros.h"
 #include "projection/calibrate.h"
 #include "projection/profile_mode.h"
@@ -175,6 +176,11 @@ absl::Status RunStackCalibration(const cxxopts::ParseResult& flags, bool as_json
   }
   ValidationOptions options;
   if (flags.count("only")) options.only = flags["only"].as<std::string>();
+  // The stack the runs were taken on: the case schema does not say, and the fitted scale is
+  // only meaningful for the kernels that stack runs.
+  PROJECTOR_ASSIGN_OR_RETURN(options.stack, StackFlag(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(options.loss_kernel, LossKernelFlag(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(options.train_metric_passes, TrainMetricPassesFlag(flags));
   PROJECTOR_ASSIGN_OR_RETURN(
       StackCalibrationResult result,
       CalibrateFromCases(flags["cases"].as<std::string>(), gpu, std::move(options)));
@@ -214,6 +220,13 @@ absl::Status RunCalibrateCommand(int argc, char** argv, std::ostream& out, std::
      "NAME")
     ("only", "With --cases: only the cases whose id or source contains TEXT",
      cxxopts::value<std::string>(), "TEXT")
+    ("stack", "With --cases: the training stack the runs used (default auto: llm-foundry for "
+     "FSDP-only layouts, else megatron), megatron, llm-foundry or torchtitan",
+     cxxopts::value<std::string>(), "auto|megatron|llm-foundry|torchtitan")
+    ("loss-kernel", "With --cases: the loss kernel the runs used (default auto: the stack's)",
+     cxxopts::value<std::string>(), "auto|megatron|pytorch|fused")
+    ("train-metric-passes", "With --cases: the metric passes over the logits the runs made "
+     "(default auto: the stack's)", cxxopts::value<std::string>(), "auto|N")
     ("overlay-out", "Overlay file to write",
      cxxopts::value<std::string>()->default_value("hw-overlay.json"), "FILE")
     ("gemm-backend", "GEMM backend", cxxopts::value<std::string>()->default_value(defaults.gemm), "NAME")
