@@ -257,7 +257,20 @@ absl::Status Complete(Scenario& s, bool dp_given, bool num_gpus_given, const std
 }  // namespace
 
 void DefaultDistributedOptimizer(bool given, Scenario& s) {
+  std::erase_if(s.defaults_used,
+                [](const std::string& d) { return d.starts_with("distributed_optimizer="); });
   if (given || s.parallel.fsdp || s.parallel.dp <= 1) return;
+  if (const TrainingStack stack = ResolvedStack(s.training, s.parallel);
+      stack != TrainingStack::kMegatron) {
+    // PyTorch-native data parallelism without FSDP is DDP: every rank keeps the whole
+    // optimizer state.
+    s.parallel.distributed_optimizer = false;
+    s.defaults_used.push_back(absl::StrFormat(
+        "distributed_optimizer=false (the %s stack without FSDP runs PyTorch DDP, which keeps the "
+        "optimizer state replicated)",
+        TrainingStackName(stack)));
+    return;
+  }
   s.parallel.distributed_optimizer = true;
   s.defaults_used.push_back(
       "distributed_optimizer=true (Megatron/NeMo benchmark default; set it false for a "

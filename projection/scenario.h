@@ -69,8 +69,9 @@ absl::Status ValidateScenario(const Scenario& scenario, const std::string& origi
 // they divide by it or store it as a GPU count.
 double LayoutProduct(const ParallelConfig& parallel, bool with_dp);
 
-// Unless the input set it (`given`), turns the distributed optimizer on for a non-FSDP layout
-// with DP > 1, as Megatron-LM and NeMo benchmark recipes run, and records the default.
+// Unless the input set it (`given`), sets the distributed optimizer of a non-FSDP layout with
+// DP > 1 from the stack: on under Megatron (as Megatron-LM and NeMo benchmark recipes run), off
+// under a PyTorch-native stack (DDP), and records the default (replacing an earlier record).
 void DefaultDistributedOptimizer(bool given, Scenario& scenario);
 
 // training.moe_capacity_factor, moe_pad_to_capacity and moe_imbalance against the model and

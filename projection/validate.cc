@@ -379,7 +379,12 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
       scenario->parallel.distributed_optimizer = *options.distributed_optimizer;
     }
     if (scenario.ok() && (options.loss_kernel || options.train_metric_passes || options.stack)) {
-      if (options.stack) scenario->training.stack = *options.stack;
+      if (options.stack) {
+        scenario->training.stack = *options.stack;
+        // The case schema never sets the distributed optimizer: its default follows the stack
+        // (a --distributed-optimizer what-if, applied above, wins).
+        DefaultDistributedOptimizer(options.distributed_optimizer.has_value(), *scenario);
+      }
       if (options.loss_kernel) scenario->training.loss_kernel = *options.loss_kernel;
       if (options.train_metric_passes) {
         scenario->training.train_metric_passes = *options.train_metric_passes;
