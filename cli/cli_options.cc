@@ -381,12 +381,8 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
     if (!d.ok()) return FlagError("grad-reduce-dtype", d.status().message());
     s.training.grad_reduce_dtype = *d;
   }
-  PROJECTOR_ASSIGN_OR_RETURN(std::optional<LossKernel> loss, LossKernelFlag(flags));
-  if (loss) s.training.loss_kernel = *loss;
-  PROJECTOR_ASSIGN_OR_RETURN(std::optional<int64_t> metrics, TrainMetricPassesFlag(flags));
-  if (metrics) s.training.train_metric_passes = *metrics;
-  PROJECTOR_ASSIGN_OR_RETURN(std::optional<TrainingStack> stack, StackFlag(flags));
-  if (stack) s.training.stack = *stack;
+  PROJECTOR_ASSIGN_OR_RETURN(const StackFlags stack, ReadStackFlags(flags));
+  stack.ApplyTo(s.training);
   if (Given(flags, "attention-kernel")) {
     absl::Status k = SetAttentionKernel(flags["attention-kernel"].as<std::string>(), s.training);
     if (!k.ok()) return FlagError("attention-kernel", k.message());
@@ -466,6 +462,20 @@ absl::StatusOr<std::optional<int64_t>> TrainMetricPassesFlag(const cxxopts::Pars
                    absl::StrFormat("'%s' is not a pass count; accepted: auto or an integer from 0 "
                                    "to %d",
                                    v, kMaxTrainMetricPasses));
+}
+
+absl::StatusOr<StackFlags> ReadStackFlags(const cxxopts::ParseResult& flags) {
+  StackFlags out;
+  PROJECTOR_ASSIGN_OR_RETURN(out.stack, StackFlag(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(out.loss_kernel, LossKernelFlag(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(out.train_metric_passes, TrainMetricPassesFlag(flags));
+  return out;
+}
+
+void StackFlags::ApplyTo(TrainingConfig& training) const {
+  if (stack) training.stack = *stack;
+  if (loss_kernel) training.loss_kernel = *loss_kernel;
+  if (train_metric_passes) training.train_metric_passes = *train_metric_passes;
 }
 
 absl::Status ReadMoeRoutingFlags(const cxxopts::ParseResult& flags, TrainingConfig& training) {

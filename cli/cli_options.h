@@ -67,6 +67,16 @@ absl::StatusOr<std::optional<TrainingStack>> StackFlag(const cxxopts::ParseResul
 // project, validate and search.
 absl::StatusOr<std::optional<int64_t>> TrainMetricPassesFlag(const cxxopts::ParseResult& flags);
 
+// --stack, --loss-kernel and --train-metric-passes, each when given (the readers above).
+struct StackFlags {
+  std::optional<TrainingStack> stack;
+  std::optional<LossKernel> loss_kernel;
+  std::optional<int64_t> train_metric_passes;
+  // Sets the given ones in `training`.
+  void ApplyTo(TrainingConfig& training) const;
+};
+absl::StatusOr<StackFlags> ReadStackFlags(const cxxopts::ParseResult& flags);
+
 // cxxopts reports "Argument ‘two’ failed to parse" without the flag; this names the flag that
 // preceded the bad value in argv ("--tp: 'two' is not a valid value for this flag"), or returns
 // the message unchanged.

@@ -452,9 +452,10 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     PROJECTOR_ASSIGN_OR_RETURN(validation.attention_kernel,
                                ValidationKernel(flags["attention-kernel"].as<std::string>()));
   }
-  PROJECTOR_ASSIGN_OR_RETURN(validation.loss_kernel, LossKernelFlag(flags));
-  PROJECTOR_ASSIGN_OR_RETURN(validation.train_metric_passes, TrainMetricPassesFlag(flags));
-  PROJECTOR_ASSIGN_OR_RETURN(validation.stack, StackFlag(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(const StackFlags stack, ReadStackFlags(flags));
+  validation.stack = stack.stack;
+  validation.loss_kernel = stack.loss_kernel;
+  validation.train_metric_passes = stack.train_metric_passes;
   if (flags.count("gpu")) {
     validation.gpu = flags["gpu"].as<std::string>();
     if (absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(validation.gpu); !hw.ok()) {

@@ -178,9 +178,10 @@ absl::Status RunStackCalibration(const cxxopts::ParseResult& flags, bool as_json
   if (flags.count("only")) options.only = flags["only"].as<std::string>();
   // The stack the runs were taken on: the case schema does not say, and the fitted scale is
   // only meaningful for the kernels that stack runs.
-  PROJECTOR_ASSIGN_OR_RETURN(options.stack, StackFlag(flags));
-  PROJECTOR_ASSIGN_OR_RETURN(options.loss_kernel, LossKernelFlag(flags));
-  PROJECTOR_ASSIGN_OR_RETURN(options.train_metric_passes, TrainMetricPassesFlag(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(const StackFlags stack, ReadStackFlags(flags));
+  options.stack = stack.stack;
+  options.loss_kernel = stack.loss_kernel;
+  options.train_metric_passes = stack.train_metric_passes;
   PROJECTOR_ASSIGN_OR_RETURN(
       StackCalibrationResult result,
       CalibrateFromCases(flags["cases"].as<std::string>(), gpu, std::move(options)));

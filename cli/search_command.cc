@@ -221,12 +221,8 @@ absl::StatusOr<Scenario> BaseScenarioFromFlags(const cxxopts::ParseResult& flags
     absl::Status k = SetAttentionKernel(StringFlag(flags, "attention-kernel"), s.training);
     if (!k.ok()) return FlagError("attention-kernel", k.message());
   }
-  PROJECTOR_ASSIGN_OR_RETURN(std::optional<LossKernel> loss, LossKernelFlag(flags));
-  if (loss) s.training.loss_kernel = *loss;
-  PROJECTOR_ASSIGN_OR_RETURN(std::optional<int64_t> metrics, TrainMetricPassesFlag(flags));
-  if (metrics) s.training.train_metric_passes = *metrics;
-  PROJECTOR_ASSIGN_OR_RETURN(std::optional<TrainingStack> stack, StackFlag(flags));
-  if (stack) s.training.stack = *stack;
+  PROJECTOR_ASSIGN_OR_RETURN(const StackFlags stack, ReadStackFlags(flags));
+  stack.ApplyTo(s.training);
   PROJECTOR_RETURN_IF_ERROR(ReadMoeRoutingFlags(flags, s.training));
   // The layout-independent checks of training.moe_* (the imbalance is capped per layout).
   {

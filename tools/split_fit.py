@@ -18,13 +18,23 @@ Standard library only. Usage (from the repository root, after building):
 """
 import argparse
 import collections
+import functools
 import json
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-# HBM bandwidth at the datasheet peak, TB/s (hw_profiles/*.json hbm_bandwidth_tbs).
-HBM_TBS = {"a100-sxm-40gb": 1.555, "a100-sxm-80gb": 2.039, "h100-sxm": 3.35}
+GPUS = ("a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm")
+
+
+@functools.lru_cache(maxsize=None)
+def hbm_tbs(gpu):
+    """HBM bandwidth at the datasheet peak, TB/s, from the shipped hardware profile."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hw_profiles",
+                        gpu + ".json")
+    with open(path) as f:
+        return json.load(f)["gpu"]["hbm_bandwidth_tbs"]["value"]
 
 
 def lstsq(rows, targets):
@@ -64,7 +74,7 @@ def parts_of(binary, cases_file, case, extra):
     row["other"] = p["step_time_s"] - p["breakdown"]["compute_s"]
     tokens = case["global_batch"] * case["seq_len"] / case["num_gpus"]
     row["measured"] = tokens / case["measured"]["tokens_per_s_per_gpu"]
-    row["logit_s_per_byte"] = tokens * case["model"]["vocab"] / (HBM_TBS[case["gpu"]] * 1e12)
+    row["logit_s_per_byte"] = tokens * case["model"]["vocab"] / (hbm_tbs(case["gpu"]) * 1e12)
     row.update(id=case["id"], gpu=case["gpu"], model=case["model"]["name"])
     return row
 
@@ -87,7 +97,7 @@ def main():
              if (args.only in c["id"] or args.only in c["source"])
              and (args.gpus == 0 or c["num_gpus"] == args.gpus)
              and (not args.recompute or c["recompute"] == args.recompute)
-             and c["precision"] == "bf16" and c["gpu"] in HBM_TBS]
+             and c["precision"] == "bf16" and c["gpu"] in GPUS]
     with ThreadPoolExecutor(4) as pool:
         rows = list(pool.map(lambda c: parts_of(args.binary, args.cases, c, extra), cases))
     for gpu in sorted({r["gpu"] for r in rows}):
