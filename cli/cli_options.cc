@@ -115,6 +115,10 @@ void AddScenarioFlags(cxxopts::Options& options) {
      "cross-entropy each: auto (default: 2 for FSDP-only layouts, Composer/llm-foundry's "
      "LanguageCrossEntropy and LanguagePerplexity; else 0) or a count",
      cxxopts::value<std::string>(), "auto|N")
+    ("torch-compile", "PyTorch-native stacks (llm-foundry, torchtitan): torch.compile fuses "
+     "the elementwise chains (RMSNorm, RoPE, SwiGLU) into single kernels, as Megatron's fused "
+     "kernels; default false: eager PyTorch, one kernel per op",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("tp-comm-overlap", "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap, "
      "TE userbuffers; default false)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("grad-reduce-dtype", "Gradient reduction and main-grad buffer dtype: fp32 (default, "
@@ -469,6 +473,13 @@ absl::StatusOr<StackFlags> ReadStackFlags(const cxxopts::ParseResult& flags) {
   PROJECTOR_ASSIGN_OR_RETURN(out.stack, StackFlag(flags));
   PROJECTOR_ASSIGN_OR_RETURN(out.loss_kernel, LossKernelFlag(flags));
   PROJECTOR_ASSIGN_OR_RETURN(out.train_metric_passes, TrainMetricPassesFlag(flags));
+  if (Given(flags, "torch-compile")) {
+    try {
+      out.torch_compile = flags["torch-compile"].as<bool>();
+    } catch (const std::exception&) {
+      return FlagError("torch-compile", "expected true or false");
+    }
+  }
   return out;
 }
 
@@ -476,6 +487,7 @@ void StackFlags::ApplyTo(TrainingConfig& training) const {
   if (stack) training.stack = *stack;
   if (loss_kernel) training.loss_kernel = *loss_kernel;
   if (train_metric_passes) training.train_metric_passes = *train_metric_passes;
+  if (torch_compile) training.torch_compile = *torch_compile;
 }
 
 absl::Status ReadMoeRoutingFlags(const cxxopts::ParseResult& flags, TrainingConfig& training) {

@@ -67,11 +67,13 @@ absl::StatusOr<std::optional<TrainingStack>> StackFlag(const cxxopts::ParseResul
 // project, validate and search.
 absl::StatusOr<std::optional<int64_t>> TrainMetricPassesFlag(const cxxopts::ParseResult& flags);
 
-// --stack, --loss-kernel and --train-metric-passes, each when given (the readers above).
+// --stack, --loss-kernel, --train-metric-passes and --torch-compile, each when given (the
+// readers above; --torch-compile true or false, kInvalidArgument otherwise).
 struct StackFlags {
   std::optional<TrainingStack> stack;
   std::optional<LossKernel> loss_kernel;
   std::optional<int64_t> train_metric_passes;
+  std::optional<bool> torch_compile;
   // Sets the given ones in `training`.
   void ApplyTo(TrainingConfig& training) const;
 };

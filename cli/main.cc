@@ -401,6 +401,9 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     ("train-metric-passes", "What-if for every case: auto (default: 2 for FSDP-only layouts, "
      "Composer/llm-foundry's training metrics on the logits; else 0) or a count",
      cxxopts::value<std::string>(), "auto|N")
+    ("torch-compile", "What-if for every case on a PyTorch-native stack: torch.compile's fused "
+     "elementwise kernels (default false: eager)",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("gpu", "Only the cases on this GPU", cxxopts::value<std::string>(), "NAME")
     ("hw-overlay", "Hardware overlays from `project calibrate` (comma-separated), each applied to "
      "the cases on the GPU it was fitted for", cxxopts::value<std::vector<std::string>>(),
@@ -456,6 +459,7 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
   validation.stack = stack.stack;
   validation.loss_kernel = stack.loss_kernel;
   validation.train_metric_passes = stack.train_metric_passes;
+  validation.torch_compile = stack.torch_compile;
   if (flags.count("gpu")) {
     validation.gpu = flags["gpu"].as<std::string>();
     if (absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(validation.gpu); !hw.ok()) {

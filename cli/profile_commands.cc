@@ -182,6 +182,7 @@ absl::Status RunStackCalibration(const cxxopts::ParseResult& flags, bool as_json
   options.stack = stack.stack;
   options.loss_kernel = stack.loss_kernel;
   options.train_metric_passes = stack.train_metric_passes;
+  options.torch_compile = stack.torch_compile;
   PROJECTOR_ASSIGN_OR_RETURN(
       StackCalibrationResult result,
       CalibrateFromCases(flags["cases"].as<std::string>(), gpu, std::move(options)));
@@ -228,6 +229,8 @@ absl::Status RunCalibrateCommand(int argc, char** argv, std::ostream& out, std::
      cxxopts::value<std::string>(), "auto|megatron|pytorch|fused")
     ("train-metric-passes", "With --cases: the metric passes over the logits the runs made "
      "(default auto: the stack's)", cxxopts::value<std::string>(), "auto|N")
+    ("torch-compile", "With --cases: the runs used torch.compile (PyTorch-native stacks; default "
+     "false: eager)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("overlay-out", "Overlay file to write",
      cxxopts::value<std::string>()->default_value("hw-overlay.json"), "FILE")
     ("gemm-backend", "GEMM backend", cxxopts::value<std::string>()->default_value(defaults.gemm), "NAME")

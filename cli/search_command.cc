@@ -288,6 +288,8 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
     ("train-metric-passes", "Training metrics on the logits after each micro-batch's backward: "
      "auto (default: 2 for FSDP-only layouts, as Composer/llm-foundry; else 0) or a count",
      cxxopts::value<std::string>(), "auto|N")
+    ("torch-compile", "PyTorch-native stacks: torch.compile's fused elementwise kernels "
+     "(default false: eager PyTorch)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("moe-capacity-factor", "MoE: expert capacity as a multiple of the balanced share (default "
      "0 = dropless)", cxxopts::value<std::string>(), "X")
     ("moe-pad-to-capacity", "MoE: pad every expert's input to the capacity",

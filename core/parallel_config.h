@@ -130,6 +130,11 @@ struct TrainingConfig {
   // torch cross-entropy forward under autocast without grad (ResolvedTrainMetricPasses):
   // kAutoTrainMetricPasses or 0..kMaxTrainMetricPasses.
   int64_t train_metric_passes = kAutoTrainMetricPasses;
+  // torch.compile on a PyTorch-native stack (RunsEagerElementwise): Inductor fuses the
+  // elementwise chains of RMSNorm, RoPE and SwiGLU into single kernels, which is what the
+  // profilers model for Megatron's fused kernels too. false: they run eagerly, one kernel per
+  // PyTorch op. No effect on the megatron stack (Transformer Engine and Megatron's own fusions).
+  bool torch_compile = false;
   bool overlap_grad_reduce = true;   // DP gradient sync overlapped with backward (Megatron)
   bool overlap_param_gather = true;  // distributed optimizer all-gather overlapped with forward
   // Megatron --tp-comm-overlap (Transformer Engine userbuffers): TP AllGather/ReduceScatter
@@ -171,6 +176,11 @@ inline TrainingStack ResolvedStack(const TrainingConfig& t, const ParallelConfig
 // A stack on PyTorch's own attention (SDPA) rather than Transformer Engine's.
 inline bool RunsPyTorchAttention(TrainingStack s) {
   return s == TrainingStack::kLlmFoundry || s == TrainingStack::kTorchTitan;
+}
+// Elementwise work runs as eager PyTorch ops, one kernel per op (profiler_internal.h's
+// Eager* byte counts): a PyTorch-native stack without torch.compile.
+inline bool RunsEagerElementwise(const TrainingConfig& t, const ParallelConfig& p) {
+  return RunsPyTorchAttention(ResolvedStack(t, p)) && !t.torch_compile;
 }
 
 // The loss kernel that runs: training.loss_kernel, with kAuto resolved from the stack

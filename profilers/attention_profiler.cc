@@ -25,19 +25,72 @@ constexpr std::string_view kModule = "attention";
 // x and dy and writes dx (the weight-gradient reduction rides along). ~4 vector FLOPs per
 // element forward (square, sum, scale, weight), twice that backward.
 // `out_bytes` per output element: fp8 when the norm is fused into the next quantised linear.
+// `eager`: an eager PyTorch RMSNorm, one kernel per op (EagerRmsNorm).
 void AddNorm(ModuleOpBuilder& b, std::string_view name, int64_t rows, int64_t width, double e,
-             double out_bytes) {
+             double out_bytes, bool eager) {
   double n = D(rows) * D(width);
+  if (eager) {
+    const profiler_internal::EagerKernels k = profiler_internal::EagerRmsNorm(e);
+    b.Memory(name,
+             MemoryOp{.bytes = Bytes(k.forward_bytes * n),
+                      .flops = Flops(4.0 * n),
+                      .launches = k.forward_launches},
+             MemoryOp{.bytes = Bytes(k.backward_bytes * n),
+                      .flops = Flops(8.0 * n),
+                      .launches = k.backward_launches});
+    return;
+  }
   b.Memory(name, MemoryOp{.bytes = Bytes((e + out_bytes) * n), .flops = Flops(4.0 * n)},
            MemoryOp{.bytes = Bytes(3.0 * e * n), .flops = Flops(8.0 * n)});
 }
 
-// Rotary embedding applied to `rows`×`width` elements (read, rotate, write; cos/sin tables are
-// small and cached). The backward is the inverse rotation of the gradient: same traffic.
-void AddRope(ModuleOpBuilder& b, int64_t rows, int64_t width, double e) {
-  double n = D(rows) * D(width);
-  MemoryOp op{.bytes = Bytes(2.0 * e * n), .flops = Flops(3.0 * n)};
-  b.Memory("rope", op, op);
+// Rotary embedding applied to `rows` tokens of `q_width` query and `k_width` key elements
+// (read, rotate, write; cos/sin tables are small and cached). The backward is the inverse
+// rotation of the gradient: same traffic. `eager`: torchtitan's complex-number form, one
+// kernel per op (EagerRope); the query gradient arrives from SDPA through a transpose, and so
+// does the key's unless `key_gradient_contiguous` (GQA: repeat_kv's backward sums it into a
+// fresh tensor).
+void AddRope(ModuleOpBuilder& b, int64_t rows, int64_t q_width, int64_t k_width, double e,
+             bool eager, bool key_gradient_contiguous) {
+  const double q = D(rows) * D(q_width), k = D(rows) * D(k_width);
+  if (!eager) {
+    MemoryOp op{.bytes = Bytes(2.0 * e * (q + k)), .flops = Flops(3.0 * (q + k))};
+    b.Memory("rope", op, op);
+    return;
+  }
+  const profiler_internal::EagerKernels qk = profiler_internal::EagerRope(e, true);
+  const profiler_internal::EagerKernels kk =
+      profiler_internal::EagerRope(e, !key_gradient_contiguous);
+  b.Memory("rope",
+           MemoryOp{.bytes = Bytes(qk.forward_bytes * q + kk.forward_bytes * k),
+                    .flops = Flops(3.0 * (q + k)),
+                    .launches = qk.forward_launches + kk.forward_launches},
+           MemoryOp{.bytes = Bytes(qk.backward_bytes * q + kk.backward_bytes * k),
+                    .flops = Flops(3.0 * (q + k)),
+                    .launches = qk.backward_launches + kk.backward_launches});
+}
+
+// The copies eager PyTorch attention code makes around F.scaled_dot_product_attention
+// (torchtitan's Attention.forward, Hugging Face's sdpa path; traced with tools/eager_bytes.py).
+// Before the kernel, repeat_kv (GQA, kv heads < query heads): K and V expanded to every query
+// head, unsqueeze/expand/reshape, one copy each: reads e·T·g·d, writes e·T·a·d per tensor;
+// backward sums the copies back (the same bytes).
+void AddEagerRepeatKv(ModuleOpBuilder& b, int64_t rows, int64_t a_l, int64_t g_l, int64_t d,
+                      double e) {
+  if (a_l <= g_l) return;
+  const MemoryOp repeat{
+      .bytes = Bytes(2.0 * e * D(rows) * D(d) * D(g_l + a_l)), .flops = Flops(0), .launches = 2};
+  b.Memory("repeat_kv", repeat, repeat);
+}
+// After it, sdpa_layout: the output transposed back to token-major,
+// .transpose(1, 2).contiguous(), 2e·T·a·d; in backward, without GQA, the V gradient arrives
+// through that transpose and is copied before its view (2e·T·g·d).
+void AddEagerSdpaLayout(ModuleOpBuilder& b, int64_t rows, int64_t a_l, int64_t g_l, int64_t d,
+                        double e) {
+  b.Memory("sdpa_layout",
+           MemoryOp{.bytes = Bytes(2.0 * e * D(rows) * D(a_l * d)), .flops = Flops(0)},
+           a_l > g_l ? MemoryOp{}
+                     : MemoryOp{.bytes = Bytes(2.0 * e * D(rows) * D(g_l * d)), .flops = Flops(0)});
 }
 
 // HBM traffic of flash attention. Forward reads Q, K, V and writes O and the fp32 log-sum-exp;
@@ -175,12 +228,21 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   // IdentityOp); QK-norm (TENorm on the heads) and the output projection's input stay bf16.
   b.Linear("qkv_proj", T, h, (a_l + 2 * g_l) * d, dims.gemm_dtype, 1, 1,
            profiler_internal::LinearInput::kFusedNorm);
-  if (model.qk_norm) AddNorm(b, "qk_norm", T, (a_l + g_l) * d, e, e);
+  // Eager Llama-family code (RoPE models: torchtitan, Hugging Face) runs wq, wk and wv as three
+  // linear layers and SDPA with the copies around it (AddEagerSdpaCopies). MPT's and GPT's
+  // code keeps one fused Wqkv and hands the kernel token-major tensors.
+  const bool rope = model.position_embedding == PositionEmbedding::kRope;
+  const bool eager_llama = dims.eager_elementwise && rope;
+  const bool eager_rms = dims.eager_elementwise && model.norm != NormKind::kLayerNorm;
+  if (eager_llama) b.SeparateInputGradients(3);
+  if (model.qk_norm) AddNorm(b, "qk_norm", T, (a_l + g_l) * d, e, e, eager_rms);
   // Only rotary embeddings are a kernel of their own: ALiBi's bias is added to the scores
   // inside the attention kernel, and learned embeddings are added once to the token embedding.
-  if (model.position_embedding == PositionEmbedding::kRope) AddRope(b, T, (a_l + g_l) * d, e);
+  if (rope) AddRope(b, T, a_l * d, g_l * d, e, dims.eager_elementwise, a_l > g_l);
   const AttentionShape shape = KernelShape(dims, a_l, g_l, d, d);
+  if (eager_llama) AddEagerRepeatKv(b, T, a_l, g_l, d, e);
   AddAttentionCore(b, ctx, shape, e);
+  if (eager_llama) AddEagerSdpaLayout(b, T, a_l, g_l, d, e);
   b.Linear("out_proj", T, a_l * d, h, dims.gemm_dtype);
   b.Finish(ctx.recompute);
 
@@ -199,6 +261,8 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   double stored = e * D(dims.sp_tokens) * D(h) + e * D(T) * D((a_l + 2 * g_l) * d) + core +
                   e * D(T) * D(a_l * d);
   if (model.qk_norm) stored += e * D(T) * D((a_l + g_l) * d);
+  // Eager GQA: SDPA keeps the expanded K and V (repeat_kv), a·d per token each instead of g·d.
+  if (eager_llama && a_l > g_l) stored += 2.0 * e * D(T) * D((a_l - g_l) * d);
   if (ctx.dropout) stored += D(dims.sp_tokens) * D(h);
   profile.activation_bytes = Bytes(stored);
   profile.activation_bytes_selective = Bytes(stored - core);
@@ -246,6 +310,7 @@ absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerD
   ModuleOpBuilder b(kModule, profile.ops, 64, dims);
   double params = 0;
   const double norm_w = NormParamsPerElement(model);
+  const bool eager_rms = dims.eager_elementwise && model.norm != NormKind::kLayerNorm;
   // Under FP8 the q/kv norms are fused into q_up/kv_up (TELayerNormColumnParallelLinear in
   // Megatron's MLA spec: q_layernorm = kv_layernorm = IdentityOp) and write fp8; the layer's input
   // norm is a separate TENorm (it feeds q_down and kv_down), so those cast their input.
@@ -253,7 +318,7 @@ absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerD
   using profiler_internal::LinearInput;
   if (ql > 0) {
     b.Linear("q_down_proj", Ts, h, ql, dt);
-    AddNorm(b, "q_norm", Ts, ql, e, fused_norm_out);
+    AddNorm(b, "q_norm", Ts, ql, e, fused_norm_out, eager_rms);
     b.Linear("q_up_proj", T, ql, a_l * (nope + rope), dt, 1, 1, LinearInput::kFusedNorm);
     params += D(h) * D(ql) + norm_w * D(ql) + D(ql) * D(a_l * (nope + rope));
   } else {
@@ -262,9 +327,9 @@ absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerD
   }
   b.Linear("kv_down_proj", Ts, h, kl, dt);
   b.Linear("k_rope_proj", Ts, h, rope, dt, 1, 1, LinearInput::kSameAsPrevious);
-  AddNorm(b, "kv_norm", Ts, kl, e, fused_norm_out);
+  AddNorm(b, "kv_norm", Ts, kl, e, fused_norm_out, eager_rms);
   b.Linear("kv_up_proj", T, kl, a_l * (nope + v), dt, 1, 1, LinearInput::kFusedNorm);
-  AddRope(b, T, a_l * rope + rope, e);
+  AddRope(b, T, a_l * rope, rope, e, dims.eager_elementwise, true);
   // After kv_up every head has its own K and V: kv heads = q heads.
   const AttentionShape shape = KernelShape(dims, a_l, a_l, nope + rope, v);
   AddAttentionCore(b, ctx, shape, e);

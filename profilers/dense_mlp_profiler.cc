@@ -32,12 +32,13 @@ absl::StatusOr<ModuleProfile> ProfileDenseMlp(const ProfileContext& ctx) {
   profile.module = "mlp";
   profile.tokens = T;
   profiler_internal::ModuleOpBuilder b("mlp", profile.ops, 24, dims);
-  profiler_internal::AddMlpOps(b, {.fc1 = gated ? "fc1_gate_up" : "fc1_up",
-                                   .act = gated ? "swiglu" : "gelu",
-                                   .fc2 = "fc2_down"},
+  profiler_internal::AddMlpOps(b,
+                               {.fc1 = gated ? "fc1_gate_up" : "fc1_up",
+                                .act = gated ? "swiglu" : "gelu",
+                                .fc2 = "fc2_down"},
                                T, h, f_l, gated, dims.gemm_dtype, dims.act_bytes, T,
                                /*batch=*/1, /*repeat=*/1,
-                               profiler_internal::LinearInput::kFusedNorm);
+                               profiler_internal::LinearInput::kFusedNorm, dims.eager_elementwise);
   b.Finish(ctx.recompute);
   profile.dense_parameters = profiler_internal::MlpParameters(h, f_l, gated, model.linear_bias);
 
@@ -45,7 +46,8 @@ absl::StatusOr<ModuleProfile> ProfileDenseMlp(const ProfileContext& ctx) {
   // activation input (GELU: 8sbh for ffn = 4h; SwiGLU: both fc1 halves) and fc2's input (8sbh),
   // plus the 1-byte dropout mask sbh. Total 19sbh for GPT with dropout, /t under TP+SP.
   double stored = dims.act_bytes * D(dims.sp_tokens) * D(h) +
-                  profiler_internal::MlpInnerActivationBytes(T, f_l, gated, dims.act_bytes);
+                  profiler_internal::MlpInnerActivationBytes(T, f_l, gated, dims.act_bytes,
+                                                             dims.eager_elementwise);
   if (ctx.dropout) stored += D(dims.sp_tokens) * D(h);
   profile.activation_bytes = Bytes(stored);
   profile.activation_bytes_selective = profile.activation_bytes;

@@ -101,13 +101,15 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
   const profiler_internal::MlpOpNames expert_names{
       .fc1 = "expert_fc1", .act = "expert_act", .fc2 = "expert_fc2"};
   if (parallel.turbo_grouped_gemm) {
-    profiler_internal::AddMlpOps(b, expert_names, rows_per_expert, h, f_l, gated,
-                                 dims.gemm_dtype, e, rows_per_expert * experts_l,
-                                 /*batch=*/experts_l, /*repeat=*/1);
+    profiler_internal::AddMlpOps(b, expert_names, rows_per_expert, h, f_l, gated, dims.gemm_dtype,
+                                 e, rows_per_expert * experts_l,
+                                 /*batch=*/experts_l, /*repeat=*/1,
+                                 profiler_internal::LinearInput::kCast, dims.eager_elementwise);
   } else {
-    profiler_internal::AddMlpOps(b, expert_names, rows_per_expert, h, f_l, gated,
-                                 dims.gemm_dtype, e, rows_per_expert * experts_l,
-                                 /*batch=*/1, /*repeat=*/experts_l);
+    profiler_internal::AddMlpOps(b, expert_names, rows_per_expert, h, f_l, gated, dims.gemm_dtype,
+                                 e, rows_per_expert * experts_l,
+                                 /*batch=*/1, /*repeat=*/experts_l,
+                                 profiler_internal::LinearInput::kCast, dims.eager_elementwise);
   }
   // Unpermutation scales each copy by its routing probability and sums the k copies back
   // into token order; backward permutes the gradient again (and forms the probability
@@ -119,9 +121,10 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
     // Shared experts: one dense MLP of num_shared·shared_ffn, TP-split like the dense MLP, on
     // all T tokens (gathered under SP).
     shared_f_l = shared_f / dims.tp;
-    profiler_internal::AddMlpOps(
-        b, {.fc1 = "shared_fc1", .act = "shared_act", .fc2 = "shared_fc2"}, dims.tokens, h,
-        shared_f_l, gated, dims.gemm_dtype, e, dims.tokens);
+    profiler_internal::AddMlpOps(b, {.fc1 = "shared_fc1", .act = "shared_act", .fc2 = "shared_fc2"},
+                                 dims.tokens, h, shared_f_l, gated, dims.gemm_dtype, e, dims.tokens,
+                                 /*batch=*/1, /*repeat=*/1, profiler_internal::LinearInput::kCast,
+                                 dims.eager_elementwise);
   }
   b.Finish(ctx.recompute);
 
@@ -138,11 +141,13 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
   // router probabilities, the permuted expert input, the experts' activation and fc2 inputs,
   // the expert outputs the weighted unpermutation keeps, the shared experts' activation and
   // fc2 inputs, and the dropout mask.
-  double stored = e * D(t_l) * D(h) + 4.0 * logits + e * D(pairs) * D(h) +
-                  profiler_internal::MlpInnerActivationBytes(pairs, f_l, gated, e) +
-                  e * D(pairs) * D(h);
+  double stored =
+      e * D(t_l) * D(h) + 4.0 * logits + e * D(pairs) * D(h) +
+      profiler_internal::MlpInnerActivationBytes(pairs, f_l, gated, e, dims.eager_elementwise) +
+      e * D(pairs) * D(h);
   if (shared_f_l > 0) {
-    stored += profiler_internal::MlpInnerActivationBytes(dims.tokens, shared_f_l, gated, e);
+    stored += profiler_internal::MlpInnerActivationBytes(dims.tokens, shared_f_l, gated, e,
+                                                         dims.eager_elementwise);
   }
   if (ctx.dropout) stored += D(t_l) * D(h);
   profile.activation_bytes = Bytes(stored);

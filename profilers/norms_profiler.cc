@@ -27,11 +27,24 @@ absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx, bool moe_l
   const double attention_norm_out =
       profiler_internal::NormOutputBytes(dims, !model.mla.has_value());
   const double mlp_norm_out = profiler_internal::NormOutputBytes(dims, !moe_layer);
-  const MemoryOp input_norm_fwd{.bytes = Bytes((e + attention_norm_out) * n),
-                                .flops = Flops(flops_per_element * n)};
-  const MemoryOp pre_mlp_norm_fwd{.bytes = Bytes((e + mlp_norm_out) * n),
-                                  .flops = Flops(flops_per_element * n)};
-  const MemoryOp norm_bwd{.bytes = Bytes(3.0 * e * n), .flops = Flops((layer_norm ? 14.0 : 8.0) * n)};
+  MemoryOp input_norm_fwd{.bytes = Bytes((e + attention_norm_out) * n),
+                          .flops = Flops(flops_per_element * n)};
+  MemoryOp pre_mlp_norm_fwd{.bytes = Bytes((e + mlp_norm_out) * n),
+                            .flops = Flops(flops_per_element * n)};
+  MemoryOp norm_bwd{.bytes = Bytes(3.0 * e * n), .flops = Flops((layer_norm ? 14.0 : 8.0) * n)};
+  // Eager PyTorch RMSNorm: one kernel per op of the decomposition (EagerRmsNorm). LayerNorm is
+  // one kernel eagerly too (F.layer_norm: native_layer_norm and its backward).
+  const bool eager_norm = dims.eager_elementwise && !layer_norm;
+  if (eager_norm) {
+    const profiler_internal::EagerKernels k = profiler_internal::EagerRmsNorm(e);
+    input_norm_fwd = MemoryOp{.bytes = Bytes(k.forward_bytes * n),
+                              .flops = Flops(flops_per_element * n),
+                              .launches = k.forward_launches};
+    pre_mlp_norm_fwd = input_norm_fwd;
+    norm_bwd = MemoryOp{.bytes = Bytes(k.backward_bytes * n),
+                        .flops = norm_bwd.flops,
+                        .launches = k.backward_launches};
+  }
   // Residual add: reads two streams and writes one. In backward the gradient of the residual
   // branch point is the sum of two incoming gradients: the same traffic.
   const MemoryOp residual{.bytes = Bytes(3.0 * e * n), .flops = Flops(n)};
@@ -49,8 +62,9 @@ absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx, bool moe_l
       2.0 * profiler_internal::NormParamsPerElement(model) * D(model.hidden_size);
 
   // Korthikanti et al. 2022, section 4.1: each norm keeps its input, 2sbh ×2 = 4sbh
-  // (/t under SP). The residual adds keep nothing.
-  profile.activation_bytes = Bytes(2.0 * e * n);
+  // (/t under SP). The residual adds keep nothing. An eager RMSNorm keeps its fp32 copy of the
+  // input and its normalised output instead (4 + e bytes per element, EagerRmsNorm).
+  profile.activation_bytes = Bytes(2.0 * (eager_norm ? 4.0 + e : e) * n);
   profile.activation_bytes_selective = profile.activation_bytes;
   return profile;
 }

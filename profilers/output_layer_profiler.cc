@@ -71,9 +71,17 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
   profile.module = "output";
   profile.tokens = dims.tokens;
   profiler_internal::ModuleOpBuilder b("output", profile.ops, 13, dims);
+  // An eager PyTorch RMSNorm runs one kernel per op (EagerRmsNorm) and keeps its fp32 input
+  // copy and normalised output.
+  const bool eager_norm = dims.eager_elementwise && !layer_norm;
+  const profiler_internal::EagerKernels en = profiler_internal::EagerRmsNorm(e);
   b.Memory("final_norm",
-           MemoryOp{.bytes = Bytes(2.0 * e * norm_n), .flops = Flops((layer_norm ? 7.0 : 4.0) * norm_n)},
-           MemoryOp{.bytes = Bytes(3.0 * e * norm_n), .flops = Flops((layer_norm ? 14.0 : 8.0) * norm_n)});
+           MemoryOp{.bytes = Bytes((eager_norm ? en.forward_bytes : 2.0 * e) * norm_n),
+                    .flops = Flops((layer_norm ? 7.0 : 4.0) * norm_n),
+                    .launches = eager_norm ? en.forward_launches : 1},
+           MemoryOp{.bytes = Bytes((eager_norm ? en.backward_bytes : 3.0 * e) * norm_n),
+                    .flops = Flops((layer_norm ? 14.0 : 8.0) * norm_n),
+                    .launches = eager_norm ? en.backward_launches : 1});
   b.Linear("output_proj", dims.tokens, h, v_l, dims.act_dtype);
   const CrossEntropyTraffic ce =
       CrossEntropyBytesPerLogit(ResolvedLossKernel(ctx.training, ctx.parallel));
@@ -104,7 +112,8 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
       (shares_embedding ? 0.0 : D(v_l) * D(h));
   // Kept for backward: the final norm's input (SP-sharded), the output projection's input
   // (the norm output, SP-sharded and re-gathered in backward) and what the loss keeps.
-  profile.activation_bytes = Bytes(2.0 * e * norm_n + ce.kept * logits);
+  profile.activation_bytes =
+      Bytes((eager_norm ? 4.0 + 2.0 * e : 2.0 * e) * norm_n + ce.kept * logits);
   profile.activation_bytes_selective = profile.activation_bytes;
   profile.transient_bytes = Bytes((ce.peak - ce.kept) * logits);
   if (metric_passes > 0) profile.after_backward_bytes = Bytes(metric.peak * logits);

@@ -132,6 +132,7 @@ absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
       std::max(1.0, D(training.global_batch) / D(per_step));
   dims.weight_cast_cached = !parallel.fsdp;
   dims.weight_casts_per_micro_batch = dims.weight_cast_cached ? 1.0 / micro_batches : 1.0;
+  dims.eager_elementwise = RunsEagerElementwise(training, parallel);
   return dims;
 }
 
@@ -214,6 +215,17 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
   }
 }
 
+void ModuleOpBuilder::SeparateInputGradients(int64_t parts) {
+  PROJECTOR_CHECK(forward_count_ > 0 && ops_.back().kind == OpKind::kGemm);
+  if (parts < 2) return;
+  const GemmShape& g = ops_.back().gemm;
+  const double x = D(g.m) * D(g.k) * D(g.batch);
+  pending_[forward_count_ - 1].input_grad_sum =
+      MemoryOp{.bytes = Bytes(3.0 * act_bytes_ * x * D(parts - 1)),
+               .flops = Flops(x * D(parts - 1)),
+               .launches = parts - 1};
+}
+
 void ModuleOpBuilder::Memory(std::string_view name, MemoryOp forward, MemoryOp backward,
                              OpPhase backward_phase) {
   Op& op = AddForward(name, OpKind::kMemory);
@@ -277,6 +289,9 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
         dgrad.flops = GemmFlops(dgrad.gemm) * D(fwd.repeat);
         dgrad.bytes = GemmBytes(dgrad.gemm, false) * D(fwd.repeat);
         ops_.push_back(dgrad);
+        if (p.input_grad_sum.launches > 0) {
+          add_memory("input_grad_sum", p.input_grad_sum, OpPhase::kBackwardDgrad);
+        }
         if (p.input_transpose.bytes.value() > 0) {
           add_memory("input_fp8_transpose", p.input_transpose, OpPhase::kBackwardWgrad);
         }
@@ -316,14 +331,49 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
   start_ = ops_.size();
 }
 
+EagerKernels EagerRmsNorm(double e) {
+  constexpr double f = 4.0;  // fp32
+  return {.forward_bytes = 4.0 * e + 7.0 * f,
+          .backward_bytes = 8.0 * e + 19.0 * f,
+          .forward_launches = 8,
+          .backward_launches = 16};
+}
+
+EagerKernels EagerSwiGlu(double e) {
+  return {.forward_bytes = 5.0 * e,
+          .backward_bytes = 9.0 * e,
+          .forward_launches = 2,
+          .backward_launches = 3};
+}
+
+EagerKernels EagerRope(double e, bool strided_gradient) {
+  constexpr double f = 4.0;  // fp32
+  return {.forward_bytes = 2.0 * e + 4.0 * f,
+          .backward_bytes = 2.0 * e + 4.0 * f + (strided_gradient ? 2.0 * f : 0.0),
+          .forward_launches = 3,
+          .backward_launches = strided_gradient ? 4 : 3};
+}
+
 void AddMlpOps(ModuleOpBuilder& b, const MlpOpNames& names, int64_t m, int64_t hidden,
-               int64_t f_local, bool gated, DType gemm_dtype, double act_bytes,
-               int64_t act_rows, int64_t batch, int64_t repeat, LinearInput fc1_input) {
+               int64_t f_local, bool gated, DType gemm_dtype, double act_bytes, int64_t act_rows,
+               int64_t batch, int64_t repeat, LinearInput fc1_input, bool eager) {
   b.Linear(names.fc1, m, hidden, gated ? 2 * f_local : f_local, gemm_dtype, batch, repeat,
            fc1_input);
+  // Eager PyTorch SwiGLU code (torchtitan's w1/w3, Hugging Face's gate_proj/up_proj) runs the
+  // gate and up projections as two linear layers.
+  if (gated && eager) b.SeparateInputGradients(2);
   const double n = D(act_rows) * D(f_local);
   const double e = act_bytes;
-  if (gated) {
+  if (gated && eager) {
+    const EagerKernels k = EagerSwiGlu(e);
+    b.Memory(names.act,
+             MemoryOp{.bytes = Bytes(k.forward_bytes * n),
+                      .flops = Flops(5.0 * n),
+                      .launches = k.forward_launches * batch * repeat},
+             MemoryOp{.bytes = Bytes(k.backward_bytes * n),
+                      .flops = Flops(10.0 * n),
+                      .launches = k.backward_launches * batch * repeat});
+  } else if (gated) {
     // SwiGLU silu(g)·u: forward reads g and u, writes the product (~5 FLOPs per output:
     // exp, add, divide, two multiplies); backward reads g, u, dy and writes dg, du.
     b.Memory(names.act, MemoryOp{.bytes = Bytes(3.0 * e * n), .flops = Flops(5.0 * n)},
@@ -347,8 +397,9 @@ double NormParamsPerElement(const ModelSpec& model) {
   return model.norm == NormKind::kLayerNorm && model.linear_bias ? 2.0 : 1.0;
 }
 
-double MlpInnerActivationBytes(int64_t rows, int64_t f_local, bool gated, double act_bytes) {
-  return act_bytes * D(rows) * D(f_local) * (gated ? 3.0 : 2.0);
+double MlpInnerActivationBytes(int64_t rows, int64_t f_local, bool gated, double act_bytes,
+                               bool eager) {
+  return act_bytes * D(rows) * D(f_local) * (gated ? (eager ? 4.0 : 3.0) : 2.0);
 }
 
 }  // namespace projector::profiler_internal

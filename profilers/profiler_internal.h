@@ -39,7 +39,42 @@ struct LayerDims {
   double weight_casts_per_micro_batch = 1.0;
   // True when that cast is cached for the step, so full recompute does not redo it.
   bool weight_cast_cached = false;
+  // Elementwise work runs as eager PyTorch ops (RunsEagerElementwise: a PyTorch-native stack
+  // without torch.compile): RMSNorm, RoPE and SwiGLU as the kernels of EagerRmsNorm,
+  // EagerRope and EagerSwiGlu instead of one fused kernel each.
+  bool eager_elementwise = false;
 };
+
+// The kernels of one eager PyTorch elementwise block, per element: bytes moved (reads +
+// writes, every non-view op one kernel reading its inputs and writing its outputs) and kernel
+// launches, forward and backward (the autograd graph). Traced op by op with
+// tools/eager_bytes.py (PyTorch's dispatcher, TorchDispatchMode, on PyTorch 1.13.1 from Debian;
+// `e` bytes per activation element, fp32 intermediates 4 bytes).
+struct EagerKernels {
+  double forward_bytes = 0;   // per element
+  double backward_bytes = 0;  // per element
+  int64_t forward_launches = 0;
+  int64_t backward_launches = 0;
+};
+// RMSNorm as torchtitan and Hugging Face Llama write it (and ATen's composite rms_norm):
+// y = (x.float() * rsqrt(x.float().pow(2).mean(-1) + eps)).type_as(x) * weight.
+//   forward: to fp32 (e+4), pow (8), mean (4), mul by the row scale (8), to e (4+e),
+//            mul by the weight (2e), plus two row-sized kernels (add eps, rsqrt): 4e + 28 B
+//            over 8 kernels;
+//   backward: 16 kernels, 8e + 76 B (the weight's product and row sum; the fp32 paths of the
+//            scale and of pow, summed; the casts back).
+// It keeps the fp32 copy of x and the e-byte normalised output: 4 + e bytes per element where
+// a fused norm keeps its e-byte input.
+EagerKernels EagerRmsNorm(double e);
+// SwiGLU silu(g)·u per output element: forward silu (2e) and mul (3e); backward the two
+// products of mul's backward (3e each) and silu_backward (3e). It keeps silu(g) as well (e).
+EagerKernels EagerSwiGlu(double e);
+// Rotary embedding as torchtitan's apply_rotary_emb (complex view in fp32), per rotated
+// element: forward to fp32 (e+4), complex mul (8), back to e (4+e) = 2e + 16 over 3 kernels;
+// backward the same three (2e + 16) plus, for a gradient that reached SDPA through a transpose
+// and arrives non-contiguous, an fp32 contiguous copy (8): `strided_gradient`. The cos/sin
+// table (seq·head_dim/2 complex64) stays in L2 and is not counted.
+EagerKernels EagerRope(double e, bool strided_gradient);
 
 // How a quantised linear layer's input reaches fp8 (Transformer Engine, see profiler_internal.cc).
 enum class LinearInput {
@@ -91,6 +126,11 @@ class ModuleOpBuilder {
   // kernels (weight, input and output-gradient casts; `input` says how x reaches fp8).
   void Linear(std::string_view name, int64_t m, int64_t in, int64_t out, DType dtype,
               int64_t batch = 1, int64_t repeat = 1, LinearInput input = LinearInput::kCast);
+  // The last Linear stands for `parts` separate linear layers on the same input (PyTorch
+  // modules such as torchtitan's wq/wk/wv, not one fused GEMM): autograd sums their input
+  // gradients after the dgrad, parts − 1 add kernels each reading two e-byte gradients and
+  // writing one (op "input_grad_sum").
+  void SeparateInputGradients(int64_t parts);
   // A memory-bound kernel. `backward` with zero bytes and flops has no backward op;
   // `backward_phase` is kBackwardDgrad for activation gradients, kBackwardWgrad for weight
   // gradients that are not GEMMs (embedding scatter-add).
@@ -116,6 +156,8 @@ class ModuleOpBuilder {
     bool recomputed = true;
     // Part of the attention core (selective recompute re-runs it).
     bool attention_core = false;
+    // SeparateInputGradients: the add kernels after the dgrad.
+    MemoryOp input_grad_sum{.bytes = Bytes(0), .flops = Flops(0), .launches = 0};
     // Quantised GEMM: the output-gradient cast before dgrad and, for a fused-norm input, the
     // transpose of the saved fp8 input before wgrad (zero bytes: none).
     MemoryOp grad_cast;
@@ -148,10 +190,13 @@ struct MlpOpNames {
   std::string_view act;
   std::string_view fc2;
 };
+// `eager`: the SwiGLU runs as eager PyTorch ops (EagerSwiGlu), and the gate and up
+// projections are separate linear layers whose input gradients autograd sums (one add kernel,
+// 3e per input element); GELU is one kernel either way.
 void AddMlpOps(ModuleOpBuilder& b, const MlpOpNames& names, int64_t m, int64_t hidden,
-               int64_t f_local, bool gated, DType gemm_dtype, double act_bytes,
-               int64_t act_rows, int64_t batch = 1, int64_t repeat = 1,
-               LinearInput fc1_input = LinearInput::kCast);
+               int64_t f_local, bool gated, DType gemm_dtype, double act_bytes, int64_t act_rows,
+               int64_t batch = 1, int64_t repeat = 1, LinearInput fc1_input = LinearInput::kCast,
+               bool eager = false);
 // Weights of one such block: (gated ? 3 : 2)·hidden·f_local, plus with `bias` the fc1 bias
 // ((gated ? 2 : 1)·f_local, split with the columns) and the fc2 bias (hidden: a row-parallel
 // bias is replicated on every TP rank).
@@ -162,7 +207,9 @@ double NormParamsPerElement(const ModelSpec& model);
 // Korthikanti et al. 2022 (section 4.1) MLP terms without the fc1 input: activation input
 // (gated: both fc1 halves, 2·f_local; plain: 4h → 8sbh) and fc2 input (f_local; 8sbh), in bytes
 // for `rows` rows.
-double MlpInnerActivationBytes(int64_t rows, int64_t f_local, bool gated, double act_bytes);
+// `eager`: a gated activation also keeps silu(g) (EagerSwiGlu), 4·f_local.
+double MlpInnerActivationBytes(int64_t rows, int64_t f_local, bool gated, double act_bytes,
+                               bool eager = false);
 
 }  // namespace projector::profiler_internal
 

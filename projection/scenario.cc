@@ -135,6 +135,7 @@ absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(std::string loss, t.EnumOr("loss_kernel", kLossKernels, "auto"));
   out.loss_kernel = *ParseLossKernel(loss);
   PROJECTOR_ASSIGN_OR_RETURN(out.train_metric_passes, ReadTrainMetricPasses(t));
+  PROJECTOR_ASSIGN_OR_RETURN(out.torch_compile, t.BoolOr("torch_compile", false));
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_grad_reduce, t.BoolOr("overlap_grad_reduce", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_param_gather, t.BoolOr("overlap_param_gather", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.tp_comm_overlap, t.BoolOr("tp_comm_overlap", false));
@@ -339,6 +340,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"attention_kernel", std::string(AttentionKernelOf(s))},
                    {"loss_kernel", std::string(LossKernelName(ResolvedLossKernel(t, p)))},
                    {"train_metric_passes", ResolvedTrainMetricPasses(t, p)},
+                   {"torch_compile", t.torch_compile},
                    {"overlap_grad_reduce", t.overlap_grad_reduce},
                    {"overlap_param_gather", t.overlap_param_gather},
                    {"tp_comm_overlap", t.tp_comm_overlap},
@@ -359,8 +361,13 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
 
 std::string TrainMetricsPhrase(const TrainingConfig& training, const ParallelConfig& parallel) {
   const int64_t n = ResolvedTrainMetricPasses(training, parallel);
-  if (n <= 0) return std::string();
-  return absl::StrFormat(", %d train-metric pass%s", n, n == 1 ? "" : "es");
+  // How a PyTorch-native stack runs its elementwise work.
+  std::string elementwise;
+  if (RunsPyTorchAttention(ResolvedStack(training, parallel))) {
+    elementwise = training.torch_compile ? ", torch.compile" : ", eager elementwise";
+  }
+  if (n <= 0) return elementwise;
+  return absl::StrFormat(", %d train-metric pass%s%s", n, n == 1 ? "" : "es", elementwise);
 }
 
 std::string DescribeScenario(const Scenario& s) {

@@ -123,7 +123,8 @@ nlohmann::json ScenarioToJson(const Scenario& scenario);
 std::string DescribeScenario(const Scenario& scenario);
 
 // ", N train-metric passes" for the passes ResolvedTrainMetricPasses runs ("1 train-metric
-// pass"); empty when none.
+// pass"; nothing when none), then on a PyTorch-native stack how its elementwise work runs:
+// ", eager elementwise" or ", torch.compile".
 std::string TrainMetricsPhrase(const TrainingConfig& training, const ParallelConfig& parallel);
 
 // The attention kernel the scenario runs (attention_kernel_used), or the training.attention_kernel

@@ -688,6 +688,7 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
     absl::StrAppend(&cmd, " --train-metric-passes ", base.training.train_metric_passes);
   }
   if (base.training.tp_comm_overlap) absl::StrAppend(&cmd, " --tp-comm-overlap");
+  if (base.training.torch_compile) absl::StrAppend(&cmd, " --torch-compile");
   if (!base.hw_overlay_file.empty()) absl::StrAppend(&cmd, " --hw-overlay ", base.hw_overlay_file);
   if (base.training.grad_reduce_dtype != DType::kFp32) {
     absl::StrAppend(&cmd, " --grad-reduce-dtype ",

@@ -374,6 +374,9 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
     if (scenario.ok() && options.overlap_grad_reduce) {
       scenario->training.overlap_grad_reduce = *options.overlap_grad_reduce;
     }
+    if (scenario.ok() && options.torch_compile) {
+      scenario->training.torch_compile = *options.torch_compile;
+    }
     if (scenario.ok() && options.distributed_optimizer && !scenario->parallel.fsdp &&
         scenario->parallel.dp > 1) {
       scenario->parallel.distributed_optimizer = *options.distributed_optimizer;

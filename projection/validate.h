@@ -136,6 +136,9 @@ struct ValidationOptions {
   // Overrides training.stack of every case (default auto: llm-foundry for the FSDP-only
   // layouts, megatron for the rest); the kernels left auto follow it.
   std::optional<TrainingStack> stack;
+  // Overrides training.torch_compile of every case (default false: eager elementwise kernels
+  // on the PyTorch-native stacks).
+  std::optional<bool> torch_compile;
   // Stack switches the schema does not carry either (defaults: off and fp32, Megatron's):
   // training.tp_comm_overlap and training.grad_reduce_dtype for every case.
   std::optional<bool> tp_comm_overlap;

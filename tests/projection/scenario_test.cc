@@ -189,6 +189,21 @@ TEST(ScenarioTest, TrainMetricPassesAreReadAndRoundTrip) {
   }
 }
 
+// training.torch_compile: false when absent; true is read and round-trips; a non-boolean names
+// the file and the field.
+TEST(ScenarioTest, TorchCompileIsReadAndRoundTrips) {
+  EXPECT_FALSE(Default().training.torch_compile);
+  EXPECT_EQ(ScenarioToJson(Default())["training"]["torch_compile"], false);
+  auto on = LoadScenarioFile(Data("torch_compile.json"));
+  ASSERT_THAT(on, IsOk());
+  EXPECT_TRUE(on->training.torch_compile);
+  EXPECT_EQ(ScenarioToJson(*on)["training"]["torch_compile"], true);
+  EXPECT_THAT(
+      LoadScenarioFile(Data("bad_torch_compile.json")),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("bad_torch_compile.json"), HasSubstr("/training/torch_compile"))));
+}
+
 // Llama-3.1-70B, TP8 SP over 16 H100 with the distributed optimizer: overlapping the TP
 // collectives with their GEMMs can only shorten the step (each layer's exposed TP time is
 // max(0, comm - GEMM window) instead of comm), and a bf16 gradient reduction halves the DP
