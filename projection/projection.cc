@@ -144,9 +144,24 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
     op_tables.push_back(MakeOpTable("embedding", 1, {emb}, {}));
     op_tables.push_back(MakeOpTable("output", 1, {outl}, {}));
   }
-  StepInputs in{.model = model, .parallel = par, .training = tr,
-                .dense = dense ? &*dense : nullptr, .moe = moe ? &*moe : nullptr,
-                .embedding = emb_c, .output = out_c,
+  // An MTP module reuses the output head but not the training metrics, which read the main
+  // head's logits only (Composer's metrics take the model's output).
+  std::optional<ComposedEndModule> mtp_c;
+  if (model.mtp_layers > 0 && outl.after_backward_bytes.value() > 0) {
+    ModuleProfile head = outl;
+    std::erase_if(head.ops, [](const Op& op) { return op.name == "train_metrics"; });
+    head.after_backward_bytes = Bytes(0);
+    PROJECTOR_ASSIGN_OR_RETURN(
+        mtp_c, ComposeEndModule(head, /*is_output=*/true, lctx, backends.collective));
+  }
+  StepInputs in{.model = model,
+                .parallel = par,
+                .training = tr,
+                .dense = dense ? &*dense : nullptr,
+                .moe = moe ? &*moe : nullptr,
+                .embedding = emb_c,
+                .output = out_c,
+                .mtp_output = mtp_c,
                 .hbm_capacity = scenario.hw.gpu.hbm_capacity,
                 .interference = lctx.interference};
   std::vector<TimelineEvent> timeline;

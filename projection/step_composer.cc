@@ -462,7 +462,8 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
                             static_cast<double>(in.model.hidden_size) *
                             static_cast<double>(in.model.hidden_size) /
                             static_cast<double>(std::max<int64_t>(1, par.tp));
-      for (int64_t k = 0; k < a.mtp_layers; ++k) AddEnd(in.output, c, /*count_parameters=*/false);
+      const ComposedEndModule& head = in.mtp_output ? *in.mtp_output : in.output;
+      for (int64_t k = 0; k < a.mtp_layers; ++k) AddEnd(head, c, /*count_parameters=*/false);
     }
     if (par.fsdp) {
       units.clear();

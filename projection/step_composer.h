@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -110,6 +111,9 @@ struct StepInputs {
   const ComposedLayer* moe = nullptr;    // nullptr when it has no MoE layers
   ComposedEndModule embedding;
   ComposedEndModule output;
+  // The output head as each MTP module runs it, when it differs from `output`: the training
+  // metrics (train_metrics op) read only the main head's logits. Absent: `output`.
+  std::optional<ComposedEndModule> mtp_output;
   Bytes hbm_capacity;
   // Slowdown of compute by the FSDP/DP collectives it hides; default: none.
   CommInterferenceModel interference{};

@@ -67,6 +67,27 @@ TEST(ProjectTest, ModelFlopsCountTheMtpModule) {
   EXPECT_GT(with->step_time, without->step_time);
 }
 
+// The training metrics read the main head's logits only: with an MTP module, whose pass of the
+// output head is otherwise the same op list, two metric passes add exactly what they add
+// without it (one train_metrics op per micro-batch, not one per head).
+TEST(ProjectTest, TrainMetricsRunOnTheMainHeadOnly) {
+  FakeBackends fakes;
+  auto metric_cost = [&](int64_t mtp_layers) {
+    Scenario s = ToyScenario();
+    s.model.mtp_layers = mtp_layers;
+    s.training.train_metric_passes = 2;
+    auto with = Project(s, fakes.Refs());
+    s.training.train_metric_passes = 0;
+    auto without = Project(s, fakes.Refs());
+    EXPECT_THAT(with, IsOk());
+    EXPECT_THAT(without, IsOk());
+    return (with->breakdown.compute - without->breakdown.compute).value();
+  };
+  const double main_head_only = metric_cost(0);
+  EXPECT_GT(main_head_only, 0.0);
+  EXPECT_THAT(metric_cost(1), IsNearRel(main_head_only, 1e-9));
+}
+
 // Toy MoE (4 layers, the first dense; 8 experts, top-2, expert FFN 512 SwiGLU, h 256): each of
 // the 3 MoE layers activates 2 · 3·256·512 routed-expert parameters. A capacity factor of 0.25
 // runs a quarter of the routed tokens, so N_matmul loses 0.75 of them; 0 (dropless) and >= 1

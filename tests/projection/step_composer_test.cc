@@ -35,9 +35,16 @@ struct Fixture {
   }
   CommInterferenceModel interference;  // none unless a test sets it
   absl::StatusOr<StepResult> Run() {
-    StepInputs in{.model = model, .parallel = par, .training = tr, .dense = &layer,
-                  .moe = nullptr, .embedding = embedding, .output = output,
-                  .hbm_capacity = Gigabytes(80), .interference = interference};
+    StepInputs in{.model = model,
+                  .parallel = par,
+                  .training = tr,
+                  .dense = &layer,
+                  .moe = nullptr,
+                  .embedding = embedding,
+                  .output = output,
+                  .mtp_output = std::nullopt,
+                  .hbm_capacity = Gigabytes(80),
+                  .interference = interference};
     return ComposeStep(in, BackendRefs{.gemm = gemm, .attention = attention, .memory = memory,
                                        .collective = collective});
   }
