@@ -114,18 +114,11 @@ absl::StatusOr<int64_t> ReadTrainMetricPasses(JsonObject& t) {
       kKey, absl::StrFormat("must be \"auto\" or an integer from 0 to %d", kMaxTrainMetricPasses));
 }
 
-absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
-  PROJECTOR_ASSIGN_OR_RETURN(out.seq_len, t.PositiveInt("seq_len"));
-  PROJECTOR_ASSIGN_OR_RETURN(out.micro_batch, t.PositiveInt("micro_batch"));
-  PROJECTOR_ASSIGN_OR_RETURN(out.global_batch, t.PositiveInt("global_batch"));
-  PROJECTOR_ASSIGN_OR_RETURN(std::string recompute, t.EnumOr("recompute", kRecomputes, "none"));
-  out.recompute = *ParseRecompute(recompute);
-  PROJECTOR_ASSIGN_OR_RETURN(out.recompute_layers, t.IntOr("recompute_layers", 0));
-  if (t.Has("recompute_layers")) {
-    PROJECTOR_RETURN_IF_ERROR(t.PositiveInt("recompute_layers", true).status());
-  }
-  PROJECTOR_ASSIGN_OR_RETURN(std::string precision, t.EnumOr("precision", kPrecisions, "bf16"));
-  out.precision = *ParseDType(precision);
+// The training fields that say how a run executes rather than what it trains: the stack and its
+// kernels, the communication switches and the MoE routing what-ifs. Shared by a scenario's
+// training object and a calibration case's optional one. Leaves the unknown-key check to the
+// caller.
+absl::Status ParseTrainingSwitches(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(std::string kernel, t.StringOr("attention_kernel", "auto"));
   if (absl::Status s = SetAttentionKernel(kernel, out); !s.ok()) {
     return t.FieldError("attention_kernel", std::string(s.message()));
@@ -145,6 +138,22 @@ absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_capacity_factor, t.NumberOr("moe_capacity_factor", 0.0));
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_pad_to_capacity, t.BoolOr("moe_pad_to_capacity", false));
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_imbalance, t.NumberOr("moe_imbalance", 1.0));
+  return absl::OkStatus();
+}
+
+absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
+  PROJECTOR_ASSIGN_OR_RETURN(out.seq_len, t.PositiveInt("seq_len"));
+  PROJECTOR_ASSIGN_OR_RETURN(out.micro_batch, t.PositiveInt("micro_batch"));
+  PROJECTOR_ASSIGN_OR_RETURN(out.global_batch, t.PositiveInt("global_batch"));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string recompute, t.EnumOr("recompute", kRecomputes, "none"));
+  out.recompute = *ParseRecompute(recompute);
+  PROJECTOR_ASSIGN_OR_RETURN(out.recompute_layers, t.IntOr("recompute_layers", 0));
+  if (t.Has("recompute_layers")) {
+    PROJECTOR_RETURN_IF_ERROR(t.PositiveInt("recompute_layers", true).status());
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(std::string precision, t.EnumOr("precision", kPrecisions, "bf16"));
+  out.precision = *ParseDType(precision);
+  PROJECTOR_RETURN_IF_ERROR(ParseTrainingSwitches(t, out));
   return t.CheckNoUnknownKeys();
 }
 
@@ -878,11 +887,29 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
   }
   PROJECTOR_RETURN_IF_ERROR(measured.CheckNoUnknownKeys());
   s.measured_tokens_per_s_per_gpu = tgs;
+  // Optional, beyond the published schema: how the run executed (training.stack, its kernels,
+  // the communication switches) and the clock it sustained, for cases whose source states them.
+  if (obj.Has("gpu_clock_mhz")) {
+    PROJECTOR_ASSIGN_OR_RETURN(double mhz, obj.PositiveNumber("gpu_clock_mhz"));
+    s.hw.gpu.sustained_clock = Megahertz(mhz);
+  } else {
+    obj.Accept("gpu_clock_mhz");
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> training, obj.OptionalObject("training"));
+  if (training) {
+    PROJECTOR_RETURN_IF_ERROR(ParseTrainingSwitches(*training, s.training));
+    PROJECTOR_RETURN_IF_ERROR(training->CheckNoUnknownKeys());
+  }
   PROJECTOR_RETURN_IF_ERROR(obj.CheckNoUnknownKeys());
-  // The case format does not state these; the tool's defaults decide them.
+  // What the case does not state, the tool's defaults decide.
   DefaultDistributedOptimizer(parallel.Has("distributed_optimizer"), s);
-  s.defaults_used.push_back(
-      "overlap_grad_reduce=true, overlap_param_gather=true, grad_reduce_dtype=fp32");
+  std::vector<std::string> unstated;
+  for (const char* key : {"overlap_grad_reduce", "overlap_param_gather"}) {
+    if (!training || !training->Has(key)) unstated.push_back(absl::StrCat(key, "=true"));
+  }
+  if (!training || !training->Has("grad_reduce_dtype"))
+    unstated.push_back("grad_reduce_dtype=fp32");
+  if (!unstated.empty()) s.defaults_used.push_back(absl::StrJoin(unstated, ", "));
   s.defaults_used.push_back(absl::StrFormat("interconnect from hw profile %s", s.hw.name));
   s.defaults_used.push_back(absl::StrFormat(
       "position_embedding=%s (%s)", PositionEmbeddingName(s.model.position_embedding),

@@ -603,14 +603,23 @@ std::string FormatValidationText(const ValidationReport& r) {
   for (const ErrorSummary& s : r.by_gpu) out += SummaryRow(s);
   absl::StrAppend(&out, "\nBy source\n", head);
   for (const ErrorSummary& s : r.by_source) out += SummaryRow(s);
+  // Columns as wide as their longest entry.
+  const std::vector<SourceStack> stacks = StacksBySource(r);
+  int stack_w = 5, kernel_w = 16, loss_w = 11;
+  for (const SourceStack& st : stacks) {
+    stack_w = std::max(stack_w, static_cast<int>(st.stacks.size()));
+    kernel_w = std::max(kernel_w, static_cast<int>(st.attention_kernels.size()));
+    loss_w = std::max(loss_w, static_cast<int>(st.loss_kernels.size()));
+  }
   absl::StrAppendFormat(&out,
-                        "\nStack by source (what the cases ran: defaults for what the schema does "
-                        "not state, or the what-if flags)\n%-28s %-26s %-16s %-20s %s\n",
-                        "source", "stack", "attention kernel", "loss kernel",
-                        "train-metric passes");
-  for (const SourceStack& st : StacksBySource(r)) {
-    absl::StrAppendFormat(&out, "%-28s %-26s %-16s %-20s %s\n", st.source.substr(0, 28), st.stacks,
-                          st.attention_kernels, st.loss_kernels, st.train_metric_passes);
+                        "\nStack by source (what the cases ran: as a case states it, else the "
+                        "defaults, or the what-if flags)\n%-28s %-*s %-*s %-*s %s\n",
+                        "source", stack_w, "stack", kernel_w, "attention kernel", loss_w,
+                        "loss kernel", "train-metric passes");
+  for (const SourceStack& st : stacks) {
+    absl::StrAppendFormat(&out, "%-28s %-*s %-*s %-*s %s\n", st.source.substr(0, 28), stack_w,
+                          st.stacks, kernel_w, st.attention_kernels, loss_w, st.loss_kernels,
+                          st.train_metric_passes);
   }
   absl::StrAppend(&out, "\nBy precision\n", head);
   for (const ErrorSummary& s : r.by_precision) out += SummaryRow(s);

@@ -515,6 +515,42 @@ TEST(ScenarioTest, CaseWithIndivisibleLayersGetsTheSuggestedSplit) {
                        HasSubstr("e.g. first_stage_layers 7, last_stage_layers 6")));
 }
 
+// Beyond the published schema a case may state how its run executed: a training object with
+// the scenario's stack, kernel and communication fields, and the sustained gpu_clock_mhz.
+// Unstated ones stay defaults (and are listed as such); the training object takes no field the
+// case states at its top level, and bad values name the line and the field.
+TEST(ScenarioTest, CalibrationCaseMayStateItsStackAndClock) {
+  const std::string file = Data("cases_stated_stack.jsonl");
+  auto plain = LoadCalibrationCase(file + ":plain");
+  auto stated = LoadCalibrationCase(file + ":stated");
+  ASSERT_THAT(plain, IsOk());
+  ASSERT_THAT(stated, IsOk());
+  EXPECT_EQ(ResolvedStack(plain->training, plain->parallel), TrainingStack::kLlmFoundry);
+  EXPECT_FALSE(plain->training.torch_compile);
+  EXPECT_DOUBLE_EQ(ToMegahertz(plain->hw.gpu.sustained_clock), 1830.0);
+  EXPECT_THAT(
+      plain->defaults_used,
+      Contains("overlap_grad_reduce=true, overlap_param_gather=true, grad_reduce_dtype=fp32"));
+  EXPECT_EQ(stated->training.stack, TrainingStack::kTorchTitan);
+  EXPECT_TRUE(stated->training.torch_compile);
+  EXPECT_EQ(stated->training.grad_reduce_dtype, DType::kBf16);
+  EXPECT_DOUBLE_EQ(ToMegahertz(stated->hw.gpu.sustained_clock), 1500.0);
+  EXPECT_THAT(stated->defaults_used,
+              Contains("overlap_grad_reduce=true, overlap_param_gather=true"));
+  EXPECT_THAT(stated->defaults_used, Not(Contains(HasSubstr("stack="))));
+  const std::pair<const char*, const char*> bad[] = {
+      {"bad_key", "/training/seq_len: unknown key 'seq_len'; accepted keys: attention_kernel,"},
+      {"bad_value", "/training/stack: unknown value 'nemo'"},
+      {"bad_clock", "/gpu_clock_mhz: must be > 0"}};
+  for (const auto& [id, message] : bad) {
+    const std::string path = Data(absl::StrCat("cases_stated_", id, ".jsonl"));
+    EXPECT_THAT(LoadCalibrationCase(absl::StrCat(path, ":", id)),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr(absl::StrCat(path, ":1")), HasSubstr(message))))
+        << id;
+  }
+}
+
 TEST(ScenarioTest, CaseSpecMustHaveFileAndId) {
   EXPECT_THAT(LoadCalibrationCase("justafile"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("FILE:ID")));
