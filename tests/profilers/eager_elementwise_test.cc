@@ -185,6 +185,33 @@ TEST(EagerElementwiseTest, SwiGluMlp) {
               IsNearRel(2 * n, 1e-12));
 }
 
+// Grouped experts (Mixtral, turbo grouped GEMM): the eager SwiGLU runs once over all the routed
+// rows, 2 and 3 kernels whatever the expert count, at 10/6 and 18/10 of the fused bytes.
+TEST(EagerElementwiseTest, GroupedExpertsRunOneEagerSwiGlu) {
+  Case c(testing::Mixtral8x7B());
+  c.training.seq_len = 1024;
+  c.training.stack = TrainingStack::kTorchTitan;
+  Case compiled = c;
+  compiled.training.torch_compile = true;
+  absl::StatusOr<ModuleProfile> eager = ProfileMoeMlp(c.Ctx());
+  absl::StatusOr<ModuleProfile> fused = ProfileMoeMlp(compiled.Ctx());
+  ASSERT_THAT(eager, IsOk());
+  ASSERT_THAT(fused, IsOk());
+  const Op* f = FindOp(eager->ops, "expert_act", OpPhase::kForward);
+  const Op* b = FindOp(eager->ops, "expert_act", OpPhase::kBackwardDgrad);
+  ASSERT_NE(f, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(f->memory.launches, 2);
+  EXPECT_EQ(b->memory.launches, 3);
+  EXPECT_THAT(f->bytes.value(),
+              IsNearRel(FindOp(fused->ops, "expert_act", OpPhase::kForward)->bytes.value() * 10 / 6,
+                        1e-12));
+  EXPECT_THAT(
+      b->bytes.value(),
+      IsNearRel(FindOp(fused->ops, "expert_act", OpPhase::kBackwardDgrad)->bytes.value() * 18 / 10,
+                1e-12));
+}
+
 // MPT's code (LayerNorm via F.layer_norm, GELU, ALiBi, one fused Wqkv) is one kernel per block
 // eagerly too: the llm-foundry stack's op lists are the same with and without torch.compile.
 TEST(EagerElementwiseTest, MptStyleLayersHaveNothingToDecompose) {
