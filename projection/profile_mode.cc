@@ -761,6 +761,7 @@ absl::StatusOr<ProfileModeReport> RunProfileMode(const Scenario& target, const P
       {"p2p", b.p2p.value(), Aggregate(p2p_sources)},
       {"exposed_dp_comm", b.exposed_dp_comm.value(), target.parallel.fsdp ? "none" : dp},
       {"exposed_fsdp_comm", b.exposed_fsdp_comm.value(), target.parallel.fsdp ? dp : "none"},
+      {"fsdp_copies", b.fsdp_copies.value(), target.parallel.fsdp ? "simulated" : "none"},
       {"optimizer", b.optimizer.value(), Aggregate(optimizer_sources)},
   };
   if (report.measured_ops + report.scaled_ops == 0) {

@@ -24,7 +24,7 @@ constexpr bool kFsdpReshardAfterForward = true;
 struct ChunkCost {
   Seconds forward, backward;
   Seconds weight_grad;  // the part of `backward` in weight-gradient ops
-  Seconds compute, tp, cp, ep, fsdp;
+  Seconds compute, tp, cp, ep, fsdp, fsdp_copies;
   // The compute-stream windows a DP collective can overlap (backward incl. recompute).
   OverlapWindow forward_window, backward_window;
   Seconds clock_scaled;
@@ -43,6 +43,7 @@ struct ChunkCost {
 struct FsdpUnit {
   OverlapWindow forward, backward;  // compute-stream time (backward incl. recompute)
   TimedCollective gather, reduce;   // one AllGather, one ReduceScatter
+  Seconds copies_forward, copies_backward;  // FsdpCopyBytesPerParam's kernels, per micro-batch
 };
 
 OverlapWindow Window(Seconds total, Seconds compute, Seconds memory_bound) {
@@ -153,6 +154,31 @@ absl::StatusOr<FsdpUnit> FsdpComm(const CollectiveBackend& backend,
   PROJECTOR_ASSIGN_OR_RETURN(u.gather, both(CollectiveKind::kAllGather, kWeightBytesPerParam));
   PROJECTOR_ASSIGN_OR_RETURN(u.reduce, both(CollectiveKind::kReduceScatter, grad_bytes));
   return u;
+}
+
+// The unit's FSDP copies per micro-batch, timed as memory-bound kernels: dense parameters
+// sharded over DP·CP, experts over expert-DP.
+absl::Status TimeFsdpCopies(const MemoryBackend& memory, TrainingStack stack,
+                            const ParallelConfig& par, double dense_params, double expert_params,
+                            double grad_bytes, int64_t micro_batches, FsdpUnit& u) {
+  const FsdpCopyBytes d = FsdpCopyBytesPerParam(
+      stack, grad_bytes, static_cast<double>(par.DpCpGroup().size), micro_batches);
+  const FsdpCopyBytes e = FsdpCopyBytesPerParam(
+      stack, grad_bytes, static_cast<double>(ExpertDpGroup(par).size), micro_batches);
+  auto time = [&](double bytes, int64_t launches) -> absl::StatusOr<Seconds> {
+    if (bytes <= 0 || launches <= 0) return Seconds(0);
+    PROJECTOR_ASSIGN_OR_RETURN(
+        MemoryEstimate est,
+        memory.Estimate(MemoryOp{.bytes = Bytes(bytes), .flops = Flops(0), .launches = launches}));
+    return est.time;
+  };
+  PROJECTOR_ASSIGN_OR_RETURN(u.copies_forward,
+                             time(d.forward * dense_params + e.forward * expert_params,
+                                  d.forward_launches * (expert_params > 0 ? 2 : 1)));
+  PROJECTOR_ASSIGN_OR_RETURN(u.copies_backward,
+                             time(d.backward * dense_params + e.backward * expert_params,
+                                  d.backward_launches * (expert_params > 0 ? 2 : 1)));
+  return absl::OkStatus();
 }
 
 // Exposed FSDP time of one micro-batch through a chunk's units (execution order).
@@ -386,6 +412,31 @@ absl::StatusOr<std::vector<ChunkAssignment>> AssignLayers(const ModelSpec& model
   return out;
 }
 
+FsdpCopyBytes FsdpCopyBytesPerParam(TrainingStack stack, double grad_bytes, double group,
+                                    int64_t micro_batches) {
+  constexpr double e = kWeightBytesPerParam;  // bf16 weights and their gradients
+  const double r = grad_bytes;
+  const double n = std::max(group, 1.0);
+  const double mb = static_cast<double>(std::max<int64_t>(micro_batches, 1));
+  const double accumulate = (mb - 1.0) / mb * 3.0 * r / n;
+  switch (stack) {
+    case TrainingStack::kLlmFoundry:
+      return {.forward = 6.0 / n,
+              .backward = 6.0 / n + 2.0 * e + (r != e ? e + r : 0.0) + 2.0 * r + accumulate,
+              .forward_launches = 1,
+              .backward_launches = 3 + (r != e ? 1 : 0) + (mb > 1 ? 1 : 0)};
+    case TrainingStack::kTorchTitan:
+      return {.forward = 10.0 / n + 2.0 * e,
+              .backward = 10.0 / n + 2.0 * e + e + r + accumulate,
+              .forward_launches = 3,
+              .backward_launches = 4 + (mb > 1 ? 1 : 0)};
+    case TrainingStack::kMegatron:
+    case TrainingStack::kAuto:
+      break;
+  }
+  return {};
+}
+
 absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& backends) {
   const ParallelConfig& par = in.parallel;
   const TrainingConfig& tr = in.training;
@@ -407,25 +458,28 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   FsdpUnit dense_fsdp, moe_fsdp, emb_fsdp, out_fsdp;
   if (par.fsdp) {
     const CommInterferenceModel& ci = in.interference;
+    const TrainingStack stack = ResolvedStack(tr, par);
+    auto unit = [&](double dense_params, double expert_params) -> absl::StatusOr<FsdpUnit> {
+      PROJECTOR_ASSIGN_OR_RETURN(FsdpUnit u, FsdpComm(backends.collective, ci, par, dense_params,
+                                                      expert_params, grad_bytes));
+      PROJECTOR_RETURN_IF_ERROR(TimeFsdpCopies(backends.memory, stack, par, dense_params,
+                                               expert_params, grad_bytes, m, u));
+      return u;
+    };
     if (in.dense != nullptr) {
-      PROJECTOR_ASSIGN_OR_RETURN(dense_fsdp, FsdpComm(backends.collective, ci, par,
-                                                      in.dense->dense_parameters,
-                                                      in.dense->expert_parameters, grad_bytes));
+      PROJECTOR_ASSIGN_OR_RETURN(dense_fsdp,
+                                 unit(in.dense->dense_parameters, in.dense->expert_parameters));
       dense_fsdp.forward = ForwardWindow(*in.dense);
     }
     if (in.moe != nullptr) {
-      PROJECTOR_ASSIGN_OR_RETURN(moe_fsdp, FsdpComm(backends.collective, ci, par,
-                                                    in.moe->dense_parameters,
-                                                    in.moe->expert_parameters, grad_bytes));
+      PROJECTOR_ASSIGN_OR_RETURN(moe_fsdp,
+                                 unit(in.moe->dense_parameters, in.moe->expert_parameters));
       moe_fsdp.forward = ForwardWindow(*in.moe);
     }
-    PROJECTOR_ASSIGN_OR_RETURN(emb_fsdp, FsdpComm(backends.collective, ci, par,
-                                                  in.embedding.parameters, 0, grad_bytes));
+    PROJECTOR_ASSIGN_OR_RETURN(emb_fsdp, unit(in.embedding.parameters, 0));
     emb_fsdp.forward = ForwardWindow(in.embedding);
     emb_fsdp.backward = BackwardWindow(in.embedding);
-    PROJECTOR_ASSIGN_OR_RETURN(out_fsdp,
-                               FsdpComm(backends.collective, ci, par, in.output.parameters, 0,
-                                        grad_bytes));
+    PROJECTOR_ASSIGN_OR_RETURN(out_fsdp, unit(in.output.parameters, 0));
     out_fsdp.forward = ForwardWindow(in.output);
     out_fsdp.backward = BackwardWindow(in.output);
   }
@@ -490,6 +544,11 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
       c.forward += x.forward;
       c.backward += x.backward;
       c.fsdp += x.forward + x.backward;
+      for (const FsdpUnit& u : units) {
+        c.forward += u.copies_forward;
+        c.backward += u.copies_backward;
+        c.fsdp_copies += u.copies_forward + u.copies_backward;
+      }
       fsdp_comm_per_rank[i / static_cast<size_t>(v)] += x.total_comm;
     }
   }
@@ -541,6 +600,7 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
     out.breakdown.exposed_cp_comm += cc.cp * dm;
     out.breakdown.exposed_ep_comm += cc.ep * dm;
     out.breakdown.exposed_fsdp_comm += cc.fsdp * dm;
+    out.breakdown.fsdp_copies += cc.fsdp_copies * dm;
     out.clock_scaled += cc.clock_scaled * dm;
     busy += (cc.forward + cc.backward) * dm;
   }

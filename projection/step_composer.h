@@ -37,11 +37,12 @@ struct StepBreakdown {
   Seconds p2p;                // pipeline send/recv on the critical path
   Seconds exposed_dp_comm;    // gradient reduce (+ param gather), incl. compute it slowed
   Seconds exposed_fsdp_comm;  // FSDP gathers / reduce-scatters not hidden, incl. the slowdown
+  Seconds fsdp_copies;        // FSDP's memory-bound copies and casts around them (FsdpCopyBytes)
   Seconds optimizer;          // Adam update
 
   Seconds Total() const {
-    return compute + exposed_tp_comm + exposed_cp_comm + exposed_ep_comm + pipeline_bubble +
-           p2p + exposed_dp_comm + exposed_fsdp_comm + optimizer;
+    return compute + exposed_tp_comm + exposed_cp_comm + exposed_ep_comm + pipeline_bubble + p2p +
+           exposed_dp_comm + exposed_fsdp_comm + fsdp_copies + optimizer;
   }
 };
 
@@ -62,6 +63,7 @@ inline constexpr BreakdownTerm kBreakdownTerms[] = {
     {"pipeline P2P", "p2p_s", "p2p", &StepBreakdown::p2p},
     {"exposed DP grad sync", "exposed_dp_comm_s", "dp_comm", &StepBreakdown::exposed_dp_comm},
     {"exposed FSDP comm", "exposed_fsdp_comm_s", "fsdp_comm", &StepBreakdown::exposed_fsdp_comm},
+    {"FSDP copies", "fsdp_copies_s", "fsdp_copies", &StepBreakdown::fsdp_copies},
     {"optimizer step", "optimizer_s", "optimizer", &StepBreakdown::optimizer},
 };
 inline constexpr size_t kNumBreakdownTerms = std::size(kBreakdownTerms);
@@ -134,6 +136,35 @@ struct StepResult {
   std::vector<ChunkTimes> chunk_times;
   MemoryFootprint memory;
 };
+
+// FSDP's memory-bound work per parameter and micro-batch, beyond its collectives, in HBM bytes
+// (reads + writes) and kernels, for the FSDP implementation the stack runs (bf16 weights, e = 2;
+// r = grad_reduce_dtype bytes; n = the sharding group; a = (micro-batches − 1)/micro-batches,
+// the share of micro-batches whose reduced shard is added to an accumulated one, 3r/n):
+//   llm-foundry, PyTorch FSDP1 (FlatParameter, MixedPrecision; torch/distributed/fsdp/
+//   _runtime_utils.py, _flat_param.py, recalled): forward, the fp32 shard cast to the bf16 copy
+//   it gathers (6/n); backward, the same cast for the re-gather (6/n), the flat gradient
+//   assembled from the per-parameter views' gradients (SplitWithSizesBackward's cat: 2e), its
+//   cast to the reduce dtype when that differs (e + r) and the gradient pre-divide in place
+//   before the reduce-scatter (2r; FSDP1 always pre-divides, by a factor > 1 for any group of
+//   2 or more).
+//   torchtitan, FSDP2 (per-parameter DTensor sharding, _fsdp_collectives.py, recalled): each
+//   gather casts the shard (6/n), copies it into the gather buffer (4/n) and copies the
+//   gathered buffer out into the parameters (split_with_sizes_copy: 2e), forward and backward;
+//   the reduce-scatter input is the gradients concatenated and cast (chunk_cat: e + r); no
+//   divide (NCCL's average).
+//   megatron, Megatron-FSDP: parameters gathered into and gradients reduced from persistent
+//   buffers (zero copy): nothing.
+// These run between the compute kernels (or on a side stream next to kernels that fill the
+// GPU), so they add to the step.
+struct FsdpCopyBytes {
+  double forward = 0;
+  double backward = 0;
+  int64_t forward_launches = 0;
+  int64_t backward_launches = 0;
+};
+FsdpCopyBytes FsdpCopyBytesPerParam(TrainingStack stack, double grad_bytes, double group,
+                                    int64_t micro_batches);
 
 // kFailedPrecondition when global_batch < micro_batch · DP or layers cannot be placed;
 // collective/memory backend errors pass through.

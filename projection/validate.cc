@@ -43,15 +43,11 @@ std::string SourceLabel(const std::string& source) {
 std::string DominantTerms(const Projection& p) {
   const StepBreakdown& b = p.breakdown;
   std::vector<std::pair<double, const char*>> terms = {
-      {b.compute.value(), "compute"},
-      {b.exposed_tp_comm.value(), "tp"},
-      {b.exposed_cp_comm.value(), "cp"},
-      {b.exposed_ep_comm.value(), "ep"},
-      {b.pipeline_bubble.value(), "bubble"},
-      {b.p2p.value(), "p2p"},
-      {b.exposed_dp_comm.value(), "dp"},
-      {b.exposed_fsdp_comm.value(), "fsdp"},
-      {b.optimizer.value(), "optimizer"}};
+      {b.compute.value(), "compute"},         {b.exposed_tp_comm.value(), "tp"},
+      {b.exposed_cp_comm.value(), "cp"},      {b.exposed_ep_comm.value(), "ep"},
+      {b.pipeline_bubble.value(), "bubble"},  {b.p2p.value(), "p2p"},
+      {b.exposed_dp_comm.value(), "dp"},      {b.exposed_fsdp_comm.value(), "fsdp"},
+      {b.fsdp_copies.value(), "fsdp copies"}, {b.optimizer.value(), "optimizer"}};
   std::sort(terms.begin(), terms.end(), [](auto& a, auto& c) { return a.first > c.first; });
   double total = p.step_time.value();
   std::string out;

@@ -52,7 +52,7 @@ TEST(ProjectionJsonTest, EveryDocumentedFieldIsPresentWithItsType) {
   ExpectNumbers(j["breakdown"],
                 {"compute_s", "exposed_tp_comm_s", "exposed_cp_comm_s", "exposed_ep_comm_s",
                  "pipeline_bubble_s", "p2p_s", "exposed_dp_comm_s", "exposed_fsdp_comm_s",
-                 "optimizer_s"});
+                 "fsdp_copies_s", "optimizer_s"});
   ASSERT_TRUE(j["layers"].is_array());
   ASSERT_EQ(j["layers"].size(), 2u);
   EXPECT_EQ(j["layers"][0]["kind"], "dense");

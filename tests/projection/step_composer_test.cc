@@ -340,6 +340,49 @@ TEST(StepComposerTest, FsdpBf16ReduceScatterHalvesTheGradientTraffic) {
   EXPECT_THAT(r->memory.stages[0].gradients.value(), IsNearRel(4.0 * 4e8 / 2, 1e-9));
 }
 
+// FSDP's memory-bound copies per parameter and micro-batch (FsdpCopyBytesPerParam), bf16
+// weights (e = 2), group n, m micro-batches (a = (m − 1)/m of them accumulate 3r/n):
+//   llm-foundry (FSDP1), r = 4, n = 8, m = 1: forward 6/8; backward 6/8 + 2·2 (flat-gradient
+//     cat) + 2 + 4 (cast to fp32) + 2·4 (pre-divide) = 18.75, 1 and 4 kernels; m = 4 adds
+//     (3/4)·12/8 = 1.125 and a kernel; r = 2 drops the cast: 0.75 + 4 + 4 = 8.75;
+//   torchtitan (FSDP2), r = 4, n = 8, m = 1: forward 10/8 + 2·2 (copy-out) = 5.25; backward the
+//     same re-gather plus chunk_cat 2 + 4: 11.25;
+//   megatron (Megatron-FSDP's persistent buffers): nothing.
+TEST(StepComposerTest, FsdpCopyBytesPerParamByStack) {
+  const FsdpCopyBytes fsdp1 = FsdpCopyBytesPerParam(TrainingStack::kLlmFoundry, 4, 8, 1);
+  EXPECT_DOUBLE_EQ(fsdp1.forward, 0.75);
+  EXPECT_DOUBLE_EQ(fsdp1.backward, 18.75);
+  EXPECT_EQ(fsdp1.forward_launches, 1);
+  EXPECT_EQ(fsdp1.backward_launches, 4);
+  const FsdpCopyBytes accumulated = FsdpCopyBytesPerParam(TrainingStack::kLlmFoundry, 4, 8, 4);
+  EXPECT_DOUBLE_EQ(accumulated.backward, 18.75 + 1.125);
+  EXPECT_EQ(accumulated.backward_launches, 5);
+  EXPECT_DOUBLE_EQ(FsdpCopyBytesPerParam(TrainingStack::kLlmFoundry, 2, 8, 1).backward, 8.75);
+  const FsdpCopyBytes fsdp2 = FsdpCopyBytesPerParam(TrainingStack::kTorchTitan, 4, 8, 1);
+  EXPECT_DOUBLE_EQ(fsdp2.forward, 5.25);
+  EXPECT_DOUBLE_EQ(fsdp2.backward, 11.25);
+  const FsdpCopyBytes megatron = FsdpCopyBytesPerParam(TrainingStack::kMegatron, 4, 8, 1);
+  EXPECT_DOUBLE_EQ(megatron.forward + megatron.backward, 0.0);
+}
+
+// The FSDP fixture (DP 2, m = 2, 4 layers of 1e8 parameters; the fake memory backend moves
+// 1 TB/s): per micro-batch each layer moves 27 B per parameter under both PyTorch stacks
+// (FSDP1: 3 + 3 + 4 + 6 + 8 + (1/2)·12/2; FSDP2: 9 + 9 + 6 + 3), so the step gains
+// 2 · 4 · 1e8 · 27 B / 1e12 B/s = 21.6 ms of "FSDP copies"; none under Megatron-FSDP.
+TEST(StepComposerTest, FsdpCopiesAddToTheStep) {
+  for (TrainingStack stack :
+       {TrainingStack::kLlmFoundry, TrainingStack::kTorchTitan, TrainingStack::kMegatron}) {
+    FsdpFixture fx;
+    fx.tr.stack = stack;
+    auto r = fx.Run();
+    ASSERT_THAT(r, IsOk());
+    SCOPED_TRACE(std::string(TrainingStackName(stack)));
+    EXPECT_THAT(r->breakdown.fsdp_copies.value(),
+                IsNearRel(stack == TrainingStack::kMegatron ? 0.0 : 21.6e-3, 1e-9));
+    EXPECT_THAT(r->breakdown.Total().value(), IsNearRel(r->step_time.value(), 1e-12));
+  }
+}
+
 TEST(StepComposerTest, FsdpFullyHiddenBehindLongComputeExposesNothing) {
   DpFixture fx;
   fx.par.fsdp = true;
