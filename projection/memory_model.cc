@@ -32,6 +32,9 @@ MemoryFootprint EstimateMemory(const std::vector<StageMemoryInput>& stages,
     }
     s.gradients =
         Bytes(grad_params * (config.fsdp ? kGradBytesPerParam : config.grad_bytes_per_param));
+    if (config.fsdp) {
+      s.gradients += Bytes(in.largest_layer_parameters * config.fsdp_gradient_bytes_per_unit_param);
+    }
     s.optimizer_state = Bytes(optim_params * kOptimizerBytesPerParam);
     s.in_flight_micro_batches = in.in_flight_chunk_micro_batches;
     const int64_t deferred = std::clamp<int64_t>(in.deferred_weight_grad_micro_batches, 0,

@@ -61,6 +61,10 @@ struct MemoryModelConfig {
   // --grad-reduce-in-bf16). FSDP keeps its sharded grads in the fp32 of its sharded parameters
   // whatever it reduces in, so it always counts kGradBytesPerParam.
   double grad_bytes_per_param = kGradBytesPerParam;
+  // FSDP: the unsharded gradients of the unit being reduced, per parameter of the largest layer
+  // (FsdpCopyBytes::gradient_working_set: FSDP1's bf16 flat gradient and its reduce-dtype copy,
+  // FSDP2's gradients and their reduce-scatter input; 0 for Megatron-FSDP's persistent buffers).
+  double fsdp_gradient_bytes_per_unit_param = 0;
   Bytes hbm_capacity;
 };
 

@@ -424,12 +424,14 @@ FsdpCopyBytes FsdpCopyBytesPerParam(TrainingStack stack, double grad_bytes, doub
       return {.forward = 6.0 / n,
               .backward = 6.0 / n + 2.0 * e + (r != e ? e + r : 0.0) + 2.0 * r + accumulate,
               .forward_launches = 1,
-              .backward_launches = 3 + (r != e ? 1 : 0) + (mb > 1 ? 1 : 0)};
+              .backward_launches = 3 + (r != e ? 1 : 0) + (mb > 1 ? 1 : 0),
+              .gradient_working_set = e + (r != e ? r : 0.0)};
     case TrainingStack::kTorchTitan:
       return {.forward = 10.0 / n + 2.0 * e,
               .backward = 10.0 / n + 2.0 * e + e + r + accumulate,
               .forward_launches = 3,
-              .backward_launches = 4 + (mb > 1 ? 1 : 0)};
+              .backward_launches = 4 + (mb > 1 ? 1 : 0),
+              .gradient_working_set = e + r};
     case TrainingStack::kMegatron:
     case TrainingStack::kAuto:
       break;
@@ -728,13 +730,16 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   out.dp_comm_total = crit_dp_comm;
   out.step_time = out.breakdown.Total();
 
-  MemoryModelConfig mc{.vpp = v,
-                       .distributed_optimizer = par.distributed_optimizer,
-                       .fsdp = par.fsdp,
-                       .dense_shard = dense_group.size,
-                       .expert_shard = expert_group.size,
-                       .grad_bytes_per_param = grad_bytes,
-                       .hbm_capacity = in.hbm_capacity};
+  MemoryModelConfig mc{
+      .vpp = v,
+      .distributed_optimizer = par.distributed_optimizer,
+      .fsdp = par.fsdp,
+      .dense_shard = dense_group.size,
+      .expert_shard = expert_group.size,
+      .grad_bytes_per_param = grad_bytes,
+      .fsdp_gradient_bytes_per_unit_param =
+          FsdpCopyBytesPerParam(ResolvedStack(tr, par), grad_bytes, 1, m).gradient_working_set,
+      .hbm_capacity = in.hbm_capacity};
   out.memory = EstimateMemory(mem, mc);
   return out;
 }

@@ -162,6 +162,10 @@ struct FsdpCopyBytes {
   double backward = 0;
   int64_t forward_launches = 0;
   int64_t backward_launches = 0;
+  // Bytes per parameter of the unit being reduced held at once: FSDP1's bf16 flat gradient and
+  // its cast copy (e + r, or e when r = e), FSDP2's gradients and the reduce-scatter input
+  // (e + r).
+  double gradient_working_set = 0;
 };
 FsdpCopyBytes FsdpCopyBytesPerParam(TrainingStack stack, double grad_bytes, double group,
                                     int64_t micro_batches);

@@ -336,8 +336,20 @@ TEST(StepComposerTest, FsdpBf16ReduceScatterHalvesTheGradientTraffic) {
   auto r = fx.Run();
   ASSERT_THAT(r, IsOk());
   EXPECT_THAT(r->breakdown.exposed_fsdp_comm.value(), IsNearRel(2 * (49e-3 + 80e-3), 1e-9));
-  // FSDP's sharded grads stay fp32 (4 B over the 1/DP shard of the 4e8 layer params).
-  EXPECT_THAT(r->memory.stages[0].gradients.value(), IsNearRel(4.0 * 4e8 / 2, 1e-9));
+  // FSDP's sharded grads stay fp32 (4 B over the 1/DP shard of the 4e8 layer params); the unit
+  // being reduced adds its unsharded bf16 flat gradient (FSDP1, auto for this FSDP-only layout;
+  // no fp32 copy when reducing in bf16): 2 B over the largest layer's 1e8 parameters.
+  EXPECT_THAT(r->memory.stages[0].gradients.value(), IsNearRel(4.0 * 4e8 / 2 + 2.0 * 1e8, 1e-9));
+  fx.tr.grad_reduce_dtype = DType::kFp32;
+  auto fp32 = fx.Run();
+  ASSERT_THAT(fp32, IsOk());
+  // With fp32 reduction the flat gradient's fp32 copy is alive too: 2 + 4 B.
+  EXPECT_THAT(fp32->memory.stages[0].gradients.value(), IsNearRel(4.0 * 4e8 / 2 + 6.0 * 1e8, 1e-9));
+  // Megatron-FSDP reduces from its persistent buffers: nothing more.
+  fx.tr.stack = TrainingStack::kMegatron;
+  auto megatron = fx.Run();
+  ASSERT_THAT(megatron, IsOk());
+  EXPECT_THAT(megatron->memory.stages[0].gradients.value(), IsNearRel(4.0 * 4e8 / 2, 1e-9));
 }
 
 // FSDP's memory-bound copies per parameter and micro-batch (FsdpCopyBytesPerParam), bf16
