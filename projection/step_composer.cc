@@ -701,9 +701,10 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
     if (updated > 0) {
       PROJECTOR_ASSIGN_OR_RETURN(
           MemoryEstimate e,
-          backends.memory.Estimate(MemoryOp{.bytes = Bytes(updated * kOptimizerBytesPerUpdatedParam),
-                                            .flops = Flops(updated * 12.0),
-                                            .launches = 2}));
+          backends.memory.Estimate(MemoryOp{
+              .bytes = Bytes(updated * OptimizerBytesPerUpdatedParam(ResolvedStack(tr, par))),
+              .flops = Flops(updated * 12.0),
+              .launches = 2}));
       opt = e.time;
     }
     if (in.timeline != nullptr) {

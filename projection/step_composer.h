@@ -98,6 +98,22 @@ absl::StatusOr<std::vector<ChunkAssignment>> AssignLayers(const ModelSpec& model
 // clip_grad_norm): read fp32 grad, fp32 master, m, v (16 B) + write master, m, v (12 B) and
 // the bf16 model weight (2 B) + read the fp32 grad once more for the grad-norm (4 B) = 34 B.
 inline constexpr double kOptimizerBytesPerUpdatedParam = 34.0;
+// The PyTorch-native stacks' AdamW is not one fused kernel but a sequence of elementwise ops
+// over fp32 tensors, each reading its operands and writing its result (recalled from the
+// sources, not stored here):
+//   Composer's DecoupledAdamW (llm-foundry; composer/optim/decoupled_weight_decay.py, a loop of
+//   in-place ops; MPT's recipes set weight_decay 0, which skips its decay multiply):
+//   exp_avg.mul_(β1) 8 + .add_(g) 12, exp_avg_sq.mul_(β2) 8, .addcmul_(g, g) 16, sqrt 8,
+//   ÷ √bias-correction 8, + eps 8, param.addcdiv_(exp_avg, denom) 16 = 84 B;
+//   torch.optim.AdamW's foreach path (torchtitan's default): _foreach_lerp_ 12, mul_ 8,
+//   addcmul_ 16, sqrt 8, div_ 8, add_ 8, addcdiv_ 16, the weight-decay mul_ 8 = 84 B.
+// torch.nn.utils.clip_grad_norm_ then reads the gradients for the norm (4) and scales them in
+// place (8): 96 bytes. FSDP casts the bf16 weights at its gathers, so none are written here.
+inline constexpr double kPyTorchAdamWBytesPerUpdatedParam = 96.0;
+inline double OptimizerBytesPerUpdatedParam(TrainingStack stack) {
+  return RunsPyTorchAttention(stack) ? kPyTorchAdamWBytesPerUpdatedParam
+                                     : kOptimizerBytesPerUpdatedParam;
+}
 // Megatron DDP bucket size: max(40M, 1M · DP) parameters (distributed_data_parallel.py).
 inline constexpr double kDdpMinBucketParams = 40e6;
 inline constexpr double kDdpBucketParamsPerDpRank = 1e6;

@@ -322,8 +322,9 @@ TEST(StepComposerTest, FsdpExposureIsCommMinusComputePerLayer) {
   double per_mb = 49e-3 + 160e-3;
   EXPECT_THAT(r->breakdown.exposed_fsdp_comm.value(), IsNearRel(2 * per_mb, 1e-9));
   EXPECT_DOUBLE_EQ(r->breakdown.exposed_dp_comm.value(), 0.0);
-  // Adam over the 1/DP shard.
-  EXPECT_THAT(r->breakdown.optimizer.value(), IsNearRel(2e8 * 34 * 1e-12, 1e-9));
+  // AdamW over the 1/DP shard: this FSDP-only layout runs a PyTorch-native stack (auto:
+  // llm-foundry), whose unfused AdamW and clip_grad_norm_ move 96 B per parameter.
+  EXPECT_THAT(r->breakdown.optimizer.value(), IsNearRel(2e8 * 96 * 1e-12, 1e-9));
   EXPECT_THAT(r->breakdown.Total().value(), IsNearRel(r->step_time.value(), 1e-12));
 }
 
