@@ -31,13 +31,7 @@ void AddNorm(ModuleOpBuilder& b, std::string_view name, int64_t rows, int64_t wi
   double n = D(rows) * D(width);
   if (eager) {
     const profiler_internal::EagerKernels k = profiler_internal::EagerRmsNorm(e);
-    b.Memory(name,
-             MemoryOp{.bytes = Bytes(k.forward_bytes * n),
-                      .flops = Flops(4.0 * n),
-                      .launches = k.forward_launches},
-             MemoryOp{.bytes = Bytes(k.backward_bytes * n),
-                      .flops = Flops(8.0 * n),
-                      .launches = k.backward_launches});
+    b.Memory(name, k.Forward(n, 4.0 * n), k.Backward(n, 8.0 * n));
     return;
   }
   b.Memory(name, MemoryOp{.bytes = Bytes((e + out_bytes) * n), .flops = Flops(4.0 * n)},

@@ -37,13 +37,9 @@ absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx, bool moe_l
   const bool eager_norm = dims.eager_elementwise && !layer_norm;
   if (eager_norm) {
     const profiler_internal::EagerKernels k = profiler_internal::EagerRmsNorm(e);
-    input_norm_fwd = MemoryOp{.bytes = Bytes(k.forward_bytes * n),
-                              .flops = Flops(flops_per_element * n),
-                              .launches = k.forward_launches};
+    input_norm_fwd = k.Forward(n, flops_per_element * n);
     pre_mlp_norm_fwd = input_norm_fwd;
-    norm_bwd = MemoryOp{.bytes = Bytes(k.backward_bytes * n),
-                        .flops = norm_bwd.flops,
-                        .launches = k.backward_launches};
+    norm_bwd = k.Backward(n, norm_bwd.flops.value());
   }
   // Residual add: reads two streams and writes one. In backward the gradient of the residual
   // branch point is the sum of two incoming gradients: the same traffic.

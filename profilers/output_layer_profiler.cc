@@ -71,17 +71,18 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
   profile.module = "output";
   profile.tokens = dims.tokens;
   profiler_internal::ModuleOpBuilder b("output", profile.ops, 13, dims);
-  // An eager PyTorch RMSNorm runs one kernel per op (EagerRmsNorm) and keeps its fp32 input
-  // copy and normalised output.
+  // One fused kernel each way (read x, write y; read x and dy, write dx), or an eager PyTorch
+  // RMSNorm's one kernel per op (EagerRmsNorm), which keeps its fp32 input copy and normalised
+  // output.
   const bool eager_norm = dims.eager_elementwise && !layer_norm;
-  const profiler_internal::EagerKernels en = profiler_internal::EagerRmsNorm(e);
-  b.Memory("final_norm",
-           MemoryOp{.bytes = Bytes((eager_norm ? en.forward_bytes : 2.0 * e) * norm_n),
-                    .flops = Flops((layer_norm ? 7.0 : 4.0) * norm_n),
-                    .launches = eager_norm ? en.forward_launches : 1},
-           MemoryOp{.bytes = Bytes((eager_norm ? en.backward_bytes : 3.0 * e) * norm_n),
-                    .flops = Flops((layer_norm ? 14.0 : 8.0) * norm_n),
-                    .launches = eager_norm ? en.backward_launches : 1});
+  const profiler_internal::EagerKernels norm =
+      eager_norm ? profiler_internal::EagerRmsNorm(e)
+                 : profiler_internal::EagerKernels{.forward_bytes = 2.0 * e,
+                                                   .backward_bytes = 3.0 * e,
+                                                   .forward_launches = 1,
+                                                   .backward_launches = 1};
+  b.Memory("final_norm", norm.Forward(norm_n, (layer_norm ? 7.0 : 4.0) * norm_n),
+           norm.Backward(norm_n, (layer_norm ? 14.0 : 8.0) * norm_n));
   b.Linear("output_proj", dims.tokens, h, v_l, dims.act_dtype);
   const CrossEntropyTraffic ce =
       CrossEntropyBytesPerLogit(ResolvedLossKernel(ctx.training, ctx.parallel));

@@ -367,13 +367,7 @@ void AddMlpOps(ModuleOpBuilder& b, const MlpOpNames& names, int64_t m, int64_t h
   if (gated && eager) {
     // One eager kernel per op over all `act_rows` rows (grouped experts included).
     const EagerKernels k = EagerSwiGlu(e);
-    b.Memory(names.act,
-             MemoryOp{.bytes = Bytes(k.forward_bytes * n),
-                      .flops = Flops(5.0 * n),
-                      .launches = k.forward_launches},
-             MemoryOp{.bytes = Bytes(k.backward_bytes * n),
-                      .flops = Flops(10.0 * n),
-                      .launches = k.backward_launches});
+    b.Memory(names.act, k.Forward(n, 5.0 * n), k.Backward(n, 10.0 * n));
   } else if (gated) {
     // SwiGLU silu(g)·u: forward reads g and u, writes the product (~5 FLOPs per output:
     // exp, add, divide, two multiplies); backward reads g, u, dy and writes dg, du.

@@ -55,6 +55,17 @@ struct EagerKernels {
   double backward_bytes = 0;  // per element
   int64_t forward_launches = 0;
   int64_t backward_launches = 0;
+  // The memory op of each pass over `elements` elements, `flops` vector FLOPs in all.
+  MemoryOp Forward(double elements, double flops) const {
+    return MemoryOp{.bytes = Bytes(forward_bytes * elements),
+                    .flops = Flops(flops),
+                    .launches = forward_launches};
+  }
+  MemoryOp Backward(double elements, double flops) const {
+    return MemoryOp{.bytes = Bytes(backward_bytes * elements),
+                    .flops = Flops(flops),
+                    .launches = backward_launches};
+  }
 };
 // RMSNorm as torchtitan and Hugging Face Llama write it (and ATen's composite rms_norm):
 // y = (x.float() * rsqrt(x.float().pow(2).mean(-1) + eps)).type_as(x) * weight.
