@@ -223,8 +223,8 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   b.Linear("qkv_proj", T, h, (a_l + 2 * g_l) * d, dims.gemm_dtype, 1, 1,
            profiler_internal::LinearInput::kFusedNorm);
   // Eager Llama-family code (RoPE models: torchtitan, Hugging Face) runs wq, wk and wv as three
-  // linear layers and SDPA with the copies around it (AddEagerSdpaCopies). MPT's and GPT's
-  // code keeps one fused Wqkv and hands the kernel token-major tensors.
+  // linear layers and SDPA with the copies around it (AddEagerRepeatKv, AddEagerSdpaLayout).
+  // MPT's and GPT's code keeps one fused Wqkv and hands the kernel token-major tensors.
   const bool rope = model.position_embedding == PositionEmbedding::kRope;
   const bool eager_llama = dims.eager_elementwise && rope;
   const bool eager_rms = dims.eager_elementwise && model.norm != NormKind::kLayerNorm;
@@ -255,6 +255,9 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   double stored = e * D(dims.sp_tokens) * D(h) + e * D(T) * D((a_l + 2 * g_l) * d) + core +
                   e * D(T) * D(a_l * d);
   if (model.qk_norm) stored += e * D(T) * D((a_l + g_l) * d);
+  // An eager QK RMSNorm also keeps its fp32 input copy (EagerRmsNorm: 4 + e where the fused one
+  // keeps e).
+  if (model.qk_norm && eager_rms) stored += 4.0 * D(T) * D((a_l + g_l) * d);
   // Eager GQA: SDPA keeps the expanded K and V (repeat_kv), a·d per token each instead of g·d.
   if (eager_llama && a_l > g_l) stored += 2.0 * e * D(T) * D((a_l - g_l) * d);
   if (ctx.dropout) stored += D(dims.sp_tokens) * D(h);

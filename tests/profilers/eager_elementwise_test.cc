@@ -138,6 +138,28 @@ TEST(EagerElementwiseTest, GqaAttentionGlue) {
   }
 }
 
+// With QK-norm (Qwen3-style, on Llama-3.1-8B's shapes) the eager RMSNorm over Q and K runs its
+// decomposition (36 B per element forward over T·(a + g)·d = 1024·5120) and also keeps its fp32
+// input copy: 4 B per element more than the fused norm, on top of the expanded K and V.
+TEST(EagerElementwiseTest, QkNormRunsEagerlyAndKeepsItsFp32Copy) {
+  ModelSpec m = testing::Llama31_8B();
+  m.qk_norm = true;
+  Case c(m);
+  c.training.seq_len = 1024;
+  c.training.stack = TrainingStack::kTorchTitan;
+  Case compiled = c;
+  compiled.training.torch_compile = true;
+  absl::StatusOr<ModuleProfile> eager = ProfileAttention(c.Ctx());
+  absl::StatusOr<ModuleProfile> fused = ProfileAttention(compiled.Ctx());
+  ASSERT_THAT(eager, IsOk());
+  ASSERT_THAT(fused, IsOk());
+  const double t = 1024, q = 4096, k = 1024;
+  EXPECT_THAT(FindOp(eager->ops, "qk_norm", OpPhase::kForward)->bytes.value(),
+              IsNearRel(36 * t * (q + k), 1e-12));
+  EXPECT_THAT(eager->activation_bytes.value() - fused->activation_bytes.value(),
+              IsNearRel(t * 2 * 2 * (q - k) + 4 * t * (q + k), 1e-12));
+}
+
 // Without GQA (32 kv heads) there is no repeat_kv: K's gradient arrives through the transpose
 // too (28 bytes per element in rope's backward) and V's is copied by sdpa_layout (2·2 bytes).
 TEST(EagerElementwiseTest, MhaCopiesTheStridedGradients) {
