@@ -106,9 +106,10 @@ void AddScenarioFlags(cxxopts::Options& options) {
      cxxopts::value<std::string>(), "auto|megatron|pytorch|fused")
     ("stack",
      "Training stack whose choices the auto kernels take: auto (default: llm-foundry for "
-     "FSDP-only layouts, else megatron), megatron (TE attention, Megatron's loss), llm-foundry "
-     "(PyTorch SDPA, fused loss, Composer's 2 metric passes) or torchtitan (PyTorch SDPA, eager "
-     "fp32 loss)",
+     "FSDP-only layouts, else megatron), megatron (TE attention, Megatron's loss, Megatron-FSDP), "
+     "llm-foundry (PyTorch SDPA, fused loss, Composer's 2 metric passes, FSDP1, eager "
+     "elementwise unless --torch-compile) or torchtitan (PyTorch SDPA, eager fp32 loss, FSDP2, "
+     "eager elementwise unless --torch-compile)",
      cxxopts::value<std::string>(), "auto|megatron|llm-foundry|torchtitan")
     ("train-metric-passes",
      "Training metrics evaluated on the logits after every micro-batch's backward, one eager "
