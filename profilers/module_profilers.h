@@ -82,8 +82,11 @@ absl::StatusOr<ModuleProfile> ProfileEmbedding(const ProfileContext& ctx);
 // copy (Megatron keeps one and all-reduces its gradient with the first stage) and counts it.
 // The loss is the kernel ResolvedLossKernel picks (CrossEntropyBytesPerLogit). The
 // ResolvedTrainMetricPasses training metrics over the logits follow the backward as one
-// memory-bound op, "train_metrics" (TrainMetricBytesPerLogit).
-absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx);
+// memory-bound op, "train_metrics" (TrainMetricBytesPerLogit), on the main head only: an MTP
+// module's pass of the head (kMtp) has none, the metrics read the model's output.
+enum class OutputHead { kMain, kMtp };
+absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx,
+                                                 OutputHead head = OutputHead::kMain);
 
 // HBM bytes per logit of one cross-entropy kernel: its forward and backward passes, what it
 // keeps for backward and what is alive at its peak. kAuto reads as kMegatron (resolve it first:

@@ -51,7 +51,7 @@ TrainMetricTraffic TrainMetricBytesPerLogit() {
   return {.per_pass = eager.forward, .peak = 2.0 + 4.0 + 4.0};
 }
 
-absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
+absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx, OutputHead head) {
   using profiler_internal::D;
   PROJECTOR_ASSIGN_OR_RETURN(const profiler_internal::LayerDims dims,
                              profiler_internal::ResolveDims(ctx));
@@ -90,7 +90,8 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx) {
            MemoryOp{.bytes = Bytes(ce.forward * logits), .flops = Flops(5.0 * logits)},
            MemoryOp{.bytes = Bytes(ce.backward * logits), .flops = Flops(2.0 * logits)});
   b.Finish(ctx.recompute);
-  const int64_t metric_passes = ResolvedTrainMetricPasses(ctx.training, ctx.parallel);
+  const int64_t metric_passes =
+      head == OutputHead::kMain ? ResolvedTrainMetricPasses(ctx.training, ctx.parallel) : 0;
   const TrainMetricTraffic metric = TrainMetricBytesPerLogit();
   if (metric_passes > 0) {
     // After the backward, without grad: neither recomputed nor part of the loss's gradient, so

@@ -144,13 +144,13 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
     op_tables.push_back(MakeOpTable("embedding", 1, {emb}, {}));
     op_tables.push_back(MakeOpTable("output", 1, {outl}, {}));
   }
-  // An MTP module reuses the output head but not the training metrics, which read the main
-  // head's logits only (Composer's metrics take the model's output).
+  // An MTP module's pass of the output head runs without the training metrics
+  // (OutputHead::kMtp); it differs from the main head only when there are metric passes.
   std::optional<ComposedEndModule> mtp_c;
-  if (model.mtp_layers > 0 && outl.after_backward_bytes.value() > 0) {
-    ModuleProfile head = outl;
-    std::erase_if(head.ops, [](const Op& op) { return op.name == "train_metrics"; });
-    head.after_backward_bytes = Bytes(0);
+  if (model.mtp_layers > 0 && ResolvedTrainMetricPasses(tr, par) > 0) {
+    PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile head, ProfileOutputLayer(end_ctx, OutputHead::kMtp));
+    PROJECTOR_RETURN_IF_ERROR(TimeOps(backends, head.ops));
+    if (options.adjuster != nullptr) options.adjuster->AdjustModule("output", head);
     PROJECTOR_ASSIGN_OR_RETURN(
         mtp_c, ComposeEndModule(head, /*is_output=*/true, lctx, backends.collective));
   }

@@ -19,6 +19,18 @@ using ::projector::testing::IsNearRel;
 using ::projector::testing::IsOk;
 using Case = ::projector::testing::ProfilerCase;
 
+// A module profiled on the case as given (eager on a PyTorch-native stack) and with
+// torch.compile (fused kernels).
+struct EagerAndFused {
+  absl::StatusOr<ModuleProfile> eager, fused;
+};
+template <typename Profile>
+EagerAndFused ProfileBoth(const Case& c, Profile profile) {
+  Case compiled = c;
+  compiled.training.torch_compile = true;
+  return {profile(c.Ctx()), profile(compiled.Ctx())};
+}
+
 // RMSNorm per element, bf16 (e = 2) and fp32 intermediates (4):
 //   forward  to fp32 2+4, pow 4+4, mean 4, mul 4+4, to bf16 4+2, mul by weight 2+2 = 36
 //            (4e + 28) over 8 kernels (with add-eps and rsqrt on the row statistics);
@@ -102,10 +114,7 @@ TEST(EagerElementwiseTest, GqaAttentionGlue) {
   Case c(testing::Llama31_8B());
   c.training.seq_len = 1024;
   c.training.stack = TrainingStack::kTorchTitan;
-  absl::StatusOr<ModuleProfile> eager = ProfileAttention(c.Ctx());
-  Case compiled = c;
-  compiled.training.torch_compile = true;
-  absl::StatusOr<ModuleProfile> fused = ProfileAttention(compiled.Ctx());
+  auto [eager, fused] = ProfileBoth(c, [](const ProfileContext& x) { return ProfileAttention(x); });
   ASSERT_THAT(eager, IsOk());
   ASSERT_THAT(fused, IsOk());
   const double t = 1024, q = 4096, k = 1024;
@@ -147,10 +156,7 @@ TEST(EagerElementwiseTest, QkNormRunsEagerlyAndKeepsItsFp32Copy) {
   Case c(m);
   c.training.seq_len = 1024;
   c.training.stack = TrainingStack::kTorchTitan;
-  Case compiled = c;
-  compiled.training.torch_compile = true;
-  absl::StatusOr<ModuleProfile> eager = ProfileAttention(c.Ctx());
-  absl::StatusOr<ModuleProfile> fused = ProfileAttention(compiled.Ctx());
+  auto [eager, fused] = ProfileBoth(c, [](const ProfileContext& x) { return ProfileAttention(x); });
   ASSERT_THAT(eager, IsOk());
   ASSERT_THAT(fused, IsOk());
   const double t = 1024, q = 4096, k = 1024;
@@ -186,10 +192,7 @@ TEST(EagerElementwiseTest, SwiGluMlp) {
   Case c(testing::Llama31_8B());
   c.training.seq_len = 1024;
   c.training.stack = TrainingStack::kLlmFoundry;
-  absl::StatusOr<ModuleProfile> eager = ProfileDenseMlp(c.Ctx());
-  Case compiled = c;
-  compiled.training.torch_compile = true;
-  absl::StatusOr<ModuleProfile> fused = ProfileDenseMlp(compiled.Ctx());
+  auto [eager, fused] = ProfileBoth(c, [](const ProfileContext& x) { return ProfileDenseMlp(x); });
   ASSERT_THAT(eager, IsOk());
   ASSERT_THAT(fused, IsOk());
   const double n = 1024.0 * 14336;
@@ -213,10 +216,7 @@ TEST(EagerElementwiseTest, GroupedExpertsRunOneEagerSwiGlu) {
   Case c(testing::Mixtral8x7B());
   c.training.seq_len = 1024;
   c.training.stack = TrainingStack::kTorchTitan;
-  Case compiled = c;
-  compiled.training.torch_compile = true;
-  absl::StatusOr<ModuleProfile> eager = ProfileMoeMlp(c.Ctx());
-  absl::StatusOr<ModuleProfile> fused = ProfileMoeMlp(compiled.Ctx());
+  auto [eager, fused] = ProfileBoth(c, [](const ProfileContext& x) { return ProfileMoeMlp(x); });
   ASSERT_THAT(eager, IsOk());
   ASSERT_THAT(fused, IsOk());
   const Op* f = FindOp(eager->ops, "expert_act", OpPhase::kForward);
@@ -242,13 +242,10 @@ TEST(EagerElementwiseTest, MptStyleLayersHaveNothingToDecompose) {
   Case c(m);
   c.training.seq_len = 2048;
   c.training.stack = TrainingStack::kLlmFoundry;
-  Case compiled = c;
-  compiled.training.torch_compile = true;
   for (auto profile : {+[](const ProfileContext& x) { return ProfileAttention(x); },
                        +[](const ProfileContext& x) { return ProfileNorms(x); },
                        +[](const ProfileContext& x) { return ProfileDenseMlp(x); }}) {
-    absl::StatusOr<ModuleProfile> a = profile(c.Ctx());
-    absl::StatusOr<ModuleProfile> b = profile(compiled.Ctx());
+    auto [a, b] = ProfileBoth(c, profile);
     ASSERT_THAT(a, IsOk());
     ASSERT_THAT(b, IsOk());
     ASSERT_EQ(a->ops.size(), b->ops.size());
