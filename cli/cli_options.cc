@@ -120,6 +120,14 @@ void AddScenarioFlags(cxxopts::Options& options) {
      "the elementwise chains (RMSNorm, RoPE, SwiGLU) into single kernels, as Megatron's fused "
      "kernels; default false: eager PyTorch, one kernel per op",
      cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("hidden-dropout", "Dropout probability after the embedding and on each residual branch: "
+     "auto (default: 0.1, Megatron-LM's default, for a GELU/LayerNorm GPT model on the megatron "
+     "stack; else 0) or a number in [0, 1); > 0 adds the mask kernels and their 1-byte masks",
+     cxxopts::value<std::string>(), "auto|P")
+    ("attention-dropout", "Dropout probability on the attention probabilities: auto (default: "
+     "as --hidden-dropout) or a number in [0, 1); > 0 adds the dropout kernel and its masks to "
+     "the unfused attention (flash kernels draw it inside, not timed)",
+     cxxopts::value<std::string>(), "auto|P")
     ("tp-comm-overlap", "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap, "
      "TE userbuffers; default false)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
     ("grad-reduce-dtype", "Gradient reduction and main-grad buffer dtype: fp32 (default, "
@@ -469,6 +477,20 @@ absl::StatusOr<std::optional<int64_t>> TrainMetricPassesFlag(const cxxopts::Pars
                                    v, kMaxTrainMetricPasses));
 }
 
+// --hidden-dropout / --attention-dropout when given: kAutoDropout for "auto" or the
+// probability, nullopt when absent.
+absl::StatusOr<std::optional<double>> DropoutFlag(const cxxopts::ParseResult& flags,
+                                                  const char* name) {
+  if (!Given(flags, name)) return std::nullopt;
+  const std::string v = flags[name].as<std::string>();
+  if (v == "auto") return kAutoDropout;
+  double p = 0;
+  if (StrictAtod(v, &p) && p >= 0 && p < 1) return p;
+  return FlagError(name, absl::StrFormat("'%s' is not a dropout probability; accepted: auto or "
+                                         "a number in [0, 1)",
+                                         v));
+}
+
 absl::StatusOr<StackFlags> ReadStackFlags(const cxxopts::ParseResult& flags) {
   StackFlags out;
   PROJECTOR_ASSIGN_OR_RETURN(out.stack, StackFlag(flags));
@@ -481,6 +503,8 @@ absl::StatusOr<StackFlags> ReadStackFlags(const cxxopts::ParseResult& flags) {
       return FlagError("torch-compile", "expected true or false");
     }
   }
+  PROJECTOR_ASSIGN_OR_RETURN(out.hidden_dropout, DropoutFlag(flags, "hidden-dropout"));
+  PROJECTOR_ASSIGN_OR_RETURN(out.attention_dropout, DropoutFlag(flags, "attention-dropout"));
   return out;
 }
 
@@ -489,6 +513,8 @@ void StackFlags::ApplyTo(TrainingConfig& training) const {
   if (loss_kernel) training.loss_kernel = *loss_kernel;
   if (train_metric_passes) training.train_metric_passes = *train_metric_passes;
   if (torch_compile) training.torch_compile = *torch_compile;
+  if (hidden_dropout) training.hidden_dropout = *hidden_dropout;
+  if (attention_dropout) training.attention_dropout = *attention_dropout;
 }
 
 absl::Status ReadMoeRoutingFlags(const cxxopts::ParseResult& flags, TrainingConfig& training) {

@@ -404,6 +404,11 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     ("torch-compile", "What-if for every case on a PyTorch-native stack: torch.compile's fused "
      "elementwise kernels (default false: eager)",
      cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("hidden-dropout", "What-if for every case: auto (default: 0.1 for GELU/LayerNorm GPT "
+     "models on the megatron stack, Megatron-LM's default; else 0) or a probability",
+     cxxopts::value<std::string>(), "auto|P")
+    ("attention-dropout", "What-if for every case: auto (default: as --hidden-dropout) or a "
+     "probability", cxxopts::value<std::string>(), "auto|P")
     ("gpu", "Only the cases on this GPU", cxxopts::value<std::string>(), "NAME")
     ("hw-overlay", "Hardware overlays from `project calibrate` (comma-separated), each applied to "
      "the cases on the GPU it was fitted for", cxxopts::value<std::vector<std::string>>(),
@@ -460,6 +465,8 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
   validation.loss_kernel = stack.loss_kernel;
   validation.train_metric_passes = stack.train_metric_passes;
   validation.torch_compile = stack.torch_compile;
+  validation.hidden_dropout = stack.hidden_dropout;
+  validation.attention_dropout = stack.attention_dropout;
   if (flags.count("gpu")) {
     validation.gpu = flags["gpu"].as<std::string>();
     if (absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(validation.gpu); !hw.ok()) {

@@ -183,6 +183,8 @@ absl::Status RunStackCalibration(const cxxopts::ParseResult& flags, bool as_json
   options.loss_kernel = stack.loss_kernel;
   options.train_metric_passes = stack.train_metric_passes;
   options.torch_compile = stack.torch_compile;
+  options.hidden_dropout = stack.hidden_dropout;
+  options.attention_dropout = stack.attention_dropout;
   PROJECTOR_ASSIGN_OR_RETURN(
       StackCalibrationResult result,
       CalibrateFromCases(flags["cases"].as<std::string>(), gpu, std::move(options)));
@@ -231,6 +233,10 @@ absl::Status RunCalibrateCommand(int argc, char** argv, std::ostream& out, std::
      "(default auto: the stack's)", cxxopts::value<std::string>(), "auto|N")
     ("torch-compile", "With --cases: the runs used torch.compile (PyTorch-native stacks; default "
      "false: eager)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("hidden-dropout", "With --cases: the runs' hidden dropout (default auto: the stack's for "
+     "the model)", cxxopts::value<std::string>(), "auto|P")
+    ("attention-dropout", "With --cases: the runs' attention dropout (default auto)",
+     cxxopts::value<std::string>(), "auto|P")
     ("overlay-out", "Overlay file to write",
      cxxopts::value<std::string>()->default_value("hw-overlay.json"), "FILE")
     ("gemm-backend", "GEMM backend", cxxopts::value<std::string>()->default_value(defaults.gemm), "NAME")

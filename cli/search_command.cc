@@ -290,6 +290,11 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
      cxxopts::value<std::string>(), "auto|N")
     ("torch-compile", "PyTorch-native stacks: torch.compile's fused elementwise kernels "
      "(default false: eager PyTorch)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("hidden-dropout", "Dropout after the embedding and on each residual branch: auto (default: "
+     "0.1 for GELU/LayerNorm GPT models on the megatron stack, Megatron-LM's default; else 0) or "
+     "a probability in [0, 1)", cxxopts::value<std::string>(), "auto|P")
+    ("attention-dropout", "Dropout on the attention probabilities: auto (default: as "
+     "--hidden-dropout) or a probability in [0, 1)", cxxopts::value<std::string>(), "auto|P")
     ("moe-capacity-factor", "MoE: expert capacity as a multiple of the balanced share (default "
      "0 = dropless)", cxxopts::value<std::string>(), "X")
     ("moe-pad-to-capacity", "MoE: pad every expert's input to the capacity",

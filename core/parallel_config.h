@@ -110,6 +110,9 @@ inline constexpr std::string_view kTrainingStackNames[] = {"auto", "megatron", "
 inline constexpr int64_t kAutoTrainMetricPasses = -1;
 inline constexpr int64_t kMaxTrainMetricPasses = 16;
 
+// training.hidden_dropout / attention_dropout when "auto" (profilers' ResolvedDropout).
+inline constexpr double kAutoDropout = -1;
+
 // Training-run settings.
 struct TrainingConfig {
   int64_t seq_len = 4096;
@@ -135,6 +138,13 @@ struct TrainingConfig {
   // profilers model for Megatron's fused kernels too. false: they run eagerly, one kernel per
   // PyTorch op. No effect on the megatron stack (Transformer Engine and Megatron's own fusions).
   bool torch_compile = false;
+  // Dropout probabilities, in [0, 1), or kAutoDropout (the stack's choice for the model:
+  // ResolvedDropout in profilers/module_profilers.h). hidden_dropout: after the embedding and on
+  // each residual branch (Megatron's embedding dropout and bias-dropout-add, MPT's emb_pdrop and
+  // resid_pdrop); attention_dropout: on the attention probabilities. Only whether one is > 0
+  // changes the cost: the masks are written, stored and read back whatever the probability.
+  double hidden_dropout = kAutoDropout;
+  double attention_dropout = kAutoDropout;
   bool overlap_grad_reduce = true;   // DP gradient sync overlapped with backward (Megatron)
   bool overlap_param_gather = true;  // distributed optimizer all-gather overlapped with forward
   // Megatron --tp-comm-overlap (Transformer Engine userbuffers): TP AllGather/ReduceScatter

@@ -119,7 +119,7 @@ AttentionTraffic FlashTraffic(const AttentionShape& s, double e) {
 //   (dgrad) and dKᵀ = Qᵀ·dS (the "wgrad" slot), context gives dP = dO·Vᵀ and dV = Pᵀ·dO.
 //   All of them run in the activation dtype (the core is never FP8).
 void AddAttentionCore(ModuleOpBuilder& b, const ProfileContext& ctx, const AttentionShape& s,
-                      double e) {
+                      double e, bool attention_dropout) {
   if (ctx.training.attention_kernel == AttentionKernel::kFlash) {
     const AttentionTraffic traffic = FlashTraffic(s, e);
     b.Attention("attention_core", s, traffic.forward, traffic.backward);
@@ -142,7 +142,7 @@ void AddAttentionCore(ModuleOpBuilder& b, const ProfileContext& ctx, const Atten
   // ~5 FLOPs per score (scale, mask, max, exp, divide); backward 3 (P·(dP − Σ P·dP)).
   b.Memory("softmax", MemoryOp{.bytes = Bytes(2.0 * e * scores), .flops = Flops(5.0 * scores)},
            MemoryOp{.bytes = Bytes(3.0 * e * scores), .flops = Flops(3.0 * scores)});
-  if (ctx.dropout) {
+  if (attention_dropout) {
     b.Memory("attention_dropout",
              MemoryOp{.bytes = Bytes((2.0 * e + 1.0) * scores), .flops = Flops(2.0 * scores)},
              MemoryOp{.bytes = Bytes((2.0 * e + 1.0) * scores), .flops = Flops(scores)});
@@ -157,10 +157,11 @@ void AddAttentionCore(ModuleOpBuilder& b, const ProfileContext& ctx, const Atten
 // output 2as²b = 5as²b (per TP rank /t). Without dropout only the softmax output (2as²b) is
 // kept. Flash attention keeps no score matrix, only the fp32 softmax statistics (4 bytes per
 // query row and head); its output O is counted as the output projection's input.
-double CoreActivationBytes(const ProfileContext& ctx, const AttentionShape& s, double e) {
+double CoreActivationBytes(const ProfileContext& ctx, const AttentionShape& s, double e,
+                           bool attention_dropout) {
   double rows = D(s.batch) * D(s.num_q_heads) * D(s.seq_q);
   if (ctx.training.attention_kernel == AttentionKernel::kFlash) return 4.0 * rows;
-  double per_score = ctx.dropout ? 2.0 * e + 1.0 : e;
+  double per_score = attention_dropout ? 2.0 * e + 1.0 : e;
   return per_score * rows * D(s.seq_kv);
 }
 
@@ -235,7 +236,7 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   if (rope) AddRope(b, T, a_l * d, g_l * d, e, dims.eager_elementwise, a_l > g_l);
   const AttentionShape shape = KernelShape(dims, a_l, g_l, d, d);
   if (eager_llama) AddEagerRepeatKv(b, T, a_l, g_l, d, e);
-  AddAttentionCore(b, ctx, shape, e);
+  AddAttentionCore(b, ctx, shape, e, dims.attention_dropout);
   if (eager_llama) AddEagerSdpaLayout(b, T, a_l, g_l, d, e);
   b.Linear("out_proj", T, a_l * d, h, dims.gemm_dtype);
   b.Finish(ctx.recompute);
@@ -251,7 +252,7 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   // output; kept sharded under SP), Q and K 4sbh and V 2sbh (now e·T·(a + 2g)·d/t), the core
   // (CoreActivationBytes), the output projection's input 2sbh/t and its 1-byte dropout mask
   // sbh. QK-norm keeps its inputs (Q and K before the norm) as well.
-  const double core = CoreActivationBytes(ctx, shape, e);
+  const double core = CoreActivationBytes(ctx, shape, e, dims.attention_dropout);
   double stored = e * D(dims.sp_tokens) * D(h) + e * D(T) * D((a_l + 2 * g_l) * d) + core +
                   e * D(T) * D(a_l * d);
   if (model.qk_norm) stored += e * D(T) * D((a_l + g_l) * d);
@@ -260,7 +261,7 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   if (model.qk_norm && eager_rms) stored += 4.0 * D(T) * D((a_l + g_l) * d);
   // Eager GQA: SDPA keeps the expanded K and V (repeat_kv), a·d per token each instead of g·d.
   if (eager_llama && a_l > g_l) stored += 2.0 * e * D(T) * D((a_l - g_l) * d);
-  if (ctx.dropout) stored += D(dims.sp_tokens) * D(h);
+  if (dims.hidden_dropout) stored += D(dims.sp_tokens) * D(h);
   profile.activation_bytes = Bytes(stored);
   profile.activation_bytes_selective = Bytes(stored - core);
   return profile;
@@ -329,7 +330,7 @@ absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerD
   AddRope(b, T, a_l * rope, rope, e, dims.eager_elementwise, true);
   // After kv_up every head has its own K and V: kv heads = q heads.
   const AttentionShape shape = KernelShape(dims, a_l, a_l, nope + rope, v);
-  AddAttentionCore(b, ctx, shape, e);
+  AddAttentionCore(b, ctx, shape, e, dims.attention_dropout);
   b.Linear("o_proj", T, a_l * v, h, dt);
   b.Finish(ctx.recompute);
   params += D(h) * D(kl + rope) + norm_w * D(kl) + D(kl) * D(a_l * (nope + v)) + D(a_l * v) * D(h);
@@ -342,11 +343,11 @@ absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerD
   // Korthikanti's terms for MLA's graph: the shared norm output (SP-sharded), the inputs of
   // q_norm and q_up and of kv_norm and kv_up (SP-sharded), Q, K (nope+rope per head) and V for
   // the core, the core itself, o_proj's input and the dropout mask.
-  const double core = CoreActivationBytes(ctx, shape, e);
+  const double core = CoreActivationBytes(ctx, shape, e, dims.attention_dropout);
   double stored = e * D(Ts) * D(h) + (ql > 0 ? 2.0 * e * D(Ts) * D(ql) : 0.0) +
                   2.0 * e * D(Ts) * D(kl) + e * D(T) * D(a_l * (2 * (nope + rope) + v)) + core +
                   e * D(T) * D(a_l * v);
-  if (ctx.dropout) stored += D(Ts) * D(h);
+  if (dims.hidden_dropout) stored += D(Ts) * D(h);
   profile.activation_bytes = Bytes(stored);
   profile.activation_bytes_selective = Bytes(stored - core);
   return profile;

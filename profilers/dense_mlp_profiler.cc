@@ -48,7 +48,7 @@ absl::StatusOr<ModuleProfile> ProfileDenseMlp(const ProfileContext& ctx) {
   double stored = dims.act_bytes * D(dims.sp_tokens) * D(h) +
                   profiler_internal::MlpInnerActivationBytes(T, f_l, gated, dims.act_bytes,
                                                              dims.eager_elementwise);
-  if (ctx.dropout) stored += D(dims.sp_tokens) * D(h);
+  if (dims.hidden_dropout) stored += D(dims.sp_tokens) * D(h);
   profile.activation_bytes = Bytes(stored);
   profile.activation_bytes_selective = profile.activation_bytes;
   return profile;

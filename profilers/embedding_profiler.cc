@@ -44,10 +44,19 @@ absl::StatusOr<ModuleProfile> ProfileEmbedding(const ProfileContext& ctx) {
                                             2.0 * e * T * h / D(dims.tp)),
                              .flops = Flops(T * h / D(dims.tp) + D(v_l) * h)};
   b.Memory("embedding_lookup", lookup, scatter_add, OpPhase::kBackwardWgrad);
+  // Hidden dropout on the embeddings (Megatron's embedding_dropout, after the scatter to the
+  // sequence-parallel region, so over T/t tokens under SP; MPT's emb_pdrop): torch's dropout,
+  // forward read e, write e and the 1-byte mask; backward read dy and the mask, write dx.
+  const double sp_elements = D(dims.sp_tokens) * h;
+  if (dims.hidden_dropout) {
+    const MemoryOp dropout{.bytes = Bytes((2.0 * e + 1.0) * sp_elements),
+                           .flops = Flops(2.0 * sp_elements)};
+    b.Memory("embedding_dropout", dropout, dropout);
+  }
   b.Finish(ctx.recompute);
   profile.dense_parameters = D(v_l) * h;
-  // Only the token ids are kept for backward.
-  profile.activation_bytes = Bytes(8.0 * T);
+  // Only the token ids are kept for backward, and the dropout mask.
+  profile.activation_bytes = Bytes(8.0 * T + (dims.hidden_dropout ? sp_elements : 0.0));
   profile.activation_bytes_selective = profile.activation_bytes;
   return profile;
 }

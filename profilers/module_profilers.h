@@ -25,11 +25,27 @@ struct ProfileContext {
   // Recompute applied to this layer: kFull adds a kRecompute copy of every forward op,
   // kSelective a copy of the attention core (Megatron's selective recompute), kNone nothing.
   Recompute recompute = Recompute::kNone;
-  // Dropout (GPT-3-era recipes; Llama-style recipes train without it): Korthikanti's 1-byte
-  // masks in the activations and, with the unfused attention kernel, the attention-probability
-  // dropout kernel. Whether attention is fused is training.attention_kernel.
-  bool dropout = false;
 };
+
+// The dropout a run trains with (training.hidden_dropout / attention_dropout), each
+// kAutoDropout resolved from the stack and the model. Megatron-LM defaults both to
+// kMegatronDefaultDropout (arguments.py --hidden-dropout / --attention-dropout, megatron-core
+// TransformerConfig hidden_dropout / attention_dropout), which its GPT recipes keep
+// (examples/gpt3/train_gpt3_175b_distributed.sh and the SC21-era pretrain_gpt scripts set
+// neither): auto is 0.1 for a GPT-style model (IsGptStyle) on the megatron stack. Its
+// Llama-style recipes (examples/llama, NeMo's Llama, Mixtral and DeepSeek configs) set both
+// to 0, llm-foundry's MPT trains without dropout (MPTConfig attn_pdrop, resid_pdrop and
+// emb_pdrop 0.0) and so do torchtitan's models: auto is 0 there. Recalled from those
+// repositories, not in the stored sources.
+inline constexpr double kMegatronDefaultDropout = 0.1;
+struct DropoutRates {
+  double hidden = 0;
+  double attention = 0;
+};
+// GPT-2/3 style: plain GELU MLP and LayerNorm (Megatron GPT, MPT), not Llama's SwiGLU/RMSNorm.
+bool IsGptStyle(const ModelSpec& model);
+DropoutRates ResolvedDropout(const ModelSpec& model, const ParallelConfig& parallel,
+                             const TrainingConfig& training);
 
 struct ModuleProfile {
   std::string_view module;  // "attention", "mlp", "moe", "norms", "embedding", "output"

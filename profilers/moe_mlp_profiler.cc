@@ -149,7 +149,7 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
     stored += profiler_internal::MlpInnerActivationBytes(dims.tokens, shared_f_l, gated, e,
                                                          dims.eager_elementwise);
   }
-  if (ctx.dropout) stored += D(t_l) * D(h);
+  if (dims.hidden_dropout) stored += D(t_l) * D(h);
   profile.activation_bytes = Bytes(stored);
   profile.activation_bytes_selective = profile.activation_bytes;
   return profile;

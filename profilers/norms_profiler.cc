@@ -43,16 +43,31 @@ absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx, bool moe_l
   }
   // Residual add: reads two streams and writes one. In backward the gradient of the residual
   // branch point is the sum of two incoming gradients: the same traffic.
-  const MemoryOp residual{.bytes = Bytes(3.0 * e * n), .flops = Flops(n)};
+  MemoryOp residual{.bytes = Bytes(3.0 * e * n), .flops = Flops(n)};
+  MemoryOp residual_bwd = residual;
+  // Hidden dropout on the branch before the add. Megatron fuses it into the add
+  // (bias_dropout_add_fused_train, a TorchScript/nvFuser kernel): the forward also writes the
+  // 1-byte keep mask, 3e + 1 per element; an eager stack runs torch's dropout as a kernel of
+  // its own (read e, write e and the mask) before the add. Backward, either way, scales the
+  // branch gradient by the mask: read dy and the mask, write dx, 2e + 1, besides the sum above.
+  // The mask is stored with the module that owns the branch (attention, MLP).
+  if (dims.hidden_dropout) {
+    residual.bytes += Bytes((dims.eager_elementwise ? 2.0 * e + 1.0 : 1.0) * n);
+    residual.flops += Flops(2.0 * n);  // draw and compare, scale
+    residual.launches += dims.eager_elementwise ? 1 : 0;
+    residual_bwd.bytes += Bytes((2.0 * e + 1.0) * n);
+    residual_bwd.flops += Flops(n);
+    residual_bwd.launches += 1;
+  }
 
   ModuleProfile profile;
   profile.module = "norms";
   profile.tokens = dims.sp_tokens;
   profiler_internal::ModuleOpBuilder b("norms", profile.ops, 12, dims);
   b.Memory("input_norm", input_norm_fwd, norm_bwd);
-  b.Memory("attention_residual_add", residual, residual);
+  b.Memory("attention_residual_add", residual, residual_bwd);
   b.Memory("pre_mlp_norm", pre_mlp_norm_fwd, norm_bwd);
-  b.Memory("mlp_residual_add", residual, residual);
+  b.Memory("mlp_residual_add", residual, residual_bwd);
   b.Finish(ctx.recompute);
   profile.dense_parameters =
       2.0 * profiler_internal::NormParamsPerElement(model) * D(model.hidden_size);

@@ -133,6 +133,9 @@ absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
   dims.weight_cast_cached = !parallel.fsdp;
   dims.weight_casts_per_micro_batch = dims.weight_cast_cached ? 1.0 / micro_batches : 1.0;
   dims.eager_elementwise = RunsEagerElementwise(training, parallel);
+  const DropoutRates dropout = ResolvedDropout(ctx.model, parallel, training);
+  dims.hidden_dropout = dropout.hidden > 0;
+  dims.attention_dropout = dropout.attention > 0;
   return dims;
 }
 

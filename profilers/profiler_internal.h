@@ -43,6 +43,10 @@ struct LayerDims {
   // without torch.compile): RMSNorm, RoPE and SwiGLU as the kernels of EagerRmsNorm,
   // EagerRope and EagerSwiGlu instead of one fused kernel each.
   bool eager_elementwise = false;
+  // Dropout after the embedding and on the residual branches, and on the attention
+  // probabilities (ResolvedDropout > 0): 1-byte masks written, kept for backward and read back.
+  bool hidden_dropout = false;
+  bool attention_dropout = false;
 };
 
 // The kernels of one eager PyTorch elementwise block, per element: bytes moved (reads +

@@ -4,9 +4,9 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
-#include <tuple>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "core/json_reader.h"
 #include "core/status_macros.h"
+#include "profilers/module_profilers.h"
 
 namespace projector {
 namespace {
@@ -114,6 +115,22 @@ absl::StatusOr<int64_t> ReadTrainMetricPasses(JsonObject& t) {
       kKey, absl::StrFormat("must be \"auto\" or an integer from 0 to %d", kMaxTrainMetricPasses));
 }
 
+// training.hidden_dropout / attention_dropout: "auto" (absent or null) or a probability in
+// [0, 1).
+absl::StatusOr<double> ReadDropout(JsonObject& t, std::string_view key) {
+  if (!t.Has(key)) {
+    t.Accept(key);
+    return kAutoDropout;
+  }
+  if (t.json().at(std::string(key)).is_string()) {
+    PROJECTOR_ASSIGN_OR_RETURN(std::string v, t.String(key));
+    if (v == "auto") return kAutoDropout;
+  } else if (absl::StatusOr<double> p = t.Number(key); p.ok() && *p >= 0 && *p < 1) {
+    return *p;
+  }
+  return t.FieldError(key, "must be \"auto\" or a probability in [0, 1)");
+}
+
 // The training fields that say how a run executes rather than what it trains: the stack and its
 // kernels, the communication switches and the MoE routing what-ifs. Shared by a scenario's
 // training object and a calibration case's optional one. Leaves the unknown-key check to the
@@ -129,6 +146,8 @@ absl::Status ParseTrainingSwitches(JsonObject& t, TrainingConfig& out) {
   out.loss_kernel = *ParseLossKernel(loss);
   PROJECTOR_ASSIGN_OR_RETURN(out.train_metric_passes, ReadTrainMetricPasses(t));
   PROJECTOR_ASSIGN_OR_RETURN(out.torch_compile, t.BoolOr("torch_compile", false));
+  PROJECTOR_ASSIGN_OR_RETURN(out.hidden_dropout, ReadDropout(t, "hidden_dropout"));
+  PROJECTOR_ASSIGN_OR_RETURN(out.attention_dropout, ReadDropout(t, "attention_dropout"));
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_grad_reduce, t.BoolOr("overlap_grad_reduce", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_param_gather, t.BoolOr("overlap_param_gather", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.tp_comm_overlap, t.BoolOr("tp_comm_overlap", false));
@@ -171,6 +190,8 @@ constexpr std::string_view kKernelNotePrefix = "attention_kernel=";
 constexpr std::string_view kLossNotePrefix = "loss_kernel=";
 constexpr std::string_view kMetricNotePrefix = "train_metric_passes=";
 constexpr std::string_view kStackNotePrefix = "stack=";
+constexpr std::string_view kHiddenDropoutNotePrefix = "hidden_dropout=";
+constexpr std::string_view kAttentionDropoutNotePrefix = "attention_dropout=";
 
 // "the llm-foundry stack" for the notes.
 std::string StackPhrase(const Scenario& s) {
@@ -317,6 +338,7 @@ std::string LayoutSummary(const ParallelConfig& p) {
 nlohmann::json ScenarioToJson(const Scenario& s) {
   const ParallelConfig& p = s.parallel;
   const TrainingConfig& t = s.training;
+  const DropoutRates dropout = ResolvedDropout(s.model, s.parallel, t);
   json j;
   j["name"] = s.name;
   j["model"] = s.model.name;
@@ -350,6 +372,8 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"loss_kernel", std::string(LossKernelName(ResolvedLossKernel(t, p)))},
                    {"train_metric_passes", ResolvedTrainMetricPasses(t, p)},
                    {"torch_compile", t.torch_compile},
+                   {"hidden_dropout", dropout.hidden},
+                   {"attention_dropout", dropout.attention},
                    {"overlap_grad_reduce", t.overlap_grad_reduce},
                    {"overlap_param_gather", t.overlap_param_gather},
                    {"tp_comm_overlap", t.tp_comm_overlap},
@@ -379,6 +403,13 @@ std::string TrainMetricsPhrase(const TrainingConfig& training, const ParallelCon
   return absl::StrFormat(", %d train-metric pass%s%s", n, n == 1 ? "" : "es", elementwise);
 }
 
+std::string DropoutPhrase(const Scenario& s) {
+  const DropoutRates d = ResolvedDropout(s.model, s.parallel, s.training);
+  if (d.hidden <= 0 && d.attention <= 0) return "";
+  if (d.hidden == d.attention) return absl::StrFormat(", dropout %g", d.hidden);
+  return absl::StrFormat(", dropout hidden %g, attention %g", d.hidden, d.attention);
+}
+
 std::string DescribeScenario(const Scenario& s) {
   const TrainingConfig& t = s.training;
   std::string out = absl::StrFormat(
@@ -394,8 +425,9 @@ std::string DescribeScenario(const Scenario& s) {
       LayoutSummary(s.parallel), t.seq_len, t.micro_batch, t.global_batch,
       RecomputeName(t.recompute), DTypeName(t.precision),
       TrainingStackName(ResolvedStack(t, s.parallel)), AttentionKernelOf(s),
-      LossKernelName(ResolvedLossKernel(t, s.parallel)), TrainMetricsPhrase(t, s.parallel),
-      s.backends.gemm, s.backends.attention, s.backends.memory, s.backends.collective);
+      LossKernelName(ResolvedLossKernel(t, s.parallel)),
+      TrainMetricsPhrase(t, s.parallel) + DropoutPhrase(s), s.backends.gemm, s.backends.attention,
+      s.backends.memory, s.backends.collective);
   for (const std::string& d : s.defaults_used) absl::StrAppend(&out, "  default    ", d, "\n");
   return out;
 }
@@ -462,6 +494,29 @@ std::string AutoMetricNote(const Scenario& s) {
                                  kMetricNotePrefix, StackPhrase(s));
 }
 
+// The defaults_used entry of an "auto" hidden_dropout or attention_dropout (or both).
+std::string AutoDropoutNote(const Scenario& s) {
+  const TrainingConfig& t = s.training;
+  const DropoutRates d = ResolvedDropout(s.model, s.parallel, t);
+  std::vector<std::string> fields;
+  if (t.hidden_dropout == kAutoDropout) {
+    fields.push_back(absl::StrFormat("%s%g", kHiddenDropoutNotePrefix, d.hidden));
+  }
+  if (t.attention_dropout == kAutoDropout) {
+    fields.push_back(absl::StrFormat("%s%g", kAttentionDropoutNotePrefix, d.attention));
+  }
+  std::string why;
+  if (ResolvedStack(t, s.parallel) != TrainingStack::kMegatron) {
+    why = absl::StrCat(StackPhrase(s), " trains without dropout");
+  } else if (IsGptStyle(s.model)) {
+    why = "Megatron-LM's default, which its recipes for GELU/LayerNorm GPT models keep";
+  } else {
+    why = "the Megatron/NeMo recipes of Llama-style models set no dropout";
+  }
+  return absl::StrFormat("%s (auto: %s; --hidden-dropout, --attention-dropout to set)",
+                         absl::StrJoin(fields, ", "), why);
+}
+
 // The attention half of ResolveKernels.
 absl::Status ResolveAttention(Scenario& s, const std::string& origin) {
   if (s.training.attention_kernel == AttentionKernel::kUnfused) {
@@ -494,13 +549,17 @@ absl::Status ResolveAttention(Scenario& s, const std::string& origin) {
 absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
   std::erase_if(s.defaults_used, [](const std::string& d) {
     return d.starts_with(kKernelNotePrefix) || d.starts_with(kLossNotePrefix) ||
-           d.starts_with(kMetricNotePrefix) || d.starts_with(kStackNotePrefix);
+           d.starts_with(kMetricNotePrefix) || d.starts_with(kStackNotePrefix) ||
+           d.starts_with(kHiddenDropoutNotePrefix) || d.starts_with(kAttentionDropoutNotePrefix);
   });
   if (s.training.stack == TrainingStack::kAuto) s.defaults_used.push_back(AutoStackNote(s));
   PROJECTOR_RETURN_IF_ERROR(ResolveAttention(s, origin));
   if (s.training.loss_kernel == LossKernel::kAuto) s.defaults_used.push_back(AutoLossNote(s));
   if (s.training.train_metric_passes == kAutoTrainMetricPasses) {
     s.defaults_used.push_back(AutoMetricNote(s));
+  }
+  if (s.training.hidden_dropout == kAutoDropout || s.training.attention_dropout == kAutoDropout) {
+    s.defaults_used.push_back(AutoDropoutNote(s));
   }
   return absl::OkStatus();
 }

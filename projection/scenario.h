@@ -126,6 +126,9 @@ std::string DescribeScenario(const Scenario& scenario);
 // pass"; nothing when none), then on a PyTorch-native stack how its elementwise work runs:
 // ", eager elementwise" or ", torch.compile".
 std::string TrainMetricsPhrase(const TrainingConfig& training, const ParallelConfig& parallel);
+// ", dropout P" (hidden and attention alike), ", dropout hidden P, attention Q", or "" without
+// dropout (ResolvedDropout), for the training line.
+std::string DropoutPhrase(const Scenario& s);
 
 // The attention kernel the scenario runs (attention_kernel_used), or the training.attention_kernel
 // request when the scenario was not resolved.

@@ -689,6 +689,14 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   }
   if (base.training.tp_comm_overlap) absl::StrAppend(&cmd, " --tp-comm-overlap");
   if (base.training.torch_compile) absl::StrAppend(&cmd, " --torch-compile");
+  if (base.training.hidden_dropout != kAutoDropout) {
+    absl::StrAppend(&cmd, " --hidden-dropout ",
+                    absl::StrFormat("%g", base.training.hidden_dropout));
+  }
+  if (base.training.attention_dropout != kAutoDropout) {
+    absl::StrAppend(&cmd, " --attention-dropout ",
+                    absl::StrFormat("%g", base.training.attention_dropout));
+  }
   if (!base.hw_overlay_file.empty()) absl::StrAppend(&cmd, " --hw-overlay ", base.hw_overlay_file);
   if (base.training.grad_reduce_dtype != DType::kFp32) {
     absl::StrAppend(&cmd, " --grad-reduce-dtype ",

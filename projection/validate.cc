@@ -377,7 +377,8 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
         scenario->parallel.dp > 1) {
       scenario->parallel.distributed_optimizer = *options.distributed_optimizer;
     }
-    if (scenario.ok() && (options.loss_kernel || options.train_metric_passes || options.stack)) {
+    if (scenario.ok() && (options.loss_kernel || options.train_metric_passes || options.stack ||
+                          options.hidden_dropout || options.attention_dropout)) {
       if (options.stack) {
         scenario->training.stack = *options.stack;
         // The case schema never sets the distributed optimizer: its default follows the stack
@@ -387,6 +388,10 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
       if (options.loss_kernel) scenario->training.loss_kernel = *options.loss_kernel;
       if (options.train_metric_passes) {
         scenario->training.train_metric_passes = *options.train_metric_passes;
+      }
+      if (options.hidden_dropout) scenario->training.hidden_dropout = *options.hidden_dropout;
+      if (options.attention_dropout) {
+        scenario->training.attention_dropout = *options.attention_dropout;
       }
       if (absl::Status k = ResolveKernels(*scenario, origin); !k.ok()) scenario = k;
     }

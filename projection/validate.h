@@ -139,6 +139,10 @@ struct ValidationOptions {
   // Overrides training.torch_compile of every case (default false: eager elementwise kernels
   // on the PyTorch-native stacks).
   std::optional<bool> torch_compile;
+  // Overrides training.hidden_dropout / attention_dropout of every case (a probability, or
+  // kAutoDropout; default auto: Megatron's 0.1 for GPT-style models on the megatron stack).
+  std::optional<double> hidden_dropout;
+  std::optional<double> attention_dropout;
   // Stack switches the schema does not carry either (defaults: off and fp32, Megatron's):
   // training.tp_comm_overlap and training.grad_reduce_dtype for every case.
   std::optional<bool> tp_comm_overlap;

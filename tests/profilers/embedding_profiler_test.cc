@@ -41,6 +41,32 @@ TEST(ProfileEmbeddingTest, LookupAndScatterAddBackward) {
   EXPECT_EQ(p->tokens, 4096);
 }
 
+// Hidden dropout on the embeddings, over the T/t sequence-parallel tokens: forward reads e and
+// writes e and the 1-byte mask, backward reads dy and the mask and writes dx, (2e + 1)·T/t·h
+// each way; the mask is kept: T/t·h bytes beside the 8-byte token ids.
+TEST(ProfileEmbeddingTest, HiddenDropoutOverSequenceParallelTokens) {
+  Case c(testing::GptMha());
+  c.parallel.tp = 4;
+  c.parallel.sequence_parallel = true;
+  c.training.seq_len = 2048;
+  c.training.micro_batch = 2;
+  c.training.hidden_dropout = 0.1;
+  absl::StatusOr<ModuleProfile> p = ProfileEmbedding(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  const double tokens = 4096, elements = tokens / 4 * 2048;
+  for (OpPhase phase : {OpPhase::kForward, OpPhase::kBackwardDgrad}) {
+    const Op* dropout = FindOp(p->ops, "embedding_dropout", phase);
+    ASSERT_NE(dropout, nullptr);
+    EXPECT_THAT(dropout->bytes.value(), IsNearRel(5 * elements, 1e-12));
+  }
+  EXPECT_THAT(p->activation_bytes.value(), IsNearRel(8 * tokens + elements, 1e-12));
+  c.training.hidden_dropout = 0;
+  absl::StatusOr<ModuleProfile> none = ProfileEmbedding(c.Ctx());
+  ASSERT_THAT(none, IsOk());
+  EXPECT_EQ(FindOp(none->ops, "embedding_dropout", OpPhase::kForward), nullptr);
+  EXPECT_THAT(none->activation_bytes.value(), IsNearRel(8 * tokens, 1e-12));
+}
+
 TEST(ProfileEmbeddingTest, ZeroVocabIsInvalid) {
   Case c(testing::Llama31_8B());
   c.model.vocab_size = 0;

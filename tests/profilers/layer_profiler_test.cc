@@ -137,8 +137,9 @@ TEST(ProfileLayerTest, ActivationBytesMatchKorthikanti) {
       st.training.seq_len = 2048;
       st.training.micro_batch = 2;
       st.training.attention_kernel = AttentionKernel::kUnfused;
+      st.training.hidden_dropout = 0.1;
+      st.training.attention_dropout = 0.1;
       ProfileContext ctx = st.Ctx();
-      ctx.dropout = true;
       absl::StatusOr<LayerProfile> layer = ProfileLayer(ctx, false);
       ASSERT_THAT(layer, IsOk());
       const double t = D(tp);
@@ -159,12 +160,70 @@ TEST(ProfileLayerTest, FlashAttentionKeepsOnlySoftmaxStatistics) {
   st.parallel.sequence_parallel = true;
   st.training.seq_len = 2048;
   st.training.micro_batch = 2;
+  st.training.hidden_dropout = 0.1;
+  st.training.attention_dropout = 0.1;
   ProfileContext ctx = st.Ctx();
-  ctx.dropout = true;
   absl::StatusOr<LayerProfile> layer = ProfileLayer(ctx, false);
   ASSERT_THAT(layer, IsOk());
   const double s = 2048, b = 2, h = 2048, a = 16, t = 4;
   EXPECT_THAT(ActivationSum(*layer, false), IsNearRel(34 * s * b * h / t + 4 * b * a / t * s, 1e-12));
+}
+
+// Auto dropout follows the stack and the model: Megatron's 0.1 for a GELU/LayerNorm GPT model
+// on the megatron stack, 0 for a Llama-style model and on the PyTorch-native stacks; a stated
+// probability wins, and either field may be set alone.
+TEST(ResolvedDropoutTest, AutoFollowsStackAndModel) {
+  const ModelSpec gpt = testing::GptMha(), llama = testing::Llama31_8B();
+  ParallelConfig megatron, fsdp;
+  fsdp.fsdp = true;
+  fsdp.dp = 8;
+  TrainingConfig t;
+  EXPECT_TRUE(IsGptStyle(gpt));
+  EXPECT_FALSE(IsGptStyle(llama));
+  EXPECT_DOUBLE_EQ(ResolvedDropout(gpt, megatron, t).hidden, 0.1);
+  EXPECT_DOUBLE_EQ(ResolvedDropout(gpt, megatron, t).attention, 0.1);
+  EXPECT_DOUBLE_EQ(ResolvedDropout(gpt, fsdp, t).hidden, 0.0);  // llm-foundry's MPT
+  EXPECT_DOUBLE_EQ(ResolvedDropout(llama, megatron, t).hidden, 0.0);
+  t.stack = TrainingStack::kMegatron;
+  EXPECT_DOUBLE_EQ(ResolvedDropout(gpt, fsdp, t).attention, 0.1);  // Megatron-FSDP
+  t.attention_dropout = 0;
+  EXPECT_DOUBLE_EQ(ResolvedDropout(gpt, megatron, t).hidden, 0.1);
+  EXPECT_DOUBLE_EQ(ResolvedDropout(gpt, megatron, t).attention, 0.0);
+  t.hidden_dropout = 0.2;
+  EXPECT_DOUBLE_EQ(ResolvedDropout(llama, megatron, t).hidden, 0.2);
+}
+
+// The unfused core's dropout kernel (read P, write P' and the mask; backward read dP' and the
+// mask, write dP: (2e + 1) per score each way) runs with attention dropout only, and the
+// 1-byte masks of the residual branches are stored only with hidden dropout (sbh each, in the
+// attention and the MLP module).
+TEST(ProfileLayerTest, AttentionAndHiddenDropoutAreSeparate) {
+  const double s = 2048, b = 1, h = 2048, a = 16;
+  for (double hidden : {0.0, 0.1}) {
+    for (double attention : {0.0, 0.1}) {
+      Case st(testing::GptMha());
+      st.training.seq_len = 2048;
+      st.training.attention_kernel = AttentionKernel::kUnfused;
+      st.training.hidden_dropout = hidden;
+      st.training.attention_dropout = attention;
+      absl::StatusOr<LayerProfile> layer = ProfileLayer(st.Ctx(), false);
+      ASSERT_THAT(layer, IsOk());
+      const Op* dropout =
+          testing::FindOp(layer->modules[0].ops, "attention_dropout", OpPhase::kForward);
+      if (attention > 0) {
+        ASSERT_NE(dropout, nullptr);
+        EXPECT_THAT(dropout->bytes.value(), IsNearRel(5 * a * s * s * b, 1e-12));
+      } else {
+        EXPECT_EQ(dropout, nullptr);
+      }
+      // Korthikanti's 34sbh + 5as²b with both; each dropout removes its own terms: the two
+      // sbh masks (hidden), the as²b mask and the 2as²b dropout output (attention).
+      const double expected =
+          s * b * h * (34 - (hidden > 0 ? 0 : 2)) + a * s * s * b * (attention > 0 ? 5 : 2);
+      EXPECT_THAT(ActivationSum(*layer, false), IsNearRel(expected, 1e-12))
+          << "hidden " << hidden << " attention " << attention;
+    }
+  }
 }
 
 TEST(ProfileLayerTest, RecomputeOpsPerMode) {

@@ -69,6 +69,35 @@ TEST(ProfileNormsTest, Fp8NormsFusedIntoLinearsWriteFp8) {
               IsNearRel(4 * 1024.0 * 7168, 1e-12));
 }
 
+// Hidden dropout on the two residual branches, n = T·h elements at e = 2 bytes. Megatron's
+// fused bias-dropout-add writes the 1-byte mask besides the add's three streams: 3e + 1 = 7n
+// forward; backward scales the branch gradient by the mask (read dy and the mask, write dx:
+// 2e + 1) besides the branch-point sum (3e): 5e + 1 = 11n. An eager stack runs torch's dropout
+// as a kernel of its own before the add (read e, write e and the mask): 3e + 2e + 1 = 11n
+// forward. Without dropout the add alone: 6n both ways.
+TEST(ProfileNormsTest, HiddenDropoutAddsMaskTraffic) {
+  const double n = 2048.0 * 2048;
+  for (double p : {0.0, 0.1}) {
+    for (bool fsdp : {false, true}) {  // megatron (fused) or llm-foundry (eager)
+      Case c(testing::GptMha());
+      c.training.seq_len = 2048;
+      c.training.hidden_dropout = p;
+      c.parallel.fsdp = fsdp;
+      absl::StatusOr<ModuleProfile> norms = ProfileNorms(c.Ctx());
+      ASSERT_THAT(norms, IsOk());
+      const double fwd = p == 0 ? 6 : fsdp ? 11 : 7;
+      const double bwd = p == 0 ? 6 : 11;
+      for (const char* op : {"attention_residual_add", "mlp_residual_add"}) {
+        EXPECT_THAT(FindOp(norms->ops, op, OpPhase::kForward)->bytes.value(),
+                    IsNearRel(fwd * n, 1e-12))
+            << op << " p " << p << " fsdp " << fsdp;
+        EXPECT_THAT(FindOp(norms->ops, op, OpPhase::kBackwardDgrad)->bytes.value(),
+                    IsNearRel(bwd * n, 1e-12));
+      }
+    }
+  }
+}
+
 TEST(ProfileNormsTest, LayerNormHasScaleAndBias) {
   Case c(testing::GptMha());
   absl::StatusOr<ModuleProfile> p = ProfileNorms(c.Ctx());

@@ -189,6 +189,41 @@ TEST(ScenarioTest, TrainMetricPassesAreReadAndRoundTrip) {
   }
 }
 
+// training.hidden_dropout / attention_dropout: absent, null or "auto" resolve from the stack and
+// the model (Megatron's 0.1 for the GPT-style gpt3-1.3b on the megatron stack, 0 for the Llama
+// default scenario), round-trip as the probability that runs and leave a defaults note only
+// for the fields left auto; anything but "auto" or a number in [0, 1) names the file and field.
+TEST(ScenarioTest, DropoutIsReadAndRoundTrips) {
+  EXPECT_EQ(Default().training.hidden_dropout, kAutoDropout);
+  EXPECT_EQ(ScenarioToJson(Default())["training"]["hidden_dropout"], 0.0);
+  EXPECT_THAT(Default().defaults_used,
+              Contains("hidden_dropout=0, attention_dropout=0 (auto: the Megatron/NeMo recipes of "
+                       "Llama-style models set no dropout; --hidden-dropout, --attention-dropout "
+                       "to set)"));
+  auto gpt = LoadScenarioFile(Data("dropout_auto.json"));
+  ASSERT_THAT(gpt, IsOk());
+  EXPECT_EQ(ScenarioToJson(*gpt)["training"]["hidden_dropout"], 0.1);
+  EXPECT_EQ(ScenarioToJson(*gpt)["training"]["attention_dropout"], 0.1);
+  EXPECT_THAT(gpt->defaults_used,
+              Contains(HasSubstr("hidden_dropout=0.1, attention_dropout=0.1 (auto: Megatron-LM's "
+                                 "default")));
+  EXPECT_THAT(DropoutPhrase(*gpt), ", dropout 0.1");
+  auto set = LoadScenarioFile(Data("dropout.json"));
+  ASSERT_THAT(set, IsOk());
+  EXPECT_EQ(ScenarioToJson(*set)["training"]["hidden_dropout"], 0.05);
+  EXPECT_EQ(ScenarioToJson(*set)["training"]["attention_dropout"], 0.0);
+  EXPECT_THAT(set->defaults_used, Not(Contains(HasSubstr("dropout="))));
+  EXPECT_THAT(DropoutPhrase(*set), ", dropout hidden 0.05, attention 0");
+  for (const char* bad : {"one", "negative", "word", "bool"}) {
+    const std::string file = absl::StrCat("bad_hidden_dropout_", bad, ".json");
+    EXPECT_THAT(LoadScenarioFile(Data(file)),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr(file), HasSubstr("/training/hidden_dropout"),
+                               HasSubstr("must be \"auto\" or a probability in [0, 1)"))))
+        << bad;
+  }
+}
+
 // training.torch_compile: false when absent; true is read and round-trips; a non-boolean names
 // the file and the field.
 TEST(ScenarioTest, TorchCompileIsReadAndRoundTrips) {
@@ -539,7 +574,9 @@ TEST(ScenarioTest, CalibrationCaseMayStateItsStackAndClock) {
               Contains("overlap_grad_reduce=true, overlap_param_gather=true"));
   EXPECT_THAT(stated->defaults_used, Not(Contains(HasSubstr("stack="))));
   const std::pair<const char*, const char*> bad[] = {
-      {"bad_key", "/training/seq_len: unknown key 'seq_len'; accepted keys: attention_kernel,"},
+      {"bad_key",
+       "/training/seq_len: unknown key 'seq_len'; accepted keys: attention_dropout, "
+       "attention_kernel,"},
       {"bad_value", "/training/stack: unknown value 'nemo'"},
       {"bad_clock", "/gpu_clock_mhz: must be > 0"}};
   for (const auto& [id, message] : bad) {
