@@ -448,17 +448,17 @@ absl::StatusOr<ModelSpec> ParseLibraryModel(JsonObject& obj) {
 // The calibration case schema's `model` object (../shared/calibration/README.md).
 
 // The schema has no position-embedding field. A case naming a library model (case-insensitive,
-// "MPT-7b" = mpt-7b) of the same shape takes that model's; any other case RoPE, the default.
-PositionEmbedding LibraryPositionEmbedding(const ModelSpec& m) {
+// "MPT-7b" = mpt-7b) of the same shape takes that model's; nullopt for any other case.
+std::optional<PositionEmbedding> LibraryPositionEmbedding(const ModelSpec& m) {
   const std::string stem = absl::AsciiStrToLower(m.name);
-  if (stem.find_first_of("/\\") != std::string::npos) return PositionEmbedding::kRope;
+  if (stem.find_first_of("/\\") != std::string::npos) return std::nullopt;
   const std::filesystem::path path = std::filesystem::path(ModelLibraryDir()) / (stem + ".json");
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return PositionEmbedding::kRope;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
   absl::StatusOr<ModelSpec> lib = LoadModelFile(path.string());
   if (!lib.ok() || lib->num_layers != m.num_layers || lib->hidden_size != m.hidden_size ||
       lib->num_attention_heads != m.num_attention_heads) {
-    return PositionEmbedding::kRope;
+    return std::nullopt;
   }
   return lib->position_embedding;
 }
@@ -487,12 +487,16 @@ absl::StatusOr<ModelSpec> ParseCalibrationModel(JsonObject& obj) {
   // The schema states neither norm nor embedding tying. Every GELU model of the published
   // results (Megatron GPT, MPT) uses LayerNorm and ties the output layer to the embedding;
   // every SwiGLU one (Llama, Qwen, Mixtral, DeepSeek) uses RMSNorm and an untied output layer.
-  // Biases are left out: they are < 0.01 % of the parameters and FLOPs.
+  // Biases are left out: they are < 0.01 % of the parameters and FLOPs. Positions: those of
+  // the library model of the same name and shape (MPT's ALiBi), else learned absolute ones for a
+  // GELU model (GPT-2/3, Megatron GPT: --position-embedding-type learned_absolute is
+  // Megatron-LM's default) and RoPE for a SwiGLU one.
   if (m.mlp == MlpKind::kGelu) {
     m.norm = NormKind::kLayerNorm;
     m.tied_embeddings = true;
   }
-  m.position_embedding = LibraryPositionEmbedding(m);
+  m.position_embedding = LibraryPositionEmbedding(m).value_or(
+      m.mlp == MlpKind::kGelu ? PositionEmbedding::kLearned : PositionEmbedding::kRope);
 
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> moe_obj, obj.OptionalObject("moe"));
   if (moe_obj.has_value()) {

@@ -44,17 +44,33 @@ absl::StatusOr<ModuleProfile> ProfileEmbedding(const ProfileContext& ctx) {
                                             2.0 * e * T * h / D(dims.tp)),
                              .flops = Flops(T * h / D(dims.tp) + D(v_l) * h)};
   b.Memory("embedding_lookup", lookup, scatter_add, OpPhase::kBackwardWgrad);
+  // Learned absolute positions (GPT-2/3, Megatron's learned_absolute): a seq_len × h table,
+  // replicated on every TP rank, looked up by position and added to the token embeddings
+  // (Megatron LanguageModelEmbedding: word + position, over the T/t tokens under SP). Forward
+  // reads the token embeddings and the s rows, writes the sum: e·(2·T_sp·h + s·h). Backward
+  // sums dY over the micro-batch into the table (read e·T_sp·h, zero-fill and write e·s·h) and
+  // accumulates it into the fp32 main_grad (read e, read and write fp32): the table's weight
+  // gradient, (2e + 8)·s·h + e·T_sp·h.
+  const double sp_elements = D(dims.sp_tokens) * h;
+  const double table =
+      model.position_embedding == PositionEmbedding::kLearned ? D(ctx.training.seq_len) * h : 0.0;
+  if (table > 0) {
+    const MemoryOp add{.bytes = Bytes(e * (2.0 * sp_elements + table)),
+                       .flops = Flops(sp_elements)};
+    const MemoryOp table_grad{.bytes = Bytes((2.0 * e + 8.0) * table + e * sp_elements),
+                              .flops = Flops(sp_elements + table)};
+    b.Memory("position_embedding", add, table_grad, OpPhase::kBackwardWgrad);
+  }
   // Hidden dropout on the embeddings (Megatron's embedding_dropout, after the scatter to the
   // sequence-parallel region, so over T/t tokens under SP; MPT's emb_pdrop): torch's dropout,
   // forward read e, write e and the 1-byte mask; backward read dy and the mask, write dx.
-  const double sp_elements = D(dims.sp_tokens) * h;
   if (dims.hidden_dropout) {
     const MemoryOp dropout{.bytes = Bytes((2.0 * e + 1.0) * sp_elements),
                            .flops = Flops(2.0 * sp_elements)};
     b.Memory("embedding_dropout", dropout, dropout);
   }
   b.Finish(ctx.recompute);
-  profile.dense_parameters = D(v_l) * h;
+  profile.dense_parameters = D(v_l) * h + table;
   // Only the token ids are kept for backward, and the dropout mask.
   profile.activation_bytes = Bytes(8.0 * T + (dims.hidden_dropout ? sp_elements : 0.0));
   profile.activation_bytes_selective = profile.activation_bytes;

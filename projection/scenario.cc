@@ -971,10 +971,13 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
   if (!unstated.empty()) s.defaults_used.push_back(absl::StrJoin(unstated, ", "));
   s.defaults_used.push_back(absl::StrFormat("interconnect from hw profile %s", s.hw.name));
   s.defaults_used.push_back(absl::StrFormat(
-      "position_embedding=%s (%s)", PositionEmbeddingName(s.model.position_embedding),
-      s.model.position_embedding == PositionEmbedding::kRope
-          ? "the default; the case format has no field for it"
-          : "the library model of the same name and shape; the case format has no field for it"));
+      "position_embedding=%s (%s; the case format has no field for it)",
+      PositionEmbeddingName(s.model.position_embedding),
+      s.model.position_embedding == PositionEmbedding::kAlibi
+          ? "the library model of the same name and shape"
+      : s.model.position_embedding == PositionEmbedding::kLearned
+          ? "a GELU/LayerNorm GPT model: learned absolute positions, Megatron-LM's default"
+          : "the default for a SwiGLU model"));
   PROJECTOR_RETURN_IF_ERROR(Complete(s, dp_given, true, origin));
   // The case format cannot state an uneven pipeline split, which a run whose layers pp does not
   // divide must have used (Megatron's --decoder-first/last-pipeline-num-layers).

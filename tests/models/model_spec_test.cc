@@ -139,7 +139,8 @@ TEST(ParseModelJsonTest, ReadsCalibrationSchema) {
 }
 
 // The schema has no position-embedding field: a case naming a library model of the same shape
-// takes its position embedding (MPT: ALiBi); any other case RoPE.
+// takes its position embedding (MPT: ALiBi); any other GELU case learned absolute positions
+// (GPT-2/3, Megatron GPT's default), a SwiGLU case RoPE.
 TEST(ParseModelJsonTest, CalibrationTakesThePositionEmbeddingOfTheSameLibraryModel) {
   json mpt = ParseOrDie(R"({"name": "MPT-7b", "layers": 32, "hidden": 4096,
       "ffn_hidden": 16384, "heads": 32, "kv_heads": 32, "vocab": 50368, "head_dim": null,
@@ -151,14 +152,19 @@ TEST(ParseModelJsonTest, CalibrationTakesThePositionEmbeddingOfTheSameLibraryMod
   mpt["layers"] = 31;
   model = ParseModelJson(mpt, "public.jsonl:1", "/model");
   ASSERT_THAT(model, IsOk());
-  EXPECT_EQ(model->position_embedding, PositionEmbedding::kRope);
+  EXPECT_EQ(model->position_embedding, PositionEmbedding::kLearned);
   // A name the library does not have (or one with a path in it).
   mpt["layers"] = 32;
   for (const char* name : {"GPT 1.7B", "../models/mpt-7b"}) {
     mpt["name"] = name;
     model = ParseModelJson(mpt, "public.jsonl:1", "/model");
     ASSERT_THAT(model, IsOk());
+    EXPECT_EQ(model->position_embedding, PositionEmbedding::kLearned) << name;
+    mpt["mlp"] = "swiglu";
+    model = ParseModelJson(mpt, "public.jsonl:1", "/model");
+    ASSERT_THAT(model, IsOk());
     EXPECT_EQ(model->position_embedding, PositionEmbedding::kRope) << name;
+    mpt["mlp"] = "gelu";
   }
 }
 

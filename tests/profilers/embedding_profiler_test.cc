@@ -1,5 +1,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "models/model_spec.h"
 #include "profilers/module_profilers.h"
 #include "tests/profilers/profiler_test_util.h"
 #include "tests/testing/status_matchers.h"
@@ -65,6 +66,35 @@ TEST(ProfileEmbeddingTest, HiddenDropoutOverSequenceParallelTokens) {
   ASSERT_THAT(none, IsOk());
   EXPECT_EQ(FindOp(none->ops, "embedding_dropout", OpPhase::kForward), nullptr);
   EXPECT_THAT(none->activation_bytes.value(), IsNearRel(8 * tokens, 1e-12));
+}
+
+// Learned absolute positions (gpt3-1.3b): a seq_len × h table, a parameter on every TP rank,
+// looked up and added to the token embeddings: forward e·(2·T·h + s·h); backward the table's
+// gradient, dY summed over the micro-batch, zero-filled table written and accumulated into the
+// fp32 main_grad: e·T·h + (2e + 8)·s·h. T = 2·1024 tokens, s = 1024, h = 2048, e = 2.
+TEST(ProfileEmbeddingTest, LearnedPositionsAddATableAndItsGradient) {
+  absl::StatusOr<ModelSpec> gpt = ResolveModel("gpt3-1.3b");
+  ASSERT_THAT(gpt, IsOk());
+  Case c(*gpt);
+  c.training.seq_len = 1024;
+  c.training.micro_batch = 2;
+  c.training.hidden_dropout = 0;
+  absl::StatusOr<ModuleProfile> p = ProfileEmbedding(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  const double T = 2048, s = 1024, h = 2048;
+  const Op* add = FindOp(p->ops, "position_embedding", OpPhase::kForward);
+  const Op* grad = FindOp(p->ops, "position_embedding", OpPhase::kBackwardWgrad);
+  ASSERT_NE(add, nullptr);
+  ASSERT_NE(grad, nullptr);
+  EXPECT_THAT(add->bytes.value(), IsNearRel(2 * (2 * T * h + s * h), 1e-12));
+  EXPECT_THAT(grad->bytes.value(), IsNearRel(2 * T * h + 12 * s * h, 1e-12));
+  EXPECT_THAT(p->dense_parameters,
+              IsNearRel(testing::D(PaddedVocabSize(*gpt, 1)) * h + s * h, 1e-12));
+  // RoPE models have no table.
+  Case llama(testing::Llama31_8B());
+  absl::StatusOr<ModuleProfile> rope = ProfileEmbedding(llama.Ctx());
+  ASSERT_THAT(rope, IsOk());
+  EXPECT_EQ(FindOp(rope->ops, "position_embedding", OpPhase::kForward), nullptr);
 }
 
 TEST(ProfileEmbeddingTest, ZeroVocabIsInvalid) {
