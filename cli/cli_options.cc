@@ -120,6 +120,11 @@ void AddScenarioFlags(cxxopts::Options& options) {
      "the elementwise chains (RMSNorm, RoPE, SwiGLU) into single kernels, as Megatron's fused "
      "kernels; default false: eager PyTorch, one kernel per op",
      cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("fsdp-impl", "How --fsdp shards: auto (default: the stack's: fsdp1 for llm-foundry, fsdp2 "
+     "for torchtitan, megatron-fsdp for megatron), megatron-fsdp (persistent buffers, no "
+     "copies), fsdp1 (PyTorch FlatParameter FSDP) or fsdp2 (PyTorch per-parameter FSDP, also "
+     "Megatron-LM --use-torch-fsdp2)",
+     cxxopts::value<std::string>(), "auto|megatron-fsdp|fsdp1|fsdp2")
     ("hidden-dropout", "Dropout probability after the embedding and on each residual branch: "
      "auto (default: 0.1, Megatron-LM's default, for a GELU/LayerNorm GPT model on the megatron "
      "stack; else 0) or a number in [0, 1); > 0 adds the mask kernels and their 1-byte masks",
@@ -503,6 +508,11 @@ absl::StatusOr<StackFlags> ReadStackFlags(const cxxopts::ParseResult& flags) {
       return FlagError("torch-compile", "expected true or false");
     }
   }
+  if (Given(flags, "fsdp-impl")) {
+    absl::StatusOr<FsdpImpl> f = ParseFsdpImpl(flags["fsdp-impl"].as<std::string>());
+    if (!f.ok()) return FlagError("fsdp-impl", f.status().message());
+    out.fsdp_impl = *f;
+  }
   PROJECTOR_ASSIGN_OR_RETURN(out.hidden_dropout, DropoutFlag(flags, "hidden-dropout"));
   PROJECTOR_ASSIGN_OR_RETURN(out.attention_dropout, DropoutFlag(flags, "attention-dropout"));
   return out;
@@ -513,6 +523,7 @@ void StackFlags::ApplyTo(TrainingConfig& training) const {
   if (loss_kernel) training.loss_kernel = *loss_kernel;
   if (train_metric_passes) training.train_metric_passes = *train_metric_passes;
   if (torch_compile) training.torch_compile = *torch_compile;
+  if (fsdp_impl) training.fsdp_impl = *fsdp_impl;
   if (hidden_dropout) training.hidden_dropout = *hidden_dropout;
   if (attention_dropout) training.attention_dropout = *attention_dropout;
 }

@@ -67,14 +67,15 @@ absl::StatusOr<std::optional<TrainingStack>> StackFlag(const cxxopts::ParseResul
 // project, validate and search.
 absl::StatusOr<std::optional<int64_t>> TrainMetricPassesFlag(const cxxopts::ParseResult& flags);
 
-// --stack, --loss-kernel, --train-metric-passes, --torch-compile, --hidden-dropout and
-// --attention-dropout, each when given (the readers above; --torch-compile true or false; a
+// --stack, --loss-kernel, --train-metric-passes, --torch-compile, --fsdp-impl, --hidden-dropout
+// and --attention-dropout, each when given (the readers above; --torch-compile true or false; a
 // dropout auto or a probability in [0, 1); kInvalidArgument otherwise).
 struct StackFlags {
   std::optional<TrainingStack> stack;
   std::optional<LossKernel> loss_kernel;
   std::optional<int64_t> train_metric_passes;
   std::optional<bool> torch_compile;
+  std::optional<FsdpImpl> fsdp_impl;
   std::optional<double> hidden_dropout;  // kAutoDropout for "auto"
   std::optional<double> attention_dropout;
   // Sets the given ones in `training`.

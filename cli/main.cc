@@ -404,6 +404,8 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     ("torch-compile", "What-if for every case on a PyTorch-native stack: torch.compile's fused "
      "elementwise kernels (default false: eager)",
      cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("fsdp-impl", "What-if for every FSDP case: auto (default: the stack's), megatron-fsdp, "
+     "fsdp1 or fsdp2", cxxopts::value<std::string>(), "auto|megatron-fsdp|fsdp1|fsdp2")
     ("hidden-dropout", "What-if for every case: auto (default: 0.1 for GELU/LayerNorm GPT "
      "models on the megatron stack, Megatron-LM's default; else 0) or a probability",
      cxxopts::value<std::string>(), "auto|P")
@@ -465,6 +467,7 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
   validation.loss_kernel = stack.loss_kernel;
   validation.train_metric_passes = stack.train_metric_passes;
   validation.torch_compile = stack.torch_compile;
+  validation.fsdp_impl = stack.fsdp_impl;
   validation.hidden_dropout = stack.hidden_dropout;
   validation.attention_dropout = stack.attention_dropout;
   if (flags.count("gpu")) {

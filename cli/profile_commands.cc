@@ -183,6 +183,7 @@ absl::Status RunStackCalibration(const cxxopts::ParseResult& flags, bool as_json
   options.loss_kernel = stack.loss_kernel;
   options.train_metric_passes = stack.train_metric_passes;
   options.torch_compile = stack.torch_compile;
+  options.fsdp_impl = stack.fsdp_impl;
   options.hidden_dropout = stack.hidden_dropout;
   options.attention_dropout = stack.attention_dropout;
   PROJECTOR_ASSIGN_OR_RETURN(
@@ -233,6 +234,8 @@ absl::Status RunCalibrateCommand(int argc, char** argv, std::ostream& out, std::
      "(default auto: the stack's)", cxxopts::value<std::string>(), "auto|N")
     ("torch-compile", "With --cases: the runs used torch.compile (PyTorch-native stacks; default "
      "false: eager)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("fsdp-impl", "With --cases: the FSDP implementation the FSDP runs used (default auto: the "
+     "stack's)", cxxopts::value<std::string>(), "auto|megatron-fsdp|fsdp1|fsdp2")
     ("hidden-dropout", "With --cases: the runs' hidden dropout (default auto: the stack's for "
      "the model)", cxxopts::value<std::string>(), "auto|P")
     ("attention-dropout", "With --cases: the runs' attention dropout (default auto)",

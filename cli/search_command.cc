@@ -290,6 +290,8 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
      cxxopts::value<std::string>(), "auto|N")
     ("torch-compile", "PyTorch-native stacks: torch.compile's fused elementwise kernels "
      "(default false: eager PyTorch)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("fsdp-impl", "How FSDP candidates shard: auto (default: the stack's), megatron-fsdp, fsdp1 "
+     "or fsdp2", cxxopts::value<std::string>(), "auto|megatron-fsdp|fsdp1|fsdp2")
     ("hidden-dropout", "Dropout after the embedding and on each residual branch: auto (default: "
      "0.1 for GELU/LayerNorm GPT models on the megatron stack, Megatron-LM's default; else 0) or "
      "a probability in [0, 1)", cxxopts::value<std::string>(), "auto|P")

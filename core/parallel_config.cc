@@ -65,6 +65,18 @@ absl::StatusOr<TrainingStack> ParseTrainingStack(std::string_view name) {
                    "'; accepted: auto, megatron, llm-foundry, torchtitan"));
 }
 
+std::string_view FsdpImplName(FsdpImpl f) { return kFsdpImplNames[static_cast<size_t>(f)]; }
+
+absl::StatusOr<FsdpImpl> ParseFsdpImpl(std::string_view name) {
+  for (FsdpImpl f :
+       {FsdpImpl::kAuto, FsdpImpl::kMegatronFsdp, FsdpImpl::kFsdp1, FsdpImpl::kFsdp2}) {
+    if (FsdpImplName(f) == name) return f;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown FSDP implementation '",
+                                                 absl::string_view(name.data(), name.size()),
+                                                 "'; accepted: auto, megatron-fsdp, fsdp1, fsdp2"));
+}
+
 absl::StatusOr<DType> ParseGradReduceDtype(std::string_view name) {
   if (name == "fp32") return DType::kFp32;
   if (name == "bf16") return DType::kBf16;

@@ -105,6 +105,18 @@ absl::StatusOr<TrainingStack> ParseTrainingStack(std::string_view name);
 inline constexpr std::string_view kTrainingStackNames[] = {"auto", "megatron", "llm-foundry",
                                                            "torchtitan"};
 
+// The FSDP implementation that shards a layout with parallel.fsdp (its memory-bound copies and
+// gradient working set: projection/step_composer.h FsdpCopyBytesPerParam). kMegatronFsdp:
+// Megatron-FSDP's persistent buffers, no copies; kFsdp1: PyTorch FSDP1 (FlatParameter, what
+// llm-foundry/Composer wraps); kFsdp2: PyTorch FSDP2 (per-parameter DTensor, torchtitan's, and
+// Megatron-LM's --use-torch-fsdp2, which AMD's Primus runs). kAuto: the stack's
+// (ResolvedFsdpImpl).
+enum class FsdpImpl { kAuto, kMegatronFsdp, kFsdp1, kFsdp2 };
+inline constexpr std::string_view kFsdpImplNames[] = {"auto", "megatron-fsdp", "fsdp1", "fsdp2"};
+// "auto", "megatron-fsdp", "fsdp1" or "fsdp2".
+std::string_view FsdpImplName(FsdpImpl f);
+absl::StatusOr<FsdpImpl> ParseFsdpImpl(std::string_view name);
+
 // training.train_metric_passes when "auto" (ResolvedTrainMetricPasses), and the largest count
 // accepted (a sanity bound: Composer's LanguageCrossEntropy, LanguagePerplexity and the like).
 inline constexpr int64_t kAutoTrainMetricPasses = -1;
@@ -138,6 +150,7 @@ struct TrainingConfig {
   // profilers model for Megatron's fused kernels too. false: they run eagerly, one kernel per
   // PyTorch op. No effect on the megatron stack (Transformer Engine and Megatron's own fusions).
   bool torch_compile = false;
+  FsdpImpl fsdp_impl = FsdpImpl::kAuto;  // how parallel.fsdp shards (FsdpImpl)
   // Dropout probabilities, in [0, 1), or kAutoDropout (the stack's choice for the model:
   // ResolvedDropout in profilers/module_profilers.h). hidden_dropout: after the embedding and on
   // each residual branch (Megatron's embedding dropout and bias-dropout-add, MPT's emb_pdrop and
@@ -226,6 +239,23 @@ inline LossKernel ResolvedLossKernel(const TrainingConfig& t, const ParallelConf
 // it leaves the runs' HBM fit intact (the metrics run after the backward has freed the
 // activations).
 inline constexpr int64_t kComposerTrainMetricPasses = 2;
+
+// The FSDP implementation that runs: training.fsdp_impl, with kAuto resolved from the stack
+// (ResolvedStack): FSDP1 for llm-foundry, FSDP2 for torchtitan, Megatron-FSDP for megatron;
+// never kAuto.
+inline FsdpImpl ResolvedFsdpImpl(const TrainingConfig& t, const ParallelConfig& p) {
+  if (t.fsdp_impl != FsdpImpl::kAuto) return t.fsdp_impl;
+  switch (ResolvedStack(t, p)) {
+    case TrainingStack::kLlmFoundry:
+      return FsdpImpl::kFsdp1;
+    case TrainingStack::kTorchTitan:
+      return FsdpImpl::kFsdp2;
+    case TrainingStack::kAuto:
+    case TrainingStack::kMegatron:
+      break;
+  }
+  return FsdpImpl::kMegatronFsdp;
+}
 
 // The train-metric passes that run: training.train_metric_passes, with auto resolved from the
 // stack (ResolvedStack): llm-foundry's kComposerTrainMetricPasses; none for Megatron-LM and

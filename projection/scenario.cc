@@ -65,6 +65,7 @@ const std::vector<std::string> kLossKernels(std::begin(kLossKernelNames),
                                             std::end(kLossKernelNames));
 const std::vector<std::string> kTrainingStacks(std::begin(kTrainingStackNames),
                                                std::end(kTrainingStackNames));
+const std::vector<std::string> kFsdpImpls(std::begin(kFsdpImplNames), std::end(kFsdpImplNames));
 const std::vector<std::string> kPipelineSchedules(std::begin(kPipelineScheduleNames),
                                                   std::end(kPipelineScheduleNames));
 
@@ -146,6 +147,8 @@ absl::Status ParseTrainingSwitches(JsonObject& t, TrainingConfig& out) {
   out.loss_kernel = *ParseLossKernel(loss);
   PROJECTOR_ASSIGN_OR_RETURN(out.train_metric_passes, ReadTrainMetricPasses(t));
   PROJECTOR_ASSIGN_OR_RETURN(out.torch_compile, t.BoolOr("torch_compile", false));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string fsdp_impl, t.EnumOr("fsdp_impl", kFsdpImpls, "auto"));
+  out.fsdp_impl = *ParseFsdpImpl(fsdp_impl);
   PROJECTOR_ASSIGN_OR_RETURN(out.hidden_dropout, ReadDropout(t, "hidden_dropout"));
   PROJECTOR_ASSIGN_OR_RETURN(out.attention_dropout, ReadDropout(t, "attention_dropout"));
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_grad_reduce, t.BoolOr("overlap_grad_reduce", true));
@@ -191,6 +194,7 @@ constexpr std::string_view kLossNotePrefix = "loss_kernel=";
 constexpr std::string_view kMetricNotePrefix = "train_metric_passes=";
 constexpr std::string_view kStackNotePrefix = "stack=";
 constexpr std::string_view kHiddenDropoutNotePrefix = "hidden_dropout=";
+constexpr std::string_view kFsdpImplNotePrefix = "fsdp_impl=";
 constexpr std::string_view kAttentionDropoutNotePrefix = "attention_dropout=";
 
 // "the llm-foundry stack" for the notes.
@@ -372,6 +376,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"loss_kernel", std::string(LossKernelName(ResolvedLossKernel(t, p)))},
                    {"train_metric_passes", ResolvedTrainMetricPasses(t, p)},
                    {"torch_compile", t.torch_compile},
+                   {"fsdp_impl", std::string(FsdpImplName(ResolvedFsdpImpl(t, p)))},
                    {"hidden_dropout", dropout.hidden},
                    {"attention_dropout", dropout.attention},
                    {"overlap_grad_reduce", t.overlap_grad_reduce},
@@ -403,6 +408,20 @@ std::string TrainMetricsPhrase(const TrainingConfig& training, const ParallelCon
   return absl::StrFormat(", %d train-metric pass%s%s", n, n == 1 ? "" : "es", elementwise);
 }
 
+std::string FsdpImplPhrase(const Scenario& s) {
+  if (!s.parallel.fsdp) return "";
+  switch (ResolvedFsdpImpl(s.training, s.parallel)) {
+    case FsdpImpl::kFsdp1:
+      return ", FSDP1";
+    case FsdpImpl::kFsdp2:
+      return ", FSDP2";
+    case FsdpImpl::kAuto:
+    case FsdpImpl::kMegatronFsdp:
+      break;
+  }
+  return ", Megatron-FSDP";
+}
+
 std::string DropoutPhrase(const Scenario& s) {
   const DropoutRates d = ResolvedDropout(s.model, s.parallel, s.training);
   if (d.hidden <= 0 && d.attention <= 0) return "";
@@ -426,8 +445,8 @@ std::string DescribeScenario(const Scenario& s) {
       RecomputeName(t.recompute), DTypeName(t.precision),
       TrainingStackName(ResolvedStack(t, s.parallel)), AttentionKernelOf(s),
       LossKernelName(ResolvedLossKernel(t, s.parallel)),
-      TrainMetricsPhrase(t, s.parallel) + DropoutPhrase(s), s.backends.gemm, s.backends.attention,
-      s.backends.memory, s.backends.collective);
+      TrainMetricsPhrase(t, s.parallel) + FsdpImplPhrase(s) + DropoutPhrase(s), s.backends.gemm,
+      s.backends.attention, s.backends.memory, s.backends.collective);
   for (const std::string& d : s.defaults_used) absl::StrAppend(&out, "  default    ", d, "\n");
   return out;
 }
@@ -494,6 +513,18 @@ std::string AutoMetricNote(const Scenario& s) {
                                  kMetricNotePrefix, StackPhrase(s));
 }
 
+// The defaults_used entry of an "auto" training.fsdp_impl (FSDP layouts only).
+std::string AutoFsdpImplNote(const Scenario& s) {
+  const FsdpImpl f = ResolvedFsdpImpl(s.training, s.parallel);
+  const char* what = f == FsdpImpl::kFsdp1   ? "wraps the model in PyTorch FSDP1"
+                     : f == FsdpImpl::kFsdp2 ? "shards with PyTorch FSDP2"
+                                             : "shards with Megatron-FSDP's persistent buffers";
+  return absl::StrFormat(
+      "%s%s (auto: %s %s; --fsdp-impl megatron-fsdp, fsdp1 or fsdp2 for "
+      "another)",
+      kFsdpImplNotePrefix, FsdpImplName(f), StackPhrase(s), what);
+}
+
 // The defaults_used entry of an "auto" hidden_dropout or attention_dropout (or both).
 std::string AutoDropoutNote(const Scenario& s) {
   const TrainingConfig& t = s.training;
@@ -550,7 +581,8 @@ absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
   std::erase_if(s.defaults_used, [](const std::string& d) {
     return d.starts_with(kKernelNotePrefix) || d.starts_with(kLossNotePrefix) ||
            d.starts_with(kMetricNotePrefix) || d.starts_with(kStackNotePrefix) ||
-           d.starts_with(kHiddenDropoutNotePrefix) || d.starts_with(kAttentionDropoutNotePrefix);
+           d.starts_with(kHiddenDropoutNotePrefix) || d.starts_with(kAttentionDropoutNotePrefix) ||
+           d.starts_with(kFsdpImplNotePrefix);
   });
   if (s.training.stack == TrainingStack::kAuto) s.defaults_used.push_back(AutoStackNote(s));
   PROJECTOR_RETURN_IF_ERROR(ResolveAttention(s, origin));
@@ -560,6 +592,9 @@ absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
   }
   if (s.training.hidden_dropout == kAutoDropout || s.training.attention_dropout == kAutoDropout) {
     s.defaults_used.push_back(AutoDropoutNote(s));
+  }
+  if (s.parallel.fsdp && s.training.fsdp_impl == FsdpImpl::kAuto) {
+    s.defaults_used.push_back(AutoFsdpImplNote(s));
   }
   return absl::OkStatus();
 }

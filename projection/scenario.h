@@ -129,6 +129,8 @@ std::string TrainMetricsPhrase(const TrainingConfig& training, const ParallelCon
 // ", dropout P" (hidden and attention alike), ", dropout hidden P, attention Q", or "" without
 // dropout (ResolvedDropout), for the training line.
 std::string DropoutPhrase(const Scenario& s);
+// ", FSDP1", ", FSDP2" or ", Megatron-FSDP" (ResolvedFsdpImpl) on an FSDP layout, else "".
+std::string FsdpImplPhrase(const Scenario& s);
 
 // The attention kernel the scenario runs (attention_kernel_used), or the training.attention_kernel
 // request when the scenario was not resolved.

@@ -689,6 +689,9 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   }
   if (base.training.tp_comm_overlap) absl::StrAppend(&cmd, " --tp-comm-overlap");
   if (base.training.torch_compile) absl::StrAppend(&cmd, " --torch-compile");
+  if (base.training.fsdp_impl != FsdpImpl::kAuto) {
+    absl::StrAppend(&cmd, " --fsdp-impl ", std::string(FsdpImplName(base.training.fsdp_impl)));
+  }
   if (base.training.hidden_dropout != kAutoDropout) {
     absl::StrAppend(&cmd, " --hidden-dropout ",
                     absl::StrFormat("%g", base.training.hidden_dropout));

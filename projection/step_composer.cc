@@ -158,13 +158,13 @@ absl::StatusOr<FsdpUnit> FsdpComm(const CollectiveBackend& backend,
 
 // The unit's FSDP copies per micro-batch, timed as memory-bound kernels: dense parameters
 // sharded over DP·CP, experts over expert-DP.
-absl::Status TimeFsdpCopies(const MemoryBackend& memory, TrainingStack stack,
-                            const ParallelConfig& par, double dense_params, double expert_params,
-                            double grad_bytes, int64_t micro_batches, FsdpUnit& u) {
+absl::Status TimeFsdpCopies(const MemoryBackend& memory, FsdpImpl impl, const ParallelConfig& par,
+                            double dense_params, double expert_params, double grad_bytes,
+                            int64_t micro_batches, FsdpUnit& u) {
   const FsdpCopyBytes d = FsdpCopyBytesPerParam(
-      stack, grad_bytes, static_cast<double>(par.DpCpGroup().size), micro_batches);
+      impl, grad_bytes, static_cast<double>(par.DpCpGroup().size), micro_batches);
   const FsdpCopyBytes e = FsdpCopyBytesPerParam(
-      stack, grad_bytes, static_cast<double>(ExpertDpGroup(par).size), micro_batches);
+      impl, grad_bytes, static_cast<double>(ExpertDpGroup(par).size), micro_batches);
   auto time = [&](double bytes, int64_t launches) -> absl::StatusOr<Seconds> {
     if (bytes <= 0 || launches <= 0) return Seconds(0);
     PROJECTOR_ASSIGN_OR_RETURN(
@@ -412,28 +412,28 @@ absl::StatusOr<std::vector<ChunkAssignment>> AssignLayers(const ModelSpec& model
   return out;
 }
 
-FsdpCopyBytes FsdpCopyBytesPerParam(TrainingStack stack, double grad_bytes, double group,
+FsdpCopyBytes FsdpCopyBytesPerParam(FsdpImpl impl, double grad_bytes, double group,
                                     int64_t micro_batches) {
   constexpr double e = kWeightBytesPerParam;  // bf16 weights and their gradients
   const double r = grad_bytes;
   const double n = std::max(group, 1.0);
   const double mb = static_cast<double>(std::max<int64_t>(micro_batches, 1));
   const double accumulate = (mb - 1.0) / mb * 3.0 * r / n;
-  switch (stack) {
-    case TrainingStack::kLlmFoundry:
+  switch (impl) {
+    case FsdpImpl::kFsdp1:
       return {.forward = 6.0 / n,
               .backward = 6.0 / n + 2.0 * e + (r != e ? e + r : 0.0) + 2.0 * r + accumulate,
               .forward_launches = 1,
               .backward_launches = 3 + (r != e ? 1 : 0) + (mb > 1 ? 1 : 0),
               .gradient_working_set = e + (r != e ? r : 0.0)};
-    case TrainingStack::kTorchTitan:
+    case FsdpImpl::kFsdp2:
       return {.forward = 10.0 / n + 2.0 * e,
               .backward = 10.0 / n + 2.0 * e + e + r + accumulate,
               .forward_launches = 3,
               .backward_launches = 4 + (mb > 1 ? 1 : 0),
               .gradient_working_set = e + r};
-    case TrainingStack::kMegatron:
-    case TrainingStack::kAuto:
+    case FsdpImpl::kMegatronFsdp:
+    case FsdpImpl::kAuto:
       break;
   }
   return {};
@@ -460,11 +460,11 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   FsdpUnit dense_fsdp, moe_fsdp, emb_fsdp, out_fsdp;
   if (par.fsdp) {
     const CommInterferenceModel& ci = in.interference;
-    const TrainingStack stack = ResolvedStack(tr, par);
+    const FsdpImpl impl = ResolvedFsdpImpl(tr, par);
     auto unit = [&](double dense_params, double expert_params) -> absl::StatusOr<FsdpUnit> {
       PROJECTOR_ASSIGN_OR_RETURN(FsdpUnit u, FsdpComm(backends.collective, ci, par, dense_params,
                                                       expert_params, grad_bytes));
-      PROJECTOR_RETURN_IF_ERROR(TimeFsdpCopies(backends.memory, stack, par, dense_params,
+      PROJECTOR_RETURN_IF_ERROR(TimeFsdpCopies(backends.memory, impl, par, dense_params,
                                                expert_params, grad_bytes, m, u));
       return u;
     };
@@ -739,7 +739,7 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
       .expert_shard = expert_group.size,
       .grad_bytes_per_param = grad_bytes,
       .fsdp_gradient_bytes_per_unit_param =
-          FsdpCopyBytesPerParam(ResolvedStack(tr, par), grad_bytes, 1, m).gradient_working_set,
+          FsdpCopyBytesPerParam(ResolvedFsdpImpl(tr, par), grad_bytes, 1, m).gradient_working_set,
       .hbm_capacity = in.hbm_capacity};
   out.memory = EstimateMemory(mem, mc);
   return out;

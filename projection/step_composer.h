@@ -154,23 +154,23 @@ struct StepResult {
 };
 
 // FSDP's memory-bound work per parameter and micro-batch, beyond its collectives, in HBM bytes
-// (reads + writes) and kernels, for the FSDP implementation the stack runs (bf16 weights, e = 2;
+// (reads + writes) and kernels, for the FSDP implementation that runs (training.fsdp_impl, by
+// default the stack's: ResolvedFsdpImpl) (bf16 weights, e = 2;
 // r = grad_reduce_dtype bytes; n = the sharding group; a = (micro-batches − 1)/micro-batches,
 // the share of micro-batches whose reduced shard is added to an accumulated one, 3r/n):
-//   llm-foundry, PyTorch FSDP1 (FlatParameter, MixedPrecision; torch/distributed/fsdp/
+//   fsdp1 (llm-foundry's), PyTorch FSDP1 (FlatParameter, MixedPrecision; torch/distributed/fsdp/
 //   _runtime_utils.py, _flat_param.py, recalled): forward, the fp32 shard cast to the bf16 copy
 //   it gathers (6/n); backward, the same cast for the re-gather (6/n), the flat gradient
 //   assembled from the per-parameter views' gradients (SplitWithSizesBackward's cat: 2e), its
 //   cast to the reduce dtype when that differs (e + r) and the gradient pre-divide in place
 //   before the reduce-scatter (2r; FSDP1 always pre-divides, by a factor > 1 for any group of
 //   2 or more).
-//   torchtitan, FSDP2 (per-parameter DTensor sharding, _fsdp_collectives.py, recalled): each
-//   gather casts the shard (6/n), copies it into the gather buffer (4/n) and copies the
-//   gathered buffer out into the parameters (split_with_sizes_copy: 2e), forward and backward;
-//   the reduce-scatter input is the gradients concatenated and cast (chunk_cat: e + r); no
-//   divide (NCCL's average).
-//   megatron, Megatron-FSDP: parameters gathered into and gradients reduced from persistent
-//   buffers (zero copy): nothing.
+//   fsdp2 (torchtitan's, Megatron-LM --use-torch-fsdp2), FSDP2 (per-parameter DTensor sharding,
+//   _fsdp_collectives.py, recalled): each gather casts the shard (6/n), copies it into the gather
+//   buffer (4/n) and copies the gathered buffer out into the parameters (split_with_sizes_copy:
+//   2e), forward and backward; the reduce-scatter input is the gradients concatenated and cast
+//   (chunk_cat: e + r); no divide (NCCL's average). megatron-fsdp (megatron's), Megatron-FSDP:
+//   parameters gathered into and gradients reduced from persistent buffers (zero copy): nothing.
 // These run between the compute kernels (or on a side stream next to kernels that fill the
 // GPU), so they add to the step.
 struct FsdpCopyBytes {
@@ -183,7 +183,7 @@ struct FsdpCopyBytes {
   // (e + r).
   double gradient_working_set = 0;
 };
-FsdpCopyBytes FsdpCopyBytesPerParam(TrainingStack stack, double grad_bytes, double group,
+FsdpCopyBytes FsdpCopyBytesPerParam(FsdpImpl impl, double grad_bytes, double group,
                                     int64_t micro_batches);
 
 // kFailedPrecondition when global_batch < micro_batch · DP or layers cannot be placed;

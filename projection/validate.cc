@@ -377,8 +377,9 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
         scenario->parallel.dp > 1) {
       scenario->parallel.distributed_optimizer = *options.distributed_optimizer;
     }
-    if (scenario.ok() && (options.loss_kernel || options.train_metric_passes || options.stack ||
-                          options.hidden_dropout || options.attention_dropout)) {
+    if (scenario.ok() &&
+        (options.loss_kernel || options.train_metric_passes || options.stack ||
+         options.hidden_dropout || options.attention_dropout || options.fsdp_impl)) {
       if (options.stack) {
         scenario->training.stack = *options.stack;
         // The case schema never sets the distributed optimizer: its default follows the stack
@@ -389,6 +390,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
       if (options.train_metric_passes) {
         scenario->training.train_metric_passes = *options.train_metric_passes;
       }
+      if (options.fsdp_impl) scenario->training.fsdp_impl = *options.fsdp_impl;
       if (options.hidden_dropout) scenario->training.hidden_dropout = *options.hidden_dropout;
       if (options.attention_dropout) {
         scenario->training.attention_dropout = *options.attention_dropout;

@@ -143,6 +143,8 @@ struct ValidationOptions {
   // kAutoDropout; default auto: Megatron's 0.1 for GPT-style models on the megatron stack).
   std::optional<double> hidden_dropout;
   std::optional<double> attention_dropout;
+  // Overrides training.fsdp_impl of every case (default auto: the stack's).
+  std::optional<FsdpImpl> fsdp_impl;
   // Stack switches the schema does not carry either (defaults: off and fp32, Megatron's):
   // training.tp_comm_overlap and training.grad_reduce_dtype for every case.
   std::optional<bool> tp_comm_overlap;

@@ -177,7 +177,7 @@ TEST(ProjectionTextTest, NamesTheAttentionKernelAndWhyAutoChoseIt) {
   Projection p = ProjectToy(s);
   const std::string text = ProjectionText(s, p);
   EXPECT_THAT(text, HasSubstr("recompute none, llm-foundry stack: fa2 attention, fused loss, 2 "
-                              "train-metric passes, eager elementwise\n"));
+                              "train-metric passes, eager elementwise, FSDP1\n"));
   EXPECT_THAT(text,
               HasSubstr("  defaults used:\n    - stack=llm-foundry (auto: an FSDP-only layout is "
                         "taken as a PyTorch-native stack, MosaicML's llm-foundry; --stack "

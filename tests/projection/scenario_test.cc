@@ -224,6 +224,31 @@ TEST(ScenarioTest, DropoutIsReadAndRoundTrips) {
   }
 }
 
+// training.fsdp_impl: absent is auto, the stack's (llm-foundry's FSDP1 for an FSDP-only
+// layout, with a defaults note; no note without FSDP); a named implementation round-trips and
+// shows on the training line; an unknown one names the file, field and accepted values.
+TEST(ScenarioTest, FsdpImplIsReadAndRoundTrips) {
+  auto fsdp = LoadScenarioFile(Data("loss_kernel_fused.json"));
+  ASSERT_THAT(fsdp, IsOk());
+  EXPECT_EQ(ScenarioToJson(*fsdp)["training"]["fsdp_impl"], "fsdp1");
+  EXPECT_THAT(fsdp->defaults_used,
+              Contains(HasSubstr("fsdp_impl=fsdp1 (auto: the llm-foundry stack wraps the model "
+                                 "in PyTorch FSDP1")));
+  EXPECT_EQ(FsdpImplPhrase(*fsdp), ", FSDP1");
+  EXPECT_THAT(Default().defaults_used, Not(Contains(HasSubstr("fsdp_impl="))));
+  EXPECT_EQ(FsdpImplPhrase(Default()), "");
+  auto set = LoadScenarioFile(Data("fsdp_impl.json"));
+  ASSERT_THAT(set, IsOk());
+  EXPECT_EQ(set->training.fsdp_impl, FsdpImpl::kFsdp2);
+  EXPECT_EQ(ScenarioToJson(*set)["training"]["fsdp_impl"], "fsdp2");
+  EXPECT_THAT(set->defaults_used, Not(Contains(HasSubstr("fsdp_impl="))));
+  EXPECT_EQ(FsdpImplPhrase(*set), ", FSDP2");
+  EXPECT_THAT(LoadScenarioFile(Data("bad_fsdp_impl.json")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("bad_fsdp_impl.json"), HasSubstr("/training/fsdp_impl"),
+                             HasSubstr("zero3"), HasSubstr("megatron-fsdp"))));
+}
+
 // training.torch_compile: false when absent; true is read and round-trips; a non-boolean names
 // the file and the field.
 TEST(ScenarioTest, TorchCompileIsReadAndRoundTrips) {

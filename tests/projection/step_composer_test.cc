@@ -361,20 +361,20 @@ TEST(StepComposerTest, FsdpBf16ReduceScatterHalvesTheGradientTraffic) {
 //   torchtitan (FSDP2), r = 4, n = 8, m = 1: forward 10/8 + 2·2 (copy-out) = 5.25; backward the
 //     same re-gather plus chunk_cat 2 + 4: 11.25;
 //   megatron (Megatron-FSDP's persistent buffers): nothing.
-TEST(StepComposerTest, FsdpCopyBytesPerParamByStack) {
-  const FsdpCopyBytes fsdp1 = FsdpCopyBytesPerParam(TrainingStack::kLlmFoundry, 4, 8, 1);
+TEST(StepComposerTest, FsdpCopyBytesPerParamByImplementation) {
+  const FsdpCopyBytes fsdp1 = FsdpCopyBytesPerParam(FsdpImpl::kFsdp1, 4, 8, 1);
   EXPECT_DOUBLE_EQ(fsdp1.forward, 0.75);
   EXPECT_DOUBLE_EQ(fsdp1.backward, 18.75);
   EXPECT_EQ(fsdp1.forward_launches, 1);
   EXPECT_EQ(fsdp1.backward_launches, 4);
-  const FsdpCopyBytes accumulated = FsdpCopyBytesPerParam(TrainingStack::kLlmFoundry, 4, 8, 4);
+  const FsdpCopyBytes accumulated = FsdpCopyBytesPerParam(FsdpImpl::kFsdp1, 4, 8, 4);
   EXPECT_DOUBLE_EQ(accumulated.backward, 18.75 + 1.125);
   EXPECT_EQ(accumulated.backward_launches, 5);
-  EXPECT_DOUBLE_EQ(FsdpCopyBytesPerParam(TrainingStack::kLlmFoundry, 2, 8, 1).backward, 8.75);
-  const FsdpCopyBytes fsdp2 = FsdpCopyBytesPerParam(TrainingStack::kTorchTitan, 4, 8, 1);
+  EXPECT_DOUBLE_EQ(FsdpCopyBytesPerParam(FsdpImpl::kFsdp1, 2, 8, 1).backward, 8.75);
+  const FsdpCopyBytes fsdp2 = FsdpCopyBytesPerParam(FsdpImpl::kFsdp2, 4, 8, 1);
   EXPECT_DOUBLE_EQ(fsdp2.forward, 5.25);
   EXPECT_DOUBLE_EQ(fsdp2.backward, 11.25);
-  const FsdpCopyBytes megatron = FsdpCopyBytesPerParam(TrainingStack::kMegatron, 4, 8, 1);
+  const FsdpCopyBytes megatron = FsdpCopyBytesPerParam(FsdpImpl::kMegatronFsdp, 4, 8, 1);
   EXPECT_DOUBLE_EQ(megatron.forward + megatron.backward, 0.0);
 }
 
@@ -394,6 +394,39 @@ TEST(StepComposerTest, FsdpCopiesAddToTheStep) {
                 IsNearRel(stack == TrainingStack::kMegatron ? 0.0 : 21.6e-3, 1e-9));
     EXPECT_THAT(r->breakdown.Total().value(), IsNearRel(r->step_time.value(), 1e-12));
   }
+}
+
+// training.fsdp_impl overrides the stack's implementation: Megatron with torch FSDP2 (Primus,
+// --use-torch-fsdp2) gains FSDP2's 21.6 ms; llm-foundry on Megatron-FSDP's buffers none.
+TEST(StepComposerTest, FsdpImplOverridesTheStacks) {
+  const std::pair<TrainingStack, FsdpImpl> runs[] = {
+      {TrainingStack::kMegatron, FsdpImpl::kFsdp2},
+      {TrainingStack::kMegatron, FsdpImpl::kFsdp1},
+      {TrainingStack::kLlmFoundry, FsdpImpl::kMegatronFsdp}};
+  for (const auto& [stack, impl] : runs) {
+    FsdpFixture fx;
+    fx.tr.stack = stack;
+    fx.tr.fsdp_impl = impl;
+    auto r = fx.Run();
+    ASSERT_THAT(r, IsOk());
+    SCOPED_TRACE(std::string(FsdpImplName(impl)));
+    EXPECT_THAT(r->breakdown.fsdp_copies.value(),
+                IsNearRel(impl == FsdpImpl::kMegatronFsdp ? 0.0 : 21.6e-3, 1e-9));
+  }
+  TrainingConfig t;
+  ParallelConfig p;
+  p.fsdp = true;
+  p.dp = 8;
+  EXPECT_EQ(ResolvedFsdpImpl(t, p), FsdpImpl::kFsdp1);  // auto stack: llm-foundry
+  t.stack = TrainingStack::kTorchTitan;
+  EXPECT_EQ(ResolvedFsdpImpl(t, p), FsdpImpl::kFsdp2);
+  t.stack = TrainingStack::kMegatron;
+  EXPECT_EQ(ResolvedFsdpImpl(t, p), FsdpImpl::kMegatronFsdp);
+  EXPECT_EQ(FsdpImplName(FsdpImpl::kMegatronFsdp), "megatron-fsdp");
+  EXPECT_THAT(ParseFsdpImpl("zero3"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown FSDP implementation 'zero3'; accepted: auto, "
+                                 "megatron-fsdp, fsdp1, fsdp2")));
 }
 
 TEST(StepComposerTest, FsdpFullyHiddenBehindLongComputeExposesNothing) {
