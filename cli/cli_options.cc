@@ -528,6 +528,16 @@ void StackFlags::ApplyTo(TrainingConfig& training) const {
   if (attention_dropout) training.attention_dropout = *attention_dropout;
 }
 
+void StackFlags::ApplyTo(ValidationOptions& options) const {
+  options.stack = stack;
+  options.loss_kernel = loss_kernel;
+  options.train_metric_passes = train_metric_passes;
+  options.torch_compile = torch_compile;
+  options.fsdp_impl = fsdp_impl;
+  options.hidden_dropout = hidden_dropout;
+  options.attention_dropout = attention_dropout;
+}
+
 absl::Status ReadMoeRoutingFlags(const cxxopts::ParseResult& flags, TrainingConfig& training) {
   for (auto [name, target] : {std::pair<const char*, double*>{"moe-capacity-factor",
                                                                &training.moe_capacity_factor},

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "cxxopts.hpp"
 #include "projection/scenario.h"
+#include "projection/validate.h"
 
 namespace projector {
 
@@ -80,6 +81,8 @@ struct StackFlags {
   std::optional<double> attention_dropout;
   // Sets the given ones in `training`.
   void ApplyTo(TrainingConfig& training) const;
+  // Sets them as what-ifs for every case of a validation or calibration run.
+  void ApplyTo(ValidationOptions& options) const;
 };
 absl::StatusOr<StackFlags> ReadStackFlags(const cxxopts::ParseResult& flags);
 

@@ -463,13 +463,7 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
                                ValidationKernel(flags["attention-kernel"].as<std::string>()));
   }
   PROJECTOR_ASSIGN_OR_RETURN(const StackFlags stack, ReadStackFlags(flags));
-  validation.stack = stack.stack;
-  validation.loss_kernel = stack.loss_kernel;
-  validation.train_metric_passes = stack.train_metric_passes;
-  validation.torch_compile = stack.torch_compile;
-  validation.fsdp_impl = stack.fsdp_impl;
-  validation.hidden_dropout = stack.hidden_dropout;
-  validation.attention_dropout = stack.attention_dropout;
+  stack.ApplyTo(validation);
   if (flags.count("gpu")) {
     validation.gpu = flags["gpu"].as<std::string>();
     if (absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(validation.gpu); !hw.ok()) {

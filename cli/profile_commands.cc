@@ -179,13 +179,7 @@ absl::Status RunStackCalibration(const cxxopts::ParseResult& flags, bool as_json
   // The stack the runs were taken on: the case schema does not say, and the fitted scale is
   // only meaningful for the kernels that stack runs.
   PROJECTOR_ASSIGN_OR_RETURN(const StackFlags stack, ReadStackFlags(flags));
-  options.stack = stack.stack;
-  options.loss_kernel = stack.loss_kernel;
-  options.train_metric_passes = stack.train_metric_passes;
-  options.torch_compile = stack.torch_compile;
-  options.fsdp_impl = stack.fsdp_impl;
-  options.hidden_dropout = stack.hidden_dropout;
-  options.attention_dropout = stack.attention_dropout;
+  stack.ApplyTo(options);
   PROJECTOR_ASSIGN_OR_RETURN(
       StackCalibrationResult result,
       CalibrateFromCases(flags["cases"].as<std::string>(), gpu, std::move(options)));

@@ -97,8 +97,7 @@ std::vector<std::pair<std::string, std::string>> ProjectionSummaryRows(const Sce
           tr.seq_len, tr.micro_batch, tr.global_batch, DTypeName(tr.precision),
           RecomputeName(tr.recompute), TrainingStackName(ResolvedStack(tr, scenario.parallel)),
           AttentionKernelOf(scenario), LossKernelName(ResolvedLossKernel(tr, scenario.parallel)),
-          TrainMetricsPhrase(tr, scenario.parallel) + FsdpImplPhrase(scenario) +
-              DropoutPhrase(scenario),
+          TrainingSwitchesPhrase(scenario),
           tr.tp_comm_overlap ? ", TP comm overlapped" : "",
           tr.grad_reduce_dtype == DType::kFp32
               ? ""

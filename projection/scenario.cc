@@ -429,6 +429,10 @@ std::string DropoutPhrase(const Scenario& s) {
   return absl::StrFormat(", dropout hidden %g, attention %g", d.hidden, d.attention);
 }
 
+std::string TrainingSwitchesPhrase(const Scenario& s) {
+  return TrainMetricsPhrase(s.training, s.parallel) + FsdpImplPhrase(s) + DropoutPhrase(s);
+}
+
 std::string DescribeScenario(const Scenario& s) {
   const TrainingConfig& t = s.training;
   std::string out = absl::StrFormat(
@@ -445,7 +449,7 @@ std::string DescribeScenario(const Scenario& s) {
       RecomputeName(t.recompute), DTypeName(t.precision),
       TrainingStackName(ResolvedStack(t, s.parallel)), AttentionKernelOf(s),
       LossKernelName(ResolvedLossKernel(t, s.parallel)),
-      TrainMetricsPhrase(t, s.parallel) + FsdpImplPhrase(s) + DropoutPhrase(s), s.backends.gemm,
+      TrainingSwitchesPhrase(s), s.backends.gemm,
       s.backends.attention, s.backends.memory, s.backends.collective);
   for (const std::string& d : s.defaults_used) absl::StrAppend(&out, "  default    ", d, "\n");
   return out;

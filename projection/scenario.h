@@ -131,6 +131,9 @@ std::string TrainMetricsPhrase(const TrainingConfig& training, const ParallelCon
 std::string DropoutPhrase(const Scenario& s);
 // ", FSDP1", ", FSDP2" or ", Megatron-FSDP" (ResolvedFsdpImpl) on an FSDP layout, else "".
 std::string FsdpImplPhrase(const Scenario& s);
+// What the training line says after the loss kernel: TrainMetricsPhrase, FsdpImplPhrase and
+// DropoutPhrase in that order.
+std::string TrainingSwitchesPhrase(const Scenario& s);
 
 // The attention kernel the scenario runs (attention_kernel_used), or the training.attention_kernel
 // request when the scenario was not resolved.
