@@ -230,6 +230,12 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   const bool eager_llama = dims.eager_elementwise && rope;
   const bool eager_rms = dims.eager_elementwise && model.norm != NormKind::kLayerNorm;
   if (eager_llama) b.SeparateInputGradients(3);
+  // MPT's and GPT's PyTorch code chunks the fused Wqkv output into Q, K and V; the kernel's
+  // backward returns dQ, dK and dV apart and autograd's split backward joins them (a cat:
+  // tools/eager_bytes.py traces it). torch.compile keeps it (the kernel's outputs are opaque
+  // to Inductor). Megatron's TE path has no copy: TE's _SplitAlongDim returns a view when dQ,
+  // dK, dV are adjacent in one buffer (recalled from transformer_engine/pytorch/attention.py).
+  if (dims.pytorch_modules && !rope) b.SplitOutputGradients(3);
   if (model.qk_norm) AddNorm(b, "qk_norm", T, (a_l + g_l) * d, e, e, eager_rms);
   // Only rotary embeddings are a kernel of their own: ALiBi's bias is added to the scores
   // inside the attention kernel, and learned embeddings are added once to the token embedding.

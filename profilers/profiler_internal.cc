@@ -133,6 +133,7 @@ absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
   dims.weight_cast_cached = !parallel.fsdp;
   dims.weight_casts_per_micro_batch = dims.weight_cast_cached ? 1.0 / micro_batches : 1.0;
   dims.eager_elementwise = RunsEagerElementwise(training, parallel);
+  dims.pytorch_modules = RunsPyTorchAttention(ResolvedStack(training, parallel));
   const DropoutRates dropout = ResolvedDropout(ctx.model, parallel, training);
   dims.hidden_dropout = dropout.hidden > 0;
   dims.attention_dropout = dropout.attention > 0;
@@ -229,6 +230,17 @@ void ModuleOpBuilder::SeparateInputGradients(int64_t parts) {
                .launches = parts - 1};
 }
 
+void ModuleOpBuilder::SplitOutputGradients(int64_t parts) {
+  PROJECTOR_CHECK(forward_count_ > 0 && ops_.back().kind == OpKind::kGemm);
+  if (parts < 2) return;
+  const GemmShape& g = ops_.back().gemm;
+  // torch.cat: every element of the parts read once and written once into the joined gradient.
+  pending_[forward_count_ - 1].output_grad_cat =
+      MemoryOp{.bytes = Bytes(2.0 * act_bytes_ * D(g.m) * D(g.n) * D(g.batch)),
+               .flops = Flops(0),
+               .launches = 1};
+}
+
 void ModuleOpBuilder::Memory(std::string_view name, MemoryOp forward, MemoryOp backward,
                              OpPhase backward_phase) {
   Op& op = AddForward(name, OpKind::kMemory);
@@ -282,6 +294,9 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
           op.bytes = m.bytes * D(fwd.repeat);
           ops_.push_back(op);
         };
+        if (p.output_grad_cat.launches > 0) {
+          add_memory("output_grad_cat", p.output_grad_cat, OpPhase::kBackwardDgrad);
+        }
         if (p.grad_cast.bytes.value() > 0) {
           add_memory("grad_fp8_cast", p.grad_cast, OpPhase::kBackwardDgrad);
         }

@@ -43,6 +43,10 @@ struct LayerDims {
   // without torch.compile): RMSNorm, RoPE and SwiGLU as the kernels of EagerRmsNorm,
   // EagerRope and EagerSwiGlu instead of one fused kernel each.
   bool eager_elementwise = false;
+  // The model is the stack's own PyTorch module code (a PyTorch-native stack, eager or
+  // compiled) rather than Megatron's Transformer Engine layers: autograd's glue around an
+  // opaque attention kernel (the split backward of a fused Wqkv) runs as it is written.
+  bool pytorch_modules = false;
   // Dropout after the embedding and on the residual branches, and on the attention
   // probabilities (ResolvedDropout > 0): 1-byte masks written, kept for backward and read back.
   bool hidden_dropout = false;
@@ -146,6 +150,11 @@ class ModuleOpBuilder {
   // gradients after the dgrad, parts − 1 add kernels each reading two e-byte gradients and
   // writing one (op "input_grad_sum").
   void SeparateInputGradients(int64_t parts);
+  // The last Linear's output is split into `parts` tensors in eager PyTorch (MPT's and GPT's
+  // fused Wqkv: qkv.chunk(3)) whose gradients come back as separate tensors (the attention
+  // kernel allocates dQ, dK and dV), so autograd's split backward concatenates them before the
+  // dgrad: one cat kernel reading and writing e bytes per output element (op "output_grad_cat").
+  void SplitOutputGradients(int64_t parts);
   // A memory-bound kernel. `backward` with zero bytes and flops has no backward op;
   // `backward_phase` is kBackwardDgrad for activation gradients, kBackwardWgrad for weight
   // gradients that are not GEMMs (embedding scatter-add).
@@ -173,6 +182,8 @@ class ModuleOpBuilder {
     bool attention_core = false;
     // SeparateInputGradients: the add kernels after the dgrad.
     MemoryOp input_grad_sum{.bytes = Bytes(0), .flops = Flops(0), .launches = 0};
+    // SplitOutputGradients: the cat before the dgrad.
+    MemoryOp output_grad_cat{.bytes = Bytes(0), .flops = Flops(0), .launches = 0};
     // Quantised GEMM: the output-gradient cast before dgrad and, for a fused-norm input, the
     // transpose of the saved fp8 input before wgrad (zero bytes: none).
     MemoryOp grad_cast;

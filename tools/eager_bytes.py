@@ -2,15 +2,15 @@
 """Trace the eager PyTorch kernels of a Llama-style layer's elementwise work, op by op.
 
 Runs RMSNorm, SwiGLU, torchtitan's attention glue (complex-number RoPE, repeat_kv, the
-transposes around F.scaled_dot_product_attention) and three linear layers sharing an input,
-forward and backward, under a TorchDispatchMode on the CPU. Every dispatched op that is not a
+transposes around F.scaled_dot_product_attention), three linear layers sharing an input and
+MPT's fused Wqkv chunked into Q, K and V for an attention kernel, forward and backward, under a TorchDispatchMode on the CPU. Every dispatched op that is not a
 view is taken as one GPU kernel that reads its tensor inputs and writes its outputs (broadcast
 dimensions counted once). The attention kernel itself is a stand-in whose own traffic is not
 counted; neither is the cos/sin table (seq x head_dim/2 complex64, L2-resident on a GPU).
 
 This is where the bytes per element and kernel counts of profiler_internal.h's EagerRmsNorm,
-EagerSwiGlu and EagerRope come from, and the copies of attention_profiler.cc's repeat_kv and
-sdpa_layout ops.
+EagerSwiGlu and EagerRope come from, and the copies of attention_profiler.cc's repeat_kv,
+sdpa_layout and output_grad_cat ops.
 
   tools/eager_bytes.py                   print the traced bytes per element / per token
   tools/eager_bytes.py --check BINARY    compare them with `project --show-ops --format json`
@@ -180,6 +180,36 @@ def attention_glue(seq, heads, kv_heads, head_dim):
     return trace(glue, [xq, xk, xv], ignore=is_table, counter_ref=counters)
 
 
+def fused_qkv_split(seq, heads, head_dim):
+    """MPT's attention (llm-foundry, attn_impl triton): qkv = Wqkv(x); qkv.chunk(3) into the
+    kernel's Q, K, V, whose backward (flash_attn_triton's FlashAttnFunc) allocates dQ, dK and dV
+    apart. The GEMM and the kernel are stand-ins: only autograd's glue is counted."""
+    counters = []
+
+    class Kernel(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v):
+            counters[0].paused = True
+            o = torch.empty(q.shape, dtype=q.dtype)
+            counters[0].paused = False
+            return o
+
+        @staticmethod
+        def backward(ctx, grad):
+            counters[0].paused = True
+            g = tuple(torch.empty(grad.shape, dtype=BF16) for _ in range(3))
+            counters[0].paused = False
+            return g
+
+    def attn(qkv):
+        q, k, v = qkv.chunk(3, dim=2)
+        shape = (1, seq, heads, head_dim)
+        return Kernel.apply(q.reshape(shape), k.reshape(shape), v.reshape(shape))
+
+    qkv = torch.randn(1, seq, 3 * heads * head_dim, dtype=BF16, requires_grad=True)
+    return trace(attn, [qkv], counter_ref=counters)
+
+
 def measure(seq, hidden, heads, kv_heads, ffn):
     head_dim = hidden // heads
     tokens = seq
@@ -196,6 +226,8 @@ def measure(seq, hidden, heads, kv_heads, ffn):
     fwd, bwd = attention_glue(seq, heads, kv_heads, head_dim)
     out["glue_fwd"] = fwd
     out["glue_bwd"] = bwd
+    fwd, bwd = fused_qkv_split(seq, heads, head_dim)
+    out["qkv_split"] = (total(fwd), total(bwd), tokens * 3 * hidden)
     return out
 
 
@@ -203,7 +235,7 @@ def print_trace(args):
     for heads, kv_heads in ((args.heads, args.heads), (args.heads, args.kv_heads)):
         m = measure(args.seq, args.hidden, heads, kv_heads, args.ffn)
         print(f"seq {args.seq}, hidden {args.hidden}, heads {heads}/{kv_heads}, ffn {args.ffn}")
-        for key in ("norm", "swiglu", "gate_up_grad_sum", "qkv_grad_sum"):
+        for key in ("norm", "swiglu", "gate_up_grad_sum", "qkv_grad_sum", "qkv_split"):
             (fb, fk), (bb, bk), n = m[key]
             print(f"  {key:18} forward {fb / n:7.3f} B/elem in {fk:2d} kernels, "
                   f"backward {bb / n:7.3f} B/elem in {bk:2d} kernels")
@@ -213,18 +245,23 @@ def print_trace(args):
                 print(f"    {name:12} read {r / args.seq:9.1f}  write {w / args.seq:9.1f}")
 
 
-def project_ops(binary, seq, hidden, heads, kv_heads, ffn):
+def project_ops(binary, seq, hidden, heads, kv_heads, ffn, mpt=False):
+    """Bytes per (module, op, phase) of one dense layer: a Llama-style model on torchtitan, or
+    with mpt=True an MPT-style one (GELU, LayerNorm, ALiBi, fused Wqkv) on llm-foundry."""
     model = {"name": "eager-check", "source": "tools/eager_bytes.py", "num_layers": 2,
              "hidden_size": hidden, "ffn_hidden_size": ffn, "num_attention_heads": heads,
              "num_kv_heads": kv_heads, "vocab_size": 1024, "mlp": "swiglu", "norm": "rmsnorm",
              "tied_embeddings": False, "qk_norm": False, "attention_bias": False,
              "linear_bias": False}
+    if mpt:
+        model.update(mlp="gelu", norm="layernorm", position_embedding="alibi")
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "model.json")
         with open(path, "w") as f:
             json.dump(model, f)
         r = subprocess.run([binary, "--model", path, "--gpu-arch", "h100-sxm", "--num-gpus", "8",
-                            "--fsdp", "--stack", "torchtitan", "--seq-len", str(seq),
+                            "--fsdp", "--stack", "llm-foundry" if mpt else "torchtitan",
+                            "--seq-len", str(seq),
                             "--micro-batch", "1", "--global-batch", "8", "--show-ops",
                             "--format", "json"], capture_output=True, text=True, check=True)
     ops = {}
@@ -268,6 +305,12 @@ def check(args):
                 sum(p.get(("attention", n, "forward"), 0.0) for n in names))
         compare("rope + repeat_kv + sdpa_layout backward", glue_bwd,
                 sum(p.get(("attention", n, "backward_dgrad"), 0.0) for n in names))
+    print(f"MPT-style heads {args.heads}/{args.heads} on llm-foundry:")
+    m = measure(args.seq, args.hidden, args.heads, args.heads, args.ffn)
+    p = project_ops(args.check, args.seq, args.hidden, args.heads, args.heads, args.ffn, mpt=True)
+    (_, _), (cb, _), _ = m["qkv_split"]
+    compare("attention output_grad_cat backward", cb,
+            p.get(("attention", "output_grad_cat", "backward_dgrad"), 0.0))
     print("all eager byte counts match" if failures == 0 else f"{failures} mismatches")
     return 1 if failures else 0
 

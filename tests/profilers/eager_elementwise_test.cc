@@ -2,6 +2,7 @@
 // without torch.compile: RMSNorm, RoPE and SwiGLU one kernel per op, the copies around SDPA and
 // the summed input gradients of separate projections. The byte counts are the closed forms of
 // profiler_internal.h, which tools/eager_bytes.py checks against PyTorch's traced autograd graph.
+#include <iterator>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -255,6 +256,46 @@ TEST(EagerElementwiseTest, MptStyleLayersHaveNothingToDecompose) {
     }
     EXPECT_DOUBLE_EQ(a->activation_bytes.value(), b->activation_bytes.value());
   }
+}
+
+// MPT's code chunks the fused Wqkv output into Q, K and V; the kernel's backward returns dQ,
+// dK and dV apart, and autograd's split backward concatenates them just before qkv_proj's
+// dgrad: one cat reading and writing e = 2 bytes per element of the T x 3h output,
+// 2·2·2048·(16 + 2·16)·128 = 50,331,648 bytes (tools/eager_bytes.py traces the same 4 B per
+// element). torch.compile keeps it; the megatron stack (TE's split returns a view) and
+// torchtitan's separate wq/wk/wv (RoPE models) have none.
+TEST(EagerElementwiseTest, FusedQkvGradientsAreConcatenatedOnPyTorchStacks) {
+  ModelSpec m = testing::GptMha();
+  m.position_embedding = PositionEmbedding::kAlibi;
+  Case c(m);
+  c.training.seq_len = 2048;
+  c.training.stack = TrainingStack::kLlmFoundry;
+  auto [eager, compiled] =
+      ProfileBoth(c, [](const ProfileContext& x) { return ProfileAttention(x); });
+  ASSERT_THAT(eager, IsOk());
+  ASSERT_THAT(compiled, IsOk());
+  for (const ModuleProfile* p : {&*eager, &*compiled}) {
+    const Op* cat = FindOp(p->ops, "output_grad_cat", OpPhase::kBackwardDgrad);
+    ASSERT_NE(cat, nullptr);
+    EXPECT_DOUBLE_EQ(cat->bytes.value(), 50331648.0);
+    EXPECT_EQ(cat->memory.launches, 1);
+    EXPECT_EQ(FindOp(p->ops, "output_grad_cat", OpPhase::kForward), nullptr);
+    // Right before the dgrad of the projection it belongs to.
+    const auto next = std::next(p->ops.begin(), cat - p->ops.data() + 1);
+    ASSERT_NE(next, p->ops.end());
+    EXPECT_EQ(next->name, "qkv_proj");
+    EXPECT_EQ(next->phase, OpPhase::kBackwardDgrad);
+  }
+  c.training.stack = TrainingStack::kMegatron;
+  absl::StatusOr<ModuleProfile> megatron = ProfileAttention(c.Ctx());
+  ASSERT_THAT(megatron, IsOk());
+  EXPECT_EQ(FindOp(megatron->ops, "output_grad_cat", OpPhase::kBackwardDgrad), nullptr);
+  Case llama(testing::Llama31_8B());
+  llama.training.seq_len = 1024;
+  llama.training.stack = TrainingStack::kTorchTitan;
+  absl::StatusOr<ModuleProfile> titan = ProfileAttention(llama.Ctx());
+  ASSERT_THAT(titan, IsOk());
+  EXPECT_EQ(FindOp(titan->ops, "output_grad_cat", OpPhase::kBackwardDgrad), nullptr);
 }
 
 // Full recompute re-runs the eager forward kernels too.
