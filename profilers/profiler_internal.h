@@ -150,10 +150,11 @@ class ModuleOpBuilder {
   // gradients after the dgrad, parts − 1 add kernels each reading two e-byte gradients and
   // writing one (op "input_grad_sum").
   void SeparateInputGradients(int64_t parts);
-  // The last Linear's output is split into `parts` tensors in eager PyTorch (MPT's and GPT's
-  // fused Wqkv: qkv.chunk(3)) whose gradients come back as separate tensors (the attention
-  // kernel allocates dQ, dK and dV), so autograd's split backward concatenates them before the
-  // dgrad: one cat kernel reading and writing e bytes per output element (op "output_grad_cat").
+  // The last Linear's output is split into `parts` tensors by PyTorch module code (MPT's and
+  // GPT's fused Wqkv: qkv.chunk(3)) whose gradients come back as separate tensors (the
+  // attention kernel allocates dQ, dK and dV), so autograd's split backward concatenates them
+  // before the dgrad: one cat kernel reading and writing e bytes per output element (op
+  // "output_grad_cat").
   void SplitOutputGradients(int64_t parts);
   // A memory-bound kernel. `backward` with zero bytes and flops has no backward op;
   // `backward_phase` is kBackwardDgrad for activation gradients, kBackwardWgrad for weight

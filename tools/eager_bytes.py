@@ -3,9 +3,10 @@
 
 Runs RMSNorm, SwiGLU, torchtitan's attention glue (complex-number RoPE, repeat_kv, the
 transposes around F.scaled_dot_product_attention), three linear layers sharing an input and
-MPT's fused Wqkv chunked into Q, K and V for an attention kernel, forward and backward, under a TorchDispatchMode on the CPU. Every dispatched op that is not a
-view is taken as one GPU kernel that reads its tensor inputs and writes its outputs (broadcast
-dimensions counted once). The attention kernel itself is a stand-in whose own traffic is not
+MPT's fused Wqkv chunked into Q, K and V for an attention kernel, forward and backward, under
+a TorchDispatchMode on the CPU. Every dispatched op that is not a view is taken as one GPU
+kernel that reads its tensor inputs and writes its outputs (broadcast dimensions counted
+once). The attention kernel itself is a stand-in whose own traffic is not
 counted; neither is the cos/sin table (seq x head_dim/2 complex64, L2-resident on a GPU).
 
 This is where the bytes per element and kernel counts of profiler_internal.h's EagerRmsNorm,
