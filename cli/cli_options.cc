@@ -399,7 +399,7 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const cxxopts::ParseResult& flags) {
     if (!d.ok()) return FlagError("grad-reduce-dtype", d.status().message());
     s.training.grad_reduce_dtype = *d;
   }
-  PROJECTOR_ASSIGN_OR_RETURN(const StackFlags stack, ReadStackFlags(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(const TrainingOverrides stack, ReadStackFlags(flags));
   stack.ApplyTo(s.training);
   if (Given(flags, "attention-kernel")) {
     absl::Status k = SetAttentionKernel(flags["attention-kernel"].as<std::string>(), s.training);
@@ -496,8 +496,8 @@ absl::StatusOr<std::optional<double>> DropoutFlag(const cxxopts::ParseResult& fl
                                          v));
 }
 
-absl::StatusOr<StackFlags> ReadStackFlags(const cxxopts::ParseResult& flags) {
-  StackFlags out;
+absl::StatusOr<TrainingOverrides> ReadStackFlags(const cxxopts::ParseResult& flags) {
+  TrainingOverrides out;
   PROJECTOR_ASSIGN_OR_RETURN(out.stack, StackFlag(flags));
   PROJECTOR_ASSIGN_OR_RETURN(out.loss_kernel, LossKernelFlag(flags));
   PROJECTOR_ASSIGN_OR_RETURN(out.train_metric_passes, TrainMetricPassesFlag(flags));
@@ -516,26 +516,6 @@ absl::StatusOr<StackFlags> ReadStackFlags(const cxxopts::ParseResult& flags) {
   PROJECTOR_ASSIGN_OR_RETURN(out.hidden_dropout, DropoutFlag(flags, "hidden-dropout"));
   PROJECTOR_ASSIGN_OR_RETURN(out.attention_dropout, DropoutFlag(flags, "attention-dropout"));
   return out;
-}
-
-void StackFlags::ApplyTo(TrainingConfig& training) const {
-  if (stack) training.stack = *stack;
-  if (loss_kernel) training.loss_kernel = *loss_kernel;
-  if (train_metric_passes) training.train_metric_passes = *train_metric_passes;
-  if (torch_compile) training.torch_compile = *torch_compile;
-  if (fsdp_impl) training.fsdp_impl = *fsdp_impl;
-  if (hidden_dropout) training.hidden_dropout = *hidden_dropout;
-  if (attention_dropout) training.attention_dropout = *attention_dropout;
-}
-
-void StackFlags::ApplyTo(ValidationOptions& options) const {
-  options.stack = stack;
-  options.loss_kernel = loss_kernel;
-  options.train_metric_passes = train_metric_passes;
-  options.torch_compile = torch_compile;
-  options.fsdp_impl = fsdp_impl;
-  options.hidden_dropout = hidden_dropout;
-  options.attention_dropout = attention_dropout;
 }
 
 absl::Status ReadMoeRoutingFlags(const cxxopts::ParseResult& flags, TrainingConfig& training) {

@@ -12,7 +12,6 @@
 #include "absl/status/statusor.h"
 #include "cxxopts.hpp"
 #include "projection/scenario.h"
-#include "projection/validate.h"
 
 namespace projector {
 
@@ -71,20 +70,7 @@ absl::StatusOr<std::optional<int64_t>> TrainMetricPassesFlag(const cxxopts::Pars
 // --stack, --loss-kernel, --train-metric-passes, --torch-compile, --fsdp-impl, --hidden-dropout
 // and --attention-dropout, each when given (the readers above; --torch-compile true or false; a
 // dropout auto or a probability in [0, 1); kInvalidArgument otherwise).
-struct StackFlags {
-  std::optional<TrainingStack> stack;
-  std::optional<LossKernel> loss_kernel;
-  std::optional<int64_t> train_metric_passes;
-  std::optional<bool> torch_compile;
-  std::optional<FsdpImpl> fsdp_impl;
-  std::optional<double> hidden_dropout;  // kAutoDropout for "auto"
-  std::optional<double> attention_dropout;
-  // Sets the given ones in `training`.
-  void ApplyTo(TrainingConfig& training) const;
-  // Sets them as what-ifs for every case of a validation or calibration run.
-  void ApplyTo(ValidationOptions& options) const;
-};
-absl::StatusOr<StackFlags> ReadStackFlags(const cxxopts::ParseResult& flags);
+absl::StatusOr<TrainingOverrides> ReadStackFlags(const cxxopts::ParseResult& flags);
 
 // cxxopts reports "Argument ‘two’ failed to parse" without the flag; this names the flag that
 // preceded the bad value in argv ("--tp: 'two' is not a valid value for this flag"), or returns

@@ -462,8 +462,7 @@ absl::Status RunValidate(int argc, char** argv, Output& io) {
     PROJECTOR_ASSIGN_OR_RETURN(validation.attention_kernel,
                                ValidationKernel(flags["attention-kernel"].as<std::string>()));
   }
-  PROJECTOR_ASSIGN_OR_RETURN(const StackFlags stack, ReadStackFlags(flags));
-  stack.ApplyTo(validation);
+  PROJECTOR_ASSIGN_OR_RETURN(validation.training, ReadStackFlags(flags));
   if (flags.count("gpu")) {
     validation.gpu = flags["gpu"].as<std::string>();
     if (absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(validation.gpu); !hw.ok()) {

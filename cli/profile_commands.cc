@@ -178,8 +178,7 @@ absl::Status RunStackCalibration(const cxxopts::ParseResult& flags, bool as_json
   if (flags.count("only")) options.only = flags["only"].as<std::string>();
   // The stack the runs were taken on: the case schema does not say, and the fitted scale is
   // only meaningful for the kernels that stack runs.
-  PROJECTOR_ASSIGN_OR_RETURN(const StackFlags stack, ReadStackFlags(flags));
-  stack.ApplyTo(options);
+  PROJECTOR_ASSIGN_OR_RETURN(options.training, ReadStackFlags(flags));
   PROJECTOR_ASSIGN_OR_RETURN(
       StackCalibrationResult result,
       CalibrateFromCases(flags["cases"].as<std::string>(), gpu, std::move(options)));

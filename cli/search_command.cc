@@ -221,7 +221,7 @@ absl::StatusOr<Scenario> BaseScenarioFromFlags(const cxxopts::ParseResult& flags
     absl::Status k = SetAttentionKernel(StringFlag(flags, "attention-kernel"), s.training);
     if (!k.ok()) return FlagError("attention-kernel", k.message());
   }
-  PROJECTOR_ASSIGN_OR_RETURN(const StackFlags stack, ReadStackFlags(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(const TrainingOverrides stack, ReadStackFlags(flags));
   stack.ApplyTo(s.training);
   PROJECTOR_RETURN_IF_ERROR(ReadMoeRoutingFlags(flags, s.training));
   // The layout-independent checks of training.moe_* (the imbalance is capped per layout).

@@ -1,9 +1,29 @@
 #include "core/parallel_config.h"
 
+#include <cstddef>
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
 namespace projector {
+namespace {
+
+// The enumerator whose name (names[i] is enumerator i) is `name`, or "unknown <what> 'x';
+// accepted: a, b, ...".
+template <typename Enum, size_t N>
+absl::StatusOr<Enum> ParseByName(std::string_view name, const std::string_view (&names)[N],
+                                 std::string_view what) {
+  std::string accepted;
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<Enum>(i);
+    accepted += (i > 0 ? ", " : "") + std::string(names[i]);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown ", std::string(what), " '",
+                                                 std::string(name), "'; accepted: ", accepted));
+}
+
+}  // namespace
 
 std::string_view RecomputeName(Recompute r) {
   switch (r) {
@@ -42,13 +62,7 @@ absl::StatusOr<PipelineSchedule> ParsePipelineSchedule(std::string_view name) {
 std::string_view LossKernelName(LossKernel k) { return kLossKernelNames[static_cast<size_t>(k)]; }
 
 absl::StatusOr<LossKernel> ParseLossKernel(std::string_view name) {
-  for (LossKernel k :
-       {LossKernel::kAuto, LossKernel::kMegatron, LossKernel::kPyTorch, LossKernel::kFused}) {
-    if (LossKernelName(k) == name) return k;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("unknown loss kernel '",
-                                                 absl::string_view(name.data(), name.size()),
-                                                 "'; accepted: auto, megatron, pytorch, fused"));
+  return ParseByName<LossKernel>(name, kLossKernelNames, "loss kernel");
 }
 
 std::string_view TrainingStackName(TrainingStack s) {
@@ -56,25 +70,13 @@ std::string_view TrainingStackName(TrainingStack s) {
 }
 
 absl::StatusOr<TrainingStack> ParseTrainingStack(std::string_view name) {
-  for (TrainingStack s : {TrainingStack::kAuto, TrainingStack::kMegatron,
-                          TrainingStack::kLlmFoundry, TrainingStack::kTorchTitan}) {
-    if (TrainingStackName(s) == name) return s;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown training stack '", absl::string_view(name.data(), name.size()),
-                   "'; accepted: auto, megatron, llm-foundry, torchtitan"));
+  return ParseByName<TrainingStack>(name, kTrainingStackNames, "training stack");
 }
 
 std::string_view FsdpImplName(FsdpImpl f) { return kFsdpImplNames[static_cast<size_t>(f)]; }
 
 absl::StatusOr<FsdpImpl> ParseFsdpImpl(std::string_view name) {
-  for (FsdpImpl f :
-       {FsdpImpl::kAuto, FsdpImpl::kMegatronFsdp, FsdpImpl::kFsdp1, FsdpImpl::kFsdp2}) {
-    if (FsdpImplName(f) == name) return f;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("unknown FSDP implementation '",
-                                                 absl::string_view(name.data(), name.size()),
-                                                 "'; accepted: auto, megatron-fsdp, fsdp1, fsdp2"));
+  return ParseByName<FsdpImpl>(name, kFsdpImplNames, "FSDP implementation");
 }
 
 absl::StatusOr<DType> ParseGradReduceDtype(std::string_view name) {

@@ -4,6 +4,7 @@
 #define PROJECTOR_CORE_PARALLEL_CONFIG_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -205,6 +206,32 @@ inline bool RunsPyTorchAttention(TrainingStack s) {
 inline bool RunsEagerElementwise(const TrainingConfig& t, const ParallelConfig& p) {
   return RunsPyTorchAttention(ResolvedStack(t, p)) && !t.torch_compile;
 }
+
+// How-a-run-executes settings that a command line or a validate/calibrate what-if overrides
+// (--stack, --loss-kernel, --train-metric-passes, --torch-compile, --fsdp-impl,
+// --hidden-dropout, --attention-dropout); an absent one leaves the config's value.
+struct TrainingOverrides {
+  std::optional<TrainingStack> stack;
+  std::optional<LossKernel> loss_kernel;
+  std::optional<int64_t> train_metric_passes;
+  std::optional<bool> torch_compile;
+  std::optional<FsdpImpl> fsdp_impl;
+  std::optional<double> hidden_dropout;  // kAutoDropout for "auto"
+  std::optional<double> attention_dropout;
+  bool Any() const {
+    return stack || loss_kernel || train_metric_passes || torch_compile || fsdp_impl ||
+           hidden_dropout || attention_dropout;
+  }
+  void ApplyTo(TrainingConfig& training) const {
+    if (stack) training.stack = *stack;
+    if (loss_kernel) training.loss_kernel = *loss_kernel;
+    if (train_metric_passes) training.train_metric_passes = *train_metric_passes;
+    if (torch_compile) training.torch_compile = *torch_compile;
+    if (fsdp_impl) training.fsdp_impl = *fsdp_impl;
+    if (hidden_dropout) training.hidden_dropout = *hidden_dropout;
+    if (attention_dropout) training.attention_dropout = *attention_dropout;
+  }
+};
 
 // The loss kernel that runs: training.loss_kernel, with kAuto resolved from the stack
 // (ResolvedStack); never kAuto. torchtitan casts the logits to fp32 and calls

@@ -28,14 +28,9 @@ constexpr std::string_view kModule = "attention";
 // `eager`: an eager PyTorch RMSNorm, one kernel per op (EagerRmsNorm).
 void AddNorm(ModuleOpBuilder& b, std::string_view name, int64_t rows, int64_t width, double e,
              double out_bytes, bool eager) {
-  double n = D(rows) * D(width);
-  if (eager) {
-    const profiler_internal::EagerKernels k = profiler_internal::EagerRmsNorm(e);
-    b.Memory(name, k.Forward(n, 4.0 * n), k.Backward(n, 8.0 * n));
-    return;
-  }
-  b.Memory(name, MemoryOp{.bytes = Bytes((e + out_bytes) * n), .flops = Flops(4.0 * n)},
-           MemoryOp{.bytes = Bytes(3.0 * e * n), .flops = Flops(8.0 * n)});
+  const double n = D(rows) * D(width);
+  const profiler_internal::EagerKernels k = profiler_internal::NormKernels(e, out_bytes, eager);
+  b.Memory(name, k.Forward(n, 4.0 * n), k.Backward(n, 8.0 * n));
 }
 
 // Rotary embedding applied to `rows` tokens of `q_width` query and `k_width` key elements

@@ -27,20 +27,14 @@ absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx, bool moe_l
   const double attention_norm_out =
       profiler_internal::NormOutputBytes(dims, !model.mla.has_value());
   const double mlp_norm_out = profiler_internal::NormOutputBytes(dims, !moe_layer);
-  MemoryOp input_norm_fwd{.bytes = Bytes((e + attention_norm_out) * n),
-                          .flops = Flops(flops_per_element * n)};
-  MemoryOp pre_mlp_norm_fwd{.bytes = Bytes((e + mlp_norm_out) * n),
-                            .flops = Flops(flops_per_element * n)};
-  MemoryOp norm_bwd{.bytes = Bytes(3.0 * e * n), .flops = Flops((layer_norm ? 14.0 : 8.0) * n)};
   // Eager PyTorch RMSNorm: one kernel per op of the decomposition (EagerRmsNorm). LayerNorm is
   // one kernel eagerly too (F.layer_norm: native_layer_norm and its backward).
   const bool eager_norm = dims.eager_elementwise && !layer_norm;
-  if (eager_norm) {
-    const profiler_internal::EagerKernels k = profiler_internal::EagerRmsNorm(e);
-    input_norm_fwd = k.Forward(n, flops_per_element * n);
-    pre_mlp_norm_fwd = input_norm_fwd;
-    norm_bwd = k.Backward(n, norm_bwd.flops.value());
-  }
+  const profiler_internal::EagerKernels input_norm =
+      profiler_internal::NormKernels(e, attention_norm_out, eager_norm);
+  const profiler_internal::EagerKernels pre_mlp_norm =
+      profiler_internal::NormKernels(e, mlp_norm_out, eager_norm);
+  const double norm_bwd_flops = (layer_norm ? 14.0 : 8.0) * n;
   // Residual add: reads two streams and writes one. In backward the gradient of the residual
   // branch point is the sum of two incoming gradients: the same traffic.
   MemoryOp residual{.bytes = Bytes(3.0 * e * n), .flops = Flops(n)};
@@ -64,9 +58,11 @@ absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx, bool moe_l
   profile.module = "norms";
   profile.tokens = dims.sp_tokens;
   profiler_internal::ModuleOpBuilder b("norms", profile.ops, 12, dims);
-  b.Memory("input_norm", input_norm_fwd, norm_bwd);
+  b.Memory("input_norm", input_norm.Forward(n, flops_per_element * n),
+           input_norm.Backward(n, norm_bwd_flops));
   b.Memory("attention_residual_add", residual, residual_bwd);
-  b.Memory("pre_mlp_norm", pre_mlp_norm_fwd, norm_bwd);
+  b.Memory("pre_mlp_norm", pre_mlp_norm.Forward(n, flops_per_element * n),
+           pre_mlp_norm.Backward(n, norm_bwd_flops));
   b.Memory("mlp_residual_add", residual, residual_bwd);
   b.Finish(ctx.recompute);
   profile.dense_parameters =

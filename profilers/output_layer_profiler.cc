@@ -75,12 +75,7 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx, Outp
   // RMSNorm's one kernel per op (EagerRmsNorm), which keeps its fp32 input copy and normalised
   // output.
   const bool eager_norm = dims.eager_elementwise && !layer_norm;
-  const profiler_internal::EagerKernels norm =
-      eager_norm ? profiler_internal::EagerRmsNorm(e)
-                 : profiler_internal::EagerKernels{.forward_bytes = 2.0 * e,
-                                                   .backward_bytes = 3.0 * e,
-                                                   .forward_launches = 1,
-                                                   .backward_launches = 1};
+  const profiler_internal::EagerKernels norm = profiler_internal::NormKernels(e, e, eager_norm);
   b.Memory("final_norm", norm.Forward(norm_n, (layer_norm ? 7.0 : 4.0) * norm_n),
            norm.Backward(norm_n, (layer_norm ? 14.0 : 8.0) * norm_n));
   b.Linear("output_proj", dims.tokens, h, v_l, dims.act_dtype);

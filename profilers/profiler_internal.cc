@@ -372,6 +372,14 @@ EagerKernels EagerRope(double e, bool strided_gradient) {
           .backward_launches = strided_gradient ? 4 : 3};
 }
 
+EagerKernels NormKernels(double e, double out_bytes, bool eager) {
+  if (eager) return EagerRmsNorm(e);
+  return {.forward_bytes = e + out_bytes,
+          .backward_bytes = 3.0 * e,
+          .forward_launches = 1,
+          .backward_launches = 1};
+}
+
 void AddMlpOps(ModuleOpBuilder& b, const MlpOpNames& names, int64_t m, int64_t hidden,
                int64_t f_local, bool gated, DType gemm_dtype, double act_bytes, int64_t act_rows,
                int64_t batch, int64_t repeat, LinearInput fc1_input, bool eager) {

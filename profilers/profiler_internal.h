@@ -94,6 +94,10 @@ EagerKernels EagerSwiGlu(double e);
 // and arrives non-contiguous, an fp32 contiguous copy (8): `strided_gradient`. The cos/sin
 // table (seq·head_dim/2 complex64) stays in L2 and is not counted.
 EagerKernels EagerRope(double e, bool strided_gradient);
+// One norm's kernels per element: a fused kernel (forward reads x and writes `out_bytes` of y;
+// backward reads x and dy and writes dx, 3e, the weight-gradient reduction riding along), or
+// with `eager` an eager PyTorch RMSNorm (EagerRmsNorm; its output is e bytes).
+EagerKernels NormKernels(double e, double out_bytes, bool eager);
 
 // How a quantised linear layer's input reaches fp8 (Transformer Engine, see profiler_internal.cc).
 enum class LinearInput {

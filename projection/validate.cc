@@ -370,30 +370,16 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
     if (scenario.ok() && options.overlap_grad_reduce) {
       scenario->training.overlap_grad_reduce = *options.overlap_grad_reduce;
     }
-    if (scenario.ok() && options.torch_compile) {
-      scenario->training.torch_compile = *options.torch_compile;
-    }
     if (scenario.ok() && options.distributed_optimizer && !scenario->parallel.fsdp &&
         scenario->parallel.dp > 1) {
       scenario->parallel.distributed_optimizer = *options.distributed_optimizer;
     }
-    if (scenario.ok() &&
-        (options.loss_kernel || options.train_metric_passes || options.stack ||
-         options.hidden_dropout || options.attention_dropout || options.fsdp_impl)) {
-      if (options.stack) {
-        scenario->training.stack = *options.stack;
-        // The case schema never sets the distributed optimizer: its default follows the stack
-        // (a --distributed-optimizer what-if, applied above, wins).
+    if (scenario.ok() && options.training.Any()) {
+      options.training.ApplyTo(scenario->training);
+      // The case schema never sets the distributed optimizer: its default follows the stack
+      // (a --distributed-optimizer what-if, applied above, wins).
+      if (options.training.stack) {
         DefaultDistributedOptimizer(options.distributed_optimizer.has_value(), *scenario);
-      }
-      if (options.loss_kernel) scenario->training.loss_kernel = *options.loss_kernel;
-      if (options.train_metric_passes) {
-        scenario->training.train_metric_passes = *options.train_metric_passes;
-      }
-      if (options.fsdp_impl) scenario->training.fsdp_impl = *options.fsdp_impl;
-      if (options.hidden_dropout) scenario->training.hidden_dropout = *options.hidden_dropout;
-      if (options.attention_dropout) {
-        scenario->training.attention_dropout = *options.attention_dropout;
       }
       if (absl::Status k = ResolveKernels(*scenario, origin); !k.ok()) scenario = k;
     }

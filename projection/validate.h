@@ -127,24 +127,11 @@ struct ValidationOptions {
   // calibration schema does not carry it; the default is auto). E.g. unfused for runs that
   // predate FlashAttention; a kernel a case's GPU lacks makes that case unsupported.
   std::optional<std::string> attention_kernel;
-  // Overrides training.loss_kernel of every case (default auto: fused for the FSDP-only
-  // layouts, megatron for the rest).
-  std::optional<LossKernel> loss_kernel;
-  // Overrides training.train_metric_passes of every case (default auto: 2 for the FSDP-only
-  // layouts, 0 for the rest).
-  std::optional<int64_t> train_metric_passes;
-  // Overrides training.stack of every case (default auto: llm-foundry for the FSDP-only
-  // layouts, megatron for the rest); the kernels left auto follow it.
-  std::optional<TrainingStack> stack;
-  // Overrides training.torch_compile of every case (default false: eager elementwise kernels
-  // on the PyTorch-native stacks).
-  std::optional<bool> torch_compile;
-  // Overrides training.hidden_dropout / attention_dropout of every case (a probability, or
-  // kAutoDropout; default auto: Megatron's 0.1 for GPT-style models on the megatron stack).
-  std::optional<double> hidden_dropout;
-  std::optional<double> attention_dropout;
-  // Overrides training.fsdp_impl of every case (default auto: the stack's).
-  std::optional<FsdpImpl> fsdp_impl;
+  // Overrides of every case's training stack, loss kernel, train-metric passes, torch.compile,
+  // FSDP implementation and dropout (defaults auto: the stack llm-foundry for the FSDP-only
+  // layouts and megatron for the rest, the kernels and the rest following it; torch.compile
+  // off); the settings left auto are resolved again.
+  TrainingOverrides training;
   // Stack switches the schema does not carry either (defaults: off and fp32, Megatron's):
   // training.tp_comm_overlap and training.grad_reduce_dtype for every case.
   std::optional<bool> tp_comm_overlap;
