@@ -5,12 +5,12 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "benchmark/benchmark.h"
 #include "backends/backend_registry.h"
+#include "benchmark/benchmark.h"
 #include "hw_profiles/hardware_profile.h"
 #include "models/model_spec.h"
 #include "projection/projection.h"
-#include "projection/scenario.h"
+#include "scenario/scenario.h"
 
 namespace projector {
 namespace {

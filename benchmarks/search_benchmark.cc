@@ -10,7 +10,7 @@
 #include "backends/backend_registry.h"
 #include "benchmark/benchmark.h"
 #include "projection/projection.h"
-#include "projection/search.h"
+#include "studies/search.h"
 
 namespace projector {
 namespace {

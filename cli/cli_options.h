@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "cxxopts.hpp"
-#include "projection/scenario.h"
+#include "scenario/scenario.h"
 
 namespace projector {
 

@@ -20,13 +20,16 @@
 #include "hw_profiles/hardware_profile.h"
 #include "models/model_spec.h"
 #include "nlohmann/json.hpp"
-#include "projection/calibrate.h"
-#include "projection/html_report.h"
 #include "projection/projection.h"
-#include "projection/report.h"
-#include "projection/scenario.h"
-#include "projection/validate.h"
-#include "projection/what_if.h"
+#include "report/calibrate_report.h"
+#include "report/html_report.h"
+#include "report/report.h"
+#include "report/validate_report.h"
+#include "report/what_if_report.h"
+#include "scenario/scenario.h"
+#include "studies/calibrate.h"
+#include "studies/validate.h"
+#include "studies/what_if.h"
 
 namespace projector {
 namespace {

@@ -12,9 +12,11 @@
 #include "backends/profile/profile_file.h"
 #include "cli/cli_options.h"
 #include "core/status_macros.h"
-#include "projection/calibrate.h"
-#include "projection/profile_mode.h"
 #include "projection/projection.h"
+#include "report/calibrate_report.h"
+#include "report/profile_mode_report.h"
+#include "studies/calibrate.h"
+#include "studies/profile_mode.h"
 
 namespace projector {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "cxxopts.hpp"
-#include "projection/scenario.h"
+#include "scenario/scenario.h"
 
 namespace projector {
 

@@ -16,9 +16,10 @@
 #include "cli/cli_options.h"
 #include "core/status_macros.h"
 #include "cxxopts.hpp"
-#include "projection/calibrate.h"
-#include "projection/html_report.h"
-#include "projection/search.h"
+#include "report/html_report.h"
+#include "report/search_report.h"
+#include "studies/calibrate.h"
+#include "studies/search.h"
 
 namespace projector {
 namespace {

@@ -16,8 +16,8 @@
 #include "projection/layer_composer.h"
 #include "projection/layer_time_adjuster.h"
 #include "projection/memory_model.h"
-#include "projection/scenario.h"
 #include "projection/step_composer.h"
+#include "scenario/scenario.h"
 
 namespace projector {
 

@@ -6,7 +6,7 @@
 #include "hw_profiles/hardware_profile.h"
 #include "models/model_spec.h"
 #include "projection/layer_composer.h"
-#include "projection/scenario.h"
+#include "scenario/scenario.h"
 
 namespace projector::testing {
 

@@ -1,0 +1,888 @@
+#include "report/html_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/number_format.h"
+#include "report/report.h"
+#include "report/validate_report.h"
+
+namespace projector {
+namespace {
+
+constexpr std::string_view kCss = R"(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2330;
+  max-width:1100px;margin:24px auto;padding:0 16px}
+h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde;
+  padding-bottom:4px}
+table{border-collapse:collapse}td,th{padding:3px 10px;text-align:left}
+th{font-weight:600;color:#556}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+table.meta td:first-child{color:#667;padding-left:0}
+table.grid tr:nth-child(even){background:#f5f6fa}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:14px 0}
+.card{border:1px solid #dde;border-radius:6px;padding:8px 14px;min-width:130px}
+.card .v{font-size:21px;font-weight:600;font-variant-numeric:tabular-nums}
+.card .k{color:#667;font-size:12px}.bad{color:#c0392b}.good{color:#1e8449}
+.sw{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:6px;
+  vertical-align:-1px}
+svg{display:block;max-width:100%;height:auto;font:11px system-ui,sans-serif}
+pre{font-size:12px;background:#f5f6fa;padding:10px;overflow-x:auto}
+.note{color:#667;font-size:12px}
+)";
+
+// One colour per StepBreakdown term, in kBreakdownTerms order.
+constexpr std::string_view kTermColors[] = {"#4e79a7", "#e15759", "#f28e2b", "#b07aa1", "#bab0ac",
+                                            "#9c755f", "#76b7b2", "#edc948", "#ff9da7", "#59a14f"};
+static_assert(std::size(kTermColors) == std::size(kBreakdownTerms));
+constexpr std::string_view kForwardColor = "#4e79a7";
+constexpr std::string_view kBackwardColor = "#f28e2b";
+constexpr std::string_view kWeightGradColor = "#59a14f";
+constexpr std::string_view kRecomputeColor = "#bab0ac";
+constexpr std::string_view kCommColor = "#76b7b2";
+constexpr std::string_view kTailColor = "#e15759";
+
+double Ms(Seconds s) { return ToMilliseconds(s); }
+
+// Appends the parts (absl::StrAppend takes absl::string_view, which is not std::string_view in
+// the Debian build of Abseil).
+void Put(std::string& out, std::initializer_list<std::string_view> parts) {
+  for (std::string_view part : parts) out.append(part);
+}
+double GiB(Bytes b) { return b.value() / (1024.0 * 1024.0 * 1024.0); }
+
+// "12,345" for big counts, 3 significant digits below 100.
+std::string Figure(double v) {
+  if (!std::isfinite(v)) return "n/a";
+  if (std::abs(v) >= 100.0) {
+    const std::string grouped = GroupThousands(absl::StrFormat("%.0f", std::abs(v)));
+    return v < 0 ? "-" + grouped : grouped;
+  }
+  return absl::StrFormat("%.3g", v);
+}
+
+// "200k", "1.5M", "50" for axis labels.
+std::string CompactFigure(double v) {
+  if (v >= 1e6) return absl::StrFormat("%gM", v / 1e6);
+  if (v >= 1e3) return absl::StrFormat("%gk", v / 1e3);
+  return absl::StrFormat("%g", v);
+}
+
+void Card(std::string& out, std::string_view value, std::string_view label,
+          std::string_view cls = "") {
+  Put(out, {"<div class=\"card\"><div class=\"v ", cls, "\">", value, "</div><div class=\"k\">",
+            label, "</div></div>"});
+}
+
+// A tick step of 1, 2 or 5 × 10^k giving about `target` ticks over [0, span].
+double TickStep(double span, double target) {
+  if (!(span > 0)) return 1.0;
+  const double raw = span / target;
+  const double base = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double f : {1.0, 2.0, 5.0}) {
+    if (f * base >= raw) return f * base;
+  }
+  return 10.0 * base;
+}
+
+void Rect(std::string& out, double x, double y, double w, double h, std::string_view fill,
+          std::string_view title = "") {
+  absl::StrAppendFormat(&out,
+                        "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"", x,
+                        y, std::max(w, 0.0), h, fill);
+  if (title.empty()) {
+    out += "/>";
+  } else {
+    Put(out, {"><title>", title, "</title></rect>"});
+  }
+}
+
+void Text(std::string& out, double x, double y, std::string_view text,
+          std::string_view anchor = "start", std::string_view fill = "#1d2330") {
+  absl::StrAppendFormat(&out,
+                        "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"%s\" fill=\"%s\">%s</text>", x,
+                        y, anchor, fill, text);
+}
+
+// A line from (x1, y1) to (x2, y2); `dash` as an SVG dash array ("6 4"), empty for solid.
+constexpr std::string_view kGridColor = "#e3e5ee";
+constexpr std::string_view kGuideColor = "#8a90a6";
+constexpr std::string_view kLimitColor = "#c0392b";
+void Line(std::string& out, double x1, double y1, double x2, double y2, std::string_view stroke,
+          std::string_view dash = "", double width = 1.0) {
+  absl::StrAppendFormat(&out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\"",
+                        x1, y1, x2, y2, stroke);
+  if (!dash.empty()) absl::StrAppendFormat(&out, " stroke-dasharray=\"%s\"", dash);
+  if (width != 1.0) absl::StrAppendFormat(&out, " stroke-width=\"%g\"", width);
+  out += "/>";
+}
+
+void Legend(std::string& out,
+            const std::vector<std::pair<std::string_view, std::string_view>>& items) {
+  out += "<p>";
+  for (const auto& [label, color] : items) {
+    Put(out, {"<span class=\"sw\" style=\"background:", color, "\"></span>", label, " &nbsp; "});
+  }
+  out += "</p>";
+}
+
+// The document head (title already escaped) and the opening body tag.
+void PageStart(std::string& out, std::string_view title) {
+  Put(out, {"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+            "<title>",
+            title, "</title><style>", kCss, "</style></head><body>\n"});
+}
+
+void Headline(std::string& out, const Scenario& scenario, const Projection& p) {
+  Put(out, {"<h1>Projection: ", HtmlEscape(p.scenario_name), "</h1>\n<table class=\"meta\">"});
+  for (const auto& [label, value] : ProjectionSummaryRows(scenario, p)) {
+    Put(out, {"<tr><td>", label, "</td><td>", HtmlEscape(value), "</td></tr>"});
+  }
+  out += "</table>\n<div class=\"cards\">";
+  Card(out, Figure(p.tokens_per_s_per_gpu), "tokens/s per GPU (TGS)");
+  Card(out, absl::StrCat(Figure(Ms(p.step_time)), " ms"), "step time");
+  Card(out, absl::StrFormat("%.1f%%", 100.0 * p.mfu),
+       absl::StrFormat("MFU of %.0f TFLOP/s", ToTeraFlopsPerSecond(p.peak_flops_per_gpu)));
+  Card(out, Figure(p.tflops_per_gpu), "model TFLOP/s per GPU");
+  Card(out, absl::StrFormat("%.1f GiB", GiB(p.peak_memory_per_gpu)),
+       absl::StrFormat("peak memory of %.1f GiB%s", GiB(p.memory.capacity),
+                       p.fits_in_memory ? "" : ": does not fit"),
+       p.fits_in_memory ? "" : "bad");
+  if (p.measured_tokens_per_s_per_gpu.has_value()) {
+    const double err = p.error_pct.value_or(0.0);
+    Card(out, absl::StrFormat("%+.1f%%", err),
+         absl::StrCat("projected vs measured ", Figure(*p.measured_tokens_per_s_per_gpu), " TGS"),
+         std::abs(err) <= 10.0 ? "good" : (std::abs(err) > 20.0 ? "bad" : ""));
+  }
+  out += "</div>\n";
+}
+
+void BreakdownSection(std::string& out, const Projection& p) {
+  out += "<h2>Where the step goes</h2>\n";
+  const double step = p.step_time.value();
+  constexpr double kWidth = 1000, kHeight = 34;
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 %.0f %.0f\" role=\"img\">", kWidth, kHeight);
+  double x = 0;
+  for (size_t i = 0; i < std::size(kBreakdownTerms); ++i) {
+    const double t = (p.breakdown.*kBreakdownTerms[i].member).value();
+    if (!(t > 0) || !(step > 0)) continue;
+    const double w = t / step * kWidth;
+    Rect(out, x, 0, w, kHeight, kTermColors[i],
+         absl::StrFormat("%s: %.2f ms (%.1f%%)", kBreakdownTerms[i].label, t * 1e3,
+                         100.0 * t / step));
+    // A label where it fits (~6.5 px per character at 11 px).
+    const std::string label =
+        absl::StrFormat("%s %.0f%%", kBreakdownTerms[i].label, 100.0 * t / step);
+    if (w > 6.5 * static_cast<double>(label.size()) + 8) {
+      Text(out, x + 5, kHeight / 2 + 4, label, "start", "#fff");
+    }
+    x += w;
+  }
+  out +=
+      "</svg>\n<table class=\"grid\"><tr><th>term</th><th class=\"n\">ms</th>"
+      "<th class=\"n\">share</th></tr>";
+  for (size_t i = 0; i < std::size(kBreakdownTerms); ++i) {
+    const Seconds t = p.breakdown.*kBreakdownTerms[i].member;
+    absl::StrAppendFormat(&out,
+                          "<tr><td><span class=\"sw\" style=\"background:%s\"></span>%s</td>"
+                          "<td class=\"n\">%.2f</td><td class=\"n\">%.1f%%</td></tr>",
+                          kTermColors[i], kBreakdownTerms[i].label, Ms(t),
+                          step > 0 ? 100.0 * t.value() / step : 0.0);
+  }
+  absl::StrAppendFormat(&out,
+                        "<tr><th>step time</th><th class=\"n\">%.2f</th><th class=\"n\">100%%</th>"
+                        "</tr></table>\n<p class=\"note\">Pipeline terms are those of the critical "
+                        "pipeline rank; hidden communication that slowed the compute it overlapped "
+                        "is counted in its exposed term.</p>\n",
+                        Ms(p.step_time));
+}
+
+// One chart of module rows: forward, backward and recompute bars on a shared ms scale.
+void ModuleChart(std::string& out, std::string_view title,
+                 const std::vector<const ModuleTimes*>& rows) {
+  double longest = 0;
+  for (const ModuleTimes* m : rows) {
+    longest = std::max(longest, (m->forward + m->backward + m->recompute).value());
+  }
+  constexpr double kLabel = 130, kBar = 760, kRow = 22;
+  const double height = kRow * static_cast<double>(rows.size()) + 6;
+  Put(out, {"<h3>", title, "</h3>"});
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", height);
+  double y = 2;
+  for (const ModuleTimes* m : rows) {
+    Text(out, 0, y + 14, HtmlEscape(m->module));
+    double x = kLabel;
+    for (const auto& [t, color, phase] : {std::tuple{m->forward, kForwardColor, "forward"},
+                                          std::tuple{m->backward, kBackwardColor, "backward"},
+                                          std::tuple{m->recompute, kRecomputeColor, "recompute"}}) {
+      const double w = longest > 0 ? t.value() / longest * kBar : 0.0;
+      Rect(out, x, y, w, kRow - 6, color,
+           absl::StrFormat("%s %s: %.3f ms", HtmlEscape(m->module), phase, Ms(t)));
+      x += w;
+    }
+    Text(out, x + 6, y + 14,
+         absl::StrFormat("%.3f ms", Ms(m->forward + m->backward + m->recompute)), "start", "#556");
+    y += kRow;
+  }
+  out += "</svg>\n";
+}
+
+void ModulesSection(std::string& out, const Projection& p) {
+  out += "<h2>Per layer, one micro-batch</h2>\n";
+  Legend(
+      out,
+      {{"forward", kForwardColor}, {"backward", kBackwardColor}, {"recompute", kRecomputeColor}});
+  for (const LayerKindTimes& k : p.layer_kinds) {
+    std::vector<const ModuleTimes*> rows;
+    for (const ModuleTimes& m : k.modules) rows.push_back(&m);
+    ModuleChart(out,
+                absl::StrFormat("%s layer (x%d): %.3f ms, %.1f MiB of stored activations",
+                                k.is_moe ? "MoE" : "dense", k.count,
+                                Ms(k.forward + k.backward + k.recompute),
+                                k.activation_bytes.value() / (1024.0 * 1024.0)),
+                rows);
+  }
+  ModuleChart(out, "embedding and output layer", {&p.embedding, &p.output_layer});
+}
+
+void MemorySection(std::string& out, const Projection& p) {
+  out += "<h2>Memory per GPU, per pipeline stage</h2>\n";
+  const std::vector<StageMemory>& stages = p.memory.stages;
+  if (stages.empty()) return;
+  constexpr std::string_view kPartColors[] = {"#4e79a7", "#f28e2b", "#e15759", "#59a14f",
+                                              "#bab0ac"};
+  constexpr std::string_view kPartNames[] = {"weights", "gradients", "optimizer state",
+                                             "activations", "workspace"};
+  Legend(out, {{kPartNames[0], kPartColors[0]},
+               {kPartNames[1], kPartColors[1]},
+               {kPartNames[2], kPartColors[2]},
+               {kPartNames[3], kPartColors[3]},
+               {kPartNames[4], kPartColors[4]},
+               {"HBM capacity", "#c0392b"}});
+  const double capacity = GiB(p.memory.capacity);
+  const double top = std::max(capacity, GiB(p.memory.peak)) * 1.08;
+  constexpr double kLeft = 50, kPlotW = 930, kPlotH = 220, kTop = 22;
+  const double slot = kPlotW / static_cast<double>(stages.size());
+  const double bar = std::min(48.0, slot * 0.75);
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", kTop + kPlotH + 24);
+  auto y_of = [&](double gib) { return kTop + kPlotH - (top > 0 ? gib / top * kPlotH : 0.0); };
+  const double tick = TickStep(top, 5);
+  for (double g = 0; g <= top; g += tick) {
+    Line(out, kLeft, y_of(g), kLeft + kPlotW, y_of(g), kGridColor);
+    Text(out, kLeft - 6, y_of(g) + 4, absl::StrFormat("%g", g), "end", "#667");
+  }
+  Text(out, kLeft - 6, 10, "GiB", "end", "#667");
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const StageMemory& s = stages[i];
+    const double parts[] = {GiB(s.weights), GiB(s.gradients), GiB(s.optimizer_state),
+                            GiB(s.activations), GiB(s.workspace)};
+    const double x = kLeft + slot * (static_cast<double>(i) + 0.5) - bar / 2;
+    double base = 0;
+    for (size_t k = 0; k < std::size(parts); ++k) {
+      Rect(out, x, y_of(base + parts[k]), bar, y_of(base) - y_of(base + parts[k]), kPartColors[k],
+           absl::StrFormat("stage %d %s: %.2f GiB (total %.2f GiB, %d micro-batches in flight)",
+                           s.stage, kPartNames[k], parts[k], GiB(s.total),
+                           s.in_flight_micro_batches));
+      base += parts[k];
+    }
+    if (stages.size() <= 32 || i % ((stages.size() + 31) / 32) == 0) {
+      Text(out, x + bar / 2, kTop + kPlotH + 14, absl::StrCat(s.stage), "middle", "#667");
+    }
+  }
+  if (capacity > 0) {
+    Line(out, kLeft, y_of(capacity), kLeft + kPlotW, y_of(capacity), kLimitColor, "6 4", 1.5);
+  }
+  out += "</svg>\n";
+  absl::StrAppendFormat(&out, "<p>Peak %.2f GiB on stage %d of %.2f GiB HBM%s.</p>\n",
+                        GiB(p.memory.peak), p.memory.peak_stage, capacity,
+                        p.fits_in_memory ? "" : ": <b class=\"bad\">does not fit</b>");
+}
+
+// Colour of each TimelineKind, in enum order.
+constexpr std::string_view kTimelineColors[] = {kForwardColor, kBackwardColor, kWeightGradColor,
+                                                kTailColor,    kTailColor,     kCommColor};
+
+void TimelineSection(std::string& out, const Scenario& scenario, const Projection& p) {
+  if (p.timeline.empty()) return;
+  out += "<h2>Pipeline timeline of one step</h2>\n";
+  Legend(out, {{"forward", kForwardColor},
+               {"backward (input gradients)", kBackwardColor},
+               {"weight gradients (zero bubble)", kWeightGradColor},
+               {"DP grad sync and optimizer", kTailColor},
+               {"DP bucket reduce (comm stream)", kCommColor}});
+  const int64_t ranks = std::max<int64_t>(1, scenario.parallel.pp);
+  const double step = p.step_time.value();
+  constexpr double kLeft = 70, kPlotW = 920, kLane = 16, kComm = 6, kGap = 6, kTop = 4;
+  const double row = kLane + kComm + kGap;
+  const double height = kTop + row * static_cast<double>(ranks) + 22;
+  const bool tooltips = p.timeline.size() <= kTimelineTooltipLimit;
+  const bool interleaved = scenario.parallel.vpp > 1;
+  auto x_of = [&](Seconds t) { return kLeft + (step > 0 ? t.value() / step * kPlotW : 0.0); };
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", height);
+  for (int64_t r = 0; r < ranks; ++r) {
+    Text(out, 0, kTop + row * static_cast<double>(r) + 12, absl::StrCat("PP rank ", r));
+  }
+  for (const TimelineEvent& e : p.timeline) {
+    const bool comm = e.kind == TimelineKind::kGradReduce;
+    const double y = kTop + row * static_cast<double>(e.rank) + (comm ? kLane + 1 : 0.0);
+    std::string title;
+    if (tooltips) {
+      title = absl::StrFormat("%s%s, rank %d: %.3f-%.3f ms", TimelineKindName(e.kind),
+                              e.micro_batch >= 0
+                                  ? (interleaved ? absl::StrCat(e.micro_batch, ".c", e.chunk)
+                                                 : absl::StrCat(e.micro_batch))
+                                  : std::string(),
+                              e.rank, Ms(e.start), Ms(e.end));
+    }
+    Rect(out, x_of(e.start), y, std::max(x_of(e.end) - x_of(e.start), 0.3), comm ? kComm : kLane,
+         kTimelineColors[static_cast<size_t>(e.kind)], title);
+  }
+  const double axis_y = kTop + row * static_cast<double>(ranks) + 2;
+  const double tick = TickStep(Ms(p.step_time), 8);
+  for (double t = 0; t <= Ms(p.step_time) + 1e-9; t += tick) {
+    const double x = x_of(Seconds(t * 1e-3));
+    Line(out, x, kTop, x, axis_y, kGridColor);
+    Text(out, x, axis_y + 14, absl::StrFormat("%g ms", t), "middle", "#667");
+  }
+  out += "</svg>\n";
+  absl::StrAppendFormat(&out,
+                        "<p class=\"note\">%d passes and transfers%s. The same replay as "
+                        "<code>--trace</code> (Perfetto) gives, with zoom.</p>\n",
+                        p.timeline.size(), tooltips ? "; hover a pass for its times" : "");
+}
+
+void OpsSection(std::string& out, const Projection& p) {
+  if (p.op_tables.empty()) return;
+  absl::StrAppendFormat(&out, "<h2>Slowest ops, one micro-batch</h2>\n");
+  for (const OpTable& t : p.op_tables) {
+    std::vector<const Op*> ops;
+    Seconds total(0);
+    for (const Op& op : t.ops) {
+      ops.push_back(&op);
+      total += op.time;
+    }
+    std::stable_sort(ops.begin(), ops.end(),
+                     [](const Op* a, const Op* b) { return a->time > b->time; });
+    if (ops.size() > kTopOps) ops.resize(kTopOps);
+    absl::StrAppendFormat(&out, "<h3>%s (x%d): %.3f ms before overlap</h3>\n", HtmlEscape(t.group),
+                          t.count, Ms(total));
+    out +=
+        "<table class=\"grid\"><tr><th>module</th><th>op</th><th>phase</th><th>shape</th>"
+        "<th class=\"n\">ms</th><th class=\"n\">share</th><th class=\"n\">TFLOP/s</th>"
+        "<th class=\"n\">GB/s</th></tr>";
+    for (const Op* op : ops) {
+      const double time = op->time.value();
+      absl::StrAppendFormat(
+          &out,
+          "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"n\">%.3f</td>"
+          "<td class=\"n\">%.1f%%</td><td class=\"n\">%.1f</td><td class=\"n\">%.0f</td></tr>",
+          HtmlEscape(op->module), HtmlEscape(op->name), OpPhaseName(op->phase),
+          HtmlEscape(OpShapeText(*op)), Ms(op->time),
+          total.value() > 0 ? 100.0 * time / total.value() : 0.0,
+          time > 0 ? op->flops.value() / time * 1e-12 : 0.0,
+          time > 0 ? op->bytes.value() / time * 1e-9 : 0.0);
+    }
+    out += "</table>\n";
+  }
+}
+
+// Colours of the sources of a validation page, cycled.
+constexpr std::string_view kSourceColors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
+                                              "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+                                              "#9c755f", "#bab0ac"};
+
+std::string_view ErrorClass(double error_pct) {
+  const double e = std::abs(error_pct);
+  return e <= 10.0 ? "good" : (e > 20.0 ? "bad" : "");
+}
+
+void SummaryTable(std::string& out, std::string_view title, const std::vector<ErrorSummary>& rows) {
+  Put(out, {"<h3>", title, "</h3>\n"});
+  out +=
+      "<table class=\"grid\"><tr><th>group</th><th class=\"n\">cases</th>"
+      "<th class=\"n\">projected</th><th class=\"n\">median |err|</th>"
+      "<th class=\"n\">mean err</th><th class=\"n\">&le;10%</th>"
+      "<th class=\"n\">&le;20%</th><th class=\"n\">&le;30%</th></tr>";
+  for (const ErrorSummary& r : rows) {
+    absl::StrAppendFormat(&out,
+                          "<tr><td>%s</td><td class=\"n\">%d</td><td class=\"n\">%d</td>"
+                          "<td class=\"n %s\">%.1f%%</td><td class=\"n\">%+.1f%%</td>"
+                          "<td class=\"n\">%.0f%%</td><td class=\"n\">%.0f%%</td>"
+                          "<td class=\"n\">%.0f%%</td></tr>",
+                          HtmlEscape(r.group), r.count, r.projected,
+                          ErrorClass(r.median_abs_error_pct), r.median_abs_error_pct,
+                          r.mean_error_pct, r.within_10_pct, r.within_20_pct, r.within_30_pct);
+  }
+  out += "</table>\n";
+}
+
+// Index of each case's source in `sources` (first-appearance order).
+std::vector<size_t> SourceIndex(const std::vector<ValidationCase>& cases,
+                                std::vector<std::string>& sources) {
+  std::vector<size_t> index;
+  index.reserve(cases.size());
+  for (const ValidationCase& c : cases) {
+    auto it = std::find(sources.begin(), sources.end(), c.source);
+    if (it == sources.end()) it = sources.insert(sources.end(), c.source);
+    index.push_back(static_cast<size_t>(it - sources.begin()));
+  }
+  return index;
+}
+
+std::string CaseTooltip(const ValidationCase& c) {
+  return HtmlEscape(absl::StrFormat("%s: measured %.0f, projected %.0f TGS (%+.1f%%)", c.id,
+                                    c.measured_tokens_per_s_per_gpu,
+                                    *c.projected_tokens_per_s_per_gpu, *c.error_pct));
+}
+
+// Log-log projected against measured TGS with the y = x line and the ±10% / ±20% bands.
+void ScatterChart(std::string& out, const ValidationReport& r, const std::vector<size_t>& source,
+                  const std::vector<std::string>& sources) {
+  double lo = 0, hi = 0;
+  for (const ValidationCase& c : r.cases) {
+    if (!c.projected_tokens_per_s_per_gpu) continue;
+    for (double v : {c.measured_tokens_per_s_per_gpu, *c.projected_tokens_per_s_per_gpu}) {
+      if (!(v > 0)) continue;
+      lo = lo > 0 ? std::min(lo, v) : v;
+      hi = std::max(hi, v);
+    }
+  }
+  if (!(lo > 0) || !(hi > 0)) return;
+  const double l0 = std::log10(lo / 1.3), l1 = std::log10(hi * 1.3);
+  constexpr double kLeft = 64, kTop = 10, kSize = 520;
+  auto px = [&](double v) { return kLeft + (std::log10(v) - l0) / (l1 - l0) * kSize; };
+  auto py = [&](double v) { return kTop + kSize - (std::log10(v) - l0) / (l1 - l0) * kSize; };
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", kTop + kSize + 40);
+  // Grid at 1, 2 and 5 times each power of ten inside the range.
+  for (double decade = std::pow(10.0, std::floor(l0)); decade <= std::pow(10.0, l1); decade *= 10) {
+    for (double f : {1.0, 2.0, 5.0}) {
+      const double v = f * decade;
+      if (std::log10(v) < l0 || std::log10(v) > l1) continue;
+      Line(out, px(v), kTop, px(v), kTop + kSize, kGridColor);
+      Line(out, kLeft, py(v), kLeft + kSize, py(v), kGridColor);
+      if (f > 1.0 && l1 - l0 > 3.0) continue;  // wide ranges: label the decades only
+      Text(out, px(v), kTop + kSize + 14, CompactFigure(v), "middle", "#667");
+      Text(out, kLeft - 6, py(v) + 4, CompactFigure(v), "end", "#667");
+    }
+  }
+  // y = k·x from the left or bottom edge to the top or right edge.
+  const double a = std::pow(10.0, l0), b = std::pow(10.0, l1);
+  for (const auto& [k, dash] :
+       {std::pair{1.0, ""}, {1.1, "2 3"}, {1 / 1.1, "2 3"}, {1.2, "6 4"}, {1 / 1.2, "6 4"}}) {
+    const double x0 = std::max(a, a / k), x1 = std::min(b, b / k);
+    Line(out, px(x0), py(k * x0), px(x1), py(k * x1), kGuideColor, dash);
+  }
+  for (size_t i = 0; i < r.cases.size(); ++i) {
+    const ValidationCase& c = r.cases[i];
+    if (!c.projected_tokens_per_s_per_gpu || !(c.measured_tokens_per_s_per_gpu > 0) ||
+        !(*c.projected_tokens_per_s_per_gpu > 0)) {
+      continue;
+    }
+    const std::string_view color = kSourceColors[source[i] % std::size(kSourceColors)];
+    absl::StrAppendFormat(&out,
+                          "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3.5\" fill=\"%s\" "
+                          "stroke=\"%s\" fill-opacity=\"0.75\"><title>%s</title></circle>",
+                          px(c.measured_tokens_per_s_per_gpu),
+                          py(*c.projected_tokens_per_s_per_gpu), c.inconsistent ? "none" : color,
+                          color, CaseTooltip(c));
+  }
+  Text(out, kLeft + kSize / 2, kTop + kSize + 32, "measured tokens/s per GPU", "middle");
+  absl::StrAppendFormat(&out,
+                        "<text x=\"14\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#1d2330\" "
+                        "transform=\"rotate(-90 14 %.0f)\">projected tokens/s per GPU</text>",
+                        kTop + kSize / 2, kTop + kSize / 2);
+  // Legend: one row per source.
+  double y = kTop + 10;
+  for (size_t s = 0; s < sources.size(); ++s) {
+    Rect(out, kLeft + kSize + 40, y - 9, 11, 11, kSourceColors[s % std::size(kSourceColors)]);
+    Text(out, kLeft + kSize + 58, y, HtmlEscape(sources[s]));
+    y += 18;
+  }
+  Text(out, kLeft + kSize + 40, y + 8, "solid line: projected = measured", "start", "#667");
+  Text(out, kLeft + kSize + 40, y + 24, "dotted: ±10%, dashed: ±20%", "start", "#667");
+  Text(out, kLeft + kSize + 40, y + 40, "hollow: flagged inconsistent", "start", "#667");
+  out += "</svg>\n";
+}
+
+// One row per source: every projected case's error on a −50..+50% axis (clamped), with the
+// ±10% and ±20% bands shaded.
+void ErrorStrip(std::string& out, const ValidationReport& r, const std::vector<size_t>& source,
+                const std::vector<std::string>& sources) {
+  constexpr double kLeft = 230, kWidth = 740, kRow = 26, kTop = 6, kRange = 50;
+  const double height = kTop + kRow * static_cast<double>(sources.size()) + 24;
+  auto px = [&](double e) {
+    return kLeft + (std::clamp(e, -kRange, kRange) + kRange) / (2 * kRange) * kWidth;
+  };
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", height);
+  const double bottom = kTop + kRow * static_cast<double>(sources.size());
+  Rect(out, px(-20), kTop, px(20) - px(-20), bottom - kTop, "#eef6ee");
+  Rect(out, px(-10), kTop, px(10) - px(-10), bottom - kTop, "#dcefdc");
+  for (double e = -kRange; e <= kRange; e += 10) {
+    Line(out, px(e), kTop, px(e), bottom, e == 0 ? kGuideColor : kGridColor);
+    Text(out, px(e), bottom + 14,
+         absl::StrFormat("%s%+.0f%%", e == -kRange ? "&le;" : (e == kRange ? "&ge;" : ""), e),
+         "middle", "#667");
+  }
+  for (size_t s = 0; s < sources.size(); ++s) {
+    Text(out, 0, kTop + kRow * static_cast<double>(s) + kRow / 2 + 4,
+         HtmlEscape(sources[s].substr(0, 34)));
+  }
+  for (size_t i = 0; i < r.cases.size(); ++i) {
+    const ValidationCase& c = r.cases[i];
+    if (!c.error_pct) continue;
+    // A small deterministic vertical spread so that equal errors stay visible.
+    const double jitter = (static_cast<double>(i % 7) - 3.0) * 2.2;
+    const std::string_view color = kSourceColors[source[i] % std::size(kSourceColors)];
+    absl::StrAppendFormat(&out,
+                          "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\" fill=\"%s\" "
+                          "stroke=\"%s\" fill-opacity=\"0.7\"><title>%s</title></circle>",
+                          px(*c.error_pct),
+                          kTop + kRow * static_cast<double>(source[i]) + kRow / 2 + jitter,
+                          c.inconsistent ? "none" : color, color, CaseTooltip(c));
+  }
+  out += "</svg>\n";
+}
+
+}  // namespace
+
+std::string HtmlEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string ProjectionHtml(const Scenario& scenario, const Projection& p) {
+  std::string out;
+  PageStart(out, absl::StrCat("Projection: ", HtmlEscape(p.scenario_name)));
+  Headline(out, scenario, p);
+  BreakdownSection(out, p);
+  ModulesSection(out, p);
+  MemorySection(out, p);
+  TimelineSection(out, scenario, p);
+  OpsSection(out, p);
+  if (!p.defaults_used.empty()) {
+    out += "<h2>Defaults used</h2>\n<ul>";
+    for (const std::string& d : p.defaults_used) Put(out, {"<li>", HtmlEscape(d), "</li>"});
+    out += "</ul>\n";
+  }
+  Put(out,
+      {"<h2>Text report</h2>\n<details><summary>show</summary><pre>",
+       HtmlEscape(ProjectionText(scenario, p) + OpsText(p)), "</pre></details>\n</body></html>\n"});
+  return out;
+}
+
+std::string ValidationHtml(const ValidationReport& r) {
+  std::string out;
+  PageStart(out, absl::StrCat("Projected vs measured: ", HtmlEscape(r.file)));
+  Put(out, {"<h1>Projected vs measured: ", HtmlEscape(r.file), "</h1>\n"});
+  const ErrorSummary& s = r.summary;
+  out += "<div class=\"cards\">";
+  Card(out, absl::StrCat(s.count), "cases");
+  Card(out, absl::StrCat(s.projected), "projected", s.projected < s.count ? "bad" : "");
+  Card(out, absl::StrFormat("%.1f%%", s.median_abs_error_pct), "median |error|",
+       ErrorClass(s.median_abs_error_pct));
+  Card(out, absl::StrFormat("%+.1f%%", s.mean_error_pct), "mean error (projected high > 0)");
+  Card(out,
+       absl::StrFormat("%.0f / %.0f / %.0f%%", s.within_10_pct, s.within_20_pct, s.within_30_pct),
+       "within 10 / 20 / 30%");
+  Card(out, absl::StrCat(r.inconsistent_cases), "flagged inconsistent");
+  Card(out, absl::StrCat(r.measured_but_not_fitting), "measured, projected not to fit");
+  out += "</div>\n";
+
+  std::vector<std::string> sources;
+  const std::vector<size_t> source = SourceIndex(r.cases, sources);
+  out += "<h2>Projected against measured</h2>\n";
+  ScatterChart(out, r, source, sources);
+  out +=
+      "<h2>Error by source</h2>\n<p class=\"note\">(projected &minus; measured) / measured; "
+      "shaded: within 10% and 20%.</p>\n";
+  ErrorStrip(out, r, source, sources);
+
+  out += "<h2>Summary</h2>\n";
+  SummaryTable(out, "All cases", {r.summary});
+  SummaryTable(out, "By GPU", r.by_gpu);
+  SummaryTable(out, "By source", r.by_source);
+  out +=
+      "<h3>Stack by source</h3>\n<p class=\"note\">What the cases ran: defaults for what the "
+      "case schema does not state, or the what-if flags.</p>\n<table class=\"grid\"><tr>"
+      "<th>source</th><th>stack</th><th>attention kernel</th><th>loss kernel</th>"
+      "<th>train-metric passes</th></tr>";
+  for (const SourceStack& st : StacksBySource(r)) {
+    Put(out, {"<tr><td>", HtmlEscape(st.source), "</td><td>", HtmlEscape(st.stacks), "</td><td>",
+              HtmlEscape(st.attention_kernels), "</td><td>", HtmlEscape(st.loss_kernels),
+              "</td><td>", HtmlEscape(st.train_metric_passes), "</td></tr>"});
+  }
+  out += "</table>\n";
+  SummaryTable(out, "By precision", r.by_precision);
+  SummaryTable(out, "By sequence length", r.by_seq_len);
+  SummaryTable(out, "By scale", r.by_scale);
+
+  out +=
+      "<h2>Cases</h2>\n<table class=\"grid\"><tr><th>id</th><th>model</th><th>GPU</th>"
+      "<th class=\"n\">GPUs</th><th>layout</th><th class=\"n\">measured</th>"
+      "<th class=\"n\">projected</th><th class=\"n\">error</th><th>dominant terms</th>"
+      "<th>flags</th></tr>";
+  for (const ValidationCase& c : r.cases) {
+    if (!c.projected_tokens_per_s_per_gpu || !c.error_pct) continue;
+    std::string flags = c.fits_in_memory ? "" : "does not fit";
+    if (c.inconsistent) {
+      absl::StrAppend(&flags, flags.empty() ? "" : "; ", "inconsistent: ", InconsistencyNote(c));
+    }
+    absl::StrAppendFormat(&out,
+                          "<tr><td>%s</td><td>%s</td><td>%s</td><td class=\"n\">%d</td>"
+                          "<td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
+                          "<td class=\"n %s\">%+.1f%%</td><td>%s</td><td>%s</td></tr>",
+                          HtmlEscape(c.id), HtmlEscape(c.model), HtmlEscape(c.gpu), c.num_gpus,
+                          HtmlEscape(c.layout), Figure(c.measured_tokens_per_s_per_gpu),
+                          Figure(*c.projected_tokens_per_s_per_gpu), ErrorClass(*c.error_pct),
+                          *c.error_pct, HtmlEscape(c.dominant_terms), HtmlEscape(flags));
+  }
+  out += "</table>\n";
+  bool header = false;
+  for (const ValidationCase& c : r.cases) {
+    if (c.projected_tokens_per_s_per_gpu && c.error_pct) continue;
+    if (!header) {
+      out +=
+          "<h2>Cases not projected</h2>\n<table class=\"grid\"><tr><th>id</th>"
+          "<th class=\"n\">line</th><th>reason</th></tr>";
+      header = true;
+    }
+    absl::StrAppendFormat(&out, "<tr><td>%s</td><td class=\"n\">%d</td><td>%s</td></tr>",
+                          HtmlEscape(c.id), c.line, HtmlEscape(c.reason));
+  }
+  if (header) out += "</table>\n";
+  absl::StrAppendFormat(&out, "<p class=\"note\">%d cases in %.2f s.</p>\n</body></html>\n",
+                        r.cases.size(), r.elapsed_s);
+  return out;
+}
+
+std::string ClockWhatIfHtml(const Scenario& scenario, const std::vector<ClockRow>& rows) {
+  std::string out;
+  PageStart(out, absl::StrCat("Clock what-if: ", HtmlEscape(scenario.name)));
+  Put(out, {"<h1>Clock what-if: ", HtmlEscape(scenario.name), "</h1>\n<pre>",
+            HtmlEscape(DescribeScenario(scenario)), "</pre>\n"});
+  if (rows.empty()) return out + "</body></html>\n";
+  const auto [lo_it, hi_it] = std::minmax_element(
+      rows.begin(), rows.end(),
+      [](const ClockRow& a, const ClockRow& b) { return a.clock_mhz < b.clock_mhz; });
+  const ClockRow& lowest = *lo_it;
+  const double c0 = lowest.clock_mhz, c1 = hi_it->clock_mhz;
+  double top = 0;
+  for (const ClockRow& r : rows) {
+    top = std::max({top, r.tokens_per_s_per_gpu,
+                    lowest.tokens_per_s_per_gpu * r.clock_mhz / std::max(c0, 1e-9)});
+  }
+  top *= 1.1;
+  constexpr double kLeft = 70, kTop = 12, kW = 880, kH = 300;
+  const double span = c1 > c0 ? c1 - c0 : 1.0;
+  auto px = [&](double mhz) { return kLeft + (c1 > c0 ? (mhz - c0) / span : 0.5) * kW; };
+  auto py = [&](double tgs) { return kTop + kH - (top > 0 ? tgs / top * kH : 0.0); };
+  out += "<h2>Tokens/s per GPU against the sustained clock</h2>\n";
+  Legend(out, {{"projected TGS", kForwardColor},
+               {"proportional to the clock (through the lowest clock)", "#8a90a6"}});
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", kTop + kH + 40);
+  const double ytick = TickStep(top, 5);
+  for (double v = 0; v <= top; v += ytick) {
+    Line(out, kLeft, py(v), kLeft + kW, py(v), kGridColor);
+    Text(out, kLeft - 6, py(v) + 4, CompactFigure(v), "end", "#667");
+  }
+  for (const ClockRow& r : rows) {
+    Text(out, px(r.clock_mhz), kTop + kH + 14, absl::StrFormat("%g", r.clock_mhz), "middle",
+         "#667");
+  }
+  Text(out, kLeft + kW / 2, kTop + kH + 32, "sustained clock (MHz)", "middle");
+  Line(out, px(c0), py(lowest.tokens_per_s_per_gpu), px(c1),
+       py(lowest.tokens_per_s_per_gpu * c1 / std::max(c0, 1e-9)), kGuideColor, "6 4");
+  std::vector<const ClockRow*> sorted;
+  for (const ClockRow& r : rows) sorted.push_back(&r);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const ClockRow* a, const ClockRow* b) {
+    return a->clock_mhz < b->clock_mhz;
+  });
+  std::string points;
+  for (const ClockRow* r : sorted) {
+    absl::StrAppendFormat(&points, "%.2f,%.2f ", px(r->clock_mhz), py(r->tokens_per_s_per_gpu));
+  }
+  absl::StrAppendFormat(&out,
+                        "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" "
+                        "stroke-width=\"2\"/>",
+                        points, kForwardColor);
+  for (const ClockRow* r : sorted) {
+    absl::StrAppendFormat(&out,
+                          "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"4\" fill=\"%s\"><title>%g MHz: "
+                          "%.1f TGS, step %.2f ms</title></circle>",
+                          px(r->clock_mhz), py(r->tokens_per_s_per_gpu), kForwardColor,
+                          r->clock_mhz, r->tokens_per_s_per_gpu, Ms(r->step_time));
+  }
+  out +=
+      "</svg>\n<table class=\"grid\"><tr><th class=\"n\">clock MHz</th>"
+      "<th class=\"n\">step ms</th><th class=\"n\">TGS</th><th class=\"n\">TFLOP/s/GPU</th>"
+      "<th class=\"n\">clock-scaled share</th><th class=\"n\">TGS vs lowest clock</th>"
+      "<th class=\"n\">clock vs lowest</th></tr>";
+  for (const ClockRow& r : rows) {
+    absl::StrAppendFormat(&out,
+                          "<tr><td class=\"n\">%g</td><td class=\"n\">%.2f</td>"
+                          "<td class=\"n\">%.1f</td><td class=\"n\">%.1f</td>"
+                          "<td class=\"n\">%.1f%%</td><td class=\"n\">%.3fx</td>"
+                          "<td class=\"n\">%.3fx</td></tr>",
+                          r.clock_mhz, Ms(r.step_time), r.tokens_per_s_per_gpu, r.tflops_per_gpu,
+                          100.0 * r.clock_scaled_share,
+                          lowest.tokens_per_s_per_gpu > 0
+                              ? r.tokens_per_s_per_gpu / lowest.tokens_per_s_per_gpu
+                              : 0.0,
+                          c0 > 0 ? r.clock_mhz / c0 : 0.0);
+  }
+  out +=
+      "</table>\n<p class=\"note\">The clock-scaled share is the part of the step that "
+      "scales with 1/clock (compute-bound cycles); memory-bound kernels and communication do "
+      "not, so TGS grows more slowly than the clock.</p>\n</body></html>\n";
+  return out;
+}
+
+std::string SearchHtml(const Scenario& base, const SearchResult& result, int64_t top_k) {
+  std::string out;
+  PageStart(out, absl::StrCat("Layout search: ", HtmlEscape(base.model.name), " on ",
+                              HtmlEscape(base.hw.name)));
+  Put(out, {"<h1>Layout search: ", HtmlEscape(base.model.name), " on ",
+            HtmlEscape(absl::StrFormat("%d x %s", base.num_gpus, base.hw.name)), "</h1>\n"});
+  out += "<div class=\"cards\">";
+  Card(out, Figure(static_cast<double>(result.candidates_enumerated)), "layouts enumerated");
+  Card(out, Figure(static_cast<double>(result.candidates_evaluated)), "projected");
+  Card(out,
+       result.memory_limit ? absl::StrFormat("%.1f GB", result.memory_limit->value() * 1e-9)
+                           : std::string("none"),
+       "memory limit");
+  Card(out, std::string(SearchObjectiveName(result.objective)), "objective");
+  Card(out, absl::StrFormat("%.2f s", result.elapsed_s),
+       absl::StrFormat("on %d threads", result.threads));
+  out += "</div>\n";
+  const std::vector<RankedLayout>& ranked = result.ranked;
+  if (ranked.empty()) return out + "</body></html>\n";
+  const size_t plotted = std::min(ranked.size(), kSearchPlotLimit);
+
+  // TGS against peak memory per GPU (GiB).
+  double max_mem = GiB(result.memory_check), max_tgs = 0;
+  for (size_t i = 0; i < plotted; ++i) {
+    max_mem = std::max(max_mem, GiB(ranked[i].metrics.peak_memory_per_gpu));
+    max_tgs = std::max(max_tgs, ranked[i].metrics.tokens_per_s_per_gpu);
+  }
+  max_mem *= 1.05;
+  max_tgs *= 1.1;
+  constexpr double kLeft = 70, kTop = 12, kW = 880, kH = 360;
+  auto px = [&](double gib) { return kLeft + (max_mem > 0 ? gib / max_mem * kW : 0.0); };
+  auto py = [&](double tgs) { return kTop + kH - (max_tgs > 0 ? tgs / max_tgs * kH : 0.0); };
+  absl::StrAppendFormat(&out, "<h2>Tokens/s per GPU against peak memory</h2>\n");
+  Legend(out, {{"layout", kForwardColor},
+               {"fastest layout for each memory budget (Pareto front)", kTailColor},
+               {"memory limit", "#c0392b"}});
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", kTop + kH + 40);
+  for (const auto& [step, vertical] :
+       {std::pair{TickStep(max_mem, 8), true}, std::pair{TickStep(max_tgs, 5), false}}) {
+    for (double v = 0; v <= (vertical ? max_mem : max_tgs); v += step) {
+      if (vertical) {
+        Line(out, px(v), kTop, px(v), kTop + kH, kGridColor);
+        Text(out, px(v), kTop + kH + 14, absl::StrFormat("%g", v), "middle", "#667");
+      } else {
+        Line(out, kLeft, py(v), kLeft + kW, py(v), kGridColor);
+        Text(out, kLeft - 6, py(v) + 4, CompactFigure(v), "end", "#667");
+      }
+    }
+  }
+  Text(out, kLeft + kW / 2, kTop + kH + 32, "peak memory per GPU (GiB)", "middle");
+  if (result.memory_check.value() > 0) {
+    const double x = px(GiB(result.memory_check));
+    Line(out, x, kTop, x, kTop + kH, kLimitColor, "6 4");
+  }
+  std::vector<const RankedLayout*> by_memory;
+  for (size_t i = 0; i < plotted; ++i) {
+    const RankedLayout& r = ranked[i];
+    by_memory.push_back(&r);
+    const bool tooltip = i < kTimelineTooltipLimit;
+    absl::StrAppendFormat(&out,
+                          "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\" fill=\"%s\" stroke=\"%s\" "
+                          "fill-opacity=\"0.6\">",
+                          px(GiB(r.metrics.peak_memory_per_gpu)),
+                          py(r.metrics.tokens_per_s_per_gpu),
+                          r.fits_memory ? kForwardColor : "none", kForwardColor);
+    if (tooltip) {
+      absl::StrAppendFormat(&out, "<title>#%d %s: %.1f TGS, %.1f GiB</title>", i + 1,
+                            HtmlEscape(CandidateLabel(r.candidate)), r.metrics.tokens_per_s_per_gpu,
+                            GiB(r.metrics.peak_memory_per_gpu));
+    }
+    out += "</circle>";
+  }
+  // Pareto front: by memory, each layout faster than every layout needing less memory.
+  std::stable_sort(by_memory.begin(), by_memory.end(),
+                   [](const RankedLayout* a, const RankedLayout* b) {
+                     return a->metrics.peak_memory_per_gpu < b->metrics.peak_memory_per_gpu;
+                   });
+  std::string front;
+  double best = -1;
+  for (const RankedLayout* r : by_memory) {
+    if (r->metrics.tokens_per_s_per_gpu <= best) continue;
+    // A staircase: the best TGS holds until a layout with more memory beats it.
+    const double x = px(GiB(r->metrics.peak_memory_per_gpu));
+    if (best >= 0) absl::StrAppendFormat(&front, "%.2f,%.2f ", x, py(best));
+    best = r->metrics.tokens_per_s_per_gpu;
+    absl::StrAppendFormat(&front, "%.2f,%.2f ", x, py(best));
+  }
+  if (best >= 0) absl::StrAppendFormat(&front, "%.2f,%.2f ", px(max_mem), py(best));
+  absl::StrAppendFormat(&out,
+                        "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" "
+                        "stroke-width=\"1.5\"/>",
+                        front, kTailColor);
+  out += "</svg>\n";
+  absl::StrAppendFormat(&out,
+                        "<p class=\"note\">%d of %d projected layouts plotted (the best by the "
+                        "objective); hollow: over the memory limit.</p>\n",
+                        plotted, ranked.size());
+
+  absl::StrAppendFormat(&out, "<h2>Best %d layouts</h2>\n", std::min<size_t>(ranked.size(), top_k));
+  out +=
+      "<table class=\"grid\"><tr><th class=\"n\">#</th><th>layout</th>"
+      "<th class=\"n\">TGS</th><th class=\"n\">step ms</th><th class=\"n\">MFU</th>"
+      "<th class=\"n\">GiB</th><th>largest cost</th><th>command</th></tr>";
+  for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(std::max<int64_t>(top_k, 0));
+       ++i) {
+    const RankedLayout& r = ranked[i];
+    absl::StrAppendFormat(&out,
+                          "<tr><td class=\"n\">%d</td><td>%s</td><td class=\"n\">%.1f</td>"
+                          "<td class=\"n\">%.2f</td><td class=\"n\">%.1f%%</td>"
+                          "<td class=\"n %s\">%.1f</td><td>%s</td><td><code>%s</code></td></tr>",
+                          i + 1, HtmlEscape(CandidateLabel(r.candidate)),
+                          r.metrics.tokens_per_s_per_gpu, Ms(r.metrics.step_time),
+                          100.0 * r.metrics.mfu, r.fits_memory ? "" : "bad",
+                          GiB(r.metrics.peak_memory_per_gpu), DominantCost(r.metrics),
+                          HtmlEscape(ReproduceCommand(base, r.candidate)));
+  }
+  out += "</table>\n</body></html>\n";
+  return out;
+}
+
+}  // namespace projector

@@ -1,0 +1,64 @@
+// HTML report of one projection: a single self-contained page (inline CSS and SVG charts, no
+// script, no network access) that a planner can open in any browser, mail or attach to a ticket.
+#ifndef PROJECTOR_REPORT_HTML_REPORT_H_
+#define PROJECTOR_REPORT_HTML_REPORT_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "projection/projection.h"
+#include "scenario/scenario.h"
+#include "studies/search.h"
+#include "studies/validate.h"
+#include "studies/what_if.h"
+
+namespace projector {
+
+// Sections, in order:
+//   headline figures: TGS, step time, MFU, TFLOP/s per GPU, peak memory of capacity (marked
+//     when it does not fit), projected vs measured when the scenario has a measurement;
+//   step breakdown: one bar of the step split into its StepBreakdown terms, and their table;
+//   per-layer modules: forward / backward / recompute bars of every module of each layer kind,
+//     the embedding and the output layer (one micro-batch);
+//   memory per pipeline stage: stacked bars (weights, gradients, optimizer state, activations,
+//     workspace) against the HBM capacity line;
+//   pipeline timeline (with ProjectionOptions::keep_timeline): every F/B/W pass of every
+//     pipeline rank, its DP gradient-bucket reduces and the step tail, on a ms axis; passes are
+//     drawn without tooltips above kTimelineTooltipLimit events to keep the page small;
+//   slowest ops (with ProjectionOptions::keep_ops): the kTopOps longest ops of each op table with
+//     shape, time, TFLOP/s and GB/s;
+//   defaults used, and the full text report (ProjectionText + OpsText) in a folded block.
+// Every string that comes from an input file is escaped.
+std::string ProjectionHtml(const Scenario& scenario, const Projection& projection);
+
+// `project validate --html`: the accuracy of a whole case file on one page. Headline cards
+// (cases, projected, median |error|, mean error, share within 10/20/30%, inconsistent and
+// not-fitting counts); a log-log scatter of projected against measured TGS, one point per
+// projected case coloured by source (hollow when the case is flagged inconsistent), with the
+// y = x line and the ±10% and ±20% bands; a strip of each source's errors; the summary tables
+// (overall, by GPU, source, precision, sequence band, scale); every case with its error and
+// flags, and the cases not projected with the reason.
+std::string ValidationHtml(const ValidationReport& report);
+
+// A clock what-if sweep (`--gpu-clock-mhz A,B,...`): the scenario, a chart of TGS against the
+// sustained clock with the line of TGS proportional to the clock through the lowest clock (how
+// far the step is from compute-bound), and the table of every clock.
+std::string ClockWhatIfHtml(const Scenario& scenario, const std::vector<ClockRow>& rows);
+
+// `project search --html`: the search (space, survivors, memory limit), a chart of TGS against
+// peak memory per GPU of the best kSearchPlotLimit layouts by the objective (the memory limit as a
+// line, layouts over it hollow, the memory/TGS Pareto front joined: the fastest layout for each
+// memory budget), and the top `top_k` layouts with their breakdown and `project` command.
+std::string SearchHtml(const Scenario& base, const SearchResult& result, int64_t top_k);
+
+inline constexpr size_t kSearchPlotLimit = 5000;
+inline constexpr size_t kTimelineTooltipLimit = 4000;
+inline constexpr size_t kTopOps = 12;
+
+// &, <, >, " and ' as character references: safe in text and in quoted attribute values.
+std::string HtmlEscape(std::string_view text);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_REPORT_HTML_REPORT_H_

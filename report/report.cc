@@ -1,0 +1,395 @@
+#include "report/report.h"
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace projector {
+namespace {
+
+constexpr std::string_view kMfuFormula =
+    "model_flops_per_step = global_batch*seq_len*(6*N_matmul + 6*L*seq_len*H*(d_qk+d_v)), "
+    "N_matmul = active params minus the input embedding (kept when tied; routed experts "
+    "times the MoE capacity factor when it is below 1), plus each MTP "
+    "module's active params and output-head pass (L then counts the MTP layers); non-causal "
+    "attention (PaLM); recompute not counted. mfu = model_flops_per_step / step_time_s / num_gpus "
+    "/ "
+    "peak dense matrix FLOP/s of the training precision at the datasheet peak clock";
+
+double Ms(Seconds s) { return ToMilliseconds(s); }
+
+// ", MoE capacity 1.25 (padded), busiest EP rank 1.30x" for routing that is not balanced and
+// dropless; empty otherwise.
+std::string MoeRoutingNote(const TrainingConfig& t) {
+  std::string out;
+  if (t.moe_capacity_factor > 0) {
+    absl::StrAppendFormat(&out, ", MoE capacity %g%s", t.moe_capacity_factor,
+                          t.moe_pad_to_capacity ? " (padded)" : "");
+  }
+  if (t.moe_imbalance != 1.0) {
+    absl::StrAppendFormat(&out, ", busiest EP rank %gx", t.moe_imbalance);
+  }
+  if (!out.empty()) absl::StrAppendFormat(&out, " (expert load %gx)", MoeExpertLoad(t));
+  return out;
+}
+double GiB(Bytes b) { return b.value() / (1024.0 * 1024.0 * 1024.0); }
+
+std::string_view KindName(const LayerKindTimes& k) { return k.is_moe ? "moe" : "dense"; }
+
+void AppendBreakdownRow(std::string& out, std::string_view name, Seconds t, Seconds step) {
+  double pct = step.value() > 0 ? t / step * 100.0 : 0.0;
+  absl::StrAppendFormat(&out, "  %-26s %12.2f ms  %6.1f%%\n", name, Ms(t), pct);
+}
+
+// Achieved rates of one timed op (zero for an op that takes no time).
+struct OpRates {
+  double tflops = 0;
+  double gbps = 0;
+  double clock_scaled_share = 0;  // fraction
+};
+OpRates RatesOf(const Op& op) {
+  const double time = op.time.value();
+  if (time <= 0) return {};
+  return {.tflops = op.flops.value() / time * 1e-12,
+          .gbps = op.bytes.value() / time * 1e-9,
+          .clock_scaled_share = op.clock_scaled_time.value() / time};
+}
+
+nlohmann::json ModuleJson(std::string_view layer, const ModuleTimes& m) {
+  return {{"layer", std::string(layer)},
+          {"module", std::string(m.module)},
+          {"forward_s", m.forward.value()},
+          {"backward_s", m.backward.value()},
+          {"recompute_s", m.recompute.value()}};
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> ProjectionSummaryRows(const Scenario& scenario,
+                                                                       const Projection& p) {
+  const TrainingConfig& tr = scenario.training;
+  std::vector<std::pair<std::string, std::string>> rows;
+  rows.emplace_back(
+      "model",
+      absl::StrFormat("%s (%d layers%s, hidden %d)", scenario.model.name, scenario.model.num_layers,
+                      scenario.model.mtp_layers > 0
+                          ? absl::StrCat(" + ", scenario.model.mtp_layers, " MTP")
+                          : std::string(),
+                      scenario.model.hidden_size));
+  rows.emplace_back("hardware",
+                    absl::StrFormat("%s x %d GPUs (%d per node), sustained %.0f MHz%s",
+                                    scenario.hw.name, p.num_gpus, scenario.hw.gpus_per_node,
+                                    ToMegahertz(scenario.hw.gpu.sustained_clock),
+                                    scenario.hw_overlay_file.empty()
+                                        ? std::string()
+                                        : absl::StrCat(", overlay ", scenario.hw_overlay_file)));
+  rows.emplace_back("layout", absl::StrFormat("%s, schedule %s, %d micro-batches", p.layout,
+                                              p.schedule, p.micro_batches));
+  rows.emplace_back(
+      "training",
+      absl::StrFormat(
+          "seq %d, micro-batch %d, global batch %d, %s, recompute %s, %s stack: %s "
+          "attention, %s loss%s%s%s%s",
+          tr.seq_len, tr.micro_batch, tr.global_batch, DTypeName(tr.precision),
+          RecomputeName(tr.recompute), TrainingStackName(ResolvedStack(tr, scenario.parallel)),
+          AttentionKernelOf(scenario), LossKernelName(ResolvedLossKernel(tr, scenario.parallel)),
+          TrainingSwitchesPhrase(scenario),
+          tr.tp_comm_overlap ? ", TP comm overlapped" : "",
+          tr.grad_reduce_dtype == DType::kFp32
+              ? ""
+              : ", grads reduced in " + std::string(DTypeName(tr.grad_reduce_dtype)),
+          MoeRoutingNote(tr)));
+  return rows;
+}
+
+std::string ProjectionText(const Scenario& scenario, const Projection& p) {
+  std::string out;
+  absl::StrAppendFormat(&out, "Projection: %s\n", p.scenario_name);
+  for (const auto& [label, value] : ProjectionSummaryRows(scenario, p)) {
+    absl::StrAppendFormat(&out, "  %-10s %s\n", label, value);
+  }
+  if (!p.defaults_used.empty()) {
+    out += "  defaults used:\n";
+    for (const std::string& d : p.defaults_used) absl::StrAppendFormat(&out, "    - %s\n", d);
+  }
+
+  out += "\nPer layer, one micro-batch (ms)\n";
+  for (const LayerKindTimes& k : p.layer_kinds) {
+    absl::StrAppendFormat(&out, "  %s layer (x%d)\n", KindName(k), k.count);
+    absl::StrAppendFormat(&out, "    %-18s %10s %10s %10s\n", "module", "forward", "backward",
+                          "recompute");
+    for (const ModuleTimes& m : k.modules) {
+      absl::StrAppendFormat(&out, "    %-18s %10.3f %10.3f %10.3f\n", m.module, Ms(m.forward),
+                            Ms(m.backward), Ms(m.recompute));
+    }
+    absl::StrAppendFormat(&out, "    %-18s %10.3f %10.3f %10.3f   total %.3f ms, act %.1f MiB\n",
+                          "layer total", Ms(k.forward), Ms(k.backward), Ms(k.recompute),
+                          Ms(k.forward + k.backward + k.recompute),
+                          k.activation_bytes.value() / (1024.0 * 1024.0));
+  }
+  for (const ModuleTimes* m : {&p.embedding, &p.output_layer}) {
+    absl::StrAppendFormat(&out, "  %-20s %10.3f %10.3f\n", m->module, Ms(m->forward),
+                          Ms(m->backward));
+  }
+
+  const StepBreakdown& b = p.breakdown;
+  absl::StrAppendFormat(&out, "\nStep breakdown (critical pipeline rank)\n");
+  for (const BreakdownTerm& term : kBreakdownTerms) {
+    AppendBreakdownRow(out, term.label, b.*term.member, p.step_time);
+  }
+  AppendBreakdownRow(out, "step time", p.step_time, p.step_time);
+
+  out += "\nThroughput\n";
+  absl::StrAppendFormat(&out, "  tokens/s/GPU (TGS)  %.1f\n", p.tokens_per_s_per_gpu);
+  absl::StrAppendFormat(&out, "  tokens/s total      %.4g\n", p.tokens_per_s);
+  absl::StrAppendFormat(&out, "  TFLOP/s/GPU         %.1f (model FLOPs, recompute not counted)\n",
+                        p.tflops_per_gpu);
+  absl::StrAppendFormat(&out, "  MFU                 %.1f%% of %.0f TFLOP/s peak\n", p.mfu * 100.0,
+                        ToTeraFlopsPerSecond(p.peak_flops_per_gpu));
+  absl::StrAppendFormat(&out, "  clock-scaled share  %.1f%% of step time\n",
+                        p.clock_scaled_share * 100.0);
+  if (p.measured_tokens_per_s_per_gpu.has_value()) {
+    absl::StrAppendFormat(&out, "  measured TGS        %.1f (projection %+.1f%%)\n",
+                          *p.measured_tokens_per_s_per_gpu, p.error_pct.value_or(0.0));
+  }
+
+  out += "\nMemory per GPU (GiB)\n";
+  absl::StrAppendFormat(&out, "  %5s %9s %9s %9s %9s %9s %9s %8s\n", "stage", "weights", "grads",
+                        "optim", "acts", "workspc", "total", "in-flt");
+  for (const StageMemory& s : p.memory.stages) {
+    absl::StrAppendFormat(&out, "  %5d %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %8d\n", s.stage,
+                          GiB(s.weights), GiB(s.gradients), GiB(s.optimizer_state),
+                          GiB(s.activations), GiB(s.workspace), GiB(s.total),
+                          s.in_flight_micro_batches);
+  }
+  absl::StrAppendFormat(&out, "  peak %.2f GiB (stage %d) of %.2f GiB HBM%s\n",
+                        GiB(p.peak_memory_per_gpu), p.memory.peak_stage, GiB(p.memory.capacity),
+                        p.fits_in_memory ? "" : "  ** DOES NOT FIT **");
+  return out;
+}
+
+nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
+  const StepBreakdown& b = p.breakdown;
+  nlohmann::json layers = nlohmann::json::array();
+  nlohmann::json modules = nlohmann::json::array();
+  for (const LayerKindTimes& k : p.layer_kinds) {
+    layers.push_back({{"kind", std::string(KindName(k))},
+                      {"count", k.count},
+                      {"forward_s", k.forward.value()},
+                      {"backward_s", k.backward.value()},
+                      {"recompute_s", k.recompute.value()},
+                      {"total_s", (k.forward + k.backward + k.recompute).value()},
+                      {"activation_bytes", k.activation_bytes.value()}});
+    for (const ModuleTimes& m : k.modules) modules.push_back(ModuleJson(KindName(k), m));
+  }
+  modules.push_back(ModuleJson("embedding", p.embedding));
+  modules.push_back(ModuleJson("output", p.output_layer));
+
+  nlohmann::json breakdown = nlohmann::json::object();
+  for (const BreakdownTerm& term : kBreakdownTerms) {
+    breakdown[std::string(term.json_key)] = (b.*term.member).value();
+  }
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StageMemory& s : p.memory.stages) {
+    stages.push_back({{"stage", s.stage},
+                      {"parameters", s.parameters},
+                      {"weights_bytes", s.weights.value()},
+                      {"gradients_bytes", s.gradients.value()},
+                      {"optimizer_state_bytes", s.optimizer_state.value()},
+                      {"activations_bytes", s.activations.value()},
+                      {"workspace_bytes", s.workspace.value()},
+                      {"total_bytes", s.total.value()},
+                      {"in_flight_micro_batches", s.in_flight_micro_batches}});
+  }
+  nlohmann::json j = {
+      {"scenario", p.scenario_name},
+      {"model", scenario.model.name},
+      {"gpu", scenario.hw.name},
+      {"layout", p.layout},
+      {"num_gpus", p.num_gpus},
+      {"schedule", p.schedule},
+      {"micro_batches", p.micro_batches},
+      {"global_batch", scenario.training.global_batch},
+      {"seq_len", scenario.training.seq_len},
+      {"attention_kernel", std::string(AttentionKernelOf(scenario))},
+      {"tp_comm_overlap", scenario.training.tp_comm_overlap},
+      {"grad_reduce_dtype", std::string(DTypeName(scenario.training.grad_reduce_dtype))},
+      {"moe_capacity_factor", scenario.training.moe_capacity_factor},
+      {"moe_pad_to_capacity", scenario.training.moe_pad_to_capacity},
+      {"moe_imbalance", scenario.training.moe_imbalance},
+      {"moe_expert_load", MoeExpertLoad(scenario.training)},
+      {"step_time_s", p.step_time.value()},
+      {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
+      {"tokens_per_s", p.tokens_per_s},
+      {"model_flops_per_step", p.model_flops_per_step.value()},
+      {"tflops_per_gpu", p.tflops_per_gpu},
+      {"peak_tflops_per_gpu", ToTeraFlopsPerSecond(p.peak_flops_per_gpu)},
+      {"mfu", p.mfu},
+      {"mfu_formula", std::string(kMfuFormula)},
+      {"clock_scaled_share", p.clock_scaled_share},
+      {"breakdown", breakdown},
+      {"layers", layers},
+      {"modules", modules},
+      {"memory",
+       {{"peak_bytes", p.memory.peak.value()},
+        {"peak_stage", p.memory.peak_stage},
+        {"capacity_bytes", p.memory.capacity.value()},
+        {"fits", p.memory.fits},
+        {"stages", stages}}},
+      {"peak_memory_bytes", p.peak_memory_per_gpu.value()},
+      {"fits_in_memory", p.fits_in_memory},
+      {"defaults_used", p.defaults_used},
+  };
+  if (p.measured_tokens_per_s_per_gpu.has_value()) {
+    j["measured_tokens_per_s_per_gpu"] = *p.measured_tokens_per_s_per_gpu;
+    j["error_pct"] = p.error_pct.value_or(0.0);
+  }
+  if (!p.op_tables.empty()) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const OpTable& t : p.op_tables) {
+      for (const Op& op : t.ops) {
+        const OpRates rates = RatesOf(op);
+        ops.push_back({{"group", t.group},
+                       {"count", t.count},
+                       {"module", std::string(op.module)},
+                       {"op", std::string(op.name)},
+                       {"kind", std::string(OpKindName(op.kind))},
+                       {"phase", std::string(OpPhaseName(op.phase))},
+                       {"shape", OpShapeText(op)},
+                       {"time_s", op.time.value()},
+                       {"flops", op.flops.value()},
+                       {"bytes", op.bytes.value()},
+                       {"tflops", rates.tflops},
+                       {"gbps", rates.gbps},
+                       {"clock_scaled_share", rates.clock_scaled_share},
+                       {"provenance", std::string(ProvenanceName(op.provenance))}});
+      }
+    }
+    j["ops"] = std::move(ops);
+  }
+  return j;
+}
+
+std::string OpShapeText(const Op& op) {
+  switch (op.kind) {
+    case OpKind::kGemm: {
+      const GemmShape& g = op.gemm;
+      std::string s = absl::StrFormat("%dx%dx%d", g.m, g.n, g.k);
+      if (g.batch > 1) absl::StrAppendFormat(&s, " x%d", g.batch);
+      if (op.repeat > 1) absl::StrAppendFormat(&s, " (%d runs)", op.repeat);
+      absl::StrAppendFormat(&s, " %s%s", DTypeName(g.dtype),
+                            g.transpose_a ? " Aᵀ" : (g.transpose_b ? " Bᵀ" : ""));
+      return s;
+    }
+    case OpKind::kAttention: {
+      const AttentionShape& a = op.attention;
+      return absl::StrFormat("b%d h%d/%d s%dx%d d%d/%d%s", a.batch, a.num_q_heads, a.num_kv_heads,
+                             a.seq_q, a.seq_kv, a.qk_head_dim, a.v_head_dim,
+                             a.causal ? " causal" : "");
+    }
+    case OpKind::kMemory:
+      return absl::StrFormat("%.1f MB", op.memory.bytes.value() * 1e-6);
+    case OpKind::kCollective:
+      // "allgather 134.2 MB x8" (8 ranks), "... x8 stride 8" for a strided group.
+      return absl::StrCat(
+          absl::StrFormat("%s %.1f MB x%d", CollectiveKindName(op.collective.kind),
+                          op.collective.bytes.value() * 1e-6, op.collective.group.size),
+          op.collective.group.stride > 1
+              ? absl::StrFormat(" stride %d", op.collective.group.stride)
+              : std::string());
+  }
+  return "";
+}
+
+// Trace category and name (the name is a prefix before the micro-batch for a pass) of each
+// TimelineKind, in enum order.
+struct TraceKindInfo {
+  const char* cat;
+  const char* name;
+};
+constexpr TraceKindInfo kTraceKinds[] = {
+    {"forward", "F"},      {"backward", "B"},     {"weight_grad", "W"},
+    {"dp_comm", "DP grad sync"}, {"optimizer", "optimizer"}, {"dp_reduce", "grad bucket reduce"}};
+
+std::string_view TimelineKindName(TimelineKind kind) {
+  return kTraceKinds[static_cast<size_t>(kind)].name;
+}
+
+nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& p) {
+  nlohmann::json events = nlohmann::json::array();
+  const bool interleaved = scenario.parallel.vpp > 1;
+  events.push_back(
+      {{"name", "process_name"},
+       {"ph", "M"},
+       {"pid", 0},
+       {"args",
+        {{"name", absl::StrFormat("%s: %s, schedule %s, %d micro-batches", scenario.name, p.layout,
+                                  p.schedule, p.micro_batches)}}}});
+  // Rank r: compute on thread 2r, its DP communication stream on thread 2r + 1.
+  for (int64_t r = 0; r < scenario.parallel.pp; ++r) {
+    for (int64_t stream = 0; stream < 2; ++stream) {
+      const int64_t tid = 2 * r + stream;
+      events.push_back(
+          {{"name", "thread_name"},
+           {"ph", "M"},
+           {"pid", 0},
+           {"tid", tid},
+           {"args", {{"name", absl::StrCat("PP rank ", r, stream == 0 ? "" : " DP comm")}}}});
+      events.push_back({{"name", "thread_sort_index"},
+                        {"ph", "M"},
+                        {"pid", 0},
+                        {"tid", tid},
+                        {"args", {{"sort_index", tid}}}});
+    }
+  }
+  for (const TimelineEvent& e : p.timeline) {
+    const TraceKindInfo& info = kTraceKinds[static_cast<size_t>(e.kind)];
+    const bool comm_stream = e.kind == TimelineKind::kGradReduce;
+    nlohmann::json ev = {{"ph", "X"},
+                         {"pid", 0},
+                         {"tid", 2 * e.rank + (comm_stream ? 1 : 0)},
+                         {"cat", info.cat},
+                         {"ts", ToMicroseconds(e.start)},
+                         {"dur", ToMicroseconds(e.end - e.start)}};
+    if (e.micro_batch >= 0) {
+      ev["name"] = interleaved ? absl::StrCat(info.name, e.micro_batch, ".c", e.chunk)
+                               : absl::StrCat(info.name, e.micro_batch);
+      ev["args"] = {{"micro_batch", e.micro_batch}, {"chunk", e.chunk}};
+    } else {
+      ev["name"] = info.name;
+    }
+    events.push_back(std::move(ev));
+  }
+  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
+std::string OpsText(const Projection& p) {
+  std::string out;
+  for (const OpTable& t : p.op_tables) {
+    Seconds total(0);
+    for (const Op& op : t.ops) total += op.time;
+    absl::StrAppendFormat(&out, "\nOps: %s (x%d), one micro-batch, %.3f ms before overlap\n",
+                          t.group, t.count, Ms(total));
+    absl::StrAppendFormat(&out, "  %-10s %-24s %-14s %-38s %9s %8s %8s %6s %5s\n", "module",
+                          "op", "phase", "shape", "ms", "TFLOP/s", "GB/s", "share", "clk");
+    for (const Op& op : t.ops) {
+      const double time = op.time.value();
+      const OpRates rates = RatesOf(op);
+      absl::StrAppendFormat(
+          &out, "  %-10s %-24s %-14s %-38s %9.3f %8.1f %8.0f %5.1f%% %4.0f%%%s\n", op.module,
+          op.name, OpPhaseName(op.phase), OpShapeText(op).substr(0, 38), Ms(op.time),
+          rates.tflops, rates.gbps,
+          total.value() > 0 ? 100.0 * time / total.value() : 0.0,
+          100.0 * rates.clock_scaled_share,
+          op.provenance == Provenance::kSimulated ? ""
+                                                  : absl::StrCat("  ", std::string(ProvenanceName(op.provenance))));
+    }
+  }
+  return out;
+}
+
+}  // namespace projector

@@ -1,0 +1,710 @@
+#include "studies/search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/number_format.h"
+#include "core/status_macros.h"
+#include "projection/projection.h"
+
+// How the seed lab's design space (../shared/seeds/004, ASTRA-sim + STAGE, Part 3) maps onto
+// this search.
+//
+// The lab sweeps dp·tp·pp·sp = 64 with pp = 1, weight_sharded = False and activation_recompute
+// on/off: 28 (dp, tp, sp) power-of-two triples × 2 = 56 points. STAGE's `sp` ("Sequence/Token
+// parallelism degree") is a dimension of its own: it multiplies the GPU count and splits the
+// sequence of every activation over its ranks, attention gathering the other ranks' K/V. That
+// is what Megatron calls context parallelism (CP), not Megatron's sequence parallelism: Megatron
+// SP lives inside the TP group (same ranks, num_gpus = tp·pp·cp·dp does not change) and only
+// shards the LayerNorm/dropout activations between the TP collectives. So:
+//
+//   lab dp  -> derived DP (= 64 / (tp·cp))
+//   lab tp  -> --tp-values 1,2,4,8,16,32,64 with --allow-cross-node-tp (the lab's TP may span
+//              its whole 64-NPU torus; here TP > gpus_per_node crosses nodes)
+//   lab sp  -> --cp-values 1,2,4,8,16,32,64
+//   lab pp = 1 -> --pp-values 1 --vpp-values 1;  weight_sharded = False -> --sharding-values dp
+//   lab activation_recompute on/off -> --recompute-values none,full
+//
+// The kGpuCount constraint then removes the 21 of the 49 (tp, cp) pairs whose product exceeds
+// 64, leaving exactly the lab's 28 triples per remaining setting. Megatron SP (on/off) is
+// enumerated on top with --sp-values, and the micro-batch (the lab has no gradient
+// accumulation) with --micro-batch-values.
+
+namespace projector {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct ConstraintInfo {
+  std::string_view name;
+  std::string_view description;
+  std::string_view hint;  // what to relax when this constraint removed the last candidates
+};
+
+// Indexed by SearchConstraint.
+constexpr ConstraintInfo kConstraints[kNumSearchConstraints] = {
+    {"gpu_count", "tp·pp·cp does not divide the GPU count",
+     "choose --tp-values/--pp-values/--cp-values whose products divide --num-gpus"},
+    {"tp_cross_node", "TP group crosses a node boundary",
+     "pass --allow-cross-node-tp or --tp-values dividing --gpus-per-node"},
+    {"tp_heads", "attention or key/value heads not divisible over TP",
+     "choose --tp-values dividing the model's head count"},
+    {"sp_without_tp", "sequence parallelism with TP 1 (duplicate of SP off)",
+     "add --sp-values off or TP values > 1"},
+    {"seq_cp", "seq_len not divisible by CP", "choose --cp-values dividing --seq-len"},
+    {"seq_tp_sp", "seq_len/CP not divisible by TP under sequence parallelism",
+     "add --sp-values off or choose --seq-len divisible by tp·cp"},
+    {"vpp_without_pp", "VPP > 1 needs PP > 1", "add --vpp-values 1 or --pp-values > 1"},
+    {"schedule_layout", "zb-h1 with PP 1 (duplicate of 1f1b) or with VPP > 1 (one chunk per rank)",
+     "add --pipeline-schedule-values 1f1b, or --vpp-values 1 and --pp-values > 1"},
+    {"layers_pp_vpp", "layers not divisible by PP·VPP",
+     "choose --pp-values/--vpp-values whose product divides the layer count"},
+    {"experts_ep", "experts not divisible by EP (EP > 1 needs an MoE model)",
+     "choose --ep-values dividing the expert count (1 for dense models)"},
+    {"ep_etp_group", "EP·ETP does not divide TP·CP·DP", "choose smaller --ep-values/--etp-values"},
+    {"etp_ffn", "expert FFN not divisible by ETP (ETP > 1 needs an MoE model)",
+     "choose --etp-values dividing the expert FFN size (1 for dense models)"},
+    {"moe_switch_redundant",
+     "DeepEP with EP 1, legacy GEMM with one local expert, or MoE switches on a dense model "
+     "(duplicates)",
+     "add --deepep-values off and --grouped-gemm-values turbo"},
+    {"global_batch", "global batch not divisible by micro_batch·DP",
+     "choose --global-batch divisible by micro_batch·DP or smaller --micro-batch-values"},
+    {"sharding_without_dp", "distributed optimizer / FSDP with DP·CP 1 (duplicate of plain DP)",
+     "add --sharding-values dp"},
+    {"scenario_validation", "rejected by scenario validation",
+     "see the validation message of the first such layout (project with its flags)"},
+    {"projection_error", "the projection returned an error (unsupported combination)",
+     "restrict the space to combinations the projection supports"},
+    {"memory", "projected peak memory per GPU above the limit",
+     "raise --memory-limit-gb, pass --memory-limit-gb none, or widen the space with "
+     "--recompute-values full, larger --pp-values/--tp-values or --sharding-values fsdp"},
+};
+
+std::vector<int64_t> DivisorsOf(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+bool KvHeadsSplit(const ModelSpec& m, int64_t tp) {
+  if (m.mla || m.num_kv_heads <= 0) return true;
+  return m.num_kv_heads >= tp ? m.num_kv_heads % tp == 0 : tp % m.num_kv_heads == 0;
+}
+
+template <typename T>
+absl::Status NonEmpty(const std::vector<T>& values, std::string_view dimension) {
+  if (values.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("search: ", std::string(dimension), ": empty value list; give at least one value"));
+  }
+  return absl::OkStatus();
+}
+
+double ElapsedSeconds(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Objective key: smaller is better.
+double ObjectiveKey(const LayoutMetrics& m, SearchObjective objective) {
+  switch (objective) {
+    case SearchObjective::kTokensPerGpu:
+      return -m.tokens_per_s_per_gpu;
+    case SearchObjective::kStepTime:
+      return m.step_time.value();
+    case SearchObjective::kMemory:
+      return m.peak_memory_per_gpu.value();
+  }
+  return 0;
+}
+
+double ToGb(Bytes b) { return b.value() / 1e9; }
+
+}  // namespace
+
+std::string_view SearchObjectiveName(SearchObjective objective) {
+  switch (objective) {
+    case SearchObjective::kTokensPerGpu:
+      return "tgs";
+    case SearchObjective::kStepTime:
+      return "step-time";
+    case SearchObjective::kMemory:
+      return "memory";
+  }
+  return "tgs";
+}
+
+absl::StatusOr<SearchObjective> ParseSearchObjective(std::string_view name) {
+  for (SearchObjective o :
+       {SearchObjective::kTokensPerGpu, SearchObjective::kStepTime, SearchObjective::kMemory}) {
+    if (SearchObjectiveName(o) == name) return o;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown objective '", std::string(name), "'; accepted: tgs, step-time, memory"));
+}
+
+std::string_view DpShardingName(DpSharding sharding) {
+  switch (sharding) {
+    case DpSharding::kNone:
+      return "dp";
+    case DpSharding::kDistributedOptimizer:
+      return "distopt";
+    case DpSharding::kFsdp:
+      return "fsdp";
+  }
+  return "dp";
+}
+
+absl::StatusOr<DpSharding> ParseDpSharding(std::string_view name) {
+  for (DpSharding s : {DpSharding::kNone, DpSharding::kDistributedOptimizer, DpSharding::kFsdp}) {
+    if (DpShardingName(s) == name) return s;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown DP sharding '", std::string(name), "'; accepted: dp, distopt, fsdp"));
+}
+
+int64_t SearchSpace::Size() const {
+  return static_cast<int64_t>(tp.size() * pp.size() * vpp.size() * cp.size() * ep.size() *
+                              etp.size() * micro_batch.size() * recompute.size() *
+                              sequence_parallel.size() * sharding.size() *
+                              turbo_grouped_gemm.size() * deepep.size() * pipeline_schedule.size());
+}
+
+SearchSpace DefaultSearchSpace(const Scenario& base) {
+  SearchSpace s;
+  std::vector<int64_t> divisors = DivisorsOf(base.num_gpus);
+  s.tp = divisors;
+  s.pp = divisors;
+  s.cp = divisors;
+  // Interleaving beyond 4 chunks per rank rarely pays: each extra chunk adds P2P and the
+  // bubble already shrinks as 1/vpp (Narayanan et al. 2021, §2.2.2).
+  s.vpp = {1, 2, 4};
+  s.micro_batch = {1, 2, 4, 8};
+  s.recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  s.sequence_parallel = {false, true};
+  s.sharding = {DpSharding::kNone, DpSharding::kDistributedOptimizer, DpSharding::kFsdp};
+  s.pipeline_schedule = {PipelineSchedule::kOneFOneB};
+  if (base.model.moe) {
+    s.ep = divisors;
+    s.etp = {1, 2, 4, 8};
+    s.turbo_grouped_gemm = {true, false};
+    s.deepep = {false, true};
+  } else {
+    s.ep = {1};
+    s.etp = {1};
+    s.turbo_grouped_gemm = {true};
+    s.deepep = {false};
+  }
+  return s;
+}
+
+std::string_view SearchConstraintName(SearchConstraint constraint) {
+  return kConstraints[static_cast<int>(constraint)].name;
+}
+
+std::string_view SearchConstraintDescription(SearchConstraint constraint) {
+  return kConstraints[static_cast<int>(constraint)].description;
+}
+
+void ApplyCandidate(const SearchCandidate& candidate, double requested_moe_imbalance,
+                    Scenario& scenario) {
+  scenario.parallel = candidate.parallel;
+  scenario.training.micro_batch = candidate.micro_batch;
+  scenario.training.recompute = candidate.recompute;
+  scenario.training.recompute_layers = 0;
+  scenario.training.moe_imbalance =
+      std::min(requested_moe_imbalance, MaxMoeImbalance(scenario.model, candidate.parallel));
+}
+
+// These mirror ValidateScenario's rules (projection/scenario.cc) so that each can be counted;
+// ValidateScenario still runs on every survivor before it is projected (kScenarioValidation).
+std::optional<SearchConstraint> FirstViolatedConstraint(const Scenario& base,
+                                                        const SearchCandidate& c,
+                                                        bool allow_cross_node_tp) {
+  const ParallelConfig& p = c.parallel;
+  const ModelSpec& m = base.model;
+  const int64_t seq = base.training.seq_len;
+  // dp = 0 marks tp·pp·cp beyond the GPU count (EnumerateCandidates), whose product may
+  // not even fit in 64 bits; otherwise the product is at most the GPU count.
+  if (p.dp <= 0 || p.pp > base.num_gpus / p.tp || p.cp > base.num_gpus / (p.tp * p.pp)) {
+    return SearchConstraint::kGpuCount;
+  }
+  const int64_t model_parallel = p.tp * p.pp * p.cp;
+  if (base.num_gpus % model_parallel != 0 || p.dp * model_parallel != base.num_gpus) {
+    return SearchConstraint::kGpuCount;
+  }
+  const int64_t node = base.hw.gpus_per_node;
+  if (!allow_cross_node_tp && (p.tp > node || node % p.tp != 0)) {
+    return SearchConstraint::kTpCrossNode;
+  }
+  if (m.num_attention_heads % p.tp != 0 || !KvHeadsSplit(m, p.tp)) {
+    return SearchConstraint::kTpHeads;
+  }
+  if (p.sequence_parallel && p.tp == 1) return SearchConstraint::kSpWithoutTp;
+  if (seq % p.cp != 0) return SearchConstraint::kSeqCp;
+  if (p.sequence_parallel && (seq / p.cp) % p.tp != 0) return SearchConstraint::kSeqTpSp;
+  if (p.vpp > 1 && p.pp == 1) return SearchConstraint::kVppWithoutPp;
+  if (p.pipeline_schedule == PipelineSchedule::kZeroBubbleH1 && (p.pp == 1 || p.vpp > 1)) {
+    return SearchConstraint::kScheduleLayout;
+  }
+  if (m.num_layers % (p.pp * p.vpp) != 0) return SearchConstraint::kLayersPpVpp;
+  if (m.moe ? m.moe->num_experts % p.ep != 0 : p.ep > 1) return SearchConstraint::kExpertsEp;
+  if (m.moe && (p.tp * p.cp * p.dp) % (p.ep * p.etp) != 0) return SearchConstraint::kEpEtpGroup;
+  if (m.moe ? m.moe->expert_ffn_hidden % p.etp != 0 : p.etp > 1) return SearchConstraint::kEtpFfn;
+  if (m.moe) {
+    // DeepEP changes only the EP All-to-All; a legacy (per-expert) grouped GEMM over a single
+    // local expert is the same single GEMM as the turbo one.
+    if ((p.deepep && p.ep == 1) || (!p.turbo_grouped_gemm && m.moe->num_experts / p.ep == 1)) {
+      return SearchConstraint::kMoeSwitchRedundant;
+    }
+  } else if (p.deepep || !p.turbo_grouped_gemm) {
+    return SearchConstraint::kMoeSwitchRedundant;
+  }
+  if (base.training.global_batch % (c.micro_batch * p.dp) != 0) {
+    return SearchConstraint::kGlobalBatch;
+  }
+  // The distributed optimizer and FSDP shard over the DP·CP group (Megatron shards the
+  // optimizer over data-parallel-with-context-parallel ranks); with one rank nothing is sharded.
+  if ((p.fsdp || p.distributed_optimizer) && p.dp * p.cp == 1) {
+    return SearchConstraint::kShardingWithoutDp;
+  }
+  return std::nullopt;
+}
+
+std::vector<SearchCandidate> EnumerateCandidates(
+    const Scenario& base, const SearchSpace& space,
+    std::array<int64_t, kNumSearchConstraints>* removed) {
+  std::vector<SearchCandidate> out;
+  SearchCandidate c;
+  ParallelConfig& p = c.parallel;
+  p = base.parallel;
+  p.first_stage_layers = 0;
+  p.last_stage_layers = 0;
+  for (int64_t tp : space.tp) {
+    for (int64_t pp : space.pp) {
+      for (int64_t vpp : space.vpp) {
+        for (int64_t cp : space.cp) {
+          // tp·pp·cp beyond the GPU count (checked by division: the product of three
+          // divisors of a large count can overflow) leaves no DP: the gpu_count constraint.
+          const bool fits = pp <= base.num_gpus / tp && cp <= base.num_gpus / (tp * pp);
+          const int64_t model_parallel = fits ? tp * pp * cp : 0;
+          const int64_t dp =
+              fits && base.num_gpus % model_parallel == 0 ? base.num_gpus / model_parallel : 0;
+          for (int64_t ep : space.ep) {
+            for (int64_t etp : space.etp) {
+              for (int64_t mb : space.micro_batch) {
+                for (Recompute rc : space.recompute) {
+                  for (bool sp : space.sequence_parallel) {
+                    for (DpSharding sh : space.sharding) {
+                      for (bool turbo : space.turbo_grouped_gemm) {
+                        for (bool deepep : space.deepep) {
+                          for (PipelineSchedule sched : space.pipeline_schedule) {
+                            p.tp = tp;
+                            p.pp = pp;
+                            p.vpp = vpp;
+                            p.cp = cp;
+                            p.dp = dp;
+                            p.ep = ep;
+                            p.etp = etp;
+                            p.sequence_parallel = sp;
+                            p.fsdp = sh == DpSharding::kFsdp;
+                            p.distributed_optimizer = sh == DpSharding::kDistributedOptimizer;
+                            p.turbo_grouped_gemm = turbo;
+                            p.deepep = deepep;
+                            p.pipeline_schedule = sched;
+                            c.micro_batch = mb;
+                            c.recompute = rc;
+                            std::optional<SearchConstraint> bad =
+                                FirstViolatedConstraint(base, c, space.allow_cross_node_tp);
+                            if (bad) {
+                              if (removed) ++(*removed)[static_cast<int>(*bad)];
+                              continue;
+                            }
+                            out.push_back(c);
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::string_view BreakdownTermName(int term_idx) {
+  return kBreakdownTerms[static_cast<size_t>(term_idx)].short_name;
+}
+
+std::string_view DominantCost(const LayoutMetrics& metrics) {
+  int best = 0;
+  for (int i = 1; i < static_cast<int>(kNumBreakdownTerms); ++i) {
+    if (metrics.breakdown[static_cast<size_t>(i)] > metrics.breakdown[static_cast<size_t>(best)]) {
+      best = i;
+    }
+  }
+  return kBreakdownTerms[static_cast<size_t>(best)].short_name;
+}
+
+LayoutEvaluator ProjectionEvaluator(const BackendRefs& backends) {
+  return [&backends](const Scenario& scenario) -> absl::StatusOr<LayoutMetrics> {
+    PROJECTOR_ASSIGN_OR_RETURN(Projection proj, Project(scenario, backends));
+    LayoutMetrics m;
+    m.tokens_per_s_per_gpu = proj.tokens_per_s_per_gpu;
+    m.step_time = proj.step_time;
+    m.mfu = proj.mfu;
+    m.tflops_per_gpu = proj.tflops_per_gpu;
+    m.peak_memory_per_gpu = proj.peak_memory_per_gpu;
+    for (size_t t = 0; t < kNumBreakdownTerms; ++t) {
+      m.breakdown[t] = proj.breakdown.*kBreakdownTerms[t].member;
+    }
+    return m;
+  };
+}
+
+// The projection's memory model (projection/memory_model.h) already counts a 2 GiB workspace
+// (NCCL/RCCL channel buffers, BLAS workspaces, CUDA/HIP context) and 5 % caching-allocator
+// fragmentation in every peak. The search keeps a further 5 % of HBM free by default for what
+// a steady-state per-stage model does not see: transient peaks (fp32 logits and loss of the
+// output layer, optimizer-step temporaries), fragmentation growing over long runs beyond the
+// typical 5 % (PyTorch "CUDA memory management" notes that fragmentation can cause OOM while
+// memory is reported free), and the gap between the datasheet "80 GB" and what the driver
+// leaves to the process. 80 GB H100: limit 76 GB; 192 GB MI300X: 182.4 GB.
+Bytes MemoryReserve(const HardwareProfile& hw) { return hw.gpu.hbm_capacity * 0.05; }
+
+Bytes DefaultMemoryLimit(const HardwareProfile& hw) {
+  return hw.gpu.hbm_capacity - MemoryReserve(hw);
+}
+
+absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOptions& options,
+                                           const LayoutEvaluator& evaluate) {
+  const SearchSpace& space = options.space;
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.tp, "tp values"));
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.pp, "pp values"));
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.vpp, "vpp values"));
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.cp, "cp values"));
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.ep, "ep values"));
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.etp, "etp values"));
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.micro_batch, "micro-batch values"));
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.recompute, "recompute values"));
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.sequence_parallel, "sp values"));
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.sharding, "sharding values"));
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.pipeline_schedule, "pipeline schedule values"));
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.turbo_grouped_gemm, "grouped-gemm values"));
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.deepep, "deepep values"));
+  for (const std::vector<int64_t>* list :
+       {&space.tp, &space.pp, &space.vpp, &space.cp, &space.ep, &space.etp, &space.micro_batch}) {
+    for (int64_t v : *list) {
+      if (v <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("search: value list: ", v, " must be > 0"));
+      }
+    }
+  }
+  if (base.num_gpus <= 0 || base.hw.gpus_per_node <= 0) {
+    return absl::InvalidArgumentError("search: num_gpus and gpus_per_node must be > 0");
+  }
+
+  const Clock::time_point start = Clock::now();
+  SearchResult result;
+  result.objective = options.objective;
+  result.memory_limit = options.memory_limit;
+  result.memory_check = options.memory_limit ? *options.memory_limit : DefaultMemoryLimit(base.hw);
+  result.candidates_enumerated = space.Size();
+  std::vector<SearchCandidate> candidates = EnumerateCandidates(base, space, &result.removed);
+  const int64_t total = static_cast<int64_t>(candidates.size());
+
+  int threads = options.threads > 0 ? options.threads
+                                    : static_cast<int>(std::thread::hardware_concurrency());
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<int64_t>(total, 1))));
+  result.threads = threads;
+
+  enum class Outcome : uint8_t { kPending, kInvalid, kError, kOk };
+  std::vector<Outcome> outcome(candidates.size(), Outcome::kPending);
+  std::vector<LayoutMetrics> metrics(candidates.size());
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> done{0};
+  std::atomic<int> running{threads};
+  std::mutex mu;
+  std::condition_variable finished;
+  std::string first_error;
+  std::string first_invalid;
+
+  // Each worker owns one Scenario copy and rewrites only its layout fields, so a candidate
+  // costs one ValidateScenario and one Project, no copy of the model or hardware profile.
+  auto worker = [&]() {
+    Scenario scenario = base;
+    std::optional<TrainingStack> resolved_stack;  // the stack the kernels were resolved for
+    constexpr int64_t kChunk = 8;
+    while (true) {
+      const int64_t begin = next.fetch_add(kChunk, std::memory_order_relaxed);
+      if (begin >= total) break;
+      const int64_t end = std::min(total, begin + kChunk);
+      for (int64_t i = begin; i < end; ++i) {
+        const size_t idx = static_cast<size_t>(i);
+        ApplyCandidate(candidates[idx], base.training.moe_imbalance, scenario);
+        // "auto" picks the stack, and with it the kernels, from the layout (FSDP-only:
+        // llm-foundry), as `project` does; they are resolved again when the stack flips.
+        if (const TrainingStack stack = ResolvedStack(scenario.training, scenario.parallel);
+            resolved_stack != stack) {
+          resolved_stack = stack;
+          if (absl::Status k = ResolveKernels(scenario, "search"); !k.ok()) {
+            outcome[idx] = Outcome::kInvalid;
+            std::lock_guard<std::mutex> lock(mu);
+            if (first_invalid.empty()) first_invalid = std::string(k.message());
+            continue;
+          }
+        }
+        if (absl::Status valid = ValidateScenario(scenario, "search"); !valid.ok()) {
+          outcome[idx] = Outcome::kInvalid;
+          std::lock_guard<std::mutex> lock(mu);
+          if (first_invalid.empty()) first_invalid = std::string(valid.message());
+          continue;
+        }
+        absl::StatusOr<LayoutMetrics> m = evaluate(scenario);
+        if (!m.ok()) {
+          outcome[idx] = Outcome::kError;
+          std::lock_guard<std::mutex> lock(mu);
+          if (first_error.empty()) {
+            first_error = absl::StrCat(CandidateLabel(candidates[idx]), ": ",
+                                       m.status().message());
+          }
+          continue;
+        }
+        metrics[idx] = *m;
+        outcome[idx] = Outcome::kOk;
+      }
+      done.fetch_add(end - begin, std::memory_order_relaxed);
+    }
+    if (running.fetch_sub(1) == 1) {
+      std::lock_guard<std::mutex> lock(mu);
+      finished.notify_all();
+    }
+  };
+
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(threads));
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    const auto interval = std::chrono::duration<double>(options.progress_interval_s);
+    while (running.load() > 0) {
+      finished.wait_for(lock, interval, [&] { return running.load() == 0; });
+      if (options.progress && running.load() > 0) {
+        lock.unlock();
+        options.progress(done.load(), total, ElapsedSeconds(start));
+        lock.lock();
+      }
+    }
+  }
+  for (std::thread& t : pool) t.join();
+
+  result.first_projection_error = first_error;
+  std::vector<size_t> ranked_idx;
+  ranked_idx.reserve(candidates.size());
+  size_t lowest_peak_idx = candidates.size();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    switch (outcome[i]) {
+      case Outcome::kInvalid:
+        ++result.removed[static_cast<int>(SearchConstraint::kScenarioValidation)];
+        continue;
+      case Outcome::kError:
+        ++result.candidates_evaluated;
+        ++result.removed[static_cast<int>(SearchConstraint::kProjectionError)];
+        continue;
+      case Outcome::kPending:
+        continue;
+      case Outcome::kOk:
+        break;
+    }
+    ++result.candidates_evaluated;
+    if (lowest_peak_idx == candidates.size() ||
+        metrics[i].peak_memory_per_gpu < metrics[lowest_peak_idx].peak_memory_per_gpu) {
+      lowest_peak_idx = i;
+    }
+    if (options.memory_limit && metrics[i].peak_memory_per_gpu > *options.memory_limit) {
+      ++result.removed[static_cast<int>(SearchConstraint::kMemory)];
+      continue;
+    }
+    ranked_idx.push_back(i);
+  }
+  std::stable_sort(ranked_idx.begin(), ranked_idx.end(), [&](size_t a, size_t b) {
+    return ObjectiveKey(metrics[a], options.objective) <
+           ObjectiveKey(metrics[b], options.objective);
+  });
+  result.ranked.reserve(ranked_idx.size());
+  for (size_t i : ranked_idx) {
+    result.ranked.push_back(
+        RankedLayout{.candidate = candidates[i],
+                     .metrics = metrics[i],
+                     .fits_memory = !(metrics[i].peak_memory_per_gpu > result.memory_check)});
+  }
+  result.elapsed_s = ElapsedSeconds(start);
+
+  if (!result.ranked.empty()) return result;
+  // No survivor: name the constraint that removed the last candidates, i.e. the last one in
+  // check order that removed any.
+  int last = -1;
+  for (int k = 0; k < kNumSearchConstraints; ++k) {
+    if (result.removed[static_cast<size_t>(k)] > 0) last = k;
+  }
+  if (last < 0) {
+    return absl::FailedPreconditionError("search: the search space is empty");
+  }
+  const ConstraintInfo& info = kConstraints[last];
+  std::string detail;
+  const auto constraint = static_cast<SearchConstraint>(last);
+  if (constraint == SearchConstraint::kMemory && lowest_peak_idx < candidates.size()) {
+    detail = absl::StrFormat(" (limit %.1f GB; the lowest peak was %.1f GB, %s)",
+                             ToGb(*options.memory_limit),
+                             ToGb(metrics[lowest_peak_idx].peak_memory_per_gpu),
+                             CandidateLabel(candidates[lowest_peak_idx]));
+  } else if (constraint == SearchConstraint::kProjectionError) {
+    detail = absl::StrCat(" (first: ", first_error, ")");
+  } else if (constraint == SearchConstraint::kScenarioValidation) {
+    detail = absl::StrCat(" (first: ", first_invalid, ")");
+  } else if (constraint == SearchConstraint::kTpHeads) {
+    detail = absl::StrFormat(" (%s has %d heads, %d key/value heads)", base.model.name,
+                             base.model.num_attention_heads, base.model.num_kv_heads);
+  } else if (constraint == SearchConstraint::kTpCrossNode) {
+    detail = absl::StrFormat(" (%d GPUs per node)", base.hw.gpus_per_node);
+  } else if (constraint == SearchConstraint::kLayersPpVpp) {
+    detail = absl::StrFormat(" (%s has %d layers)", base.model.name, base.model.num_layers);
+  }
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "search: no valid layout among %s candidates: constraint '%s' (%s) removed the last %s%s; "
+      "%s",
+      FormatCount(result.candidates_enumerated), info.name, info.description,
+      FormatCount(result.removed[static_cast<size_t>(last)]), detail, info.hint));
+}
+
+absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOptions& options) {
+  // One backend set per attention kernel a candidate can resolve to (with "auto", FSDP-only and
+  // other layouts may differ), so every candidate is timed as `project` would time it.
+  std::map<std::string, BackendSet> sets;
+  std::map<std::string, BackendRefs> refs;
+  for (bool native : {false, true}) {
+    Scenario s = base;
+    s.parallel.fsdp = native;
+    s.parallel.tp = 1;
+    s.parallel.pp = 1;
+    PROJECTOR_RETURN_IF_ERROR(ResolveKernels(s, "search"));
+    if (sets.contains(s.attention_kernel_used)) continue;
+    PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(base.backends, s.hw));
+    const BackendSet& kept = sets.emplace(s.attention_kernel_used, std::move(set)).first->second;
+    refs.emplace(s.attention_kernel_used, BackendRefs{.gemm = *kept.gemm,
+                                                      .attention = *kept.attention,
+                                                      .memory = *kept.memory,
+                                                      .collective = *kept.collective});
+  }
+  std::map<std::string, LayoutEvaluator> evaluators;
+  for (const auto& [kernel, r] : refs) evaluators.emplace(kernel, ProjectionEvaluator(r));
+  return SearchLayouts(base, options, [&evaluators](const Scenario& scenario) {
+    return evaluators.at(scenario.attention_kernel_used)(scenario);
+  });
+}
+
+std::string CandidateLabel(const SearchCandidate& c) {
+  return absl::StrCat(
+      LayoutSummary(c.parallel), " mb", c.micro_batch, " ", std::string(RecomputeName(c.recompute)),
+      c.parallel.ep > 1 || !c.parallel.turbo_grouped_gemm
+          ? (c.parallel.turbo_grouped_gemm ? " turbo" : " legacy")
+          : "",
+      c.parallel.deepep ? " DeepEP" : "",
+      c.parallel.pipeline_schedule == PipelineSchedule::kZeroBubbleH1 ? " zb-h1" : "");
+}
+
+std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
+  const ParallelConfig& p = c.parallel;
+  std::string cmd = absl::StrFormat(
+      "project --profiling-mode simulate --gpu-arch %s --model %s --num-gpus %d "
+      "--gpus-per-node %d --tp %d --pp %d",
+      base.hw.name, base.model.name, base.num_gpus, base.hw.gpus_per_node, p.tp, p.pp);
+  if (p.vpp > 1) absl::StrAppend(&cmd, " --vpp ", p.vpp);
+  if (p.pipeline_schedule != PipelineSchedule::kOneFOneB) {
+    absl::StrAppend(&cmd, " --pipeline-schedule ",
+                    std::string(PipelineScheduleName(p.pipeline_schedule)));
+  }
+  absl::StrAppend(&cmd, " --cp ", p.cp);
+  if (base.model.moe) {
+    absl::StrAppend(&cmd, " --ep ", p.ep, " --etp ", p.etp, " --moe-grouped-gemm ",
+                    p.turbo_grouped_gemm ? "turbo" : "legacy",
+                    p.deepep ? " --deepep" : " --deepep=false");
+  }
+  absl::StrAppend(&cmd, " --dp ", p.dp);
+  // Booleans are always spelled out: the flags' defaults come from the default scenario.
+  absl::StrAppend(&cmd, p.sequence_parallel ? " --sequence-parallel" : " --sequence-parallel=false",
+                  p.distributed_optimizer ? " --distributed-optimizer"
+                                          : " --distributed-optimizer=false",
+                  p.fsdp ? " --fsdp" : " --fsdp=false");
+  absl::StrAppend(&cmd, " --seq-len ", base.training.seq_len, " --micro-batch ", c.micro_batch,
+                  " --global-batch ", base.training.global_batch, " --recompute ",
+                  std::string(RecomputeName(c.recompute)));
+  if (base.training.precision != DType::kBf16) {
+    absl::StrAppend(&cmd, " --precision ", std::string(DTypeName(base.training.precision)));
+  }
+  // The kernel the search asked for ("auto" resolves per layout, as `project` resolves it).
+  absl::StrAppend(&cmd, " --attention-kernel ", base.training.attention_kernel == AttentionKernel::kUnfused
+                                                     ? std::string("unfused")
+                                                     : base.training.flash_kernel);
+  if (base.training.loss_kernel != LossKernel::kAuto) {
+    absl::StrAppend(&cmd, " --loss-kernel ",
+                    std::string(LossKernelName(base.training.loss_kernel)));
+  }
+  if (base.training.stack != TrainingStack::kAuto) {
+    absl::StrAppend(&cmd, " --stack ", std::string(TrainingStackName(base.training.stack)));
+  }
+  if (base.training.train_metric_passes != kAutoTrainMetricPasses) {
+    absl::StrAppend(&cmd, " --train-metric-passes ", base.training.train_metric_passes);
+  }
+  if (base.training.tp_comm_overlap) absl::StrAppend(&cmd, " --tp-comm-overlap");
+  if (base.training.torch_compile) absl::StrAppend(&cmd, " --torch-compile");
+  if (base.training.fsdp_impl != FsdpImpl::kAuto) {
+    absl::StrAppend(&cmd, " --fsdp-impl ", std::string(FsdpImplName(base.training.fsdp_impl)));
+  }
+  if (base.training.hidden_dropout != kAutoDropout) {
+    absl::StrAppend(&cmd, " --hidden-dropout ",
+                    absl::StrFormat("%g", base.training.hidden_dropout));
+  }
+  if (base.training.attention_dropout != kAutoDropout) {
+    absl::StrAppend(&cmd, " --attention-dropout ",
+                    absl::StrFormat("%g", base.training.attention_dropout));
+  }
+  if (!base.hw_overlay_file.empty()) absl::StrAppend(&cmd, " --hw-overlay ", base.hw_overlay_file);
+  if (base.training.grad_reduce_dtype != DType::kFp32) {
+    absl::StrAppend(&cmd, " --grad-reduce-dtype ",
+                    std::string(DTypeName(base.training.grad_reduce_dtype)));
+  }
+  const TrainingConfig& t = base.training;
+  if (t.moe_capacity_factor > 0) {
+    absl::StrAppend(&cmd, " --moe-capacity-factor ", t.moe_capacity_factor,
+                    t.moe_pad_to_capacity ? " --moe-pad-to-capacity" : "");
+  }
+  if (const double imbalance = std::min(t.moe_imbalance, MaxMoeImbalance(base.model, p));
+      imbalance != 1.0) {
+    absl::StrAppend(&cmd, " --moe-imbalance ", imbalance);
+  }
+  return cmd;
+}
+
+}  // namespace projector

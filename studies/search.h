@@ -1,0 +1,205 @@
+// Parallel-layout search: enumerates every layout of a design space (TP, PP, VPP, CP, EP,
+// expert-TP, DP, micro-batch, recompute, sequence parallelism, DP sharding, MoE switches),
+// removes invalid ones with a count per constraint, projects the survivors with Project() on a
+// thread pool that shares one BackendSet, applies a memory limit and ranks by an objective.
+// A study built on single projections (DESIGN.md "Projection"); `project search` prints it.
+#ifndef PROJECTOR_STUDIES_SEARCH_H_
+#define PROJECTOR_STUDIES_SEARCH_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/parallel_config.h"
+#include "core/units.h"
+#include "hw_profiles/hardware_profile.h"
+#include "nlohmann/json.hpp"
+#include "profilers/op_list.h"
+#include "projection/step_composer.h"
+#include "scenario/scenario.h"
+
+namespace projector {
+
+enum class SearchObjective {
+  kTokensPerGpu,  // "tgs": highest tokens/s/GPU first
+  kStepTime,      // "step-time": shortest step first
+  kMemory,        // "memory": lowest peak memory per GPU first
+};
+std::string_view SearchObjectiveName(SearchObjective objective);
+// kInvalidArgument "unknown objective 'x'; accepted: tgs, step-time, memory".
+absl::StatusOr<SearchObjective> ParseSearchObjective(std::string_view name);
+
+// How the DP replicas hold weights, gradients and optimizer state.
+enum class DpSharding {
+  kNone,                  // "dp": plain data parallel, everything replicated
+  kDistributedOptimizer,  // "distopt": optimizer state sharded (ZeRO-1, Megatron)
+  kFsdp,                  // "fsdp": weights, gradients and optimizer state sharded
+};
+std::string_view DpShardingName(DpSharding sharding);
+// kInvalidArgument "unknown DP sharding 'x'; accepted: dp, distopt, fsdp".
+absl::StatusOr<DpSharding> ParseDpSharding(std::string_view name);
+
+// The values each dimension may take. The space is their Cartesian product; DP is derived as
+// num_gpus / (tp·pp·cp) for each point. Every list must be non-empty.
+struct SearchSpace {
+  std::vector<int64_t> tp;
+  std::vector<int64_t> pp;
+  std::vector<int64_t> vpp;
+  std::vector<int64_t> cp;
+  std::vector<int64_t> ep;
+  std::vector<int64_t> etp;
+  std::vector<int64_t> micro_batch;
+  std::vector<Recompute> recompute;
+  std::vector<bool> sequence_parallel;
+  std::vector<DpSharding> sharding;
+  std::vector<bool> turbo_grouped_gemm;  // MoE: turbo (true) or legacy (false) grouped GEMM
+  std::vector<bool> deepep;              // MoE: DeepEP-style dispatch
+  std::vector<PipelineSchedule> pipeline_schedule = {PipelineSchedule::kOneFOneB};
+  bool allow_cross_node_tp = false;
+
+  // Points in the Cartesian product.
+  int64_t Size() const;
+};
+
+// The default space for a scenario: tp, pp, cp and (MoE) ep take every divisor of num_gpus,
+// etp {1, 2, 4, 8} (MoE), vpp {1, 2, 4}, micro-batch {1, 2, 4, 8}, recompute none/selective/full,
+// sequence parallelism off/on, sharding dp/distopt/fsdp, the 1f1b schedule, and for MoE
+// turbo/legacy grouped GEMM and DeepEP off/on. Dense models get ep = etp = {1} and the MoE
+// switches at their defaults.
+SearchSpace DefaultSearchSpace(const Scenario& base);
+
+// The reasons a candidate is removed, in the order they are checked: each candidate is counted
+// under the FIRST constraint it violates, so the counts add up to enumerated − ranked.
+enum class SearchConstraint {
+  kGpuCount,            // tp·pp·cp does not divide num_gpus (no whole DP)
+  kTpCrossNode,         // TP group larger than a node or straddling nodes (--allow-cross-node-tp)
+  kTpHeads,             // attention heads (or kv heads) not divisible/replicable over TP
+  kSpWithoutTp,         // sequence parallelism with TP 1: same as SP off (duplicate)
+  kSeqCp,               // seq_len not divisible by CP
+  kSeqTpSp,             // seq_len/CP not divisible by TP under sequence parallelism
+  kVppWithoutPp,        // VPP > 1 with PP 1
+  kScheduleLayout,      // zb-h1 with PP 1 (duplicate of 1f1b) or with VPP > 1 (unsupported)
+  kLayersPpVpp,         // layers not divisible by PP·VPP
+  kExpertsEp,           // experts not divisible by EP (or EP > 1 on a dense model)
+  kEpEtpGroup,          // EP·ETP does not divide DP·CP·TP
+  kEtpFfn,              // expert FFN not divisible by ETP (or ETP > 1 on a dense model)
+  kMoeSwitchRedundant,  // DeepEP with EP 1 / legacy GEMM with one local expert (duplicates)
+  kGlobalBatch,         // global batch not divisible by micro_batch·DP
+  kShardingWithoutDp,   // distopt/FSDP with DP·CP 1: same as plain DP (duplicate)
+  kScenarioValidation,  // any further rule of ValidateScenario
+  kProjectionError,     // Project() returned an error (e.g. an unsupported combination)
+  kMemory,              // projected peak memory per GPU above the limit
+};
+inline constexpr int kNumSearchConstraints = 18;
+// Stable snake_case name used in JSON ("gpu_count", "tp_heads", ..., "memory").
+std::string_view SearchConstraintName(SearchConstraint constraint);
+// One line for people ("heads or kv heads not divisible by TP").
+std::string_view SearchConstraintDescription(SearchConstraint constraint);
+
+// One point of the space.
+struct SearchCandidate {
+  ParallelConfig parallel;  // dp derived; sharding encoded in fsdp / distributed_optimizer
+  int64_t micro_batch = 1;
+  Recompute recompute = Recompute::kNone;
+};
+
+// Applies the candidate to a copy of `base` (parallel layout, micro-batch, recompute).
+// training.moe_imbalance becomes min(requested_moe_imbalance, the layout's MaxMoeImbalance):
+// with fewer EP ranks the busiest one cannot be as far above the mean (with EP 1, not at all).
+void ApplyCandidate(const SearchCandidate& candidate, double requested_moe_imbalance,
+                    Scenario& scenario);
+
+// The first constraint (in SearchConstraint order, up to kShardingWithoutDp) the candidate
+// violates, or nullopt. Cheap: no allocation. These are the rules of ValidateScenario plus the
+// duplicate removals, so they can be counted one by one.
+std::optional<SearchConstraint> FirstViolatedConstraint(const Scenario& base,
+                                                        const SearchCandidate& candidate,
+                                                        bool allow_cross_node_tp);
+
+// Enumerates the space in a fixed order (tp outermost ... deepep, schedule innermost) and returns
+// the candidates that pass every pre-check; `removed` (if given) receives the count per constraint.
+std::vector<SearchCandidate> EnumerateCandidates(
+    const Scenario& base, const SearchSpace& space,
+    std::array<int64_t, kNumSearchConstraints>* removed = nullptr);
+
+// What the ranking and the report need from one projection.
+struct LayoutMetrics {
+  double tokens_per_s_per_gpu = 0;
+  Seconds step_time;
+  double mfu = 0;
+  double tflops_per_gpu = 0;
+  Bytes peak_memory_per_gpu;
+  // Step breakdown terms, in kBreakdownTerms order (short names): compute, tp_comm, cp_comm,
+  // ep_comm, pipeline_bubble, p2p, dp_comm, fsdp_comm, optimizer.
+  std::array<Seconds, kNumBreakdownTerms> breakdown{};
+};
+// Names of LayoutMetrics::breakdown entries ("compute", "tp_comm", ...).
+std::string_view BreakdownTermName(int term_idx);
+// Name of the largest breakdown term.
+std::string_view DominantCost(const LayoutMetrics& metrics);
+
+// Projects one scenario. Must be safe to call from several threads at once.
+using LayoutEvaluator = std::function<absl::StatusOr<LayoutMetrics>(const Scenario&)>;
+// The evaluator the tool uses: Project(scenario, backends). `backends` must outlive it.
+LayoutEvaluator ProjectionEvaluator(const BackendRefs& backends);
+
+// The memory limit used when the user gives none: the GPU's HBM less a reserve for what the
+// projection's memory model does not count (see search.cc for the figures and their sources).
+Bytes DefaultMemoryLimit(const HardwareProfile& hw);
+// The reserve itself: 1 GiB + 5% of HBM.
+Bytes MemoryReserve(const HardwareProfile& hw);
+
+struct SearchOptions {
+  SearchSpace space;
+  SearchObjective objective = SearchObjective::kTokensPerGpu;
+  // Layouts whose peak memory exceeds this are removed (counted under kMemory). nullopt keeps
+  // every layout and only marks those above DefaultMemoryLimit.
+  std::optional<Bytes> memory_limit;
+  int threads = 0;  // 0 = std::thread::hardware_concurrency()
+  // Called from the calling thread about every `progress_interval_s` while evaluating, with
+  // the number evaluated so far, the total to evaluate and the elapsed seconds.
+  std::function<void(int64_t done, int64_t total, double elapsed_s)> progress;
+  double progress_interval_s = 0.5;
+};
+
+struct RankedLayout {
+  SearchCandidate candidate;
+  LayoutMetrics metrics;
+  bool fits_memory = true;  // vs the limit in effect (DefaultMemoryLimit when none is given)
+};
+
+struct SearchResult {
+  int64_t candidates_enumerated = 0;  // points in the space
+  int64_t candidates_evaluated = 0;   // projected with Project()
+  double elapsed_s = 0;               // wall time of enumeration + evaluation + ranking
+  int threads = 1;
+  SearchObjective objective = SearchObjective::kTokensPerGpu;
+  std::optional<Bytes> memory_limit;  // nullopt = none (kept and marked)
+  Bytes memory_check;                 // the limit `fits_memory` is judged against
+  std::array<int64_t, kNumSearchConstraints> removed{};
+  std::string first_projection_error;  // message of the first kProjectionError, if any
+  std::vector<RankedLayout> ranked;    // best first by the objective; ties by layout order
+};
+
+// Runs the search with `evaluate`. kFailedPrecondition when no layout survives, naming the
+// constraint that removed the last candidates (the last one in check order that removed any)
+// and what to relax; kInvalidArgument for an empty value list.
+absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOptions& options,
+                                           const LayoutEvaluator& evaluate);
+// Builds the backends of base.backends once and searches with ProjectionEvaluator.
+absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOptions& options);
+
+// The `project ...` command that reproduces one layout of the search on its own, with the
+// attention kernel of the base scenario pinned.
+std::string ReproduceCommand(const Scenario& base, const SearchCandidate& candidate);
+// "TP8 PP2 VPP2 CP1 DP4 SP DistOpt mb1 full" style label.
+std::string CandidateLabel(const SearchCandidate& candidate);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_STUDIES_SEARCH_H_
