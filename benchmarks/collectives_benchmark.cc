@@ -14,7 +14,7 @@ namespace projector {
 namespace {
 
 // MI300X-like 8-GPU full-mesh node with 8x 400G NICs (figures as in
-// tests/backends/test_network.h).
+// tests/testing/network_hardware.h).
 HardwareProfile BenchProfile() {
   HardwareProfile hw;
   hw.name = "mi300x-like";

@@ -5,7 +5,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/backends/test_hardware.h"
+#include "tests/testing/compute_hardware.h"
 #include "tests/testing/status_matchers.h"
 
 namespace projector {

@@ -13,7 +13,7 @@
 #include "core/units.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/backends/test_network.h"
+#include "tests/testing/network_hardware.h"
 #include "tests/testing/status_matchers.h"
 
 namespace projector {

@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "profilers/module_profilers.h"
 #include "profilers/profiler_internal.h"
-#include "tests/profilers/profiler_test_util.h"
+#include "tests/testing/models_and_op_queries.h"
 #include "tests/testing/status_matchers.h"
 
 namespace projector {

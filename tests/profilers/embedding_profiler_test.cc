@@ -2,7 +2,7 @@
 #include "gtest/gtest.h"
 #include "models/model_spec.h"
 #include "profilers/module_profilers.h"
-#include "tests/profilers/profiler_test_util.h"
+#include "tests/testing/models_and_op_queries.h"
 #include "tests/testing/status_matchers.h"
 
 namespace projector {

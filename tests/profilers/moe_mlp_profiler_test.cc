@@ -1,8 +1,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "profilers/module_profilers.h"
-#include "tests/profilers/profiler_test_util.h"
 #include "tests/testing/fake_backends.h"
+#include "tests/testing/models_and_op_queries.h"
 #include "tests/testing/status_matchers.h"
 
 namespace projector {

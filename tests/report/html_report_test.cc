@@ -7,9 +7,9 @@
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/projection/projection_test_util.h"
 #include "tests/testing/fake_backends.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/toy_scenario.h"
 
 namespace projector {
 namespace {

@@ -5,9 +5,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "report/what_if_report.h"
-#include "tests/projection/projection_test_util.h"
 #include "tests/testing/fake_backends.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/toy_scenario.h"
 
 namespace projector {
 namespace {

@@ -1,6 +1,6 @@
 // Toy scenario and hand-built layers for the projection tests (fake backends, closed forms).
-#ifndef PROJECTOR_TESTS_PROJECTION_PROJECTION_TEST_UTIL_H_
-#define PROJECTOR_TESTS_PROJECTION_PROJECTION_TEST_UTIL_H_
+#ifndef PROJECTOR_TESTS_TESTING_TOY_SCENARIO_H_
+#define PROJECTOR_TESTS_TESTING_TOY_SCENARIO_H_
 
 #include "core/units.h"
 #include "hw_profiles/hardware_profile.h"
@@ -80,4 +80,4 @@ inline ComposedLayer FixedLayer(Seconds f, Seconds b, double dense_params = 0) {
 
 }  // namespace projector::testing
 
-#endif  // PROJECTOR_TESTS_PROJECTION_PROJECTION_TEST_UTIL_H_
+#endif  // PROJECTOR_TESTS_TESTING_TOY_SCENARIO_H_

@@ -1,8 +1,8 @@
 // Hardware profiles built in code for the collective backend tests: MI300X-, A100-, H100- and
 // B200-like nodes with the interconnect figures the shipped profiles carry, each with its source.
 // Only the fields the collective model reads are filled.
-#ifndef PROJECTOR_TESTS_BACKENDS_TEST_NETWORK_H_
-#define PROJECTOR_TESTS_BACKENDS_TEST_NETWORK_H_
+#ifndef PROJECTOR_TESTS_TESTING_NETWORK_HARDWARE_H_
+#define PROJECTOR_TESTS_TESTING_NETWORK_HARDWARE_H_
 
 #include "core/units.h"
 #include "hw_profiles/hardware_profile.h"
@@ -100,4 +100,4 @@ inline HardwareProfile B200Like() {
 
 }  // namespace projector::testing
 
-#endif  // PROJECTOR_TESTS_BACKENDS_TEST_NETWORK_H_
+#endif  // PROJECTOR_TESTS_TESTING_NETWORK_HARDWARE_H_

@@ -1,7 +1,7 @@
 // Shared fixtures for the profiler tests: model specs built in code (no loader dependency) and
 // small queries over op lists.
-#ifndef PROJECTOR_TESTS_PROFILERS_PROFILER_TEST_UTIL_H_
-#define PROJECTOR_TESTS_PROFILERS_PROFILER_TEST_UTIL_H_
+#ifndef PROJECTOR_TESTS_TESTING_MODELS_AND_OP_QUERIES_H_
+#define PROJECTOR_TESTS_TESTING_MODELS_AND_OP_QUERIES_H_
 
 #include <cstdint>
 #include <string_view>
@@ -148,4 +148,4 @@ inline const Op* FindOp(const OpList& ops, std::string_view name, OpPhase phase)
 
 }  // namespace projector::testing
 
-#endif  // PROJECTOR_TESTS_PROFILERS_PROFILER_TEST_UTIL_H_
+#endif  // PROJECTOR_TESTS_TESTING_MODELS_AND_OP_QUERIES_H_

@@ -1,10 +1,10 @@
 // HardwareProfile structs built in code (namespace testing::compute, apart from the network
-// fixtures of test_network.h) for the compute-backend tests (MI300X-, MI325X-, MI355X-,
+// fixtures of network_hardware.h) for the compute-backend tests (MI300X-, MI325X-, MI355X-,
 // A100-, H100- and B200-like GPUs), so the tests do not depend on the JSON library. Figures from
 // ../shared/reference/hardware_models.md (sections 3 and 4) with their original sources; the
 // efficiencies are the measured throughput divided by the tile model's ideal at that clock.
-#ifndef PROJECTOR_TESTS_BACKENDS_TEST_HARDWARE_H_
-#define PROJECTOR_TESTS_BACKENDS_TEST_HARDWARE_H_
+#ifndef PROJECTOR_TESTS_TESTING_COMPUTE_HARDWARE_H_
+#define PROJECTOR_TESTS_TESTING_COMPUTE_HARDWARE_H_
 
 #include <cstddef>
 #include <string>
@@ -172,4 +172,4 @@ inline HardwareProfile B200Like() {
 
 }  // namespace projector::testing::compute
 
-#endif  // PROJECTOR_TESTS_BACKENDS_TEST_HARDWARE_H_
+#endif  // PROJECTOR_TESTS_TESTING_COMPUTE_HARDWARE_H_
