@@ -1,259 +1,40 @@
-#include "cli/search_command.h"
-
+// `project search`: enumerates the layouts of a job (TP, PP, VPP, CP, EP/ETP, micro-batch,
+// recompute, SP, sharding, schedule, MoE switches), projects each and ranks them under a memory
+// limit.
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
-#include "cli/cli_options.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/scenario_flags.h"
 #include "core/status_macros.h"
-#include "cxxopts.hpp"
 #include "report/html_report.h"
 #include "report/search_report.h"
-#include "studies/calibrate.h"
 #include "studies/search.h"
 
 namespace projector {
 namespace {
 
 constexpr char kDescription[] =
-    "Searches every valid parallel layout (TP, PP, VPP, CP, EP, expert TP, DP, micro-batch,\n"
-    "recompute, sequence parallelism, DP sharding, MoE switches) of a training job, projects\n"
+    "Enumerates every parallel layout of a job, drops the invalid ones (counting why), projects "
     "each one and ranks them under a memory limit.\n"
     "\n"
     "Example:\n"
     "  project search --model llama3.1-70b --gpu-arch mi300x --num-gpus 64 --seq-len 8192 \\\n"
     "                 --global-batch 128 --top 10\n";
+constexpr char kJob[] = "Job";
+constexpr char kSpace[] = "Search space (comma-separated lists; DP is derived)";
 
-absl::Status FlagError(absl::string_view flag, absl::string_view problem) {
-  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", problem));
-}
-
-// A required integer flag in 1..max (the scenario's limits, projection/scenario.h).
-absl::StatusOr<int64_t> PositiveInt(const cxxopts::ParseResult& flags, const std::string& name,
-                                    int64_t max = std::numeric_limits<int64_t>::max()) {
-  if (!flags.count(name)) return FlagError(name, "required");
-  int64_t v = 0;
-  try {
-    v = flags[name].as<int64_t>();
-  } catch (const std::exception& e) {
-    return FlagError(name, absl::StrCat("expected an integer (", e.what(), ")"));
-  }
-  if (v <= 0) return FlagError(name, absl::StrCat("must be > 0, got ", v));
-  if (v > max) {
-    return FlagError(name, absl::StrCat("must be <= ", max, " (beyond any training run), got ", v));
-  }
-  return v;
-}
-
-std::string StringFlag(const cxxopts::ParseResult& flags, const std::string& name) {
-  return flags[name].as<std::string>();
-}
-
-// "1,2,4,8" -> {1, 2, 4, 8}; each value a positive integer of at most kMaxGpus (every degree
-// and micro-batch size the space holds is bounded like this, so their products stay in int64).
-absl::StatusOr<std::vector<int64_t>> IntList(const cxxopts::ParseResult& flags,
-                                             const std::string& name) {
-  std::vector<int64_t> out;
-  for (absl::string_view part : absl::StrSplit(StringFlag(flags, name), ',')) {
-    int64_t v = 0;
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &v) || v <= 0) {
-      return FlagError(name, absl::StrCat("'", std::string(part),
-                                          "' is not a positive integer; expected e.g. 1,2,4,8"));
-    }
-    if (v > kMaxGpus) {
-      return FlagError(name,
-                       absl::StrCat(v, " is beyond any training run (at most ", kMaxGpus, ")"));
-    }
-    out.push_back(v);
-  }
-  return out;
-}
-
-// A comma-separated list of names, each parsed by `parse`.
-template <typename T, typename Parse>
-absl::StatusOr<std::vector<T>> NameList(const cxxopts::ParseResult& flags, const std::string& name,
-                                        Parse parse) {
-  std::vector<T> out;
-  for (absl::string_view part : absl::StrSplit(StringFlag(flags, name), ',')) {
-    absl::StatusOr<T> v = parse(std::string(absl::StripAsciiWhitespace(part)));
-    if (!v.ok()) return FlagError(name, v.status().message());
-    out.push_back(*v);
-  }
-  return out;
-}
-
-absl::StatusOr<bool> ParseOnOff(const std::string& v) {
-  if (v == "on" || v == "true") return true;
-  if (v == "off" || v == "false") return false;
-  return absl::InvalidArgumentError(absl::StrCat("unknown value '", v, "'; accepted: off, on"));
-}
-
-absl::StatusOr<bool> ParseGroupedGemm(const std::string& v) {
-  if (v == "turbo") return true;
-  if (v == "legacy") return false;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown grouped GEMM mode '", v, "'; accepted: turbo, legacy"));
-}
-
-absl::StatusOr<Recompute> ParseRecomputeValue(const std::string& v) { return ParseRecompute(v); }
-
-// Applies the --*-values flags to the default space.
-absl::Status SpaceFromFlags(const cxxopts::ParseResult& flags, const Scenario& base,
-                            SearchSpace& space) {
-  struct IntListFlag {
-    const char* name;
-    std::vector<int64_t>* target;
-    bool moe_only;
-  };
-  const IntListFlag int_lists[] = {
-      {"tp-values", &space.tp, false},      {"pp-values", &space.pp, false},
-      {"vpp-values", &space.vpp, false},    {"cp-values", &space.cp, false},
-      {"ep-values", &space.ep, true},       {"etp-values", &space.etp, true},
-      {"micro-batch-values", &space.micro_batch, false}};
-  for (const IntListFlag& f : int_lists) {
-    if (!flags.count(f.name)) continue;
-    PROJECTOR_ASSIGN_OR_RETURN(*f.target, IntList(flags, f.name));
-    if (f.moe_only && !base.model.moe && *f.target != std::vector<int64_t>{1}) {
-      return FlagError(f.name, absl::StrCat(base.model.name,
-                                            " is a dense model (no experts); accepted: 1"));
-    }
-  }
-  if (flags.count("recompute-values")) {
-    PROJECTOR_ASSIGN_OR_RETURN(space.recompute,
-                               NameList<Recompute>(flags, "recompute-values", ParseRecomputeValue));
-  }
-  if (flags.count("sp-values")) {
-    PROJECTOR_ASSIGN_OR_RETURN(space.sequence_parallel,
-                               NameList<bool>(flags, "sp-values", ParseOnOff));
-  }
-  if (flags.count("sharding-values")) {
-    PROJECTOR_ASSIGN_OR_RETURN(
-        space.sharding, NameList<DpSharding>(flags, "sharding-values", [](const std::string& v) {
-          return ParseDpSharding(v);
-        }));
-  }
-  if (flags.count("pipeline-schedule-values")) {
-    PROJECTOR_ASSIGN_OR_RETURN(
-        space.pipeline_schedule,
-        NameList<PipelineSchedule>(flags, "pipeline-schedule-values",
-                                   [](const std::string& v) { return ParsePipelineSchedule(v); }));
-  }
-  if (flags.count("grouped-gemm-values")) {
-    PROJECTOR_ASSIGN_OR_RETURN(space.turbo_grouped_gemm,
-                               NameList<bool>(flags, "grouped-gemm-values", ParseGroupedGemm));
-    if (!base.model.moe && space.turbo_grouped_gemm != std::vector<bool>{true}) {
-      return FlagError("grouped-gemm-values",
-                       absl::StrCat(base.model.name, " is a dense model; accepted: turbo"));
-    }
-  }
-  if (flags.count("deepep-values")) {
-    PROJECTOR_ASSIGN_OR_RETURN(space.deepep, NameList<bool>(flags, "deepep-values", ParseOnOff));
-    if (!base.model.moe && space.deepep != std::vector<bool>{false}) {
-      return FlagError("deepep-values",
-                       absl::StrCat(base.model.name, " is a dense model; accepted: off"));
-    }
-  }
-  space.allow_cross_node_tp = flags.count("allow-cross-node-tp") > 0 &&
-                              flags["allow-cross-node-tp"].as<bool>();
-  return absl::OkStatus();
-}
-
-absl::StatusOr<Scenario> BaseScenarioFromFlags(const cxxopts::ParseResult& flags) {
-  Scenario s;
-  s.name = "search";
-  if (!flags.count("model")) {
-    return FlagError("model", "required; a library name (see project --list-models) or a file");
-  }
-  auto model = ResolveModel(StringFlag(flags, "model"));
-  if (!model.ok()) return FlagError("model", model.status().message());
-  s.model = *std::move(model);
-  if (!flags.count("gpu-arch")) {
-    return FlagError("gpu-arch", "required; a library name (see project --list-gpus) or a file");
-  }
-  auto hw = ResolveHardwareProfile(StringFlag(flags, "gpu-arch"));
-  if (!hw.ok()) return FlagError("gpu-arch", hw.status().message());
-  s.hw = *std::move(hw);
-  if (flags.count("hw-overlay")) {
-    s.hw_overlay_file = StringFlag(flags, "hw-overlay");
-    PROJECTOR_RETURN_IF_ERROR(ApplyHwOverlayFile(s.hw_overlay_file, s.hw));
-  }
-  if (flags.count("gpus-per-node")) {
-    PROJECTOR_ASSIGN_OR_RETURN(s.hw.gpus_per_node, PositiveInt(flags, "gpus-per-node"));
-  }
-  PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, PositiveInt(flags, "num-gpus", kMaxGpus));
-  if (s.num_gpus > s.hw.gpus_per_node && s.num_gpus % s.hw.gpus_per_node != 0) {
-    return FlagError("num-gpus", absl::StrFormat("%d GPUs do not fill whole nodes of %d GPUs; "
-                                                 "use a multiple of --gpus-per-node",
-                                                 s.num_gpus, s.hw.gpus_per_node));
-  }
-  PROJECTOR_ASSIGN_OR_RETURN(s.training.seq_len, PositiveInt(flags, "seq-len", kMaxSeqLen));
-  PROJECTOR_ASSIGN_OR_RETURN(s.training.global_batch,
-                             PositiveInt(flags, "global-batch", kMaxGlobalBatch));
-  if (flags.count("precision")) {
-    std::string v = StringFlag(flags, "precision");
-    if (v != "bf16" && v != "fp16" && v != "fp8") {
-      return FlagError("precision",
-                       absl::StrCat("unknown precision '", v, "'; accepted: bf16, fp16, fp8"));
-    }
-    s.training.precision = *ParseDType(v);
-  }
-  if (flags.count("tp-comm-overlap")) {
-    try {
-      s.training.tp_comm_overlap = flags["tp-comm-overlap"].as<bool>();
-    } catch (const std::exception&) {
-      return FlagError("tp-comm-overlap", "expected true or false");
-    }
-  }
-  if (flags.count("grad-reduce-dtype")) {
-    auto d = ParseGradReduceDtype(StringFlag(flags, "grad-reduce-dtype"));
-    if (!d.ok()) return FlagError("grad-reduce-dtype", d.status().message());
-    s.training.grad_reduce_dtype = *d;
-  }
-  if (flags.count("attention-kernel")) {
-    absl::Status k = SetAttentionKernel(StringFlag(flags, "attention-kernel"), s.training);
-    if (!k.ok()) return FlagError("attention-kernel", k.message());
-  }
-  PROJECTOR_ASSIGN_OR_RETURN(const TrainingOverrides stack, ReadStackFlags(flags));
-  stack.ApplyTo(s.training);
-  PROJECTOR_RETURN_IF_ERROR(ReadMoeRoutingFlags(flags, s.training));
-  // The layout-independent checks of training.moe_* (the imbalance is capped per layout).
-  {
-    Scenario probe = s;
-    probe.parallel.ep = 1;
-    probe.training.moe_imbalance = 1.0;
-    if (absl::Status v = ValidateMoeRouting(probe, "command line"); !v.ok()) return v;
-    if (!(s.training.moe_imbalance >= 1.0) || !std::isfinite(s.training.moe_imbalance)) {
-      return FlagError("moe-imbalance",
-                       absl::StrCat("must be a number >= 1 (1 = balanced), got ",
-                                    s.training.moe_imbalance));
-    }
-    if (s.training.moe_imbalance != 1.0 && !s.model.moe) {
-      return FlagError("moe-imbalance",
-                       absl::StrCat(s.model.name, " has no experts; leave it out"));
-    }
-  }
-  s.parallel.dp = s.num_gpus;
-  return s;
-}
-
-}  // namespace
-
-absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ostream& err) {
-  cxxopts::Options options("project search", kDescription);
+void AddSearchFlags(cxxopts::Options& options) {
   // clang-format off
   options.add_options()
     ("h,help", "Show this help")
     ("format", "Output format: text or json (json lists every ranked layout)",
-     cxxopts::value<std::string>()->default_value("text"), "FORMAT")
+     cxxopts::value<std::string>(), "FORMAT")
     ("top", "Layouts shown in the text output", cxxopts::value<int64_t>()->default_value("10"),
      "K")
     ("html", "Also write the search as a self-contained HTML page: TGS against peak memory of "
@@ -264,7 +45,7 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
     ("memory-limit-gb", "Peak memory limit per GPU in GB (1e9 B), or none to keep and mark "
      "layouts above HBM less 5% (default: HBM less 5%)", cxxopts::value<std::string>(), "GB|none")
     ("threads", "Worker threads (default: all cores)", cxxopts::value<int64_t>(), "N");
-  options.add_options("Job")
+  options.add_options(kJob)
     ("model", "Model library name or JSON file", cxxopts::value<std::string>(), "NAME|FILE")
     ("gpu-arch", "GPU hardware profile name or JSON file", cxxopts::value<std::string>(),
      "NAME|FILE")
@@ -272,53 +53,20 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
     ("gpus-per-node", "GPUs per node (default: the profile's)", cxxopts::value<int64_t>(), "N")
     ("seq-len", "Sequence length in tokens", cxxopts::value<int64_t>(), "N")
     ("global-batch", "Sequences per optimizer step", cxxopts::value<int64_t>(), "N")
-    ("precision", "GEMM precision: bf16, fp16 or fp8", cxxopts::value<std::string>(), "DTYPE")
-    ("tp-comm-overlap", "TP collectives overlapped with their GEMMs (TE userbuffers)",
-     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
-    ("grad-reduce-dtype", "Gradient reduction and main-grad buffer dtype: fp32 (default) or bf16",
-     cxxopts::value<std::string>(), "fp32|bf16")
-    ("attention-kernel", "Attention core: auto (default: PyTorch SDPA's kernel for FSDP-only "
-     "layouts, else the profile's default), flash, unfused or a kernel the GPU profile names",
-     cxxopts::value<std::string>(), "NAME")
-    ("loss-kernel", "Cross-entropy kernel: auto (default: fused for FSDP-only layouts, else "
-     "megatron), megatron, pytorch or fused", cxxopts::value<std::string>(),
-     "auto|megatron|pytorch|fused")
-    ("stack", "Training stack every candidate runs: auto (default: llm-foundry for FSDP-only "
-     "layouts, else megatron), megatron, llm-foundry or torchtitan",
-     cxxopts::value<std::string>(), "auto|megatron|llm-foundry|torchtitan")
-    ("train-metric-passes", "Training metrics on the logits after each micro-batch's backward: "
-     "auto (default: 2 for FSDP-only layouts, as Composer/llm-foundry; else 0) or a count",
-     cxxopts::value<std::string>(), "auto|N")
-    ("torch-compile", "PyTorch-native stacks: torch.compile's fused elementwise kernels "
-     "(default false: eager PyTorch)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
-    ("fsdp-impl", "How FSDP candidates shard: auto (default: the stack's), megatron-fsdp, fsdp1 "
-     "or fsdp2", cxxopts::value<std::string>(), "auto|megatron-fsdp|fsdp1|fsdp2")
-    ("hidden-dropout", "Dropout after the embedding and on each residual branch: auto (default: "
-     "0.1 for GELU/LayerNorm GPT models on the megatron stack, Megatron-LM's default; else 0) or "
-     "a probability in [0, 1)", cxxopts::value<std::string>(), "auto|P")
-    ("attention-dropout", "Dropout on the attention probabilities: auto (default: as "
-     "--hidden-dropout) or a probability in [0, 1)", cxxopts::value<std::string>(), "auto|P")
-    ("moe-capacity-factor", "MoE: expert capacity as a multiple of the balanced share (default "
-     "0 = dropless)", cxxopts::value<std::string>(), "X")
-    ("moe-pad-to-capacity", "MoE: pad every expert's input to the capacity",
-     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
-    ("moe-imbalance", "MoE what-if: tokens routed to the busiest EP rank over the mean; each "
-     "layout takes at most what its EP allows (1 with EP 1)", cxxopts::value<std::string>(), "X")
     ("hw-overlay", "Hardware overlay from `project calibrate` applied to the GPU profile",
      cxxopts::value<std::string>(), "FILE");
-  options.add_options("Search space (comma-separated lists; DP is derived)")
-    ("tp-values", "TP sizes (default: divisors of num-gpus)", cxxopts::value<std::string>(),
-     "LIST")
-    ("pp-values", "PP sizes (default: divisors of num-gpus)", cxxopts::value<std::string>(),
-     "LIST")
-    ("vpp-values", "Virtual stages per PP rank (default: 1,2,4)", cxxopts::value<std::string>(),
-     "LIST")
+  AddPrecisionAndRoutingFlags(options, kJob);
+  AddKernelAndCommFlags(options, kJob);
+  AddStackFlags(options, kJob);
+  options.add_options(kSpace)
+    ("tp-values", "TP sizes (default: divisors of num-gpus)", cxxopts::value<std::string>(), "LIST")
+    ("pp-values", "PP sizes (default: divisors of num-gpus)", cxxopts::value<std::string>(), "LIST")
+    ("vpp-values", "Virtual stages per PP rank (default: 1,2,4)", cxxopts::value<std::string>(), "LIST")
     ("cp-values", "Context-parallel sizes (default: divisors of num-gpus)",
      cxxopts::value<std::string>(), "LIST")
     ("ep-values", "Expert-parallel sizes, MoE (default: divisors of num-gpus)",
      cxxopts::value<std::string>(), "LIST")
-    ("etp-values", "Expert-TP sizes, MoE (default: 1,2,4,8)", cxxopts::value<std::string>(),
-     "LIST")
+    ("etp-values", "Expert-TP sizes, MoE (default: 1,2,4,8)", cxxopts::value<std::string>(), "LIST")
     ("micro-batch-values", "Micro-batch sizes (default: 1,2,4,8)", cxxopts::value<std::string>(),
      "LIST")
     ("recompute-values", "none, selective, full (default: all three)",
@@ -337,64 +85,99 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
     ("allow-cross-node-tp", "Allow TP groups that span nodes",
      cxxopts::value<bool>()->implicit_value("true"), "BOOL");
   // clang-format on
-  cxxopts::ParseResult flags;
-  try {
-    flags = options.parse(argc - 1, argv + 1);
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("search: ", ExplainParseError(e, argc, argv),
-                                                   " (see project search --help)"));
-  }
-  if (flags.count("help")) {
-    out << options.help({"", "Job", "Search space (comma-separated lists; DP is derived)"});
-    return absl::OkStatus();
-  }
-  if (!flags.unmatched().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("search: unexpected argument '",
-                                                   flags.unmatched().front(),
-                                                   "' (see project search --help)"));
-  }
-  const std::string format = StringFlag(flags, "format");
-  if (format != "text" && format != "json") {
-    return FlagError("format", absl::StrCat("unknown format '", format, "'; accepted: text, json"));
-  }
-  int64_t top_k = 0;
-  try {
-    top_k = flags["top"].as<int64_t>();
-  } catch (const std::exception& e) {
-    return FlagError("top", absl::StrCat("expected an integer (", e.what(), ")"));
-  }
-  if (top_k <= 0) return FlagError("top", absl::StrCat("must be > 0, got ", top_k));
-  PROJECTOR_ASSIGN_OR_RETURN(const std::string html_path, OutputFileFlag(flags, "html"));
-  SearchOptions opts;
-  {
-    auto objective = ParseSearchObjective(StringFlag(flags, "objective"));
-    if (!objective.ok()) return FlagError("objective", objective.status().message());
-    opts.objective = *objective;
-  }
-  if (flags.count("threads")) {
-    PROJECTOR_ASSIGN_OR_RETURN(int64_t threads, PositiveInt(flags, "threads"));
-    opts.threads = static_cast<int>(std::min<int64_t>(threads, 1024));
-  }
-  PROJECTOR_ASSIGN_OR_RETURN(Scenario base, BaseScenarioFromFlags(flags));
-  opts.memory_limit = DefaultMemoryLimit(base.hw);
-  if (flags.count("memory-limit-gb")) {
-    std::string v = absl::AsciiStrToLower(StringFlag(flags, "memory-limit-gb"));
-    if (v == "none") {
-      opts.memory_limit = std::nullopt;
-    } else {
-      auto gb = ParsePositiveList(v, "memory-limit-gb");
-      if (!gb.ok() || gb->size() != 1) {
-        return FlagError("memory-limit-gb",
-                         absl::StrCat("'", v, "' is not a size in GB; accepted: a number > 0 "
-                                              "or none"));
-      }
-      opts.memory_limit = Gigabytes(gb->front());
+}
+
+absl::StatusOr<bool> ParseOnOff(absl::string_view v) {
+  if (v == "on" || v == "true") return true;
+  if (v == "off" || v == "false") return false;
+  return absl::InvalidArgumentError(absl::StrCat("unknown value '", v, "'; accepted: off, on"));
+}
+
+absl::StatusOr<bool> ParseGroupedGemm(absl::string_view v) {
+  if (v == "turbo") return true;
+  if (v == "legacy") return false;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown grouped GEMM mode '", v, "'; accepted: turbo, legacy"));
+}
+
+// A switch list of a dense model may only hold the value that means "no experts".
+template <typename T>
+absl::Status DenseModelAccepts(const Scenario& base, absl::string_view flag,
+                               const std::vector<T>& values, const std::vector<T>& dense_value,
+                               absl::string_view accepted) {
+  if (base.model.moe || values == dense_value) return absl::OkStatus();
+  return FlagError(flag, absl::StrCat(base.model.name, accepted));
+}
+
+absl::Status ReadDegreeLists(const Flags& flags, const Scenario& base, SearchSpace& space) {
+  const std::tuple<const char*, std::vector<int64_t>*, bool> lists[] = {
+      {"tp-values", &space.tp, false},   {"pp-values", &space.pp, false},
+      {"vpp-values", &space.vpp, false}, {"cp-values", &space.cp, false},
+      {"ep-values", &space.ep, true},    {"etp-values", &space.etp, true},
+      {"micro-batch-values", &space.micro_batch, false}};
+  for (const auto& [name, target, moe_only] : lists) {
+    if (!Given(flags, name)) continue;
+    PROJECTOR_ASSIGN_OR_RETURN(*target, IntListFlag(flags, name, kMaxGpus));
+    if (moe_only) {
+      PROJECTOR_RETURN_IF_ERROR(DenseModelAccepts<int64_t>(
+          base, name, *target, {1}, " is a dense model (no experts); accepted: 1"));
     }
   }
-  opts.space = DefaultSearchSpace(base);
-  PROJECTOR_RETURN_IF_ERROR(SpaceFromFlags(flags, base, opts.space));
+  return absl::OkStatus();
+}
 
-  bool progress_shown = false;
+// The --*-values flags over the default space of the base scenario.
+absl::StatusOr<SearchSpace> SpaceFromFlags(const Flags& flags, const Scenario& base) {
+  SearchSpace space = DefaultSearchSpace(base);
+  PROJECTOR_RETURN_IF_ERROR(ReadDegreeLists(flags, base, space));
+  auto list = [&flags]<typename T>(absl::string_view name, std::vector<T>& target,
+                                   auto parse) -> absl::Status {
+    if (!Given(flags, name)) return absl::OkStatus();
+    PROJECTOR_ASSIGN_OR_RETURN(target, NameListFlag<T>(flags, name, parse));
+    return absl::OkStatus();
+  };
+  PROJECTOR_RETURN_IF_ERROR(list("recompute-values", space.recompute, &ParseRecompute));
+  PROJECTOR_RETURN_IF_ERROR(list("sp-values", space.sequence_parallel, &ParseOnOff));
+  PROJECTOR_RETURN_IF_ERROR(list("sharding-values", space.sharding, &ParseDpSharding));
+  PROJECTOR_RETURN_IF_ERROR(
+      list("pipeline-schedule-values", space.pipeline_schedule, &ParsePipelineSchedule));
+  PROJECTOR_RETURN_IF_ERROR(list("grouped-gemm-values", space.turbo_grouped_gemm, &ParseGroupedGemm));
+  PROJECTOR_RETURN_IF_ERROR(DenseModelAccepts<bool>(base, "grouped-gemm-values",
+                                                    space.turbo_grouped_gemm, {true},
+                                                    " is a dense model; accepted: turbo"));
+  PROJECTOR_RETURN_IF_ERROR(list("deepep-values", space.deepep, &ParseOnOff));
+  PROJECTOR_RETURN_IF_ERROR(DenseModelAccepts<bool>(base, "deepep-values", space.deepep, {false},
+                                                    " is a dense model; accepted: off"));
+  PROJECTOR_ASSIGN_OR_RETURN(space.allow_cross_node_tp, BoolFlag(flags, "allow-cross-node-tp"));
+  return space;
+}
+
+// --memory-limit-gb: a size in GB, or none; the default is HBM less the reserve.
+absl::StatusOr<std::optional<Bytes>> MemoryLimitFlag(const Flags& flags, const Scenario& base) {
+  if (!Given(flags, "memory-limit-gb")) return DefaultMemoryLimit(base.hw);
+  const std::string v = absl::AsciiStrToLower(StringFlag(flags, "memory-limit-gb"));
+  if (v == "none") return std::nullopt;
+  absl::StatusOr<std::vector<double>> gb = ParsePositiveList(v, "memory-limit-gb");
+  if (!gb.ok() || gb->size() != 1) {
+    return FlagError("memory-limit-gb",
+                     absl::StrCat("'", v, "' is not a size in GB; accepted: a number > 0 or none"));
+  }
+  return Gigabytes(gb->front());
+}
+
+absl::StatusOr<SearchOptions> SearchOptionsFromFlags(const Flags& flags, const Scenario& base,
+                                                     std::ostream& err, bool& progress_shown) {
+  SearchOptions opts;
+  PROJECTOR_ASSIGN_OR_RETURN(
+      std::optional<SearchObjective> objective,
+      ParsedFlag<SearchObjective>(flags, "objective", &ParseSearchObjective));
+  opts.objective = objective.value_or(SearchObjective::kTokensPerGpu);
+  if (Given(flags, "threads")) {
+    PROJECTOR_ASSIGN_OR_RETURN(const int64_t threads, IntFlag(flags, "threads"));
+    opts.threads = static_cast<int>(std::min<int64_t>(threads, 1024));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(opts.memory_limit, MemoryLimitFlag(flags, base));
+  PROJECTOR_ASSIGN_OR_RETURN(opts.space, SpaceFromFlags(flags, base));
   opts.progress = [&err, &progress_shown](int64_t done, int64_t total, double elapsed_s) {
     if (elapsed_s < 1.0) return;
     err << absl::StrFormat("\rsearch: %d / %d layouts evaluated (%.0f%%), %.1f s", done, total,
@@ -405,19 +188,39 @@ absl::Status RunSearchCommand(int argc, char** argv, std::ostream& out, std::ost
         << std::flush;
     progress_shown = true;
   };
+  return opts;
+}
+
+}  // namespace
+
+absl::Status RunSearchCommand(int argc, char** argv, const Output& io) {
+  cxxopts::Options options("project search", kDescription);
+  AddSearchFlags(options);
+  PROJECTOR_ASSIGN_OR_RETURN(
+      const std::optional<Flags> parsed,
+      ParseFlags(options, argc, argv, 1, "search: ", " (see project search --help)", io.out,
+                 {"", kJob, kSpace}));
+  if (!parsed) return absl::OkStatus();
+  const Flags& flags = *parsed;
+  PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(const int64_t top_k, IntFlag(flags, "top", {}, 10));
+  PROJECTOR_ASSIGN_OR_RETURN(const std::string html_path, OutputFileFlag(flags, "html"));
+  PROJECTOR_ASSIGN_OR_RETURN(const Scenario base,
+                             ScenarioFromFlags(flags, ScenarioUse::kSearchBase));
+  bool progress_shown = false;
+  PROJECTOR_ASSIGN_OR_RETURN(const SearchOptions opts,
+                             SearchOptionsFromFlags(flags, base, io.err, progress_shown));
   absl::StatusOr<SearchResult> result = SearchLayouts(base, opts);
-  if (progress_shown) err << "\n";
+  if (progress_shown) io.err << "\n";
   if (!result.ok()) return result.status();
   if (!html_path.empty()) {
-    PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("html", html_path, SearchHtml(base, *result, top_k)));
+    PROJECTOR_RETURN_IF_ERROR(
+        WriteOutputFile("html", html_path, SearchHtml(base, *result, top_k)));
   }
-  if (format == "json") {
-    out << SearchResultToJson(base, *result).dump(2) << "\n";
-  } else {
-    out << FormatSearchText(base, *result, top_k);
-  }
+  io.out << (as_json ? SearchResultToJson(base, *result).dump(2) + "\n"
+                     : FormatSearchText(base, *result, top_k));
   if (!html_path.empty()) {
-    (format == "json" ? err : out)
+    NoteStream(as_json, io.out, io.err)
         << "html: report written to " << html_path << " (open in a browser)\n";
   }
   return absl::OkStatus();

@@ -231,9 +231,22 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
 
 absl::StatusOr<Projection> Project(const Scenario& scenario, const ProjectionOptions& options) {
   PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(scenario.backends, scenario.hw));
-  BackendRefs refs{.gemm = *set.gemm, .attention = *set.attention, .memory = *set.memory,
-                   .collective = *set.collective};
-  return Project(scenario, refs, options);
+  return Project(scenario, RefsOf(set), options);
+}
+
+BackendRefs RefsOf(const BackendSet& set) {
+  return BackendRefs{.gemm = *set.gemm,
+                     .attention = *set.attention,
+                     .memory = *set.memory,
+                     .collective = *set.collective};
+}
+
+double ReplayedPasses(const Scenario& scenario) {
+  const ParallelConfig& p = scenario.parallel;
+  const double micro_batches = static_cast<double>(scenario.training.global_batch) /
+                               static_cast<double>(scenario.training.micro_batch * p.dp);
+  return static_cast<double>(p.pp * p.vpp) * micro_batches *
+         (p.pipeline_schedule == PipelineSchedule::kZeroBubbleH1 ? 3.0 : 2.0);
 }
 
 }  // namespace projector

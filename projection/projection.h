@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backends/backend_registry.h"
 #include "core/units.h"
 #include "profilers/op_list.h"
 #include "projection/layer_composer.h"
@@ -32,6 +33,12 @@ struct ProjectionOptions {
   // Keep the replayed step (Projection::timeline) for a trace (`--trace`).
   bool keep_timeline = false;
 };
+
+// The forward, backward and (zero bubble) weight-gradient passes a step's replay holds over all
+// pipeline ranks and chunks: pp·vpp · micro-batches · passes per micro-batch. A timeline keeps one
+// event each, so a trace or page is refused above kMaxTimelinePasses (a million is ~100 MB).
+double ReplayedPasses(const Scenario& scenario);
+inline constexpr int64_t kMaxTimelinePasses = 1000000;
 
 // The timed ops of one layer kind or end module for one micro-batch on one GPU, in execution
 // order: compute ops as profiled, then the communication the layer composer added (its full
@@ -102,6 +109,9 @@ struct Projection {
 
 // Projects one training step with backends the caller built once (MakeBackendSet) and reuses.
 // Errors from the profilers/backends pass through (kInvalidArgument, kUnimplemented, ...).
+// The four backends of a set, by reference, as the profilers and composers take them.
+BackendRefs RefsOf(const BackendSet& set);
+
 absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& backends,
                                    const ProjectionOptions& options = {});
 

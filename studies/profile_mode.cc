@@ -216,13 +216,6 @@ absl::StatusOr<std::vector<LayerOps>> BuildLayers(const Scenario& s, const Backe
   return out;
 }
 
-BackendRefs RefsOf(const BackendSet& set) {
-  return BackendRefs{.gemm = *set.gemm,
-                     .attention = *set.attention,
-                     .memory = *set.memory,
-                     .collective = *set.collective};
-}
-
 bool IsBackward(OpPhase p) { return p == OpPhase::kBackwardDgrad || p == OpPhase::kBackwardWgrad; }
 
 bool IsEpAllToAll(const Op& op) {
@@ -766,6 +759,37 @@ absl::StatusOr<ProfileModeReport> RunProfileMode(const Scenario& target, const P
     report.simulated_projection = std::move(sim);
   }
   return report;
+}
+
+namespace {
+
+bool SameRequest(const ProfiledOp& a, const ProfiledOp& b) {
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case ProfiledOpKind::kGemm:
+      return a.gemm == b.gemm;
+    case ProfiledOpKind::kAttention:
+      return a.pass == b.pass && a.attention == b.attention;
+    case ProfiledOpKind::kMemory:
+      return a.memory == b.memory;
+    case ProfiledOpKind::kCollective:
+      return a.collective == b.collective;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ProfiledOp>> DistinctMeasureRequests(const Scenario& scenario) {
+  PROJECTOR_ASSIGN_OR_RETURN(OpList ops, ScenarioComputeOps(scenario));
+  std::vector<ProfiledOp> requests;
+  for (const Op& op : ops) {
+    ProfiledOp r = ToProfiledOp(op);
+    bool seen = false;
+    for (const ProfiledOp& q : requests) seen = seen || SameRequest(q, r);
+    if (!seen) requests.push_back(std::move(r));
+  }
+  return requests;
 }
 
 }  // namespace projector

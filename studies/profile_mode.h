@@ -126,6 +126,10 @@ absl::StatusOr<ProfileModeReport> RunProfileMode(const Scenario& target, const P
 // (simulated − measured) / measured in %, 0 without a measurement.
 double ErrorPct(double simulated, double measured);
 
+// The ops to measure for a scenario: its compute ops (ScenarioComputeOps) as profile requests,
+// each distinct shape once, in first-seen order.
+absl::StatusOr<std::vector<ProfiledOp>> DistinctMeasureRequests(const Scenario& scenario);
+
 }  // namespace projector
 
 #endif  // PROJECTOR_STUDIES_PROFILE_MODE_H_

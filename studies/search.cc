@@ -612,10 +612,7 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
     if (sets.contains(s.attention_kernel_used)) continue;
     PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(base.backends, s.hw));
     const BackendSet& kept = sets.emplace(s.attention_kernel_used, std::move(set)).first->second;
-    refs.emplace(s.attention_kernel_used, BackendRefs{.gemm = *kept.gemm,
-                                                      .attention = *kept.attention,
-                                                      .memory = *kept.memory,
-                                                      .collective = *kept.collective});
+    refs.emplace(s.attention_kernel_used, RefsOf(kept));
   }
   std::map<std::string, LayoutEvaluator> evaluators;
   for (const auto& [kernel, r] : refs) evaluators.emplace(kernel, ProjectionEvaluator(r));

@@ -418,8 +418,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
       ParsedCase& pc = parsed[i];
       if (!pc.scenario) continue;
       const BackendSet& set = backends.at(HardwareKey(*pc.scenario));
-      BackendRefs refs{*set.gemm, *set.attention, *set.memory, *set.collective};
-      auto projection = Project(*pc.scenario, refs);
+      auto projection = Project(*pc.scenario, RefsOf(set));
       ValidationCase& c = pc.result;
       if (!projection.ok()) {
         c.status = "unsupported";
@@ -487,6 +486,27 @@ absl::StatusOr<ValidationOptions::Overlay> LoadValidationOverlay(const std::stri
   if (!hw.ok()) return root.FieldError("base", std::string(hw.status().message()));
   PROJECTOR_RETURN_IF_ERROR(ApplyHwOverlay(value, path, *hw));
   return ValidationOptions::Overlay{.value = std::move(value), .origin = path, .base = base};
+}
+
+absl::Status CheckAccuracyFloor(const ValidationReport& report, const AccuracyFloor& floor) {
+  if (!floor.max_median_abs_error_pct && !floor.min_within_20_pct) return absl::OkStatus();
+  if (report.summary.projected == 0) {
+    return absl::OutOfRangeError(
+        "accuracy floor not met: no case was projected (none matched the filters, or see 'Cases "
+        "not projected')");
+  }
+  if (floor.max_median_abs_error_pct &&
+      report.summary.median_abs_error_pct > *floor.max_median_abs_error_pct) {
+    return absl::OutOfRangeError(
+        absl::StrFormat("accuracy floor not met: median |error| %.1f%% > %.1f%%",
+                        report.summary.median_abs_error_pct, *floor.max_median_abs_error_pct));
+  }
+  if (floor.min_within_20_pct && report.summary.within_20_pct < *floor.min_within_20_pct) {
+    return absl::OutOfRangeError(
+        absl::StrFormat("accuracy floor not met: %.1f%% of cases within 20%% < %.1f%%",
+                        report.summary.within_20_pct, *floor.min_within_20_pct));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace projector

@@ -175,6 +175,14 @@ std::pair<int, std::string> ScaleBand(int64_t num_gpus, int64_t gpus_per_node);
 // names (so a malformed one fails before any case is projected).
 absl::StatusOr<ValidationOptions::Overlay> LoadValidationOverlay(const std::string& path);
 
+// The accuracy floor a user asks `project validate` to enforce (--max-median-error-pct,
+// --min-within-20-pct): kOutOfRange saying which limit was missed, or that nothing was projected.
+struct AccuracyFloor {
+  std::optional<double> max_median_abs_error_pct;
+  std::optional<double> min_within_20_pct;
+};
+absl::Status CheckAccuracyFloor(const ValidationReport& report, const AccuracyFloor& floor);
+
 // Summary over the projected cases of `cases` (count includes the unsupported ones).
 ErrorSummary Summarise(const std::vector<const ValidationCase*>& cases, std::string group);
 

@@ -26,9 +26,7 @@ absl::StatusOr<std::vector<ClockRow>> ClockWhatIf(const Scenario& scenario,
     absl::StatusOr<BackendSet> set = make_backends ? make_backends(s.backends, s.hw)
                                                    : MakeBackendSet(s.backends, s.hw);
     if (!set.ok()) return set.status();
-    BackendRefs refs{.gemm = *set->gemm, .attention = *set->attention, .memory = *set->memory,
-                     .collective = *set->collective};
-    PROJECTOR_ASSIGN_OR_RETURN(Projection p, Project(s, refs, options));
+    PROJECTOR_ASSIGN_OR_RETURN(Projection p, Project(s, RefsOf(*set), options));
     rows.push_back({.clock_mhz = mhz, .step_time = p.step_time,
                     .tokens_per_s_per_gpu = p.tokens_per_s_per_gpu,
                     .tflops_per_gpu = p.tflops_per_gpu,

@@ -1,0 +1,288 @@
+// `project [flags]`: one projection (text, JSON, --trace, --html, --show-ops), a clock sweep, or
+// a run driven by a measured profile (--profiling-mode profile|both) or measuring one
+// (--profiling-mode measure).
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "backends/backend_registry.h"
+#include "backends/measure/measure_runner.h"
+#include "backends/profile/profile_file.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/scenario_flags.h"
+#include "core/status_macros.h"
+#include "projection/projection.h"
+#include "report/html_report.h"
+#include "report/library_report.h"
+#include "report/profile_mode_report.h"
+#include "report/report.h"
+#include "report/what_if_report.h"
+#include "studies/profile_mode.h"
+#include "studies/what_if.h"
+
+namespace projector {
+namespace {
+
+constexpr char kUsage[] =
+    "Projects LLM training throughput (tokens/GPU/s) for a model, GPU, cluster and layout.\n"
+    "\n"
+    "  project [flags]                          project one training step\n"
+    "  project estimate gemm|attention|collective [flags]   time one op\n"
+    "  project validate --cases FILE.jsonl      projected vs measured over benchmark cases\n"
+    "  project search --model M --gpu-arch G --num-gpus N --seq-len S --global-batch B\n"
+    "                                           rank every valid layout under a memory limit\n"
+    "  project calibrate --profile FILE         fit efficiency constants to a measured profile\n"
+    "\n"
+    "Example:\n"
+    "  project --profiling-mode simulate --gpu-arch mi300x --model llama3.1-70b --num-gpus 64 \\\n"
+    "          --fsdp --recompute full --seq-len 8192 --micro-batch 1 --global-batch 64\n";
+
+void AddProjectFlags(cxxopts::Options& options) {
+  // clang-format off
+  options.add_options()
+    ("h,help", "Show this help")
+    ("format", "Output format: text or json", cxxopts::value<std::string>(), "FORMAT")
+    ("list-models", "List the model library")
+    ("list-gpus", "List the hardware profile library")
+    ("list-backends", "List the backends")
+    ("show-ops", "Also list every timed op of each layer kind: shape, time, TFLOP/s, GB/s")
+    ("trace", "Also write the replayed step (every forward/backward/weight-gradient pass per "
+     "pipeline rank, then the gradient sync and optimizer) as a Chrome trace for "
+     "ui.perfetto.dev", cxxopts::value<std::string>(), "FILE")
+    ("html", "Also write the projection as a self-contained HTML page with charts: step "
+     "breakdown, per-module times, memory per stage, pipeline timeline, slowest ops",
+     cxxopts::value<std::string>(), "FILE");
+  AddScenarioFlags(options);
+  options.add_options("Profiles")
+    ("profile", "Measured profile file (--profiling-mode profile|both)",
+     cxxopts::value<std::string>(), "FILE")
+    ("profile-out", "Profile file that --profiling-mode measure writes",
+     cxxopts::value<std::string>(), "FILE")
+    ("hw-overlay", "Hardware overlay from `project calibrate` applied on top of the GPU profile",
+     cxxopts::value<std::string>(), "FILE")
+    ("measure-warmup", "Untimed runs per op before timing (measure)",
+     cxxopts::value<int64_t>(), "N")
+    ("measure-repetitions", "Timed runs per op; the median is kept (measure)",
+     cxxopts::value<int64_t>(), "N")
+    ("measure-device", "GPU index to measure on", cxxopts::value<int64_t>(), "N");
+  // clang-format on
+}
+
+// Flags that do not describe a scenario: without any other flag, profile/both project the
+// profile's own scenario.
+bool FlagsDescribeScenario(const Flags& flags) {
+  static const std::set<std::string> kNonScenarioFlags = {
+      "profiling-mode", "profile",        "profile-out",         "hw-overlay",
+      "format",         "measure-warmup", "measure-repetitions", "measure-device"};
+  for (const auto& kv : flags.arguments()) {
+    if (!kNonScenarioFlags.contains(kv.key())) return true;
+  }
+  return false;
+}
+
+absl::Status PrintProfileReport(const Scenario& target, const Profile& profile, bool both,
+                                bool as_json, const Output& io) {
+  PROJECTOR_ASSIGN_OR_RETURN(ProfileModeReport report, RunProfileMode(target, profile, both));
+  io.out << (as_json ? ProfileModeJson(target, report).dump(2) + "\n"
+                     : ProfileModeText(target, report));
+  return absl::OkStatus();
+}
+
+// --profiling-mode measure: times the scenario's distinct ops on the local GPU, writes them as
+// a profile (--profile-out) and projects from it.
+absl::Status RunMeasureMode(const Flags& flags, const Scenario& target, bool as_json,
+                            const Output& io) {
+  MeasureOptions options;
+  PROJECTOR_ASSIGN_OR_RETURN(options.warmup, IntFlag(flags, "measure-warmup", {.min = 0}, 5));
+  PROJECTOR_ASSIGN_OR_RETURN(options.repetitions,
+                             IntFlag(flags, "measure-repetitions", {.min = 1}, 20));
+  PROJECTOR_ASSIGN_OR_RETURN(options.device, IntFlag(flags, "measure-device", {.min = 0}, 0));
+  if (MeasureRuntimeName().empty()) {
+    // The unavailable runner's message says what is missing and how to build it in.
+    return MeasureOps({}, options).status();
+  }
+  if (!Given(flags, "profile-out")) {
+    return FlagError("profile-out",
+                     "required with --profiling-mode measure (the profile file to write)");
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(std::vector<ProfiledOp> requests, DistinctMeasureRequests(target));
+  io.err << absl::StrFormat("measuring %d distinct ops on %s ...\n", requests.size(),
+                            MeasureRuntimeName());
+  PROJECTOR_ASSIGN_OR_RETURN(MeasureResult measured, MeasureOps(requests, options));
+  for (const std::string& s : measured.skipped) io.err << "not measured: " << s << "\n";
+  Profile profile;
+  profile.origin = StringFlag(flags, "profile-out");
+  profile.scenario = ProfileScenarioOf(target, ModelNameForProfile(target.model));
+  profile.tool = measured.tool;
+  profile.device = measured.device;
+  profile.ops = std::move(measured.ops);
+  PROJECTOR_RETURN_IF_ERROR(WriteProfileFile(profile, profile.origin));
+  io.err << absl::StrFormat("wrote %s (%d ops)\n", profile.origin, profile.ops.size());
+  return PrintProfileReport(target, profile, /*both=*/false, as_json, io);
+}
+
+// --profiling-mode profile|both: the profile's times where they fit, simulated elsewhere; the
+// profile's own scenario when no flag describes another.
+absl::Status RunProfileMode(absl::string_view mode, const Flags& flags, const Scenario& target,
+                            bool as_json, const Output& io) {
+  if (!Given(flags, "profile")) {
+    return FlagError("profile", absl::StrCat("required with --profiling-mode ", mode,
+                                             " (a profile file written by --profiling-mode "
+                                             "measure or by hand)"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(Profile profile, LoadProfileFile(StringFlag(flags, "profile")));
+  const bool both = mode == "both";
+  if (FlagsDescribeScenario(flags)) return PrintProfileReport(target, profile, both, as_json, io);
+  PROJECTOR_ASSIGN_OR_RETURN(Scenario own, ScenarioFromProfile(profile));
+  PROJECTOR_RETURN_IF_ERROR(ApplyHwOverlayFlag(flags, own));
+  return PrintProfileReport(own, profile, both, as_json, io);
+}
+
+// The flags of a projection's extra outputs.
+struct ProjectionOutputs {
+  std::string trace_path;  // --trace, empty when not asked
+  std::string html_path;   // --html
+  bool show_ops = false;
+};
+
+absl::Status RunClockSweep(const Scenario& scenario, const std::vector<double>& clocks,
+                           const ProjectionOutputs& outputs, bool as_json, const Output& io) {
+  if (!outputs.trace_path.empty()) {
+    return FlagError("trace", "one projection per trace; give a single --gpu-clock-mhz");
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(std::vector<ClockRow> rows, ClockWhatIf(scenario, clocks));
+  if (!outputs.html_path.empty()) {
+    PROJECTOR_RETURN_IF_ERROR(
+        WriteOutputFile("html", outputs.html_path, ClockWhatIfHtml(scenario, rows)));
+  }
+  if (as_json) {
+    nlohmann::json j = ClockWhatIfJson(rows);
+    j["scenario"] = ScenarioToJson(scenario);
+    io.out << j.dump(2) << "\n";
+  } else {
+    io.out << DescribeScenario(scenario) << "\n" << ClockWhatIfText(rows);
+  }
+  if (!outputs.html_path.empty()) {
+    NoteStream(as_json, io.out, io.err)
+        << "html: report written to " << outputs.html_path << " (open in a browser)\n";
+  }
+  return absl::OkStatus();
+}
+
+// A trace or page keeps every pass of the replayed step; refuse one beyond kMaxTimelinePasses.
+absl::Status CheckTimelineSize(const Scenario& scenario, const ProjectionOutputs& outputs) {
+  if (outputs.trace_path.empty() && outputs.html_path.empty()) return absl::OkStatus();
+  const double passes = ReplayedPasses(scenario);
+  if (passes <= kMaxTimelinePasses) return absl::OkStatus();
+  return FlagError(outputs.trace_path.empty() ? "html" : "trace",
+                   absl::StrFormat("the step replays %.0f passes (pp·vpp·micro-batches·passes per "
+                                   "micro-batch), more than the %d a trace or page keeps; project "
+                                   "fewer micro-batches (a smaller global batch) to see the "
+                                   "schedule",
+                                   passes, kMaxTimelinePasses));
+}
+
+absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs& outputs,
+                              bool as_json, const Output& io) {
+  absl::StatusOr<BackendSet> backends = MakeBackendSet(scenario.backends, scenario.hw);
+  if (!backends.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("backends: ", backends.status().message()));
+  }
+  PROJECTOR_RETURN_IF_ERROR(CheckTimelineSize(scenario, outputs));
+  const bool page = !outputs.html_path.empty();
+  const ProjectionOptions options{.keep_ops = outputs.show_ops || page,
+                                  .keep_timeline = !outputs.trace_path.empty() || page};
+  PROJECTOR_ASSIGN_OR_RETURN(Projection projection,
+                             Project(scenario, RefsOf(*backends), options));
+  if (!outputs.trace_path.empty()) {
+    PROJECTOR_RETURN_IF_ERROR(WriteOutputFile(
+        "trace", outputs.trace_path, TimelineTraceJson(scenario, projection).dump() + "\n"));
+  }
+  if (page) {
+    PROJECTOR_RETURN_IF_ERROR(
+        WriteOutputFile("html", outputs.html_path, ProjectionHtml(scenario, projection)));
+  }
+  if (as_json) {
+    io.out << ProjectionJson(scenario, projection).dump(2) << "\n";
+  } else {
+    // --html keeps the ops for the page; the text lists them only when asked.
+    if (!outputs.show_ops) projection.op_tables.clear();
+    io.out << ProjectionText(scenario, projection) << OpsText(projection);
+  }
+  std::ostream& note = NoteStream(as_json, io.out, io.err);
+  if (!outputs.trace_path.empty()) {
+    note << "trace: " << projection.timeline.size() << " events written to "
+         << outputs.trace_path << " (open in ui.perfetto.dev or chrome://tracing)\n";
+  }
+  if (page) note << "html: report written to " << outputs.html_path << " (open in a browser)\n";
+  return absl::OkStatus();
+}
+
+// --list-models, --list-gpus, --list-backends; true when one was asked and printed.
+bool PrintedLibraryListing(const Flags& flags, const Output& io) {
+  if (Given(flags, "list-models")) {
+    io.out << ModelLibraryText();
+  } else if (Given(flags, "list-gpus")) {
+    io.out << GpuLibraryText();
+  } else if (Given(flags, "list-backends")) {
+    io.out << DescribeBackends();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+absl::StatusOr<std::string> ProfilingModeFlag(const Flags& flags) {
+  const std::string mode =
+      Given(flags, "profiling-mode") ? StringFlag(flags, "profiling-mode") : "simulate";
+  if (mode == "simulate" || mode == "profile" || mode == "both" || mode == "measure") return mode;
+  return FlagError("profiling-mode", absl::StrCat("unknown mode '", mode,
+                                                  "'; accepted: simulate, profile, both, measure"));
+}
+
+bool NamesScenario(const Flags& flags) {
+  return Given(flags, "model") || Given(flags, "scenario") || Given(flags, "case");
+}
+
+}  // namespace
+
+absl::Status RunProjectCommand(int argc, char** argv, const Output& io) {
+  cxxopts::Options options("project", kUsage);
+  AddProjectFlags(options);
+  PROJECTOR_ASSIGN_OR_RETURN(
+      std::optional<Flags> parsed,
+      ParseFlags(options, argc, argv, 0, "",
+                 " (see project --help)", io.out,
+                 {"", "Scenario", "Parallel layout", "Training run", "Backends", "Profiles"}));
+  if (!parsed || PrintedLibraryListing(*parsed, io)) return absl::OkStatus();
+  const Flags& flags = *parsed;
+  PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(const std::string mode, ProfilingModeFlag(flags));
+  if (mode == "measure") {
+    // Checks the GPU runtime first, so a GPU-free build exits 2 before any scenario work.
+    Scenario target;
+    if (!Given(flags, "profile") || NamesScenario(flags)) {
+      PROJECTOR_ASSIGN_OR_RETURN(target, ScenarioFromFlags(flags));
+    }
+    return RunMeasureMode(flags, target, as_json, io);
+  }
+  if (mode != "simulate" && Given(flags, "profile") && !NamesScenario(flags)) {
+    return RunProfileMode(mode, flags, Scenario{}, as_json, io);
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const Scenario scenario, ScenarioFromFlags(flags));
+  ProjectionOutputs outputs;
+  outputs.show_ops = Given(flags, "show-ops");
+  PROJECTOR_ASSIGN_OR_RETURN(outputs.trace_path, OutputFileFlag(flags, "trace", mode));
+  PROJECTOR_ASSIGN_OR_RETURN(outputs.html_path, OutputFileFlag(flags, "html", mode));
+  if (mode != "simulate") return RunProfileMode(mode, flags, scenario, as_json, io);
+  if (Given(flags, "gpu-clock-mhz")) {
+    PROJECTOR_ASSIGN_OR_RETURN(const std::vector<double> clocks, ClockListFlag(flags));
+    if (clocks.size() > 1) return RunClockSweep(scenario, clocks, outputs, as_json, io);
+  }
+  return RunOneProjection(scenario, outputs, as_json, io);
+}
+
+}  // namespace projector

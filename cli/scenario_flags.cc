@@ -1,0 +1,498 @@
+#include "cli/scenario_flags.h"
+
+#include <cmath>
+#include <span>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+#include "hw_profiles/hw_overlay.h"
+
+namespace projector {
+
+void AddScenarioFlags(cxxopts::Options& options) {
+  // clang-format off
+  options.add_options("Scenario")
+    ("scenario", "Scenario JSON file (flags override it)", cxxopts::value<std::string>(), "FILE")
+    ("case", "One case of a calibration JSONL file", cxxopts::value<std::string>(), "FILE:ID")
+    ("model", "Model library name or JSON file (see --list-models)",
+     cxxopts::value<std::string>(), "NAME|FILE")
+    ("gpu-arch", "GPU hardware profile name or JSON file (see --list-gpus)",
+     cxxopts::value<std::string>(), "NAME|FILE")
+    ("num-gpus", "Number of GPUs in the job", cxxopts::value<int64_t>(), "N")
+    ("gpus-per-node", "GPUs per node (default: the hardware profile's)",
+     cxxopts::value<int64_t>(), "N")
+    ("gpu-clock-mhz", "Sustained GPU clock in MHz; a list (1300,1700,2100) runs a what-if sweep",
+     cxxopts::value<std::string>(), "MHZ[,MHZ...]")
+    ("measured-tgs", "Measured tokens/s/GPU to compare the projection with",
+     cxxopts::value<std::string>(), "TGS");
+  options.add_options("Parallel layout")
+    ("tp", "Tensor parallel size", cxxopts::value<int64_t>(), "N")
+    ("pp", "Pipeline parallel size", cxxopts::value<int64_t>(), "N")
+    ("vpp", "Virtual pipeline stages per PP rank (interleaved 1F1B)", cxxopts::value<int64_t>(), "N")
+    ("cp", "Context parallel size", cxxopts::value<int64_t>(), "N")
+    ("ep", "Expert parallel size (borrowed from DP)", cxxopts::value<int64_t>(), "N")
+    ("etp", "Tensor parallel size inside an expert", cxxopts::value<int64_t>(), "N")
+    ("dp", "Data parallel size (default: num-gpus / (tp·pp·cp))", cxxopts::value<int64_t>(), "N")
+    ("sequence-parallel", "Sequence parallelism with TP",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("fsdp", "Shard weights, grads and optimizer state over DP",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("distributed-optimizer", "Shard optimizer state over DP (ZeRO-1)",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("first-stage-layers", "Layers on the first pipeline stage (uneven split)",
+     cxxopts::value<int64_t>(), "N")
+    ("last-stage-layers", "Layers on the last pipeline stage (uneven split)",
+     cxxopts::value<int64_t>(), "N")
+    ("pipeline-schedule",
+     "Pipeline schedule: 1f1b (default; interleaved with --vpp > 1) or zb-h1 (zero bubble: "
+     "weight gradients deferred into the bubble, vpp 1)",
+     cxxopts::value<std::string>(), "1f1b|zb-h1")
+    ("moe-grouped-gemm", "MoE expert GEMMs: turbo (one batched GEMM) or legacy (one per expert)",
+     cxxopts::value<std::string>(), "turbo|legacy")
+    ("deepep", "DeepEP-style dispatch: PXN All-to-All overlapped with compute",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL");
+  options.add_options("Training run")
+    ("seq-len", "Sequence length in tokens", cxxopts::value<int64_t>(), "N")
+    ("micro-batch", "Sequences per micro-batch", cxxopts::value<int64_t>(), "N")
+    ("global-batch", "Sequences per optimizer step", cxxopts::value<int64_t>(), "N")
+    ("recompute", "Activation recomputation: none, selective or full",
+     cxxopts::value<std::string>(), "MODE")
+    ("recompute-layers", "Layers per stage recomputed under full recompute (default: all)",
+     cxxopts::value<int64_t>(), "N")
+    ("overlap-grad-reduce", "Overlap the DP gradient reduction with backward (default true)",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("overlap-param-gather", "Overlap the distributed optimizer's parameter AllGather with "
+     "forward (default true)", cxxopts::value<bool>()->implicit_value("true"), "BOOL");
+  AddPrecisionAndRoutingFlags(options, "Training run");
+  AddKernelAndCommFlags(options, "Training run");
+  AddStackFlags(options, "Training run");
+  options.add_options("Backends")
+    ("profiling-mode", "simulate, profile, both or measure", cxxopts::value<std::string>(), "MODE")
+    ("gemm-backend", "GEMM backend (see --list-backends)", cxxopts::value<std::string>(), "NAME")
+    ("attention-backend", "Attention backend", cxxopts::value<std::string>(), "NAME")
+    ("memory-backend", "Memory-bound kernel backend", cxxopts::value<std::string>(), "NAME")
+    ("collective-backend", "Collective backend", cxxopts::value<std::string>(), "NAME");
+  // clang-format on
+}
+
+void AddStackFlags(cxxopts::Options& options, const std::string& group) {
+  // clang-format off
+  options.add_options(group)
+    ("loss-kernel",
+     "Cross-entropy loss: auto (default: fused for FSDP-only layouts, else megatron), megatron "
+     "(vocab-parallel, fp32 softmax kept), pytorch (eager F.cross_entropy under autocast: fp32 "
+     "logits copy, log-softmax, NLL) or fused (one online-softmax kernel: flash-attn, Liger)",
+     cxxopts::value<std::string>(), "auto|megatron|pytorch|fused")
+    ("stack",
+     "Training stack whose choices the auto kernels take: auto (default: llm-foundry for "
+     "FSDP-only layouts, else megatron), megatron (TE attention, Megatron's loss, Megatron-FSDP), "
+     "llm-foundry (PyTorch SDPA, fused loss, Composer's 2 metric passes, FSDP1, eager "
+     "elementwise unless --torch-compile) or torchtitan (PyTorch SDPA, eager fp32 loss, FSDP2, "
+     "eager elementwise unless --torch-compile)",
+     cxxopts::value<std::string>(), "auto|megatron|llm-foundry|torchtitan")
+    ("train-metric-passes",
+     "Training metrics evaluated on the logits after every micro-batch's backward, one eager "
+     "cross-entropy each: auto (default: 2 for FSDP-only layouts, Composer/llm-foundry's "
+     "LanguageCrossEntropy and LanguagePerplexity; else 0) or a count",
+     cxxopts::value<std::string>(), "auto|N")
+    ("torch-compile", "PyTorch-native stacks (llm-foundry, torchtitan): torch.compile fuses "
+     "the elementwise chains (RMSNorm, RoPE, SwiGLU) into single kernels, as Megatron's fused "
+     "kernels; default false: eager PyTorch, one kernel per op",
+     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("fsdp-impl", "How --fsdp shards: auto (default: the stack's: fsdp1 for llm-foundry, fsdp2 "
+     "for torchtitan, megatron-fsdp for megatron), megatron-fsdp (persistent buffers, no "
+     "copies), fsdp1 (PyTorch FlatParameter FSDP) or fsdp2 (PyTorch per-parameter FSDP, also "
+     "Megatron-LM --use-torch-fsdp2)",
+     cxxopts::value<std::string>(), "auto|megatron-fsdp|fsdp1|fsdp2")
+    ("hidden-dropout", "Dropout probability after the embedding and on each residual branch: "
+     "auto (default: 0.1, Megatron-LM's default, for a GELU/LayerNorm GPT model on the megatron "
+     "stack; else 0) or a number in [0, 1); > 0 adds the mask kernels and their 1-byte masks",
+     cxxopts::value<std::string>(), "auto|P")
+    ("attention-dropout", "Dropout probability on the attention probabilities: auto (default: "
+     "as --hidden-dropout) or a number in [0, 1); > 0 adds the dropout kernel and its masks to "
+     "the unfused attention (flash kernels draw it inside, not timed)",
+     cxxopts::value<std::string>(), "auto|P");
+  // clang-format on
+}
+
+void AddKernelAndCommFlags(cxxopts::Options& options, const std::string& group) {
+  // clang-format off
+  options.add_options(group)
+    ("attention-kernel",
+     "Attention core: auto (default: PyTorch SDPA's kernel for FSDP layouts, else the GPU "
+     "profile's default), flash (the profile's default fused kernel), a kernel the profile names "
+     "(fa2, fa3, ...), or unfused (QKᵀ and P·V GEMMs with the softmax over scores in HBM, as "
+     "Megatron-LM before FlashAttention)",
+     cxxopts::value<std::string>(), "NAME")
+    ("tp-comm-overlap", "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap, "
+     "TE userbuffers; default false)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
+    ("grad-reduce-dtype", "Gradient reduction and main-grad buffer dtype: fp32 (default, "
+     "Megatron under bf16) or bf16 (Megatron --grad-reduce-in-bf16, FSDP reduce_dtype bf16)",
+     cxxopts::value<std::string>(), "fp32|bf16");
+  // clang-format on
+}
+
+void AddPrecisionAndRoutingFlags(cxxopts::Options& options, const std::string& group) {
+  // clang-format off
+  options.add_options(group)
+    ("precision", "GEMM precision: bf16, fp16 or fp8", cxxopts::value<std::string>(), "DTYPE")
+    ("moe-capacity-factor", "MoE: each expert takes at most X times its balanced share of "
+     "tokens and drops the rest (Megatron --moe-expert-capacity-factor; default 0 = dropless)",
+     cxxopts::value<std::string>(), "X")
+    ("moe-pad-to-capacity", "MoE: pad every expert's input to the capacity (Megatron "
+     "--moe-pad-expert-input-to-capacity)", cxxopts::value<bool>()->implicit_value("true"),
+     "BOOL")
+    ("moe-imbalance", "MoE what-if: tokens routed to the busiest EP rank over the balanced mean "
+     "(default 1 = balanced; a search caps it at what each layout's EP allows)",
+     cxxopts::value<std::string>(), "X");
+  // clang-format on
+}
+
+namespace {
+
+// --train-metric-passes: auto or a count in [0, kMaxTrainMetricPasses].
+absl::StatusOr<std::optional<int64_t>> TrainMetricPassesFlag(const Flags& flags) {
+  if (!Given(flags, "train-metric-passes")) return std::nullopt;
+  const std::string v = StringFlag(flags, "train-metric-passes");
+  if (v == "auto") return kAutoTrainMetricPasses;
+  int64_t n = 0;
+  if (absl::SimpleAtoi(v, &n) && n >= 0 && n <= kMaxTrainMetricPasses) return n;
+  return FlagError("train-metric-passes",
+                   absl::StrFormat("'%s' is not a pass count; accepted: auto or an integer from 0 "
+                                   "to %d",
+                                   v, kMaxTrainMetricPasses));
+}
+
+// --hidden-dropout / --attention-dropout: kAutoDropout for "auto", else a probability in [0, 1).
+absl::StatusOr<std::optional<double>> DropoutFlag(const Flags& flags, absl::string_view name) {
+  if (!Given(flags, name)) return std::nullopt;
+  const std::string v = StringFlag(flags, name);
+  if (v == "auto") return kAutoDropout;
+  absl::StatusOr<double> p = ParseNumber(v, name);
+  if (p.ok() && *p >= 0 && *p < 1) return *p;
+  return FlagError(name, absl::StrFormat("'%s' is not a dropout probability; accepted: auto or "
+                                         "a number in [0, 1)",
+                                         v));
+}
+
+// --precision: bf16, fp16 or fp8.
+absl::Status ReadPrecision(const Flags& flags, TrainingConfig& training) {
+  if (!Given(flags, "precision")) return absl::OkStatus();
+  const std::string v = StringFlag(flags, "precision");
+  if (v != "bf16" && v != "fp16" && v != "fp8") {
+    return FlagError("precision",
+                     absl::StrCat("unknown precision '", v, "'; accepted: bf16, fp16, fp8"));
+  }
+  training.precision = *ParseDType(v);
+  return absl::OkStatus();
+}
+
+// The run settings `project` and `search` share: precision, kernels, communication, the stack
+// and the MoE routing.
+absl::Status ReadTrainingSettings(const Flags& flags, TrainingConfig& training) {
+  PROJECTOR_RETURN_IF_ERROR(ReadPrecision(flags, training));
+  PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "tp-comm-overlap", training.tp_comm_overlap));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      std::optional<DType> grad_dtype,
+      ParsedFlag<DType>(flags, "grad-reduce-dtype", &ParseGradReduceDtype));
+  if (grad_dtype) training.grad_reduce_dtype = *grad_dtype;
+  if (Given(flags, "attention-kernel")) {
+    absl::Status k = SetAttentionKernel(StringFlag(flags, "attention-kernel"), training);
+    if (!k.ok()) return FlagError("attention-kernel", k.message());
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const TrainingOverrides stack, ReadStackFlags(flags));
+  stack.ApplyTo(training);
+  for (auto [name, target] : {std::pair<const char*, double*>{"moe-capacity-factor",
+                                                               &training.moe_capacity_factor},
+                              {"moe-imbalance", &training.moe_imbalance}}) {
+    if (!Given(flags, name)) continue;
+    PROJECTOR_ASSIGN_OR_RETURN(*target, NumberFlag(flags, name));
+  }
+  return ReadBoolFlag(flags, "moe-pad-to-capacity", training.moe_pad_to_capacity);
+}
+
+// The model and GPU: the flags' when given (required for a search base).
+absl::Status ReadModelAndGpu(const Flags& flags, ScenarioUse use, Scenario& s) {
+  const bool search = use == ScenarioUse::kSearchBase;
+  if (search && !Given(flags, "model")) {
+    return FlagError("model", "required; a library name (see project --list-models) or a file");
+  }
+  if (Given(flags, "model")) {
+    absl::StatusOr<ModelSpec> model = ResolveModel(StringFlag(flags, "model"));
+    if (!model.ok()) return FlagError("model", model.status().message());
+    s.model = *std::move(model);
+  }
+  if (search && !Given(flags, "gpu-arch")) {
+    return FlagError("gpu-arch", "required; a library name (see project --list-gpus) or a file");
+  }
+  if (Given(flags, "gpu-arch")) {
+    absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(StringFlag(flags, "gpu-arch"));
+    if (!hw.ok()) return FlagError("gpu-arch", hw.status().message());
+    s.hw = *std::move(hw);
+  }
+  PROJECTOR_RETURN_IF_ERROR(ApplyHwOverlayFlag(flags, s));
+  PROJECTOR_ASSIGN_OR_RETURN(s.hw.gpus_per_node,
+                             IntFlag(flags, "gpus-per-node", {}, s.hw.gpus_per_node));
+  return absl::OkStatus();
+}
+
+// The scenario the flags start from: --scenario FILE, --case FILE:ID or the built-in default,
+// whose values the command line left alone are noted in defaults_used.
+absl::StatusOr<Scenario> StartingScenario(const Flags& flags) {
+  if (Given(flags, "scenario") && Given(flags, "case")) {
+    return absl::InvalidArgumentError("--scenario and --case are exclusive; give one of them");
+  }
+  if (Given(flags, "scenario")) return LoadScenarioFile(StringFlag(flags, "scenario"));
+  if (Given(flags, "case")) return LoadCalibrationCase(StringFlag(flags, "case"));
+  PROJECTOR_ASSIGN_OR_RETURN(Scenario s, DefaultScenario());
+  const bool layout_given =
+      Given(flags, "dp") || Given(flags, "tp") || Given(flags, "pp") || Given(flags, "cp");
+  for (auto [flag, value] : {std::pair<const char*, std::string>{"model", s.model.name},
+                             {"gpu-arch", s.hw.name},
+                             {"num-gpus", absl::StrCat(s.num_gpus)},
+                             {"seq-len", absl::StrCat(s.training.seq_len)},
+                             {"micro-batch", absl::StrCat(s.training.micro_batch)},
+                             {"global-batch", absl::StrCat(s.training.global_batch)}}) {
+    if (Given(flags, flag) || (absl::string_view(flag) == "num-gpus" && layout_given)) continue;
+    s.defaults_used.push_back(absl::StrCat(flag, "=", value, " (not given: the built-in default)"));
+  }
+  return s;
+}
+
+// --gpu-clock-mhz (one clock; a list is a sweep the caller runs) and --measured-tgs.
+absl::Status ReadClockAndMeasurement(const Flags& flags, Scenario& s) {
+  if (Given(flags, "gpu-clock-mhz")) {
+    PROJECTOR_ASSIGN_OR_RETURN(std::vector<double> clocks, ClockListFlag(flags));
+    if (clocks.size() == 1) s.hw.gpu.sustained_clock = Megahertz(clocks[0]);
+  }
+  if (Given(flags, "measured-tgs")) {
+    PROJECTOR_ASSIGN_OR_RETURN(double v, NumberFlag(flags, "measured-tgs"));
+    if (!(v > 0)) return FlagError("measured-tgs", absl::StrCat("must be > 0, got ", v));
+    s.measured_tokens_per_s_per_gpu = v;
+  }
+  return absl::OkStatus();
+}
+
+// The layout and run-length flags; true when any of the integer ones was given (DP is then
+// derived again).
+absl::StatusOr<bool> ReadLayoutFlags(const Flags& flags, Scenario& s) {
+  ParallelConfig& p = s.parallel;
+  const std::pair<const char*, int64_t*> positive[] = {
+      {"tp", &p.tp},
+      {"pp", &p.pp},
+      {"vpp", &p.vpp},
+      {"cp", &p.cp},
+      {"ep", &p.ep},
+      {"etp", &p.etp},
+      {"seq-len", &s.training.seq_len},
+      {"micro-batch", &s.training.micro_batch},
+      {"global-batch", &s.training.global_batch}};
+  const std::pair<const char*, int64_t*> non_negative[] = {
+      {"first-stage-layers", &p.first_stage_layers},
+      {"last-stage-layers", &p.last_stage_layers},
+      {"recompute-layers", &s.training.recompute_layers}};
+  bool changed = false;
+  auto read_ints = [&](std::span<const std::pair<const char*, int64_t*>> list,
+                       IntRange range) -> absl::Status {
+    for (auto [name, target] : list) {
+      if (!Given(flags, name)) continue;
+      PROJECTOR_ASSIGN_OR_RETURN(*target, IntFlag(flags, name, range));
+      changed = true;
+    }
+    return absl::OkStatus();
+  };
+  PROJECTOR_RETURN_IF_ERROR(read_ints(positive, IntRange{}));
+  PROJECTOR_RETURN_IF_ERROR(read_ints(non_negative, IntRange{.min = 0}));
+  for (auto [name, target] : {std::pair<const char*, bool*>{"sequence-parallel",
+                                                            &p.sequence_parallel},
+                              {"fsdp", &p.fsdp},
+                              {"distributed-optimizer", &p.distributed_optimizer},
+                              {"deepep", &p.deepep},
+                              {"overlap-grad-reduce", &s.training.overlap_grad_reduce},
+                              {"overlap-param-gather", &s.training.overlap_param_gather}}) {
+    PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, name, *target));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(
+      std::optional<PipelineSchedule> schedule,
+      ParsedFlag<PipelineSchedule>(flags, "pipeline-schedule", &ParsePipelineSchedule));
+  if (schedule) p.pipeline_schedule = *schedule;
+  if (Given(flags, "moe-grouped-gemm")) {
+    const std::string v = StringFlag(flags, "moe-grouped-gemm");
+    if (v != "turbo" && v != "legacy") {
+      return FlagError("moe-grouped-gemm",
+                       absl::StrCat("unknown mode '", v, "'; accepted: turbo, legacy"));
+    }
+    p.turbo_grouped_gemm = v == "turbo";
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<Recompute> recompute,
+                             ParsedFlag<Recompute>(flags, "recompute", &ParseRecompute));
+  if (recompute) s.training.recompute = *recompute;
+  return changed;
+}
+
+void ReadBackendFlags(const Flags& flags, BackendSelection& backends) {
+  for (auto [name, target] : {std::pair<const char*, std::string*>{"gemm-backend", &backends.gemm},
+                              {"attention-backend", &backends.attention},
+                              {"memory-backend", &backends.memory},
+                              {"collective-backend", &backends.collective}}) {
+    if (Given(flags, name)) *target = StringFlag(flags, name);
+  }
+}
+
+// --num-gpus and --dp: DP explicit, else derived from the GPU count and the other dimensions.
+absl::Status ReadGpuCountAndDp(const Flags& flags, bool layout_changed, Scenario& s) {
+  ParallelConfig& p = s.parallel;
+  const bool num_gpus_given = Given(flags, "num-gpus");
+  PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, IntFlag(flags, "num-gpus", {}, s.num_gpus));
+  PROJECTOR_ASSIGN_OR_RETURN(p.dp, IntFlag(flags, "dp", {}, p.dp));
+  for (bool with_dp : {false, true}) {
+    if (with_dp && !Given(flags, "dp")) continue;
+    if (const double product = LayoutProduct(p, with_dp); product > kMaxGpus) {
+      return FlagError(with_dp ? "dp" : "tp",
+                       absl::StrFormat("%s = %.0f GPUs is beyond any training run (at most %d)",
+                                       with_dp ? "tp·pp·cp·dp" : "tp·pp·cp", product, kMaxGpus));
+    }
+  }
+  const int64_t model_parallel = p.tp * p.pp * p.cp;
+  if (Given(flags, "dp")) {
+    if (!num_gpus_given) s.num_gpus = model_parallel * p.dp;
+    return absl::OkStatus();
+  }
+  if (!num_gpus_given && !layout_changed) return absl::OkStatus();
+  if (s.num_gpus % model_parallel != 0) {
+    return FlagError(num_gpus_given ? "num-gpus" : "tp",
+                     absl::StrCat(s.num_gpus, " GPUs are not divisible by tp·pp·cp = ",
+                                  model_parallel,
+                                  "; choose dimensions whose product divides the GPU count"));
+  }
+  p.dp = s.num_gpus / model_parallel;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Scenario> ProjectionScenarioFromFlags(const Flags& flags) {
+  PROJECTOR_ASSIGN_OR_RETURN(Scenario s, StartingScenario(flags));
+  const bool from_file = Given(flags, "scenario") || Given(flags, "case");
+  PROJECTOR_RETURN_IF_ERROR(ReadModelAndGpu(flags, ScenarioUse::kProjection, s));
+  PROJECTOR_RETURN_IF_ERROR(ReadClockAndMeasurement(flags, s));
+  PROJECTOR_ASSIGN_OR_RETURN(const bool layout_changed, ReadLayoutFlags(flags, s));
+  PROJECTOR_RETURN_IF_ERROR(ReadTrainingSettings(flags, s.training));
+  ReadBackendFlags(flags, s.backends);
+  PROJECTOR_RETURN_IF_ERROR(ReadGpuCountAndDp(flags, layout_changed, s));
+  if (!from_file) DefaultDistributedOptimizer(Given(flags, "distributed-optimizer"), s);
+  // Flags may have changed the GPU, the layout or the kernel the file or case resolved.
+  PROJECTOR_RETURN_IF_ERROR(ResolveKernels(s, "command line"));
+  PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, "command line"));
+  return s;
+}
+
+// The checks of training.moe_* that do not depend on the layout (a search caps the imbalance per
+// layout).
+absl::Status ValidateSearchRouting(const Scenario& s) {
+  Scenario probe = s;
+  probe.parallel.ep = 1;
+  probe.training.moe_imbalance = 1.0;
+  PROJECTOR_RETURN_IF_ERROR(ValidateMoeRouting(probe, "command line"));
+  if (!(s.training.moe_imbalance >= 1.0) || !std::isfinite(s.training.moe_imbalance)) {
+    return FlagError("moe-imbalance", absl::StrCat("must be a number >= 1 (1 = balanced), got ",
+                                                   s.training.moe_imbalance));
+  }
+  if (s.training.moe_imbalance != 1.0 && !s.model.moe) {
+    return FlagError("moe-imbalance", absl::StrCat(s.model.name, " has no experts; leave it out"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Scenario> SearchBaseFromFlags(const Flags& flags) {
+  Scenario s;
+  s.name = "search";
+  PROJECTOR_RETURN_IF_ERROR(ReadModelAndGpu(flags, ScenarioUse::kSearchBase, s));
+  constexpr absl::string_view kBeyondRun = " (beyond any training run)";
+  PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus,
+                             IntFlag(flags, "num-gpus", {.max = kMaxGpus, .beyond = kBeyondRun}));
+  if (s.num_gpus > s.hw.gpus_per_node && s.num_gpus % s.hw.gpus_per_node != 0) {
+    return FlagError("num-gpus", absl::StrFormat("%d GPUs do not fill whole nodes of %d GPUs; "
+                                                 "use a multiple of --gpus-per-node",
+                                                 s.num_gpus, s.hw.gpus_per_node));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(
+      s.training.seq_len, IntFlag(flags, "seq-len", {.max = kMaxSeqLen, .beyond = kBeyondRun}));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      s.training.global_batch,
+      IntFlag(flags, "global-batch", {.max = kMaxGlobalBatch, .beyond = kBeyondRun}));
+  PROJECTOR_RETURN_IF_ERROR(ReadTrainingSettings(flags, s.training));
+  PROJECTOR_RETURN_IF_ERROR(ValidateSearchRouting(s));
+  s.parallel.dp = s.num_gpus;
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<Scenario> ScenarioFromFlags(const Flags& flags, ScenarioUse use) {
+  if (use == ScenarioUse::kSearchBase) return SearchBaseFromFlags(flags);
+  return ProjectionScenarioFromFlags(flags);
+}
+
+absl::StatusOr<TrainingOverrides> ReadStackFlags(const Flags& flags) {
+  TrainingOverrides out;
+  PROJECTOR_ASSIGN_OR_RETURN(out.stack,
+                             ParsedFlag<TrainingStack>(flags, "stack", &ParseTrainingStack));
+  PROJECTOR_ASSIGN_OR_RETURN(out.loss_kernel,
+                             ParsedFlag<LossKernel>(flags, "loss-kernel", &ParseLossKernel));
+  PROJECTOR_ASSIGN_OR_RETURN(out.train_metric_passes, TrainMetricPassesFlag(flags));
+  PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "torch-compile", out.torch_compile));
+  PROJECTOR_ASSIGN_OR_RETURN(out.fsdp_impl,
+                             ParsedFlag<FsdpImpl>(flags, "fsdp-impl", &ParseFsdpImpl));
+  PROJECTOR_ASSIGN_OR_RETURN(out.hidden_dropout, DropoutFlag(flags, "hidden-dropout"));
+  PROJECTOR_ASSIGN_OR_RETURN(out.attention_dropout, DropoutFlag(flags, "attention-dropout"));
+  return out;
+}
+
+absl::Status ApplyHwOverlayFlag(const Flags& flags, Scenario& scenario) {
+  if (!Given(flags, "hw-overlay")) return absl::OkStatus();
+  scenario.hw_overlay_file = StringFlag(flags, "hw-overlay");
+  if (scenario.hw_overlay_file.empty()) {
+    return FlagError("hw-overlay", "empty file name; give an overlay written by project calibrate");
+  }
+  absl::Status applied = ApplyHwOverlayFile(scenario.hw_overlay_file, scenario.hw);
+  if (!applied.ok()) return WithFlag("hw-overlay", applied);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<HardwareProfile> HardwareFromFlags(const Flags& flags) {
+  if (!Given(flags, "gpu-arch")) {
+    return FlagError("gpu-arch", absl::StrCat("required; valid: ",
+                                              absl::StrJoin(ListLibraryGpus(), ", ")));
+  }
+  absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(StringFlag(flags, "gpu-arch"));
+  if (!hw.ok()) return FlagError("gpu-arch", hw.status().message());
+  PROJECTOR_ASSIGN_OR_RETURN(hw->gpus_per_node,
+                             IntFlag(flags, "gpus-per-node", {}, hw->gpus_per_node));
+  if (Given(flags, "gpu-clock-mhz")) {
+    PROJECTOR_ASSIGN_OR_RETURN(double mhz, NumberFlag(flags, "gpu-clock-mhz"));
+    if (!(mhz >= kMinClockMhz && mhz <= kMaxClockMhz)) {
+      return FlagError("gpu-clock-mhz", absl::StrCat("must be in [", kMinClockMhz, ", ",
+                                                     kMaxClockMhz, "] MHz, got ", mhz));
+    }
+    hw->gpu.sustained_clock = Megahertz(mhz);
+  }
+  return hw;
+}
+
+absl::StatusOr<std::vector<double>> ClockListFlag(const Flags& flags) {
+  PROJECTOR_ASSIGN_OR_RETURN(std::vector<double> clocks,
+                             ParsePositiveList(StringFlag(flags, "gpu-clock-mhz"), "gpu-clock-mhz"));
+  for (double mhz : clocks) {
+    if (!(mhz >= kMinClockMhz && mhz <= kMaxClockMhz)) {
+      return FlagError("gpu-clock-mhz", absl::StrCat("each clock must be in [", kMinClockMhz, ", ",
+                                                     kMaxClockMhz, "] MHz, got ", mhz));
+    }
+  }
+  return clocks;
+}
+
+}  // namespace projector

@@ -1,0 +1,95 @@
+#include "report/estimate_report.h"
+
+#include "absl/strings/str_format.h"
+
+namespace projector {
+namespace {
+
+using nlohmann::json;
+
+json ContextJson(const EstimateContext& c) {
+  return {{"gpu", c.gpu}, {"clock_mhz", c.clock_mhz}, {"backend", c.backend}};
+}
+
+std::string_view PassName(AttentionPass pass) {
+  return pass == AttentionPass::kForward ? "fwd" : "bwd";
+}
+
+}  // namespace
+
+std::string GemmEstimateText(const GemmOpEstimate& r) {
+  const GemmShape& s = r.shape;
+  const GemmEstimate& e = r.estimate;
+  return absl::StrFormat(
+      "GEMM %dx%dx%d batch %d %s on %s @ %.0f MHz (%s backend)\n  time      %.3f us\n  "
+      "achieved  %.1f TFLOP/s\n  tile      %dx%dx%d, %d waves\n  bound     %s\n",
+      s.m, s.n, s.k, s.batch, DTypeName(s.dtype), r.context.gpu, r.context.clock_mhz,
+      r.context.backend, ToMicroseconds(e.time), r.tflops, e.tile_m, e.tile_n, e.tile_k, e.waves,
+      BoundName(e.bound));
+}
+
+json GemmEstimateJson(const GemmOpEstimate& r) {
+  const GemmShape& s = r.shape;
+  const GemmEstimate& e = r.estimate;
+  json j = ContextJson(r.context);
+  j.update({{"op", "gemm"}, {"m", s.m}, {"n", s.n}, {"k", s.k}, {"batch", s.batch},
+            {"dtype", std::string(DTypeName(s.dtype))}, {"time_s", e.time.value()},
+            {"tflops", r.tflops}, {"bound", std::string(BoundName(e.bound))},
+            {"tile", {e.tile_m, e.tile_n, e.tile_k}}, {"waves", e.waves},
+            {"clock_scaled_time_s", e.clock_scaled_time.value()}});
+  return j;
+}
+
+std::string AttentionEstimateText(const AttentionOpEstimate& r) {
+  const AttentionShape& s = r.shape;
+  const AttentionEstimate& e = r.estimate;
+  return absl::StrFormat(
+      "Attention %s B%d H%d/%d Sq%d Skv%d D%d/%d %s %s on %s @ %.0f MHz (%s backend)\n  time      "
+      "%.3f us\n  achieved  %.1f TFLOP/s\n  tile      %dx%d, %d waves\n  bound     %s\n",
+      PassName(r.pass), s.batch, s.num_q_heads, s.num_kv_heads, s.seq_q, s.seq_kv, s.qk_head_dim,
+      s.v_head_dim, s.causal ? "causal" : "non-causal", DTypeName(s.dtype), r.context.gpu,
+      r.context.clock_mhz, r.context.backend, ToMicroseconds(e.time), r.tflops, e.tile_q,
+      e.tile_kv, e.waves, BoundName(e.bound));
+}
+
+json AttentionEstimateJson(const AttentionOpEstimate& r) {
+  const AttentionShape& s = r.shape;
+  const AttentionEstimate& e = r.estimate;
+  json j = ContextJson(r.context);
+  j.update({{"op", "attention"}, {"pass", std::string(PassName(r.pass))}, {"batch", s.batch},
+            {"heads", s.num_q_heads}, {"kv_heads", s.num_kv_heads}, {"seq_q", s.seq_q},
+            {"seq_kv", s.seq_kv}, {"qk_head_dim", s.qk_head_dim}, {"v_head_dim", s.v_head_dim},
+            {"causal", s.causal}, {"dtype", std::string(DTypeName(s.dtype))},
+            {"time_s", e.time.value()}, {"tflops", r.tflops},
+            {"bound", std::string(BoundName(e.bound))}, {"tile", {e.tile_q, e.tile_kv}},
+            {"waves", e.waves}, {"clock_scaled_time_s", e.clock_scaled_time.value()}});
+  return j;
+}
+
+std::string CollectiveEstimateText(const CollectiveOpEstimate& r) {
+  const CollectiveOp& op = r.op;
+  const CollectiveEstimate& e = r.estimate;
+  return absl::StrFormat(
+      "%s of %.4g bytes over %d ranks (stride %d) on %s, %d per node (%s backend)\n  time      "
+      "%.3f us\n  bus bw    %.1f GB/s\n  algorithm %s\n  placement %d nodes x %d ranks\n  bound "
+      "    %s\n",
+      CollectiveKindName(op.kind), op.bytes.value(), op.group.size, op.group.stride, r.context.gpu,
+      r.context.gpus_per_node, r.context.backend, ToMicroseconds(e.time),
+      ToGigabytesPerSecond(e.bus_bandwidth), CollectiveAlgorithmName(e.algorithm), e.nodes_spanned,
+      e.ranks_per_node, BoundName(e.bound));
+}
+
+json CollectiveEstimateJson(const CollectiveOpEstimate& r) {
+  const CollectiveOp& op = r.op;
+  const CollectiveEstimate& e = r.estimate;
+  json j = ContextJson(r.context);
+  j.update({{"op", std::string(CollectiveKindName(op.kind))}, {"bytes", op.bytes.value()},
+            {"ranks", op.group.size}, {"stride", op.group.stride}, {"time_s", e.time.value()},
+            {"bus_bandwidth_gbps", ToGigabytesPerSecond(e.bus_bandwidth)},
+            {"algorithm", std::string(CollectiveAlgorithmName(e.algorithm))},
+            {"nodes_spanned", e.nodes_spanned}, {"ranks_per_node", e.ranks_per_node},
+            {"bound", std::string(BoundName(e.bound))}});
+  return j;
+}
+
+}  // namespace projector

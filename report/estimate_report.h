@@ -1,0 +1,22 @@
+// Renderings of single-op estimates (studies/estimate.h): a short text block and JSON
+// ({gpu, clock_mhz, op, backend, the shape, time_s, the rate, bound, ...}).
+#ifndef PROJECTOR_REPORT_ESTIMATE_REPORT_H_
+#define PROJECTOR_REPORT_ESTIMATE_REPORT_H_
+
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "studies/estimate.h"
+
+namespace projector {
+
+std::string GemmEstimateText(const GemmOpEstimate& e);
+nlohmann::json GemmEstimateJson(const GemmOpEstimate& e);
+std::string AttentionEstimateText(const AttentionOpEstimate& e);
+nlohmann::json AttentionEstimateJson(const AttentionOpEstimate& e);
+std::string CollectiveEstimateText(const CollectiveOpEstimate& e);
+nlohmann::json CollectiveEstimateJson(const CollectiveOpEstimate& e);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_REPORT_ESTIMATE_REPORT_H_
