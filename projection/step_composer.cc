@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -439,124 +440,135 @@ FsdpCopyBytes FsdpCopyBytesPerParam(FsdpImpl impl, double grad_bytes, double gro
   return {};
 }
 
-absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& backends) {
+namespace {
+
+// The FSDP units of one micro-batch: each layer kind's and the end modules' gathers, reduces and
+// copies, with the compute windows that hide them.
+struct FsdpUnits {
+  FsdpUnit dense, moe, embedding, output;
+};
+
+absl::StatusOr<FsdpUnits> ComposeFsdpUnits(const StepInputs& in, const BackendRefs& backends,
+                                           int64_t micro_batches, double grad_bytes) {
   const ParallelConfig& par = in.parallel;
+  const FsdpImpl impl = ResolvedFsdpImpl(in.training, par);
+  auto unit = [&](double dense_params, double expert_params) -> absl::StatusOr<FsdpUnit> {
+    PROJECTOR_ASSIGN_OR_RETURN(FsdpUnit u, FsdpComm(backends.collective, in.interference, par,
+                                                    dense_params, expert_params, grad_bytes));
+    PROJECTOR_RETURN_IF_ERROR(TimeFsdpCopies(backends.memory, impl, par, dense_params,
+                                             expert_params, grad_bytes, micro_batches, u));
+    return u;
+  };
+  FsdpUnits units;
+  if (in.dense != nullptr) {
+    PROJECTOR_ASSIGN_OR_RETURN(units.dense,
+                               unit(in.dense->dense_parameters, in.dense->expert_parameters));
+    units.dense.forward = ForwardWindow(*in.dense);
+  }
+  if (in.moe != nullptr) {
+    PROJECTOR_ASSIGN_OR_RETURN(units.moe, unit(in.moe->dense_parameters, in.moe->expert_parameters));
+    units.moe.forward = ForwardWindow(*in.moe);
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(units.embedding, unit(in.embedding.parameters, 0));
+  units.embedding.forward = ForwardWindow(in.embedding);
+  units.embedding.backward = BackwardWindow(in.embedding);
+  PROJECTOR_ASSIGN_OR_RETURN(units.output, unit(in.output.parameters, 0));
+  units.output.forward = ForwardWindow(in.output);
+  units.output.backward = BackwardWindow(in.output);
+  return units;
+}
+
+// The layer kind of the MTP modules (nullptr when it was not composed).
+const ComposedLayer* MtpLayerKind(const StepInputs& in) {
+  return in.model.MtpIsMoe() ? in.moe : in.dense;
+}
+
+// One micro-batch of a chunk: its layers (recomputed as the training asks), the embedding and
+// output on the first and last chunk, and the MTP modules after the output.
+absl::Status CostChunkLayers(const StepInputs& in, const ChunkAssignment& a, ChunkCost& c) {
   const TrainingConfig& tr = in.training;
-  const int64_t p = std::max<int64_t>(1, par.pp), v = std::max<int64_t>(1, par.vpp);
-  const double grad_bytes = GradReduceBytesPerParam(tr);
-  StepResult out;
-  out.micro_batches = MicroBatches(par, tr);
-  const int64_t m = out.micro_batches;
-  if (m < 1) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "global batch ", tr.global_batch, " is smaller than micro_batch ", tr.micro_batch,
-        " x DP ", par.dp, "; no full micro-batch per pipeline"));
+  const bool selective = tr.recompute == Recompute::kSelective;
+  if ((a.dense_layers > 0 && in.dense == nullptr) || (a.moe_layers > 0 && in.moe == nullptr)) {
+    return absl::InternalError("step composer: a layer kind placed on a stage was not composed");
   }
-  PROJECTOR_ASSIGN_OR_RETURN(out.chunks, AssignLayers(in.model, par, tr));
+  if (a.dense_layers > 0) {
+    AddLayers(*in.dense, a.dense_layers, selective ? a.dense_layers : a.recomputed_dense,
+              tr.recompute, c);
+  }
+  if (a.moe_layers > 0) {
+    AddLayers(*in.moe, a.moe_layers, selective ? a.moe_layers : a.recomputed_moe, tr.recompute, c);
+  }
+  if (a.has_embedding) AddEnd(in.embedding, c);
+  if (a.has_output) AddEnd(in.output, c);
+  if (a.mtp_layers == 0) return absl::OkStatus();
+  const ComposedLayer* mtp_kind = MtpLayerKind(in);
+  if (mtp_kind == nullptr) {
+    return absl::InternalError("step composer: the MTP layer kind was not composed");
+  }
+  AddLayers(*mtp_kind, a.mtp_layers, selective ? a.mtp_layers : a.recomputed_mtp, tr.recompute,
+            c);
+  // The 2h -> h projection of each module: weights only (its GEMM is ~0.3% of a DeepSeek-V3
+  // token's FLOPs and is not timed).
+  c.dense_parameters += static_cast<double>(a.mtp_layers) * 2.0 *
+                        static_cast<double>(in.model.hidden_size) *
+                        static_cast<double>(in.model.hidden_size) /
+                        static_cast<double>(std::max<int64_t>(1, in.parallel.tp));
+  const ComposedEndModule& head = in.mtp_output ? *in.mtp_output : in.output;
+  for (int64_t k = 0; k < a.mtp_layers; ++k) AddEnd(head, c, /*count_parameters=*/false);
+  return absl::OkStatus();
+}
 
-  // --- Chunk costs (one micro-batch).
-  std::vector<ChunkCost> costs(out.chunks.size());
-  std::vector<FsdpUnit> units;
-  FsdpUnit dense_fsdp, moe_fsdp, emb_fsdp, out_fsdp;
-  if (par.fsdp) {
-    const CommInterferenceModel& ci = in.interference;
-    const FsdpImpl impl = ResolvedFsdpImpl(tr, par);
-    auto unit = [&](double dense_params, double expert_params) -> absl::StatusOr<FsdpUnit> {
-      PROJECTOR_ASSIGN_OR_RETURN(FsdpUnit u, FsdpComm(backends.collective, ci, par, dense_params,
-                                                      expert_params, grad_bytes));
-      PROJECTOR_RETURN_IF_ERROR(TimeFsdpCopies(backends.memory, impl, par, dense_params,
-                                               expert_params, grad_bytes, m, u));
-      return u;
-    };
-    if (in.dense != nullptr) {
-      PROJECTOR_ASSIGN_OR_RETURN(dense_fsdp,
-                                 unit(in.dense->dense_parameters, in.dense->expert_parameters));
-      dense_fsdp.forward = ForwardWindow(*in.dense);
-    }
-    if (in.moe != nullptr) {
-      PROJECTOR_ASSIGN_OR_RETURN(moe_fsdp,
-                                 unit(in.moe->dense_parameters, in.moe->expert_parameters));
-      moe_fsdp.forward = ForwardWindow(*in.moe);
-    }
-    PROJECTOR_ASSIGN_OR_RETURN(emb_fsdp, unit(in.embedding.parameters, 0));
-    emb_fsdp.forward = ForwardWindow(in.embedding);
-    emb_fsdp.backward = BackwardWindow(in.embedding);
-    PROJECTOR_ASSIGN_OR_RETURN(out_fsdp, unit(in.output.parameters, 0));
-    out_fsdp.forward = ForwardWindow(in.output);
-    out_fsdp.backward = BackwardWindow(in.output);
+// A chunk's FSDP units in execution order, each with the backward window of its layer (with or
+// without recompute), its gathers and reduces exposed against them and its copies added to the
+// chunk; returns the chunk's FSDP communication time, hidden or not.
+Seconds AddChunkFsdp(const StepInputs& in, const ChunkAssignment& a, const FsdpUnits& fsdp,
+                     std::vector<FsdpUnit>& units, ChunkCost& c) {
+  const TrainingConfig& tr = in.training;
+  units.clear();
+  if (a.has_embedding) units.push_back(fsdp.embedding);
+  int64_t recomputed_seen = 0;
+  for (int64_t l = 0; l < a.num_layers; ++l) {
+    bool moe = in.model.moe.has_value() && in.model.IsMoeLayer(a.first_layer + l);
+    const ComposedLayer& k = moe ? *in.moe : *in.dense;
+    FsdpUnit u = moe ? fsdp.moe : fsdp.dense;
+    bool recomputed = tr.recompute == Recompute::kSelective ||
+                      (tr.recompute == Recompute::kFull &&
+                       recomputed_seen++ < a.recomputed_dense + a.recomputed_moe);
+    u.backward = BackwardWindow(k, recomputed);
+    units.push_back(u);
   }
-  std::vector<Seconds> fsdp_comm_per_rank(static_cast<size_t>(p), Seconds(0));
-  for (size_t i = 0; i < out.chunks.size(); ++i) {
-    const ChunkAssignment& a = out.chunks[i];
-    ChunkCost& c = costs[i];
-    if ((a.dense_layers > 0 && in.dense == nullptr) || (a.moe_layers > 0 && in.moe == nullptr)) {
-      return absl::InternalError("step composer: a layer kind placed on a stage was not composed");
-    }
-    if (a.dense_layers > 0) {
-      AddLayers(*in.dense, a.dense_layers, tr.recompute == Recompute::kSelective ? a.dense_layers
-                                                                                : a.recomputed_dense,
-                tr.recompute, c);
-    }
-    if (a.moe_layers > 0) {
-      AddLayers(*in.moe, a.moe_layers,
-                tr.recompute == Recompute::kSelective ? a.moe_layers : a.recomputed_moe,
-                tr.recompute, c);
-    }
-    if (a.has_embedding) AddEnd(in.embedding, c);
-    if (a.has_output) AddEnd(in.output, c);
-    const ComposedLayer* mtp_kind = in.model.MtpIsMoe() ? in.moe : in.dense;
-    if (a.mtp_layers > 0) {
-      if (mtp_kind == nullptr) {
-        return absl::InternalError("step composer: the MTP layer kind was not composed");
-      }
-      AddLayers(*mtp_kind, a.mtp_layers,
-                tr.recompute == Recompute::kSelective ? a.mtp_layers : a.recomputed_mtp,
-                tr.recompute, c);
-      // The 2h -> h projection of each module: weights only (its GEMM is ~0.3% of a DeepSeek-V3
-      // token's FLOPs and is not timed).
-      c.dense_parameters += static_cast<double>(a.mtp_layers) * 2.0 *
-                            static_cast<double>(in.model.hidden_size) *
-                            static_cast<double>(in.model.hidden_size) /
-                            static_cast<double>(std::max<int64_t>(1, par.tp));
-      const ComposedEndModule& head = in.mtp_output ? *in.mtp_output : in.output;
-      for (int64_t k = 0; k < a.mtp_layers; ++k) AddEnd(head, c, /*count_parameters=*/false);
-    }
-    if (par.fsdp) {
-      units.clear();
-      if (a.has_embedding) units.push_back(emb_fsdp);
-      int64_t recomputed_seen = 0;
-      for (int64_t l = 0; l < a.num_layers; ++l) {
-        bool moe = in.model.moe.has_value() && in.model.IsMoeLayer(a.first_layer + l);
-        const ComposedLayer& k = moe ? *in.moe : *in.dense;
-        FsdpUnit u = moe ? moe_fsdp : dense_fsdp;
-        bool recomputed = tr.recompute == Recompute::kSelective ||
-                          (tr.recompute == Recompute::kFull &&
-                           recomputed_seen++ < a.recomputed_dense + a.recomputed_moe);
-        u.backward = BackwardWindow(k, recomputed);
-        units.push_back(u);
-      }
-      if (a.has_output) units.push_back(out_fsdp);
-      for (int64_t l = 0; l < a.mtp_layers; ++l) {
-        FsdpUnit u = in.model.MtpIsMoe() ? moe_fsdp : dense_fsdp;
-        u.backward = BackwardWindow(*mtp_kind, tr.recompute == Recompute::kSelective ||
-                                                   l < a.recomputed_mtp);
-        units.push_back(u);
-      }
-      FsdpExposure x = ExposeFsdp(units);
-      c.forward += x.forward;
-      c.backward += x.backward;
-      c.fsdp += x.forward + x.backward;
-      for (const FsdpUnit& u : units) {
-        c.forward += u.copies_forward;
-        c.backward += u.copies_backward;
-        c.fsdp_copies += u.copies_forward + u.copies_backward;
-      }
-      fsdp_comm_per_rank[i / static_cast<size_t>(v)] += x.total_comm;
-    }
+  if (a.has_output) units.push_back(fsdp.output);
+  for (int64_t l = 0; l < a.mtp_layers; ++l) {
+    FsdpUnit u = in.model.MtpIsMoe() ? fsdp.moe : fsdp.dense;
+    u.backward = BackwardWindow(*MtpLayerKind(in), tr.recompute == Recompute::kSelective ||
+                                                       l < a.recomputed_mtp);
+    units.push_back(u);
   }
+  FsdpExposure x = ExposeFsdp(units);
+  c.forward += x.forward;
+  c.backward += x.backward;
+  c.fsdp += x.forward + x.backward;
+  for (const FsdpUnit& u : units) {
+    c.forward += u.copies_forward;
+    c.backward += u.copies_backward;
+    c.fsdp_copies += u.copies_forward + u.copies_backward;
+  }
+  return x.total_comm;
+}
 
-  // --- Pipeline.
+// The replayed pipeline and the makespan it would have with free point-to-point transfers.
+struct PipelineRun {
   PipelineSpec spec;
+  PipelineTimeline timeline;
+  Seconds makespan_without_p2p;
+};
+
+absl::StatusOr<PipelineRun> RunPipeline(const StepInputs& in, const BackendRefs& backends,
+                                        const std::vector<ChunkCost>& costs, int64_t p, int64_t v,
+                                        int64_t m) {
+  const ParallelConfig& par = in.parallel;
+  PipelineRun run;
+  PipelineSpec& spec = run.spec;
   spec.pp = p;
   spec.vpp = v;
   spec.micro_batches = m;
@@ -572,22 +584,26 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
     PROJECTOR_ASSIGN_OR_RETURN(
         TimedCollective p2p,
         Collective(backends.collective, CommInterferenceModel{}, CollectiveKind::kSendRecv,
-                   LayerInputBytes(in.model, par, tr),
+                   LayerInputBytes(in.model, par, in.training),
                    ProcessGroup{.size = 2, .stride = par.PpGroup().stride}));
     spec.p2p = p2p.time;
   }
-  PROJECTOR_ASSIGN_OR_RETURN(PipelineTimeline tl, SimulatePipeline(spec, in.timeline));
-  Seconds makespan_no_p2p = tl.makespan;
+  PROJECTOR_ASSIGN_OR_RETURN(run.timeline, SimulatePipeline(spec, in.timeline));
+  run.makespan_without_p2p = run.timeline.makespan;
   if (p > 1 && spec.p2p.value() > 0) {
     PipelineSpec free_p2p = spec;
     free_p2p.p2p = Seconds(0);
     PROJECTOR_ASSIGN_OR_RETURN(PipelineTimeline t0, SimulatePipeline(free_p2p));
-    makespan_no_p2p = std::min(t0.makespan, tl.makespan);
+    run.makespan_without_p2p = std::min(t0.makespan, run.timeline.makespan);
   }
-  out.pipeline_time = tl.makespan;
-  out.chunk_times = spec.chunks;
+  return run;
+}
 
-  // Critical rank: the one with the most work.
+// The rank with the most work, and the step breakdown of its chunks over all micro-batches
+// (compute, exposed TP/CP/EP/FSDP, copies), the P2P time and the bubble.
+void BreakDownCriticalRank(const PipelineRun& run, const std::vector<ChunkCost>& costs,
+                           int64_t p, int64_t v, int64_t m, StepResult& out) {
+  const PipelineTimeline& tl = run.timeline;
   int64_t crit = 0;
   for (int64_t r = 1; r < p; ++r) {
     if (tl.rank_busy[static_cast<size_t>(r)] > tl.rank_busy[static_cast<size_t>(crit)]) crit = r;
@@ -606,142 +622,217 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
     out.clock_scaled += cc.clock_scaled * dm;
     busy += (cc.forward + cc.backward) * dm;
   }
-  out.breakdown.p2p = Max0(tl.makespan - makespan_no_p2p);
+  out.breakdown.p2p = Max0(tl.makespan - run.makespan_without_p2p);
   out.breakdown.pipeline_bubble = Max0(tl.makespan - busy - out.breakdown.p2p);
-  out.fsdp_comm_total = fsdp_comm_per_rank[static_cast<size_t>(crit)] * dm;
+}
 
-  // --- DP gradient sync, parameter gather and optimizer, per pipeline rank.
-  const bool shard_optimizer = par.distributed_optimizer || par.fsdp;
+// What the memory model needs of pipeline rank r: its chunks' parameters, activations and
+// working sets, and how many micro-batches it holds in flight.
+StageMemoryInput StageMemoryOf(const std::vector<ChunkCost>& costs, const ParallelConfig& par,
+                               int64_t r, int64_t p, int64_t v, int64_t m) {
+  StageMemoryInput mi;
+  for (int64_t c = 0; c < v; ++c) {
+    const ChunkCost& cc = costs[static_cast<size_t>(r * v + c)];
+    mi.dense_parameters += cc.dense_parameters;
+    mi.expert_parameters += cc.expert_parameters;
+    mi.activations_per_micro_batch += cc.activations;
+    mi.deferred_weight_grad_bytes += cc.weight_grad_working_set;
+    mi.transient_working_set = std::max(mi.transient_working_set, cc.transient_working_set);
+    mi.after_backward_working_set =
+        std::max(mi.after_backward_working_set, cc.after_backward_working_set);
+    mi.largest_layer_parameters =
+        std::max(mi.largest_layer_parameters, cc.largest_layer_parameters);
+  }
+  mi.in_flight_chunk_micro_batches = InFlightChunkMicroBatches(r, p, v, m, par.pipeline_schedule);
+  mi.deferred_weight_grad_micro_batches =
+      DeferredWeightGradMicroBatches(r, p, m, par.pipeline_schedule);
+  return mi;
+}
+
+// A pipeline rank's tail after its last backward: the end of its gradient sync (and exposed
+// parameter gathers), the optimizer step, and the DP traffic it issued.
+struct RankTail {
+  Seconds after_sync;
+  Seconds optimizer;
+  Seconds dp_comm_total;
+};
+
+// The DP gradient reduce of rank r's chunks in the order their gradients become final, bucket
+// by bucket (Megatron's overlap_grad_reduce), and the distributed optimizer's gathers.
+absl::StatusOr<RankTail> SyncRankGradients(const StepInputs& in, const BackendRefs& backends,
+                                           const std::vector<ChunkCost>& costs,
+                                           const PipelineTimeline& tl, int64_t r, int64_t v,
+                                           double grad_bytes) {
+  const ParallelConfig& par = in.parallel;
+  const TrainingConfig& tr = in.training;
   const ProcessGroup dense_group = par.DpCpGroup(), expert_group = ExpertDpGroup(par);
-  Seconds step_end = tl.makespan;
-  Seconds best_after, best_opt;
-  Seconds crit_dp_comm;
-  bool have_best = false;
-  std::vector<size_t> order(static_cast<size_t>(v));
-  std::vector<StageMemoryInput> mem(static_cast<size_t>(p));
-  for (int64_t r = 0; r < p; ++r) {
-    double dense_params = 0, expert_params = 0;
-    StageMemoryInput& mi = mem[static_cast<size_t>(r)];
-    for (int64_t c = 0; c < v; ++c) {
-      const ChunkCost& cc = costs[static_cast<size_t>(r * v + c)];
-      dense_params += cc.dense_parameters;
-      expert_params += cc.expert_parameters;
-      mi.activations_per_micro_batch += cc.activations;
-      mi.deferred_weight_grad_bytes += cc.weight_grad_working_set;
-      mi.transient_working_set = std::max(mi.transient_working_set, cc.transient_working_set);
-      mi.after_backward_working_set =
-          std::max(mi.after_backward_working_set, cc.after_backward_working_set);
-      mi.largest_layer_parameters =
-          std::max(mi.largest_layer_parameters, cc.largest_layer_parameters);
-    }
-    mi.dense_parameters = dense_params;
-    mi.expert_parameters = expert_params;
-    mi.in_flight_chunk_micro_batches = InFlightChunkMicroBatches(r, p, v, m, par.pipeline_schedule);
-    mi.deferred_weight_grad_micro_batches =
-        DeferredWeightGradMicroBatches(r, p, m, par.pipeline_schedule);
-
-    const Seconds finish = tl.rank_finish[static_cast<size_t>(r)];
-    GradStream stream;
-    Seconds comm_total, gather_exposed;
-    if (!par.fsdp) {
-      // Chunks in the order their grads become final.
-      for (int64_t c = 0; c < v; ++c) order[static_cast<size_t>(c)] = static_cast<size_t>(c);
-      std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-        return tl.last_backward_end[static_cast<size_t>(r * v) + x] <
-               tl.last_backward_end[static_cast<size_t>(r * v) + y];
-      });
-      for (size_t c : order) {
-        const ChunkCost& cc = costs[static_cast<size_t>(r * v) + c];
-        PROJECTOR_ASSIGN_OR_RETURN(
-            BucketedBuffer db, BucketBuffer(backends.collective, in.interference,
-                                            cc.dense_parameters, dense_group,
-                                            par.distributed_optimizer, grad_bytes));
-        PROJECTOR_ASSIGN_OR_RETURN(
-            BucketedBuffer eb, BucketBuffer(backends.collective, in.interference,
-                                            cc.expert_parameters, expert_group,
-                                            par.distributed_optimizer, grad_bytes));
-        // Megatron overlap_grad_reduce: a bucket's reduce is issued as soon as the last
-        // micro-batch's backward has produced all its grads. Without it, everything is
-        // reduced after the rank's last backward (finish_grad_sync).
-        Seconds s = tr.overlap_grad_reduce ? tl.last_backward_start[static_cast<size_t>(r * v) + c]
-                                           : finish;
-        Seconds e = tr.overlap_grad_reduce ? tl.last_backward_end[static_cast<size_t>(r * v) + c]
-                                           : finish;
-        stream = DrainBuckets(db, s, e, stream, finish, cc.backward_window, in.timeline, r);
-        stream = DrainBuckets(eb, s, e, stream, finish, cc.backward_window, in.timeline, r);
-        comm_total += db.Total() + eb.Total() + db.GatherTotal() + eb.GatherTotal();
-        if (par.distributed_optimizer) {
-          // overlap_param_gather: the gathers run under the next step's forward, except the
-          // one the first forward waits on (first chunk's first bucket); otherwise all exposed.
-          // The hidden ones slow that forward (InterferenceCost).
-          if (!tr.overlap_param_gather) {
-            gather_exposed += db.GatherTotal() + eb.GatherTotal();
-          } else {
-            Seconds first = c == 0 ? db.gather_last + eb.gather_last : Seconds(0);
-            gather_exposed += first;
-            gather_exposed +=
-                InterferenceCost(db.GatherTotal() + eb.GatherTotal() - first,
-                                 Sum({db.GatherTotal(), db.gather_slowdown},
-                                     {eb.GatherTotal(), eb.gather_slowdown})
-                                     .slowdown,
-                                 cc.forward_window);
-          }
-        }
-      }
-    }
-    // The backward the reduces overlapped ends later by what they slowed (OverlappedExposure
-    // with the stream's own end as the communication side).
-    Seconds after = std::max(finish + stream.interference, stream.end) + gather_exposed;
-    // Adam over the parameters this GPU updates.
-    double updated = shard_optimizer
-                         ? dense_params / static_cast<double>(dense_group.size) +
-                               expert_params / static_cast<double>(expert_group.size)
-                         : dense_params + expert_params;
-    Seconds opt;
-    if (updated > 0) {
+  const Seconds finish = tl.rank_finish[static_cast<size_t>(r)];
+  GradStream stream;
+  Seconds comm_total, gather_exposed;
+  if (!par.fsdp) {
+    std::vector<size_t> order(static_cast<size_t>(v));
+    for (int64_t c = 0; c < v; ++c) order[static_cast<size_t>(c)] = static_cast<size_t>(c);
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      return tl.last_backward_end[static_cast<size_t>(r * v) + x] <
+             tl.last_backward_end[static_cast<size_t>(r * v) + y];
+    });
+    for (size_t c : order) {
+      const ChunkCost& cc = costs[static_cast<size_t>(r * v) + c];
       PROJECTOR_ASSIGN_OR_RETURN(
-          MemoryEstimate e,
-          backends.memory.Estimate(MemoryOp{
-              .bytes = Bytes(updated * OptimizerBytesPerUpdatedParam(ResolvedStack(tr, par))),
-              .flops = Flops(updated * 12.0),
-              .launches = 2}));
-      opt = e.time;
-    }
-    if (in.timeline != nullptr) {
-      const int32_t rank = static_cast<int32_t>(r);
-      if (after > finish) {
-        in.timeline->push_back(
-            {.kind = TimelineKind::kGradSync, .rank = rank, .start = finish, .end = after});
+          BucketedBuffer db, BucketBuffer(backends.collective, in.interference,
+                                          cc.dense_parameters, dense_group,
+                                          par.distributed_optimizer, grad_bytes));
+      PROJECTOR_ASSIGN_OR_RETURN(
+          BucketedBuffer eb, BucketBuffer(backends.collective, in.interference,
+                                          cc.expert_parameters, expert_group,
+                                          par.distributed_optimizer, grad_bytes));
+      // Megatron overlap_grad_reduce: a bucket's reduce is issued as soon as the last
+      // micro-batch's backward has produced all its grads. Without it, everything is
+      // reduced after the rank's last backward (finish_grad_sync).
+      Seconds s = tr.overlap_grad_reduce ? tl.last_backward_start[static_cast<size_t>(r * v) + c]
+                                         : finish;
+      Seconds e = tr.overlap_grad_reduce ? tl.last_backward_end[static_cast<size_t>(r * v) + c]
+                                         : finish;
+      stream = DrainBuckets(db, s, e, stream, finish, cc.backward_window, in.timeline, r);
+      stream = DrainBuckets(eb, s, e, stream, finish, cc.backward_window, in.timeline, r);
+      comm_total += db.Total() + eb.Total() + db.GatherTotal() + eb.GatherTotal();
+      if (!par.distributed_optimizer) continue;
+      // overlap_param_gather: the gathers run under the next step's forward, except the
+      // one the first forward waits on (first chunk's first bucket); otherwise all exposed.
+      // The hidden ones slow that forward (InterferenceCost).
+      if (!tr.overlap_param_gather) {
+        gather_exposed += db.GatherTotal() + eb.GatherTotal();
+        continue;
       }
-      if (opt.value() > 0) {
-        in.timeline->push_back(
-            {.kind = TimelineKind::kOptimizer, .rank = rank, .start = after, .end = after + opt});
-      }
-    }
-    if (!have_best || after + opt > best_after + best_opt) {
-      best_after = after;
-      best_opt = opt;
-      crit_dp_comm = comm_total;
-      have_best = true;
+      Seconds first = c == 0 ? db.gather_last + eb.gather_last : Seconds(0);
+      gather_exposed += first;
+      gather_exposed += InterferenceCost(
+          db.GatherTotal() + eb.GatherTotal() - first,
+          Sum({db.GatherTotal(), db.gather_slowdown}, {eb.GatherTotal(), eb.gather_slowdown})
+              .slowdown,
+          cc.forward_window);
     }
   }
-  step_end = std::max(step_end, best_after + best_opt);
-  out.breakdown.exposed_dp_comm = Max0(best_after - tl.makespan);
-  out.breakdown.optimizer = Max0(step_end - tl.makespan - out.breakdown.exposed_dp_comm);
-  out.dp_comm_total = crit_dp_comm;
-  out.step_time = out.breakdown.Total();
+  // The backward the reduces overlapped ends later by what they slowed (OverlappedExposure
+  // with the stream's own end as the communication side).
+  return RankTail{.after_sync = std::max(finish + stream.interference, stream.end) + gather_exposed,
+                  .optimizer = Seconds(0),
+                  .dp_comm_total = comm_total};
+}
 
-  MemoryModelConfig mc{
+// Adam over the parameters this GPU of rank r updates (a DP shard of them when the optimizer
+// state is sharded).
+absl::StatusOr<Seconds> OptimizerStep(const StepInputs& in, const BackendRefs& backends,
+                                      const StageMemoryInput& stage) {
+  const ParallelConfig& par = in.parallel;
+  const bool shard_optimizer = par.distributed_optimizer || par.fsdp;
+  const double updated =
+      shard_optimizer
+          ? stage.dense_parameters / static_cast<double>(par.DpCpGroup().size) +
+                stage.expert_parameters / static_cast<double>(ExpertDpGroup(par).size)
+          : stage.dense_parameters + stage.expert_parameters;
+  if (updated <= 0) return Seconds(0);
+  PROJECTOR_ASSIGN_OR_RETURN(
+      MemoryEstimate e,
+      backends.memory.Estimate(MemoryOp{
+          .bytes = Bytes(updated * OptimizerBytesPerUpdatedParam(ResolvedStack(in.training, par))),
+          .flops = Flops(updated * 12.0),
+          .launches = 2}));
+  return e.time;
+}
+
+void RecordRankTail(const StepInputs& in, int64_t r, Seconds finish, const RankTail& tail) {
+  if (in.timeline == nullptr) return;
+  const int32_t rank = static_cast<int32_t>(r);
+  if (tail.after_sync > finish) {
+    in.timeline->push_back(
+        {.kind = TimelineKind::kGradSync, .rank = rank, .start = finish, .end = tail.after_sync});
+  }
+  if (tail.optimizer.value() > 0) {
+    in.timeline->push_back({.kind = TimelineKind::kOptimizer,
+                            .rank = rank,
+                            .start = tail.after_sync,
+                            .end = tail.after_sync + tail.optimizer});
+  }
+}
+
+MemoryModelConfig MemoryConfigOf(const StepInputs& in, int64_t v, int64_t m, double grad_bytes) {
+  const ParallelConfig& par = in.parallel;
+  return MemoryModelConfig{
       .vpp = v,
       .distributed_optimizer = par.distributed_optimizer,
       .fsdp = par.fsdp,
-      .dense_shard = dense_group.size,
-      .expert_shard = expert_group.size,
+      .dense_shard = par.DpCpGroup().size,
+      .expert_shard = ExpertDpGroup(par).size,
       .grad_bytes_per_param = grad_bytes,
       .fsdp_gradient_bytes_per_unit_param =
-          FsdpCopyBytesPerParam(ResolvedFsdpImpl(tr, par), grad_bytes, 1, m).gradient_working_set,
+          FsdpCopyBytesPerParam(ResolvedFsdpImpl(in.training, par), grad_bytes, 1, m)
+              .gradient_working_set,
       .hbm_capacity = in.hbm_capacity};
-  out.memory = EstimateMemory(mem, mc);
+}
+
+}  // namespace
+
+absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& backends) {
+  const ParallelConfig& par = in.parallel;
+  const TrainingConfig& tr = in.training;
+  const int64_t p = std::max<int64_t>(1, par.pp), v = std::max<int64_t>(1, par.vpp);
+  const double grad_bytes = GradReduceBytesPerParam(tr);
+  StepResult out;
+  out.micro_batches = MicroBatches(par, tr);
+  const int64_t m = out.micro_batches;
+  if (m < 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "global batch ", tr.global_batch, " is smaller than micro_batch ", tr.micro_batch,
+        " x DP ", par.dp, "; no full micro-batch per pipeline"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(out.chunks, AssignLayers(in.model, par, tr));
+
+  // Chunk costs of one micro-batch, with FSDP's exposure per chunk.
+  std::vector<ChunkCost> costs(out.chunks.size());
+  FsdpUnits fsdp;
+  if (par.fsdp) {
+    PROJECTOR_ASSIGN_OR_RETURN(fsdp, ComposeFsdpUnits(in, backends, m, grad_bytes));
+  }
+  std::vector<FsdpUnit> units_scratch;
+  std::vector<Seconds> fsdp_comm_per_rank(static_cast<size_t>(p), Seconds(0));
+  for (size_t i = 0; i < out.chunks.size(); ++i) {
+    PROJECTOR_RETURN_IF_ERROR(CostChunkLayers(in, out.chunks[i], costs[i]));
+    if (!par.fsdp) continue;
+    fsdp_comm_per_rank[i / static_cast<size_t>(v)] +=
+        AddChunkFsdp(in, out.chunks[i], fsdp, units_scratch, costs[i]);
+  }
+
+  // The pipeline, and the breakdown of its busiest rank.
+  PROJECTOR_ASSIGN_OR_RETURN(const PipelineRun run, RunPipeline(in, backends, costs, p, v, m));
+  const PipelineTimeline& tl = run.timeline;
+  out.pipeline_time = tl.makespan;
+  out.chunk_times = run.spec.chunks;
+  BreakDownCriticalRank(run, costs, p, v, m, out);
+  out.fsdp_comm_total =
+      fsdp_comm_per_rank[static_cast<size_t>(out.critical_rank)] * static_cast<double>(m);
+
+  // DP gradient sync, parameter gather and optimizer per pipeline rank; the last to finish
+  // ends the step.
+  std::vector<StageMemoryInput> mem(static_cast<size_t>(p));
+  std::optional<RankTail> last;
+  for (int64_t r = 0; r < p; ++r) {
+    mem[static_cast<size_t>(r)] = StageMemoryOf(costs, par, r, p, v, m);
+    PROJECTOR_ASSIGN_OR_RETURN(RankTail tail,
+                               SyncRankGradients(in, backends, costs, tl, r, v, grad_bytes));
+    PROJECTOR_ASSIGN_OR_RETURN(tail.optimizer,
+                               OptimizerStep(in, backends, mem[static_cast<size_t>(r)]));
+    RecordRankTail(in, r, tl.rank_finish[static_cast<size_t>(r)], tail);
+    if (!last || tail.after_sync + tail.optimizer > last->after_sync + last->optimizer) {
+      last = tail;
+    }
+  }
+  const Seconds step_end = std::max(tl.makespan, last->after_sync + last->optimizer);
+  out.breakdown.exposed_dp_comm = Max0(last->after_sync - tl.makespan);
+  out.breakdown.optimizer = Max0(step_end - tl.makespan - out.breakdown.exposed_dp_comm);
+  out.dp_comm_total = last->dp_comm_total;
+  out.step_time = out.breakdown.Total();
+  out.memory = EstimateMemory(mem, MemoryConfigOf(in, v, m, grad_bytes));
   return out;
 }
 
