@@ -669,9 +669,10 @@ double MaxMoeImbalance(const ModelSpec& model, const ParallelConfig& parallel) {
          static_cast<double>(model.moe->top_k);
 }
 
-absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
-  const ParallelConfig& p = s.parallel;
-  const ModelSpec& m = s.model;
+namespace {
+
+// Sizes beyond any training run, a clock no GPU runs at, a measurement no run reaches.
+absl::Status ValidateRunBounds(const Scenario& s, const std::string& origin) {
   const TrainingConfig& t = s.training;
   // Sizes beyond any training run; they would overflow the integer arithmetic of the projection
   // (tokens per micro-batch x hidden) or blow up the schedule replay (micro-batches per step).
@@ -699,6 +700,13 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
         absl::StrFormat("must be in (0, %g] tokens/s per GPU, got %g",
                         kMaxMeasuredTokensPerSecondPerGpu, *s.measured_tokens_per_s_per_gpu));
   }
+  return absl::OkStatus();
+}
+
+// Every parallel degree positive and bounded, their product the GPU count, whole nodes.
+absl::Status ValidateLayoutDegrees(const Scenario& s, const std::string& origin) {
+  const ParallelConfig& p = s.parallel;
+  const ModelSpec& m = s.model;
   for (auto [name, v] : {std::pair<const char*, int64_t>{"tp", p.tp}, {"pp", p.pp},
                          {"vpp", p.vpp}, {"cp", p.cp}, {"ep", p.ep}, {"etp", p.etp},
                          {"dp", p.dp}}) {
@@ -746,6 +754,13 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
                                         "multiple of gpus_per_node",
                                         s.num_gpus, s.hw.gpus_per_node));
   }
+  return absl::OkStatus();
+}
+
+// Attention and key/value heads split (or replicated) evenly over TP.
+absl::Status ValidateHeadSplit(const Scenario& s, const std::string& origin) {
+  const ParallelConfig& p = s.parallel;
+  const ModelSpec& m = s.model;
   if (m.num_attention_heads % p.tp != 0) {
     return Precondition(origin, "/parallel/tp",
                         absl::StrFormat("%d attention heads of %s are not divisible by tp %d; "
@@ -762,6 +777,13 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
                                           m.num_kv_heads, m.name, p.tp));
     }
   }
+  return absl::OkStatus();
+}
+
+// The layers dealt over pp·vpp model chunks, evenly or with the uneven first/last stage.
+absl::Status ValidatePipelineSplit(const Scenario& s, const std::string& origin) {
+  const ParallelConfig& p = s.parallel;
+  const ModelSpec& m = s.model;
   if (p.vpp > 1 && p.pp == 1) {
     return Precondition(origin, "/parallel/vpp",
                         absl::StrFormat("vpp %d needs pipeline parallelism (pp > 1)", p.vpp));
@@ -829,6 +851,13 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
                                         "first_stage_layers/last_stage_layers%s",
                                         m.num_layers, m.name, chunks, hint));
   }
+  return absl::OkStatus();
+}
+
+// Experts over EP, EP·ETP inside the data-parallel ranks, the expert FFN over ETP.
+absl::Status ValidateExpertSplit(const Scenario& s, const std::string& origin) {
+  const ParallelConfig& p = s.parallel;
+  const ModelSpec& m = s.model;
   if (m.moe) {
     if (m.moe->num_experts % p.ep != 0) {
       return Precondition(origin, "/parallel/ep",
@@ -851,7 +880,14 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
                         absl::StrFormat("ep %d given but %s has no experts; use ep 1", p.ep,
                                         m.name));
   }
-  PROJECTOR_RETURN_IF_ERROR(ValidateMoeRouting(s, origin));
+  return absl::OkStatus();
+}
+
+// Sequence over CP (and TP under SP), the global batch over micro-batches and DP, and the sizes a
+// replay can hold.
+absl::Status ValidateBatchShape(const Scenario& s, const std::string& origin) {
+  const ParallelConfig& p = s.parallel;
+  const TrainingConfig& t = s.training;
   if (t.seq_len <= 0 || t.micro_batch <= 0 || t.global_batch <= 0) {
     return JsonFieldError(origin, "/training", "seq_len, micro_batch and global_batch must be > 0");
   }
@@ -887,6 +923,14 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
                                           "beyond any training run; accepted: at most %d",
                                           t.micro_batch * t.seq_len, kMaxTokensPerMicroBatch));
   }
+  return absl::OkStatus();
+}
+
+// The attention kernel, the recomputed layers and the precision the GPU runs.
+absl::Status ValidateKernelsAndRecompute(const Scenario& s, const std::string& origin) {
+  const ParallelConfig& p = s.parallel;
+  const ModelSpec& m = s.model;
+  const TrainingConfig& t = s.training;
   if (t.attention_kernel == AttentionKernel::kUnfused && p.cp > 1) {
     // Megatron's context parallelism is a ring over Transformer Engine's fused attention; the
     // unfused path has no CP implementation.
@@ -911,6 +955,19 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
                         s.hw.name, DTypeName(t.precision)));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
+  PROJECTOR_RETURN_IF_ERROR(ValidateRunBounds(s, origin));
+  PROJECTOR_RETURN_IF_ERROR(ValidateLayoutDegrees(s, origin));
+  PROJECTOR_RETURN_IF_ERROR(ValidateHeadSplit(s, origin));
+  PROJECTOR_RETURN_IF_ERROR(ValidatePipelineSplit(s, origin));
+  PROJECTOR_RETURN_IF_ERROR(ValidateExpertSplit(s, origin));
+  PROJECTOR_RETURN_IF_ERROR(ValidateMoeRouting(s, origin));
+  PROJECTOR_RETURN_IF_ERROR(ValidateBatchShape(s, origin));
+  return ValidateKernelsAndRecompute(s, origin);
 }
 
 absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path) {
