@@ -297,18 +297,18 @@ Bytes LayerInputBytes(const ModelSpec& model, const ParallelConfig& parallel,
   return Bytes(tokens * static_cast<double>(model.hidden_size) * kCommBytesPerElement);
 }
 
-absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
-                                           const LayerCompositionContext& ctx,
-                                           const CollectiveBackend& collective) {
-  const ModelSpec& model = ctx.model;
-  const ParallelConfig& par = ctx.parallel;
-  const TrainingConfig& tr = ctx.training;
-  ComposedLayer out;
-  out.is_moe = timed_layer.is_moe;
-  out.modules.reserve(timed_layer.modules.size() + 3);
+namespace {
 
-  ModuleSums attention, mlp;  // the TP-sharded blocks (mlp = dense MLP or the MoE module)
-  bool has_mlp_block = false;
+// The module sums of the TP-sharded blocks: attention, and the dense MLP or the MoE module.
+struct ShardedBlocks {
+  ModuleSums attention, mlp;
+  bool has_mlp = false;
+};
+
+// Adds every module's times, parameters and activations to the layer, and returns the sums of
+// the blocks whose communication is composed below.
+ShardedBlocks SumModules(const LayerProfile& timed_layer, ComposedLayer& out) {
+  ShardedBlocks blocks;
   for (const ModuleProfile& m : timed_layer.modules) {
     ModuleSums s = SumModule(m);
     out.forward_compute += s.fwd;
@@ -327,69 +327,107 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
     out.activation_bytes_selective += m.activation_bytes_selective;
     out.modules.push_back({.module = m.module, .forward = s.fwd, .backward = s.bwd,
                            .recompute = s.rec});
-    if (m.module == "attention") attention = s;
+    if (m.module == "attention") blocks.attention = s;
     if (m.module == "mlp" || m.module == "moe") {
-      mlp = s;
-      has_mlp_block = true;
+      blocks.mlp = s;
+      blocks.has_mlp = true;
     }
   }
-  out.input_bytes = LayerInputBytes(model, par, tr);
+  return blocks;
+}
 
-  CommBuilder b(collective, ctx.interference, out.comm_ops);
-  const bool full_recompute = ctx.recompute == Recompute::kFull;
-
+// --- TP: around attention, and around the dense MLP or the MoE's shared experts. Routed
+// experts are not TP-sharded (expert-TP handled with EP below).
+absl::Status AddTpComm(CommBuilder& b, const LayerProfile& timed_layer,
+                       const LayerCompositionContext& ctx, ShardedBlocks blocks,
+                       ComposedLayer& layer) {
+  const ModelSpec& model = ctx.model;
+  const ParallelConfig& par = ctx.parallel;
+  const TrainingConfig& tr = ctx.training;
   // Activation [micro_batch · seq/CP tokens, hidden] gathered over TP.
   Bytes act(static_cast<double>(tr.micro_batch * tr.seq_len) / static_cast<double>(par.cp) *
             static_cast<double>(model.hidden_size) * kCommBytesPerElement);
-
-  // --- TP: around attention, and around the dense MLP or the MoE's shared experts. Routed
-  // experts are not TP-sharded (expert-TP handled with EP below).
   const bool fp8_gathers = tr.precision == DType::kFp8 && par.sequence_parallel;
   if (ctx.weight_grad_deferred) {
-    attention.max_wgrad_gemm = Seconds(0);
-    mlp.max_wgrad_gemm = Seconds(0);
+    blocks.attention.max_wgrad_gemm = Seconds(0);
+    blocks.mlp.max_wgrad_gemm = Seconds(0);
   }
   PROJECTOR_ASSIGN_OR_RETURN(TpExposure tp_attn,
-                             AddTpBlock(b, "attention", attention, par, act, ctx.tp_comm_overlap,
-                                        fp8_gathers));
+                             AddTpBlock(b, "attention", blocks.attention, par, act,
+                                        ctx.tp_comm_overlap, fp8_gathers));
   TpExposure tp_mlp;
   bool mlp_is_tp_sharded =
-      has_mlp_block && (!timed_layer.is_moe ||
-                        (model.moe.has_value() && model.moe->num_shared_experts > 0));
+      blocks.has_mlp && (!timed_layer.is_moe ||
+                         (model.moe.has_value() && model.moe->num_shared_experts > 0));
   if (mlp_is_tp_sharded) {
-    PROJECTOR_ASSIGN_OR_RETURN(tp_mlp, AddTpBlock(b, timed_layer.is_moe ? "moe" : "mlp", mlp,
-                                                  par, act, ctx.tp_comm_overlap, fp8_gathers));
+    PROJECTOR_ASSIGN_OR_RETURN(tp_mlp, AddTpBlock(b, timed_layer.is_moe ? "moe" : "mlp",
+                                                  blocks.mlp, par, act, ctx.tp_comm_overlap,
+                                                  fp8_gathers));
   }
-  out.forward_comm.tp = tp_attn.fwd + tp_mlp.fwd;
-  out.backward_comm.tp = tp_attn.bwd + tp_mlp.bwd;
-  if (full_recompute) out.recompute_comm.tp = out.forward_comm.tp;
+  layer.forward_comm.tp = tp_attn.fwd + tp_mlp.fwd;
+  layer.backward_comm.tp = tp_attn.bwd + tp_mlp.bwd;
+  if (ctx.recompute == Recompute::kFull) layer.recompute_comm.tp = layer.forward_comm.tp;
+  return absl::OkStatus();
+}
 
   // --- CP: Megatron's default cp_comm_type "p2p" is a ring: CP − 1 steps, each sending the
   // local K/V block to the next rank while attention runs on the block received before
   // (TransformerEngine's AttnFuncWithCPAndKVP2P). Backward circulates K/V and dK/dV (2× bytes).
   // Exposed = max(0, ring comm − attention kernel time).
-  if (par.cp > 1) {
-    double kv_heads =
-        std::max(1.0, static_cast<double>(model.num_kv_heads) / static_cast<double>(par.tp));
-    Bytes kv(static_cast<double>(tr.micro_batch * tr.seq_len) / static_cast<double>(par.cp) *
-             kv_heads * static_cast<double>(model.QkHeadDim() + model.VHeadDim()) *
-             kCommBytesPerElement);
-    ProcessGroup neighbours{.size = 2, .stride = par.CpGroup().stride};
-    int64_t steps = par.cp - 1;
-    PROJECTOR_ASSIGN_OR_RETURN(
-        TimedCollective f, b.Add("cp_kv_ring", "attention", OpPhase::kForward, CommDim::kCp,
-                         CollectiveKind::kSendRecv, kv, neighbours, CollectiveAlgorithm::kAuto,
-                         steps));
-    PROJECTOR_ASSIGN_OR_RETURN(
-        TimedCollective bw, b.Add("cp_kv_dkv_ring", "attention", OpPhase::kBackwardDgrad, CommDim::kCp,
-                          CollectiveKind::kSendRecv, kv * 2.0, neighbours,
-                          CollectiveAlgorithm::kAuto, steps));
-    out.forward_comm.cp = Exposure(f, ComputeBoundWindow(attention.attention_fwd));
-    out.backward_comm.cp = Exposure(bw, ComputeBoundWindow(attention.attention_bwd));
-    if (ctx.recompute != Recompute::kNone && attention.attention_rec.value() > 0) {
-      out.recompute_comm.cp = Exposure(f, ComputeBoundWindow(attention.attention_rec));
-    }
+absl::Status AddCpComm(CommBuilder& b, const LayerCompositionContext& ctx,
+                       const ModuleSums& attention, ComposedLayer& layer) {
+  const ModelSpec& model = ctx.model;
+  const ParallelConfig& par = ctx.parallel;
+  const TrainingConfig& tr = ctx.training;
+  double kv_heads =
+      std::max(1.0, static_cast<double>(model.num_kv_heads) / static_cast<double>(par.tp));
+  Bytes kv(static_cast<double>(tr.micro_batch * tr.seq_len) / static_cast<double>(par.cp) *
+           kv_heads * static_cast<double>(model.QkHeadDim() + model.VHeadDim()) *
+           kCommBytesPerElement);
+  ProcessGroup neighbours{.size = 2, .stride = par.CpGroup().stride};
+  int64_t steps = par.cp - 1;
+  PROJECTOR_ASSIGN_OR_RETURN(
+      TimedCollective f, b.Add("cp_kv_ring", "attention", OpPhase::kForward, CommDim::kCp,
+                       CollectiveKind::kSendRecv, kv, neighbours, CollectiveAlgorithm::kAuto,
+                       steps));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      TimedCollective bw, b.Add("cp_kv_dkv_ring", "attention", OpPhase::kBackwardDgrad, CommDim::kCp,
+                        CollectiveKind::kSendRecv, kv * 2.0, neighbours,
+                        CollectiveAlgorithm::kAuto, steps));
+  layer.forward_comm.cp = Exposure(f, ComputeBoundWindow(attention.attention_fwd));
+  layer.backward_comm.cp = Exposure(bw, ComputeBoundWindow(attention.attention_bwd));
+  if (ctx.recompute != Recompute::kNone && attention.attention_rec.value() > 0) {
+    layer.recompute_comm.cp = Exposure(f, ComputeBoundWindow(attention.attention_rec));
   }
+  return absl::OkStatus();
+}
+
+// Expert-TP > 1: the AllGather of the dispatched tokens before the experts and the
+// ReduceScatter after them, forward and backward.
+struct EtpTimes {
+  Seconds forward, backward;
+};
+
+absl::StatusOr<EtpTimes> AddEtpComm(CommBuilder& b, const ParallelConfig& par, Bytes msg) {
+  if (par.etp <= 1) return EtpTimes{};
+  ProcessGroup etp{.size = par.etp, .stride = 1};
+  PROJECTOR_ASSIGN_OR_RETURN(
+      TimedCollective ag, b.Add("etp_allgather", "moe", OpPhase::kForward, CommDim::kEp,
+                        CollectiveKind::kAllGather, msg * static_cast<double>(par.etp), etp));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      TimedCollective rs, b.Add("etp_reducescatter", "moe", OpPhase::kForward, CommDim::kEp,
+                        CollectiveKind::kReduceScatter, msg * static_cast<double>(par.etp),
+                        etp));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      TimedCollective agb, b.Add("etp_allgather_grad", "moe", OpPhase::kBackwardDgrad, CommDim::kEp,
+                         CollectiveKind::kAllGather, msg * static_cast<double>(par.etp),
+                         etp));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      TimedCollective rsb, b.Add("etp_reducescatter_grad", "moe", OpPhase::kBackwardDgrad,
+                         CommDim::kEp, CollectiveKind::kReduceScatter,
+                         msg * static_cast<double>(par.etp), etp));
+  return EtpTimes{.forward = ag.time + rs.time, .backward = agb.time + rsb.time};
+}
 
   // --- EP: All-to-All dispatch and combine in forward, and their gradients in backward. The
   // message is what this GPU sends: its tokens (÷TP under sequence parallelism) × top_k ×
@@ -402,79 +440,67 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
   // FP8 training it dispatches in FP8 (1 B per element plus one fp32 scale per 128) while the
   // combine stays BF16, and likewise in backward for the gradient of the combine and of the
   // dispatch (§3.3.2 "Low-Precision Communication").
-  if (timed_layer.is_moe && model.moe.has_value()) {
-    double tokens = static_cast<double>(tr.micro_batch * tr.seq_len) / static_cast<double>(par.cp);
-    if (par.sequence_parallel) tokens /= static_cast<double>(par.tp);
-    // The busiest EP rank receives (dispatch) and sends back (combine) L times the balanced
-    // share (MoeExpertLoad), and every rank waits for it.
-    const double rows = tokens * static_cast<double>(model.moe->top_k) *
-                        static_cast<double>(model.hidden_size) * MoeExpertLoad(tr);
-    Bytes msg(rows * kCommBytesPerElement);
-    CollectiveAlgorithm algo = par.deepep ? CollectiveAlgorithm::kPxn : CollectiveAlgorithm::kAuto;
-    const A2aRouting routing =
-        par.deepep ? A2aRouting{.top_k = model.moe->top_k,
-                                .experts = model.moe->num_experts,
-                                .groups = model.moe->num_groups,
-                                .topk_groups = model.moe->topk_groups}
-                   : A2aRouting{};
-    const bool fp8_dispatch = par.deepep && tr.precision == DType::kFp8;
-    ProcessGroup ep = par.EpGroup();
-    auto a2a = [&](std::string_view name, OpPhase phase, Bytes bytes, int64_t repeat) {
-      return b.Add(name, "moe", phase, CommDim::kEp, CollectiveKind::kAllToAll, bytes, ep, algo,
-                   repeat, routing);
-    };
-    TimedCollective a2a_f, a2a_b;
-    if (ep.size > 1 && fp8_dispatch) {
-      const Bytes fp8_msg(rows * kFp8DispatchBytesPerElement);
-      PROJECTOR_ASSIGN_OR_RETURN(TimedCollective d, a2a("ep_dispatch_fp8", OpPhase::kForward, fp8_msg, 1));
-      PROJECTOR_ASSIGN_OR_RETURN(TimedCollective c, a2a("ep_combine", OpPhase::kForward, msg, 1));
-      PROJECTOR_ASSIGN_OR_RETURN(TimedCollective cg,
-                                 a2a("ep_combine_grad_fp8", OpPhase::kBackwardDgrad, fp8_msg, 1));
-      PROJECTOR_ASSIGN_OR_RETURN(TimedCollective dg,
-                                 a2a("ep_dispatch_grad", OpPhase::kBackwardDgrad, msg, 1));
-      a2a_f = Sum(d, c);
-      a2a_b = Sum(cg, dg);
-    } else if (ep.size > 1) {
-      PROJECTOR_ASSIGN_OR_RETURN(a2a_f, a2a("ep_dispatch_combine", OpPhase::kForward, msg, 2));
-      PROJECTOR_ASSIGN_OR_RETURN(a2a_b,
-                                 a2a("ep_dispatch_combine_grad", OpPhase::kBackwardDgrad, msg, 2));
-    }
-    Seconds etp_f, etp_b;
-    if (par.etp > 1) {
-      ProcessGroup etp{.size = par.etp, .stride = 1};
-      PROJECTOR_ASSIGN_OR_RETURN(
-          TimedCollective ag, b.Add("etp_allgather", "moe", OpPhase::kForward, CommDim::kEp,
-                            CollectiveKind::kAllGather, msg * static_cast<double>(par.etp), etp));
-      PROJECTOR_ASSIGN_OR_RETURN(
-          TimedCollective rs, b.Add("etp_reducescatter", "moe", OpPhase::kForward, CommDim::kEp,
-                            CollectiveKind::kReduceScatter, msg * static_cast<double>(par.etp),
-                            etp));
-      PROJECTOR_ASSIGN_OR_RETURN(
-          TimedCollective agb, b.Add("etp_allgather_grad", "moe", OpPhase::kBackwardDgrad, CommDim::kEp,
-                             CollectiveKind::kAllGather, msg * static_cast<double>(par.etp),
-                             etp));
-      PROJECTOR_ASSIGN_OR_RETURN(
-          TimedCollective rsb, b.Add("etp_reducescatter_grad", "moe", OpPhase::kBackwardDgrad,
-                             CommDim::kEp, CollectiveKind::kReduceScatter,
-                             msg * static_cast<double>(par.etp), etp));
-      etp_f = ag.time + rs.time;
-      etp_b = agb.time + rsb.time;
-    }
-    if (par.deepep) {
-      // DeepEP's kernels hold Buffer.num_sms SMs while the MoE compute runs beside them.
-      const OverlapWindow fwd{.total = mlp.fwd, .compute_bound = mlp.fwd - mlp.mem_fwd,
-                              .memory_bound = mlp.mem_fwd};
-      const OverlapWindow bwd{.total = mlp.bwd, .compute_bound = mlp.bwd - mlp.mem_bwd,
-                              .memory_bound = mlp.mem_bwd};
-      out.forward_comm.ep = Exposure(a2a_f, fwd) + etp_f;
-      out.backward_comm.ep = Exposure(a2a_b, bwd) + etp_b;
-    } else {
-      out.forward_comm.ep = a2a_f.time + etp_f;
-      out.backward_comm.ep = a2a_b.time + etp_b;
-    }
-    if (full_recompute) out.recompute_comm.ep = out.forward_comm.ep;
+absl::Status AddEpComm(CommBuilder& b, const LayerCompositionContext& ctx,
+                       const ModuleSums& mlp, ComposedLayer& layer) {
+  const ModelSpec& model = ctx.model;
+  const ParallelConfig& par = ctx.parallel;
+  const TrainingConfig& tr = ctx.training;
+  double tokens = static_cast<double>(tr.micro_batch * tr.seq_len) / static_cast<double>(par.cp);
+  if (par.sequence_parallel) tokens /= static_cast<double>(par.tp);
+  // The busiest EP rank receives (dispatch) and sends back (combine) L times the balanced
+  // share (MoeExpertLoad), and every rank waits for it.
+  const double rows = tokens * static_cast<double>(model.moe->top_k) *
+                      static_cast<double>(model.hidden_size) * MoeExpertLoad(tr);
+  Bytes msg(rows * kCommBytesPerElement);
+  CollectiveAlgorithm algo = par.deepep ? CollectiveAlgorithm::kPxn : CollectiveAlgorithm::kAuto;
+  const A2aRouting routing =
+      par.deepep ? A2aRouting{.top_k = model.moe->top_k,
+                              .experts = model.moe->num_experts,
+                              .groups = model.moe->num_groups,
+                              .topk_groups = model.moe->topk_groups}
+                 : A2aRouting{};
+  const bool fp8_dispatch = par.deepep && tr.precision == DType::kFp8;
+  ProcessGroup ep = par.EpGroup();
+  auto a2a = [&](std::string_view name, OpPhase phase, Bytes bytes, int64_t repeat) {
+    return b.Add(name, "moe", phase, CommDim::kEp, CollectiveKind::kAllToAll, bytes, ep, algo,
+                 repeat, routing);
+  };
+  TimedCollective a2a_f, a2a_b;
+  if (ep.size > 1 && fp8_dispatch) {
+    const Bytes fp8_msg(rows * kFp8DispatchBytesPerElement);
+    PROJECTOR_ASSIGN_OR_RETURN(TimedCollective d, a2a("ep_dispatch_fp8", OpPhase::kForward, fp8_msg, 1));
+    PROJECTOR_ASSIGN_OR_RETURN(TimedCollective c, a2a("ep_combine", OpPhase::kForward, msg, 1));
+    PROJECTOR_ASSIGN_OR_RETURN(TimedCollective cg,
+                               a2a("ep_combine_grad_fp8", OpPhase::kBackwardDgrad, fp8_msg, 1));
+    PROJECTOR_ASSIGN_OR_RETURN(TimedCollective dg,
+                               a2a("ep_dispatch_grad", OpPhase::kBackwardDgrad, msg, 1));
+    a2a_f = Sum(d, c);
+    a2a_b = Sum(cg, dg);
+  } else if (ep.size > 1) {
+    PROJECTOR_ASSIGN_OR_RETURN(a2a_f, a2a("ep_dispatch_combine", OpPhase::kForward, msg, 2));
+    PROJECTOR_ASSIGN_OR_RETURN(a2a_b,
+                               a2a("ep_dispatch_combine_grad", OpPhase::kBackwardDgrad, msg, 2));
   }
+  PROJECTOR_ASSIGN_OR_RETURN(const EtpTimes etp, AddEtpComm(b, par, msg));
+  if (par.deepep) {
+    // DeepEP's kernels hold Buffer.num_sms SMs while the MoE compute runs beside them.
+    const OverlapWindow fwd{.total = mlp.fwd, .compute_bound = mlp.fwd - mlp.mem_fwd,
+                            .memory_bound = mlp.mem_fwd};
+    const OverlapWindow bwd{.total = mlp.bwd, .compute_bound = mlp.bwd - mlp.mem_bwd,
+                            .memory_bound = mlp.mem_bwd};
+    layer.forward_comm.ep = Exposure(a2a_f, fwd) + etp.forward;
+    layer.backward_comm.ep = Exposure(a2a_b, bwd) + etp.backward;
+  } else {
+    layer.forward_comm.ep = a2a_f.time + etp.forward;
+    layer.backward_comm.ep = a2a_b.time + etp.backward;
+  }
+  if (ctx.recompute == Recompute::kFull) layer.recompute_comm.ep = layer.forward_comm.ep;
+  return absl::OkStatus();
+}
 
+// The communication of each parallel dimension as a module of the layer's table.
+void AddCommModules(const LayerProfile& timed_layer, const ParallelConfig& par,
+                    ComposedLayer& out) {
   out.modules.push_back({.module = "tp_comm", .forward = out.forward_comm.tp,
                          .backward = out.backward_comm.tp, .recompute = out.recompute_comm.tp});
   if (par.cp > 1) {
@@ -487,6 +513,25 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
                            .backward = out.backward_comm.ep,
                            .recompute = out.recompute_comm.ep});
   }
+}
+
+}  // namespace
+
+absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
+                                           const LayerCompositionContext& ctx,
+                                           const CollectiveBackend& collective) {
+  ComposedLayer out;
+  out.is_moe = timed_layer.is_moe;
+  out.modules.reserve(timed_layer.modules.size() + 3);
+  const ShardedBlocks blocks = SumModules(timed_layer, out);
+  out.input_bytes = LayerInputBytes(ctx.model, ctx.parallel, ctx.training);
+  CommBuilder b(collective, ctx.interference, out.comm_ops);
+  PROJECTOR_RETURN_IF_ERROR(AddTpComm(b, timed_layer, ctx, blocks, out));
+  if (ctx.parallel.cp > 1) PROJECTOR_RETURN_IF_ERROR(AddCpComm(b, ctx, blocks.attention, out));
+  if (timed_layer.is_moe && ctx.model.moe.has_value()) {
+    PROJECTOR_RETURN_IF_ERROR(AddEpComm(b, ctx, blocks.mlp, out));
+  }
+  AddCommModules(timed_layer, ctx.parallel, out);
   return out;
 }
 
