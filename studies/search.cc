@@ -396,9 +396,10 @@ Bytes DefaultMemoryLimit(const HardwareProfile& hw) {
   return hw.gpu.hbm_capacity - MemoryReserve(hw);
 }
 
-absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOptions& options,
-                                           const LayoutEvaluator& evaluate) {
-  const SearchSpace& space = options.space;
+namespace {
+
+// Every value list non-empty and positive, and a job with GPUs.
+absl::Status CheckSearchSpace(const Scenario& base, const SearchSpace& space) {
   PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.tp, "tp values"));
   PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.pp, "pp values"));
   PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.vpp, "vpp values"));
@@ -424,75 +425,81 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
   if (base.num_gpus <= 0 || base.hw.gpus_per_node <= 0) {
     return absl::InvalidArgumentError("search: num_gpus and gpus_per_node must be > 0");
   }
+  return absl::OkStatus();
+}
 
-  const Clock::time_point start = Clock::now();
-  SearchResult result;
-  result.objective = options.objective;
-  result.memory_limit = options.memory_limit;
-  result.memory_check = options.memory_limit ? *options.memory_limit : DefaultMemoryLimit(base.hw);
-  result.candidates_enumerated = space.Size();
-  std::vector<SearchCandidate> candidates = EnumerateCandidates(base, space, &result.removed);
-  const int64_t total = static_cast<int64_t>(candidates.size());
+// What became of each candidate, in enumeration order.
+enum class Outcome : uint8_t { kPending, kInvalid, kError, kOk };
+struct Evaluations {
+  std::vector<Outcome> outcome;
+  std::vector<LayoutMetrics> metrics;
+  std::string first_error;    // "<layout>: <message>" of the first projection error
+  std::string first_invalid;  // the first validation message
+};
 
-  int threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::thread::hardware_concurrency());
-  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<int64_t>(total, 1))));
-  result.threads = threads;
+// One worker's loop over chunks of candidates. Each worker owns one Scenario copy and rewrites
+// only its layout fields, so a candidate costs one ValidateScenario and one Project, no copy of
+// the model or hardware profile.
+struct EvaluationQueue {
+  EvaluationQueue(const Scenario& b, const std::vector<SearchCandidate>& c,
+                  const LayoutEvaluator& e, Evaluations& o)
+      : base(b), candidates(c), evaluate(e), out(o) {}
 
-  enum class Outcome : uint8_t { kPending, kInvalid, kError, kOk };
-  std::vector<Outcome> outcome(candidates.size(), Outcome::kPending);
-  std::vector<LayoutMetrics> metrics(candidates.size());
+  const Scenario& base;
+  const std::vector<SearchCandidate>& candidates;
+  const LayoutEvaluator& evaluate;
+  Evaluations& out;
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
-  std::atomic<int> running{threads};
+  std::atomic<int> running{0};
   std::mutex mu;
   std::condition_variable finished;
-  std::string first_error;
-  std::string first_invalid;
 
-  // Each worker owns one Scenario copy and rewrites only its layout fields, so a candidate
-  // costs one ValidateScenario and one Project, no copy of the model or hardware profile.
-  auto worker = [&]() {
+  void RecordFirst(std::string& first, std::string message) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (first.empty()) first = std::move(message);
+  }
+
+  void EvaluateOne(size_t idx, Scenario& scenario, std::optional<TrainingStack>& resolved_stack) {
+    ApplyCandidate(candidates[idx], base.training.moe_imbalance, scenario);
+    // "auto" picks the stack, and with it the kernels, from the layout (FSDP-only:
+    // llm-foundry), as `project` does; they are resolved again when the stack flips.
+    if (const TrainingStack stack = ResolvedStack(scenario.training, scenario.parallel);
+        resolved_stack != stack) {
+      resolved_stack = stack;
+      if (absl::Status k = ResolveKernels(scenario, "search"); !k.ok()) {
+        out.outcome[idx] = Outcome::kInvalid;
+        RecordFirst(out.first_invalid, std::string(k.message()));
+        return;
+      }
+    }
+    if (absl::Status valid = ValidateScenario(scenario, "search"); !valid.ok()) {
+      out.outcome[idx] = Outcome::kInvalid;
+      RecordFirst(out.first_invalid, std::string(valid.message()));
+      return;
+    }
+    absl::StatusOr<LayoutMetrics> m = evaluate(scenario);
+    if (!m.ok()) {
+      out.outcome[idx] = Outcome::kError;
+      RecordFirst(out.first_error,
+                  absl::StrCat(CandidateLabel(candidates[idx]), ": ", m.status().message()));
+      return;
+    }
+    out.metrics[idx] = *m;
+    out.outcome[idx] = Outcome::kOk;
+  }
+
+  void Work() {
     Scenario scenario = base;
     std::optional<TrainingStack> resolved_stack;  // the stack the kernels were resolved for
     constexpr int64_t kChunk = 8;
+    const int64_t total = static_cast<int64_t>(candidates.size());
     while (true) {
       const int64_t begin = next.fetch_add(kChunk, std::memory_order_relaxed);
       if (begin >= total) break;
       const int64_t end = std::min(total, begin + kChunk);
       for (int64_t i = begin; i < end; ++i) {
-        const size_t idx = static_cast<size_t>(i);
-        ApplyCandidate(candidates[idx], base.training.moe_imbalance, scenario);
-        // "auto" picks the stack, and with it the kernels, from the layout (FSDP-only:
-        // llm-foundry), as `project` does; they are resolved again when the stack flips.
-        if (const TrainingStack stack = ResolvedStack(scenario.training, scenario.parallel);
-            resolved_stack != stack) {
-          resolved_stack = stack;
-          if (absl::Status k = ResolveKernels(scenario, "search"); !k.ok()) {
-            outcome[idx] = Outcome::kInvalid;
-            std::lock_guard<std::mutex> lock(mu);
-            if (first_invalid.empty()) first_invalid = std::string(k.message());
-            continue;
-          }
-        }
-        if (absl::Status valid = ValidateScenario(scenario, "search"); !valid.ok()) {
-          outcome[idx] = Outcome::kInvalid;
-          std::lock_guard<std::mutex> lock(mu);
-          if (first_invalid.empty()) first_invalid = std::string(valid.message());
-          continue;
-        }
-        absl::StatusOr<LayoutMetrics> m = evaluate(scenario);
-        if (!m.ok()) {
-          outcome[idx] = Outcome::kError;
-          std::lock_guard<std::mutex> lock(mu);
-          if (first_error.empty()) {
-            first_error = absl::StrCat(CandidateLabel(candidates[idx]), ": ",
-                                       m.status().message());
-          }
-          continue;
-        }
-        metrics[idx] = *m;
-        outcome[idx] = Outcome::kOk;
+        EvaluateOne(static_cast<size_t>(i), scenario, resolved_stack);
       }
       done.fetch_add(end - begin, std::memory_order_relaxed);
     }
@@ -500,31 +507,47 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
       std::lock_guard<std::mutex> lock(mu);
       finished.notify_all();
     }
-  };
+  }
+};
 
+// Validates and projects every candidate on `threads` workers, reporting progress meanwhile.
+Evaluations EvaluateCandidates(const Scenario& base, const std::vector<SearchCandidate>& candidates,
+                               const LayoutEvaluator& evaluate, int threads,
+                               const SearchOptions& options, Clock::time_point start) {
+  Evaluations out;
+  out.outcome.assign(candidates.size(), Outcome::kPending);
+  out.metrics.resize(candidates.size());
+  EvaluationQueue queue(base, candidates, evaluate, out);
+  queue.running = threads;
   std::vector<std::thread> pool;
   pool.reserve(static_cast<size_t>(threads));
-  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (int t = 0; t < threads; ++t) pool.emplace_back([&queue] { queue.Work(); });
   {
-    std::unique_lock<std::mutex> lock(mu);
+    std::unique_lock<std::mutex> lock(queue.mu);
     const auto interval = std::chrono::duration<double>(options.progress_interval_s);
-    while (running.load() > 0) {
-      finished.wait_for(lock, interval, [&] { return running.load() == 0; });
-      if (options.progress && running.load() > 0) {
+    while (queue.running.load() > 0) {
+      queue.finished.wait_for(lock, interval, [&] { return queue.running.load() == 0; });
+      if (options.progress && queue.running.load() > 0) {
         lock.unlock();
-        options.progress(done.load(), total, ElapsedSeconds(start));
+        options.progress(queue.done.load(), static_cast<int64_t>(candidates.size()),
+                         ElapsedSeconds(start));
         lock.lock();
       }
     }
   }
   for (std::thread& t : pool) t.join();
+  return out;
+}
 
-  result.first_projection_error = first_error;
+// Counts the evaluated and removed candidates and ranks the survivors by the objective; returns
+// the index of the candidate with the lowest peak memory (candidates.size() when none).
+size_t RankSurvivors(const std::vector<SearchCandidate>& candidates, const Evaluations& e,
+                     const SearchOptions& options, SearchResult& result) {
   std::vector<size_t> ranked_idx;
   ranked_idx.reserve(candidates.size());
   size_t lowest_peak_idx = candidates.size();
   for (size_t i = 0; i < candidates.size(); ++i) {
-    switch (outcome[i]) {
+    switch (e.outcome[i]) {
       case Outcome::kInvalid:
         ++result.removed[static_cast<int>(SearchConstraint::kScenarioValidation)];
         continue;
@@ -539,31 +562,35 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
     }
     ++result.candidates_evaluated;
     if (lowest_peak_idx == candidates.size() ||
-        metrics[i].peak_memory_per_gpu < metrics[lowest_peak_idx].peak_memory_per_gpu) {
+        e.metrics[i].peak_memory_per_gpu < e.metrics[lowest_peak_idx].peak_memory_per_gpu) {
       lowest_peak_idx = i;
     }
-    if (options.memory_limit && metrics[i].peak_memory_per_gpu > *options.memory_limit) {
+    if (options.memory_limit && e.metrics[i].peak_memory_per_gpu > *options.memory_limit) {
       ++result.removed[static_cast<int>(SearchConstraint::kMemory)];
       continue;
     }
     ranked_idx.push_back(i);
   }
   std::stable_sort(ranked_idx.begin(), ranked_idx.end(), [&](size_t a, size_t b) {
-    return ObjectiveKey(metrics[a], options.objective) <
-           ObjectiveKey(metrics[b], options.objective);
+    return ObjectiveKey(e.metrics[a], options.objective) <
+           ObjectiveKey(e.metrics[b], options.objective);
   });
   result.ranked.reserve(ranked_idx.size());
   for (size_t i : ranked_idx) {
     result.ranked.push_back(
         RankedLayout{.candidate = candidates[i],
-                     .metrics = metrics[i],
-                     .fits_memory = !(metrics[i].peak_memory_per_gpu > result.memory_check)});
+                     .metrics = e.metrics[i],
+                     .fits_memory = !(e.metrics[i].peak_memory_per_gpu > result.memory_check)});
   }
-  result.elapsed_s = ElapsedSeconds(start);
+  return lowest_peak_idx;
+}
 
-  if (!result.ranked.empty()) return result;
-  // No survivor: name the constraint that removed the last candidates, i.e. the last one in
-  // check order that removed any.
+// No survivor: names the constraint that removed the last candidates (the last one in check
+// order that removed any), with what to relax.
+absl::Status NoSurvivorError(const Scenario& base, const SearchOptions& options,
+                             const SearchResult& result, const Evaluations& e,
+                             const std::vector<SearchCandidate>& candidates,
+                             size_t lowest_peak_idx) {
   int last = -1;
   for (int k = 0; k < kNumSearchConstraints; ++k) {
     if (result.removed[static_cast<size_t>(k)] > 0) last = k;
@@ -577,12 +604,12 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
   if (constraint == SearchConstraint::kMemory && lowest_peak_idx < candidates.size()) {
     detail = absl::StrFormat(" (limit %.1f GB; the lowest peak was %.1f GB, %s)",
                              ToGb(*options.memory_limit),
-                             ToGb(metrics[lowest_peak_idx].peak_memory_per_gpu),
+                             ToGb(e.metrics[lowest_peak_idx].peak_memory_per_gpu),
                              CandidateLabel(candidates[lowest_peak_idx]));
   } else if (constraint == SearchConstraint::kProjectionError) {
-    detail = absl::StrCat(" (first: ", first_error, ")");
+    detail = absl::StrCat(" (first: ", e.first_error, ")");
   } else if (constraint == SearchConstraint::kScenarioValidation) {
-    detail = absl::StrCat(" (first: ", first_invalid, ")");
+    detail = absl::StrCat(" (first: ", e.first_invalid, ")");
   } else if (constraint == SearchConstraint::kTpHeads) {
     detail = absl::StrFormat(" (%s has %d heads, %d key/value heads)", base.model.name,
                              base.model.num_attention_heads, base.model.num_kv_heads);
@@ -596,6 +623,33 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
       "%s",
       FormatCount(result.candidates_enumerated), info.name, info.description,
       FormatCount(result.removed[static_cast<size_t>(last)]), detail, info.hint));
+}
+
+}  // namespace
+
+absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOptions& options,
+                                           const LayoutEvaluator& evaluate) {
+  const SearchSpace& space = options.space;
+  PROJECTOR_RETURN_IF_ERROR(CheckSearchSpace(base, space));
+  const Clock::time_point start = Clock::now();
+  SearchResult result;
+  result.objective = options.objective;
+  result.memory_limit = options.memory_limit;
+  result.memory_check = options.memory_limit ? *options.memory_limit : DefaultMemoryLimit(base.hw);
+  result.candidates_enumerated = space.Size();
+  const std::vector<SearchCandidate> candidates =
+      EnumerateCandidates(base, space, &result.removed);
+  const int64_t total = static_cast<int64_t>(candidates.size());
+  int threads = options.threads > 0 ? options.threads
+                                    : static_cast<int>(std::thread::hardware_concurrency());
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<int64_t>(total, 1))));
+  result.threads = threads;
+  const Evaluations e = EvaluateCandidates(base, candidates, evaluate, threads, options, start);
+  result.first_projection_error = e.first_error;
+  const size_t lowest_peak_idx = RankSurvivors(candidates, e, options, result);
+  result.elapsed_s = ElapsedSeconds(start);
+  if (!result.ranked.empty()) return result;
+  return NoSurvivorError(base, options, result, e, candidates, lowest_peak_idx);
 }
 
 absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOptions& options) {
