@@ -295,10 +295,104 @@ std::pair<int, std::string> ScaleBand(int64_t num_gpus, int64_t gpus_per_node) {
   return {2, "17+ nodes"};
 }
 
-absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
-                                                   const ValidationOptions& options) {
-  const int threads = options.threads;
-  auto start = std::chrono::steady_clock::now();
+namespace {
+
+// The case's own fields the report shows, whether or not it can be projected.
+void ReadCaseFields(const json& value, int64_t line_no, ValidationCase& c) {
+  c.line = line_no;
+  c.id = value.value("id", "");
+  c.gpu = value.value("gpu", "");
+  c.source = SourceLabel(value.value("source", ""));
+  c.num_gpus = value.value("num_gpus", int64_t{0});
+  c.gpus_per_node = value.value("gpus_per_node", int64_t{0});
+  c.precision = value.value("precision", "");
+  c.seq_len = value.value("seq_len", int64_t{0});
+  if (value.contains("model") && value["model"].is_object()) {
+    c.model = value["model"].value("name", "");
+  }
+  if (value.contains("measured") && value["measured"].is_object()) {
+    c.measured_tokens_per_s_per_gpu = value["measured"].value("tokens_per_s_per_gpu", 0.0);
+  }
+}
+
+// Whether the --only, --gpu and source filters keep the case.
+bool Selected(const ValidationOptions& options, const json& value, const ValidationCase& c) {
+  if (!options.only.empty() && c.id.find(options.only) == std::string::npos &&
+      value.value("source", "").find(options.only) == std::string::npos) {
+    return false;
+  }
+  if (!options.gpu.empty() && c.gpu != options.gpu) return false;
+  return options.source.empty() || c.source == options.source;
+}
+
+// The hardware overlays and the what-ifs of `options` on a case's scenario; a what-if the case
+// cannot take (a kernel its GPU lacks) turns the scenario into that error. A malformed overlay
+// fails the run.
+absl::Status ApplyWhatIfs(const ValidationOptions& options, const std::string& origin,
+                          absl::StatusOr<Scenario>& scenario) {
+  if (!scenario.ok()) return absl::OkStatus();
+  for (const ValidationOptions::Overlay& o : options.hw_overlays) {
+    if (o.base != scenario->hw.name) continue;
+    PROJECTOR_RETURN_IF_ERROR(ApplyHwOverlay(o.value, o.origin, scenario->hw));
+  }
+  TrainingConfig& t = scenario->training;
+  if (options.tp_comm_overlap) t.tp_comm_overlap = *options.tp_comm_overlap;
+  if (options.grad_reduce_dtype) t.grad_reduce_dtype = *options.grad_reduce_dtype;
+  if (options.overlap_grad_reduce) t.overlap_grad_reduce = *options.overlap_grad_reduce;
+  if (options.distributed_optimizer && !scenario->parallel.fsdp && scenario->parallel.dp > 1) {
+    scenario->parallel.distributed_optimizer = *options.distributed_optimizer;
+  }
+  if (options.training.Any()) {
+    options.training.ApplyTo(t);
+    // The case schema never sets the distributed optimizer: its default follows the stack
+    // (a --distributed-optimizer what-if, applied above, wins).
+    if (options.training.stack) {
+      DefaultDistributedOptimizer(options.distributed_optimizer.has_value(), *scenario);
+    }
+    if (absl::Status k = ResolveKernels(*scenario, origin); !k.ok()) {
+      scenario = k;
+      return absl::OkStatus();
+    }
+  }
+  if (options.attention_kernel) {
+    absl::Status valid = OverrideAttentionKernel(*options.attention_kernel, origin, *scenario);
+    if (!valid.ok()) scenario = valid;
+  }
+  return absl::OkStatus();
+}
+
+// One case of the file: nullopt when the filters drop it.
+absl::StatusOr<std::optional<ParsedCase>> ParseCaseLine(const json& value,
+                                                        const std::string& origin,
+                                                        int64_t line_no,
+                                                        const ValidationOptions& options) {
+  absl::StatusOr<Scenario> scenario = ScenarioFromCase(value, origin);
+  // Schema errors (types, missing or unknown fields) fail the run; a valid case whose layout
+  // or feature the tool cannot project is listed instead.
+  if (!scenario.ok() && scenario.status().code() == absl::StatusCode::kInvalidArgument &&
+      scenario.status().message().find("unknown GPU") == std::string_view::npos &&
+      scenario.status().message().find("unknown model") == std::string_view::npos) {
+    return scenario.status();
+  }
+  ParsedCase pc;
+  ValidationCase& c = pc.result;
+  ReadCaseFields(value, line_no, c);
+  if (!Selected(options, value, c)) return std::nullopt;
+  PROJECTOR_RETURN_IF_ERROR(ApplyWhatIfs(options, origin, scenario));
+  if (scenario.ok()) {
+    c.layout = LayoutSummary(scenario->parallel);
+    pc.scenario = *std::move(scenario);
+  } else {
+    c.status = "unsupported";
+    c.reason = std::string(scenario.status().message());
+  }
+  return pc;
+}
+
+// Every selected case of the file, in file order. A duplicate id, a line that is not JSON or a
+// file without cases fails the run.
+absl::StatusOr<std::vector<ParsedCase>> ParseCasesFile(const std::string& path,
+                                                       const ValidationOptions& options) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return absl::InvalidArgumentError(
@@ -306,8 +400,6 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
   }
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
-  ValidationReport report;
-  report.file = path;
   std::vector<ParsedCase> parsed;
   std::string line;
   int64_t line_no = 0;
@@ -317,7 +409,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     ++case_lines;
-    std::string origin = absl::StrCat(path, ":", line_no);
+    const std::string origin = absl::StrCat(path, ":", line_no);
     PROJECTOR_ASSIGN_OR_RETURN(json value, ParseJsonText(line, origin));
     if (value.is_object() && value.contains("id") && value["id"].is_string()) {
       const auto [it, added] = id_lines.emplace(value["id"].get<std::string>(), line_no);
@@ -327,81 +419,20 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
                                                        "; each case needs a unique id"));
       }
     }
-    ParsedCase pc;
-    ValidationCase& c = pc.result;
-    c.line = line_no;
-    auto scenario = ScenarioFromCase(value, origin);
-    // Schema errors (types, missing or unknown fields) fail the run; a valid case whose layout
-    // or feature the tool cannot project is listed instead.
-    if (!scenario.ok() && scenario.status().code() == absl::StatusCode::kInvalidArgument &&
-        scenario.status().message().find("unknown GPU") == std::string_view::npos &&
-        scenario.status().message().find("unknown model") == std::string_view::npos) {
-      return scenario.status();
-    }
-    c.id = value.value("id", "");
-    if (!options.only.empty() && c.id.find(options.only) == std::string::npos &&
-        value.value("source", "").find(options.only) == std::string::npos) {
-      continue;
-    }
-    c.gpu = value.value("gpu", "");
-    c.source = SourceLabel(value.value("source", ""));
-    c.num_gpus = value.value("num_gpus", int64_t{0});
-    c.gpus_per_node = value.value("gpus_per_node", int64_t{0});
-    c.precision = value.value("precision", "");
-    c.seq_len = value.value("seq_len", int64_t{0});
-    if (value.contains("model") && value["model"].is_object()) {
-      c.model = value["model"].value("name", "");
-    }
-    if (value.contains("measured") && value["measured"].is_object()) {
-      c.measured_tokens_per_s_per_gpu = value["measured"].value("tokens_per_s_per_gpu", 0.0);
-    }
-    if (!options.gpu.empty() && c.gpu != options.gpu) continue;
-    if (!options.source.empty() && c.source != options.source) continue;
-    for (const ValidationOptions::Overlay& o : options.hw_overlays) {
-      if (!scenario.ok() || o.base != scenario->hw.name) continue;
-      if (absl::Status s = ApplyHwOverlay(o.value, o.origin, scenario->hw); !s.ok()) return s;
-    }
-    if (scenario.ok() && options.tp_comm_overlap) {
-      scenario->training.tp_comm_overlap = *options.tp_comm_overlap;
-    }
-    if (scenario.ok() && options.grad_reduce_dtype) {
-      scenario->training.grad_reduce_dtype = *options.grad_reduce_dtype;
-    }
-    if (scenario.ok() && options.overlap_grad_reduce) {
-      scenario->training.overlap_grad_reduce = *options.overlap_grad_reduce;
-    }
-    if (scenario.ok() && options.distributed_optimizer && !scenario->parallel.fsdp &&
-        scenario->parallel.dp > 1) {
-      scenario->parallel.distributed_optimizer = *options.distributed_optimizer;
-    }
-    if (scenario.ok() && options.training.Any()) {
-      options.training.ApplyTo(scenario->training);
-      // The case schema never sets the distributed optimizer: its default follows the stack
-      // (a --distributed-optimizer what-if, applied above, wins).
-      if (options.training.stack) {
-        DefaultDistributedOptimizer(options.distributed_optimizer.has_value(), *scenario);
-      }
-      if (absl::Status k = ResolveKernels(*scenario, origin); !k.ok()) scenario = k;
-    }
-    if (scenario.ok() && options.attention_kernel) {
-      absl::Status valid = OverrideAttentionKernel(*options.attention_kernel, origin, *scenario);
-      if (!valid.ok()) scenario = valid;
-    }
-    if (scenario.ok()) {
-      c.layout = LayoutSummary(scenario->parallel);
-      pc.scenario = *std::move(scenario);
-    } else {
-      c.status = "unsupported";
-      c.reason = std::string(scenario.status().message());
-    }
-    parsed.push_back(std::move(pc));
+    PROJECTOR_ASSIGN_OR_RETURN(std::optional<ParsedCase> pc,
+                               ParseCaseLine(value, origin, line_no, options));
+    if (pc) parsed.push_back(*std::move(pc));
   }
   if (case_lines == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": no cases (the file has no non-blank line); one JSON case per line"));
   }
+  return parsed;
+}
 
-  // One backend set per distinct hardware (backends are immutable and shared across threads).
+// Projects every projectable case on `threads` workers (all cores when <= 0), one backend set
+// per distinct hardware (backends are immutable and shared across threads).
+absl::Status ProjectCases(std::vector<ParsedCase>& parsed, int threads) {
   std::map<std::string, BackendSet> backends;
   for (ParsedCase& pc : parsed) {
     if (!pc.scenario) continue;
@@ -411,7 +442,6 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
     if (!set.ok()) return set.status();
     backends.emplace(key, *std::move(set));
   }
-
   std::atomic<size_t> next{0};
   auto worker = [&]() {
     for (size_t i = next++; i < parsed.size(); i = next++) {
@@ -425,18 +455,16 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
         c.reason = std::string(projection.status().message());
         continue;
       }
+      const Scenario& s = *pc.scenario;
       c.status = "ok";
       c.projected_tokens_per_s_per_gpu = projection->tokens_per_s_per_gpu;
       c.error_pct = 100.0 * (projection->tokens_per_s_per_gpu - c.measured_tokens_per_s_per_gpu) /
                     c.measured_tokens_per_s_per_gpu;
       c.dominant_terms = DominantTerms(*projection);
-      c.attention_kernel = pc.scenario->attention_kernel_used;
-      c.loss_kernel = std::string(
-          LossKernelName(ResolvedLossKernel(pc.scenario->training, pc.scenario->parallel)));
-      c.train_metric_passes =
-          ResolvedTrainMetricPasses(pc.scenario->training, pc.scenario->parallel);
-      c.stack = std::string(
-          TrainingStackName(ResolvedStack(pc.scenario->training, pc.scenario->parallel)));
+      c.attention_kernel = s.attention_kernel_used;
+      c.loss_kernel = std::string(LossKernelName(ResolvedLossKernel(s.training, s.parallel)));
+      c.train_metric_passes = ResolvedTrainMetricPasses(s.training, s.parallel);
+      c.stack = std::string(TrainingStackName(ResolvedStack(s.training, s.parallel)));
       c.fits_in_memory = projection->fits_in_memory;
     }
   };
@@ -445,16 +473,16 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
   for (int t = 1; t < n; ++t) pool.emplace_back(worker);
   worker();
   for (std::thread& t : pool) t.join();
-  CheckSiblings(parsed);
-  CheckSequenceMonotonicity(parsed);
+  return absl::OkStatus();
+}
 
+// The summaries overall and by GPU, source, precision, sequence band and scale band, and the
+// speedup checks across GPUs and precisions.
+void Summarise(ValidationReport& report) {
   std::vector<const ValidationCase*> all;
   std::map<std::string, std::vector<const ValidationCase*>> by_gpu, by_source, by_precision;
   // Ordered bands: (rank, label).
   std::map<std::pair<int, std::string>, std::vector<const ValidationCase*>> by_seq, by_scale;
-  for (ParsedCase& pc : parsed) {
-    report.cases.push_back(std::move(pc.result));
-  }
   for (const ValidationCase& c : report.cases) {
     report.inconsistent_cases += c.inconsistent;
     report.measured_but_not_fitting += c.projected_tokens_per_s_per_gpu && !c.fits_in_memory;
@@ -473,6 +501,21 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
   for (auto& [band, cases] : by_scale) report.by_scale.push_back(Summarise(cases, band.second));
   report.gpu_speedups = CompareGpus(report.cases);
   report.precision_speedups = ComparePrecisions(report.cases);
+}
+
+}  // namespace
+
+absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
+                                                   const ValidationOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  PROJECTOR_ASSIGN_OR_RETURN(std::vector<ParsedCase> parsed, ParseCasesFile(path, options));
+  PROJECTOR_RETURN_IF_ERROR(ProjectCases(parsed, options.threads));
+  CheckSiblings(parsed);
+  CheckSequenceMonotonicity(parsed);
+  ValidationReport report;
+  report.file = path;
+  for (ParsedCase& pc : parsed) report.cases.push_back(std::move(pc.result));
+  Summarise(report);
   report.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
