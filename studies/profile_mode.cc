@@ -578,6 +578,147 @@ absl::StatusOr<OpList> ScenarioComputeOps(const Scenario& scenario) {
   return ops;
 }
 
+namespace {
+
+// The sources of the times behind each step term: the layer compute ops, the TP/CP/EP
+// collectives, and the memory ops of the layers (told apart from the optimizer's).
+struct LayerSources {
+  std::vector<TimeSource> compute;
+  std::vector<TimeSource> comm[3];  // tp, cp, ep
+  std::vector<MemoryOp> layer_memory_ops;
+};
+
+// One row of the per-op table: where the op's time comes from (measured, scaled from a measured
+// shape, simulated, or set by a measured module or layer), counted in the report.
+absl::Status AddOpRow(const ProfiledBackendSet& set, const MeasuredModuleTimes& module_times,
+                      const LayerOps& l, const Op& op, LayerSources& sources,
+                      ProfileModeReport& report) {
+  PROJECTOR_ASSIGN_OR_RETURN(ResolvedOp r, ResolveOp(set, op));
+  ProfileOpRow row;
+  row.layer = l.kind;
+  row.module = std::string(op.module);
+  row.name = std::string(op.name);
+  row.phase = std::string(OpPhaseName(op.phase));
+  row.shape = DescribeProfiledOp(ToProfiledOp(op));
+  if (op.repeat > 1) absl::StrAppend(&row.shape, " x", op.repeat);
+  row.simulated_us = ToMicroseconds(r.simulated);
+  row.projected_us = ToMicroseconds(r.projected);
+  row.provenance = ProvenanceOf(r.source);
+  if (r.source == TimeSource::kMeasured) row.measured_us = row.projected_us;
+  if (r.from != nullptr && r.source == TimeSource::kScaledFromMeasured) {
+    row.source_shape = DescribeProfiledOp(*r.from);
+  }
+  row.scale = r.scale;
+  // A measured module (or whole layer) sets the time of the ops inside it.
+  const bool backward = IsBackward(op.phase);
+  const ProfileModuleTermRow* layer_row = module_times.LayerRow(l.kind, backward);
+  const ProfileModuleTermRow* module_row = module_times.RowFor(l.kind, op);
+  if (const ProfileModuleTermRow* m = layer_row != nullptr ? layer_row : module_row) {
+    row.projected_us = ToMicroseconds(op.time) * (backward ? l.backward_scale : l.forward_scale);
+    row.provenance = m->provenance;
+    row.measured_us.reset();
+    row.source_shape = absl::StrCat("module ", m->module, " (", m->layer_kind, ") ", m->phase);
+    row.scale = m->simulated_target_us / m->simulated_measured_us;
+    r.source = m->provenance == Provenance::kMeasured ? TimeSource::kMeasured
+                                                      : TimeSource::kScaledFromMeasured;
+  }
+  switch (r.source) {
+    case TimeSource::kMeasured:
+      ++report.measured_ops;
+      break;
+    case TimeSource::kScaledFromMeasured:
+      ++report.scaled_ops;
+      break;
+    case TimeSource::kSimulated:
+      ++report.simulated_ops;
+      break;
+  }
+  if (op.kind == OpKind::kCollective) {
+    if (op.comm_dim == CommDim::kTp) sources.comm[0].push_back(r.source);
+    if (op.comm_dim == CommDim::kCp) sources.comm[1].push_back(r.source);
+    if (op.comm_dim == CommDim::kEp) sources.comm[2].push_back(r.source);
+  } else {
+    sources.compute.push_back(r.source);
+    if (op.kind == OpKind::kMemory) sources.layer_memory_ops.push_back(op.memory);
+  }
+  report.ops.push_back(std::move(row));
+  return absl::OkStatus();
+}
+
+// Each term of the step breakdown with the sources of the times it is made of.
+absl::Status AttributeStepTerms(
+    const Scenario& target, const ProfiledBackendSet& set, const LayerSources& sources,
+    const std::vector<std::pair<CollectiveOp, CollectiveAlgorithm>>& recorded_collectives,
+    const std::vector<MemoryOp>& recorded_memory_ops, ProfileModeReport& report) {
+  std::vector<TimeSource> p2p_sources, dp_sources, optimizer_sources;
+  const int64_t dp_stride = target.parallel.tp * target.parallel.cp;
+  for (const auto& [op, algorithm] : recorded_collectives) {
+    const bool p2p = op.kind == CollectiveKind::kSendRecv;
+    const bool dp = !p2p && op.group.stride >= dp_stride && op.group.size > 1 &&
+                    op.kind != CollectiveKind::kAllToAll;
+    if (!p2p && !dp) continue;
+    PROJECTOR_ASSIGN_OR_RETURN(auto r, set.collective->Resolve(op, algorithm));
+    (p2p ? p2p_sources : dp_sources).push_back(r.source);
+  }
+  for (const MemoryOp& op : recorded_memory_ops) {
+    const std::vector<MemoryOp>& layer_ops = sources.layer_memory_ops;
+    if (std::find(layer_ops.begin(), layer_ops.end(), op) != layer_ops.end()) continue;
+    PROJECTOR_ASSIGN_OR_RETURN(auto r, set.memory->Resolve(op));
+    optimizer_sources.push_back(r.source);
+  }
+  const StepBreakdown& b = report.projection.breakdown;
+  const std::string compute = Aggregate(sources.compute);
+  const std::string dp = Aggregate(dp_sources);
+  report.terms = {
+      {"compute", b.compute.value(), compute},
+      {"exposed_tp_comm", b.exposed_tp_comm.value(), Aggregate(sources.comm[0])},
+      {"exposed_cp_comm", b.exposed_cp_comm.value(), Aggregate(sources.comm[1])},
+      {"exposed_ep_comm", b.exposed_ep_comm.value(), Aggregate(sources.comm[2])},
+      {"pipeline_bubble", b.pipeline_bubble.value(), compute},
+      {"p2p", b.p2p.value(), Aggregate(p2p_sources)},
+      {"exposed_dp_comm", b.exposed_dp_comm.value(), target.parallel.fsdp ? "none" : dp},
+      {"exposed_fsdp_comm", b.exposed_fsdp_comm.value(), target.parallel.fsdp ? dp : "none"},
+      {"fsdp_copies", b.fsdp_copies.value(), target.parallel.fsdp ? "simulated" : "none"},
+      {"optimizer", b.optimizer.value(), Aggregate(optimizer_sources)},
+  };
+  return absl::OkStatus();
+}
+
+// --profiling-mode both: every measured op against the simulate model on the hardware it was
+// measured on, the measured modules against the simulated ones, and the fully simulated
+// projection.
+absl::Status CompareWithSimulation(const Scenario& target, const Profile& profile,
+                                   const ProfiledBackendSet& set,
+                                   const std::vector<LayerOps>& measured_sim,
+                                   ProfileModeReport& report) {
+  // Every measured op against the simulate model on the hardware it was measured on.
+  double sum_abs = 0;
+  for (const ProfiledOp& p : profile.ops) {
+    ProfileOpRow row;
+    row.module = p.module;
+    row.name = p.name;
+    row.shape = DescribeProfiledOp(p);
+    PROJECTOR_ASSIGN_OR_RETURN(Seconds sim, SimulateProfiledOp(set.measured_simulate, p));
+    row.simulated_us = ToMicroseconds(sim);
+    row.measured_us = ToMicroseconds(p.time.median);
+    row.projected_us = *row.measured_us;
+    row.provenance = Provenance::kMeasured;
+    const double err = std::abs(ErrorPct(row.simulated_us, *row.measured_us));
+    sum_abs += err;
+    report.max_abs_op_error_pct = std::max(report.max_abs_op_error_pct, err);
+    report.comparison_ops.push_back(std::move(row));
+  }
+  if (!profile.ops.empty()) {
+    report.mean_abs_op_error_pct = sum_abs / static_cast<double>(profile.ops.size());
+  }
+  PROJECTOR_RETURN_IF_ERROR(CompareModules(profile, measured_sim, report));
+  PROJECTOR_ASSIGN_OR_RETURN(Projection sim, Project(target, RefsOf(set.target_simulate)));
+  report.simulated_projection = std::move(sim);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<ProfileModeReport> RunProfileMode(const Scenario& target, const Profile& profile,
                                                  bool both) {
   PROJECTOR_ASSIGN_OR_RETURN(Scenario measured, ScenarioFromProfile(profile));
@@ -616,73 +757,22 @@ absl::StatusOr<ProfileModeReport> RunProfileMode(const Scenario& target, const P
   report.module_terms = module_times.rows();
 
   // The target's layer ops and layer collectives, with their sources.
-  const BackendRefs profiled{
-      .gemm = *set.gemm, .attention = *set.attention, .memory = *set.memory, .collective = *set.collective};
+  const BackendRefs profiled{.gemm = *set.gemm,
+                             .attention = *set.attention,
+                             .memory = *set.memory,
+                             .collective = *set.collective};
   PROJECTOR_ASSIGN_OR_RETURN(std::vector<LayerOps> layers,
                              BuildLayers(target, &profiled, &module_times));
-  std::vector<TimeSource> compute_sources;
-  std::vector<TimeSource> comm_sources[3];  // tp, cp, ep
-  std::vector<MemoryOp> layer_memory_ops;
-  auto add_row = [&](const LayerOps& l, const Op& op) -> absl::Status {
-    PROJECTOR_ASSIGN_OR_RETURN(ResolvedOp r, ResolveOp(set, op));
-    ProfileOpRow row;
-    row.layer = l.kind;
-    row.module = std::string(op.module);
-    row.name = std::string(op.name);
-    row.phase = std::string(OpPhaseName(op.phase));
-    row.shape = DescribeProfiledOp(ToProfiledOp(op));
-    if (op.repeat > 1) absl::StrAppend(&row.shape, " x", op.repeat);
-    row.simulated_us = ToMicroseconds(r.simulated);
-    row.projected_us = ToMicroseconds(r.projected);
-    row.provenance = ProvenanceOf(r.source);
-    if (r.source == TimeSource::kMeasured) row.measured_us = row.projected_us;
-    if (r.from != nullptr && r.source == TimeSource::kScaledFromMeasured) {
-      row.source_shape = DescribeProfiledOp(*r.from);
-    }
-    row.scale = r.scale;
-    // A measured module (or whole layer) sets the time of the ops inside it.
-    const bool backward = IsBackward(op.phase);
-    const ProfileModuleTermRow* layer_row = module_times.LayerRow(l.kind, backward);
-    const ProfileModuleTermRow* module_row = module_times.RowFor(l.kind, op);
-    if (const ProfileModuleTermRow* m = layer_row != nullptr ? layer_row : module_row) {
-      row.projected_us = ToMicroseconds(op.time) * (backward ? l.backward_scale : l.forward_scale);
-      row.provenance = m->provenance;
-      row.measured_us.reset();
-      row.source_shape = absl::StrCat("module ", m->module, " (", m->layer_kind, ") ", m->phase);
-      row.scale = m->simulated_target_us / m->simulated_measured_us;
-      r.source = m->provenance == Provenance::kMeasured ? TimeSource::kMeasured
-                                                        : TimeSource::kScaledFromMeasured;
-    }
-    switch (r.source) {
-      case TimeSource::kMeasured:
-        ++report.measured_ops;
-        break;
-      case TimeSource::kScaledFromMeasured:
-        ++report.scaled_ops;
-        break;
-      case TimeSource::kSimulated:
-        ++report.simulated_ops;
-        break;
-    }
-    if (op.kind == OpKind::kCollective) {
-      if (op.comm_dim == CommDim::kTp) comm_sources[0].push_back(r.source);
-      if (op.comm_dim == CommDim::kCp) comm_sources[1].push_back(r.source);
-      if (op.comm_dim == CommDim::kEp) comm_sources[2].push_back(r.source);
-    } else {
-      compute_sources.push_back(r.source);
-      if (op.kind == OpKind::kMemory) layer_memory_ops.push_back(op.memory);
-    }
-    report.ops.push_back(std::move(row));
-    return absl::OkStatus();
-  };
+  LayerSources sources;
   for (const LayerOps& layer : layers) {
     for (const ModuleProfile& m : layer.layer.modules) {
-      for (const Op& op : m.ops) PROJECTOR_RETURN_IF_ERROR(add_row(layer, op));
-    }
-    if (layer.composed) {
-      for (const Op& op : layer.composed->comm_ops) {
-        PROJECTOR_RETURN_IF_ERROR(add_row(layer, op));
+      for (const Op& op : m.ops) {
+        PROJECTOR_RETURN_IF_ERROR(AddOpRow(set, module_times, layer, op, sources, report));
       }
+    }
+    if (!layer.composed) continue;
+    for (const Op& op : layer.composed->comm_ops) {
+      PROJECTOR_RETURN_IF_ERROR(AddOpRow(set, module_times, layer, op, sources, report));
     }
   }
 
@@ -695,68 +785,14 @@ absl::StatusOr<ProfileModeReport> RunProfileMode(const Scenario& target, const P
                              .collective = recording_collective};
   PROJECTOR_ASSIGN_OR_RETURN(report.projection,
                              Project(target, recorded, ProjectionOptions{.adjuster = &module_times}));
-
-  std::vector<TimeSource> p2p_sources, dp_sources, optimizer_sources;
-  const int64_t dp_stride = target.parallel.tp * target.parallel.cp;
-  for (const auto& [op, algorithm] : recording_collective.Seen()) {
-    const bool p2p = op.kind == CollectiveKind::kSendRecv;
-    const bool dp = !p2p && op.group.stride >= dp_stride && op.group.size > 1 &&
-                    op.kind != CollectiveKind::kAllToAll;
-    if (!p2p && !dp) continue;
-    PROJECTOR_ASSIGN_OR_RETURN(auto r, set.collective->Resolve(op, algorithm));
-    (p2p ? p2p_sources : dp_sources).push_back(r.source);
-  }
-  for (const MemoryOp& op : recording_memory.Seen()) {
-    if (std::find(layer_memory_ops.begin(), layer_memory_ops.end(), op) != layer_memory_ops.end()) {
-      continue;
-    }
-    PROJECTOR_ASSIGN_OR_RETURN(auto r, set.memory->Resolve(op));
-    optimizer_sources.push_back(r.source);
-  }
-  const StepBreakdown& b = report.projection.breakdown;
-  const std::string compute = Aggregate(compute_sources);
-  const std::string dp = Aggregate(dp_sources);
-  report.terms = {
-      {"compute", b.compute.value(), compute},
-      {"exposed_tp_comm", b.exposed_tp_comm.value(), Aggregate(comm_sources[0])},
-      {"exposed_cp_comm", b.exposed_cp_comm.value(), Aggregate(comm_sources[1])},
-      {"exposed_ep_comm", b.exposed_ep_comm.value(), Aggregate(comm_sources[2])},
-      {"pipeline_bubble", b.pipeline_bubble.value(), compute},
-      {"p2p", b.p2p.value(), Aggregate(p2p_sources)},
-      {"exposed_dp_comm", b.exposed_dp_comm.value(), target.parallel.fsdp ? "none" : dp},
-      {"exposed_fsdp_comm", b.exposed_fsdp_comm.value(), target.parallel.fsdp ? dp : "none"},
-      {"fsdp_copies", b.fsdp_copies.value(), target.parallel.fsdp ? "simulated" : "none"},
-      {"optimizer", b.optimizer.value(), Aggregate(optimizer_sources)},
-  };
+  PROJECTOR_RETURN_IF_ERROR(AttributeStepTerms(target, set, sources, recording_collective.Seen(),
+                                               recording_memory.Seen(), report));
   if (report.measured_ops + report.scaled_ops == 0) {
     report.warnings.push_back(
         "no op of the target matched the profile: the projection is fully simulated");
   }
-
   if (both) {
-    // Every measured op against the simulate model on the hardware it was measured on.
-    double sum_abs = 0;
-    for (const ProfiledOp& p : profile.ops) {
-      ProfileOpRow row;
-      row.module = p.module;
-      row.name = p.name;
-      row.shape = DescribeProfiledOp(p);
-      PROJECTOR_ASSIGN_OR_RETURN(Seconds sim, SimulateProfiledOp(set.measured_simulate, p));
-      row.simulated_us = ToMicroseconds(sim);
-      row.measured_us = ToMicroseconds(p.time.median);
-      row.projected_us = *row.measured_us;
-      row.provenance = Provenance::kMeasured;
-      const double err = std::abs(ErrorPct(row.simulated_us, *row.measured_us));
-      sum_abs += err;
-      report.max_abs_op_error_pct = std::max(report.max_abs_op_error_pct, err);
-      report.comparison_ops.push_back(std::move(row));
-    }
-    if (!profile.ops.empty()) {
-      report.mean_abs_op_error_pct = sum_abs / static_cast<double>(profile.ops.size());
-    }
-    PROJECTOR_RETURN_IF_ERROR(CompareModules(profile, measured_sim, report));
-    PROJECTOR_ASSIGN_OR_RETURN(Projection sim, Project(target, RefsOf(set.target_simulate)));
-    report.simulated_projection = std::move(sim);
+    PROJECTOR_RETURN_IF_ERROR(CompareWithSimulation(target, profile, set, measured_sim, report));
   }
   return report;
 }
