@@ -91,41 +91,54 @@ Flops ModelFlopsPerStep(const ModelSpec& model, const TrainingConfig& training) 
   return Flops(tokens * (6.0 * matmul_params + attention));
 }
 
-absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& backends,
-                                   const ProjectionOptions& options) {
-  const ModelSpec& model = scenario.model;
-  const ParallelConfig& par = scenario.parallel;
-  const TrainingConfig& tr = scenario.training;
+namespace {
 
-  // Each distinct layer kind is profiled and composed once, not once per layer.
-  const int64_t moe_layers = model.NumMoeLayers();
-  const int64_t dense_layers = model.num_layers - moe_layers;
-  ProfileContext ctx{.model = model, .parallel = par, .training = tr, .recompute = tr.recompute};
-  LayerCompositionContext lctx{.model = model, .parallel = par, .training = tr,
-                               .recompute = tr.recompute,
-                               .tp_comm_overlap = tr.tp_comm_overlap,
-                               .interference = MakeCommInterferenceModel(scenario.hw),
-                               .weight_grad_deferred =
-                                   par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1};
+// Each distinct layer kind of the model (dense, MoE), profiled, timed and composed once, not
+// once per layer; with keep_ops, their op tables.
+struct ComposedKinds {
   std::optional<ComposedLayer> dense, moe;
-  std::vector<OpTable> op_tables;
-  if (dense_layers > 0) {
-    PROJECTOR_ASSIGN_OR_RETURN(LayerProfile lp, ProfileLayer(ctx, /*is_moe=*/false));
+  int64_t dense_layers = 0, moe_layers = 0;
+};
+
+absl::StatusOr<ComposedKinds> ComposeLayerKinds(const Scenario& scenario,
+                                                const BackendRefs& backends,
+                                                const ProjectionOptions& options,
+                                                const LayerCompositionContext& lctx,
+                                                std::vector<OpTable>& op_tables) {
+  const TrainingConfig& tr = scenario.training;
+  ProfileContext ctx{.model = scenario.model, .parallel = scenario.parallel, .training = tr,
+                     .recompute = tr.recompute};
+  ComposedKinds kinds;
+  kinds.moe_layers = scenario.model.NumMoeLayers();
+  kinds.dense_layers = scenario.model.num_layers - kinds.moe_layers;
+  for (const bool is_moe : {false, true}) {
+    const int64_t count = is_moe ? kinds.moe_layers : kinds.dense_layers;
+    if (count <= 0) continue;
+    std::optional<ComposedLayer>& kind = is_moe ? kinds.moe : kinds.dense;
+    PROJECTOR_ASSIGN_OR_RETURN(LayerProfile lp, ProfileLayer(ctx, is_moe));
     PROJECTOR_RETURN_IF_ERROR(TimeLayer(backends, lp));
-    PROJECTOR_ASSIGN_OR_RETURN(dense, AdjustedCompose("dense", lp, lctx, backends, options));
+    PROJECTOR_ASSIGN_OR_RETURN(kind, AdjustedCompose(is_moe ? "moe" : "dense", lp, lctx, backends,
+                                                     options));
     if (options.keep_ops) {
-      op_tables.push_back(MakeOpTable("dense layer", dense_layers, lp.modules, dense->comm_ops));
+      op_tables.push_back(MakeOpTable(is_moe ? "moe layer" : "dense layer", count, lp.modules,
+                                      kind->comm_ops));
     }
   }
-  if (moe_layers > 0) {
-    PROJECTOR_ASSIGN_OR_RETURN(LayerProfile lp, ProfileLayer(ctx, /*is_moe=*/true));
-    PROJECTOR_RETURN_IF_ERROR(TimeLayer(backends, lp));
-    PROJECTOR_ASSIGN_OR_RETURN(moe, AdjustedCompose("moe", lp, lctx, backends, options));
-    if (options.keep_ops) {
-      op_tables.push_back(MakeOpTable("moe layer", moe_layers, lp.modules, moe->comm_ops));
-    }
-  }
-  ProfileContext end_ctx{.model = model, .parallel = par, .training = tr,
+  return kinds;
+}
+
+// The embedding and the output layer, and the output head of the MTP modules when it differs.
+struct ComposedEnds {
+  ComposedEndModule embedding, output;
+  std::optional<ComposedEndModule> mtp_output;
+};
+
+absl::StatusOr<ComposedEnds> ComposeEnds(const Scenario& scenario, const BackendRefs& backends,
+                                         const ProjectionOptions& options,
+                                         const LayerCompositionContext& lctx,
+                                         std::vector<OpTable>& op_tables) {
+  const TrainingConfig& tr = scenario.training;
+  ProfileContext end_ctx{.model = scenario.model, .parallel = scenario.parallel, .training = tr,
                          .recompute = Recompute::kNone};
   PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile emb, ProfileEmbedding(end_ctx));
   PROJECTOR_RETURN_IF_ERROR(TimeOps(backends, emb.ops));
@@ -135,10 +148,10 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
     options.adjuster->AdjustModule("embedding", emb);
     options.adjuster->AdjustModule("output", outl);
   }
-
-  PROJECTOR_ASSIGN_OR_RETURN(ComposedEndModule emb_c,
+  ComposedEnds ends;
+  PROJECTOR_ASSIGN_OR_RETURN(ends.embedding,
                              ComposeEndModule(emb, /*is_output=*/false, lctx, backends.collective));
-  PROJECTOR_ASSIGN_OR_RETURN(ComposedEndModule out_c,
+  PROJECTOR_ASSIGN_OR_RETURN(ends.output,
                              ComposeEndModule(outl, /*is_output=*/true, lctx, backends.collective));
   if (options.keep_ops) {
     op_tables.push_back(MakeOpTable("embedding", 1, {emb}, {}));
@@ -146,22 +159,85 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   }
   // An MTP module's pass of the output head runs without the training metrics
   // (OutputHead::kMtp); it differs from the main head only when there are metric passes.
-  std::optional<ComposedEndModule> mtp_c;
-  if (model.mtp_layers > 0 && ResolvedTrainMetricPasses(tr, par) > 0) {
+  if (scenario.model.mtp_layers > 0 && ResolvedTrainMetricPasses(tr, scenario.parallel) > 0) {
     PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile head, ProfileOutputLayer(end_ctx, OutputHead::kMtp));
     PROJECTOR_RETURN_IF_ERROR(TimeOps(backends, head.ops));
     if (options.adjuster != nullptr) options.adjuster->AdjustModule("output", head);
     PROJECTOR_ASSIGN_OR_RETURN(
-        mtp_c, ComposeEndModule(head, /*is_output=*/true, lctx, backends.collective));
+        ends.mtp_output, ComposeEndModule(head, /*is_output=*/true, lctx, backends.collective));
   }
-  StepInputs in{.model = model,
+  return ends;
+}
+
+// Step time, tokens/s, model TFLOP/s, MFU and the clock-scaled share of a composed step.
+absl::Status SetThroughput(const Scenario& scenario, const StepResult& step, Projection& p) {
+  const TrainingConfig& tr = scenario.training;
+  p.step_time = step.step_time;
+  p.breakdown = step.breakdown;
+  const double tokens = static_cast<double>(tr.global_batch) * static_cast<double>(tr.seq_len);
+  const double step_s = p.step_time.value();
+  if (step_s <= 0) {
+    return absl::InternalError("projection: non-positive step time");
+  }
+  p.tokens_per_s = tokens / step_s;
+  p.tokens_per_s_per_gpu = p.tokens_per_s / static_cast<double>(scenario.num_gpus);
+  p.model_flops_per_step = ModelFlopsPerStep(scenario.model, tr);
+  p.tflops_per_gpu =
+      p.model_flops_per_step.value() / step_s / static_cast<double>(scenario.num_gpus) * 1e-12;
+  p.peak_flops_per_gpu = scenario.hw.gpu.MatrixPeak(tr.precision, scenario.hw.gpu.peak_clock);
+  if (p.peak_flops_per_gpu.value() > 0) {
+    p.mfu = p.tflops_per_gpu * 1e12 / p.peak_flops_per_gpu.value();
+  }
+  p.clock_scaled_share = step.clock_scaled.value() / step_s;
+  return absl::OkStatus();
+}
+
+// Switches that were set but have nothing to act on, said rather than silently ignored.
+void NoteInertSwitches(const Scenario& scenario, Projection& p) {
+  const ParallelConfig& par = scenario.parallel;
+  if (par.sequence_parallel && par.tp == 1) {
+    p.defaults_used.push_back(
+        "sequence_parallel=true has no effect with tp 1 (no TP group to "
+        "shard the sequence over)");
+  }
+  if (par.deepep && !scenario.model.moe) {
+    p.defaults_used.push_back("deepep=true has no effect: the model has no experts");
+  }
+  if (!par.turbo_grouped_gemm && !scenario.model.moe) {
+    p.defaults_used.push_back("moe_grouped_gemm=legacy has no effect: the model has no experts");
+  }
+  if (!scenario.training.tp_comm_overlap && par.tp > 1) {
+    p.defaults_used.push_back(
+        "tp_comm_overlap=false (Megatron default: TP collectives exposed, backward ones async "
+        "under the weight-gradient GEMM; --tp-comm-overlap overlaps them with their GEMMs)");
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& backends,
+                                   const ProjectionOptions& options) {
+  const ParallelConfig& par = scenario.parallel;
+  const TrainingConfig& tr = scenario.training;
+  LayerCompositionContext lctx{.model = scenario.model, .parallel = par, .training = tr,
+                               .recompute = tr.recompute,
+                               .tp_comm_overlap = tr.tp_comm_overlap,
+                               .interference = MakeCommInterferenceModel(scenario.hw),
+                               .weight_grad_deferred =
+                                   par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1};
+  std::vector<OpTable> op_tables;
+  PROJECTOR_ASSIGN_OR_RETURN(const ComposedKinds kinds,
+                             ComposeLayerKinds(scenario, backends, options, lctx, op_tables));
+  PROJECTOR_ASSIGN_OR_RETURN(const ComposedEnds ends,
+                             ComposeEnds(scenario, backends, options, lctx, op_tables));
+  StepInputs in{.model = scenario.model,
                 .parallel = par,
                 .training = tr,
-                .dense = dense ? &*dense : nullptr,
-                .moe = moe ? &*moe : nullptr,
-                .embedding = emb_c,
-                .output = out_c,
-                .mtp_output = mtp_c,
+                .dense = kinds.dense ? &*kinds.dense : nullptr,
+                .moe = kinds.moe ? &*kinds.moe : nullptr,
+                .embedding = ends.embedding,
+                .output = ends.output,
+                .mtp_output = ends.mtp_output,
                 .hbm_capacity = scenario.hw.gpu.hbm_capacity,
                 .interference = lctx.interference};
   std::vector<TimelineEvent> timeline;
@@ -174,33 +250,14 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   p.num_gpus = scenario.num_gpus;
   p.micro_batches = step.micro_batches;
   p.schedule = par.vpp > 1 ? "interleaved" : PipelineScheduleName(par.pipeline_schedule);
-  p.step_time = step.step_time;
-  p.breakdown = step.breakdown;
-  const double tokens = static_cast<double>(tr.global_batch) * static_cast<double>(tr.seq_len);
-  const double step_s = p.step_time.value();
-  if (step_s <= 0) {
-    return absl::InternalError("projection: non-positive step time");
-  }
-  p.tokens_per_s = tokens / step_s;
-  p.tokens_per_s_per_gpu = p.tokens_per_s / static_cast<double>(scenario.num_gpus);
-  p.model_flops_per_step = ModelFlopsPerStep(model, tr);
-  p.tflops_per_gpu =
-      p.model_flops_per_step.value() / step_s / static_cast<double>(scenario.num_gpus) * 1e-12;
-  p.peak_flops_per_gpu = scenario.hw.gpu.MatrixPeak(tr.precision, scenario.hw.gpu.peak_clock);
-  if (p.peak_flops_per_gpu.value() > 0) {
-    p.mfu = p.tflops_per_gpu * 1e12 / p.peak_flops_per_gpu.value();
-  }
-  p.clock_scaled_share = step.clock_scaled.value() / step_s;
-
-  if (dense) p.layer_kinds.push_back(KindTimes(*dense, dense_layers, tr.recompute));
-  if (moe) p.layer_kinds.push_back(KindTimes(*moe, moe_layers, tr.recompute));
+  PROJECTOR_RETURN_IF_ERROR(SetThroughput(scenario, step, p));
+  if (kinds.dense) p.layer_kinds.push_back(KindTimes(*kinds.dense, kinds.dense_layers, tr.recompute));
+  if (kinds.moe) p.layer_kinds.push_back(KindTimes(*kinds.moe, kinds.moe_layers, tr.recompute));
   p.embedding = EndTimes("embedding", in.embedding);
   p.output_layer = EndTimes("output", in.output);
-
   p.memory = std::move(step.memory);
   p.peak_memory_per_gpu = p.memory.peak;
   p.fits_in_memory = p.memory.fits;
-
   p.measured_tokens_per_s_per_gpu = scenario.measured_tokens_per_s_per_gpu;
   if (p.measured_tokens_per_s_per_gpu.has_value() && *p.measured_tokens_per_s_per_gpu > 0) {
     p.error_pct = (p.tokens_per_s_per_gpu - *p.measured_tokens_per_s_per_gpu) /
@@ -209,23 +266,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   p.defaults_used = scenario.defaults_used;
   p.op_tables = std::move(op_tables);
   p.timeline = std::move(timeline);
-  // Switches that were set but have nothing to act on, said rather than silently ignored.
-  if (par.sequence_parallel && par.tp == 1) {
-    p.defaults_used.push_back(
-        "sequence_parallel=true has no effect with tp 1 (no TP group to "
-        "shard the sequence over)");
-  }
-  if (par.deepep && !model.moe) {
-    p.defaults_used.push_back("deepep=true has no effect: the model has no experts");
-  }
-  if (!par.turbo_grouped_gemm && !model.moe) {
-    p.defaults_used.push_back("moe_grouped_gemm=legacy has no effect: the model has no experts");
-  }
-  if (!tr.tp_comm_overlap && par.tp > 1) {
-    p.defaults_used.push_back(
-        "tp_comm_overlap=false (Megatron default: TP collectives exposed, backward ones async "
-        "under the weight-gradient GEMM; --tp-comm-overlap overlaps them with their GEMMs)");
-  }
+  NoteInertSwitches(scenario, p);
   return p;
 }
 
