@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace projector {
 namespace {
@@ -100,8 +101,9 @@ struct ReplayBuffers {
 };
 }  // namespace
 
-absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
-                                                  std::vector<TimelineEvent>* events) {
+namespace {
+
+absl::Status CheckPipelineSpec(const PipelineSpec& spec) {
   const int64_t p = spec.pp, v = spec.vpp, m = spec.micro_batches;
   if (p < 1 || v < 1 || m < 1) {
     return absl::InvalidArgumentError(
@@ -112,126 +114,182 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
     return absl::InvalidArgumentError(absl::StrCat("pipeline: expected ", p * v,
                                                    " chunk times, got ", spec.chunks.size()));
   }
-  const bool zero_bubble = spec.schedule == PipelineSchedule::kZeroBubbleH1;
-  if (zero_bubble && v > 1) {
+  if (spec.schedule == PipelineSchedule::kZeroBubbleH1 && v > 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("pipeline: the zb-h1 schedule runs one model chunk per rank, got vpp ", v));
   }
-  const int64_t stages = p * v;
-  const double p2p = spec.p2p.value();
+  return absl::OkStatus();
+}
+
+// The replay of one schedule: each rank runs its passes in order, a pass starting when its rank
+// is free and its producer (the previous stage's forward, the next stage's backward, its own
+// forward or backward) is done, plus the P2P transfer across ranks.
+class PipelineReplay {
+ public:
+  PipelineReplay(const PipelineSpec& spec, ReplayBuffers& buffers,
+                 std::vector<TimelineEvent>* events, PipelineTimeline& out)
+      : spec_(spec),
+        p_(spec.pp),
+        v_(spec.vpp),
+        m_(spec.micro_batches),
+        zero_bubble_(spec.schedule == PipelineSchedule::kZeroBubbleH1),
+        // The op after which a chunk's gradients are final: its last W, or its last backward.
+        grads_final_(zero_bubble_ ? OpKind::kWeightGrad : OpKind::kBackward),
+        b_(buffers),
+        events_(events),
+        out_(out) {}
+
+  // The per-rank pass orders of the schedule, and the completion tables reset.
+  void Prepare() {
+    const size_t passes = static_cast<size_t>(p_ * v_ * m_);
+    // Completion times per (virtual stage, micro-batch); < 0 = not done yet.
+    b_.f_end.assign(passes, -1.0);
+    b_.b_end.assign(passes, -1.0);
+    if (b_.orders.size() < static_cast<size_t>(p_)) b_.orders.resize(static_cast<size_t>(p_));
+    if (zero_bubble_) {
+      for (int64_t r = 0; r < p_; ++r) ZeroBubbleH1Order(r, p_, m_, b_.orders[static_cast<size_t>(r)]);
+    } else {
+      ScheduleTable(m_, p_, v_, b_.table);
+      for (int64_t r = 0; r < p_; ++r) {
+        RankOrder(r, p_, v_, m_, b_.table, b_.orders[static_cast<size_t>(r)]);
+      }
+    }
+    out_.rank_finish.assign(static_cast<size_t>(p_), Seconds(0));
+    out_.rank_busy.assign(static_cast<size_t>(p_), Seconds(0));
+    out_.last_backward_start.assign(static_cast<size_t>(p_ * v_), Seconds(0));
+    out_.last_backward_end.assign(static_cast<size_t>(p_ * v_), Seconds(0));
+    out_.first_forward_start.assign(static_cast<size_t>(p_ * v_), Seconds(-1));
+    b_.next.assign(static_cast<size_t>(p_), 0);
+    b_.free_at.assign(static_cast<size_t>(p_), 0.0);
+  }
+
+  int64_t TotalPasses() const {
+    int64_t total = 0;
+    for (int64_t r = 0; r < p_; ++r) {
+      total += static_cast<int64_t>(b_.orders[static_cast<size_t>(r)].size());
+    }
+    return total;
+  }
+
+  // Runs rank r's passes until one waits on a producer not done yet; returns how many ran.
+  int64_t AdvanceRank(int64_t r) {
+    const std::vector<ScheduledOp>& order = b_.orders[static_cast<size_t>(r)];
+    size_t& k = b_.next[static_cast<size_t>(r)];
+    double& free = b_.free_at[static_cast<size_t>(r)];
+    int64_t ran = 0;
+    while (k < order.size()) {
+      const ScheduledOp& op = order[k];
+      const int64_t vs = op.chunk * p_ + r;
+      const size_t idx = static_cast<size_t>(vs * m_ + op.micro_batch);
+      bool cross_rank = false;
+      const double dep = ProducerEnd(op, vs, idx, cross_rank);
+      if (dep < 0) break;  // producer not done yet
+      double start;
+      if (!cross_rank) {
+        start = std::max(free, dep);
+      } else if (spec_.p2p_overlapped) {
+        start = std::max(free, dep + spec_.p2p.value());
+      } else {
+        start = std::max(free, dep) + spec_.p2p.value();
+      }
+      const double dur = PassDuration(op, r);
+      Record(op, r, idx, start, dur);
+      free = start + dur;
+      ++k;
+      ++ran;
+    }
+    return ran;
+  }
+
+  void Finish() {
+    for (int64_t r = 0; r < p_; ++r) {
+      out_.rank_finish[static_cast<size_t>(r)] = Seconds(b_.free_at[static_cast<size_t>(r)]);
+      out_.makespan = std::max(out_.makespan, Seconds(b_.free_at[static_cast<size_t>(r)]));
+    }
+  }
+
+ private:
+  // When the pass's producer finished (< 0: not yet); cross_rank when it ran on another rank.
+  double ProducerEnd(const ScheduledOp& op, int64_t vs, size_t idx, bool& cross_rank) const {
+    const int64_t stages = p_ * v_;
+    if (op.kind == OpKind::kForward) {
+      if (vs == 0) return 0.0;
+      cross_rank = p_ > 1;
+      return b_.f_end[idx - static_cast<size_t>(m_)];
+    }
+    if (op.kind == OpKind::kWeightGrad) return b_.b_end[idx];
+    if (vs < stages - 1) {
+      cross_rank = p_ > 1;
+      return b_.b_end[idx + static_cast<size_t>(m_)];
+    }
+    return b_.f_end[idx];
+  }
+
+  // Under zero bubble the backward is B alone (input gradients); W runs as its own pass.
+  double PassDuration(const ScheduledOp& op, int64_t r) const {
+    const ChunkTimes& t = spec_.chunks[static_cast<size_t>(r * v_ + op.chunk)];
+    if (op.kind == OpKind::kWeightGrad) return t.weight_grad.value();
+    if (op.kind == OpKind::kBackward) {
+      return zero_bubble_ ? (t.backward - t.weight_grad).value() : t.backward.value();
+    }
+    return t.forward.value();
+  }
+
+  void Record(const ScheduledOp& op, int64_t r, size_t idx, double start, double dur) {
+    const double end = start + dur;
+    const size_t rc = static_cast<size_t>(r * v_ + op.chunk);
+    if (op.kind == OpKind::kForward) {
+      b_.f_end[idx] = end;
+      if (out_.first_forward_start[rc].value() < 0) out_.first_forward_start[rc] = Seconds(start);
+    } else if (op.kind == OpKind::kBackward) {
+      b_.b_end[idx] = end;
+    }
+    if (op.kind == grads_final_) {
+      out_.last_backward_start[rc] = Seconds(start);
+      out_.last_backward_end[rc] = Seconds(end);
+    }
+    out_.rank_busy[static_cast<size_t>(r)] += Seconds(dur);
+    if (events_ != nullptr) {
+      events_->push_back({.kind = op.kind,
+                          .rank = static_cast<int32_t>(r),
+                          .chunk = op.chunk,
+                          .micro_batch = op.micro_batch,
+                          .start = Seconds(start),
+                          .end = Seconds(end)});
+    }
+  }
+
+  const PipelineSpec& spec_;
+  const int64_t p_, v_, m_;
+  const bool zero_bubble_;
+  const OpKind grads_final_;
+  ReplayBuffers& b_;
+  std::vector<TimelineEvent>* events_;
+  PipelineTimeline& out_;
+};
+
+}  // namespace
+
+absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
+                                                  std::vector<TimelineEvent>* events) {
+  PROJECTOR_RETURN_IF_ERROR(CheckPipelineSpec(spec));
   // The replay's buffers, kept per thread: a search replays ~10^5 schedules of up to ~10^6 passes
   // each, and fresh vectors of that size cost more in page faults than the replay itself.
   thread_local ReplayBuffers buffers;
-  // Completion times per (virtual stage, micro-batch); < 0 = not done yet.
-  std::vector<double>& f_end = buffers.f_end;
-  std::vector<double>& b_end = buffers.b_end;
-  f_end.assign(static_cast<size_t>(stages * m), -1.0);
-  b_end.assign(static_cast<size_t>(stages * m), -1.0);
-
-  std::vector<ScheduledOp>& table = buffers.table;
-  std::vector<std::vector<ScheduledOp>>& orders = buffers.orders;
-  if (orders.size() < static_cast<size_t>(p)) orders.resize(static_cast<size_t>(p));
-  if (zero_bubble) {
-    for (int64_t r = 0; r < p; ++r) ZeroBubbleH1Order(r, p, m, orders[static_cast<size_t>(r)]);
-  } else {
-    ScheduleTable(m, p, v, table);
-    for (int64_t r = 0; r < p; ++r) RankOrder(r, p, v, m, table, orders[static_cast<size_t>(r)]);
-  }
-  // The op after which a chunk's gradients are final: its last W, or its last backward.
-  const OpKind grads_final = zero_bubble ? OpKind::kWeightGrad : OpKind::kBackward;
-
   PipelineTimeline out;
-  out.rank_finish.assign(static_cast<size_t>(p), Seconds(0));
-  out.rank_busy.assign(static_cast<size_t>(p), Seconds(0));
-  out.last_backward_start.assign(static_cast<size_t>(p * v), Seconds(0));
-  out.last_backward_end.assign(static_cast<size_t>(p * v), Seconds(0));
-  out.first_forward_start.assign(static_cast<size_t>(p * v), Seconds(-1));
-
-  std::vector<size_t>& next = buffers.next;
-  std::vector<double>& free_at = buffers.free_at;
-  next.assign(static_cast<size_t>(p), 0);
-  free_at.assign(static_cast<size_t>(p), 0.0);
-  int64_t remaining = 0;
-  for (int64_t r = 0; r < p; ++r) {
-    remaining += static_cast<int64_t>(orders[static_cast<size_t>(r)].size());
-  }
-  while (remaining > 0) {
-    bool progressed = false;
-    for (int64_t r = 0; r < p; ++r) {
-      const auto& order = orders[static_cast<size_t>(r)];
-      size_t& k = next[static_cast<size_t>(r)];
-      double& free = free_at[static_cast<size_t>(r)];
-      while (k < order.size()) {
-        const ScheduledOp& op = order[k];
-        int64_t vs = op.chunk * p + r;
-        size_t idx = static_cast<size_t>(vs * m + op.micro_batch);
-        double dep = 0.0;
-        bool cross_rank = false;
-        if (op.kind == OpKind::kForward) {
-          if (vs > 0) {
-            dep = f_end[idx - static_cast<size_t>(m)];
-            cross_rank = p > 1;
-          }
-        } else if (op.kind == OpKind::kWeightGrad) {
-          dep = b_end[idx];
-        } else if (vs < stages - 1) {
-          dep = b_end[idx + static_cast<size_t>(m)];
-          cross_rank = p > 1;
-        } else {
-          dep = f_end[idx];
-        }
-        if (dep < 0) break;  // producer not done yet
-        double start;
-        if (!cross_rank) {
-          start = std::max(free, dep);
-        } else if (spec.p2p_overlapped) {
-          start = std::max(free, dep + p2p);
-        } else {
-          start = std::max(free, dep) + p2p;
-        }
-        const ChunkTimes& t = spec.chunks[static_cast<size_t>(r * v + op.chunk)];
-        double dur = t.forward.value();
-        if (op.kind == OpKind::kWeightGrad) {
-          dur = t.weight_grad.value();
-        } else if (op.kind == OpKind::kBackward) {
-          dur = zero_bubble ? (t.backward - t.weight_grad).value() : t.backward.value();
-        }
-        double end = start + dur;
-        size_t rc = static_cast<size_t>(r * v + op.chunk);
-        if (op.kind == OpKind::kForward) {
-          f_end[idx] = end;
-          if (out.first_forward_start[rc].value() < 0) out.first_forward_start[rc] = Seconds(start);
-        } else if (op.kind == OpKind::kBackward) {
-          b_end[idx] = end;
-        }
-        if (op.kind == grads_final) {
-          out.last_backward_start[rc] = Seconds(start);
-          out.last_backward_end[rc] = Seconds(end);
-        }
-        out.rank_busy[static_cast<size_t>(r)] += Seconds(dur);
-        if (events != nullptr) {
-          events->push_back({.kind = op.kind,
-                             .rank = static_cast<int32_t>(r),
-                             .chunk = op.chunk,
-                             .micro_batch = op.micro_batch,
-                             .start = Seconds(start),
-                             .end = Seconds(end)});
-        }
-        free = end;
-        ++k;
-        --remaining;
-        progressed = true;
-      }
+  PipelineReplay replay(spec, buffers, events, out);
+  replay.Prepare();
+  for (int64_t remaining = replay.TotalPasses(); remaining > 0;) {
+    int64_t ran = 0;
+    for (int64_t r = 0; r < spec.pp; ++r) ran += replay.AdvanceRank(r);
+    if (ran == 0) {
+      return absl::InternalError(absl::StrCat("pipeline: schedule deadlocked (pp ", spec.pp,
+                                              ", vpp ", spec.vpp, ", micro-batches ",
+                                              spec.micro_batches, ")"));
     }
-    if (!progressed) {
-      return absl::InternalError(absl::StrCat("pipeline: schedule deadlocked (pp ", p, ", vpp ",
-                                              v, ", micro-batches ", m, ")"));
-    }
+    remaining -= ran;
   }
-  for (int64_t r = 0; r < p; ++r) {
-    out.rank_finish[static_cast<size_t>(r)] = Seconds(free_at[static_cast<size_t>(r)]);
-    out.makespan = std::max(out.makespan, Seconds(free_at[static_cast<size_t>(r)]));
-  }
+  replay.Finish();
   return out;
 }
 
