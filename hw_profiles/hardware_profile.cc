@@ -559,11 +559,13 @@ absl::StatusOr<HardwareProfile> LoadHardwareProfileFile(const std::string& path)
   return hw;
 }
 
-absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::string& origin) {
+namespace {
+
+// Per-field ranges, for profiles built in code as well as loaded ones.
+absl::Status ValidateFieldRanges(const HardwareProfile& hw, const std::string& origin) {
   const GpuSpec& g = hw.gpu;
   const ScaleUpFabric& up = hw.scale_up;
   const ScaleOutNetwork& out = hw.scale_out;
-
   // Per-field ranges again, for profiles built in code rather than loaded; values in the JSON
   // key's unit so the message reads like the file.
   struct RangeRule {
@@ -627,8 +629,12 @@ absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::strin
         CheckRange(origin, absl::StrCat("/gpu/matrix_flops_per_clock_per_cu/", std::string(DTypeName(d))),
                    g.matrix_flops_per_clock_per_cu[DTypeIndex(d)], Range::kNonNegative));
   }
+  return absl::OkStatus();
+}
 
-  // Cross-field rules.
+// The GPU's clocks, its bf16 rate and its XCDs.
+absl::Status ValidateGpuRelations(const HardwareProfile& hw, const std::string& origin) {
+  const GpuSpec& g = hw.gpu;
   if (g.sustained_clock > g.peak_clock) {
     return JsonFieldError(
         origin, "/gpu/sustained_clock_mhz",
@@ -646,6 +652,12 @@ absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::strin
                                        " is not divisible by num_xcds ", g.num_xcds,
                                        "; each XCD / L2 domain holds the same number of CUs"));
   }
+  return absl::OkStatus();
+}
+
+// The scale-up links against the per-GPU bandwidth and the node's peers.
+absl::Status ValidateFabricRelations(const HardwareProfile& hw, const std::string& origin) {
+  const ScaleUpFabric& up = hw.scale_up;
   if (up.per_link_bandwidth > up.per_gpu_bandwidth) {
     return JsonFieldError(
         origin, "/scale_up/per_link_bandwidth_gbs",
@@ -671,6 +683,13 @@ absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::strin
                      " peers of a full mesh of gpus_per_node ", hw.gpus_per_node,
                      "; a full mesh needs links_per_gpu >= gpus_per_node - 1"));
   }
+  return absl::OkStatus();
+}
+
+// Communication kernels' CTAs below the GPU's SMs/CUs, and in-network reduction consistent.
+absl::Status ValidateCommunicationKernels(const HardwareProfile& hw, const std::string& origin) {
+  const GpuSpec& g = hw.gpu;
+  const ScaleUpFabric& up = hw.scale_up;
   // A collective holding every SM/CU would stop the compute beside it; NCCL caps its CTAs far
   // below that (MAXCHANNELS), so such a figure is a typo.
   const struct {
@@ -695,6 +714,15 @@ absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::strin
                           "neither");
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::string& origin) {
+  PROJECTOR_RETURN_IF_ERROR(ValidateFieldRanges(hw, origin));
+  PROJECTOR_RETURN_IF_ERROR(ValidateGpuRelations(hw, origin));
+  PROJECTOR_RETURN_IF_ERROR(ValidateFabricRelations(hw, origin));
+  return ValidateCommunicationKernels(hw, origin);
 }
 
 std::string HardwareLibraryDir() {

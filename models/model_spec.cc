@@ -152,8 +152,11 @@ absl::Status CheckPositive(const std::string& origin, const std::string& pointer
                         absl::StrCat("must be ", allow_zero ? ">= 0" : "> 0", ", got ", value));
 }
 
-absl::Status ValidateWithKeys(const ModelSpec& m, const std::string& origin,
-                              const std::string& base, const SchemaKeys& keys) {
+namespace {
+
+// The sizes of the model: positive and within what any model has, heads grouped evenly.
+absl::Status ValidateSizes(const ModelSpec& m, const std::string& origin, const std::string& base,
+                        const SchemaKeys& keys) {
   auto at = [&](const char* key) { return KeyPath(base, key); };
   if (m.name.empty()) {
     return JsonFieldError(origin, at(keys.name), "must be a non-empty string");
@@ -185,7 +188,13 @@ absl::Status ValidateWithKeys(const ModelSpec& m, const std::string& origin,
                      keys.num_kv_heads, " ", m.num_kv_heads, "; accepted: a divisor of ",
                      keys.num_attention_heads, " (equal for MHA, 1 for MQA)"));
   }
+  return absl::OkStatus();
+}
 
+// Multi-head latent attention's ranks and head dims.
+absl::Status ValidateMla(const ModelSpec& m, const std::string& origin, const std::string& base,
+                        const SchemaKeys& keys) {
+  auto at = [&](const char* key) { return KeyPath(base, key); };
   if (m.mla.has_value()) {
     const MlaSpec& mla = *m.mla;
     const std::string mla_base = at(keys.mla);
@@ -200,10 +209,14 @@ absl::Status ValidateWithKeys(const ModelSpec& m, const std::string& origin,
     PROJECTOR_RETURN_IF_ERROR(
         CheckPositive(origin, mla_at(keys.v_head_dim), mla.v_head_dim, false, kMaxHeadDim));
   }
+  return absl::OkStatus();
+}
 
-  if (!m.moe.has_value()) return absl::OkStatus();
+// The experts: counts, top-k, and group-limited routing that can hold top-k.
+absl::Status ValidateExperts(const ModelSpec& m, const std::string& origin, const std::string& base,
+                        const SchemaKeys& keys) {
   const MoeSpec& moe = *m.moe;
-  const std::string moe_base = at(keys.moe);
+  const std::string moe_base = KeyPath(base, keys.moe);
   auto moe_at = [&](const char* key) { return KeyPath(moe_base, key); };
   PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, moe_at(keys.num_experts), moe.num_experts));
   PROJECTOR_RETURN_IF_ERROR(CheckPositive(origin, moe_at(keys.top_k), moe.top_k));
@@ -242,6 +255,15 @@ absl::Status ValidateWithKeys(const ModelSpec& m, const std::string& origin,
                        "..", moe.num_groups));
     }
   }
+  return absl::OkStatus();
+}
+
+// The shared experts' FFN and which layers are MoE (leading dense layers or a pattern).
+absl::Status ValidateMoeLayers(const ModelSpec& m, const std::string& origin, const std::string& base,
+                        const SchemaKeys& keys) {
+  const MoeSpec& moe = *m.moe;
+  const std::string moe_base = KeyPath(base, keys.moe);
+  auto moe_at = [&](const char* key) { return KeyPath(moe_base, key); };
   // The calibration schema has neither key; a programmatic spec is named in library keys.
   const char* shared_ffn_key = keys.shared_expert_ffn_hidden[0] == '\0'
                                    ? kLibraryKeys.shared_expert_ffn_hidden
@@ -284,6 +306,19 @@ absl::Status ValidateWithKeys(const ModelSpec& m, const std::string& origin,
                                          keys.moe, "` for a dense model)"));
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateWithKeys(const ModelSpec& m, const std::string& origin,
+                              const std::string& base, const SchemaKeys& keys) {
+  PROJECTOR_RETURN_IF_ERROR(ValidateSizes(m, origin, base, keys));
+  PROJECTOR_RETURN_IF_ERROR(ValidateMla(m, origin, base, keys));
+  if (!m.moe.has_value()) return absl::OkStatus();
+  PROJECTOR_RETURN_IF_ERROR(ValidateExperts(m, origin, base, keys));
+  PROJECTOR_RETURN_IF_ERROR(ValidateMoeLayers(m, origin, base, keys));
+  auto at = [&](const char* key) { return KeyPath(base, key); };
   if (m.ffn_hidden_size == 0 && m.NumDenseLayers() > 0) {
     return JsonFieldError(origin, at(keys.ffn_hidden_size),
                           absl::StrCat("must be > 0 because the model has ", m.NumDenseLayers(),

@@ -31,11 +31,25 @@
 
 namespace projector {
 
-absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
-  using profiler_internal::CheckDivisible;
-  using profiler_internal::D;
-  PROJECTOR_ASSIGN_OR_RETURN(const profiler_internal::LayerDims dims,
-                             profiler_internal::ResolveDims(ctx));
+namespace {
+
+using profiler_internal::CheckDivisible;
+using profiler_internal::D;
+
+// The MoE layer's sizes on this GPU (see the derivation above).
+struct MoeShape {
+  int64_t experts = 0, top_k = 0, hidden = 0;
+  int64_t tokens_local = 0;     // T_l: the tokens this GPU routes
+  int64_t local_experts = 0;    // E/EP
+  int64_t pairs = 0;            // token-expert pairs the busiest rank's experts process
+  int64_t rows_per_expert = 0;  // pairs over the local experts, rounded up
+  int64_t expert_ffn_local = 0; // expert_ffn/ETP
+  int64_t shared_ffn = 0;       // num_shared·shared_ffn (0: no shared experts)
+  bool gated = false;
+};
+
+absl::StatusOr<MoeShape> ResolveMoeShape(const ProfileContext& ctx,
+                                         const profiler_internal::LayerDims& dims) {
   const ModelSpec& model = ctx.model;
   if (!model.moe.has_value()) {
     return absl::InvalidArgumentError(
@@ -43,10 +57,8 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
   }
   const MoeSpec& moe = *model.moe;
   const ParallelConfig& parallel = ctx.parallel;
-  const int64_t E = moe.num_experts;
-  const int64_t k = moe.top_k;
-  const int64_t f_e = moe.expert_ffn_hidden;
-  const int64_t h = model.hidden_size;
+  MoeShape s{.experts = moe.num_experts, .top_k = moe.top_k, .hidden = model.hidden_size};
+  const int64_t E = s.experts, k = s.top_k, f_e = moe.expert_ffn_hidden;
   if (E <= 0 || k <= 0 || k > E || f_e <= 0 || moe.num_shared_experts < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model ", model.name, ": MoE needs num_experts > 0, 0 < top_k <= num_experts and "
@@ -57,100 +69,123 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
   PROJECTOR_RETURN_IF_ERROR(CheckDivisible("tokens per micro-batch (micro_batch*seq_len/cp)",
                                            dims.tokens, "tp (MoE tokens are split over TP)",
                                            dims.tp));
-  const int64_t t_l = dims.tokens / dims.tp;
-  const int64_t experts_l = E / parallel.ep;
+  s.tokens_local = dims.tokens / dims.tp;
+  s.local_experts = E / parallel.ep;
   // At least one row per local expert: a capacity is rounded up per expert (Megatron
   // get_capacity: ceil(tokens/experts · factor)), so a tiny factor still leaves one.
-  const int64_t pairs = std::max(
-      experts_l, static_cast<int64_t>(std::ceil(D(parallel.etp * t_l * k) *
-                                                    MoeExpertLoad(ctx.training) -
-                                                1e-9)));
-  const int64_t rows_per_expert = (pairs + experts_l - 1) / experts_l;
-  const int64_t f_l = f_e / parallel.etp;
-  const bool gated = model.mlp == MlpKind::kSwiGlu;
-  const double e = dims.act_bytes;
-  const int64_t shared_f =
-      moe.num_shared_experts *
-      (moe.shared_expert_ffn_hidden > 0 ? moe.shared_expert_ffn_hidden : f_e);
-  if (shared_f > 0) {
+  s.pairs = std::max(s.local_experts,
+                     static_cast<int64_t>(std::ceil(D(parallel.etp * s.tokens_local * k) *
+                                                        MoeExpertLoad(ctx.training) -
+                                                    1e-9)));
+  s.rows_per_expert = (s.pairs + s.local_experts - 1) / s.local_experts;
+  s.expert_ffn_local = f_e / parallel.etp;
+  s.gated = model.mlp == MlpKind::kSwiGlu;
+  s.shared_ffn = moe.num_shared_experts *
+                 (moe.shared_expert_ffn_hidden > 0 ? moe.shared_expert_ffn_hidden : f_e);
+  if (s.shared_ffn > 0) {
     PROJECTOR_RETURN_IF_ERROR(
         CheckDivisible("shared expert ffn (num_shared_experts*shared_expert_ffn_hidden)",
-                       shared_f, "tp", dims.tp));
+                       s.shared_ffn, "tp", dims.tp));
   }
+  return s;
+}
 
-  ModuleProfile profile;
-  profile.module = "moe";
-  profile.tokens = pairs;
-  profiler_internal::ModuleOpBuilder b("moe", profile.ops, 64, dims);
+// Router GEMM, fused softmax and top-k, and the permutation gather.
+void AddRoutingOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
+                   const profiler_internal::LayerDims& dims) {
+  const double e = dims.act_bytes;
   // Router: replicated over TP (not split), in the parameter dtype (bf16; Megatron's
   // moe_router_dtype=fp32 is not modelled), never FP8.
-  b.Linear("router", t_l, h, E, dims.act_dtype);
+  b.Linear("router", s.tokens_local, s.hidden, s.experts, dims.act_dtype);
   // Fused softmax + top-k: reads the logits, writes the top-k probabilities (fp32), indices
   // (int64) and the boolean routing map; backward reads the probability gradient and writes the
   // logit gradient.
-  const double logits = D(t_l) * D(E);
+  const double logits = D(s.tokens_local) * D(s.experts);
   b.Memory("router_topk",
-           MemoryOp{.bytes = Bytes(e * logits + 12.0 * D(t_l) * D(k) + logits),
+           MemoryOp{.bytes = Bytes(e * logits + 12.0 * D(s.tokens_local) * D(s.top_k) + logits),
                     .flops = Flops(5.0 * logits)},
-           MemoryOp{.bytes = Bytes(e * logits + 4.0 * D(t_l) * D(k)), .flops = Flops(3.0 * logits)});
+           MemoryOp{.bytes = Bytes(e * logits + 4.0 * D(s.tokens_local) * D(s.top_k)),
+                    .flops = Flops(3.0 * logits)});
   // Permutation gathers the T_l·k token copies (T_l·k·h·e bytes moved: read + write); its
   // backward is the unpermutation (scatter-add) of the gradients, the same traffic.
-  const double moved = D(t_l) * D(k) * D(h) * e;
+  const double moved = D(s.tokens_local) * D(s.top_k) * D(s.hidden) * e;
   const MemoryOp permute{.bytes = Bytes(2.0 * moved), .flops = Flops(0)};
   b.Memory("permute", permute, permute);
-  const profiler_internal::MlpOpNames expert_names{
-      .fc1 = "expert_fc1", .act = "expert_act", .fc2 = "expert_fc2"};
-  if (parallel.turbo_grouped_gemm) {
-    profiler_internal::AddMlpOps(b, expert_names, rows_per_expert, h, f_l, gated, dims.gemm_dtype,
-                                 e, rows_per_expert * experts_l,
-                                 /*batch=*/experts_l, /*repeat=*/1,
-                                 profiler_internal::LinearInput::kCast, dims.eager_elementwise);
-  } else {
-    profiler_internal::AddMlpOps(b, expert_names, rows_per_expert, h, f_l, gated, dims.gemm_dtype,
-                                 e, rows_per_expert * experts_l,
-                                 /*batch=*/1, /*repeat=*/experts_l,
-                                 profiler_internal::LinearInput::kCast, dims.eager_elementwise);
-  }
+}
+
+// The local experts' GEMMs (turbo: one batched GEMM per projection; legacy: one per expert),
+// the unpermutation, and the shared experts.
+void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
+                  const profiler_internal::LayerDims& dims, const ParallelConfig& parallel) {
+  const double e = dims.act_bytes;
+  const bool turbo = parallel.turbo_grouped_gemm;
+  profiler_internal::AddMlpOps(
+      b, {.fc1 = "expert_fc1", .act = "expert_act", .fc2 = "expert_fc2"}, s.rows_per_expert,
+      s.hidden, s.expert_ffn_local, s.gated, dims.gemm_dtype, e,
+      s.rows_per_expert * s.local_experts, /*batch=*/turbo ? s.local_experts : 1,
+      /*repeat=*/turbo ? 1 : s.local_experts, profiler_internal::LinearInput::kCast,
+      dims.eager_elementwise);
   // Unpermutation scales each copy by its routing probability and sums the k copies back
   // into token order; backward permutes the gradient again (and forms the probability
   // gradient).
-  const MemoryOp unpermute{.bytes = Bytes(2.0 * moved), .flops = Flops(2.0 * D(t_l) * D(k) * D(h))};
+  const double moved = D(s.tokens_local) * D(s.top_k) * D(s.hidden) * e;
+  const MemoryOp unpermute{.bytes = Bytes(2.0 * moved),
+                           .flops = Flops(2.0 * D(s.tokens_local) * D(s.top_k) * D(s.hidden))};
   b.Memory("unpermute", unpermute, unpermute);
-  int64_t shared_f_l = 0;
-  if (shared_f > 0) {
-    // Shared experts: one dense MLP of num_shared·shared_ffn, TP-split like the dense MLP, on
-    // all T tokens (gathered under SP).
-    shared_f_l = shared_f / dims.tp;
-    profiler_internal::AddMlpOps(b, {.fc1 = "shared_fc1", .act = "shared_act", .fc2 = "shared_fc2"},
-                                 dims.tokens, h, shared_f_l, gated, dims.gemm_dtype, e, dims.tokens,
-                                 /*batch=*/1, /*repeat=*/1, profiler_internal::LinearInput::kCast,
-                                 dims.eager_elementwise);
+  if (s.shared_ffn <= 0) return;
+  // Shared experts: one dense MLP of num_shared·shared_ffn, TP-split like the dense MLP, on
+  // all T tokens (gathered under SP).
+  profiler_internal::AddMlpOps(b, {.fc1 = "shared_fc1", .act = "shared_act", .fc2 = "shared_fc2"},
+                               dims.tokens, s.hidden, s.shared_ffn / dims.tp, s.gated,
+                               dims.gemm_dtype, e, dims.tokens, /*batch=*/1, /*repeat=*/1,
+                               profiler_internal::LinearInput::kCast, dims.eager_elementwise);
+}
+
+// Korthikanti et al. 2022's MLP terms applied per routed pair (pairs rows instead of sbh):
+// the MoE input (the norm output, SP-sharded; also the shared experts' fc1 input), the fp32
+// router probabilities, the permuted expert input, the experts' activation and fc2 inputs,
+// the expert outputs the weighted unpermutation keeps, the shared experts' activation and
+// fc2 inputs, and the dropout mask.
+Bytes StoredActivations(const MoeShape& s, const profiler_internal::LayerDims& dims) {
+  const double e = dims.act_bytes;
+  const double logits = D(s.tokens_local) * D(s.experts);
+  double stored = e * D(s.tokens_local) * D(s.hidden) + 4.0 * logits +
+                  e * D(s.pairs) * D(s.hidden) +
+                  profiler_internal::MlpInnerActivationBytes(s.pairs, s.expert_ffn_local, s.gated,
+                                                             e, dims.eager_elementwise) +
+                  e * D(s.pairs) * D(s.hidden);
+  if (s.shared_ffn > 0) {
+    stored += profiler_internal::MlpInnerActivationBytes(dims.tokens, s.shared_ffn / dims.tp,
+                                                         s.gated, e, dims.eager_elementwise);
   }
+  if (dims.hidden_dropout) stored += D(s.tokens_local) * D(s.hidden);
+  return Bytes(stored);
+}
+
+}  // namespace
+
+absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
+  PROJECTOR_ASSIGN_OR_RETURN(const profiler_internal::LayerDims dims,
+                             profiler_internal::ResolveDims(ctx));
+  PROJECTOR_ASSIGN_OR_RETURN(const MoeShape s, ResolveMoeShape(ctx, dims));
+  ModuleProfile profile;
+  profile.module = "moe";
+  profile.tokens = s.pairs;
+  profiler_internal::ModuleOpBuilder b("moe", profile.ops, 64, dims);
+  AddRoutingOps(b, s, dims);
+  AddExpertOps(b, s, dims, ctx.parallel);
   b.Finish(ctx.recompute);
 
-  profile.dense_parameters = D(h) * D(E);  // router, no bias
-  if (shared_f_l > 0) {
+  const bool bias = ctx.model.linear_bias;
+  profile.dense_parameters = D(s.hidden) * D(s.experts);  // router, no bias
+  if (s.shared_ffn > 0) {
     profile.dense_parameters +=
-        profiler_internal::MlpParameters(h, shared_f_l, gated, model.linear_bias);
+        profiler_internal::MlpParameters(s.hidden, s.shared_ffn / dims.tp, s.gated, bias);
   }
   profile.expert_parameters =
-      D(experts_l) * profiler_internal::MlpParameters(h, f_l, gated, model.linear_bias);
-
-  // Korthikanti et al. 2022's MLP terms applied per routed pair (pairs rows instead of sbh):
-  // the MoE input (the norm output, SP-sharded; also the shared experts' fc1 input), the fp32
-  // router probabilities, the permuted expert input, the experts' activation and fc2 inputs,
-  // the expert outputs the weighted unpermutation keeps, the shared experts' activation and
-  // fc2 inputs, and the dropout mask.
-  double stored =
-      e * D(t_l) * D(h) + 4.0 * logits + e * D(pairs) * D(h) +
-      profiler_internal::MlpInnerActivationBytes(pairs, f_l, gated, e, dims.eager_elementwise) +
-      e * D(pairs) * D(h);
-  if (shared_f_l > 0) {
-    stored += profiler_internal::MlpInnerActivationBytes(dims.tokens, shared_f_l, gated, e,
-                                                         dims.eager_elementwise);
-  }
-  if (dims.hidden_dropout) stored += D(t_l) * D(h);
-  profile.activation_bytes = Bytes(stored);
+      D(s.local_experts) *
+      profiler_internal::MlpParameters(s.hidden, s.expert_ffn_local, s.gated, bias);
+  profile.activation_bytes = StoredActivations(s, dims);
   profile.activation_bytes_selective = profile.activation_bytes;
   return profile;
 }
