@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "cli/flags.h"
-#include "core/parallel_config.h"
+#include "core/training_config.h"
 #include "hw_profiles/hardware_profile.h"
 #include "scenario/scenario.h"
 

@@ -1,49 +1,9 @@
 #include "core/parallel_config.h"
 
-#include <cstddef>
-#include <string>
-
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
 namespace projector {
-namespace {
-
-// The enumerator whose name (names[i] is enumerator i) is `name`, or "unknown <what> 'x';
-// accepted: a, b, ...".
-template <typename Enum, size_t N>
-absl::StatusOr<Enum> ParseByName(std::string_view name, const std::string_view (&names)[N],
-                                 std::string_view what) {
-  std::string accepted;
-  for (size_t i = 0; i < N; ++i) {
-    if (names[i] == name) return static_cast<Enum>(i);
-    accepted += (i > 0 ? ", " : "") + std::string(names[i]);
-  }
-  return absl::InvalidArgumentError(absl::StrCat("unknown ", std::string(what), " '",
-                                                 std::string(name), "'; accepted: ", accepted));
-}
-
-}  // namespace
-
-std::string_view RecomputeName(Recompute r) {
-  switch (r) {
-    case Recompute::kNone:
-      return "none";
-    case Recompute::kSelective:
-      return "selective";
-    case Recompute::kFull:
-      return "full";
-  }
-  return "?";
-}
-
-absl::StatusOr<Recompute> ParseRecompute(std::string_view name) {
-  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-    if (RecomputeName(r) == name) return r;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown recompute '", absl::string_view(name.data(), name.size()), "'; valid: none, selective, full"));
-}
 
 std::string_view PipelineScheduleName(PipelineSchedule s) {
   return s == PipelineSchedule::kZeroBubbleH1 ? kPipelineScheduleNames[1]
@@ -57,52 +17,6 @@ absl::StatusOr<PipelineSchedule> ParsePipelineSchedule(std::string_view name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown pipeline schedule '",
                                                  absl::string_view(name.data(), name.size()),
                                                  "'; accepted: 1f1b, zb-h1"));
-}
-
-std::string_view LossKernelName(LossKernel k) { return kLossKernelNames[static_cast<size_t>(k)]; }
-
-absl::StatusOr<LossKernel> ParseLossKernel(std::string_view name) {
-  return ParseByName<LossKernel>(name, kLossKernelNames, "loss kernel");
-}
-
-std::string_view TrainingStackName(TrainingStack s) {
-  return kTrainingStackNames[static_cast<size_t>(s)];
-}
-
-absl::StatusOr<TrainingStack> ParseTrainingStack(std::string_view name) {
-  return ParseByName<TrainingStack>(name, kTrainingStackNames, "training stack");
-}
-
-std::string_view FsdpImplName(FsdpImpl f) { return kFsdpImplNames[static_cast<size_t>(f)]; }
-
-absl::StatusOr<FsdpImpl> ParseFsdpImpl(std::string_view name) {
-  return ParseByName<FsdpImpl>(name, kFsdpImplNames, "FSDP implementation");
-}
-
-absl::StatusOr<DType> ParseGradReduceDtype(std::string_view name) {
-  if (name == "fp32") return DType::kFp32;
-  if (name == "bf16") return DType::kBf16;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown dtype '", absl::string_view(name.data(), name.size()), "'; accepted: fp32, bf16"));
-}
-
-absl::Status SetAttentionKernel(std::string_view value, TrainingConfig& training) {
-  if (value.empty()) {
-    return absl::InvalidArgumentError(
-        "empty attention kernel; valid: auto, flash, unfused or a kernel of the GPU profile");
-  }
-  if (value == "unfused") {
-    training.attention_kernel = AttentionKernel::kUnfused;
-    return absl::OkStatus();
-  }
-  training.attention_kernel = AttentionKernel::kFlash;
-  training.flash_kernel = std::string(value);
-  return absl::OkStatus();
-}
-
-std::string_view AttentionKernelValue(const TrainingConfig& training) {
-  if (training.attention_kernel == AttentionKernel::kUnfused) return "unfused";
-  return training.flash_kernel;
 }
 
 }  // namespace projector

@@ -1,5 +1,6 @@
-// The parallel layout and the training-run settings of one scenario, plus the process groups
-// the layout implies. Validation against a model and a cluster lives in projection/scenario.
+// The parallel layout of one scenario (degrees, sharding, pipeline schedule, MoE execution
+// switches) and the process groups it implies. The training-run settings are in
+// core/training_config.h; validation against a model and a cluster lives in scenario/.
 #ifndef PROJECTOR_CORE_PARALLEL_CONFIG_H_
 #define PROJECTOR_CORE_PARALLEL_CONFIG_H_
 
@@ -14,18 +15,6 @@
 
 namespace projector {
 
-enum class Recompute { kNone, kSelective, kFull };
-std::string_view RecomputeName(Recompute r);
-absl::StatusOr<Recompute> ParseRecompute(std::string_view name);
-
-// How the attention core (softmax(QKᵀ)·V) runs. kFlash: one fused tiled kernel per pass
-// (FlashAttention / cuDNN / CK / AITER; which one is TrainingConfig::flash_kernel), causal tiles
-// skipped, scores never in HBM. kUnfused: the pre-FlashAttention path of Megatron-LM (2019-2022)
-// and PyTorch's SDPA "math" fallback: batched GEMMs QKᵀ and P·V over the full s×s score matrix,
-// with the scale-mask-softmax (and attention dropout) as memory-bound kernels over scores held
-// in HBM.
-enum class AttentionKernel { kFlash, kUnfused };
-
 // Pipeline schedule. kOneFOneB: Megatron's 1F1B, interleaved when vpp > 1 (one backward pass per
 // micro-batch and chunk, weight gradients inside it). kZeroBubbleH1: ZB-H1 of Qi et al., "Zero
 // Bubble Pipeline Parallelism" (ICLR 2024, arXiv 2401.10241): the backward is split into B
@@ -37,20 +26,6 @@ std::string_view PipelineScheduleName(PipelineSchedule s);
 absl::StatusOr<PipelineSchedule> ParsePipelineSchedule(std::string_view name);
 // The schedule names ParsePipelineSchedule accepts.
 inline constexpr std::string_view kPipelineScheduleNames[] = {"1f1b", "zb-h1"};
-
-// The cross-entropy loss over the vocabulary logits. kMegatron: Megatron-core's
-// vocab_parallel_cross_entropy (fp32 softmax kept for backward, vocab sharded over TP). kPyTorch:
-// torch.nn.functional.cross_entropy in eager mode under autocast (an fp32 copy of the logits,
-// log-softmax and NLL as separate kernels), what PyTorch-native stacks run (llm-foundry's
-// torch_crossentropy, HF Transformers, torchtitan without torch.compile). kFused: one fused
-// online-softmax kernel that never writes the fp32 logits (flash-attn's and Liger's Triton
-// cross-entropy). kAuto: the stack's (ResolvedLossKernel).
-enum class LossKernel { kAuto, kMegatron, kPyTorch, kFused };
-// "auto", "megatron", "pytorch" or "fused".
-std::string_view LossKernelName(LossKernel k);
-absl::StatusOr<LossKernel> ParseLossKernel(std::string_view name);
-// The names ParseLossKernel accepts.
-inline constexpr std::string_view kLossKernelNames[] = {"auto", "megatron", "pytorch", "fused"};
 
 // Rank order: TP fastest, then CP, then DP (EP and expert-TP are carved out of TP·CP·DP for the
 // expert layers), then PP. num_gpus = tp·pp·cp·dp.
@@ -91,224 +66,6 @@ struct ParallelConfig {
 inline bool IsPyTorchNativeLayout(const ParallelConfig& p) {
   return p.fsdp && p.tp == 1 && p.pp == 1;
 }
-
-// The training stack whose kernel choices "auto" takes (ResolvedStack): kMegatron (Megatron-LM,
-// NeMo: Transformer Engine's attention, Megatron's vocab-parallel loss, no metric on the
-// logits), kLlmFoundry (MosaicML Composer/llm-foundry: PyTorch SDPA's attention, the fused
-// cross-entropy, Composer's two training metrics on the logits), kTorchTitan (PyTorch SDPA, an
-// eager cross-entropy over an fp32 copy of the logits, no metric). kAuto: kLlmFoundry for a
-// PyTorch-native layout (IsPyTorchNativeLayout), else kMegatron.
-enum class TrainingStack { kAuto, kMegatron, kLlmFoundry, kTorchTitan };
-// "auto", "megatron", "llm-foundry" or "torchtitan".
-std::string_view TrainingStackName(TrainingStack s);
-absl::StatusOr<TrainingStack> ParseTrainingStack(std::string_view name);
-// The names ParseTrainingStack accepts.
-inline constexpr std::string_view kTrainingStackNames[] = {"auto", "megatron", "llm-foundry",
-                                                           "torchtitan"};
-
-// The FSDP implementation that shards a layout with parallel.fsdp (its memory-bound copies and
-// gradient working set: projection/step_composer.h FsdpCopyBytesPerParam). kMegatronFsdp:
-// Megatron-FSDP's persistent buffers, no copies; kFsdp1: PyTorch FSDP1 (FlatParameter, what
-// llm-foundry/Composer wraps); kFsdp2: PyTorch FSDP2 (per-parameter DTensor, torchtitan's, and
-// Megatron-LM's --use-torch-fsdp2, which AMD's Primus runs). kAuto: the stack's
-// (ResolvedFsdpImpl).
-enum class FsdpImpl { kAuto, kMegatronFsdp, kFsdp1, kFsdp2 };
-inline constexpr std::string_view kFsdpImplNames[] = {"auto", "megatron-fsdp", "fsdp1", "fsdp2"};
-// "auto", "megatron-fsdp", "fsdp1" or "fsdp2".
-std::string_view FsdpImplName(FsdpImpl f);
-absl::StatusOr<FsdpImpl> ParseFsdpImpl(std::string_view name);
-
-// training.train_metric_passes when "auto" (ResolvedTrainMetricPasses), and the largest count
-// accepted (a sanity bound: Composer's LanguageCrossEntropy, LanguagePerplexity and the like).
-inline constexpr int64_t kAutoTrainMetricPasses = -1;
-inline constexpr int64_t kMaxTrainMetricPasses = 16;
-
-// training.hidden_dropout / attention_dropout when "auto" (profilers' ResolvedDropout).
-inline constexpr double kAutoDropout = -1;
-
-// Training-run settings.
-struct TrainingConfig {
-  int64_t seq_len = 4096;
-  int64_t micro_batch = 1;
-  int64_t global_batch = 8;
-  Recompute recompute = Recompute::kNone;
-  int64_t recompute_layers = 0;  // full recompute: layers per stage (0 = all)
-  DType precision = DType::kBf16;
-  AttentionKernel attention_kernel = AttentionKernel::kFlash;
-  // The flash kernel asked for: "auto" (PyTorch SDPA's kernel for an FSDP-only layout, the one
-  // it falls back to with ALiBi; else the GPU profile's default), "flash" (the profile's
-  // default) or a kernel the profile names ("fa2").
-  // Checked against the profile when the scenario is resolved (projection/scenario.h).
-  std::string flash_kernel = "auto";
-  TrainingStack stack = TrainingStack::kAuto;  // whose choices the "auto" kernels take
-  LossKernel loss_kernel = LossKernel::kAuto;  // the cross-entropy kernel (LossKernel)
-  // Training metrics evaluated on the logits after every micro-batch's backward, each one eager
-  // torch cross-entropy forward under autocast without grad (ResolvedTrainMetricPasses):
-  // kAutoTrainMetricPasses or 0..kMaxTrainMetricPasses.
-  int64_t train_metric_passes = kAutoTrainMetricPasses;
-  // torch.compile on a PyTorch-native stack (RunsEagerElementwise): Inductor fuses the
-  // elementwise chains of RMSNorm, RoPE and SwiGLU into single kernels, which is what the
-  // profilers model for Megatron's fused kernels too. false: they run eagerly, one kernel per
-  // PyTorch op. No effect on the megatron stack (Transformer Engine and Megatron's own fusions).
-  bool torch_compile = false;
-  FsdpImpl fsdp_impl = FsdpImpl::kAuto;  // how parallel.fsdp shards (FsdpImpl)
-  // Dropout probabilities, in [0, 1), or kAutoDropout (the stack's choice for the model:
-  // ResolvedDropout in profilers/module_profilers.h). hidden_dropout: after the embedding and on
-  // each residual branch (Megatron's embedding dropout and bias-dropout-add, MPT's emb_pdrop and
-  // resid_pdrop); attention_dropout: on the attention probabilities. Only whether one is > 0
-  // changes the cost: the masks are written, stored and read back whatever the probability.
-  double hidden_dropout = kAutoDropout;
-  double attention_dropout = kAutoDropout;
-  bool overlap_grad_reduce = true;   // DP gradient sync overlapped with backward (Megatron)
-  bool overlap_param_gather = true;  // distributed optimizer all-gather overlapped with forward
-  // Megatron --tp-comm-overlap (Transformer Engine userbuffers): TP AllGather/ReduceScatter
-  // overlapped with their GEMMs. Off by default, as in Megatron-LM.
-  bool tp_comm_overlap = false;
-  // Data type of the gradient reduction and of Megatron's main-grad buffer: kFp32 (Megatron
-  // forces accumulate_allreduce_grads_in_fp32 under bf16; the default) or kBf16 (Megatron
-  // --grad-reduce-in-bf16, PyTorch FSDP MixedPrecision(reduce_dtype=bfloat16)).
-  DType grad_reduce_dtype = DType::kFp32;
-  // MoE token routing (MoE models only; Megatron-core MoE flags). moe_capacity_factor: 0 =
-  // dropless (Megatron's default); > 0 = --moe-expert-capacity-factor: each expert takes at most
-  // that multiple of its balanced share of the token-expert pairs and drops the rest.
-  // moe_pad_to_capacity: --moe-pad-expert-input-to-capacity, every expert's input padded to that
-  // capacity. moe_imbalance: the token-expert pairs the busiest EP rank receives over the
-  // balanced mean (>= 1; 1 = balanced, as in benchmark runs that force load balancing). A
-  // what-if: no router is simulated.
-  double moe_capacity_factor = 0;
-  bool moe_pad_to_capacity = false;
-  double moe_imbalance = 1.0;
-};
-
-// Token-expert pairs the busiest EP rank's experts process (and receive and send back through
-// the All-to-All), over the balanced share: the capacity factor when every expert is padded to
-// it; else the imbalance, capped by the capacity factor when one is set (pairs beyond the
-// capacity are dropped). 1 for balanced dropless routing.
-inline double MoeExpertLoad(const TrainingConfig& t) {
-  if (t.moe_capacity_factor > 0 && t.moe_pad_to_capacity) return t.moe_capacity_factor;
-  if (t.moe_capacity_factor > 0 && t.moe_imbalance > t.moe_capacity_factor) {
-    return t.moe_capacity_factor;
-  }
-  return t.moe_imbalance;
-}
-
-// The stack that runs: training.stack, with kAuto resolved from the layout; never kAuto.
-inline TrainingStack ResolvedStack(const TrainingConfig& t, const ParallelConfig& p) {
-  if (t.stack != TrainingStack::kAuto) return t.stack;
-  return IsPyTorchNativeLayout(p) ? TrainingStack::kLlmFoundry : TrainingStack::kMegatron;
-}
-// A stack on PyTorch's own attention (SDPA) rather than Transformer Engine's.
-inline bool RunsPyTorchAttention(TrainingStack s) {
-  return s == TrainingStack::kLlmFoundry || s == TrainingStack::kTorchTitan;
-}
-// Elementwise work runs as eager PyTorch ops, one kernel per op (profiler_internal.h's
-// Eager* byte counts): a PyTorch-native stack without torch.compile.
-inline bool RunsEagerElementwise(const TrainingConfig& t, const ParallelConfig& p) {
-  return RunsPyTorchAttention(ResolvedStack(t, p)) && !t.torch_compile;
-}
-
-// How-a-run-executes settings that a command line or a validate/calibrate what-if overrides
-// (--stack, --loss-kernel, --train-metric-passes, --torch-compile, --fsdp-impl,
-// --hidden-dropout, --attention-dropout); an absent one leaves the config's value.
-struct TrainingOverrides {
-  std::optional<TrainingStack> stack;
-  std::optional<LossKernel> loss_kernel;
-  std::optional<int64_t> train_metric_passes;
-  std::optional<bool> torch_compile;
-  std::optional<FsdpImpl> fsdp_impl;
-  std::optional<double> hidden_dropout;  // kAutoDropout for "auto"
-  std::optional<double> attention_dropout;
-  bool Any() const {
-    return stack || loss_kernel || train_metric_passes || torch_compile || fsdp_impl ||
-           hidden_dropout || attention_dropout;
-  }
-  void ApplyTo(TrainingConfig& training) const {
-    if (stack) training.stack = *stack;
-    if (loss_kernel) training.loss_kernel = *loss_kernel;
-    if (train_metric_passes) training.train_metric_passes = *train_metric_passes;
-    if (torch_compile) training.torch_compile = *torch_compile;
-    if (fsdp_impl) training.fsdp_impl = *fsdp_impl;
-    if (hidden_dropout) training.hidden_dropout = *hidden_dropout;
-    if (attention_dropout) training.attention_dropout = *attention_dropout;
-  }
-};
-
-// The loss kernel that runs: training.loss_kernel, with kAuto resolved from the stack
-// (ResolvedStack); never kAuto. torchtitan casts the logits to fp32 and calls
-// F.cross_entropy eagerly (kPyTorch). llm-foundry gets kFused: its MPT trains with
-// loss_fn: fused_crossentropy, flash-attn's Triton cross-entropy, by default (recalled from
-// llmfoundry/models/mpt/modeling_mpt.py, not in the stored sources), and the micro-batches of its
-// published runs leave no room in HBM for the 14 bytes per logit of the eager loss at its peak
-// (CrossEntropyBytesPerLogit). Megatron gets kMegatron.
-inline LossKernel ResolvedLossKernel(const TrainingConfig& t, const ParallelConfig& p) {
-  if (t.loss_kernel != LossKernel::kAuto) return t.loss_kernel;
-  switch (ResolvedStack(t, p)) {
-    case TrainingStack::kLlmFoundry:
-      return LossKernel::kFused;
-    case TrainingStack::kTorchTitan:
-      return LossKernel::kPyTorch;
-    case TrainingStack::kAuto:
-    case TrainingStack::kMegatron:
-      break;
-  }
-  return LossKernel::kMegatron;
-}
-
-// The two training metrics Composer evaluates on the logits of every micro-batch for
-// llm-foundry's MPT (ComposerMPTCausalLM train_metrics: LanguageCrossEntropy and
-// LanguagePerplexity, each its own torch.nn.CrossEntropyLoss over the logits; Trainer
-// _train_microbatch calls _eval_train_metrics after the backward, under the autocast precision
-// context and without grad; llm-foundry later added `use_train_metrics` to switch them off).
-// Recalled from mosaicml/composer trainer.py and composer/metrics/nlp.py, not in the stored
-// sources. The published llm-foundry runs show it: a least-squares split of their 8-GPU runs
-// on A100 40/80 GB and H100 (tools/split_fit.py --logit-bytes --train-metric-passes 0) finds
-// 32-47 bytes per logit of memory-bound work on top of the fused loss (two passes model 44), and
-// it leaves the runs' HBM fit intact (the metrics run after the backward has freed the
-// activations).
-inline constexpr int64_t kComposerTrainMetricPasses = 2;
-
-// The FSDP implementation that runs: training.fsdp_impl, with kAuto resolved from the stack
-// (ResolvedStack): FSDP1 for llm-foundry, FSDP2 for torchtitan, Megatron-FSDP for megatron;
-// never kAuto.
-inline FsdpImpl ResolvedFsdpImpl(const TrainingConfig& t, const ParallelConfig& p) {
-  if (t.fsdp_impl != FsdpImpl::kAuto) return t.fsdp_impl;
-  switch (ResolvedStack(t, p)) {
-    case TrainingStack::kLlmFoundry:
-      return FsdpImpl::kFsdp1;
-    case TrainingStack::kTorchTitan:
-      return FsdpImpl::kFsdp2;
-    case TrainingStack::kAuto:
-    case TrainingStack::kMegatron:
-      break;
-  }
-  return FsdpImpl::kMegatronFsdp;
-}
-
-// The train-metric passes that run: training.train_metric_passes, with auto resolved from the
-// stack (ResolvedStack): llm-foundry's kComposerTrainMetricPasses; none for Megatron-LM and
-// torchtitan, which log the loss only.
-inline int64_t ResolvedTrainMetricPasses(const TrainingConfig& t, const ParallelConfig& p) {
-  if (t.train_metric_passes != kAutoTrainMetricPasses) return t.train_metric_passes;
-  return ResolvedStack(t, p) == TrainingStack::kLlmFoundry ? kComposerTrainMetricPasses : 0;
-}
-
-// Reads a training.grad_reduce_dtype value: "fp32" or "bf16"; kInvalidArgument otherwise.
-absl::StatusOr<DType> ParseGradReduceDtype(std::string_view name);
-
-// Bytes per parameter of the gradient reduction (and of Megatron's main-grad buffer).
-inline double GradReduceBytesPerParam(const TrainingConfig& t) {
-  return t.grad_reduce_dtype == DType::kBf16 ? 2.0 : 4.0;
-}
-
-// The training.attention_kernel values that name no kernel of a GPU profile; profiles may not
-// use them as kernel names.
-inline constexpr std::string_view kAttentionKernelRequests[] = {"auto", "flash", "unfused"};
-
-// Reads a training.attention_kernel value: "unfused", else a flash kernel request ("auto",
-// "flash" or a kernel name). kInvalidArgument for an empty value.
-absl::Status SetAttentionKernel(std::string_view value, TrainingConfig& training);
-// The value as written: "unfused" or the flash kernel request.
-std::string_view AttentionKernelValue(const TrainingConfig& training);
 
 }  // namespace projector
 

@@ -15,8 +15,8 @@
 #include "absl/strings/str_join.h"
 #include "core/file_memo.h"
 #include "core/json_reader.h"
-#include "core/parallel_config.h"
 #include "core/status_macros.h"
+#include "core/training_config.h"
 
 #ifndef PROJECTOR_DEFAULT_HW_PROFILES_DIR
 #define PROJECTOR_DEFAULT_HW_PROFILES_DIR "hw_profiles"

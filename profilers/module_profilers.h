@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/parallel_config.h"
+#include "core/training_config.h"
 #include "core/units.h"
 #include "models/model_spec.h"
 #include "profilers/op_list.h"

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "core/dtype.h"
 #include "core/op_shapes.h"
-#include "core/parallel_config.h"
+#include "core/training_config.h"
 #include "core/units.h"
 #include "profilers/module_profilers.h"
 #include "profilers/op_list.h"

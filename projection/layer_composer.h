@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "backends/collective_backend.h"
-#include "core/parallel_config.h"
+#include "core/training_config.h"
 #include "core/units.h"
 #include "hw_profiles/hardware_profile.h"
 #include "models/model_spec.h"

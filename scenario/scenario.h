@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "backends/backend_registry.h"
-#include "core/parallel_config.h"
+#include "core/training_config.h"
 #include "hw_profiles/hardware_profile.h"
 #include "models/model_spec.h"
 #include "nlohmann/json.hpp"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/parallel_config.h"
+#include "core/training_config.h"
 #include "core/units.h"
 #include "hw_profiles/hardware_profile.h"
 #include "nlohmann/json.hpp"

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/dtype.h"
-#include "core/parallel_config.h"
+#include "core/training_config.h"
 #include "nlohmann/json.hpp"
 
 namespace projector {

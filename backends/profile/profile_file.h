@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "core/dtype.h"
 #include "core/op_shapes.h"
-#include "core/parallel_config.h"
+#include "core/training_config.h"
 #include "core/units.h"
 #include "nlohmann/json.hpp"
 

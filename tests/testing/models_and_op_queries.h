@@ -7,7 +7,7 @@
 #include <string_view>
 #include <utility>
 
-#include "core/parallel_config.h"
+#include "core/training_config.h"
 #include "models/model_spec.h"
 #include "profilers/module_profilers.h"
 #include "profilers/op_list.h"
