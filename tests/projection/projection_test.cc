@@ -214,3 +214,24 @@ TEST(ProjectTest, MeasuredTgsGivesSignedErrorPercent) {
 
 }  // namespace
 }  // namespace projector
+
+namespace projector {
+namespace {
+
+TEST(ReplayedPassesTest, PipelineChunksTimesMicroBatchesTimesPasses) {
+  Scenario s = testing::ToyScenario();
+  s.parallel.pp = 4;
+  s.parallel.vpp = 2;
+  s.parallel.dp = 2;
+  s.training.micro_batch = 1;
+  s.training.global_batch = 64;
+  // 64 / (1·2) = 32 micro-batches; pp·vpp = 8 chunks; forward + backward = 2 passes each.
+  EXPECT_DOUBLE_EQ(ReplayedPasses(s), 8.0 * 32.0 * 2.0);
+  // Zero bubble runs one chunk per rank and a third pass (W) per micro-batch: 4·32·3.
+  s.parallel.vpp = 1;
+  s.parallel.pipeline_schedule = PipelineSchedule::kZeroBubbleH1;
+  EXPECT_DOUBLE_EQ(ReplayedPasses(s), 4.0 * 32.0 * 3.0);
+}
+
+}  // namespace
+}  // namespace projector

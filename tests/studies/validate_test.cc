@@ -368,3 +368,39 @@ TEST(ValidateCasesFileTest, MissingFile) {
 
 }  // namespace
 }  // namespace projector
+
+namespace projector {
+namespace {
+
+ValidationReport ReportWith(int projected, double median_pct, double within_20_pct) {
+  ValidationReport r;
+  r.summary.projected = projected;
+  r.summary.median_abs_error_pct = median_pct;
+  r.summary.within_20_pct = within_20_pct;
+  return r;
+}
+
+TEST(CheckAccuracyFloorTest, NoFloorAlwaysPasses) {
+  EXPECT_TRUE(CheckAccuracyFloor(ReportWith(0, 99, 0), AccuracyFloor{}).ok());
+}
+
+TEST(CheckAccuracyFloorTest, EachLimitIsOutOfRangeWhenMissed) {
+  const ValidationReport r = ReportWith(10, 12.0, 70.0);
+  EXPECT_TRUE(CheckAccuracyFloor(r, {.max_median_abs_error_pct = 12.0, .min_within_20_pct = std::nullopt}).ok());
+  EXPECT_THAT(CheckAccuracyFloor(r, {.max_median_abs_error_pct = 10.0, .min_within_20_pct = std::nullopt}),
+              testing::StatusIs(absl::StatusCode::kOutOfRange,
+                                ::testing::HasSubstr("median |error| 12.0% > 10.0%")));
+  EXPECT_TRUE(CheckAccuracyFloor(r, {.max_median_abs_error_pct = std::nullopt, .min_within_20_pct = 70.0}).ok());
+  EXPECT_THAT(CheckAccuracyFloor(r, {.max_median_abs_error_pct = std::nullopt, .min_within_20_pct = 75.0}),
+              testing::StatusIs(absl::StatusCode::kOutOfRange,
+                                ::testing::HasSubstr("70.0% of cases within 20% < 75.0%")));
+}
+
+TEST(CheckAccuracyFloorTest, NothingProjectedFailsAnyFloor) {
+  EXPECT_THAT(CheckAccuracyFloor(ReportWith(0, 0, 100), {.max_median_abs_error_pct = std::nullopt, .min_within_20_pct = 1.0}),
+              testing::StatusIs(absl::StatusCode::kOutOfRange,
+                                ::testing::HasSubstr("no case was projected")));
+}
+
+}  // namespace
+}  // namespace projector
