@@ -74,7 +74,7 @@ absl::StatusOr<FsdpImpl> ParseFsdpImpl(std::string_view name);
 inline constexpr int64_t kAutoTrainMetricPasses = -1;
 inline constexpr int64_t kMaxTrainMetricPasses = 16;
 
-// training.hidden_dropout / attention_dropout when "auto" (profilers' ResolvedDropout).
+// training.hidden_dropout / attention_dropout when "auto" (ResolvedDropout in scenario/training_defaults.h).
 inline constexpr double kAutoDropout = -1;
 
 // Training-run settings.
@@ -104,7 +104,7 @@ struct TrainingConfig {
   bool torch_compile = false;
   FsdpImpl fsdp_impl = FsdpImpl::kAuto;  // how parallel.fsdp shards (FsdpImpl)
   // Dropout probabilities, in [0, 1), or kAutoDropout (the stack's choice for the model:
-  // ResolvedDropout in profilers/module_profilers.h). hidden_dropout: after the embedding and on
+  // ResolvedDropout in scenario/training_defaults.h). hidden_dropout: after the embedding and on
   // each residual branch (Megatron's embedding dropout and bias-dropout-add, MPT's emb_pdrop and
   // resid_pdrop); attention_dropout: on the attention probabilities. Only whether one is > 0
   // changes the cost: the masks are written, stored and read back whatever the probability.
@@ -143,20 +143,30 @@ inline double MoeExpertLoad(const TrainingConfig& t) {
   return t.moe_imbalance;
 }
 
-// The stack that runs: training.stack, with kAuto resolved from the layout; never kAuto.
-inline TrainingStack ResolvedStack(const TrainingConfig& t, const ParallelConfig& p) {
-  if (t.stack != TrainingStack::kAuto) return t.stack;
-  return IsPyTorchNativeLayout(p) ? TrainingStack::kLlmFoundry : TrainingStack::kMegatron;
-}
 // A stack on PyTorch's own attention (SDPA) rather than Transformer Engine's.
 inline bool RunsPyTorchAttention(TrainingStack s) {
   return s == TrainingStack::kLlmFoundry || s == TrainingStack::kTorchTitan;
 }
 // Elementwise work runs as eager PyTorch ops, one kernel per op (profiler_internal.h's
 // Eager* byte counts): a PyTorch-native stack without torch.compile.
-inline bool RunsEagerElementwise(const TrainingConfig& t, const ParallelConfig& p) {
-  return RunsPyTorchAttention(ResolvedStack(t, p)) && !t.torch_compile;
-}
+
+// What runs for a scenario's "auto" settings on its layout and model, resolved once by
+// scenario/training_defaults.h (ResolveRunChoices); the profilers and composers read these, never
+// the requests in TrainingConfig. The defaults are Megatron-LM's.
+struct DropoutRates {
+  double hidden = 0;
+  double attention = 0;
+};
+struct RunChoices {
+  TrainingStack stack = TrainingStack::kMegatron;
+  LossKernel loss_kernel = LossKernel::kMegatron;
+  FsdpImpl fsdp_impl = FsdpImpl::kMegatronFsdp;
+  int64_t train_metric_passes = 0;  // eager cross-entropy passes over the logits (metrics)
+  DropoutRates dropout;
+  // Elementwise work runs as eager PyTorch ops, one kernel per op (profiler_internal.h's Eager*
+  // byte counts): a PyTorch-native stack without torch.compile.
+  bool eager_elementwise = false;
+};
 
 // How-a-run-executes settings that a command line or a validate/calibrate what-if overrides
 // (--stack, --loss-kernel, --train-metric-passes, --torch-compile, --fsdp-impl,
@@ -184,64 +194,9 @@ struct TrainingOverrides {
   }
 };
 
-// The loss kernel that runs: training.loss_kernel, with kAuto resolved from the stack
-// (ResolvedStack); never kAuto. torchtitan casts the logits to fp32 and calls
-// F.cross_entropy eagerly (kPyTorch). llm-foundry gets kFused: its MPT trains with
-// loss_fn: fused_crossentropy, flash-attn's Triton cross-entropy, by default (recalled from
-// llmfoundry/models/mpt/modeling_mpt.py, not in the stored sources), and the micro-batches of its
-// published runs leave no room in HBM for the 14 bytes per logit of the eager loss at its peak
-// (CrossEntropyBytesPerLogit). Megatron gets kMegatron.
-inline LossKernel ResolvedLossKernel(const TrainingConfig& t, const ParallelConfig& p) {
-  if (t.loss_kernel != LossKernel::kAuto) return t.loss_kernel;
-  switch (ResolvedStack(t, p)) {
-    case TrainingStack::kLlmFoundry:
-      return LossKernel::kFused;
-    case TrainingStack::kTorchTitan:
-      return LossKernel::kPyTorch;
-    case TrainingStack::kAuto:
-    case TrainingStack::kMegatron:
-      break;
-  }
-  return LossKernel::kMegatron;
-}
 
-// The two training metrics Composer evaluates on the logits of every micro-batch for
-// llm-foundry's MPT (ComposerMPTCausalLM train_metrics: LanguageCrossEntropy and
-// LanguagePerplexity, each its own torch.nn.CrossEntropyLoss over the logits; Trainer
-// _train_microbatch calls _eval_train_metrics after the backward, under the autocast precision
-// context and without grad; llm-foundry later added `use_train_metrics` to switch them off).
-// Recalled from mosaicml/composer trainer.py and composer/metrics/nlp.py, not in the stored
-// sources. The published llm-foundry runs show it: a least-squares split of their 8-GPU runs
-// on A100 40/80 GB and H100 (tools/split_fit.py --logit-bytes --train-metric-passes 0) finds
-// 32-47 bytes per logit of memory-bound work on top of the fused loss (two passes model 44), and
-// it leaves the runs' HBM fit intact (the metrics run after the backward has freed the
-// activations).
-inline constexpr int64_t kComposerTrainMetricPasses = 2;
 
-// The FSDP implementation that runs: training.fsdp_impl, with kAuto resolved from the stack
-// (ResolvedStack): FSDP1 for llm-foundry, FSDP2 for torchtitan, Megatron-FSDP for megatron;
-// never kAuto.
-inline FsdpImpl ResolvedFsdpImpl(const TrainingConfig& t, const ParallelConfig& p) {
-  if (t.fsdp_impl != FsdpImpl::kAuto) return t.fsdp_impl;
-  switch (ResolvedStack(t, p)) {
-    case TrainingStack::kLlmFoundry:
-      return FsdpImpl::kFsdp1;
-    case TrainingStack::kTorchTitan:
-      return FsdpImpl::kFsdp2;
-    case TrainingStack::kAuto:
-    case TrainingStack::kMegatron:
-      break;
-  }
-  return FsdpImpl::kMegatronFsdp;
-}
 
-// The train-metric passes that run: training.train_metric_passes, with auto resolved from the
-// stack (ResolvedStack): llm-foundry's kComposerTrainMetricPasses; none for Megatron-LM and
-// torchtitan, which log the loss only.
-inline int64_t ResolvedTrainMetricPasses(const TrainingConfig& t, const ParallelConfig& p) {
-  if (t.train_metric_passes != kAutoTrainMetricPasses) return t.train_metric_passes;
-  return ResolvedStack(t, p) == TrainingStack::kLlmFoundry ? kComposerTrainMetricPasses : 0;
-}
 
 // Reads a training.grad_reduce_dtype value: "fp32" or "bf16"; kInvalidArgument otherwise.
 absl::StatusOr<DType> ParseGradReduceDtype(std::string_view name);

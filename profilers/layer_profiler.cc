@@ -13,21 +13,6 @@ int64_t TokensPerGpu(const ModelSpec& /*model*/, const ParallelConfig& parallel,
   return training.micro_batch * training.seq_len / cp;
 }
 
-bool IsGptStyle(const ModelSpec& model) {
-  return model.mlp == MlpKind::kGelu && model.norm == NormKind::kLayerNorm;
-}
-
-DropoutRates ResolvedDropout(const ModelSpec& model, const ParallelConfig& parallel,
-                             const TrainingConfig& training) {
-  const double stack_default =
-      ResolvedStack(training, parallel) == TrainingStack::kMegatron && IsGptStyle(model)
-          ? kMegatronDefaultDropout
-          : 0.0;
-  auto resolve = [&](double p) { return p == kAutoDropout ? stack_default : p; };
-  return {.hidden = resolve(training.hidden_dropout),
-          .attention = resolve(training.attention_dropout)};
-}
-
 absl::StatusOr<LayerProfile> ProfileLayer(const ProfileContext& ctx, bool is_moe) {
   if (is_moe && !ctx.model.moe.has_value()) {
     return absl::InvalidArgumentError(

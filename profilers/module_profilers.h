@@ -25,27 +25,9 @@ struct ProfileContext {
   // Recompute applied to this layer: kFull adds a kRecompute copy of every forward op,
   // kSelective a copy of the attention core (Megatron's selective recompute), kNone nothing.
   Recompute recompute = Recompute::kNone;
+  RunChoices run;  // what the stack runs (scenario/training_defaults.h ResolveRunChoices)
 };
 
-// The dropout a run trains with (training.hidden_dropout / attention_dropout), each
-// kAutoDropout resolved from the stack and the model. Megatron-LM defaults both to
-// kMegatronDefaultDropout (arguments.py --hidden-dropout / --attention-dropout, megatron-core
-// TransformerConfig hidden_dropout / attention_dropout), which its GPT recipes keep
-// (examples/gpt3/train_gpt3_175b_distributed.sh and the SC21-era pretrain_gpt scripts set
-// neither): auto is 0.1 for a GPT-style model (IsGptStyle) on the megatron stack. Its
-// Llama-style recipes (examples/llama, NeMo's Llama, Mixtral and DeepSeek configs) set both
-// to 0, llm-foundry's MPT trains without dropout (MPTConfig attn_pdrop, resid_pdrop and
-// emb_pdrop 0.0) and so do torchtitan's models: auto is 0 there. Recalled from those
-// repositories, not in the stored sources.
-inline constexpr double kMegatronDefaultDropout = 0.1;
-struct DropoutRates {
-  double hidden = 0;
-  double attention = 0;
-};
-// GPT-2/3 style: plain GELU MLP and LayerNorm (Megatron GPT, MPT), not Llama's SwiGLU/RMSNorm.
-bool IsGptStyle(const ModelSpec& model);
-DropoutRates ResolvedDropout(const ModelSpec& model, const ParallelConfig& parallel,
-                             const TrainingConfig& training);
 
 struct ModuleProfile {
   std::string_view module;  // "attention", "mlp", "moe", "norms", "embedding", "output"
@@ -96,8 +78,8 @@ absl::StatusOr<ModuleProfile> ProfileEmbedding(const ProfileContext& ctx);
 // Tied embeddings: with pp == 1 the output projection uses the embedding's weight, so its
 // parameters are counted by ProfileEmbedding only; with pp > 1 the last stage holds its own
 // copy (Megatron keeps one and all-reduces its gradient with the first stage) and counts it.
-// The loss is the kernel ResolvedLossKernel picks (CrossEntropyBytesPerLogit). The
-// ResolvedTrainMetricPasses training metrics over the logits follow the backward as one
+// The loss is the kernel the run choices name (ctx.run.loss_kernel, CrossEntropyBytesPerLogit).
+// The ctx.run.train_metric_passes training metrics over the logits follow the backward as one
 // memory-bound op, "train_metrics" (TrainMetricBytesPerLogit), on the main head only: an MTP
 // module's pass of the head (kMtp) has none, the metrics read the model's output.
 enum class OutputHead { kMain, kMtp };
@@ -106,7 +88,7 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx,
 
 // HBM bytes per logit of one cross-entropy kernel: its forward and backward passes, what it
 // keeps for backward and what is alive at its peak. kAuto reads as kMegatron (resolve it first:
-// ResolvedLossKernel).
+// scenario/training_defaults.h ResolvedLossKernel).
 struct CrossEntropyTraffic {
   double forward = 0;
   double backward = 0;

@@ -80,13 +80,13 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx, Outp
            norm.Backward(norm_n, (layer_norm ? 14.0 : 8.0) * norm_n));
   b.Linear("output_proj", dims.tokens, h, v_l, dims.act_dtype);
   const CrossEntropyTraffic ce =
-      CrossEntropyBytesPerLogit(ResolvedLossKernel(ctx.training, ctx.parallel));
+      CrossEntropyBytesPerLogit(ctx.run.loss_kernel);
   b.Memory("cross_entropy",
            MemoryOp{.bytes = Bytes(ce.forward * logits), .flops = Flops(5.0 * logits)},
            MemoryOp{.bytes = Bytes(ce.backward * logits), .flops = Flops(2.0 * logits)});
   b.Finish(ctx.recompute);
   const int64_t metric_passes =
-      head == OutputHead::kMain ? ResolvedTrainMetricPasses(ctx.training, ctx.parallel) : 0;
+      head == OutputHead::kMain ? ctx.run.train_metric_passes : 0;
   const TrainMetricTraffic metric = TrainMetricBytesPerLogit();
   if (metric_passes > 0) {
     // After the backward, without grad: neither recomputed nor part of the loss's gradient, so

@@ -132,11 +132,10 @@ absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
       std::max(1.0, D(training.global_batch) / D(per_step));
   dims.weight_cast_cached = !parallel.fsdp;
   dims.weight_casts_per_micro_batch = dims.weight_cast_cached ? 1.0 / micro_batches : 1.0;
-  dims.eager_elementwise = RunsEagerElementwise(training, parallel);
-  dims.pytorch_modules = RunsPyTorchAttention(ResolvedStack(training, parallel));
-  const DropoutRates dropout = ResolvedDropout(ctx.model, parallel, training);
-  dims.hidden_dropout = dropout.hidden > 0;
-  dims.attention_dropout = dropout.attention > 0;
+  dims.eager_elementwise = ctx.run.eager_elementwise;
+  dims.pytorch_modules = RunsPyTorchAttention(ctx.run.stack);
+  dims.hidden_dropout = ctx.run.dropout.hidden > 0;
+  dims.attention_dropout = ctx.run.dropout.attention > 0;
   return dims;
 }
 

@@ -8,6 +8,7 @@
 #include "backends/backend_registry.h"
 #include "core/status_macros.h"
 #include "profilers/module_profilers.h"
+#include "scenario/training_defaults.h"
 
 namespace projector {
 namespace {
@@ -104,10 +105,11 @@ absl::StatusOr<ComposedKinds> ComposeLayerKinds(const Scenario& scenario,
                                                 const BackendRefs& backends,
                                                 const ProjectionOptions& options,
                                                 const LayerCompositionContext& lctx,
+                                                const RunChoices& run,
                                                 std::vector<OpTable>& op_tables) {
   const TrainingConfig& tr = scenario.training;
   ProfileContext ctx{.model = scenario.model, .parallel = scenario.parallel, .training = tr,
-                     .recompute = tr.recompute};
+                     .recompute = tr.recompute, .run = run};
   ComposedKinds kinds;
   kinds.moe_layers = scenario.model.NumMoeLayers();
   kinds.dense_layers = scenario.model.num_layers - kinds.moe_layers;
@@ -136,10 +138,11 @@ struct ComposedEnds {
 absl::StatusOr<ComposedEnds> ComposeEnds(const Scenario& scenario, const BackendRefs& backends,
                                          const ProjectionOptions& options,
                                          const LayerCompositionContext& lctx,
+                                         const RunChoices& run,
                                          std::vector<OpTable>& op_tables) {
   const TrainingConfig& tr = scenario.training;
   ProfileContext end_ctx{.model = scenario.model, .parallel = scenario.parallel, .training = tr,
-                         .recompute = Recompute::kNone};
+                         .recompute = Recompute::kNone, .run = run};
   PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile emb, ProfileEmbedding(end_ctx));
   PROJECTOR_RETURN_IF_ERROR(TimeOps(backends, emb.ops));
   PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile outl, ProfileOutputLayer(end_ctx));
@@ -159,7 +162,7 @@ absl::StatusOr<ComposedEnds> ComposeEnds(const Scenario& scenario, const Backend
   }
   // An MTP module's pass of the output head runs without the training metrics
   // (OutputHead::kMtp); it differs from the main head only when there are metric passes.
-  if (scenario.model.mtp_layers > 0 && ResolvedTrainMetricPasses(tr, scenario.parallel) > 0) {
+  if (scenario.model.mtp_layers > 0 && run.train_metric_passes > 0) {
     PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile head, ProfileOutputLayer(end_ctx, OutputHead::kMtp));
     PROJECTOR_RETURN_IF_ERROR(TimeOps(backends, head.ops));
     if (options.adjuster != nullptr) options.adjuster->AdjustModule("output", head);
@@ -225,11 +228,12 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                                .interference = MakeCommInterferenceModel(scenario.hw),
                                .weight_grad_deferred =
                                    par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1};
+  const RunChoices run = ResolveRunChoices(scenario.model, par, tr);
   std::vector<OpTable> op_tables;
   PROJECTOR_ASSIGN_OR_RETURN(const ComposedKinds kinds,
-                             ComposeLayerKinds(scenario, backends, options, lctx, op_tables));
+                             ComposeLayerKinds(scenario, backends, options, lctx, run, op_tables));
   PROJECTOR_ASSIGN_OR_RETURN(const ComposedEnds ends,
-                             ComposeEnds(scenario, backends, options, lctx, op_tables));
+                             ComposeEnds(scenario, backends, options, lctx, run, op_tables));
   StepInputs in{.model = scenario.model,
                 .parallel = par,
                 .training = tr,
@@ -239,7 +243,8 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                 .output = ends.output,
                 .mtp_output = ends.mtp_output,
                 .hbm_capacity = scenario.hw.gpu.hbm_capacity,
-                .interference = lctx.interference};
+                .interference = lctx.interference,
+                .run = run};
   std::vector<TimelineEvent> timeline;
   if (options.keep_timeline) in.timeline = &timeline;
   PROJECTOR_ASSIGN_OR_RETURN(StepResult step, ComposeStep(in, backends));

@@ -451,7 +451,7 @@ struct FsdpUnits {
 absl::StatusOr<FsdpUnits> ComposeFsdpUnits(const StepInputs& in, const BackendRefs& backends,
                                            int64_t micro_batches, double grad_bytes) {
   const ParallelConfig& par = in.parallel;
-  const FsdpImpl impl = ResolvedFsdpImpl(in.training, par);
+  const FsdpImpl impl = in.run.fsdp_impl;
   auto unit = [&](double dense_params, double expert_params) -> absl::StatusOr<FsdpUnit> {
     PROJECTOR_ASSIGN_OR_RETURN(FsdpUnit u, FsdpComm(backends.collective, in.interference, par,
                                                     dense_params, expert_params, grad_bytes));
@@ -735,7 +735,7 @@ absl::StatusOr<Seconds> OptimizerStep(const StepInputs& in, const BackendRefs& b
   PROJECTOR_ASSIGN_OR_RETURN(
       MemoryEstimate e,
       backends.memory.Estimate(MemoryOp{
-          .bytes = Bytes(updated * OptimizerBytesPerUpdatedParam(ResolvedStack(in.training, par))),
+          .bytes = Bytes(updated * OptimizerBytesPerUpdatedParam(in.run.stack)),
           .flops = Flops(updated * 12.0),
           .launches = 2}));
   return e.time;
@@ -766,7 +766,7 @@ MemoryModelConfig MemoryConfigOf(const StepInputs& in, int64_t v, int64_t m, dou
       .expert_shard = ExpertDpGroup(par).size,
       .grad_bytes_per_param = grad_bytes,
       .fsdp_gradient_bytes_per_unit_param =
-          FsdpCopyBytesPerParam(ResolvedFsdpImpl(in.training, par), grad_bytes, 1, m)
+          FsdpCopyBytesPerParam(in.run.fsdp_impl, grad_bytes, 1, m)
               .gradient_working_set,
       .hbm_capacity = in.hbm_capacity};
 }

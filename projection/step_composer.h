@@ -137,6 +137,7 @@ struct StepInputs {
   CommInterferenceModel interference{};
   // When set, receives every pass of the replayed schedule and each rank's tail (`--trace`).
   std::vector<TimelineEvent>* timeline = nullptr;
+  RunChoices run{};  // what the stack runs: its FSDP implementation and optimizer
 };
 
 struct StepResult {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "scenario/training_defaults.h"
 
 namespace projector {
 namespace {

@@ -16,6 +16,7 @@
 #include "core/json_reader.h"
 #include "core/status_macros.h"
 #include "profilers/module_profilers.h"
+#include "scenario/training_defaults.h"
 
 namespace projector {
 namespace {

@@ -18,6 +18,7 @@
 #include "profilers/module_profilers.h"
 #include "projection/layer_composer.h"
 #include "projection/layer_time_adjuster.h"
+#include "scenario/training_defaults.h"
 
 // GCC 12 reports a false -Warray-bounds inside std::map when nlohmann::json objects are built
 // (GCC bug 107138); the JSON code here is plain nlohmann::json use.
@@ -161,7 +162,8 @@ ProfileContext ContextOf(const Scenario& s) {
   return ProfileContext{.model = s.model,
                         .parallel = s.parallel,
                         .training = s.training,
-                        .recompute = s.training.recompute};
+                        .recompute = s.training.recompute,
+                        .run = ResolveRunChoices(s.model, s.parallel, s.training)};
 }
 
 // The layers (one per kind), embedding and output of `s`, timed with `refs` and composed (comm

@@ -18,6 +18,7 @@
 #include "core/number_format.h"
 #include "core/status_macros.h"
 #include "projection/projection.h"
+#include "scenario/training_defaults.h"
 
 // How the seed lab's design space (../shared/seeds/004, ASTRA-sim + STAGE, Part 3) maps onto
 // this search.

@@ -20,6 +20,7 @@
 #include "hw_profiles/hw_overlay.h"
 #include "projection/projection.h"
 #include "scenario/scenario.h"
+#include "scenario/training_defaults.h"
 
 namespace projector {
 namespace {

@@ -1,10 +1,10 @@
 cmake_minimum_required(VERSION 3.25)
 # Golden output: runs the CLI with ARGS and compares stdout+stderr (and, when OUT_FILE is set, the
 # file the command writes) byte for byte with the files in EXPECTED_DIR. The output folder's path
-# is written as @OUT@ in both, and the tool's own run time and thread count (search, validate) as
-# @TIME@ and @THREADS@, so the goldens hold on any machine.
-#   cmake -DEXE=... -DNAME=... -DARGS="a;b" -DEXPECTED_DIR=... -DOUT_DIR=... [-DOUT_FILE=f]
-#         -P run_golden.cmake
+# is written as @OUT@ in both, the repository's as @SRC@, and the tool's own run time and thread
+# count (search, validate) as @TIME@ and @THREADS@, so the goldens hold on any machine.
+#   cmake -DEXE=... -DNAME=... -DARGS="a;b" -DEXPECTED_DIR=... -DOUT_DIR=... -DSOURCE_DIR=...
+#         [-DOUT_FILE=f] -P run_golden.cmake
 # With PROJECTOR_UPDATE_GOLDENS=ON in the environment it rewrites the expected files instead
 # (tools/update_goldens.sh; never in CI).
 string(REPLACE "@OUT@" "${OUT_DIR}" arg_list "${ARGS}")
@@ -18,6 +18,7 @@ endif()
 function(mask_machine_figures var)
   set(text "${${var}}")
   string(REPLACE "${OUT_DIR}" "@OUT@" text "${text}")
+  string(REPLACE "${SOURCE_DIR}" "@SRC@" text "${text}")
   string(REGEX REPLACE "in [0-9.]+ s on [0-9]+ threads? \\([0-9,]+ per minute\\)"
          "in @TIME@ s on @THREADS@ threads (@RATE@ per minute)" text "${text}")
   string(REGEX REPLACE "cases in [0-9.]+ s" "cases in @TIME@ s" text "${text}")

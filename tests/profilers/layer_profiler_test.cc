@@ -3,6 +3,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "profilers/module_profilers.h"
+#include "scenario/training_defaults.h"
 #include "tests/testing/fake_backends.h"
 #include "tests/testing/models_and_op_queries.h"
 #include "tests/testing/status_matchers.h"

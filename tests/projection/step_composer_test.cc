@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scenario/training_defaults.h"
 #include "tests/testing/fake_backends.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/toy_scenario.h"
@@ -44,7 +45,9 @@ struct Fixture {
                   .output = output,
                   .mtp_output = std::nullopt,
                   .hbm_capacity = Gigabytes(80),
-                  .interference = interference};
+                  .interference = interference,
+                  .timeline = nullptr,
+                  .run = ResolveRunChoices(model, par, tr)};
     return ComposeStep(in, BackendRefs{.gemm = gemm, .attention = attention, .memory = memory,
                                        .collective = collective});
   }

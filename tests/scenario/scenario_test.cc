@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "projection/projection.h"
+#include "scenario/training_defaults.h"
 #include "tests/testing/status_matchers.h"
 
 namespace projector {

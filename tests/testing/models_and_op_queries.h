@@ -11,6 +11,7 @@
 #include "models/model_spec.h"
 #include "profilers/module_profilers.h"
 #include "profilers/op_list.h"
+#include "scenario/training_defaults.h"
 
 namespace projector::testing {
 
@@ -98,7 +99,8 @@ inline ModelSpec Mixtral8x7B() {
   return m;
 }
 
-// A model with a layout and run settings; Ctx() views them as a ProfileContext.
+// A model with a layout and run settings; Ctx() views them as a ProfileContext, with the run
+// choices scenario/ resolves for them.
 struct ProfilerCase {
   explicit ProfilerCase(ModelSpec m) : model(std::move(m)) {}
   ModelSpec model;
@@ -106,7 +108,8 @@ struct ProfilerCase {
   TrainingConfig training;
   ProfileContext Ctx(Recompute r = Recompute::kNone) const {
     return ProfileContext{.model = model, .parallel = parallel, .training = training,
-                          .recompute = r};
+                          .recompute = r,
+                          .run = ResolveRunChoices(model, parallel, training)};
   }
 };
 

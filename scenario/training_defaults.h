@@ -1,0 +1,110 @@
+// The "auto" policy of the training settings: which stack a layout is taken to run, and what
+// that stack runs (loss kernel, FSDP implementation, metric passes over the logits, dropout,
+// eager or compiled elementwise kernels), resolved once per scenario into RunChoices. The
+// notes that say so in a report ("defaults used") are in scenario/scenario.cc beside the
+// kernel and distributed-optimizer defaults.
+#ifndef PROJECTOR_SCENARIO_TRAINING_DEFAULTS_H_
+#define PROJECTOR_SCENARIO_TRAINING_DEFAULTS_H_
+
+#include <cstdint>
+
+#include "core/parallel_config.h"
+#include "core/training_config.h"
+#include "models/model_spec.h"
+
+namespace projector {
+
+// The stack that runs: training.stack, with kAuto resolved from the layout; never kAuto.
+inline TrainingStack ResolvedStack(const TrainingConfig& t, const ParallelConfig& p) {
+  if (t.stack != TrainingStack::kAuto) return t.stack;
+  return IsPyTorchNativeLayout(p) ? TrainingStack::kLlmFoundry : TrainingStack::kMegatron;
+}
+
+// Elementwise work runs as eager PyTorch ops, one kernel per op: a PyTorch-native stack without
+// torch.compile.
+inline bool RunsEagerElementwise(const TrainingConfig& t, const ParallelConfig& p) {
+  return RunsPyTorchAttention(ResolvedStack(t, p)) && !t.torch_compile;
+}
+
+// The loss kernel that runs: training.loss_kernel, with kAuto resolved from the stack
+// (ResolvedStack); never kAuto. torchtitan casts the logits to fp32 and calls
+// F.cross_entropy eagerly (kPyTorch). llm-foundry gets kFused: its MPT trains with
+// loss_fn: fused_crossentropy, flash-attn's Triton cross-entropy, by default (recalled from
+// llmfoundry/models/mpt/modeling_mpt.py, not in the stored sources), and the micro-batches of its
+// published runs leave no room in HBM for the 14 bytes per logit of the eager loss at its peak
+// (CrossEntropyBytesPerLogit). Megatron gets kMegatron.
+inline LossKernel ResolvedLossKernel(const TrainingConfig& t, const ParallelConfig& p) {
+  if (t.loss_kernel != LossKernel::kAuto) return t.loss_kernel;
+  switch (ResolvedStack(t, p)) {
+    case TrainingStack::kLlmFoundry:
+      return LossKernel::kFused;
+    case TrainingStack::kTorchTitan:
+      return LossKernel::kPyTorch;
+    case TrainingStack::kAuto:
+    case TrainingStack::kMegatron:
+      break;
+  }
+  return LossKernel::kMegatron;
+}
+
+// The two training metrics Composer evaluates on the logits of every micro-batch for
+// llm-foundry's MPT (ComposerMPTCausalLM train_metrics: LanguageCrossEntropy and
+// LanguagePerplexity, each its own torch.nn.CrossEntropyLoss over the logits; Trainer
+// _train_microbatch calls _eval_train_metrics after the backward, under the autocast precision
+// context and without grad; llm-foundry later added `use_train_metrics` to switch them off).
+// Recalled from mosaicml/composer trainer.py and composer/metrics/nlp.py, not in the stored
+// sources. The published llm-foundry runs show it: a least-squares split of their 8-GPU runs
+// on A100 40/80 GB and H100 (tools/split_fit.py --logit-bytes --train-metric-passes 0) finds
+// 32-47 bytes per logit of memory-bound work on top of the fused loss (two passes model 44), and
+// it leaves the runs' HBM fit intact (the metrics run after the backward has freed the
+// activations).
+inline constexpr int64_t kComposerTrainMetricPasses = 2;
+
+// The FSDP implementation that runs: training.fsdp_impl, with kAuto resolved from the stack
+// (ResolvedStack): FSDP1 for llm-foundry, FSDP2 for torchtitan, Megatron-FSDP for megatron;
+// never kAuto.
+inline FsdpImpl ResolvedFsdpImpl(const TrainingConfig& t, const ParallelConfig& p) {
+  if (t.fsdp_impl != FsdpImpl::kAuto) return t.fsdp_impl;
+  switch (ResolvedStack(t, p)) {
+    case TrainingStack::kLlmFoundry:
+      return FsdpImpl::kFsdp1;
+    case TrainingStack::kTorchTitan:
+      return FsdpImpl::kFsdp2;
+    case TrainingStack::kAuto:
+    case TrainingStack::kMegatron:
+      break;
+  }
+  return FsdpImpl::kMegatronFsdp;
+}
+
+// The train-metric passes that run: training.train_metric_passes, with auto resolved from the
+// stack (ResolvedStack): llm-foundry's kComposerTrainMetricPasses; none for Megatron-LM and
+// torchtitan, which log the loss only.
+inline int64_t ResolvedTrainMetricPasses(const TrainingConfig& t, const ParallelConfig& p) {
+  if (t.train_metric_passes != kAutoTrainMetricPasses) return t.train_metric_passes;
+  return ResolvedStack(t, p) == TrainingStack::kLlmFoundry ? kComposerTrainMetricPasses : 0;
+}
+
+// The dropout a run trains with (training.hidden_dropout / attention_dropout), each
+// kAutoDropout resolved from the stack and the model. Megatron-LM defaults both to
+// kMegatronDefaultDropout (arguments.py --hidden-dropout / --attention-dropout, megatron-core
+// TransformerConfig hidden_dropout / attention_dropout), which its GPT recipes keep
+// (examples/gpt3/train_gpt3_175b_distributed.sh and the SC21-era pretrain_gpt scripts set
+// neither): auto is 0.1 for a GPT-style model (IsGptStyle) on the megatron stack. Its
+// Llama-style recipes (examples/llama, NeMo's Llama, Mixtral and DeepSeek configs) set both
+// to 0, llm-foundry's MPT trains without dropout (MPTConfig attn_pdrop, resid_pdrop and
+// emb_pdrop 0.0) and so do torchtitan's models: auto is 0 there. Recalled from those
+// repositories, not in the stored sources.
+inline constexpr double kMegatronDefaultDropout = 0.1;
+// GPT-2/3 style: plain GELU MLP and LayerNorm (Megatron GPT, MPT), not Llama's SwiGLU/RMSNorm.
+bool IsGptStyle(const ModelSpec& model);
+DropoutRates ResolvedDropout(const ModelSpec& model, const ParallelConfig& parallel,
+                             const TrainingConfig& training);
+
+// Every choice above for one scenario's model, layout and settings.
+RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& parallel,
+                             const TrainingConfig& training);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_SCENARIO_TRAINING_DEFAULTS_H_
