@@ -15,7 +15,6 @@
 #include "absl/strings/str_join.h"
 #include "core/json_reader.h"
 #include "core/status_macros.h"
-#include "profilers/module_profilers.h"
 #include "scenario/training_defaults.h"
 
 namespace projector {
