@@ -190,17 +190,9 @@ absl::Status ParseBackends(JsonObject& b, BackendSelection& out) {
 // Mark the defaults_used entries of an "auto" stack, attention kernel, loss kernel and
 // train-metric pass count.
 constexpr std::string_view kKernelNotePrefix = "attention_kernel=";
-constexpr std::string_view kLossNotePrefix = "loss_kernel=";
-constexpr std::string_view kMetricNotePrefix = "train_metric_passes=";
-constexpr std::string_view kStackNotePrefix = "stack=";
-constexpr std::string_view kHiddenDropoutNotePrefix = "hidden_dropout=";
-constexpr std::string_view kFsdpImplNotePrefix = "fsdp_impl=";
-constexpr std::string_view kAttentionDropoutNotePrefix = "attention_dropout=";
 
 // "the llm-foundry stack" for the notes.
-std::string StackPhrase(const Scenario& s) {
-  return absl::StrFormat("the %s stack", TrainingStackName(ResolvedStack(s.training, s.parallel)));
-}
+std::string StackPhrase(const Scenario& s) { return StackPhrase(s.training, s.parallel); }
 
 // What "auto" runs: a stack on PyTorch's attention gets PyTorch SDPA's kernel (with ALiBi's
 // additive bias, the one SDPA falls back to), when the profile names them; anything else the
@@ -473,85 +465,6 @@ absl::StatusOr<Scenario> DefaultScenario() {
 
 namespace {
 
-// The defaults_used entry of an "auto" loss kernel.
-std::string AutoLossNote(const Scenario& s) {
-  const LossKernel k = ResolvedLossKernel(s.training, s.parallel);
-  std::string why;
-  switch (k) {
-    case LossKernel::kFused:
-      why = "runs a fused cross-entropy, llm-foundry's default flash-attn kernel";
-      break;
-    case LossKernel::kPyTorch:
-      why = "runs torch's cross-entropy eagerly on an fp32 copy of the logits";
-      break;
-    case LossKernel::kAuto:
-    case LossKernel::kMegatron:
-      why = "runs Megatron's vocab-parallel cross-entropy";
-      break;
-  }
-  return absl::StrFormat("%s%s (auto: %s %s)", kLossNotePrefix, LossKernelName(k), StackPhrase(s),
-                         why);
-}
-
-// The defaults_used entry of an "auto" training.stack.
-std::string AutoStackNote(const Scenario& s) {
-  const TrainingStack st = ResolvedStack(s.training, s.parallel);
-  return absl::StrFormat(
-      "%s%s (auto: %s; --stack megatron, llm-foundry or torchtitan for another)", kStackNotePrefix,
-      TrainingStackName(st),
-      st == TrainingStack::kLlmFoundry
-          ? "an FSDP-only layout is taken as a PyTorch-native stack, MosaicML's llm-foundry"
-          : "a layout with TP, PP or without FSDP is taken as Megatron-LM/NeMo");
-}
-
-// The defaults_used entry of an "auto" training.train_metric_passes.
-std::string AutoMetricNote(const Scenario& s) {
-  const int64_t n = ResolvedTrainMetricPasses(s.training, s.parallel);
-  return n > 0 ? absl::StrFormat(
-                     "%s%d (auto: %s, where Composer evaluates the training metrics "
-                     "LanguageCrossEntropy and LanguagePerplexity on the logits after every "
-                     "micro-batch's backward, an eager cross-entropy each; --train-metric-passes "
-                     "0 without them)",
-                     kMetricNotePrefix, n, StackPhrase(s))
-               : absl::StrFormat("%s0 (auto: %s evaluates no metric on the logits)",
-                                 kMetricNotePrefix, StackPhrase(s));
-}
-
-// The defaults_used entry of an "auto" training.fsdp_impl (FSDP layouts only).
-std::string AutoFsdpImplNote(const Scenario& s) {
-  const FsdpImpl f = ResolvedFsdpImpl(s.training, s.parallel);
-  const char* what = f == FsdpImpl::kFsdp1   ? "wraps the model in PyTorch FSDP1"
-                     : f == FsdpImpl::kFsdp2 ? "shards with PyTorch FSDP2"
-                                             : "shards with Megatron-FSDP's persistent buffers";
-  return absl::StrFormat(
-      "%s%s (auto: %s %s; --fsdp-impl megatron-fsdp, fsdp1 or fsdp2 for "
-      "another)",
-      kFsdpImplNotePrefix, FsdpImplName(f), StackPhrase(s), what);
-}
-
-// The defaults_used entry of an "auto" hidden_dropout or attention_dropout (or both).
-std::string AutoDropoutNote(const Scenario& s) {
-  const TrainingConfig& t = s.training;
-  const DropoutRates d = ResolvedDropout(s.model, s.parallel, t);
-  std::vector<std::string> fields;
-  if (t.hidden_dropout == kAutoDropout) {
-    fields.push_back(absl::StrFormat("%s%g", kHiddenDropoutNotePrefix, d.hidden));
-  }
-  if (t.attention_dropout == kAutoDropout) {
-    fields.push_back(absl::StrFormat("%s%g", kAttentionDropoutNotePrefix, d.attention));
-  }
-  std::string why;
-  if (ResolvedStack(t, s.parallel) != TrainingStack::kMegatron) {
-    why = absl::StrCat(StackPhrase(s), " trains without dropout");
-  } else if (IsGptStyle(s.model)) {
-    why = "Megatron-LM's default, which its recipes for GELU/LayerNorm GPT models keep";
-  } else {
-    why = "the Megatron/NeMo recipes of Llama-style models set no dropout";
-  }
-  return absl::StrFormat("%s (auto: %s; --hidden-dropout, --attention-dropout to set)",
-                         absl::StrJoin(fields, ", "), why);
-}
-
 // The attention half of ResolveKernels.
 absl::Status ResolveAttention(Scenario& s, const std::string& origin) {
   if (s.training.attention_kernel == AttentionKernel::kUnfused) {
@@ -583,22 +496,14 @@ absl::Status ResolveAttention(Scenario& s, const std::string& origin) {
 
 absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
   std::erase_if(s.defaults_used, [](const std::string& d) {
-    return d.starts_with(kKernelNotePrefix) || d.starts_with(kLossNotePrefix) ||
-           d.starts_with(kMetricNotePrefix) || d.starts_with(kStackNotePrefix) ||
-           d.starts_with(kHiddenDropoutNotePrefix) || d.starts_with(kAttentionDropoutNotePrefix) ||
-           d.starts_with(kFsdpImplNotePrefix);
+    return d.starts_with(kKernelNotePrefix) || IsRunChoiceNote(d);
   });
-  if (s.training.stack == TrainingStack::kAuto) s.defaults_used.push_back(AutoStackNote(s));
+  if (s.training.stack == TrainingStack::kAuto) {
+    s.defaults_used.push_back(AutoStackNote(s.training, s.parallel));
+  }
   PROJECTOR_RETURN_IF_ERROR(ResolveAttention(s, origin));
-  if (s.training.loss_kernel == LossKernel::kAuto) s.defaults_used.push_back(AutoLossNote(s));
-  if (s.training.train_metric_passes == kAutoTrainMetricPasses) {
-    s.defaults_used.push_back(AutoMetricNote(s));
-  }
-  if (s.training.hidden_dropout == kAutoDropout || s.training.attention_dropout == kAutoDropout) {
-    s.defaults_used.push_back(AutoDropoutNote(s));
-  }
-  if (s.parallel.fsdp && s.training.fsdp_impl == FsdpImpl::kAuto) {
-    s.defaults_used.push_back(AutoFsdpImplNote(s));
+  for (std::string& note : StackChoiceNotes(s.model, s.parallel, s.training)) {
+    s.defaults_used.push_back(std::move(note));
   }
   return absl::OkStatus();
 }

@@ -1,5 +1,12 @@
 #include "scenario/training_defaults.h"
 
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
 namespace projector {
 
 bool IsGptStyle(const ModelSpec& model) {
@@ -26,6 +33,126 @@ RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& paral
                     .train_metric_passes = ResolvedTrainMetricPasses(training, parallel),
                     .dropout = dropout,
                     .eager_elementwise = RunsEagerElementwise(training, parallel)};
+}
+
+namespace {
+
+// The prefixes of the notes below (IsRunChoiceNote).
+constexpr std::string_view kLossNotePrefix = "loss_kernel=";
+constexpr std::string_view kMetricNotePrefix = "train_metric_passes=";
+constexpr std::string_view kStackNotePrefix = "stack=";
+constexpr std::string_view kHiddenDropoutNotePrefix = "hidden_dropout=";
+constexpr std::string_view kFsdpImplNotePrefix = "fsdp_impl=";
+constexpr std::string_view kAttentionDropoutNotePrefix = "attention_dropout=";
+
+// The defaults_used entry of an "auto" loss kernel.
+std::string AutoLossNote(const TrainingConfig& t, const ParallelConfig& parallel) {
+  const LossKernel k = ResolvedLossKernel(t, parallel);
+  std::string why;
+  switch (k) {
+    case LossKernel::kFused:
+      why = "runs a fused cross-entropy, llm-foundry's default flash-attn kernel";
+      break;
+    case LossKernel::kPyTorch:
+      why = "runs torch's cross-entropy eagerly on an fp32 copy of the logits";
+      break;
+    case LossKernel::kAuto:
+    case LossKernel::kMegatron:
+      why = "runs Megatron's vocab-parallel cross-entropy";
+      break;
+  }
+  return absl::StrFormat("%s%s (auto: %s %s)", kLossNotePrefix, LossKernelName(k), StackPhrase(t, parallel),
+                         why);
+}
+
+
+// The defaults_used entry of an "auto" training.train_metric_passes.
+std::string AutoMetricNote(const TrainingConfig& t, const ParallelConfig& parallel) {
+  const int64_t n = ResolvedTrainMetricPasses(t, parallel);
+  return n > 0 ? absl::StrFormat(
+                     "%s%d (auto: %s, where Composer evaluates the training metrics "
+                     "LanguageCrossEntropy and LanguagePerplexity on the logits after every "
+                     "micro-batch's backward, an eager cross-entropy each; --train-metric-passes "
+                     "0 without them)",
+                     kMetricNotePrefix, n, StackPhrase(t, parallel))
+               : absl::StrFormat("%s0 (auto: %s evaluates no metric on the logits)",
+                                 kMetricNotePrefix, StackPhrase(t, parallel));
+}
+
+// The defaults_used entry of an "auto" training.fsdp_impl (FSDP layouts only).
+std::string AutoFsdpImplNote(const TrainingConfig& t, const ParallelConfig& parallel) {
+  const FsdpImpl f = ResolvedFsdpImpl(t, parallel);
+  const char* what = f == FsdpImpl::kFsdp1   ? "wraps the model in PyTorch FSDP1"
+                     : f == FsdpImpl::kFsdp2 ? "shards with PyTorch FSDP2"
+                                             : "shards with Megatron-FSDP's persistent buffers";
+  return absl::StrFormat(
+      "%s%s (auto: %s %s; --fsdp-impl megatron-fsdp, fsdp1 or fsdp2 for "
+      "another)",
+      kFsdpImplNotePrefix, FsdpImplName(f), StackPhrase(t, parallel), what);
+}
+
+// The defaults_used entry of an "auto" hidden_dropout or attention_dropout (or both).
+std::string AutoDropoutNote(const ModelSpec& model, const ParallelConfig& parallel, const TrainingConfig& t) {
+  const DropoutRates d = ResolvedDropout(model, parallel, t);
+  std::vector<std::string> fields;
+  if (t.hidden_dropout == kAutoDropout) {
+    fields.push_back(absl::StrFormat("%s%g", kHiddenDropoutNotePrefix, d.hidden));
+  }
+  if (t.attention_dropout == kAutoDropout) {
+    fields.push_back(absl::StrFormat("%s%g", kAttentionDropoutNotePrefix, d.attention));
+  }
+  std::string why;
+  if (ResolvedStack(t, parallel) != TrainingStack::kMegatron) {
+    why = absl::StrCat(StackPhrase(t, parallel), " trains without dropout");
+  } else if (IsGptStyle(model)) {
+    why = "Megatron-LM's default, which its recipes for GELU/LayerNorm GPT models keep";
+  } else {
+    why = "the Megatron/NeMo recipes of Llama-style models set no dropout";
+  }
+  return absl::StrFormat("%s (auto: %s; --hidden-dropout, --attention-dropout to set)",
+                         absl::StrJoin(fields, ", "), why);
+}
+
+}  // namespace
+
+std::string StackPhrase(const TrainingConfig& training, const ParallelConfig& parallel) {
+  return absl::StrFormat("the %s stack", TrainingStackName(ResolvedStack(training, parallel)));
+}
+
+// The defaults_used entry of an "auto" training.stack.
+std::string AutoStackNote(const TrainingConfig& t, const ParallelConfig& parallel) {
+  const TrainingStack st = ResolvedStack(t, parallel);
+  return absl::StrFormat(
+      "%s%s (auto: %s; --stack megatron, llm-foundry or torchtitan for another)", kStackNotePrefix,
+      TrainingStackName(st),
+      st == TrainingStack::kLlmFoundry
+          ? "an FSDP-only layout is taken as a PyTorch-native stack, MosaicML's llm-foundry"
+          : "a layout with TP, PP or without FSDP is taken as Megatron-LM/NeMo");
+}
+
+std::vector<std::string> StackChoiceNotes(const ModelSpec& model, const ParallelConfig& parallel,
+                                          const TrainingConfig& training) {
+  std::vector<std::string> notes;
+  if (training.loss_kernel == LossKernel::kAuto) notes.push_back(AutoLossNote(training, parallel));
+  if (training.train_metric_passes == kAutoTrainMetricPasses) {
+    notes.push_back(AutoMetricNote(training, parallel));
+  }
+  if (training.hidden_dropout == kAutoDropout || training.attention_dropout == kAutoDropout) {
+    notes.push_back(AutoDropoutNote(model, parallel, training));
+  }
+  if (parallel.fsdp && training.fsdp_impl == FsdpImpl::kAuto) {
+    notes.push_back(AutoFsdpImplNote(training, parallel));
+  }
+  return notes;
+}
+
+bool IsRunChoiceNote(std::string_view note) {
+  for (std::string_view prefix : {kLossNotePrefix, kMetricNotePrefix, kStackNotePrefix,
+                                  kHiddenDropoutNotePrefix, kAttentionDropoutNotePrefix,
+                                  kFsdpImplNotePrefix}) {
+    if (note.starts_with(prefix)) return true;
+  }
+  return false;
 }
 
 }  // namespace projector

@@ -1,12 +1,15 @@
 // The "auto" policy of the training settings: which stack a layout is taken to run, and what
 // that stack runs (loss kernel, FSDP implementation, metric passes over the logits, dropout,
-// eager or compiled elementwise kernels), resolved once per scenario into RunChoices. The
-// notes that say so in a report ("defaults used") are in scenario/scenario.cc beside the
-// kernel and distributed-optimizer defaults.
+// eager or compiled elementwise kernels), resolved once per scenario into RunChoices, and the
+// "defaults used" notes that say so in a report. The attention-kernel and distributed-optimizer
+// defaults, which also need the GPU profile, are in scenario/scenario.cc.
 #ifndef PROJECTOR_SCENARIO_TRAINING_DEFAULTS_H_
 #define PROJECTOR_SCENARIO_TRAINING_DEFAULTS_H_
 
 #include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/parallel_config.h"
 #include "core/training_config.h"
@@ -104,6 +107,18 @@ DropoutRates ResolvedDropout(const ModelSpec& model, const ParallelConfig& paral
 // Every choice above for one scenario's model, layout and settings.
 RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& parallel,
                              const TrainingConfig& training);
+
+// The "defaults used" notes, each saying what an "auto" setting became and why, with the flag
+// that sets another. StackPhrase: "the llm-foundry stack".
+std::string StackPhrase(const TrainingConfig& training, const ParallelConfig& parallel);
+// "stack=llm-foundry (auto: ...)", for an auto training.stack.
+std::string AutoStackNote(const TrainingConfig& training, const ParallelConfig& parallel);
+// The notes of the auto settings the stack decides, each only when auto: loss kernel, metric
+// passes, dropout, FSDP implementation (FSDP layouts), in that order.
+std::vector<std::string> StackChoiceNotes(const ModelSpec& model, const ParallelConfig& parallel,
+                                          const TrainingConfig& training);
+// Whether a defaults_used entry is one of these notes (to drop them before resolving again).
+bool IsRunChoiceNote(std::string_view note);
 
 }  // namespace projector
 
