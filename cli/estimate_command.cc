@@ -20,7 +20,8 @@ constexpr int64_t kMaxEstimateDim = int64_t{1} << 24;    // m, n, k, sequence le
 constexpr int64_t kMaxEstimateCount = int64_t{1} << 16;  // batch, heads, head dims
 constexpr IntRange kDim{.max = kMaxEstimateDim, .beyond = " (beyond any layer)"};
 constexpr IntRange kCount{.max = kMaxEstimateCount, .beyond = " (beyond any layer)"};
-constexpr char kCollectives[] = "allreduce, allgather, reducescatter, alltoall, sendrecv, broadcast";
+constexpr char kCollectives[] =
+    "allreduce, allgather, reducescatter, alltoall, sendrecv, broadcast";
 
 void AddOpFlags(cxxopts::Options& options, const std::string& kind) {
   // clang-format off
@@ -98,9 +99,12 @@ auto BackendFlag(const Flags& flags, absl::string_view name, const HardwareProfi
 absl::Status EstimateGemm(const Flags& flags, const HardwareProfile& hw, bool as_json,
                           const Output& io) {
   GemmShape shape;
-  PROJECTOR_ASSIGN_OR_RETURN(shape.m, IntFlag(flags, "gemm-m", {.max = kDim.max, .beyond = kDim.beyond, .shown = "m"}));
-  PROJECTOR_ASSIGN_OR_RETURN(shape.n, IntFlag(flags, "gemm-n", {.max = kDim.max, .beyond = kDim.beyond, .shown = "n"}));
-  PROJECTOR_ASSIGN_OR_RETURN(shape.k, IntFlag(flags, "gemm-k", {.max = kDim.max, .beyond = kDim.beyond, .shown = "k"}));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      shape.m, IntFlag(flags, "gemm-m", {.max = kDim.max, .beyond = kDim.beyond, .shown = "m"}));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      shape.n, IntFlag(flags, "gemm-n", {.max = kDim.max, .beyond = kDim.beyond, .shown = "n"}));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      shape.k, IntFlag(flags, "gemm-k", {.max = kDim.max, .beyond = kDim.beyond, .shown = "k"}));
   PROJECTOR_ASSIGN_OR_RETURN(shape.batch, IntFlag(flags, "batch", kCount, shape.batch));
   PROJECTOR_ASSIGN_OR_RETURN(shape.dtype, DTypeFlag(flags));
   PROJECTOR_ASSIGN_OR_RETURN(auto backend, BackendFlag(flags, "gemm-backend", hw, MakeGemmBackend));
@@ -146,11 +150,12 @@ absl::Status EstimateAttention(const Flags& flags, const HardwareProfile& hw, bo
 }
 
 absl::StatusOr<CollectiveKind> CollectiveKindFlag(const Flags& flags) {
-  if (!Given(flags, "op")) return FlagError("op", absl::StrCat("required; accepted: ", kCollectives));
+  if (!Given(flags, "op"))
+    return FlagError("op", absl::StrCat("required; accepted: ", kCollectives));
   const std::string name = StringFlag(flags, "op");
-  for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
-                           CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll,
-                           CollectiveKind::kSendRecv, CollectiveKind::kBroadcast}) {
+  for (CollectiveKind k :
+       {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+        CollectiveKind::kAllToAll, CollectiveKind::kSendRecv, CollectiveKind::kBroadcast}) {
     if (CollectiveKindName(k) == name) return k;
   }
   return FlagError("op", absl::StrCat("unknown collective '", name, "'; accepted: ", kCollectives));
@@ -161,7 +166,8 @@ absl::Status EstimateCollective(const Flags& flags, const HardwareProfile& hw, b
   CollectiveOp op;
   PROJECTOR_ASSIGN_OR_RETURN(op.kind, CollectiveKindFlag(flags));
   if (!Given(flags, "bytes")) return FlagError("bytes", "required (e.g. 1GiB)");
-  PROJECTOR_ASSIGN_OR_RETURN(const double bytes, ParseByteSize(StringFlag(flags, "bytes"), "bytes"));
+  PROJECTOR_ASSIGN_OR_RETURN(const double bytes,
+                             ParseByteSize(StringFlag(flags, "bytes"), "bytes"));
   op.bytes = Bytes(bytes);
   PROJECTOR_ASSIGN_OR_RETURN(op.group.size, IntFlag(flags, "ranks", kDim));
   PROJECTOR_ASSIGN_OR_RETURN(op.group.stride, IntFlag(flags, "stride", kDim, 1));

@@ -53,8 +53,7 @@ absl::Status WithFlag(absl::string_view flag, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat("--", flag, ": ", status.message()));
 }
 
-absl::StatusOr<std::optional<Flags>> ParseFlags(cxxopts::Options& options,
-                                                std::span<char*> args,
+absl::StatusOr<std::optional<Flags>> ParseFlags(cxxopts::Options& options, std::span<char*> args,
                                                 std::span<char*> user_args,
                                                 absl::string_view command, absl::string_view hint,
                                                 std::ostream& out,
@@ -64,8 +63,7 @@ absl::StatusOr<std::optional<Flags>> ParseFlags(cxxopts::Options& options,
     flags = options.parse(static_cast<int>(args.size()), args.data());
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(
-        command, ExplainParseError(e, static_cast<int>(user_args.size()), user_args.data()),
-        hint));
+        command, ExplainParseError(e, static_cast<int>(user_args.size()), user_args.data()), hint));
   }
   if (flags.count("help")) {
     out << (help_groups.empty() ? options.help() : options.help(help_groups));
@@ -186,9 +184,8 @@ absl::StatusOr<double> ParseByteSize(absl::string_view text, absl::string_view f
     const char* name;
     double factor;
   };
-  static constexpr Suffix kSuffixes[] = {{"GiB", 1073741824.0}, {"MiB", 1048576.0},
-                                         {"KiB", 1024.0},       {"TB", 1e12},
-                                         {"GB", 1e9},           {"MB", 1e6},
+  static constexpr Suffix kSuffixes[] = {{"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0},
+                                         {"TB", 1e12},          {"GB", 1e9},        {"MB", 1e6},
                                          {"KB", 1e3},           {"B", 1.0}};
   absl::string_view body = absl::StripAsciiWhitespace(text);
   double factor = 1.0;
@@ -221,8 +218,8 @@ absl::StatusOr<std::string> OutputFileFlag(const Flags& flags, absl::string_view
   std::string path = StringFlag(flags, name);
   if (path.empty()) return FlagError(name, "empty file name; give the path to write");
   if (mode != "simulate") {
-    return FlagError(name, absl::StrCat("written by --profiling-mode simulate only; drop --",
-                                        name, " or the mode"));
+    return FlagError(name, absl::StrCat("written by --profiling-mode simulate only; drop --", name,
+                                        " or the mode"));
   }
   return path;
 }

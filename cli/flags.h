@@ -33,8 +33,7 @@ absl::Status WithFlag(absl::string_view flag, const absl::Status& status);
 // prefixes a parse error and an unexpected positional argument; `hint` (" (see project --help)")
 // follows it; a value that fails to parse is named by the flag the user typed in `user_args`.
 // nullopt when --help was asked and the help (of `help_groups`, all when empty) went to `out`.
-absl::StatusOr<std::optional<Flags>> ParseFlags(cxxopts::Options& options,
-                                                std::span<char*> args,
+absl::StatusOr<std::optional<Flags>> ParseFlags(cxxopts::Options& options, std::span<char*> args,
                                                 std::span<char*> user_args,
                                                 absl::string_view command, absl::string_view hint,
                                                 std::ostream& out,

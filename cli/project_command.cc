@@ -195,8 +195,7 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
   const bool page = !outputs.html_path.empty();
   const ProjectionOptions options{.keep_ops = outputs.show_ops || page,
                                   .keep_timeline = !outputs.trace_path.empty() || page};
-  PROJECTOR_ASSIGN_OR_RETURN(Projection projection,
-                             Project(scenario, RefsOf(*backends), options));
+  PROJECTOR_ASSIGN_OR_RETURN(Projection projection, Project(scenario, RefsOf(*backends), options));
   if (!outputs.trace_path.empty()) {
     PROJECTOR_RETURN_IF_ERROR(WriteOutputFile(
         "trace", outputs.trace_path, TimelineTraceJson(scenario, projection).dump() + "\n"));
@@ -214,8 +213,8 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
   }
   std::ostream& note = NoteStream(as_json, io.out, io.err);
   if (!outputs.trace_path.empty()) {
-    note << "trace: " << projection.timeline.size() << " events written to "
-         << outputs.trace_path << " (open in ui.perfetto.dev or chrome://tracing)\n";
+    note << "trace: " << projection.timeline.size() << " events written to " << outputs.trace_path
+         << " (open in ui.perfetto.dev or chrome://tracing)\n";
   }
   if (page) note << "html: report written to " << outputs.html_path << " (open in a browser)\n";
   return absl::OkStatus();
@@ -254,8 +253,7 @@ absl::Status RunProjectCommand(int argc, char** argv, const Output& io) {
   AddProjectFlags(options);
   PROJECTOR_ASSIGN_OR_RETURN(
       std::optional<Flags> parsed,
-      ParseFlags(options, argc, argv, 0, "",
-                 " (see project --help)", io.out,
+      ParseFlags(options, argc, argv, 0, "", " (see project --help)", io.out,
                  {"", "Scenario", "Parallel layout", "Training run", "Backends", "Profiles"}));
   if (!parsed || PrintedLibraryListing(*parsed, io)) return absl::OkStatus();
   const Flags& flags = *parsed;

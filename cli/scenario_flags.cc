@@ -197,9 +197,8 @@ absl::Status ReadPrecision(const Flags& flags, TrainingConfig& training) {
 absl::Status ReadTrainingSettings(const Flags& flags, TrainingConfig& training) {
   PROJECTOR_RETURN_IF_ERROR(ReadPrecision(flags, training));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "tp-comm-overlap", training.tp_comm_overlap));
-  PROJECTOR_ASSIGN_OR_RETURN(
-      std::optional<DType> grad_dtype,
-      ParsedFlag<DType>(flags, "grad-reduce-dtype", &ParseGradReduceDtype));
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<DType> grad_dtype,
+                             ParsedFlag<DType>(flags, "grad-reduce-dtype", &ParseGradReduceDtype));
   if (grad_dtype) training.grad_reduce_dtype = *grad_dtype;
   if (Given(flags, "attention-kernel")) {
     absl::Status k = SetAttentionKernel(StringFlag(flags, "attention-kernel"), training);
@@ -207,9 +206,9 @@ absl::Status ReadTrainingSettings(const Flags& flags, TrainingConfig& training) 
   }
   PROJECTOR_ASSIGN_OR_RETURN(const TrainingOverrides stack, ReadStackFlags(flags));
   stack.ApplyTo(training);
-  for (auto [name, target] : {std::pair<const char*, double*>{"moe-capacity-factor",
-                                                               &training.moe_capacity_factor},
-                              {"moe-imbalance", &training.moe_imbalance}}) {
+  for (auto [name, target] :
+       {std::pair<const char*, double*>{"moe-capacity-factor", &training.moe_capacity_factor},
+        {"moe-imbalance", &training.moe_imbalance}}) {
     if (!Given(flags, name)) continue;
     PROJECTOR_ASSIGN_OR_RETURN(*target, NumberFlag(flags, name));
   }
@@ -282,16 +281,15 @@ absl::Status ReadClockAndMeasurement(const Flags& flags, Scenario& s) {
 // derived again).
 absl::StatusOr<bool> ReadLayoutFlags(const Flags& flags, Scenario& s) {
   ParallelConfig& p = s.parallel;
-  const std::pair<const char*, int64_t*> positive[] = {
-      {"tp", &p.tp},
-      {"pp", &p.pp},
-      {"vpp", &p.vpp},
-      {"cp", &p.cp},
-      {"ep", &p.ep},
-      {"etp", &p.etp},
-      {"seq-len", &s.training.seq_len},
-      {"micro-batch", &s.training.micro_batch},
-      {"global-batch", &s.training.global_batch}};
+  const std::pair<const char*, int64_t*> positive[] = {{"tp", &p.tp},
+                                                       {"pp", &p.pp},
+                                                       {"vpp", &p.vpp},
+                                                       {"cp", &p.cp},
+                                                       {"ep", &p.ep},
+                                                       {"etp", &p.etp},
+                                                       {"seq-len", &s.training.seq_len},
+                                                       {"micro-batch", &s.training.micro_batch},
+                                                       {"global-batch", &s.training.global_batch}};
   const std::pair<const char*, int64_t*> non_negative[] = {
       {"first-stage-layers", &p.first_stage_layers},
       {"last-stage-layers", &p.last_stage_layers},
@@ -308,13 +306,13 @@ absl::StatusOr<bool> ReadLayoutFlags(const Flags& flags, Scenario& s) {
   };
   PROJECTOR_RETURN_IF_ERROR(read_ints(positive, IntRange{}));
   PROJECTOR_RETURN_IF_ERROR(read_ints(non_negative, IntRange{.min = 0}));
-  for (auto [name, target] : {std::pair<const char*, bool*>{"sequence-parallel",
-                                                            &p.sequence_parallel},
-                              {"fsdp", &p.fsdp},
-                              {"distributed-optimizer", &p.distributed_optimizer},
-                              {"deepep", &p.deepep},
-                              {"overlap-grad-reduce", &s.training.overlap_grad_reduce},
-                              {"overlap-param-gather", &s.training.overlap_param_gather}}) {
+  for (auto [name, target] :
+       {std::pair<const char*, bool*>{"sequence-parallel", &p.sequence_parallel},
+        {"fsdp", &p.fsdp},
+        {"distributed-optimizer", &p.distributed_optimizer},
+        {"deepep", &p.deepep},
+        {"overlap-grad-reduce", &s.training.overlap_grad_reduce},
+        {"overlap-param-gather", &s.training.overlap_param_gather}}) {
     PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, name, *target));
   }
   PROJECTOR_ASSIGN_OR_RETURN(
@@ -365,10 +363,10 @@ absl::Status ReadGpuCountAndDp(const Flags& flags, bool layout_changed, Scenario
   }
   if (!num_gpus_given && !layout_changed) return absl::OkStatus();
   if (s.num_gpus % model_parallel != 0) {
-    return FlagError(num_gpus_given ? "num-gpus" : "tp",
-                     absl::StrCat(s.num_gpus, " GPUs are not divisible by tp·pp·cp = ",
-                                  model_parallel,
-                                  "; choose dimensions whose product divides the GPU count"));
+    return FlagError(
+        num_gpus_given ? "num-gpus" : "tp",
+        absl::StrCat(s.num_gpus, " GPUs are not divisible by tp·pp·cp = ", model_parallel,
+                     "; choose dimensions whose product divides the GPU count"));
   }
   p.dp = s.num_gpus / model_parallel;
   return absl::OkStatus();
@@ -419,8 +417,8 @@ absl::StatusOr<Scenario> SearchBaseFromFlags(const Flags& flags) {
                                                  "use a multiple of --gpus-per-node",
                                                  s.num_gpus, s.hw.gpus_per_node));
   }
-  PROJECTOR_ASSIGN_OR_RETURN(
-      s.training.seq_len, IntFlag(flags, "seq-len", {.max = kMaxSeqLen, .beyond = kBeyondRun}));
+  PROJECTOR_ASSIGN_OR_RETURN(s.training.seq_len,
+                             IntFlag(flags, "seq-len", {.max = kMaxSeqLen, .beyond = kBeyondRun}));
   PROJECTOR_ASSIGN_OR_RETURN(
       s.training.global_batch,
       IntFlag(flags, "global-batch", {.max = kMaxGlobalBatch, .beyond = kBeyondRun}));
@@ -465,8 +463,8 @@ absl::Status ApplyHwOverlayFlag(const Flags& flags, Scenario& scenario) {
 
 absl::StatusOr<HardwareProfile> HardwareFromFlags(const Flags& flags) {
   if (!Given(flags, "gpu-arch")) {
-    return FlagError("gpu-arch", absl::StrCat("required; valid: ",
-                                              absl::StrJoin(ListLibraryGpus(), ", ")));
+    return FlagError("gpu-arch",
+                     absl::StrCat("required; valid: ", absl::StrJoin(ListLibraryGpus(), ", ")));
   }
   absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(StringFlag(flags, "gpu-arch"));
   if (!hw.ok()) return FlagError("gpu-arch", hw.status().message());
@@ -484,8 +482,9 @@ absl::StatusOr<HardwareProfile> HardwareFromFlags(const Flags& flags) {
 }
 
 absl::StatusOr<std::vector<double>> ClockListFlag(const Flags& flags) {
-  PROJECTOR_ASSIGN_OR_RETURN(std::vector<double> clocks,
-                             ParsePositiveList(StringFlag(flags, "gpu-clock-mhz"), "gpu-clock-mhz"));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      std::vector<double> clocks,
+      ParsePositiveList(StringFlag(flags, "gpu-clock-mhz"), "gpu-clock-mhz"));
   for (double mhz : clocks) {
     if (!(mhz >= kMinClockMhz && mhz <= kMaxClockMhz)) {
       return FlagError("gpu-clock-mhz", absl::StrCat("each clock must be in [", kMinClockMhz, ", ",

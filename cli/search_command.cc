@@ -111,9 +111,12 @@ absl::Status DenseModelAccepts(const Scenario& base, absl::string_view flag,
 
 absl::Status ReadDegreeLists(const Flags& flags, const Scenario& base, SearchSpace& space) {
   const std::tuple<const char*, std::vector<int64_t>*, bool> lists[] = {
-      {"tp-values", &space.tp, false},   {"pp-values", &space.pp, false},
-      {"vpp-values", &space.vpp, false}, {"cp-values", &space.cp, false},
-      {"ep-values", &space.ep, true},    {"etp-values", &space.etp, true},
+      {"tp-values", &space.tp, false},
+      {"pp-values", &space.pp, false},
+      {"vpp-values", &space.vpp, false},
+      {"cp-values", &space.cp, false},
+      {"ep-values", &space.ep, true},
+      {"etp-values", &space.etp, true},
       {"micro-batch-values", &space.micro_batch, false}};
   for (const auto& [name, target, moe_only] : lists) {
     if (!Given(flags, name)) continue;
@@ -141,7 +144,8 @@ absl::StatusOr<SearchSpace> SpaceFromFlags(const Flags& flags, const Scenario& b
   PROJECTOR_RETURN_IF_ERROR(list("sharding-values", space.sharding, &ParseDpSharding));
   PROJECTOR_RETURN_IF_ERROR(
       list("pipeline-schedule-values", space.pipeline_schedule, &ParsePipelineSchedule));
-  PROJECTOR_RETURN_IF_ERROR(list("grouped-gemm-values", space.turbo_grouped_gemm, &ParseGroupedGemm));
+  PROJECTOR_RETURN_IF_ERROR(
+      list("grouped-gemm-values", space.turbo_grouped_gemm, &ParseGroupedGemm));
   PROJECTOR_RETURN_IF_ERROR(DenseModelAccepts<bool>(base, "grouped-gemm-values",
                                                     space.turbo_grouped_gemm, {true},
                                                     " is a dense model; accepted: turbo"));
@@ -180,11 +184,10 @@ absl::StatusOr<SearchOptions> SearchOptionsFromFlags(const Flags& flags, const S
   PROJECTOR_ASSIGN_OR_RETURN(opts.space, SpaceFromFlags(flags, base));
   opts.progress = [&err, &progress_shown](int64_t done, int64_t total, double elapsed_s) {
     if (elapsed_s < 1.0) return;
-    err << absl::StrFormat("\rsearch: %d / %d layouts evaluated (%.0f%%), %.1f s", done, total,
-                           total > 0 ? 100.0 * static_cast<double>(done) /
-                                           static_cast<double>(total)
-                                     : 100.0,
-                           elapsed_s)
+    err << absl::StrFormat(
+               "\rsearch: %d / %d layouts evaluated (%.0f%%), %.1f s", done, total,
+               total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0,
+               elapsed_s)
         << std::flush;
     progress_shown = true;
   };
@@ -214,8 +217,7 @@ absl::Status RunSearchCommand(int argc, char** argv, const Output& io) {
   if (progress_shown) io.err << "\n";
   if (!result.ok()) return result.status();
   if (!html_path.empty()) {
-    PROJECTOR_RETURN_IF_ERROR(
-        WriteOutputFile("html", html_path, SearchHtml(base, *result, top_k)));
+    PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("html", html_path, SearchHtml(base, *result, top_k)));
   }
   io.out << (as_json ? SearchResultToJson(base, *result).dump(2) + "\n"
                      : FormatSearchText(base, *result, top_k));

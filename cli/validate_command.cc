@@ -64,8 +64,8 @@ absl::StatusOr<std::string> ValidationKernel(const std::string& value) {
                                  std::end(kAttentionKernelRequests));
   for (std::string& name : ListLibraryAttentionKernels()) valid.push_back(std::move(name));
   if (std::find(valid.begin(), valid.end(), value) != valid.end()) return value;
-  return FlagError("attention-kernel", absl::StrCat("unknown kernel '", value, "'; valid: ",
-                                                    absl::StrJoin(valid, ", ")));
+  return FlagError("attention-kernel", absl::StrCat("unknown kernel '", value,
+                                                    "'; valid: ", absl::StrJoin(valid, ", ")));
 }
 
 // The filters and what-ifs of a validation.
@@ -94,11 +94,9 @@ absl::StatusOr<ValidationOptions> ValidationOptionsFromFlags(const Flags& flags)
   }
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "tp-comm-overlap", v.tp_comm_overlap));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "overlap-grad-reduce", v.overlap_grad_reduce));
-  PROJECTOR_RETURN_IF_ERROR(
-      ReadBoolFlag(flags, "distributed-optimizer", v.distributed_optimizer));
-  PROJECTOR_ASSIGN_OR_RETURN(
-      std::optional<DType> grad_dtype,
-      ParsedFlag<DType>(flags, "grad-reduce-dtype", &ParseGradReduceDtype));
+  PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "distributed-optimizer", v.distributed_optimizer));
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<DType> grad_dtype,
+                             ParsedFlag<DType>(flags, "grad-reduce-dtype", &ParseGradReduceDtype));
   if (grad_dtype) v.grad_reduce_dtype = *grad_dtype;
   return v;
 }

@@ -466,7 +466,8 @@ absl::StatusOr<FsdpUnits> ComposeFsdpUnits(const StepInputs& in, const BackendRe
     units.dense.forward = ForwardWindow(*in.dense);
   }
   if (in.moe != nullptr) {
-    PROJECTOR_ASSIGN_OR_RETURN(units.moe, unit(in.moe->dense_parameters, in.moe->expert_parameters));
+    PROJECTOR_ASSIGN_OR_RETURN(units.moe,
+                               unit(in.moe->dense_parameters, in.moe->expert_parameters));
     units.moe.forward = ForwardWindow(*in.moe);
   }
   PROJECTOR_ASSIGN_OR_RETURN(units.embedding, unit(in.embedding.parameters, 0));
@@ -659,10 +660,11 @@ struct RankTail {
 
 // The DP gradient reduce of rank r's chunks in the order their gradients become final, bucket
 // by bucket (Megatron's overlap_grad_reduce), and the distributed optimizer's gathers.
+// `order` is scratch space for the chunk order, kept by the caller across ranks.
 absl::StatusOr<RankTail> SyncRankGradients(const StepInputs& in, const BackendRefs& backends,
                                            const std::vector<ChunkCost>& costs,
                                            const PipelineTimeline& tl, int64_t r, int64_t v,
-                                           double grad_bytes) {
+                                           double grad_bytes, std::vector<size_t>& order) {
   const ParallelConfig& par = in.parallel;
   const TrainingConfig& tr = in.training;
   const ProcessGroup dense_group = par.DpCpGroup(), expert_group = ExpertDpGroup(par);
@@ -670,7 +672,7 @@ absl::StatusOr<RankTail> SyncRankGradients(const StepInputs& in, const BackendRe
   GradStream stream;
   Seconds comm_total, gather_exposed;
   if (!par.fsdp) {
-    std::vector<size_t> order(static_cast<size_t>(v));
+    order.resize(static_cast<size_t>(v));
     for (int64_t c = 0; c < v; ++c) order[static_cast<size_t>(c)] = static_cast<size_t>(c);
     std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
       return tl.last_backward_end[static_cast<size_t>(r * v) + x] <
@@ -816,10 +818,11 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   // ends the step.
   std::vector<StageMemoryInput> mem(static_cast<size_t>(p));
   std::optional<RankTail> last;
+  std::vector<size_t> order;
   for (int64_t r = 0; r < p; ++r) {
     mem[static_cast<size_t>(r)] = StageMemoryOf(costs, par, r, p, v, m);
     PROJECTOR_ASSIGN_OR_RETURN(RankTail tail,
-                               SyncRankGradients(in, backends, costs, tl, r, v, grad_bytes));
+                               SyncRankGradients(in, backends, costs, tl, r, v, grad_bytes, order));
     PROJECTOR_ASSIGN_OR_RETURN(tail.optimizer,
                                OptimizerStep(in, backends, mem[static_cast<size_t>(r)]));
     RecordRankTail(in, r, tl.rank_finish[static_cast<size_t>(r)], tail);

@@ -32,10 +32,17 @@ json GemmEstimateJson(const GemmOpEstimate& r) {
   const GemmShape& s = r.shape;
   const GemmEstimate& e = r.estimate;
   json j = ContextJson(r.context);
-  j.update({{"op", "gemm"}, {"m", s.m}, {"n", s.n}, {"k", s.k}, {"batch", s.batch},
-            {"dtype", std::string(DTypeName(s.dtype))}, {"time_s", e.time.value()},
-            {"tflops", r.tflops}, {"bound", std::string(BoundName(e.bound))},
-            {"tile", {e.tile_m, e.tile_n, e.tile_k}}, {"waves", e.waves},
+  j.update({{"op", "gemm"},
+            {"m", s.m},
+            {"n", s.n},
+            {"k", s.k},
+            {"batch", s.batch},
+            {"dtype", std::string(DTypeName(s.dtype))},
+            {"time_s", e.time.value()},
+            {"tflops", r.tflops},
+            {"bound", std::string(BoundName(e.bound))},
+            {"tile", {e.tile_m, e.tile_n, e.tile_k}},
+            {"waves", e.waves},
             {"clock_scaled_time_s", e.clock_scaled_time.value()}});
   return j;
 }
@@ -48,21 +55,31 @@ std::string AttentionEstimateText(const AttentionOpEstimate& r) {
       "%.3f us\n  achieved  %.1f TFLOP/s\n  tile      %dx%d, %d waves\n  bound     %s\n",
       PassName(r.pass), s.batch, s.num_q_heads, s.num_kv_heads, s.seq_q, s.seq_kv, s.qk_head_dim,
       s.v_head_dim, s.causal ? "causal" : "non-causal", DTypeName(s.dtype), r.context.gpu,
-      r.context.clock_mhz, r.context.backend, ToMicroseconds(e.time), r.tflops, e.tile_q,
-      e.tile_kv, e.waves, BoundName(e.bound));
+      r.context.clock_mhz, r.context.backend, ToMicroseconds(e.time), r.tflops, e.tile_q, e.tile_kv,
+      e.waves, BoundName(e.bound));
 }
 
 json AttentionEstimateJson(const AttentionOpEstimate& r) {
   const AttentionShape& s = r.shape;
   const AttentionEstimate& e = r.estimate;
   json j = ContextJson(r.context);
-  j.update({{"op", "attention"}, {"pass", std::string(PassName(r.pass))}, {"batch", s.batch},
-            {"heads", s.num_q_heads}, {"kv_heads", s.num_kv_heads}, {"seq_q", s.seq_q},
-            {"seq_kv", s.seq_kv}, {"qk_head_dim", s.qk_head_dim}, {"v_head_dim", s.v_head_dim},
-            {"causal", s.causal}, {"dtype", std::string(DTypeName(s.dtype))},
-            {"time_s", e.time.value()}, {"tflops", r.tflops},
-            {"bound", std::string(BoundName(e.bound))}, {"tile", {e.tile_q, e.tile_kv}},
-            {"waves", e.waves}, {"clock_scaled_time_s", e.clock_scaled_time.value()}});
+  j.update({{"op", "attention"},
+            {"pass", std::string(PassName(r.pass))},
+            {"batch", s.batch},
+            {"heads", s.num_q_heads},
+            {"kv_heads", s.num_kv_heads},
+            {"seq_q", s.seq_q},
+            {"seq_kv", s.seq_kv},
+            {"qk_head_dim", s.qk_head_dim},
+            {"v_head_dim", s.v_head_dim},
+            {"causal", s.causal},
+            {"dtype", std::string(DTypeName(s.dtype))},
+            {"time_s", e.time.value()},
+            {"tflops", r.tflops},
+            {"bound", std::string(BoundName(e.bound))},
+            {"tile", {e.tile_q, e.tile_kv}},
+            {"waves", e.waves},
+            {"clock_scaled_time_s", e.clock_scaled_time.value()}});
   return j;
 }
 
@@ -83,11 +100,15 @@ json CollectiveEstimateJson(const CollectiveOpEstimate& r) {
   const CollectiveOp& op = r.op;
   const CollectiveEstimate& e = r.estimate;
   json j = ContextJson(r.context);
-  j.update({{"op", std::string(CollectiveKindName(op.kind))}, {"bytes", op.bytes.value()},
-            {"ranks", op.group.size}, {"stride", op.group.stride}, {"time_s", e.time.value()},
+  j.update({{"op", std::string(CollectiveKindName(op.kind))},
+            {"bytes", op.bytes.value()},
+            {"ranks", op.group.size},
+            {"stride", op.group.stride},
+            {"time_s", e.time.value()},
             {"bus_bandwidth_gbps", ToGigabytesPerSecond(e.bus_bandwidth)},
             {"algorithm", std::string(CollectiveAlgorithmName(e.algorithm))},
-            {"nodes_spanned", e.nodes_spanned}, {"ranks_per_node", e.ranks_per_node},
+            {"nodes_spanned", e.nodes_spanned},
+            {"ranks_per_node", e.ranks_per_node},
             {"bound", std::string(BoundName(e.bound))}});
   return j;
 }

@@ -61,10 +61,9 @@ std::string AutoLossNote(const TrainingConfig& t, const ParallelConfig& parallel
       why = "runs Megatron's vocab-parallel cross-entropy";
       break;
   }
-  return absl::StrFormat("%s%s (auto: %s %s)", kLossNotePrefix, LossKernelName(k), StackPhrase(t, parallel),
-                         why);
+  return absl::StrFormat("%s%s (auto: %s %s)", kLossNotePrefix, LossKernelName(k),
+                         StackPhrase(t, parallel), why);
 }
-
 
 // The defaults_used entry of an "auto" training.train_metric_passes.
 std::string AutoMetricNote(const TrainingConfig& t, const ParallelConfig& parallel) {
@@ -92,7 +91,8 @@ std::string AutoFsdpImplNote(const TrainingConfig& t, const ParallelConfig& para
 }
 
 // The defaults_used entry of an "auto" hidden_dropout or attention_dropout (or both).
-std::string AutoDropoutNote(const ModelSpec& model, const ParallelConfig& parallel, const TrainingConfig& t) {
+std::string AutoDropoutNote(const ModelSpec& model, const ParallelConfig& parallel,
+                            const TrainingConfig& t) {
   const DropoutRates d = ResolvedDropout(model, parallel, t);
   std::vector<std::string> fields;
   if (t.hidden_dropout == kAutoDropout) {
@@ -147,9 +147,9 @@ std::vector<std::string> StackChoiceNotes(const ModelSpec& model, const Parallel
 }
 
 bool IsRunChoiceNote(std::string_view note) {
-  for (std::string_view prefix : {kLossNotePrefix, kMetricNotePrefix, kStackNotePrefix,
-                                  kHiddenDropoutNotePrefix, kAttentionDropoutNotePrefix,
-                                  kFsdpImplNotePrefix}) {
+  for (std::string_view prefix :
+       {kLossNotePrefix, kMetricNotePrefix, kStackNotePrefix, kHiddenDropoutNotePrefix,
+        kAttentionDropoutNotePrefix, kFsdpImplNotePrefix}) {
     if (note.starts_with(prefix)) return true;
   }
   return false;

@@ -17,7 +17,7 @@ namespace projector {
 // The GPU and backend an estimate was made on.
 struct EstimateContext {
   std::string gpu;
-  double clock_mhz = 0;      // the profile's sustained clock
+  double clock_mhz = 0;  // the profile's sustained clock
   int64_t gpus_per_node = 0;
   std::string backend;
 };

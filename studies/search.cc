@@ -46,7 +46,6 @@
 namespace projector {
 namespace {
 
-using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 struct ConstraintInfo {

@@ -2,7 +2,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "core/status_macros.h"
 
 namespace projector {
