@@ -5,9 +5,9 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "cli/scenario_flags.h"
 #include "core/status_macros.h"
 #include "report/calibrate_report.h"
+#include "scenario/scenario_flags.h"
 #include "studies/calibrate.h"
 #include "studies/profile_mode.h"
 
@@ -16,34 +16,31 @@ namespace {
 
 constexpr char kStackGroup[] = "With --cases: the stack the runs used (default auto)";
 
+constexpr FlagSpec kCalibrateFlags[] = {
+    {"help", "Show this help", "", FlagArity::kSwitch},
+    {"format", "Output format: text or json", "FORMAT"},
+    {"profile", "Measured profile file", "FILE"},
+    {"cases", "Measured runs in the calibration JSONL schema (stack calibration)", "FILE"},
+    {"gpu-arch", "With --cases: the GPU whose runs are fitted", "NAME"},
+    {"only", "With --cases: only the cases whose id or source contains TEXT", "TEXT"},
+    {"overlay-out", "Overlay file to write", "FILE", FlagArity::kValue, "hw-overlay.json"},
+};
+
 void AddCalibrateFlags(cxxopts::Options& options) {
-  const BackendSelection defaults;
-  // clang-format off
-  options.add_options()
-    ("h,help", "Show this help")
-    ("format", "Output format: text or json", cxxopts::value<std::string>(), "FORMAT")
-    ("profile", "Measured profile file", cxxopts::value<std::string>(), "FILE")
-    ("cases", "Measured runs in the calibration JSONL schema (stack calibration)",
-     cxxopts::value<std::string>(), "FILE")
-    ("gpu-arch", "With --cases: the GPU whose runs are fitted", cxxopts::value<std::string>(),
-     "NAME")
-    ("only", "With --cases: only the cases whose id or source contains TEXT",
-     cxxopts::value<std::string>(), "TEXT")
-    ("overlay-out", "Overlay file to write",
-     cxxopts::value<std::string>()->default_value("hw-overlay.json"), "FILE")
-    ("gemm-backend", "GEMM backend", cxxopts::value<std::string>()->default_value(defaults.gemm), "NAME")
-    ("attention-backend", "Attention backend",
-     cxxopts::value<std::string>()->default_value(defaults.attention), "NAME")
-    ("memory-backend", "Memory backend",
-     cxxopts::value<std::string>()->default_value(defaults.memory), "NAME")
-    ("collective-backend", "Collective backend",
-     cxxopts::value<std::string>()->default_value(defaults.collective), "NAME");
-  // clang-format on
-  AddStackFlags(options, kStackGroup);
+  static const BackendSelection kDefaults;
+  const FlagSpec backends[] = {
+      {"gemm-backend", "GEMM backend", "NAME", FlagArity::kValue, kDefaults.gemm},
+      {"attention-backend", "Attention backend", "NAME", FlagArity::kValue, kDefaults.attention},
+      {"memory-backend", "Memory backend", "NAME", FlagArity::kValue, kDefaults.memory},
+      {"collective-backend", "Collective backend", "NAME", FlagArity::kValue,
+       kDefaults.collective}};
+  AddFlags(options, "", kCalibrateFlags);
+  AddFlags(options, "", backends);
+  AddFlags(options, kStackGroup, StackFlags());
 }
 
 // Writes the overlay and says where, or prints it with the fit under --format json.
-absl::Status WriteOverlayAndReport(const Flags& flags, const nlohmann::json& overlay,
+absl::Status WriteOverlayAndReport(const FlagValues& flags, const nlohmann::json& overlay,
                                    nlohmann::json fit_json, const std::string& fit_text,
                                    absl::string_view apply_hint, bool as_json, const Output& io) {
   const std::string path = StringFlag(flags, "overlay-out");
@@ -60,7 +57,7 @@ absl::Status WriteOverlayAndReport(const Flags& flags, const nlohmann::json& ove
 }
 
 // `--cases FILE --gpu-arch NAME`: one compute scale for one GPU's runs.
-absl::Status RunStackCalibration(const Flags& flags, bool as_json, const Output& io) {
+absl::Status RunStackCalibration(const FlagValues& flags, bool as_json, const Output& io) {
   if (!Given(flags, "gpu-arch")) {
     return FlagError("gpu-arch", "required with --cases (the GPU whose measured runs are fitted)");
   }
@@ -83,7 +80,7 @@ absl::Status RunStackCalibration(const Flags& flags, bool as_json, const Output&
 }
 
 // `--profile FILE`: the efficiency constants the profile's ops constrain.
-absl::Status RunProfileCalibration(const Flags& flags, bool as_json, const Output& io) {
+absl::Status RunProfileCalibration(const FlagValues& flags, bool as_json, const Output& io) {
   PROJECTOR_ASSIGN_OR_RETURN(const Profile profile, LoadProfileFile(StringFlag(flags, "profile")));
   PROJECTOR_ASSIGN_OR_RETURN(const Scenario measured, ScenarioFromProfile(profile));
   const BackendSelection selection{.gemm = StringFlag(flags, "gemm-backend"),
@@ -105,10 +102,10 @@ absl::Status RunCalibrateCommand(int argc, char** argv, const Output& io) {
       "one compute scale to measured end-to-end runs on one GPU (--cases --gpu-arch), and writes "
       "a hardware overlay (--hw-overlay).");
   AddCalibrateFlags(options);
-  PROJECTOR_ASSIGN_OR_RETURN(const std::optional<Flags> parsed,
+  PROJECTOR_ASSIGN_OR_RETURN(const std::optional<FlagValues> parsed,
                              ParseFlags(options, argc, argv, 1, "calibrate: ", "", io.out));
   if (!parsed) return absl::OkStatus();
-  const Flags& flags = *parsed;
+  const FlagValues& flags = *parsed;
   PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(flags));
   if (Given(flags, "profile") && Given(flags, "cases")) {
     return absl::InvalidArgumentError("--profile and --cases are exclusive; give one of them");

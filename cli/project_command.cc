@@ -12,7 +12,6 @@
 #include "backends/profile/profile_file.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "cli/scenario_flags.h"
 #include "core/status_macros.h"
 #include "projection/projection.h"
 #include "report/html_report.h"
@@ -20,6 +19,7 @@
 #include "report/profile_mode_report.h"
 #include "report/report.h"
 #include "report/what_if_report.h"
+#include "scenario/scenario_flags.h"
 #include "studies/profile_mode.h"
 #include "studies/what_if.h"
 
@@ -40,45 +40,47 @@ constexpr char kUsage[] =
     "  project --profiling-mode simulate --gpu-arch mi300x --model llama3.1-70b --num-gpus 64 \\\n"
     "          --fsdp --recompute full --seq-len 8192 --micro-batch 1 --global-batch 64\n";
 
+constexpr FlagSpec kOutputFlags[] = {
+    {"help", "Show this help", "", FlagArity::kSwitch},
+    {"format", "Output format: text or json", "FORMAT"},
+    {"list-models", "List the model library", "", FlagArity::kSwitch},
+    {"list-gpus", "List the hardware profile library", "", FlagArity::kSwitch},
+    {"list-backends", "List the backends", "", FlagArity::kSwitch},
+    {"show-ops", "Also list every timed op of each layer kind: shape, time, TFLOP/s, GB/s", "",
+     FlagArity::kSwitch},
+    {"trace",
+     "Also write the replayed step (every forward/backward/weight-gradient pass per pipeline rank, "
+     "then the gradient sync and optimizer) as a Chrome trace for ui.perfetto.dev",
+     "FILE"},
+    {"html",
+     "Also write the projection as a self-contained HTML page with charts: step breakdown, "
+     "per-module times, memory per stage, pipeline timeline, slowest ops",
+     "FILE"},
+};
+constexpr FlagSpec kProfileFlags[] = {
+    {"profile", "Measured profile file (--profiling-mode profile|both)", "FILE"},
+    {"profile-out", "Profile file that --profiling-mode measure writes", "FILE"},
+    {"hw-overlay", "Hardware overlay from `project calibrate` applied on top of the GPU profile",
+     "FILE"},
+    {"measure-warmup", "Untimed runs per op before timing (measure)", "N"},
+    {"measure-repetitions", "Timed runs per op; the median is kept (measure)", "N"},
+    {"measure-device", "GPU index to measure on", "N"},
+};
+
 void AddProjectFlags(cxxopts::Options& options) {
-  // clang-format off
-  options.add_options()
-    ("h,help", "Show this help")
-    ("format", "Output format: text or json", cxxopts::value<std::string>(), "FORMAT")
-    ("list-models", "List the model library")
-    ("list-gpus", "List the hardware profile library")
-    ("list-backends", "List the backends")
-    ("show-ops", "Also list every timed op of each layer kind: shape, time, TFLOP/s, GB/s")
-    ("trace", "Also write the replayed step (every forward/backward/weight-gradient pass per "
-     "pipeline rank, then the gradient sync and optimizer) as a Chrome trace for "
-     "ui.perfetto.dev", cxxopts::value<std::string>(), "FILE")
-    ("html", "Also write the projection as a self-contained HTML page with charts: step "
-     "breakdown, per-module times, memory per stage, pipeline timeline, slowest ops",
-     cxxopts::value<std::string>(), "FILE");
-  AddScenarioFlags(options);
-  options.add_options("Profiles")
-    ("profile", "Measured profile file (--profiling-mode profile|both)",
-     cxxopts::value<std::string>(), "FILE")
-    ("profile-out", "Profile file that --profiling-mode measure writes",
-     cxxopts::value<std::string>(), "FILE")
-    ("hw-overlay", "Hardware overlay from `project calibrate` applied on top of the GPU profile",
-     cxxopts::value<std::string>(), "FILE")
-    ("measure-warmup", "Untimed runs per op before timing (measure)",
-     cxxopts::value<int64_t>(), "N")
-    ("measure-repetitions", "Timed runs per op; the median is kept (measure)",
-     cxxopts::value<int64_t>(), "N")
-    ("measure-device", "GPU index to measure on", cxxopts::value<int64_t>(), "N");
-  // clang-format on
+  AddFlags(options, "", kOutputFlags);
+  for (const FlagGroup& group : ScenarioFlagGroups()) AddFlags(options, group.title, group.flags);
+  AddFlags(options, "Profiles", kProfileFlags);
 }
 
 // Flags that do not describe a scenario: without any other flag, profile/both project the
 // profile's own scenario.
-bool FlagsDescribeScenario(const Flags& flags) {
+bool FlagsDescribeScenario(const FlagValues& flags) {
   static const std::set<std::string> kNonScenarioFlags = {
       "profiling-mode", "profile",        "profile-out",         "hw-overlay",
       "format",         "measure-warmup", "measure-repetitions", "measure-device"};
-  for (const auto& kv : flags.arguments()) {
-    if (!kNonScenarioFlags.contains(kv.key())) return true;
+  for (const std::string& name : flags.GivenNames()) {
+    if (!kNonScenarioFlags.contains(name)) return true;
   }
   return false;
 }
@@ -93,13 +95,15 @@ absl::Status PrintProfileReport(const Scenario& target, const Profile& profile, 
 
 // --profiling-mode measure: times the scenario's distinct ops on the local GPU, writes them as
 // a profile (--profile-out) and projects from it.
-absl::Status RunMeasureMode(const Flags& flags, const Scenario& target, bool as_json,
+absl::Status RunMeasureMode(const FlagValues& flags, const Scenario& target, bool as_json,
                             const Output& io) {
   MeasureOptions options;
-  PROJECTOR_ASSIGN_OR_RETURN(options.warmup, IntFlag(flags, "measure-warmup", {.min = 0}, 5));
+  PROJECTOR_ASSIGN_OR_RETURN(options.warmup,
+                             IntFlag(flags, "measure-warmup", {.min = 0}, options.warmup));
   PROJECTOR_ASSIGN_OR_RETURN(options.repetitions,
-                             IntFlag(flags, "measure-repetitions", {.min = 1}, 20));
-  PROJECTOR_ASSIGN_OR_RETURN(options.device, IntFlag(flags, "measure-device", {.min = 0}, 0));
+                             IntFlag(flags, "measure-repetitions", {}, options.repetitions));
+  PROJECTOR_ASSIGN_OR_RETURN(options.device,
+                             IntFlag(flags, "measure-device", {.min = 0}, options.device));
   if (MeasureRuntimeName().empty()) {
     // The unavailable runner's message says what is missing and how to build it in.
     return MeasureOps({}, options).status();
@@ -126,7 +130,7 @@ absl::Status RunMeasureMode(const Flags& flags, const Scenario& target, bool as_
 
 // --profiling-mode profile|both: the profile's times where they fit, simulated elsewhere; the
 // profile's own scenario when no flag describes another.
-absl::Status RunProfileMode(absl::string_view mode, const Flags& flags, const Scenario& target,
+absl::Status RunProfileMode(absl::string_view mode, const FlagValues& flags, const Scenario& target,
                             bool as_json, const Output& io) {
   if (!Given(flags, "profile")) {
     return FlagError("profile", absl::StrCat("required with --profiling-mode ", mode,
@@ -221,7 +225,7 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
 }
 
 // --list-models, --list-gpus, --list-backends; true when one was asked and printed.
-bool PrintedLibraryListing(const Flags& flags, const Output& io) {
+bool PrintedLibraryListing(const FlagValues& flags, const Output& io) {
   if (Given(flags, "list-models")) {
     io.out << ModelLibraryText();
   } else if (Given(flags, "list-gpus")) {
@@ -234,7 +238,7 @@ bool PrintedLibraryListing(const Flags& flags, const Output& io) {
   return true;
 }
 
-absl::StatusOr<std::string> ProfilingModeFlag(const Flags& flags) {
+absl::StatusOr<std::string> ProfilingModeFlag(const FlagValues& flags) {
   const std::string mode =
       Given(flags, "profiling-mode") ? StringFlag(flags, "profiling-mode") : "simulate";
   if (mode == "simulate" || mode == "profile" || mode == "both" || mode == "measure") return mode;
@@ -242,7 +246,7 @@ absl::StatusOr<std::string> ProfilingModeFlag(const Flags& flags) {
                                                   "'; accepted: simulate, profile, both, measure"));
 }
 
-bool NamesScenario(const Flags& flags) {
+bool NamesScenario(const FlagValues& flags) {
   return Given(flags, "model") || Given(flags, "scenario") || Given(flags, "case");
 }
 
@@ -252,11 +256,11 @@ absl::Status RunProjectCommand(int argc, char** argv, const Output& io) {
   cxxopts::Options options("project", kUsage);
   AddProjectFlags(options);
   PROJECTOR_ASSIGN_OR_RETURN(
-      std::optional<Flags> parsed,
+      std::optional<FlagValues> parsed,
       ParseFlags(options, argc, argv, 0, "", " (see project --help)", io.out,
                  {"", "Scenario", "Parallel layout", "Training run", "Backends", "Profiles"}));
   if (!parsed || PrintedLibraryListing(*parsed, io)) return absl::OkStatus();
-  const Flags& flags = *parsed;
+  const FlagValues& flags = *parsed;
   PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(flags));
   PROJECTOR_ASSIGN_OR_RETURN(const std::string mode, ProfilingModeFlag(flags));
   if (mode == "measure") {

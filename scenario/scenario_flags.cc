@@ -1,4 +1,4 @@
-#include "cli/scenario_flags.h"
+#include "scenario/scenario_flags.h"
 
 #include <cmath>
 #include <span>
@@ -14,149 +14,163 @@
 
 namespace projector {
 
-void AddScenarioFlags(cxxopts::Options& options) {
-  // clang-format off
-  options.add_options("Scenario")
-    ("scenario", "Scenario JSON file (flags override it)", cxxopts::value<std::string>(), "FILE")
-    ("case", "One case of a calibration JSONL file", cxxopts::value<std::string>(), "FILE:ID")
-    ("model", "Model library name or JSON file (see --list-models)",
-     cxxopts::value<std::string>(), "NAME|FILE")
-    ("gpu-arch", "GPU hardware profile name or JSON file (see --list-gpus)",
-     cxxopts::value<std::string>(), "NAME|FILE")
-    ("num-gpus", "Number of GPUs in the job", cxxopts::value<int64_t>(), "N")
-    ("gpus-per-node", "GPUs per node (default: the hardware profile's)",
-     cxxopts::value<int64_t>(), "N")
-    ("gpu-clock-mhz", "Sustained GPU clock in MHz; a list (1300,1700,2100) runs a what-if sweep",
-     cxxopts::value<std::string>(), "MHZ[,MHZ...]")
-    ("measured-tgs", "Measured tokens/s/GPU to compare the projection with",
-     cxxopts::value<std::string>(), "TGS");
-  options.add_options("Parallel layout")
-    ("tp", "Tensor parallel size", cxxopts::value<int64_t>(), "N")
-    ("pp", "Pipeline parallel size", cxxopts::value<int64_t>(), "N")
-    ("vpp", "Virtual pipeline stages per PP rank (interleaved 1F1B)", cxxopts::value<int64_t>(), "N")
-    ("cp", "Context parallel size", cxxopts::value<int64_t>(), "N")
-    ("ep", "Expert parallel size (borrowed from DP)", cxxopts::value<int64_t>(), "N")
-    ("etp", "Tensor parallel size inside an expert", cxxopts::value<int64_t>(), "N")
-    ("dp", "Data parallel size (default: num-gpus / (tp·pp·cp))", cxxopts::value<int64_t>(), "N")
-    ("sequence-parallel", "Sequence parallelism with TP",
-     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
-    ("fsdp", "Shard weights, grads and optimizer state over DP",
-     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
-    ("distributed-optimizer", "Shard optimizer state over DP (ZeRO-1)",
-     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
-    ("first-stage-layers", "Layers on the first pipeline stage (uneven split)",
-     cxxopts::value<int64_t>(), "N")
-    ("last-stage-layers", "Layers on the last pipeline stage (uneven split)",
-     cxxopts::value<int64_t>(), "N")
-    ("pipeline-schedule",
-     "Pipeline schedule: 1f1b (default; interleaved with --vpp > 1) or zb-h1 (zero bubble: "
-     "weight gradients deferred into the bubble, vpp 1)",
-     cxxopts::value<std::string>(), "1f1b|zb-h1")
-    ("moe-grouped-gemm", "MoE expert GEMMs: turbo (one batched GEMM) or legacy (one per expert)",
-     cxxopts::value<std::string>(), "turbo|legacy")
-    ("deepep", "DeepEP-style dispatch: PXN All-to-All overlapped with compute",
-     cxxopts::value<bool>()->implicit_value("true"), "BOOL");
-  options.add_options("Training run")
-    ("seq-len", "Sequence length in tokens", cxxopts::value<int64_t>(), "N")
-    ("micro-batch", "Sequences per micro-batch", cxxopts::value<int64_t>(), "N")
-    ("global-batch", "Sequences per optimizer step", cxxopts::value<int64_t>(), "N")
-    ("recompute", "Activation recomputation: none, selective or full",
-     cxxopts::value<std::string>(), "MODE")
-    ("recompute-layers", "Layers per stage recomputed under full recompute (default: all)",
-     cxxopts::value<int64_t>(), "N")
-    ("overlap-grad-reduce", "Overlap the DP gradient reduction with backward (default true)",
-     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
-    ("overlap-param-gather", "Overlap the distributed optimizer's parameter AllGather with "
-     "forward (default true)", cxxopts::value<bool>()->implicit_value("true"), "BOOL");
-  AddPrecisionAndRoutingFlags(options, "Training run");
-  AddKernelAndCommFlags(options, "Training run");
-  AddStackFlags(options, "Training run");
-  options.add_options("Backends")
-    ("profiling-mode", "simulate, profile, both or measure", cxxopts::value<std::string>(), "MODE")
-    ("gemm-backend", "GEMM backend (see --list-backends)", cxxopts::value<std::string>(), "NAME")
-    ("attention-backend", "Attention backend", cxxopts::value<std::string>(), "NAME")
-    ("memory-backend", "Memory-bound kernel backend", cxxopts::value<std::string>(), "NAME")
-    ("collective-backend", "Collective backend", cxxopts::value<std::string>(), "NAME");
-  // clang-format on
-}
+namespace {
 
-void AddStackFlags(cxxopts::Options& options, const std::string& group) {
-  // clang-format off
-  options.add_options(group)
-    ("loss-kernel",
+constexpr FlagSpec kJobFlags[] = {
+    {"scenario", "Scenario JSON file (flags override it)", "FILE"},
+    {"case", "One case of a calibration JSONL file", "FILE:ID"},
+    {"model", "Model library name or JSON file (see --list-models)", "NAME|FILE"},
+    {"gpu-arch", "GPU hardware profile name or JSON file (see --list-gpus)", "NAME|FILE"},
+    {"num-gpus", "Number of GPUs in the job", "N"},
+    {"gpus-per-node", "GPUs per node (default: the hardware profile's)", "N"},
+    {"gpu-clock-mhz", "Sustained GPU clock in MHz; a list (1300,1700,2100) runs a what-if sweep",
+     "MHZ[,MHZ...]"},
+    {"measured-tgs", "Measured tokens/s/GPU to compare the projection with", "TGS"},
+};
+constexpr FlagSpec kLayoutFlags[] = {
+    {"tp", "Tensor parallel size", "N"},
+    {"pp", "Pipeline parallel size", "N"},
+    {"vpp", "Virtual pipeline stages per PP rank (interleaved 1F1B)", "N"},
+    {"cp", "Context parallel size", "N"},
+    {"ep", "Expert parallel size (borrowed from DP)", "N"},
+    {"etp", "Tensor parallel size inside an expert", "N"},
+    {"dp", "Data parallel size (default: num-gpus / (tp·pp·cp))", "N"},
+    {"sequence-parallel", "Sequence parallelism with TP", "BOOL", FlagArity::kBool},
+    {"fsdp", "Shard weights, grads and optimizer state over DP", "BOOL", FlagArity::kBool},
+    {"distributed-optimizer", "Shard optimizer state over DP (ZeRO-1)", "BOOL", FlagArity::kBool},
+    {"first-stage-layers", "Layers on the first pipeline stage (uneven split)", "N"},
+    {"last-stage-layers", "Layers on the last pipeline stage (uneven split)", "N"},
+    {"pipeline-schedule",
+     "Pipeline schedule: 1f1b (default; interleaved with --vpp > 1) or zb-h1 (zero bubble: weight "
+     "gradients deferred into the bubble, vpp 1)",
+     "1f1b|zb-h1"},
+    {"moe-grouped-gemm", "MoE expert GEMMs: turbo (one batched GEMM) or legacy (one per expert)",
+     "turbo|legacy"},
+    {"deepep", "DeepEP-style dispatch: PXN All-to-All overlapped with compute", "BOOL",
+     FlagArity::kBool},
+};
+constexpr FlagSpec kTrainingRunFlags[] = {
+    {"seq-len", "Sequence length in tokens", "N"},
+    {"micro-batch", "Sequences per micro-batch", "N"},
+    {"global-batch", "Sequences per optimizer step", "N"},
+    {"recompute", "Activation recomputation: none, selective or full", "MODE"},
+    {"recompute-layers", "Layers per stage recomputed under full recompute (default: all)", "N"},
+    {"overlap-grad-reduce", "Overlap the DP gradient reduction with backward (default true)",
+     "BOOL", FlagArity::kBool},
+    {"overlap-param-gather",
+     "Overlap the distributed optimizer's parameter AllGather with forward (default true)", "BOOL",
+     FlagArity::kBool},
+};
+constexpr FlagSpec kBackendFlags[] = {
+    {"profiling-mode", "simulate, profile, both or measure", "MODE"},
+    {"gemm-backend", "GEMM backend (see --list-backends)", "NAME"},
+    {"attention-backend", "Attention backend", "NAME"},
+    {"memory-backend", "Memory-bound kernel backend", "NAME"},
+    {"collective-backend", "Collective backend", "NAME"},
+};
+constexpr FlagSpec kSearchJobFlags[] = {
+    {"model", "Model library name or JSON file", "NAME|FILE"},
+    {"gpu-arch", "GPU hardware profile name or JSON file", "NAME|FILE"},
+    {"num-gpus", "GPUs in the job", "N"},
+    {"gpus-per-node", "GPUs per node (default: the profile's)", "N"},
+    {"seq-len", "Sequence length in tokens", "N"},
+    {"global-batch", "Sequences per optimizer step", "N"},
+    {"hw-overlay", "Hardware overlay from `project calibrate` applied to the GPU profile", "FILE"},
+};
+constexpr FlagSpec kStackFlags[] = {
+    {"loss-kernel",
      "Cross-entropy loss: auto (default: fused for FSDP-only layouts, else megatron), megatron "
      "(vocab-parallel, fp32 softmax kept), pytorch (eager F.cross_entropy under autocast: fp32 "
      "logits copy, log-softmax, NLL) or fused (one online-softmax kernel: flash-attn, Liger)",
-     cxxopts::value<std::string>(), "auto|megatron|pytorch|fused")
-    ("stack",
-     "Training stack whose choices the auto kernels take: auto (default: llm-foundry for "
-     "FSDP-only layouts, else megatron), megatron (TE attention, Megatron's loss, Megatron-FSDP), "
-     "llm-foundry (PyTorch SDPA, fused loss, Composer's 2 metric passes, FSDP1, eager "
-     "elementwise unless --torch-compile) or torchtitan (PyTorch SDPA, eager fp32 loss, FSDP2, "
-     "eager elementwise unless --torch-compile)",
-     cxxopts::value<std::string>(), "auto|megatron|llm-foundry|torchtitan")
-    ("train-metric-passes",
+     "auto|megatron|pytorch|fused"},
+    {"stack",
+     "Training stack whose choices the auto kernels take: auto (default: llm-foundry for FSDP-only "
+     "layouts, else megatron), megatron (TE attention, Megatron's loss, Megatron-FSDP), "
+     "llm-foundry (PyTorch SDPA, fused loss, Composer's 2 metric passes, FSDP1, eager elementwise "
+     "unless --torch-compile) or torchtitan (PyTorch SDPA, eager fp32 loss, FSDP2, eager "
+     "elementwise unless --torch-compile)",
+     "auto|megatron|llm-foundry|torchtitan"},
+    {"train-metric-passes",
      "Training metrics evaluated on the logits after every micro-batch's backward, one eager "
      "cross-entropy each: auto (default: 2 for FSDP-only layouts, Composer/llm-foundry's "
      "LanguageCrossEntropy and LanguagePerplexity; else 0) or a count",
-     cxxopts::value<std::string>(), "auto|N")
-    ("torch-compile", "PyTorch-native stacks (llm-foundry, torchtitan): torch.compile fuses "
-     "the elementwise chains (RMSNorm, RoPE, SwiGLU) into single kernels, as Megatron's fused "
-     "kernels; default false: eager PyTorch, one kernel per op",
-     cxxopts::value<bool>()->implicit_value("true"), "BOOL")
-    ("fsdp-impl", "How --fsdp shards: auto (default: the stack's: fsdp1 for llm-foundry, fsdp2 "
-     "for torchtitan, megatron-fsdp for megatron), megatron-fsdp (persistent buffers, no "
-     "copies), fsdp1 (PyTorch FlatParameter FSDP) or fsdp2 (PyTorch per-parameter FSDP, also "
-     "Megatron-LM --use-torch-fsdp2)",
-     cxxopts::value<std::string>(), "auto|megatron-fsdp|fsdp1|fsdp2")
-    ("hidden-dropout", "Dropout probability after the embedding and on each residual branch: "
-     "auto (default: 0.1, Megatron-LM's default, for a GELU/LayerNorm GPT model on the megatron "
-     "stack; else 0) or a number in [0, 1); > 0 adds the mask kernels and their 1-byte masks",
-     cxxopts::value<std::string>(), "auto|P")
-    ("attention-dropout", "Dropout probability on the attention probabilities: auto (default: "
-     "as --hidden-dropout) or a number in [0, 1); > 0 adds the dropout kernel and its masks to "
-     "the unfused attention (flash kernels draw it inside, not timed)",
-     cxxopts::value<std::string>(), "auto|P");
-  // clang-format on
-}
-
-void AddKernelAndCommFlags(cxxopts::Options& options, const std::string& group) {
-  // clang-format off
-  options.add_options(group)
-    ("attention-kernel",
+     "auto|N"},
+    {"torch-compile",
+     "PyTorch-native stacks (llm-foundry, torchtitan): torch.compile fuses the elementwise chains "
+     "(RMSNorm, RoPE, SwiGLU) into single kernels, as Megatron's fused kernels; default false: "
+     "eager PyTorch, one kernel per op",
+     "BOOL", FlagArity::kBool},
+    {"fsdp-impl",
+     "How --fsdp shards: auto (default: the stack's: fsdp1 for llm-foundry, fsdp2 for torchtitan, "
+     "megatron-fsdp for megatron), megatron-fsdp (persistent buffers, no copies), fsdp1 (PyTorch "
+     "FlatParameter FSDP) or fsdp2 (PyTorch per-parameter FSDP, also Megatron-LM "
+     "--use-torch-fsdp2)",
+     "auto|megatron-fsdp|fsdp1|fsdp2"},
+    {"hidden-dropout",
+     "Dropout probability after the embedding and on each residual branch: auto (default: 0.1, "
+     "Megatron-LM's default, for a GELU/LayerNorm GPT model on the megatron stack; else 0) or a "
+     "number in [0, 1); > 0 adds the mask kernels and their 1-byte masks",
+     "auto|P"},
+    {"attention-dropout",
+     "Dropout probability on the attention probabilities: auto (default: as --hidden-dropout) or a "
+     "number in [0, 1); > 0 adds the dropout kernel and its masks to the unfused attention (flash "
+     "kernels draw it inside, not timed)",
+     "auto|P"},
+};
+constexpr FlagSpec kKernelAndCommFlags[] = {
+    {"attention-kernel",
      "Attention core: auto (default: PyTorch SDPA's kernel for FSDP layouts, else the GPU "
      "profile's default), flash (the profile's default fused kernel), a kernel the profile names "
      "(fa2, fa3, ...), or unfused (QKᵀ and P·V GEMMs with the softmax over scores in HBM, as "
      "Megatron-LM before FlashAttention)",
-     cxxopts::value<std::string>(), "NAME")
-    ("tp-comm-overlap", "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap, "
-     "TE userbuffers; default false)", cxxopts::value<bool>()->implicit_value("true"), "BOOL")
-    ("grad-reduce-dtype", "Gradient reduction and main-grad buffer dtype: fp32 (default, "
-     "Megatron under bf16) or bf16 (Megatron --grad-reduce-in-bf16, FSDP reduce_dtype bf16)",
-     cxxopts::value<std::string>(), "fp32|bf16");
-  // clang-format on
+     "NAME"},
+    {"tp-comm-overlap",
+     "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap, TE userbuffers; default "
+     "false)",
+     "BOOL", FlagArity::kBool},
+    {"grad-reduce-dtype",
+     "Gradient reduction and main-grad buffer dtype: fp32 (default, Megatron under bf16) or bf16 "
+     "(Megatron --grad-reduce-in-bf16, FSDP reduce_dtype bf16)",
+     "fp32|bf16"},
+};
+constexpr FlagSpec kPrecisionAndRoutingFlags[] = {
+    {"precision", "GEMM precision: bf16, fp16 or fp8", "DTYPE"},
+    {"moe-capacity-factor",
+     "MoE: each expert takes at most X times its balanced share of tokens and drops the rest "
+     "(Megatron --moe-expert-capacity-factor; default 0 = dropless)",
+     "X"},
+    {"moe-pad-to-capacity",
+     "MoE: pad every expert's input to the capacity (Megatron --moe-pad-expert-input-to-capacity)",
+     "BOOL", FlagArity::kBool},
+    {"moe-imbalance",
+     "MoE what-if: tokens routed to the busiest EP rank over the balanced mean (default 1 = "
+     "balanced; a search caps it at what each layout's EP allows)",
+     "X"},
+};
+
+}  // namespace
+
+std::vector<FlagGroup> ScenarioFlagGroups() {
+  std::vector<FlagSpec> run(std::begin(kTrainingRunFlags), std::end(kTrainingRunFlags));
+  for (std::span<const FlagSpec> more :
+       {PrecisionAndRoutingFlags(), KernelAndCommFlags(), StackFlags()}) {
+    run.insert(run.end(), more.begin(), more.end());
+  }
+  return {{"Scenario", {std::begin(kJobFlags), std::end(kJobFlags)}},
+          {"Parallel layout", {std::begin(kLayoutFlags), std::end(kLayoutFlags)}},
+          {"Training run", std::move(run)},
+          {"Backends", {std::begin(kBackendFlags), std::end(kBackendFlags)}}};
 }
 
-void AddPrecisionAndRoutingFlags(cxxopts::Options& options, const std::string& group) {
-  // clang-format off
-  options.add_options(group)
-    ("precision", "GEMM precision: bf16, fp16 or fp8", cxxopts::value<std::string>(), "DTYPE")
-    ("moe-capacity-factor", "MoE: each expert takes at most X times its balanced share of "
-     "tokens and drops the rest (Megatron --moe-expert-capacity-factor; default 0 = dropless)",
-     cxxopts::value<std::string>(), "X")
-    ("moe-pad-to-capacity", "MoE: pad every expert's input to the capacity (Megatron "
-     "--moe-pad-expert-input-to-capacity)", cxxopts::value<bool>()->implicit_value("true"),
-     "BOOL")
-    ("moe-imbalance", "MoE what-if: tokens routed to the busiest EP rank over the balanced mean "
-     "(default 1 = balanced; a search caps it at what each layout's EP allows)",
-     cxxopts::value<std::string>(), "X");
-  // clang-format on
-}
+std::span<const FlagSpec> SearchJobFlags() { return kSearchJobFlags; }
+std::span<const FlagSpec> StackFlags() { return kStackFlags; }
+std::span<const FlagSpec> KernelAndCommFlags() { return kKernelAndCommFlags; }
+std::span<const FlagSpec> PrecisionAndRoutingFlags() { return kPrecisionAndRoutingFlags; }
 
 namespace {
 
 // --train-metric-passes: auto or a count in [0, kMaxTrainMetricPasses].
-absl::StatusOr<std::optional<int64_t>> TrainMetricPassesFlag(const Flags& flags) {
+absl::StatusOr<std::optional<int64_t>> TrainMetricPassesFlag(const FlagValues& flags) {
   if (!Given(flags, "train-metric-passes")) return std::nullopt;
   const std::string v = StringFlag(flags, "train-metric-passes");
   if (v == "auto") return kAutoTrainMetricPasses;
@@ -169,7 +183,7 @@ absl::StatusOr<std::optional<int64_t>> TrainMetricPassesFlag(const Flags& flags)
 }
 
 // --hidden-dropout / --attention-dropout: kAutoDropout for "auto", else a probability in [0, 1).
-absl::StatusOr<std::optional<double>> DropoutFlag(const Flags& flags, absl::string_view name) {
+absl::StatusOr<std::optional<double>> DropoutFlag(const FlagValues& flags, absl::string_view name) {
   if (!Given(flags, name)) return std::nullopt;
   const std::string v = StringFlag(flags, name);
   if (v == "auto") return kAutoDropout;
@@ -181,7 +195,7 @@ absl::StatusOr<std::optional<double>> DropoutFlag(const Flags& flags, absl::stri
 }
 
 // --precision: bf16, fp16 or fp8.
-absl::Status ReadPrecision(const Flags& flags, TrainingConfig& training) {
+absl::Status ReadPrecision(const FlagValues& flags, TrainingConfig& training) {
   if (!Given(flags, "precision")) return absl::OkStatus();
   const std::string v = StringFlag(flags, "precision");
   if (v != "bf16" && v != "fp16" && v != "fp8") {
@@ -194,7 +208,7 @@ absl::Status ReadPrecision(const Flags& flags, TrainingConfig& training) {
 
 // The run settings `project` and `search` share: precision, kernels, communication, the stack
 // and the MoE routing.
-absl::Status ReadTrainingSettings(const Flags& flags, TrainingConfig& training) {
+absl::Status ReadTrainingSettings(const FlagValues& flags, TrainingConfig& training) {
   PROJECTOR_RETURN_IF_ERROR(ReadPrecision(flags, training));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "tp-comm-overlap", training.tp_comm_overlap));
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<DType> grad_dtype,
@@ -216,7 +230,7 @@ absl::Status ReadTrainingSettings(const Flags& flags, TrainingConfig& training) 
 }
 
 // The model and GPU: the flags' when given (required for a search base).
-absl::Status ReadModelAndGpu(const Flags& flags, ScenarioUse use, Scenario& s) {
+absl::Status ReadModelAndGpu(const FlagValues& flags, ScenarioUse use, Scenario& s) {
   const bool search = use == ScenarioUse::kSearchBase;
   if (search && !Given(flags, "model")) {
     return FlagError("model", "required; a library name (see project --list-models) or a file");
@@ -242,7 +256,7 @@ absl::Status ReadModelAndGpu(const Flags& flags, ScenarioUse use, Scenario& s) {
 
 // The scenario the flags start from: --scenario FILE, --case FILE:ID or the built-in default,
 // whose values the command line left alone are noted in defaults_used.
-absl::StatusOr<Scenario> StartingScenario(const Flags& flags) {
+absl::StatusOr<Scenario> StartingScenario(const FlagValues& flags) {
   if (Given(flags, "scenario") && Given(flags, "case")) {
     return absl::InvalidArgumentError("--scenario and --case are exclusive; give one of them");
   }
@@ -264,7 +278,7 @@ absl::StatusOr<Scenario> StartingScenario(const Flags& flags) {
 }
 
 // --gpu-clock-mhz (one clock; a list is a sweep the caller runs) and --measured-tgs.
-absl::Status ReadClockAndMeasurement(const Flags& flags, Scenario& s) {
+absl::Status ReadClockAndMeasurement(const FlagValues& flags, Scenario& s) {
   if (Given(flags, "gpu-clock-mhz")) {
     PROJECTOR_ASSIGN_OR_RETURN(std::vector<double> clocks, ClockListFlag(flags));
     if (clocks.size() == 1) s.hw.gpu.sustained_clock = Megahertz(clocks[0]);
@@ -279,7 +293,7 @@ absl::Status ReadClockAndMeasurement(const Flags& flags, Scenario& s) {
 
 // The layout and run-length flags; true when any of the integer ones was given (DP is then
 // derived again).
-absl::StatusOr<bool> ReadLayoutFlags(const Flags& flags, Scenario& s) {
+absl::StatusOr<bool> ReadLayoutFlags(const FlagValues& flags, Scenario& s) {
   ParallelConfig& p = s.parallel;
   const std::pair<const char*, int64_t*> positive[] = {{"tp", &p.tp},
                                                        {"pp", &p.pp},
@@ -333,7 +347,7 @@ absl::StatusOr<bool> ReadLayoutFlags(const Flags& flags, Scenario& s) {
   return changed;
 }
 
-void ReadBackendFlags(const Flags& flags, BackendSelection& backends) {
+void ReadBackendFlags(const FlagValues& flags, BackendSelection& backends) {
   for (auto [name, target] : {std::pair<const char*, std::string*>{"gemm-backend", &backends.gemm},
                               {"attention-backend", &backends.attention},
                               {"memory-backend", &backends.memory},
@@ -343,7 +357,7 @@ void ReadBackendFlags(const Flags& flags, BackendSelection& backends) {
 }
 
 // --num-gpus and --dp: DP explicit, else derived from the GPU count and the other dimensions.
-absl::Status ReadGpuCountAndDp(const Flags& flags, bool layout_changed, Scenario& s) {
+absl::Status ReadGpuCountAndDp(const FlagValues& flags, bool layout_changed, Scenario& s) {
   ParallelConfig& p = s.parallel;
   const bool num_gpus_given = Given(flags, "num-gpus");
   PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, IntFlag(flags, "num-gpus", {}, s.num_gpus));
@@ -372,7 +386,7 @@ absl::Status ReadGpuCountAndDp(const Flags& flags, bool layout_changed, Scenario
   return absl::OkStatus();
 }
 
-absl::StatusOr<Scenario> ProjectionScenarioFromFlags(const Flags& flags) {
+absl::StatusOr<Scenario> ProjectionScenarioFromFlags(const FlagValues& flags) {
   PROJECTOR_ASSIGN_OR_RETURN(Scenario s, StartingScenario(flags));
   const bool from_file = Given(flags, "scenario") || Given(flags, "case");
   PROJECTOR_RETURN_IF_ERROR(ReadModelAndGpu(flags, ScenarioUse::kProjection, s));
@@ -405,7 +419,7 @@ absl::Status ValidateSearchRouting(const Scenario& s) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Scenario> SearchBaseFromFlags(const Flags& flags) {
+absl::StatusOr<Scenario> SearchBaseFromFlags(const FlagValues& flags) {
   Scenario s;
   s.name = "search";
   PROJECTOR_RETURN_IF_ERROR(ReadModelAndGpu(flags, ScenarioUse::kSearchBase, s));
@@ -430,12 +444,12 @@ absl::StatusOr<Scenario> SearchBaseFromFlags(const Flags& flags) {
 
 }  // namespace
 
-absl::StatusOr<Scenario> ScenarioFromFlags(const Flags& flags, ScenarioUse use) {
+absl::StatusOr<Scenario> ScenarioFromFlags(const FlagValues& flags, ScenarioUse use) {
   if (use == ScenarioUse::kSearchBase) return SearchBaseFromFlags(flags);
   return ProjectionScenarioFromFlags(flags);
 }
 
-absl::StatusOr<TrainingOverrides> ReadStackFlags(const Flags& flags) {
+absl::StatusOr<TrainingOverrides> ReadStackFlags(const FlagValues& flags) {
   TrainingOverrides out;
   PROJECTOR_ASSIGN_OR_RETURN(out.stack,
                              ParsedFlag<TrainingStack>(flags, "stack", &ParseTrainingStack));
@@ -450,7 +464,7 @@ absl::StatusOr<TrainingOverrides> ReadStackFlags(const Flags& flags) {
   return out;
 }
 
-absl::Status ApplyHwOverlayFlag(const Flags& flags, Scenario& scenario) {
+absl::Status ApplyHwOverlayFlag(const FlagValues& flags, Scenario& scenario) {
   if (!Given(flags, "hw-overlay")) return absl::OkStatus();
   scenario.hw_overlay_file = StringFlag(flags, "hw-overlay");
   if (scenario.hw_overlay_file.empty()) {
@@ -461,7 +475,7 @@ absl::Status ApplyHwOverlayFlag(const Flags& flags, Scenario& scenario) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<HardwareProfile> HardwareFromFlags(const Flags& flags) {
+absl::StatusOr<HardwareProfile> HardwareFromFlags(const FlagValues& flags) {
   if (!Given(flags, "gpu-arch")) {
     return FlagError("gpu-arch",
                      absl::StrCat("required; valid: ", absl::StrJoin(ListLibraryGpus(), ", ")));
@@ -481,7 +495,7 @@ absl::StatusOr<HardwareProfile> HardwareFromFlags(const Flags& flags) {
   return hw;
 }
 
-absl::StatusOr<std::vector<double>> ClockListFlag(const Flags& flags) {
+absl::StatusOr<std::vector<double>> ClockListFlag(const FlagValues& flags) {
   PROJECTOR_ASSIGN_OR_RETURN(
       std::vector<double> clocks,
       ParsePositiveList(StringFlag(flags, "gpu-clock-mhz"), "gpu-clock-mhz"));

@@ -1,0 +1,159 @@
+#include "studies/estimate_flags.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "backends/backend_registry.h"
+#include "core/status_macros.h"
+
+namespace projector {
+namespace {
+
+// Upper bounds of the estimate shapes, far beyond any layer: they keep tile and wave counts (a
+// product of up to three of them over the tile sizes) inside int64.
+constexpr int64_t kMaxEstimateDim = int64_t{1} << 24;    // m, n, k, sequence lengths, ranks
+constexpr int64_t kMaxEstimateCount = int64_t{1} << 16;  // batch, heads, head dims
+constexpr IntRange kDim{.max = kMaxEstimateDim, .beyond = " (beyond any layer)"};
+constexpr IntRange kCount{.max = kMaxEstimateCount, .beyond = " (beyond any layer)"};
+constexpr char kCollectives[] =
+    "allreduce, allgather, reducescatter, alltoall, sendrecv, broadcast";
+
+constexpr FlagSpec kGemmFlags[] = {
+    {"dtype", "bf16, fp16, fp8, fp32, tf32, fp4", "DTYPE", FlagArity::kValue, "bf16"},
+    {"gemm-m", "M (given as --m)", "N"},
+    {"gemm-n", "N (given as --n)", "N"},
+    {"gemm-k", "K (given as --k)", "N"},
+    {"batch", "Batch count", "N"},
+    {"gemm-backend", "GEMM backend", "NAME", FlagArity::kValue, "tile"},
+};
+constexpr FlagSpec kAttentionFlags[] = {
+    {"dtype", "bf16, fp16, fp8, fp32, tf32, fp4", "DTYPE", FlagArity::kValue, "bf16"},
+    {"batch", "Sequences", "N"},
+    {"heads", "Query heads", "N"},
+    {"kv-heads", "Key/value heads (default: heads)", "N"},
+    {"seq-q", "Query length", "N"},
+    {"seq-kv", "Key/value length (default: seq-q)", "N"},
+    {"head-dim", "QK and V head dim", "N"},
+    {"qk-head-dim", "QK head dim (MLA: 192)", "N"},
+    {"v-head-dim", "V head dim (MLA: 128)", "N"},
+    {"causal", "Causal mask", "BOOL", FlagArity::kBool, "true"},
+    {"pass", "fwd or bwd", "PASS", FlagArity::kValue, "fwd"},
+    {"attention-backend", "Attention backend", "NAME", FlagArity::kValue, "tile"},
+};
+constexpr FlagSpec kCollectiveFlags[] = {
+    {"op", kCollectives, "OP"},
+    {"bytes", "Message size (nccl-tests convention), e.g. 1GiB", "SIZE"},
+    {"ranks", "Group size", "N"},
+    {"stride", "Distance between group ranks in the global rank order", "N"},
+    {"algorithm", "auto, ring, tree, direct, halving-doubling, hierarchical, pxn", "NAME",
+     FlagArity::kValue, "auto"},
+    {"collective-backend", "Collective backend", "NAME", FlagArity::kValue, "hierarchical"},
+};
+
+absl::StatusOr<DType> DTypeFlag(const FlagValues& flags) {
+  absl::StatusOr<DType> d = ParseDType(StringFlag(flags, "dtype"));
+  if (!d.ok()) return FlagError("dtype", d.status().message());
+  return *d;
+}
+
+// A backend by the name its flag gives, from the registry's `make`.
+template <typename Make>
+auto BackendFlag(const FlagValues& flags, absl::string_view name, const HardwareProfile& hw,
+                 Make make) -> decltype(make(std::string(), hw)) {
+  auto backend = make(StringFlag(flags, name), hw);
+  if (!backend.ok()) return FlagError(name, backend.status().message());
+  return backend;
+}
+
+}  // namespace
+
+absl::StatusOr<GemmOpEstimate> EstimateGemmFromFlags(const FlagValues& flags,
+                                                     const HardwareProfile& hw) {
+  GemmShape shape;
+  PROJECTOR_ASSIGN_OR_RETURN(
+      shape.m, IntFlag(flags, "gemm-m", {.max = kDim.max, .beyond = kDim.beyond, .shown = "m"}));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      shape.n, IntFlag(flags, "gemm-n", {.max = kDim.max, .beyond = kDim.beyond, .shown = "n"}));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      shape.k, IntFlag(flags, "gemm-k", {.max = kDim.max, .beyond = kDim.beyond, .shown = "k"}));
+  PROJECTOR_ASSIGN_OR_RETURN(shape.batch, IntFlag(flags, "batch", kCount, shape.batch));
+  PROJECTOR_ASSIGN_OR_RETURN(shape.dtype, DTypeFlag(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(auto backend, BackendFlag(flags, "gemm-backend", hw, MakeGemmBackend));
+  return EstimateGemmOp(hw, *backend, shape);
+}
+
+namespace {
+
+absl::StatusOr<AttentionShape> AttentionShapeFlags(const FlagValues& flags) {
+  AttentionShape shape;
+  PROJECTOR_ASSIGN_OR_RETURN(shape.batch, IntFlag(flags, "batch", kCount));
+  PROJECTOR_ASSIGN_OR_RETURN(shape.num_q_heads, IntFlag(flags, "heads", kCount));
+  PROJECTOR_ASSIGN_OR_RETURN(shape.num_kv_heads,
+                             IntFlag(flags, "kv-heads", kDim, shape.num_q_heads));
+  PROJECTOR_ASSIGN_OR_RETURN(shape.seq_q, IntFlag(flags, "seq-q", kDim));
+  PROJECTOR_ASSIGN_OR_RETURN(shape.seq_kv, IntFlag(flags, "seq-kv", kDim, shape.seq_q));
+  PROJECTOR_ASSIGN_OR_RETURN(const int64_t head_dim, IntFlag(flags, "head-dim", kCount, 0));
+  PROJECTOR_ASSIGN_OR_RETURN(shape.qk_head_dim, IntFlag(flags, "qk-head-dim", kCount, head_dim));
+  PROJECTOR_ASSIGN_OR_RETURN(shape.v_head_dim, IntFlag(flags, "v-head-dim", kCount, head_dim));
+  if (shape.qk_head_dim <= 0 || shape.v_head_dim <= 0) {
+    return FlagError("head-dim", "required (or --qk-head-dim and --v-head-dim)");
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(shape.causal, BoolFlag(flags, "causal"));
+  PROJECTOR_ASSIGN_OR_RETURN(shape.dtype, DTypeFlag(flags));
+  return shape;
+}
+
+}  // namespace
+
+absl::StatusOr<AttentionOpEstimate> EstimateAttentionFromFlags(const FlagValues& flags,
+                                                               const HardwareProfile& hw) {
+  PROJECTOR_ASSIGN_OR_RETURN(const AttentionShape shape, AttentionShapeFlags(flags));
+  const std::string pass = StringFlag(flags, "pass");
+  if (pass != "fwd" && pass != "bwd") {
+    return FlagError("pass", absl::StrCat("unknown pass '", pass, "'; accepted: fwd, bwd"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(auto backend,
+                             BackendFlag(flags, "attention-backend", hw, MakeAttentionBackend));
+  return EstimateAttentionOp(hw, *backend, shape,
+                             pass == "fwd" ? AttentionPass::kForward : AttentionPass::kBackward);
+}
+
+namespace {
+
+absl::StatusOr<CollectiveKind> CollectiveKindFlag(const FlagValues& flags) {
+  if (!Given(flags, "op"))
+    return FlagError("op", absl::StrCat("required; accepted: ", kCollectives));
+  const std::string name = StringFlag(flags, "op");
+  for (CollectiveKind k :
+       {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+        CollectiveKind::kAllToAll, CollectiveKind::kSendRecv, CollectiveKind::kBroadcast}) {
+    if (CollectiveKindName(k) == name) return k;
+  }
+  return FlagError("op", absl::StrCat("unknown collective '", name, "'; accepted: ", kCollectives));
+}
+
+}  // namespace
+
+absl::StatusOr<CollectiveOpEstimate> EstimateCollectiveFromFlags(const FlagValues& flags,
+                                                                 const HardwareProfile& hw) {
+  CollectiveOp op;
+  PROJECTOR_ASSIGN_OR_RETURN(op.kind, CollectiveKindFlag(flags));
+  if (!Given(flags, "bytes")) return FlagError("bytes", "required (e.g. 1GiB)");
+  PROJECTOR_ASSIGN_OR_RETURN(const double bytes,
+                             ParseByteSize(StringFlag(flags, "bytes"), "bytes"));
+  op.bytes = Bytes(bytes);
+  PROJECTOR_ASSIGN_OR_RETURN(op.group.size, IntFlag(flags, "ranks", kDim));
+  PROJECTOR_ASSIGN_OR_RETURN(op.group.stride, IntFlag(flags, "stride", kDim, 1));
+  absl::StatusOr<CollectiveAlgorithm> algorithm =
+      ParseCollectiveAlgorithm(StringFlag(flags, "algorithm"));
+  if (!algorithm.ok()) return FlagError("algorithm", algorithm.status().message());
+  PROJECTOR_ASSIGN_OR_RETURN(auto backend,
+                             BackendFlag(flags, "collective-backend", hw, MakeCollectiveBackend));
+  return EstimateCollectiveOp(hw, *backend, op, *algorithm);
+}
+
+std::span<const FlagSpec> GemmEstimateFlags() { return kGemmFlags; }
+std::span<const FlagSpec> AttentionEstimateFlags() { return kAttentionFlags; }
+std::span<const FlagSpec> CollectiveEstimateFlags() { return kCollectiveFlags; }
+
+}  // namespace projector

@@ -1,0 +1,35 @@
+// The flags of `project estimate gemm|attention|collective` (the op's shape, dtype and backend)
+// and the estimate they ask for, on a hardware profile the caller resolved.
+#ifndef PROJECTOR_STUDIES_ESTIMATE_FLAGS_H_
+#define PROJECTOR_STUDIES_ESTIMATE_FLAGS_H_
+
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "core/flag_values.h"
+#include "hw_profiles/hardware_profile.h"
+#include "studies/estimate.h"
+
+namespace projector {
+
+// --dtype, --m/--n/--k (declared as gemm-m/n/k: cxxopts takes one-letter names only as short
+// options), --batch, --gemm-backend.
+std::span<const FlagSpec> GemmEstimateFlags();
+// --dtype, --batch, --heads, --kv-heads, --seq-q, --seq-kv, the head dims, --causal, --pass,
+// --attention-backend.
+std::span<const FlagSpec> AttentionEstimateFlags();
+// --op, --bytes, --ranks, --stride, --algorithm, --collective-backend.
+std::span<const FlagSpec> CollectiveEstimateFlags();
+
+// The op the flags describe, estimated by the backend they name; FlagError for a missing or bad
+// value, backend errors passed through.
+absl::StatusOr<GemmOpEstimate> EstimateGemmFromFlags(const FlagValues& flags,
+                                                     const HardwareProfile& hw);
+absl::StatusOr<AttentionOpEstimate> EstimateAttentionFromFlags(const FlagValues& flags,
+                                                               const HardwareProfile& hw);
+absl::StatusOr<CollectiveOpEstimate> EstimateCollectiveFromFlags(const FlagValues& flags,
+                                                                 const HardwareProfile& hw);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_STUDIES_ESTIMATE_FLAGS_H_
