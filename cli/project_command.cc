@@ -162,13 +162,8 @@ absl::Status RunClockSweep(const Scenario& scenario, const std::vector<double>& 
     PROJECTOR_RETURN_IF_ERROR(
         WriteOutputFile("html", outputs.html_path, ClockWhatIfHtml(scenario, rows)));
   }
-  if (as_json) {
-    nlohmann::json j = ClockWhatIfJson(rows);
-    j["scenario"] = ScenarioToJson(scenario);
-    io.out << j.dump(2) << "\n";
-  } else {
-    io.out << DescribeScenario(scenario) << "\n" << ClockWhatIfText(rows);
-  }
+  io.out << (as_json ? ClockWhatIfJson(scenario, rows).dump(2) + "\n"
+                     : ClockWhatIfText(scenario, rows));
   if (!outputs.html_path.empty()) {
     NoteStream(as_json, io.out, io.err)
         << "html: report written to " << outputs.html_path << " (open in a browser)\n";

@@ -5,9 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/status_macros.h"
@@ -54,11 +51,7 @@ void AddSearchFlags(cxxopts::Options& options) {
 std::function<void(int64_t, int64_t, double)> ProgressLine(std::ostream& err, bool& shown) {
   return [&err, &shown](int64_t done, int64_t total, double elapsed_s) {
     if (elapsed_s < 1.0) return;
-    err << absl::StrFormat(
-               "\rsearch: %d / %d layouts evaluated (%.0f%%), %.1f s", done, total,
-               total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0,
-               elapsed_s)
-        << std::flush;
+    err << SearchProgressLine(done, total, elapsed_s) << std::flush;
     shown = true;
   };
 }

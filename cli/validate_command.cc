@@ -3,7 +3,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/status_macros.h"

@@ -31,19 +31,19 @@ json SearchResultToJson(const Scenario& base, const SearchResult& r) {
   j["candidates_ranked"] = r.ranked.size();
   j["elapsed_s"] = r.elapsed_s;
   j["threads"] = r.threads;
-  j["candidates_per_minute"] = r.elapsed_s > 0 ? static_cast<double>(r.candidates_evaluated) /
-                                                     r.elapsed_s * 60.0
-                                               : 0.0;
+  j["candidates_per_minute"] =
+      r.elapsed_s > 0 ? static_cast<double>(r.candidates_evaluated) / r.elapsed_s * 60.0 : 0.0;
   j["memory_limit_bytes"] = r.memory_limit ? json(r.memory_limit->value()) : json(nullptr);
   j["memory_check_bytes"] = r.memory_check.value();
   json removed = json::object();
   for (int k = 0; k < kNumSearchConstraints; ++k) {
-    removed[std::string(SearchConstraintName(static_cast<SearchConstraint>(k)))] = r.removed[static_cast<size_t>(k)];
+    removed[std::string(SearchConstraintName(static_cast<SearchConstraint>(k)))] =
+        r.removed[static_cast<size_t>(k)];
   }
   j["removed"] = removed;
   if (!r.first_projection_error.empty()) j["first_projection_error"] = r.first_projection_error;
-  j["best_command"] = r.ranked.empty() ? json(nullptr)
-                                       : json(ReproduceCommand(base, r.ranked.front().candidate));
+  j["best_command"] =
+      r.ranked.empty() ? json(nullptr) : json(ReproduceCommand(base, r.ranked.front().candidate));
   json layouts = json::array();
   int64_t rank = 0;
   for (const RankedLayout& l : r.ranked) {
@@ -84,6 +84,13 @@ json SearchResultToJson(const Scenario& base, const SearchResult& r) {
   return j;
 }
 
+std::string SearchProgressLine(int64_t done, int64_t total, double elapsed_s) {
+  const double pct =
+      total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0;
+  return absl::StrFormat("\rsearch: %d / %d layouts evaluated (%.0f%%), %.1f s", done, total, pct,
+                         elapsed_s);
+}
+
 std::string FormatSearchText(const Scenario& base, const SearchResult& r, int64_t top_k) {
   std::string out = absl::StrFormat(
       "Search: %s on %d x %s (%d per node), seq %d, global batch %d, %s\n", base.model.name,
@@ -95,8 +102,7 @@ std::string FormatSearchText(const Scenario& base, const SearchResult& r, int64_
                         "  candidates  %s enumerated, %s evaluated in %.2f s on %d threads "
                         "(%s per minute)\n",
                         FormatCount(r.candidates_enumerated), FormatCount(r.candidates_evaluated),
-                        r.elapsed_s, r.threads,
-                        FormatCount(static_cast<int64_t>(per_min)));
+                        r.elapsed_s, r.threads, FormatCount(static_cast<int64_t>(per_min)));
   if (r.memory_limit) {
     absl::StrAppendFormat(&out, "  memory      limit %.1f GB per GPU (HBM %.1f GB = %.1f GiB)\n",
                           ToGb(*r.memory_limit), ToGb(base.hw.gpu.hbm_capacity),
@@ -117,14 +123,14 @@ std::string FormatSearchText(const Scenario& base, const SearchResult& r, int64_
     any = true;
   }
   out += any ? "\n" : " none\n";
-  absl::StrAppendFormat(&out, "  ranked      %s layouts by %s\n\n", FormatCount(
-                            static_cast<int64_t>(r.ranked.size())),
+  absl::StrAppendFormat(&out, "  ranked      %s layouts by %s\n\n",
+                        FormatCount(static_cast<int64_t>(r.ranked.size())),
                         SearchObjectiveName(r.objective));
   const int64_t shown = std::min<int64_t>(top_k, static_cast<int64_t>(r.ranked.size()));
   int width = 6;
   for (int64_t i = 0; i < shown; ++i) {
-    width = std::max(width, static_cast<int>(
-                                CandidateLabel(r.ranked[static_cast<size_t>(i)].candidate).size()));
+    width = std::max(
+        width, static_cast<int>(CandidateLabel(r.ranked[static_cast<size_t>(i)].candidate).size()));
   }
   absl::StrAppendFormat(&out, "%4s  %-*s %9s %10s %6s %10s  %s\n", "#", width, "layout", "TGS",
                         "step (s)", "MFU", "peak mem", "dominant");

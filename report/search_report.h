@@ -17,6 +17,8 @@ namespace projector {
 nlohmann::json SearchResultToJson(const Scenario& base, const SearchResult& result);
 // Text: the counts, removals per constraint and the top `top_k` layouts, then the best layout
 // as a `project` command.
+// "\rsearch: D / T layouts evaluated (P%), S s": the progress line a long search redraws.
+std::string SearchProgressLine(int64_t done, int64_t total, double elapsed_s);
 std::string FormatSearchText(const Scenario& base, const SearchResult& result, int64_t top_k);
 
 }  // namespace projector

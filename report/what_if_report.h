@@ -10,10 +10,11 @@
 
 namespace projector {
 
-std::string ClockWhatIfText(const std::vector<ClockRow>& rows);
+// The scenario's description, then the table.
+std::string ClockWhatIfText(const Scenario& scenario, const std::vector<ClockRow>& rows);
 // {"clock_sweep": [{clock_mhz, step_time_s, tokens_per_s_per_gpu, tflops_per_gpu,
-//                   clock_scaled_share}]}
-nlohmann::json ClockWhatIfJson(const std::vector<ClockRow>& rows);
+//                   clock_scaled_share}], "scenario": {...}}
+nlohmann::json ClockWhatIfJson(const Scenario& scenario, const std::vector<ClockRow>& rows);
 
 }  // namespace projector
 

@@ -45,12 +45,12 @@ TEST(ClockWhatIfTest, ComputeOnlyScenarioScalesWithTheClock) {
               IsNearRel(fast.step_time.value() * (1 + fast.clock_scaled_share), 1e-9));
   EXPECT_LT(slow.tokens_per_s_per_gpu, fast.tokens_per_s_per_gpu);
   EXPECT_GT(slow.clock_scaled_share, fast.clock_scaled_share);
-  nlohmann::json j = ClockWhatIfJson(*rows);
+  nlohmann::json j = ClockWhatIfJson(s, *rows);
   ASSERT_EQ(j["clock_sweep"].size(), 2u);
   EXPECT_TRUE(j["clock_sweep"][0]["step_time_s"].is_number());
   EXPECT_TRUE(j["clock_sweep"][0]["tokens_per_s_per_gpu"].is_number());
   EXPECT_TRUE(j["clock_sweep"][0]["clock_scaled_share"].is_number());
-  EXPECT_THAT(ClockWhatIfText(*rows), HasSubstr("clock MHz"));
+  EXPECT_THAT(ClockWhatIfText(s, *rows), HasSubstr("clock MHz"));
 }
 
 TEST(ClockWhatIfTest, RejectsEmptyListsAndNonPositiveClocks) {
