@@ -640,6 +640,7 @@ std::string ValidationHtml(const ValidationReport& r) {
               "</td><td>", HtmlEscape(st.train_metric_passes), "</td></tr>"});
   }
   out += "</table>\n";
+  SummaryTable(out, "By model family", r.by_model_family);
   SummaryTable(out, "By precision", r.by_precision);
   SummaryTable(out, "By sequence length", r.by_seq_len);
   SummaryTable(out, "By scale", r.by_scale);

@@ -144,6 +144,8 @@ std::string FormatValidationText(const ValidationReport& r) {
                           st.stacks, kernel_w, st.attention_kernels, loss_w, st.loss_kernels,
                           st.train_metric_passes);
   }
+  absl::StrAppend(&out, "\nBy model family\n", head);
+  for (const ErrorSummary& s : r.by_model_family) out += SummaryRow(s);
   absl::StrAppend(&out, "\nBy precision\n", head);
   for (const ErrorSummary& s : r.by_precision) out += SummaryRow(s);
   absl::StrAppend(&out, "\nBy sequence length\n", head);
@@ -194,6 +196,7 @@ json ValidationToJson(const ValidationReport& r) {
     json j = {{"id", c.id},
               {"line", c.line},
               {"model", c.model},
+              {"model_family", c.model_family},
               {"gpu", c.gpu},
               {"source", c.source},
               {"num_gpus", c.num_gpus},
@@ -254,6 +257,7 @@ json ValidationToJson(const ValidationReport& r) {
           {"summary", summary},
           {"by_gpu", summaries(r.by_gpu)},
           {"by_source", summaries(r.by_source)},
+          {"by_model_family", summaries(r.by_model_family)},
           {"by_precision", summaries(r.by_precision)},
           {"by_seq_len", summaries(r.by_seq_len)},
           {"by_scale", summaries(r.by_scale)},

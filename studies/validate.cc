@@ -310,6 +310,8 @@ void ReadCaseFields(const json& value, int64_t line_no, ValidationCase& c) {
   c.seq_len = value.value("seq_len", int64_t{0});
   if (value.contains("model") && value["model"].is_object()) {
     c.model = value["model"].value("name", "");
+    const bool moe = value["model"].contains("moe") && value["model"]["moe"].is_object();
+    c.model_family = moe ? "moe" : "dense";
   }
   if (value.contains("measured") && value["measured"].is_object()) {
     c.measured_tokens_per_s_per_gpu = value["measured"].value("tokens_per_s_per_gpu", 0.0);
@@ -323,6 +325,7 @@ bool Selected(const ValidationOptions& options, const json& value, const Validat
     return false;
   }
   if (!options.gpu.empty() && c.gpu != options.gpu) return false;
+  if (!options.model_family.empty() && c.model_family != options.model_family) return false;
   return options.source.empty() || c.source == options.source;
 }
 
@@ -477,11 +480,13 @@ absl::Status ProjectCases(std::vector<ParsedCase>& parsed, int threads) {
   return absl::OkStatus();
 }
 
-// The summaries overall and by GPU, source, precision, sequence band and scale band, and the
+// The summaries overall and by GPU, source, model family, precision, sequence band and scale
+// band, and the
 // speedup checks across GPUs and precisions.
 void Summarise(ValidationReport& report) {
   std::vector<const ValidationCase*> all;
-  std::map<std::string, std::vector<const ValidationCase*>> by_gpu, by_source, by_precision;
+  std::map<std::string, std::vector<const ValidationCase*>> by_gpu, by_source, by_family,
+      by_precision;
   // Ordered bands: (rank, label).
   std::map<std::pair<int, std::string>, std::vector<const ValidationCase*>> by_seq, by_scale;
   for (const ValidationCase& c : report.cases) {
@@ -490,6 +495,7 @@ void Summarise(ValidationReport& report) {
     all.push_back(&c);
     by_gpu[c.gpu].push_back(&c);
     by_source[c.source].push_back(&c);
+    by_family[c.model_family].push_back(&c);
     by_precision[c.precision].push_back(&c);
     by_seq[SequenceBand(c.seq_len)].push_back(&c);
     by_scale[ScaleBand(c.num_gpus, c.gpus_per_node)].push_back(&c);
@@ -497,6 +503,9 @@ void Summarise(ValidationReport& report) {
   report.summary = Summarise(all, "all");
   for (auto& [gpu, cases] : by_gpu) report.by_gpu.push_back(Summarise(cases, gpu));
   for (auto& [source, cases] : by_source) report.by_source.push_back(Summarise(cases, source));
+  for (auto& [family, cases] : by_family) {
+    report.by_model_family.push_back(Summarise(cases, family));
+  }
   for (auto& [p, cases] : by_precision) report.by_precision.push_back(Summarise(cases, p));
   for (auto& [band, cases] : by_seq) report.by_seq_len.push_back(Summarise(cases, band.second));
   for (auto& [band, cases] : by_scale) report.by_scale.push_back(Summarise(cases, band.second));

@@ -21,6 +21,7 @@ struct ValidationCase {
   int64_t line = 0;
   std::string id;
   std::string model;
+  std::string model_family;  // "moe" when the model has routed experts, else "dense"
   std::string gpu;
   std::string source;  // short source label used for grouping
   int64_t num_gpus = 0;
@@ -108,6 +109,7 @@ struct ValidationReport {
   // The same split by what a projection's blind spots tend to follow: training precision,
   // sequence-length band (attention's share of the work grows with it) and cluster scale
   // (one node, where no collective crosses a NIC, vs several).
+  std::vector<ErrorSummary> by_model_family;  // dense vs MoE: the expert layer's own terms
   std::vector<ErrorSummary> by_precision;
   std::vector<ErrorSummary> by_seq_len;
   std::vector<ErrorSummary> by_scale;
@@ -154,6 +156,8 @@ struct ValidationOptions {
   std::string source;
   // Keep only cases whose id or source contains this text (empty: all).
   std::string only;
+  // Keep only cases of this model family, "dense" or "moe" (empty: all).
+  std::string model_family;
 };
 
 // Reads and projects every case. A malformed line (bad JSON, wrong type, missing or unknown

@@ -19,6 +19,7 @@ constexpr FlagSpec kRunFlags[] = {
     {"threads", "Worker threads (default: all cores)", "N"},
     {"only", "Only the cases whose id or source contains TEXT", "TEXT"},
     {"gpu", "Only the cases on this GPU", "NAME"},
+    {"model-family", "Only the cases of dense models or of MoE models", "dense|moe"},
     {"hw-overlay",
      "Hardware overlays from `project calibrate` (comma-separated), each applied to the cases on "
      "the GPU it was fitted for",
@@ -65,6 +66,13 @@ absl::StatusOr<ValidationOptions> ValidationOptionsFromFlags(const FlagValues& f
                                ValidationKernel(StringFlag(flags, "attention-kernel")));
   }
   PROJECTOR_ASSIGN_OR_RETURN(v.training, ReadStackFlags(flags));
+  if (Given(flags, "model-family")) {
+    v.model_family = StringFlag(flags, "model-family");
+    if (v.model_family != "dense" && v.model_family != "moe") {
+      return FlagError("model-family", absl::StrCat("unknown family '", v.model_family,
+                                                    "'; accepted: dense, moe"));
+    }
+  }
   if (Given(flags, "gpu")) {
     v.gpu = StringFlag(flags, "gpu");
     if (absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(v.gpu); !hw.ok()) {
