@@ -440,8 +440,7 @@ std::string DescribeScenario(const Scenario& s) {
       LayoutSummary(s.parallel), t.seq_len, t.micro_batch, t.global_batch,
       RecomputeName(t.recompute), DTypeName(t.precision),
       TrainingStackName(ResolvedStack(t, s.parallel)), AttentionKernelOf(s),
-      LossKernelName(ResolvedLossKernel(t, s.parallel)),
-      TrainingSwitchesPhrase(s), s.backends.gemm,
+      LossKernelName(ResolvedLossKernel(t, s.parallel)), TrainingSwitchesPhrase(s), s.backends.gemm,
       s.backends.attention, s.backends.memory, s.backends.collective);
   for (const std::string& d : s.defaults_used) absl::StrAppend(&out, "  default    ", d, "\n");
   return out;
@@ -526,8 +525,7 @@ absl::Status ValidateMoeRouting(const Scenario& s, const std::string& origin) {
                                         s.model.name));
   }
   const MoeSpec& moe = *s.model.moe;
-  const double max_capacity =
-      static_cast<double>(moe.num_experts) / static_cast<double>(moe.top_k);
+  const double max_capacity = static_cast<double>(moe.num_experts) / static_cast<double>(moe.top_k);
   if (!(t.moe_capacity_factor >= 0) || t.moe_capacity_factor > max_capacity) {
     return JsonFieldError(
         origin, "/training/moe_capacity_factor",
@@ -569,8 +567,7 @@ bool LayersSplitEvenly(int64_t layers, int64_t virtual_stages) {
 double MaxMoeImbalance(const ModelSpec& model, const ParallelConfig& parallel) {
   if (!model.moe || parallel.ep <= 0 || model.moe->top_k <= 0) return 1.0;
   const int64_t local = model.moe->num_experts / parallel.ep;
-  return static_cast<double>(parallel.ep) *
-         static_cast<double>(std::min(model.moe->top_k, local)) /
+  return static_cast<double>(parallel.ep) * static_cast<double>(std::min(model.moe->top_k, local)) /
          static_cast<double>(model.moe->top_k);
 }
 
@@ -587,8 +584,8 @@ absl::Status ValidateRunBounds(const Scenario& s, const std::string& origin) {
         {"/training/micro_batch", t.micro_batch, kMaxMicroBatch},
         {"/training/global_batch", t.global_batch, kMaxGlobalBatch}}) {
     if (v > max) {
-      return JsonFieldError(origin, pointer,
-                            absl::StrCat("must be <= ", max, " (beyond any training run), got ", v));
+      return JsonFieldError(
+          origin, pointer, absl::StrCat("must be <= ", max, " (beyond any training run), got ", v));
     }
   }
   if (const double mhz = ToMegahertz(s.hw.gpu.sustained_clock);
@@ -612,8 +609,12 @@ absl::Status ValidateRunBounds(const Scenario& s, const std::string& origin) {
 absl::Status ValidateLayoutDegrees(const Scenario& s, const std::string& origin) {
   const ParallelConfig& p = s.parallel;
   const ModelSpec& m = s.model;
-  for (auto [name, v] : {std::pair<const char*, int64_t>{"tp", p.tp}, {"pp", p.pp},
-                         {"vpp", p.vpp}, {"cp", p.cp}, {"ep", p.ep}, {"etp", p.etp},
+  for (auto [name, v] : {std::pair<const char*, int64_t>{"tp", p.tp},
+                         {"pp", p.pp},
+                         {"vpp", p.vpp},
+                         {"cp", p.cp},
+                         {"ep", p.ep},
+                         {"etp", p.etp},
                          {"dp", p.dp}}) {
     if (v <= 0) {
       return JsonFieldError(origin, absl::StrCat("/parallel/", name),
@@ -718,11 +719,11 @@ absl::Status ValidatePipelineSplit(const Scenario& s, const std::string& origin)
     }
     if (rest < 0 || (middle_stages > 0 && rest % middle_stages != 0) ||
         (middle_stages == 0 && rest != 0)) {
-      return Precondition(origin, "/parallel/first_stage_layers",
-                          absl::StrFormat("%d layers minus first %d and last %d do not split "
-                                          "evenly over the %d remaining stages",
-                                          m.num_layers, p.first_stage_layers,
-                                          p.last_stage_layers, middle_stages));
+      return Precondition(
+          origin, "/parallel/first_stage_layers",
+          absl::StrFormat("%d layers minus first %d and last %d do not split "
+                          "evenly over the %d remaining stages",
+                          m.num_layers, p.first_stage_layers, p.last_stage_layers, middle_stages));
     }
     // With vpp > 1 every stage's layers are dealt over its vpp model chunks (the first chunks
     // taking one more when they do not divide), so each stage needs a layer per chunk.
@@ -734,12 +735,12 @@ absl::Status ValidatePipelineSplit(const Scenario& s, const std::string& origin)
     }
     if (middle_stages > 0) fewest = std::min(fewest, middle);
     if (p.vpp > 1 && fewest < p.vpp) {
-      return Precondition(origin, "/parallel/vpp",
-                          absl::StrFormat("a stage of %d layers cannot fill vpp %d model chunks "
-                                          "(first %d, last %d, middle %d); give each stage at "
-                                          "least vpp layers or lower vpp",
-                                          fewest, p.vpp, p.first_stage_layers,
-                                          p.last_stage_layers, middle));
+      return Precondition(
+          origin, "/parallel/vpp",
+          absl::StrFormat("a stage of %d layers cannot fill vpp %d model chunks "
+                          "(first %d, last %d, middle %d); give each stage at "
+                          "least vpp layers or lower vpp",
+                          fewest, p.vpp, p.first_stage_layers, p.last_stage_layers, middle));
     }
   } else if (!LayersSplitEvenly(m.num_layers, chunks)) {
     // (layers + 2) divisible is accepted: Megatron's embedding/loss-aware pipeline split gives
@@ -781,9 +782,9 @@ absl::Status ValidateExpertSplit(const Scenario& s, const std::string& origin) {
                                           m.moe->expert_ffn_hidden, p.etp));
     }
   } else if (p.ep > 1) {
-    return Precondition(origin, "/parallel/ep",
-                        absl::StrFormat("ep %d given but %s has no experts; use ep 1", p.ep,
-                                        m.name));
+    return Precondition(
+        origin, "/parallel/ep",
+        absl::StrFormat("ep %d given but %s has no experts; use ep 1", p.ep, m.name));
   }
   return absl::OkStatus();
 }
@@ -810,8 +811,7 @@ absl::Status ValidateBatchShape(const Scenario& s, const std::string& origin) {
     return Precondition(origin, "/training/global_batch",
                         absl::StrFormat("global batch %d is not divisible by micro_batch·dp = "
                                         "%d·%d = %d",
-                                        t.global_batch, t.micro_batch, p.dp,
-                                        t.micro_batch * p.dp));
+                                        t.global_batch, t.micro_batch, p.dp, t.micro_batch * p.dp));
   }
   if (t.global_batch / (t.micro_batch * p.dp) > kMaxMicroBatchesPerStep) {
     return JsonFieldError(
@@ -919,7 +919,7 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
   PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, JsonObject::Make(value, origin, ""));
   Scenario s;
   PROJECTOR_ASSIGN_OR_RETURN(s.name, obj.String("id"));
-  PROJECTOR_RETURN_IF_ERROR(obj.String("source").status());
+  PROJECTOR_ASSIGN_OR_RETURN(const std::string source, obj.String("source"));
   PROJECTOR_RETURN_IF_ERROR(obj.StringOr("notes", "").status());
   obj.Accept("model");
   if (!obj.Has("model")) return obj.FieldError("model", "required field is missing");
@@ -961,6 +961,15 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
     PROJECTOR_RETURN_IF_ERROR(training->CheckNoUnknownKeys());
   }
   PROJECTOR_RETURN_IF_ERROR(obj.CheckNoUnknownKeys());
+  // The framework that ran the case, when the case does not state the stack and its source
+  // names one.
+  if (const std::optional<TrainingStack> named = StackNamedBySource(source);
+      named && s.training.stack == TrainingStack::kAuto) {
+    s.training.stack = *named;
+    s.defaults_used.push_back(
+        absl::StrFormat("stack named by the case's source: %s (%s; --stack for another)",
+                        TrainingStackName(*named), source));
+  }
   // What the case does not state, the tool's defaults decide.
   DefaultDistributedOptimizer(parallel.Has("distributed_optimizer"), s);
   std::vector<std::string> unstated;
@@ -982,10 +991,10 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
   PROJECTOR_RETURN_IF_ERROR(Complete(s, dp_given, true, origin));
   // The case format cannot state an uneven pipeline split, which a run whose layers pp does not
   // divide must have used (Megatron's --decoder-first/last-pipeline-num-layers).
-  if (const int64_t L = s.model.num_layers;
-      !LayersSplitEvenly(L, s.parallel.pp * s.parallel.vpp)) {
+  if (const int64_t L = s.model.num_layers; !LayersSplitEvenly(L, s.parallel.pp * s.parallel.vpp)) {
     // The last stage holds the fewest layers; each stage needs one per model chunk.
-    if (auto split = SuggestUnevenSplit(L, s.parallel.pp); split && split->second >= s.parallel.vpp) {
+    if (auto split = SuggestUnevenSplit(L, s.parallel.pp);
+        split && split->second >= s.parallel.vpp) {
       s.parallel.first_stage_layers = split->first;
       s.parallel.last_stage_layers = split->second;
       s.defaults_used.push_back(absl::StrFormat(
@@ -1002,9 +1011,9 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
 absl::StatusOr<Scenario> LoadCalibrationCase(const std::string& file_colon_id) {
   size_t colon = file_colon_id.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == file_colon_id.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--case: expected FILE:ID (e.g. cases.jsonl:megatron_sc21_table1_1.7b), got '",
-        file_colon_id, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--case: expected FILE:ID (e.g. cases.jsonl:megatron_sc21_table1_1.7b), got '",
+                     file_colon_id, "'"));
   }
   std::string path = file_colon_id.substr(0, colon);
   std::string id = file_colon_id.substr(colon + 1);

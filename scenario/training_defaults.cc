@@ -24,6 +24,22 @@ DropoutRates ResolvedDropout(const ModelSpec& model, const ParallelConfig& paral
           .attention = resolve(training.attention_dropout)};
 }
 
+std::optional<TrainingStack> StackNamedBySource(std::string_view source) {
+  struct Named {
+    std::string_view text;  // found in the source, case-sensitively
+    TrainingStack stack;
+  };
+  static constexpr Named kNamed[] = {{"torchtitan", TrainingStack::kTorchTitan},
+                                     {"llm-foundry", TrainingStack::kLlmFoundry},
+                                     {"Megatron", TrainingStack::kMegatron},
+                                     {"NeMo", TrainingStack::kMegatron},
+                                     {"dgxc-benchmarking", TrainingStack::kMegatron}};
+  for (const Named& n : kNamed) {
+    if (source.find(n.text) != std::string_view::npos) return n.stack;
+  }
+  return std::nullopt;
+}
+
 RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& parallel,
                              const TrainingConfig& training) {
   const DropoutRates dropout = ResolvedDropout(model, parallel, training);

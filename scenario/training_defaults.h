@@ -104,6 +104,12 @@ bool IsGptStyle(const ModelSpec& model);
 DropoutRates ResolvedDropout(const ModelSpec& model, const ParallelConfig& parallel,
                              const TrainingConfig& training);
 
+// The stack a measured run's `source` names, when it names one of the frameworks the tool models:
+// Megatron-LM and what is built on it (NeMo, Megatron-Bridge, NVIDIA's DGX Cloud recipes, the
+// Megatron papers) run the megatron stack, whatever the layout (Megatron-FSDP for FSDP); the
+// torchtitan and llm-foundry repositories run their own. nullopt when the source names none.
+std::optional<TrainingStack> StackNamedBySource(std::string_view source);
+
 // Every choice above for one scenario's model, layout and settings.
 RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& parallel,
                              const TrainingConfig& training);

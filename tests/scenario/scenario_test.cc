@@ -44,6 +44,30 @@ Scenario DefaultWithModel(const std::string& name) {
   return s;
 }
 
+// A measured run's source names the framework that ran it; one naming none leaves the stack auto.
+TEST(ScenarioTest, StackNamedBySourceReadsTheFramework) {
+  EXPECT_EQ(StackNamedBySource("pytorch/torchtitan benchmarks.md"), TrainingStack::kTorchTitan);
+  EXPECT_EQ(StackNamedBySource("mosaicml/llm-foundry scripts/train/benchmarking/README.md"),
+            TrainingStack::kLlmFoundry);
+  EXPECT_EQ(StackNamedBySource("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md"),
+            TrainingStack::kMegatron);
+  EXPECT_EQ(StackNamedBySource("NVIDIA/NeMo performance summary"), TrainingStack::kMegatron);
+  EXPECT_EQ(StackNamedBySource("NVIDIA/dgxc-benchmarking llama3.1"), TrainingStack::kMegatron);
+  EXPECT_EQ(StackNamedBySource("a blog post"), std::nullopt);
+}
+
+// An FSDP-only case whose source is Megatron-Bridge runs the megatron stack (Megatron-FSDP,
+// Megatron's loss), and says why.
+TEST(ScenarioTest, CaseSourceSetsTheStack) {
+  absl::StatusOr<Scenario> s =
+      LoadCalibrationCase(std::string(PROJECTOR_CALIBRATION_DIR) +
+                          "/public.jsonl:mbridge_2509_h100_llama3_8b_fp8_8gpu");
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->training.stack, TrainingStack::kMegatron);
+  EXPECT_THAT(s->defaults_used, Contains(HasSubstr("stack named by the case's source: megatron "
+                                                   "(NVIDIA-NeMo/Megatron-Bridge")));
+}
+
 TEST(ScenarioTest, DefaultIsLlama8bOnEightMi300x) {
   Scenario s = Default();
   EXPECT_EQ(s.model.name.find("Llama") != std::string::npos ||
@@ -92,10 +116,10 @@ TEST(ScenarioTest, NonPositiveSizeRejected) {
 }
 
 TEST(ScenarioTest, UnknownModelListsValidNames) {
-  EXPECT_THAT(LoadScenarioFile(Data("unknown_model.json")),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("/model"), HasSubstr("llama9-1t"),
-                             HasSubstr("llama3.1-8b"))));
+  EXPECT_THAT(
+      LoadScenarioFile(Data("unknown_model.json")),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("/model"), HasSubstr("llama9-1t"), HasSubstr("llama3.1-8b"))));
 }
 
 TEST(ScenarioTest, UnknownGpuListsValidNames) {
@@ -116,9 +140,10 @@ TEST(ScenarioTest, AttentionKernelIsReadAndChecked) {
   ASSERT_THAT(s, IsOk());
   EXPECT_EQ(s->training.attention_kernel, AttentionKernel::kUnfused);
   EXPECT_EQ(ScenarioToJson(*s)["training"]["attention_kernel"], "unfused");
-  EXPECT_THAT(LoadScenarioFile(Data("bad_attention_kernel.json")),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("/training/attention_kernel"), HasSubstr("flash, unfused"))));
+  EXPECT_THAT(
+      LoadScenarioFile(Data("bad_attention_kernel.json")),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("/training/attention_kernel"), HasSubstr("flash, unfused"))));
   s->parallel.cp = 2;
   s->parallel.dp = 4;
   EXPECT_THAT(ValidateScenario(*s, "x"),
@@ -304,8 +329,8 @@ TEST(ScenarioTest, SizesBeyondAnyTrainingRunAreRejected) {
                 StatusIs(absl::StatusCode::kInvalidArgument,
                          AllOf(HasSubstr("x.json: " + pointer), HasSubstr(text))));
   };
-  rejected([](Scenario& s) { s.training.micro_batch = int64_t{1} << 62; },
-           "/training/micro_batch", "must be <= 1048576 (beyond any training run)");
+  rejected([](Scenario& s) { s.training.micro_batch = int64_t{1} << 62; }, "/training/micro_batch",
+           "must be <= 1048576 (beyond any training run)");
   rejected([](Scenario& s) { s.training.seq_len = int64_t{1} << 40; }, "/training/seq_len",
            "must be <= 16777216");
   rejected([](Scenario& s) { s.training.global_batch = int64_t{1} << 40; },
@@ -442,10 +467,10 @@ TEST(ScenarioTest, MoeRoutingIsReadAndRoundTrips) {
   EXPECT_EQ(j["training"]["moe_capacity_factor"], 1.5);
   EXPECT_EQ(j["training"]["moe_pad_to_capacity"], false);
   EXPECT_EQ(j["training"]["moe_imbalance"], 1.3);
-  EXPECT_THAT(LoadScenarioFile(Data("bad_moe_imbalance.json")),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("bad_moe_imbalance.json"),
-                             HasSubstr("/training/moe_imbalance"))));
+  EXPECT_THAT(
+      LoadScenarioFile(Data("bad_moe_imbalance.json")),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("bad_moe_imbalance.json"), HasSubstr("/training/moe_imbalance"))));
 }
 
 // Mixtral-8x7B (8 experts, top-2) with EP 8: one expert per rank, so the busiest rank can take
@@ -553,7 +578,8 @@ TEST(ScenarioTest, CalibrationCaseBadLineNamesLineAndField) {
 TEST(ScenarioTest, SuggestedUnevenSplitMinimisesTheCriticalStage) {
   EXPECT_EQ(SuggestUnevenSplit(61, 8), std::make_optional(std::make_pair(int64_t{7}, int64_t{6})));
   EXPECT_EQ(SuggestUnevenSplit(61, 16), std::make_optional(std::make_pair(int64_t{3}, int64_t{2})));
-  EXPECT_EQ(SuggestUnevenSplit(61, 2), std::make_optional(std::make_pair(int64_t{31}, int64_t{30})));
+  EXPECT_EQ(SuggestUnevenSplit(61, 2),
+            std::make_optional(std::make_pair(int64_t{31}, int64_t{30})));
   EXPECT_EQ(SuggestUnevenSplit(5, 4), std::nullopt);
   EXPECT_EQ(SuggestUnevenSplit(10, 1), std::nullopt);
   EXPECT_EQ(SuggestUnevenSplit(3, 4), std::nullopt);
