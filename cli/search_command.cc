@@ -1,9 +1,11 @@
 // `project search`: enumerates the layouts of a job (TP, PP, VPP, CP, EP/ETP, micro-batch,
 // recompute, SP, sharding, schedule, MoE switches), projects each and ranks them under a memory
 // limit.
-#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <ostream>
 #include <string>
-#include <vector>
 
 #include "cli/commands.h"
 #include "cli/flags.h"

@@ -79,13 +79,11 @@ absl::StatusOr<ValidationOptions> ValidationOptionsFromFlags(const FlagValues& f
       return FlagError("gpu", hw.status().message());
     }
   }
-  if (Given(flags, "hw-overlay")) {
-    for (const std::string& paths : flags.All("hw-overlay")) {
-      for (absl::string_view path : absl::StrSplit(paths, ',')) {
-        PROJECTOR_ASSIGN_OR_RETURN(ValidationOptions::Overlay o,
-                                   LoadValidationOverlay(std::string(path)));
-        v.hw_overlays.push_back(std::move(o));
-      }
+  for (const std::string& paths : flags.All("hw-overlay")) {
+    for (absl::string_view path : absl::StrSplit(paths, ',')) {
+      PROJECTOR_ASSIGN_OR_RETURN(ValidationOptions::Overlay o,
+                                 LoadValidationOverlay(std::string(path)));
+      v.hw_overlays.push_back(std::move(o));
     }
   }
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "tp-comm-overlap", v.tp_comm_overlap));
