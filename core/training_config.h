@@ -115,6 +115,11 @@ struct TrainingConfig {
   // Megatron --tp-comm-overlap (Transformer Engine userbuffers): TP AllGather/ReduceScatter
   // overlapped with their GEMMs. Off by default, as in Megatron-LM.
   bool tp_comm_overlap = false;
+  // The step runs as captured CUDA graphs (Megatron --cuda-graph-impl local with the
+  // full_iteration scope, as NVIDIA's Megatron-Bridge benchmark presets for B200/GB200 set it):
+  // the host replays one graph instead of issuing every op, so no per-op host cost. A dropless
+  // MoE cannot be captured (its per-expert token counts reach the host every layer).
+  bool cuda_graphs = false;
   // Data type of the gradient reduction and of Megatron's main-grad buffer: kFp32 (Megatron
   // forces accumulate_allreduce_grads_in_fp32 under bf16; the default) or kBf16 (Megatron
   // --grad-reduce-in-bf16, PyTorch FSDP MixedPrecision(reduce_dtype=bfloat16)).

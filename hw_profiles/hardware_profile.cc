@@ -374,6 +374,9 @@ absl::Status ReadGpu(JsonObject& root, std::map<std::string, std::string>& sourc
   PROJECTOR_ASSIGN_OR_RETURN(double launch_us,
                              gpu.Or("kernel_launch_overhead_us", Range::kNonNegative, 0.0));
   g.kernel_launch_overhead = Microseconds(launch_us);
+  PROJECTOR_ASSIGN_OR_RETURN(double dispatch_us,
+                             gpu.Or("host_op_dispatch_us", Range::kNonNegative, 0.0));
+  g.host_op_dispatch = Microseconds(dispatch_us);
   return obj.CheckNoUnknownKeys();
 }
 
@@ -592,6 +595,7 @@ absl::Status ValidateFieldRanges(const HardwareProfile& hw, const std::string& o
       {"/gpu/attention_bwd_efficiency", g.attention_bwd_efficiency, Range::kFraction},
       {"/gpu/hbm_efficiency", g.hbm_efficiency, Range::kFraction},
       {"/gpu/kernel_launch_overhead_us", ToMicroseconds(g.kernel_launch_overhead), Range::kNonNegative},
+      {"/gpu/host_op_dispatch_us", ToMicroseconds(g.host_op_dispatch), Range::kNonNegative},
       {"/node/gpus_per_node", static_cast<double>(hw.gpus_per_node), Range::kPositive},
       {"/scale_up/per_gpu_bandwidth_gbs", ToGigabytesPerSecond(up.per_gpu_bandwidth), Range::kPositive},
       {"/scale_up/per_link_bandwidth_gbs", ToGigabytesPerSecond(up.per_link_bandwidth), Range::kPositive},

@@ -80,6 +80,10 @@ struct GpuSpec {
   std::string attention_kernel_pytorch_bias;
   double hbm_efficiency = 0.8;  // achievable fraction of HBM bandwidth for streaming kernels
   Seconds kernel_launch_overhead;
+  // CPU time the training framework spends to issue one op from Python (PyTorch dispatch and the
+  // module code around it, launching its kernel) on the host CPU the GPU ships with; 0 = host
+  // not modelled. The projection's host-bound model (projection/host_overhead.h) uses it.
+  Seconds host_op_dispatch;
 
   // Peak matrix rate at `clock` for `dtype`; 0 when the dtype is unsupported.
   FlopsPerSecond MatrixPeak(DType dtype, Hertz clock) const;

@@ -119,12 +119,17 @@ void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
                   const profiler_internal::LayerDims& dims, const ParallelConfig& parallel) {
   const double e = dims.act_bytes;
   const bool turbo = parallel.turbo_grouped_gemm;
+  // The batched (turbo) path is Transformer Engine's GroupedLinear: one call per projection,
+  // but the host splits the input and issues every local expert's GEMM (and quantisation)
+  // itself. The legacy path repeats a whole TE Linear per expert (Op::repeat) already.
+  b.SetLinearHostFanout(turbo ? s.local_experts : 1);
   profiler_internal::AddMlpOps(
       b, {.fc1 = "expert_fc1", .act = "expert_act", .fc2 = "expert_fc2"}, s.rows_per_expert,
       s.hidden, s.expert_ffn_local, s.gated, dims.gemm_dtype, e,
       s.rows_per_expert * s.local_experts, /*batch=*/turbo ? s.local_experts : 1,
       /*repeat=*/turbo ? 1 : s.local_experts, profiler_internal::LinearInput::kCast,
       dims.eager_elementwise);
+  b.SetLinearHostFanout(1);
   // Unpermutation scales each copy by its routing probability and sums the k copies back
   // into token order; backward permutes the gradient again (and forms the probability
   // gradient).

@@ -125,6 +125,11 @@ absl::Status TimeOps(const BackendRefs& backends, OpList& ops) {
   return absl::OkStatus();
 }
 
+int64_t HostDispatches(const Op& op) {
+  const int64_t kernels = op.kind == OpKind::kMemory ? op.memory.launches : 1;
+  return op.repeat * kernels * op.host_fanout;
+}
+
 Seconds SumTime(const OpList& ops, OpPhase phase, std::string_view module) {
   Seconds total(0);
   for (const Op& op : ops) {

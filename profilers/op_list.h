@@ -45,6 +45,11 @@ struct Op {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
   // The op runs `repeat` times back to back (legacy grouped GEMM: one GEMM per local expert).
   int64_t repeat = 1;
+  // Framework calls the host makes per kernel of this op: 1, or the local experts of a
+  // Transformer Engine GroupedLinear, which splits its input and issues each expert's
+  // quantisation and GEMM separately (TE issue #1499, a maintainer's answer: the CPU overheads
+  // of torch.split and of 2·num_gemms torch.empty calls, then one cuBLAS GEMM per expert).
+  int64_t host_fanout = 1;
   Flops flops;  // all repeats
   Bytes bytes;  // HBM traffic (or bytes on the wire for collectives), all repeats
 
@@ -66,6 +71,10 @@ struct BackendRefs {
 
 // Times every op with the backends (time = repeat × one estimate).
 absl::Status TimeOps(const BackendRefs& backends, OpList& ops);
+
+// Framework calls the host makes to run the op (each a Python-level op dispatch launching
+// kernels): repeat × kernels per repeat (a memory op's launches, else 1) × host_fanout.
+int64_t HostDispatches(const Op& op);
 
 // Sum of op times whose phase is `phase` (and module, when not empty).
 Seconds SumTime(const OpList& ops, OpPhase phase, std::string_view module = {});

@@ -198,12 +198,15 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
     // (is_first_microbatch is false by then); a per-micro-batch (FSDP) cast is.
     AddCast("weight_fp8_cast", Bytes(cast * weights), weights, repeat,
             /*recomputed=*/!weight_cast_cached_);
+    ops_.back().host_fanout = linear_host_fanout_;
     if (input == LinearInput::kCast) {
       const double x = D(m) * D(in) * D(batch);
       AddCast("input_fp8_cast", Bytes(cast * x), x, repeat, /*recomputed=*/true);
+      ops_.back().host_fanout = linear_host_fanout_;
     }
   }
   Op& op = AddForward(name, OpKind::kGemm);
+  op.host_fanout = linear_host_fanout_;
   op.gemm = GemmShape{.m = m, .n = out, .k = in, .batch = batch, .dtype = dtype};
   op.repeat = repeat;
   op.flops = GemmFlops(op.gemm) * D(repeat);
@@ -289,6 +292,7 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
           op.phase = phase;
           op.memory = m;
           op.repeat = fwd.repeat;
+          op.host_fanout = fwd.host_fanout;
           op.flops = m.flops * D(fwd.repeat);
           op.bytes = m.bytes * D(fwd.repeat);
           ops_.push_back(op);

@@ -149,6 +149,10 @@ class ModuleOpBuilder {
   // kernels (weight, input and output-gradient casts; `input` says how x reaches fp8).
   void Linear(std::string_view name, int64_t m, int64_t in, int64_t out, DType dtype,
               int64_t batch = 1, int64_t repeat = 1, LinearInput input = LinearInput::kCast);
+  // The Linear layers declared after this call are one Transformer Engine GroupedLinear over
+  // `experts` local experts (1: plain layers again): the host issues their quantisation and
+  // GEMMs once per expert (Op::host_fanout).
+  void SetLinearHostFanout(int64_t experts) { linear_host_fanout_ = experts; }
   // The last Linear stands for `parts` separate linear layers on the same input (PyTorch
   // modules such as torchtitan's wq/wk/wv, not one fused GEMM): autograd sums their input
   // gradients after the dgrad, parts − 1 add kernels each reading two e-byte gradients and
@@ -209,6 +213,7 @@ class ModuleOpBuilder {
   std::array<Pending, kMaxForwardOps> pending_{};
   size_t forward_count_ = 0;
   bool in_attention_core_ = false;
+  int64_t linear_host_fanout_ = 1;
 };
 
 // The GEMMs and activation of one (dense, shared-expert or grouped-expert) MLP block:

@@ -532,6 +532,17 @@ absl::StatusOr<ComposedLayer> ComposeLayer(const LayerProfile& timed_layer,
     PROJECTOR_RETURN_IF_ERROR(AddEpComm(b, ctx, blocks.mlp, out));
   }
   AddCommModules(timed_layer, ctx.parallel, out);
+  out.host = LayerHostExposure({.layer = timed_layer,
+                                .comm_ops = out.comm_ops,
+                                .gpu_forward = out.Forward(),
+                                .gpu_backward = out.Backward(),
+                                .gpu_recompute = out.Recompute(),
+                                .forward_comm = out.forward_comm.Total()},
+                               ctx.host, ctx.training);
+  if (out.host.forward.value() + out.host.backward.value() + out.host.recompute.value() > 0) {
+    out.modules.push_back({.module = "host", .forward = out.host.forward,
+                           .backward = out.host.backward, .recompute = out.host.recompute});
+  }
   return out;
 }
 

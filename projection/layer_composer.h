@@ -20,6 +20,7 @@
 #include "models/model_spec.h"
 #include "profilers/module_profilers.h"
 #include "profilers/op_list.h"
+#include "projection/host_overhead.h"
 
 namespace projector {
 
@@ -107,6 +108,8 @@ struct LayerCompositionContext {
   // TP collectives Megatron hides behind them (input-grad AllReduce / ReduceScatter) have no
   // wgrad GEMM to overlap in B and are exposed there.
   bool weight_grad_deferred = false;
+  // The host's cost per op and CUDA graphs (projection/host_overhead.h); default: not modelled.
+  HostCostModel host{};
 };
 
 // One layer, one micro-batch, one GPU. "compute" = GEMM, attention and memory-bound ops.
@@ -129,6 +132,8 @@ struct ComposedLayer {
   ExposedComm forward_comm;
   ExposedComm backward_comm;
   ExposedComm recompute_comm;
+  // Host time not hidden behind the GPU work (LayerHostExposure).
+  HostExposure host;
   // Per module compute, plus one entry per exposed communication dimension.
   std::vector<ModuleTimes> modules;
   OpList comm_ops;  // the added collectives, timed (time = whole cost, before overlap)
@@ -138,9 +143,11 @@ struct ComposedLayer {
   Bytes activation_bytes_selective;  // per micro-batch, selective recompute
   Bytes input_bytes;                 // the layer input kept per micro-batch under full recompute
 
-  Seconds Forward() const { return forward_compute + forward_comm.Total(); }
-  Seconds Backward() const { return backward_compute + backward_comm.Total(); }
-  Seconds Recompute() const { return recompute_compute + recompute_comm.Total(); }
+  Seconds Forward() const { return forward_compute + forward_comm.Total() + host.forward; }
+  Seconds Backward() const { return backward_compute + backward_comm.Total() + host.backward; }
+  Seconds Recompute() const {
+    return recompute_compute + recompute_comm.Total() + host.recompute;
+  }
 };
 
 // Composes a layer whose ops TimeLayer already timed. kInvalidArgument/kUnimplemented from the

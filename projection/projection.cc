@@ -227,7 +227,9 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                                .tp_comm_overlap = tr.tp_comm_overlap,
                                .interference = MakeCommInterferenceModel(scenario.hw),
                                .weight_grad_deferred =
-                                   par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1};
+                                   par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1,
+                               .host = {.per_dispatch = scenario.hw.gpu.host_op_dispatch,
+                                        .cuda_graphs = tr.cuda_graphs}};
   const RunChoices run = ResolveRunChoices(scenario.model, par, tr);
   std::vector<OpTable> op_tables;
   PROJECTOR_ASSIGN_OR_RETURN(const ComposedKinds kinds,

@@ -25,7 +25,7 @@ constexpr bool kFsdpReshardAfterForward = true;
 struct ChunkCost {
   Seconds forward, backward;
   Seconds weight_grad;  // the part of `backward` in weight-gradient ops
-  Seconds compute, tp, cp, ep, fsdp, fsdp_copies;
+  Seconds compute, tp, cp, ep, host, fsdp, fsdp_copies;
   // The compute-stream windows a DP collective can overlap (backward incl. recompute).
   OverlapWindow forward_window, backward_window;
   Seconds clock_scaled;
@@ -82,6 +82,7 @@ void AddLayers(const ComposedLayer& k, int64_t n, int64_t n_recomputed, Recomput
   c.tp += (k.forward_comm.tp + k.backward_comm.tp) * dn + k.recompute_comm.tp * dr;
   c.cp += (k.forward_comm.cp + k.backward_comm.cp) * dn + k.recompute_comm.cp * dr;
   c.ep += (k.forward_comm.ep + k.backward_comm.ep) * dn + k.recompute_comm.ep * dr;
+  c.host += (k.host.forward + k.host.backward) * dn + k.host.recompute * dr;
   c.clock_scaled +=
       (k.forward_clock_scaled + k.backward_clock_scaled) * dn + k.recompute_clock_scaled * dr;
   Accumulate(c.forward_window, ForwardWindow(k), dn);
@@ -618,6 +619,7 @@ void BreakDownCriticalRank(const PipelineRun& run, const std::vector<ChunkCost>&
     out.breakdown.exposed_tp_comm += cc.tp * dm;
     out.breakdown.exposed_cp_comm += cc.cp * dm;
     out.breakdown.exposed_ep_comm += cc.ep * dm;
+    out.breakdown.exposed_host += cc.host * dm;
     out.breakdown.exposed_fsdp_comm += cc.fsdp * dm;
     out.breakdown.fsdp_copies += cc.fsdp_copies * dm;
     out.clock_scaled += cc.clock_scaled * dm;

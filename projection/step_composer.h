@@ -33,6 +33,7 @@ struct StepBreakdown {
   Seconds exposed_tp_comm;    // TP AllReduce / AllGather / ReduceScatter not hidden
   Seconds exposed_cp_comm;    // CP K/V ring exchange not hidden behind attention
   Seconds exposed_ep_comm;    // EP All-to-All (and expert-TP) not hidden
+  Seconds exposed_host;       // host time the GPU waits for (projection/host_overhead.h)
   Seconds pipeline_bubble;    // idle time of the critical rank in the schedule
   Seconds p2p;                // pipeline send/recv on the critical path
   Seconds exposed_dp_comm;    // gradient reduce (+ param gather), incl. compute it slowed
@@ -41,8 +42,8 @@ struct StepBreakdown {
   Seconds optimizer;          // Adam update
 
   Seconds Total() const {
-    return compute + exposed_tp_comm + exposed_cp_comm + exposed_ep_comm + pipeline_bubble + p2p +
-           exposed_dp_comm + exposed_fsdp_comm + fsdp_copies + optimizer;
+    return compute + exposed_tp_comm + exposed_cp_comm + exposed_ep_comm + exposed_host +
+           pipeline_bubble + p2p + exposed_dp_comm + exposed_fsdp_comm + fsdp_copies + optimizer;
   }
 };
 
@@ -59,6 +60,7 @@ inline constexpr BreakdownTerm kBreakdownTerms[] = {
     {"exposed TP comm", "exposed_tp_comm_s", "tp_comm", &StepBreakdown::exposed_tp_comm},
     {"exposed CP comm", "exposed_cp_comm_s", "cp_comm", &StepBreakdown::exposed_cp_comm},
     {"exposed EP comm", "exposed_ep_comm_s", "ep_comm", &StepBreakdown::exposed_ep_comm},
+    {"exposed host overhead", "exposed_host_s", "host", &StepBreakdown::exposed_host},
     {"pipeline bubble", "pipeline_bubble_s", "pipeline_bubble", &StepBreakdown::pipeline_bubble},
     {"pipeline P2P", "p2p_s", "p2p", &StepBreakdown::p2p},
     {"exposed DP grad sync", "exposed_dp_comm_s", "dp_comm", &StepBreakdown::exposed_dp_comm},

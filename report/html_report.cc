@@ -37,8 +37,9 @@ pre{font-size:12px;background:#f5f6fa;padding:10px;overflow-x:auto}
 )";
 
 // One colour per StepBreakdown term, in kBreakdownTerms order.
-constexpr std::string_view kTermColors[] = {"#4e79a7", "#e15759", "#f28e2b", "#b07aa1", "#bab0ac",
-                                            "#9c755f", "#76b7b2", "#edc948", "#ff9da7", "#59a14f"};
+constexpr std::string_view kTermColors[] = {"#4e79a7", "#e15759", "#f28e2b", "#b07aa1", "#d37295",
+                                            "#bab0ac", "#9c755f", "#76b7b2", "#edc948", "#ff9da7",
+                                            "#59a14f"};
 static_assert(std::size(kTermColors) == std::size(kBreakdownTerms));
 constexpr std::string_view kForwardColor = "#4e79a7";
 constexpr std::string_view kBackwardColor = "#f28e2b";

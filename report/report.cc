@@ -94,12 +94,13 @@ std::vector<std::pair<std::string, std::string>> ProjectionSummaryRows(const Sce
       "training",
       absl::StrFormat(
           "seq %d, micro-batch %d, global batch %d, %s, recompute %s, %s stack: %s "
-          "attention, %s loss%s%s%s%s",
+          "attention, %s loss%s%s%s%s%s",
           tr.seq_len, tr.micro_batch, tr.global_batch, DTypeName(tr.precision),
           RecomputeName(tr.recompute), TrainingStackName(ResolvedStack(tr, scenario.parallel)),
           AttentionKernelOf(scenario), LossKernelName(ResolvedLossKernel(tr, scenario.parallel)),
           TrainingSwitchesPhrase(scenario),
           tr.tp_comm_overlap ? ", TP comm overlapped" : "",
+          tr.cuda_graphs ? ", CUDA graphs" : "",
           tr.grad_reduce_dtype == DType::kFp32
               ? ""
               : ", grads reduced in " + std::string(DTypeName(tr.grad_reduce_dtype)),
@@ -218,6 +219,7 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"seq_len", scenario.training.seq_len},
       {"attention_kernel", std::string(AttentionKernelOf(scenario))},
       {"tp_comm_overlap", scenario.training.tp_comm_overlap},
+      {"cuda_graphs", scenario.training.cuda_graphs},
       {"grad_reduce_dtype", std::string(DTypeName(scenario.training.grad_reduce_dtype))},
       {"moe_capacity_factor", scenario.training.moe_capacity_factor},
       {"moe_pad_to_capacity", scenario.training.moe_pad_to_capacity},

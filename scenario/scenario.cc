@@ -154,6 +154,7 @@ absl::Status ParseTrainingSwitches(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_grad_reduce, t.BoolOr("overlap_grad_reduce", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_param_gather, t.BoolOr("overlap_param_gather", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.tp_comm_overlap, t.BoolOr("tp_comm_overlap", false));
+  PROJECTOR_ASSIGN_OR_RETURN(out.cuda_graphs, t.BoolOr("cuda_graphs", false));
   PROJECTOR_ASSIGN_OR_RETURN(std::string grad_reduce,
                              t.EnumOr("grad_reduce_dtype", kGradReduceDtypes, "fp32"));
   out.grad_reduce_dtype = *ParseGradReduceDtype(grad_reduce);
@@ -374,6 +375,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"overlap_grad_reduce", t.overlap_grad_reduce},
                    {"overlap_param_gather", t.overlap_param_gather},
                    {"tp_comm_overlap", t.tp_comm_overlap},
+                   {"cuda_graphs", t.cuda_graphs},
                    {"grad_reduce_dtype", std::string(DTypeName(t.grad_reduce_dtype))},
                    {"moe_capacity_factor", t.moe_capacity_factor},
                    {"moe_pad_to_capacity", t.moe_pad_to_capacity},
@@ -532,6 +534,13 @@ absl::Status ValidateMoeRouting(const Scenario& s, const std::string& origin) {
         absl::StrFormat("must be 0 (dropless) or in (0, %g] (num_experts/top_k = %d/%d: beyond "
                         "it an expert's capacity exceeds every token), got %g",
                         max_capacity, moe.num_experts, moe.top_k, t.moe_capacity_factor));
+  }
+  if (t.cuda_graphs && !(t.moe_capacity_factor > 0 && t.moe_pad_to_capacity)) {
+    return Precondition(origin, "/training/cuda_graphs",
+                        "a MoE whose experts' inputs change size (dropless, or a capacity "
+                        "without padding) copies its per-expert token counts to the host every "
+                        "layer and cannot be captured in a CUDA graph: set moe_capacity_factor "
+                        "> 0 with moe_pad_to_capacity (static shapes) or cuda_graphs false");
   }
   if (t.moe_pad_to_capacity && t.moe_capacity_factor == 0) {
     return Precondition(origin, "/training/moe_pad_to_capacity",

@@ -128,6 +128,10 @@ constexpr FlagSpec kKernelAndCommFlags[] = {
      "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap, TE userbuffers; default "
      "false)",
      "BOOL", FlagArity::kBool},
+    {"cuda-graphs",
+     "Run the step as captured CUDA graphs (Megatron --cuda-graph-impl local, full_iteration): "
+     "no per-op host cost; a dropless MoE cannot be captured (default false)",
+     "BOOL", FlagArity::kBool},
     {"grad-reduce-dtype",
      "Gradient reduction and main-grad buffer dtype: fp32 (default, Megatron under bf16) or bf16 "
      "(Megatron --grad-reduce-in-bf16, FSDP reduce_dtype bf16)",
@@ -211,6 +215,7 @@ absl::Status ReadPrecision(const FlagValues& flags, TrainingConfig& training) {
 absl::Status ReadTrainingSettings(const FlagValues& flags, TrainingConfig& training) {
   PROJECTOR_RETURN_IF_ERROR(ReadPrecision(flags, training));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "tp-comm-overlap", training.tp_comm_overlap));
+  PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "cuda-graphs", training.cuda_graphs));
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<DType> grad_dtype,
                              ParsedFlag<DType>(flags, "grad-reduce-dtype", &ParseGradReduceDtype));
   if (grad_dtype) training.grad_reduce_dtype = *grad_dtype;

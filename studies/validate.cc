@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -41,15 +42,18 @@ std::string SourceLabel(const std::string& source) {
 }
 
 // The two largest terms of the step breakdown with their share of the step.
+// The two largest step-breakdown terms with their share of the step: "compute 71%, ep 29%"
+// (a term's short name without "_comm", underscores as spaces).
 std::string DominantTerms(const Projection& p) {
-  const StepBreakdown& b = p.breakdown;
-  std::vector<std::pair<double, const char*>> terms = {
-      {b.compute.value(), "compute"},         {b.exposed_tp_comm.value(), "tp"},
-      {b.exposed_cp_comm.value(), "cp"},      {b.exposed_ep_comm.value(), "ep"},
-      {b.pipeline_bubble.value(), "bubble"},  {b.p2p.value(), "p2p"},
-      {b.exposed_dp_comm.value(), "dp"},      {b.exposed_fsdp_comm.value(), "fsdp"},
-      {b.fsdp_copies.value(), "fsdp copies"}, {b.optimizer.value(), "optimizer"}};
-  std::sort(terms.begin(), terms.end(), [](auto& a, auto& c) { return a.first > c.first; });
+  std::vector<std::pair<double, std::string>> terms;
+  for (const BreakdownTerm& t : kBreakdownTerms) {
+    std::string name(t.short_name);
+    if (absl::EndsWith(name, "_comm")) name.resize(name.size() - 5);
+    std::replace(name.begin(), name.end(), '_', ' ');
+    terms.emplace_back((p.breakdown.*t.member).value(), std::move(name));
+  }
+  std::stable_sort(terms.begin(), terms.end(),
+                   [](const auto& a, const auto& c) { return a.first > c.first; });
   double total = p.step_time.value();
   std::string out;
   for (int i = 0; i < 2; ++i) {

@@ -1,0 +1,100 @@
+#include "projection/host_overhead.h"
+
+#include <algorithm>
+
+namespace projector {
+namespace {
+
+Seconds Max0(Seconds s) { return s.value() > 0 ? s : Seconds(0); }
+
+bool InBackward(OpPhase phase) {
+  return phase == OpPhase::kBackwardDgrad || phase == OpPhase::kBackwardWgrad;
+}
+
+// Host time of every op of `ops` in the phases `in_pass` accepts.
+template <typename PhaseTest>
+Seconds HostTime(const OpList& ops, Seconds per_dispatch, PhaseTest in_pass) {
+  int64_t dispatches = 0;
+  for (const Op& op : ops) {
+    if (in_pass(op.phase)) dispatches += HostDispatches(op);
+  }
+  return per_dispatch * static_cast<double>(dispatches);
+}
+
+template <typename PhaseTest>
+Seconds LayerHostTime(const LayerHostInput& in, Seconds per_dispatch, PhaseTest in_pass) {
+  Seconds total = HostTime(in.comm_ops, per_dispatch, in_pass);
+  for (const ModuleProfile& m : in.layer.modules) total += HostTime(m.ops, per_dispatch, in_pass);
+  return total;
+}
+
+IssuedWork Issued(const Op& op, Seconds per_dispatch) {
+  return {.host = per_dispatch * static_cast<double>(HostDispatches(op)), .gpu = op.time};
+}
+
+// The forward ops of a MoE layer in the order the host issues them after the sync: the
+// dispatch (the exposed forward communication, with the host time of the forward collectives),
+// the MoE ops after the permutation, the other modules (the next layer's norms and attention),
+// and the MoE ops up to the permutation, where the next sync falls.
+std::vector<IssuedWork> ForwardAfterSync(const LayerHostInput& in, Seconds per_dispatch) {
+  std::vector<IssuedWork> seq;
+  seq.push_back({.host = HostTime(in.comm_ops, per_dispatch,
+                                  [](OpPhase p) { return p == OpPhase::kForward; }),
+                 .gpu = in.forward_comm});
+  const ModuleProfile* moe = nullptr;
+  for (const ModuleProfile& m : in.layer.modules) {
+    if (m.module == "moe") moe = &m;
+  }
+  std::vector<IssuedWork> moe_until_sync;
+  bool after_sync = false;
+  if (moe != nullptr) {
+    for (const Op& op : moe->ops) {
+      if (op.phase != OpPhase::kForward) continue;
+      (after_sync ? seq : moe_until_sync).push_back(Issued(op, per_dispatch));
+      if (op.name == "permute") after_sync = true;
+    }
+  }
+  for (const ModuleProfile& m : in.layer.modules) {
+    if (&m == moe) continue;
+    for (const Op& op : m.ops) {
+      if (op.phase == OpPhase::kForward) seq.push_back(Issued(op, per_dispatch));
+    }
+  }
+  seq.insert(seq.end(), moe_until_sync.begin(), moe_until_sync.end());
+  return seq;
+}
+
+}  // namespace
+
+Seconds DrainedMakespan(const std::vector<IssuedWork>& seq) {
+  Seconds issued, finished;
+  for (const IssuedWork& w : seq) {
+    issued += w.host;
+    finished = std::max(finished, issued) + w.gpu;
+  }
+  return finished;
+}
+
+bool MoeForwardSyncsHost(const TrainingConfig& training) {
+  return !(training.moe_capacity_factor > 0 && training.moe_pad_to_capacity);
+}
+
+HostExposure LayerHostExposure(const LayerHostInput& in, const HostCostModel& host,
+                               const TrainingConfig& training) {
+  HostExposure out;
+  const Seconds d = host.per_dispatch;
+  if (d.value() <= 0 || host.cuda_graphs) return out;
+  const Seconds h_b = LayerHostTime(in, d, InBackward);
+  const Seconds h_r = LayerHostTime(in, d, [](OpPhase p) { return p == OpPhase::kRecompute; });
+  out.backward = Max0(h_b - in.gpu_backward);
+  out.recompute = Max0(h_r - in.gpu_recompute);
+  if (in.layer.is_moe && MoeForwardSyncsHost(training)) {
+    out.forward = Max0(DrainedMakespan(ForwardAfterSync(in, d)) - in.gpu_forward);
+  } else {
+    const Seconds h_f = LayerHostTime(in, d, [](OpPhase p) { return p == OpPhase::kForward; });
+    out.forward = Max0(h_f - in.gpu_forward);
+  }
+  return out;
+}
+
+}  // namespace projector
