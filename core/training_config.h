@@ -136,6 +136,14 @@ struct TrainingConfig {
   double moe_imbalance = 1.0;
 };
 
+// Whether a MoE layer's experts take inputs of a size known only on the GPU (dropless, or a
+// capacity without padding), so that the dispatcher copies the per-expert token counts to the
+// host and synchronises every forward (projection/host_overhead.h); a layer padded to its
+// capacity has static shapes.
+inline bool MoeForwardSyncsHost(const TrainingConfig& t) {
+  return !(t.moe_capacity_factor > 0 && t.moe_pad_to_capacity);
+}
+
 // Token-expert pairs the busiest EP rank's experts process (and receive and send back through
 // the All-to-All), over the balanced share: the capacity factor when every expert is padded to
 // it; else the imbalance, capped by the capacity factor when one is set (pairs beyond the

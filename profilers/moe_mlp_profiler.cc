@@ -92,7 +92,7 @@ absl::StatusOr<MoeShape> ResolveMoeShape(const ProfileContext& ctx,
 
 // Router GEMM, fused softmax and top-k, and the permutation gather.
 void AddRoutingOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
-                   const profiler_internal::LayerDims& dims) {
+                   const profiler_internal::LayerDims& dims, const TrainingConfig& training) {
   const double e = dims.act_bytes;
   // Router: replicated over TP (not split), in the parameter dtype (bf16; Megatron's
   // moe_router_dtype=fp32 is not modelled), never FP8.
@@ -106,6 +106,22 @@ void AddRoutingOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
                     .flops = Flops(5.0 * logits)},
            MemoryOp{.bytes = Bytes(e * logits + 4.0 * D(s.tokens_local) * D(s.top_k)),
                     .flops = Flops(3.0 * logits)});
+  // The load-balancing loss every published MoE recipe trains with (Megatron-Core
+  // router.py with moe_router_fusion: the routing scores recomputed for the loss, the per-expert
+  // token sums, the loss itself): three kernels over the [T_l, E] fp32 scores each way.
+  b.Memory("router_aux_loss",
+           MemoryOp{.bytes = Bytes(8.0 * logits), .flops = Flops(5.0 * logits), .launches = 3},
+           MemoryOp{.bytes = Bytes(8.0 * logits), .flops = Flops(3.0 * logits), .launches = 3});
+  // The dispatcher's preprocess (MoEAlltoAllTokenDispatcher.preprocess): the per-expert token
+  // counts (routing_map.sum over the [T_l, E] boolean map), the All-to-All splits from them and
+  // their two copies to the host; forward only, and only the count when the experts are padded
+  // to capacity (static splits, no copy). The counts' AllGather over the EP group is added by
+  // the layer composer.
+  const int64_t preprocess_kernels = MoeForwardSyncsHost(training) ? 4 : 1;
+  b.Memory("dispatch_preprocess",
+           MemoryOp{.bytes = Bytes(logits), .flops = Flops(logits),
+                    .launches = preprocess_kernels},
+           MemoryOp{.bytes = Bytes(0), .flops = Flops(0), .launches = 0});
   // Permutation gathers the T_l·k token copies (T_l·k·h·e bytes moved: read + write); its
   // backward is the unpermutation (scatter-add) of the gradients, the same traffic.
   const double moved = D(s.tokens_local) * D(s.top_k) * D(s.hidden) * e;
@@ -122,6 +138,14 @@ void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
   // The batched (turbo) path is Transformer Engine's GroupedLinear: one call per projection,
   // but the host splits the input and issues every local expert's GEMM (and quantisation)
   // itself. The legacy path repeats a whole TE Linear per expert (Op::repeat) already.
+  // Permutation 2 (MoEAlltoAllTokenDispatcher, "Sort tokens by local expert"): with several local
+  // experts the received tokens arrive grouped by source rank and are copied into expert order
+  // (sort_chunks_by_idxs; padded to capacity, a transpose().contiguous() of the same size), and
+  // copied back before the combine; each backward is the reverse copy. pairs·h·e read and
+  // written each.
+  const double rows_moved = D(s.pairs) * D(s.hidden) * e;
+  const MemoryOp sort_chunks{.bytes = Bytes(2.0 * rows_moved), .flops = Flops(0)};
+  if (s.local_experts > 1) b.Memory("sort_chunks", sort_chunks, sort_chunks);
   b.SetLinearHostFanout(turbo ? s.local_experts : 1);
   profiler_internal::AddMlpOps(
       b, {.fc1 = "expert_fc1", .act = "expert_act", .fc2 = "expert_fc2"}, s.rows_per_expert,
@@ -130,6 +154,7 @@ void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
       /*repeat=*/turbo ? 1 : s.local_experts, profiler_internal::LinearInput::kCast,
       dims.eager_elementwise);
   b.SetLinearHostFanout(1);
+  if (s.local_experts > 1) b.Memory("unsort_chunks", sort_chunks, sort_chunks);
   // Unpermutation scales each copy by its routing probability and sums the k copies back
   // into token order; backward permutes the gradient again (and forms the probability
   // gradient).
@@ -177,7 +202,7 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
   profile.module = "moe";
   profile.tokens = s.pairs;
   profiler_internal::ModuleOpBuilder b("moe", profile.ops, 64, dims);
-  AddRoutingOps(b, s, dims);
+  AddRoutingOps(b, s, dims, ctx.training);
   AddExpertOps(b, s, dims, ctx.parallel);
   b.Finish(ctx.recompute);
 

@@ -75,10 +75,6 @@ Seconds DrainedMakespan(const std::vector<IssuedWork>& seq) {
   return finished;
 }
 
-bool MoeForwardSyncsHost(const TrainingConfig& training) {
-  return !(training.moe_capacity_factor > 0 && training.moe_pad_to_capacity);
-}
-
 HostExposure LayerHostExposure(const LayerHostInput& in, const HostCostModel& host,
                                const TrainingConfig& training) {
   HostExposure out;

@@ -51,10 +51,6 @@ struct IssuedWork {
 // at least max(Σh, Σg) and at most Σh + Σg.
 Seconds DrainedMakespan(const std::vector<IssuedWork>& seq);
 
-// Whether a MoE layer syncs with the host in its forward: dropless, or a capacity without
-// padding (token counts vary); not when every expert's input is padded to its capacity.
-bool MoeForwardSyncsHost(const TrainingConfig& training);
-
 // Exposed host time of one layer and micro-batch per pass (added to its GPU time).
 struct HostExposure {
   Seconds forward;

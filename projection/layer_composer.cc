@@ -478,6 +478,18 @@ absl::Status AddEpComm(CommBuilder& b, const LayerCompositionContext& ctx,
     a2a_b = Sum(cg, dg);
   } else if (ep.size > 1) {
     PROJECTOR_ASSIGN_OR_RETURN(a2a_f, a2a("ep_dispatch_combine", OpPhase::kForward, msg, 2));
+    if (!par.deepep && MoeForwardSyncsHost(tr)) {
+      // Megatron's All-to-All dispatcher gathers every EP rank's per-expert token counts
+      // (E int64) before the dispatch (its preprocess); padded to capacity the splits are
+      // static and it does not. DeepEP exchanges them inside its own dispatch kernels.
+      const Bytes counts(static_cast<double>(model.moe->num_experts) * 8.0 *
+                         static_cast<double>(ep.size));
+      PROJECTOR_ASSIGN_OR_RETURN(
+          const TimedCollective gather,
+          b.Add("ep_count_gather", "moe", OpPhase::kForward, CommDim::kEp,
+                CollectiveKind::kAllGather, counts, ep, CollectiveAlgorithm::kAuto, 1, {}));
+      a2a_f = Sum(gather, a2a_f);
+    }
     PROJECTOR_ASSIGN_OR_RETURN(a2a_b,
                                a2a("ep_dispatch_combine_grad", OpPhase::kBackwardDgrad, msg, 2));
   }

@@ -57,6 +57,58 @@ TEST(ProfileMoeMlpTest, TurboIsOneBatchedGemmOverLocalExperts) {
                                    .transpose_a = true}));
 }
 
+// The dispatcher's and router's own kernels on Mixtral TP2+SP EP4 (T_l = 2048 routed tokens,
+// E = 8, pairs 4096, h = 4096, bf16):
+//   router_aux_loss      3 kernels each way over the fp32 scores: 8·T_l·E = 131072 B;
+//   dispatch_preprocess  forward only, the [T_l, E] boolean map read: 16384 B, 4 kernels
+//                        (counts, splits, two copies to the host); 1 kernel padded;
+//   sort_chunks, unsort_chunks  2 local experts: pairs·h·e read and written,
+//                        2·4096·4096·2 = 67108864 B each, forward and backward.
+// The turbo experts are a Transformer Engine GroupedLinear: the host issues each local expert's
+// GEMM (host_fanout 2); the router is one GEMM.
+TEST(ProfileMoeMlpTest, DispatcherKernelsAndPerExpertHostCalls) {
+  Case c = Mixtral(true);
+  absl::StatusOr<ModuleProfile> p = ProfileMoeMlp(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  for (OpPhase phase : {OpPhase::kForward, OpPhase::kBackwardDgrad}) {
+    const Op* aux = FindOp(p->ops, "router_aux_loss", phase);
+    ASSERT_NE(aux, nullptr);
+    EXPECT_DOUBLE_EQ(aux->bytes.value(), 131072.0);
+    EXPECT_EQ(aux->memory.launches, 3);
+    for (const char* name : {"sort_chunks", "unsort_chunks"}) {
+      const Op* sort = FindOp(p->ops, name, phase);
+      ASSERT_NE(sort, nullptr) << name;
+      EXPECT_DOUBLE_EQ(sort->bytes.value(), 67108864.0) << name;
+    }
+  }
+  const Op* pre = FindOp(p->ops, "dispatch_preprocess", OpPhase::kForward);
+  ASSERT_NE(pre, nullptr);
+  EXPECT_DOUBLE_EQ(pre->bytes.value(), 16384.0);
+  EXPECT_EQ(HostDispatches(*pre), 4);
+  EXPECT_EQ(FindOp(p->ops, "dispatch_preprocess", OpPhase::kBackwardDgrad), nullptr);
+  EXPECT_EQ(HostDispatches(*FindOp(p->ops, "expert_fc1", OpPhase::kForward)), 2);
+  EXPECT_EQ(HostDispatches(*FindOp(p->ops, "expert_fc2", OpPhase::kBackwardWgrad)), 2);
+  EXPECT_EQ(HostDispatches(*FindOp(p->ops, "router", OpPhase::kForward)), 1);
+  EXPECT_EQ(HostDispatches(*FindOp(p->ops, "expert_act", OpPhase::kForward)), 1);
+
+  Case padded = Mixtral(true);
+  padded.training.moe_capacity_factor = 1.0;
+  padded.training.moe_pad_to_capacity = true;
+  absl::StatusOr<ModuleProfile> q = ProfileMoeMlp(padded.Ctx());
+  ASSERT_THAT(q, IsOk());
+  EXPECT_EQ(HostDispatches(*FindOp(q->ops, "dispatch_preprocess", OpPhase::kForward)), 1);
+}
+
+// One local expert: nothing to sort.
+TEST(ProfileMoeMlpTest, OneLocalExpertHasNoSort) {
+  Case c = Mixtral(true);
+  c.parallel.ep = 8;
+  absl::StatusOr<ModuleProfile> p = ProfileMoeMlp(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(FindOp(p->ops, "sort_chunks", OpPhase::kForward), nullptr);
+  EXPECT_EQ(FindOp(p->ops, "unsort_chunks", OpPhase::kForward), nullptr);
+}
+
 TEST(ProfileMoeMlpTest, LegacyRepeatsOneGemmPerLocalExpertWithTheSameFlops) {
   absl::StatusOr<ModuleProfile> turbo = ProfileMoeMlp(Mixtral(true).Ctx());
   Case legacy_case = Mixtral(false);

@@ -215,9 +215,18 @@ TEST(LayerComposerTest, EpAllToAllIsSizedByTheTokensThisGpuHolds) {
   ASSERT_THAT(l, IsOk());
   // tokens = 512 / TP(SP) = 256; message = 256 · top_k 2 · hidden 256 · 2 B.
   double msg = 256.0 * 2 * 256 * 2;
+  // Dropless: before the dispatch the EP ranks gather their per-expert token counts, 8 experts
+  // · 8 B from each of 4 ranks = 256 B, in forward only.
+  const double counts = 8.0 * 8 * 4;
   int found = 0;
   for (const Op& op : l->comm_ops) {
     if (op.comm_dim != CommDim::kEp) continue;
+    if (op.name == "ep_count_gather") {
+      EXPECT_EQ(op.collective.kind, CollectiveKind::kAllGather);
+      EXPECT_DOUBLE_EQ(op.collective.bytes.value(), counts);
+      EXPECT_EQ(op.phase, OpPhase::kForward);
+      continue;
+    }
     ++found;
     EXPECT_EQ(op.collective.kind, CollectiveKind::kAllToAll);
     EXPECT_DOUBLE_EQ(op.collective.bytes.value(), msg);
@@ -225,8 +234,9 @@ TEST(LayerComposerTest, EpAllToAllIsSizedByTheTokensThisGpuHolds) {
     EXPECT_EQ(op.repeat, 2);  // dispatch + combine
   }
   EXPECT_EQ(found, 2);  // forward pair, backward pair
-  // Without DeepEP the A2A is exposed: 2 in forward, 2 in backward.
-  EXPECT_THAT(l->forward_comm.ep.value(), IsNearRel(2 * msg * kSecondsPerWireByte, 1e-12));
+  // Without DeepEP the A2A is exposed: 2 in forward (after the count gather), 2 in backward.
+  EXPECT_THAT(l->forward_comm.ep.value(),
+              IsNearRel((2 * msg + counts) * kSecondsPerWireByte, 1e-12));
   EXPECT_THAT(l->backward_comm.ep.value(), IsNearRel(2 * msg * kSecondsPerWireByte, 1e-12));
 }
 
@@ -247,11 +257,14 @@ TEST(LayerComposerTest, EpAllToAllCarriesTheBusiestRanksLoad) {
     ASSERT_THAT(l, IsOk());
     const double msg = 256.0 * 2 * 256 * 2 * load;
     for (const Op& op : l->comm_ops) {
-      if (op.comm_dim == CommDim::kEp) {
+      if (op.comm_dim == CommDim::kEp && op.collective.kind == CollectiveKind::kAllToAll) {
         EXPECT_DOUBLE_EQ(op.collective.bytes.value(), msg) << imbalance << " " << capacity;
       }
     }
-    EXPECT_THAT(l->forward_comm.ep.value(), IsNearRel(2 * msg * kSecondsPerWireByte, 1e-12));
+    // The 256 B count gather of the previous test, except padded to capacity (static splits).
+    const double counts = pad ? 0.0 : 256.0;
+    EXPECT_THAT(l->forward_comm.ep.value(),
+                IsNearRel((2 * msg + counts) * kSecondsPerWireByte, 1e-12));
   }
 }
 
