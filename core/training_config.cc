@@ -45,6 +45,12 @@ absl::StatusOr<TrainingStack> ParseTrainingStack(std::string_view name) {
 
 std::string_view FsdpImplName(FsdpImpl f) { return kFsdpImplNames[static_cast<size_t>(f)]; }
 
+std::string_view Fp8RecipeName(Fp8Recipe r) { return kFp8RecipeNames[static_cast<size_t>(r)]; }
+
+absl::StatusOr<Fp8Recipe> ParseFp8Recipe(std::string_view name) {
+  return ParseByName<Fp8Recipe>(name, kFp8RecipeNames, "FP8 recipe");
+}
+
 absl::StatusOr<FsdpImpl> ParseFsdpImpl(std::string_view name) {
   return ParseByName<FsdpImpl>(name, kFsdpImplNames, "FSDP implementation");
 }

@@ -69,6 +69,24 @@ inline constexpr std::string_view kFsdpImplNames[] = {"auto", "megatron-fsdp", "
 std::string_view FsdpImplName(FsdpImpl f);
 absl::StatusOr<FsdpImpl> ParseFsdpImpl(std::string_view name);
 
+// How FP8 training scales its tensors (training.fp8_recipe; precision fp8 only), each with its
+// quantisation kernels (profilers/profiler_internal.h Fp8Quantization):
+//   kDelayed     per-tensor scale from the amax history of earlier steps (Transformer Engine
+//                DelayedScaling, Megatron's --fp8-recipe delayed);
+//   kTensorwise  per-tensor scale from the tensor's own amax, computed just before the cast
+//                (TE Float8CurrentScaling, Megatron-Bridge "cs"; torchao/torchtitan "tensorwise");
+//   kBlockwise   fp32 scale per 1x128 activation block and per 128x128 weight block (TE
+//                Float8BlockScaling, DeepSeek-V3's recipe);
+//   kMxfp8       an E8M0 scale per 32 elements, in both orientations (OCP MX; TE MXFP8BlockScaling,
+//                Megatron-Bridge "mx"), on GPUs with block-scaled matrix cores;
+//   kRowwise     an fp32 scale per row (torchao/torchtitan "rowwise").
+// kAuto: what the stack runs on the GPU (ResolvedFp8Recipe).
+enum class Fp8Recipe { kAuto, kDelayed, kTensorwise, kBlockwise, kMxfp8, kRowwise };
+inline constexpr std::string_view kFp8RecipeNames[] = {"auto",      "delayed", "tensorwise",
+                                                       "blockwise", "mxfp8",   "rowwise"};
+std::string_view Fp8RecipeName(Fp8Recipe r);
+absl::StatusOr<Fp8Recipe> ParseFp8Recipe(std::string_view name);
+
 // training.train_metric_passes when "auto" (ResolvedTrainMetricPasses), and the largest count
 // accepted (a sanity bound: Composer's LanguageCrossEntropy, LanguagePerplexity and the like).
 inline constexpr int64_t kAutoTrainMetricPasses = -1;
@@ -85,6 +103,7 @@ struct TrainingConfig {
   Recompute recompute = Recompute::kNone;
   int64_t recompute_layers = 0;  // full recompute: layers per stage (0 = all)
   DType precision = DType::kBf16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kAuto;  // precision fp8 only (Fp8Recipe)
   AttentionKernel attention_kernel = AttentionKernel::kFlash;
   // The flash kernel asked for: "auto" (PyTorch SDPA's kernel for an FSDP-only layout, the one
   // it falls back to with ALiBi; else the GPU profile's default), "flash" (the profile's
@@ -179,6 +198,8 @@ struct RunChoices {
   // Elementwise work runs as eager PyTorch ops, one kernel per op (profiler_internal.h's Eager*
   // byte counts): a PyTorch-native stack without torch.compile.
   bool eager_elementwise = false;
+  // The FP8 recipe (ResolvedFp8Recipe); kDelayed when the precision is not fp8 (unused).
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
 };
 
 // How-a-run-executes settings that a command line or a validate/calibrate what-if overrides

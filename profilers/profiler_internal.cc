@@ -53,11 +53,43 @@ Bytes GemmBytes(const GemmShape& s, bool accumulate_fp32) {
 // (2q bytes). ~3 vector FLOPs per element (|x|, running max, scale).
 constexpr double kCastFlopsPerElement = 3.0;
 
-double CastBytesPerElement(double act_bytes, double quant_bytes) {
-  return act_bytes + 2.0 * quant_bytes;
-}
+// Scale bytes per element of the block-scaled recipes, for the two copies (row-wise for the
+// forward GEMM, column-wise for the wgrad GEMM): blockwise one fp32 scale per 128 elements
+// (TE Float8BlockScaling, 1x128 blocks; the 128x128 weight blocks are smaller still), MXFP8
+// one E8M0 byte per 32 elements (OCP Microscaling Formats v1.0, block size 32).
+constexpr double kBlockwiseScaleBytesPerElement = 2.0 * 4.0 / 128.0;
+constexpr double kMxfp8ScaleBytesPerElement = 2.0 * 1.0 / 32.0;
 
 }  // namespace
+
+Fp8Quantization QuantizationOf(Fp8Recipe recipe, double e, double q) {
+  const double cast = e + 2.0 * q;  // read bf16, write the fp8 copy and its transpose
+  switch (recipe) {
+    case Fp8Recipe::kTensorwise:
+      // TE Float8CurrentScalingQuantizer: an amax kernel reads the tensor, a one-thread kernel
+      // turns the amax into the scale, then the cast-transpose reads it again.
+      return {.bytes_per_element = e + cast, .kernels = 3, .fused_over_experts = false};
+    case Fp8Recipe::kBlockwise:
+      return {.bytes_per_element = cast + kBlockwiseScaleBytesPerElement,
+              .kernels = 1,
+              .fused_over_experts = false};
+    case Fp8Recipe::kMxfp8:
+      return {.bytes_per_element = cast + kMxfp8ScaleBytesPerElement,
+              .kernels = 1,
+              .fused_over_experts = false};
+    case Fp8Recipe::kRowwise:
+      // torchao rowwise: the row amax and the cast of each orientation, Inductor fusing each
+      // pair: the tensor read twice, two kernels.
+      return {.bytes_per_element = e + cast, .kernels = 2, .fused_over_experts = false};
+    case Fp8Recipe::kAuto:
+    case Fp8Recipe::kDelayed:
+      break;
+  }
+  // Delayed scaling: one cast-transpose with the amax recorded on the way (the scale comes from
+  // earlier steps); TE's GroupedLinear quantises all experts in one multi-tensor kernel
+  // (fused_multi_cast_transpose).
+  return {.bytes_per_element = cast, .kernels = 1, .fused_over_experts = true};
+}
 
 int64_t StandardHeadDim(const ModelSpec& model) {
   if (model.head_dim > 0) return model.head_dim;
@@ -131,6 +163,7 @@ absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
   const double micro_batches =
       std::max(1.0, D(training.global_batch) / D(per_step));
   dims.weight_cast_cached = !parallel.fsdp;
+  dims.fp8_recipe = ctx.run.fp8_recipe;
   dims.weight_casts_per_micro_batch = dims.weight_cast_cached ? 1.0 / micro_batches : 1.0;
   dims.eager_elementwise = ctx.run.eager_elementwise;
   dims.pytorch_modules = RunsPyTorchAttention(ctx.run.stack);
@@ -144,6 +177,7 @@ ModuleOpBuilder::ModuleOpBuilder(std::string_view module, OpList& ops, size_t ca
     : module_(module),
       act_bytes_(dims.act_bytes),
       quantized_(dims.quantized),
+      fp8_recipe_(dims.fp8_recipe),
       weight_casts_per_micro_batch_(dims.weight_casts_per_micro_batch),
       weight_cast_cached_(dims.weight_cast_cached),
       ops_(ops),
@@ -164,11 +198,24 @@ Op& ModuleOpBuilder::AddForward(std::string_view name, OpKind kind) {
   return op;
 }
 
+MemoryOp ModuleOpBuilder::CastOp(Bytes bytes, double elements) const {
+  const Fp8Quantization k = QuantizationOf(fp8_recipe_, act_bytes_, 1.0);
+  const int64_t per_expert = k.fused_over_experts ? 1 : linear_host_fanout_;
+  return MemoryOp{.bytes = bytes,
+                  .flops = Flops(kCastFlopsPerElement * elements),
+                  .launches = k.kernels * per_expert};
+}
+
+int64_t ModuleOpBuilder::CastHostFanout() const {
+  return QuantizationOf(fp8_recipe_, act_bytes_, 1.0).fused_over_experts ? linear_host_fanout_
+                                                                         : 1;
+}
+
 void ModuleOpBuilder::AddCast(std::string_view name, Bytes bytes_per_repeat,
                               double elements_per_repeat, int64_t repeat, bool recomputed) {
   Op& op = AddForward(name, OpKind::kMemory);
-  op.memory = MemoryOp{.bytes = bytes_per_repeat,
-                       .flops = Flops(kCastFlopsPerElement * elements_per_repeat)};
+  op.memory = CastOp(bytes_per_repeat, elements_per_repeat);
+  op.host_fanout = CastHostFanout();
   op.repeat = repeat;
   op.flops = op.memory.flops * D(repeat);
   op.bytes = op.memory.bytes * D(repeat);
@@ -177,32 +224,31 @@ void ModuleOpBuilder::AddCast(std::string_view name, Bytes bytes_per_repeat,
   p.recomputed = recomputed;
 }
 
-// A quantised layer (TE Linear / LayerNormLinear, see the top of this file), per repeat:
-//   forward   weight_fp8_cast   in·out·batch elements, e + 2q bytes each, once per step
+// A quantised layer (TE Linear / LayerNormLinear, see the top of this file), per repeat, with
+// c the recipe's bytes per quantised element (QuantizationOf; e + 2q under delayed scaling):
+//   forward   weight_fp8_cast   in·out·batch elements, c bytes each, once per step
 //                               (weight_casts_per_micro_batch of it per micro-batch);
-//             input_fp8_cast    m·in·batch elements, e + 2q bytes each (kCast only);
-//   backward  grad_fp8_cast     m·out·batch elements of dY, e + 2q bytes each, before dgrad;
+//             input_fp8_cast    m·in·batch elements, c bytes each (kCast only);
+//   backward  grad_fp8_cast     m·out·batch elements of dY, c bytes each, before dgrad;
 //             input_fp8_transpose  m·in·batch fp8 elements, 2q bytes each, before wgrad
 //                               (kFusedNorm only: the norm wrote the row-major fp8 copy).
 // Legacy grouped GEMMs (repeat > 1, one TE Linear per expert) cast per expert; the turbo
-// grouped GEMM (batch) casts all experts in one multi-tensor kernel (TE GroupedLinear,
-// tex.fused_multi_quantize).
+// grouped GEMM (batch, TE GroupedLinear) casts all experts in one multi-tensor kernel under
+// delayed scaling (tex.fused_multi_quantize) and runs the other recipes' kernels per expert.
 void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64_t out,
                              DType dtype, int64_t batch, int64_t repeat, LinearInput input) {
   const double q = BytesPerElement(dtype);
   const bool quantized = quantized_ && q < act_bytes_;
-  const double cast = CastBytesPerElement(act_bytes_, q);
+  const double cast = QuantizationOf(fp8_recipe_, act_bytes_, q).bytes_per_element;
   if (quantized) {
     const double weights = D(in) * D(out) * D(batch) * weight_casts_per_micro_batch_;
     // A weight cast once per step is not redone when full recompute re-runs the forward
     // (is_first_microbatch is false by then); a per-micro-batch (FSDP) cast is.
     AddCast("weight_fp8_cast", Bytes(cast * weights), weights, repeat,
             /*recomputed=*/!weight_cast_cached_);
-    ops_.back().host_fanout = linear_host_fanout_;
     if (input == LinearInput::kCast) {
       const double x = D(m) * D(in) * D(batch);
       AddCast("input_fp8_cast", Bytes(cast * x), x, repeat, /*recomputed=*/true);
-      ops_.back().host_fanout = linear_host_fanout_;
     }
   }
   Op& op = AddForward(name, OpKind::kGemm);
@@ -214,7 +260,8 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
   if (!quantized) return;
   Pending& p = pending_[forward_count_ - 1];
   const double dy = D(m) * D(out) * D(batch);
-  p.grad_cast = MemoryOp{.bytes = Bytes(cast * dy), .flops = Flops(kCastFlopsPerElement * dy)};
+  p.grad_cast = CastOp(Bytes(cast * dy), dy);
+  p.grad_cast_host_fanout = CastHostFanout();
   if (input == LinearInput::kFusedNorm) {
     const double x = D(m) * D(in) * D(batch);
     p.input_transpose = MemoryOp{.bytes = Bytes(2.0 * q * x), .flops = Flops(0)};
@@ -302,6 +349,7 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
         }
         if (p.grad_cast.bytes.value() > 0) {
           add_memory("grad_fp8_cast", p.grad_cast, OpPhase::kBackwardDgrad);
+          ops_.back().host_fanout = p.grad_cast_host_fanout;
         }
         Op dgrad = fwd;
         dgrad.phase = OpPhase::kBackwardDgrad;

@@ -39,6 +39,7 @@ struct LayerDims {
   double weight_casts_per_micro_batch = 1.0;
   // True when that cast is cached for the step, so full recompute does not redo it.
   bool weight_cast_cached = false;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // the run's (RunChoices::fp8_recipe)
   // Elementwise work runs as eager PyTorch ops (RunsEagerElementwise: a PyTorch-native stack
   // without torch.compile): RMSNorm, RoPE and SwiGLU as the kernels of EagerRmsNorm,
   // EagerRope and EagerSwiGlu instead of one fused kernel each.
@@ -98,6 +99,23 @@ EagerKernels EagerRope(double e, bool strided_gradient);
 // backward reads x and dy and writes dx, 3e, the weight-gradient reduction riding along), or
 // with `eager` an eager PyTorch RMSNorm (EagerRmsNorm; its output is e bytes).
 EagerKernels NormKernels(double e, double out_bytes, bool eager);
+
+// The quantisation of one bf16 tensor (e bytes per element) into the fp8 copy (q bytes) a
+// GEMM reads and the transposed copy its wgrad reads, under an FP8 recipe (Fp8Recipe):
+//   delayed     e + 2q bytes, 1 kernel (cast-transpose, the amax recorded on the way);
+//   tensorwise  2e + 2q, 3 kernels (amax pass, scale, cast-transpose: the scale must be known
+//               before the cast, so the tensor is read twice);
+//   blockwise   e + 2q + 2·4/128 (an fp32 scale per 128 elements, both copies), 1 kernel;
+//   mxfp8       e + 2q + 2/32 (an E8M0 scale per 32 elements, both copies), 1 kernel;
+//   rowwise     2e + 2q, 2 kernels (row amax and cast, per orientation).
+// `fused_over_experts`: a GroupedLinear quantises all its experts in one kernel (delayed
+// scaling's multi-tensor cast-transpose); the other recipes run their kernels per expert.
+struct Fp8Quantization {
+  double bytes_per_element = 0;
+  int64_t kernels = 1;
+  bool fused_over_experts = false;
+};
+Fp8Quantization QuantizationOf(Fp8Recipe recipe, double e, double q);
 
 // How a quantised linear layer's input reaches fp8 (Transformer Engine, see profiler_internal.cc).
 enum class LinearInput {
@@ -196,16 +214,23 @@ class ModuleOpBuilder {
     // Quantised GEMM: the output-gradient cast before dgrad and, for a fused-norm input, the
     // transpose of the saved fp8 input before wgrad (zero bytes: none).
     MemoryOp grad_cast;
+    int64_t grad_cast_host_fanout = 1;
     MemoryOp input_transpose;
   };
   Op& AddForward(std::string_view name, OpKind kind);
   // A memory-bound forward op without backward, run `repeat` times.
   void AddCast(std::string_view name, Bytes bytes_per_repeat, double elements_per_repeat,
                int64_t repeat, bool recomputed);
+  // The kernels of one quantisation (QuantizationOf) over the current GroupedLinear's experts
+  // (linear_host_fanout_): one multi-tensor kernel the host still prepares per expert, or
+  // kernels per expert.
+  MemoryOp CastOp(Bytes bytes, double elements) const;
+  int64_t CastHostFanout() const;
 
   std::string_view module_;
   double act_bytes_;
   bool quantized_;
+  Fp8Recipe fp8_recipe_;
   double weight_casts_per_micro_batch_;
   bool weight_cast_cached_;
   OpList& ops_;

@@ -230,7 +230,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                                    par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1,
                                .host = {.per_dispatch = scenario.hw.gpu.host_op_dispatch,
                                         .cuda_graphs = tr.cuda_graphs}};
-  const RunChoices run = ResolveRunChoices(scenario.model, par, tr);
+  const RunChoices run = ResolveRunChoices(scenario.model, par, tr, scenario.hw.gpu.arch);
   std::vector<OpTable> op_tables;
   PROJECTOR_ASSIGN_OR_RETURN(const ComposedKinds kinds,
                              ComposeLayerKinds(scenario, backends, options, lctx, run, op_tables));

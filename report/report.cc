@@ -25,6 +25,20 @@ double Ms(Seconds s) { return ToMilliseconds(s); }
 
 // ", MoE capacity 1.25 (padded), busiest EP rank 1.30x" for routing that is not balanced and
 // dropless; empty otherwise.
+// "fp8 (mxfp8)": the precision, with the FP8 recipe the run uses.
+std::string PrecisionPhrase(const Scenario& s) {
+  const TrainingConfig& t = s.training;
+  if (t.precision != DType::kFp8) return std::string(DTypeName(t.precision));
+  return absl::StrFormat("fp8 (%s)",
+                         Fp8RecipeName(ResolvedFp8Recipe(t, s.parallel, s.hw.gpu.arch)));
+}
+
+// The recipe an fp8 run uses; null for other precisions.
+nlohmann::json Fp8RecipeJson(const Scenario& s) {
+  if (s.training.precision != DType::kFp8) return nullptr;
+  return std::string(Fp8RecipeName(ResolvedFp8Recipe(s.training, s.parallel, s.hw.gpu.arch)));
+}
+
 std::string MoeRoutingNote(const TrainingConfig& t) {
   std::string out;
   if (t.moe_capacity_factor > 0) {
@@ -95,7 +109,7 @@ std::vector<std::pair<std::string, std::string>> ProjectionSummaryRows(const Sce
       absl::StrFormat(
           "seq %d, micro-batch %d, global batch %d, %s, recompute %s, %s stack: %s "
           "attention, %s loss%s%s%s%s%s",
-          tr.seq_len, tr.micro_batch, tr.global_batch, DTypeName(tr.precision),
+          tr.seq_len, tr.micro_batch, tr.global_batch, PrecisionPhrase(scenario),
           RecomputeName(tr.recompute), TrainingStackName(ResolvedStack(tr, scenario.parallel)),
           AttentionKernelOf(scenario), LossKernelName(ResolvedLossKernel(tr, scenario.parallel)),
           TrainingSwitchesPhrase(scenario),
@@ -220,6 +234,7 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"attention_kernel", std::string(AttentionKernelOf(scenario))},
       {"tp_comm_overlap", scenario.training.tp_comm_overlap},
       {"cuda_graphs", scenario.training.cuda_graphs},
+      {"fp8_recipe", Fp8RecipeJson(scenario)},
       {"grad_reduce_dtype", std::string(DTypeName(scenario.training.grad_reduce_dtype))},
       {"moe_capacity_factor", scenario.training.moe_capacity_factor},
       {"moe_pad_to_capacity", scenario.training.moe_pad_to_capacity},

@@ -66,6 +66,7 @@ const std::vector<std::string> kLossKernels(std::begin(kLossKernelNames),
 const std::vector<std::string> kTrainingStacks(std::begin(kTrainingStackNames),
                                                std::end(kTrainingStackNames));
 const std::vector<std::string> kFsdpImpls(std::begin(kFsdpImplNames), std::end(kFsdpImplNames));
+const std::vector<std::string> kFp8Recipes(std::begin(kFp8RecipeNames), std::end(kFp8RecipeNames));
 const std::vector<std::string> kPipelineSchedules(std::begin(kPipelineScheduleNames),
                                                   std::end(kPipelineScheduleNames));
 
@@ -155,6 +156,8 @@ absl::Status ParseTrainingSwitches(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_param_gather, t.BoolOr("overlap_param_gather", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.tp_comm_overlap, t.BoolOr("tp_comm_overlap", false));
   PROJECTOR_ASSIGN_OR_RETURN(out.cuda_graphs, t.BoolOr("cuda_graphs", false));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string fp8_recipe, t.EnumOr("fp8_recipe", kFp8Recipes, "auto"));
+  out.fp8_recipe = *ParseFp8Recipe(fp8_recipe);
   PROJECTOR_ASSIGN_OR_RETURN(std::string grad_reduce,
                              t.EnumOr("grad_reduce_dtype", kGradReduceDtypes, "fp32"));
   out.grad_reduce_dtype = *ParseGradReduceDtype(grad_reduce);
@@ -376,6 +379,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"overlap_param_gather", t.overlap_param_gather},
                    {"tp_comm_overlap", t.tp_comm_overlap},
                    {"cuda_graphs", t.cuda_graphs},
+                   {"fp8_recipe", std::string(Fp8RecipeName(t.fp8_recipe))},
                    {"grad_reduce_dtype", std::string(DTypeName(t.grad_reduce_dtype))},
                    {"moe_capacity_factor", t.moe_capacity_factor},
                    {"moe_pad_to_capacity", t.moe_pad_to_capacity},
@@ -506,6 +510,9 @@ absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
   for (std::string& note : StackChoiceNotes(s.model, s.parallel, s.training)) {
     s.defaults_used.push_back(std::move(note));
   }
+  std::string fp8_note =
+      AutoFp8RecipeNote(s.training, s.parallel, s.hw.gpu.arch, s.hw.name);
+  if (!fp8_note.empty()) s.defaults_used.push_back(std::move(fp8_note));
   return absl::OkStatus();
 }
 
@@ -840,6 +847,27 @@ absl::Status ValidateBatchShape(const Scenario& s, const std::string& origin) {
   return absl::OkStatus();
 }
 
+// training.fp8_recipe: only with precision fp8; MXFP8 only on a GPU with MX block-scaled
+// matrix cores (HasMxBlockScaling).
+absl::Status ValidateFp8Recipe(const Scenario& s, const std::string& origin) {
+  const TrainingConfig& t = s.training;
+  if (t.fp8_recipe == Fp8Recipe::kAuto) return absl::OkStatus();
+  if (t.precision != DType::kFp8) {
+    return Precondition(origin, "/training/fp8_recipe",
+                        absl::StrFormat("an FP8 recipe applies to precision fp8 only, got "
+                                        "precision %s; set precision fp8 or leave the recipe out",
+                                        DTypeName(t.precision)));
+  }
+  if (t.fp8_recipe == Fp8Recipe::kMxfp8 && !HasMxBlockScaling(s.hw.gpu.arch)) {
+    return Precondition(origin, "/training/fp8_recipe",
+                        absl::StrFormat("mxfp8 needs MX block-scaled matrix cores (NVIDIA "
+                                        "Blackwell sm_100+, AMD gfx950); %s is %s: use delayed, "
+                                        "tensorwise, blockwise or rowwise",
+                                        s.hw.name, s.hw.gpu.arch));
+  }
+  return absl::OkStatus();
+}
+
 // The attention kernel, the recomputed layers and the precision the GPU runs.
 absl::Status ValidateKernelsAndRecompute(const Scenario& s, const std::string& origin) {
   const ParallelConfig& p = s.parallel;
@@ -868,7 +896,7 @@ absl::Status ValidateKernelsAndRecompute(const Scenario& s, const std::string& o
         absl::StrFormat("%s: /training/precision: %s has no %s matrix rate; use bf16", origin,
                         s.hw.name, DTypeName(t.precision)));
   }
-  return absl::OkStatus();
+  return ValidateFp8Recipe(s, origin);
 }
 
 }  // namespace

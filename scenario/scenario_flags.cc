@@ -139,6 +139,10 @@ constexpr FlagSpec kKernelAndCommFlags[] = {
 };
 constexpr FlagSpec kPrecisionAndRoutingFlags[] = {
     {"precision", "GEMM precision: bf16, fp16 or fp8", "DTYPE"},
+    {"fp8-recipe",
+     "FP8 scaling: auto (default: the stack's on this GPU), delayed, tensorwise, blockwise, "
+     "mxfp8 (Blackwell, MI355X) or rowwise",
+     "RECIPE"},
     {"moe-capacity-factor",
      "MoE: each expert takes at most X times its balanced share of tokens and drops the rest "
      "(Megatron --moe-expert-capacity-factor; default 0 = dropless)",
@@ -214,6 +218,9 @@ absl::Status ReadPrecision(const FlagValues& flags, TrainingConfig& training) {
 // and the MoE routing.
 absl::Status ReadTrainingSettings(const FlagValues& flags, TrainingConfig& training) {
   PROJECTOR_RETURN_IF_ERROR(ReadPrecision(flags, training));
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<Fp8Recipe> recipe,
+                             ParsedFlag<Fp8Recipe>(flags, "fp8-recipe", &ParseFp8Recipe));
+  if (recipe) training.fp8_recipe = *recipe;
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "tp-comm-overlap", training.tp_comm_overlap));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "cuda-graphs", training.cuda_graphs));
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<DType> grad_dtype,

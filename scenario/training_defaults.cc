@@ -40,15 +40,45 @@ std::optional<TrainingStack> StackNamedBySource(std::string_view source) {
   return std::nullopt;
 }
 
+bool HasMxBlockScaling(std::string_view arch) {
+  if (arch.starts_with("sm_")) {
+    int major = 0;
+    for (char c : arch.substr(3)) {
+      if (c < '0' || c > '9') break;
+      major = major * 10 + (c - '0');
+    }
+    return major >= 100;
+  }
+  return arch == "gfx950";
+}
+
+Fp8Recipe ResolvedFp8Recipe(const TrainingConfig& training, const ParallelConfig& parallel,
+                            std::string_view arch) {
+  if (training.precision != DType::kFp8) return Fp8Recipe::kDelayed;
+  if (training.fp8_recipe != Fp8Recipe::kAuto) return training.fp8_recipe;
+  switch (ResolvedStack(training, parallel)) {
+    case TrainingStack::kTorchTitan:
+      return Fp8Recipe::kTensorwise;
+    case TrainingStack::kMegatron:
+      return arch.starts_with("sm_") && HasMxBlockScaling(arch) ? Fp8Recipe::kMxfp8
+                                                                : Fp8Recipe::kDelayed;
+    case TrainingStack::kAuto:
+    case TrainingStack::kLlmFoundry:
+      break;
+  }
+  return Fp8Recipe::kDelayed;
+}
+
 RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& parallel,
-                             const TrainingConfig& training) {
+                             const TrainingConfig& training, std::string_view arch) {
   const DropoutRates dropout = ResolvedDropout(model, parallel, training);
   return RunChoices{.stack = ResolvedStack(training, parallel),
                     .loss_kernel = ResolvedLossKernel(training, parallel),
                     .fsdp_impl = ResolvedFsdpImpl(training, parallel),
                     .train_metric_passes = ResolvedTrainMetricPasses(training, parallel),
                     .dropout = dropout,
-                    .eager_elementwise = RunsEagerElementwise(training, parallel)};
+                    .eager_elementwise = RunsEagerElementwise(training, parallel),
+                    .fp8_recipe = ResolvedFp8Recipe(training, parallel, arch)};
 }
 
 namespace {
@@ -60,6 +90,7 @@ constexpr std::string_view kStackNotePrefix = "stack=";
 constexpr std::string_view kHiddenDropoutNotePrefix = "hidden_dropout=";
 constexpr std::string_view kFsdpImplNotePrefix = "fsdp_impl=";
 constexpr std::string_view kAttentionDropoutNotePrefix = "attention_dropout=";
+constexpr std::string_view kFp8RecipeNotePrefix = "fp8_recipe=";
 
 // The defaults_used entry of an "auto" loss kernel.
 std::string AutoLossNote(const TrainingConfig& t, const ParallelConfig& parallel) {
@@ -162,10 +193,34 @@ std::vector<std::string> StackChoiceNotes(const ModelSpec& model, const Parallel
   return notes;
 }
 
+std::string AutoFp8RecipeNote(const TrainingConfig& training, const ParallelConfig& parallel,
+                              std::string_view arch, std::string_view gpu_name) {
+  if (training.precision != DType::kFp8 || training.fp8_recipe != Fp8Recipe::kAuto) return "";
+  const Fp8Recipe r = ResolvedFp8Recipe(training, parallel, arch);
+  std::string why;
+  switch (ResolvedStack(training, parallel)) {
+    case TrainingStack::kTorchTitan:
+      why = "runs torchao Float8 with its default tensorwise scaling";
+      break;
+    case TrainingStack::kMegatron:
+      why = r == Fp8Recipe::kMxfp8
+                ? absl::StrFormat("runs Transformer Engine's MXFP8 on %s's block-scaled tensor cores",
+                                  gpu_name)
+                : absl::StrFormat("runs Transformer Engine's delayed scaling on %s", gpu_name);
+      break;
+    case TrainingStack::kAuto:
+    case TrainingStack::kLlmFoundry:
+      why = "runs Transformer Engine's default, delayed scaling";
+      break;
+  }
+  return absl::StrFormat("%s%s (auto: %s %s; --fp8-recipe for another)", kFp8RecipeNotePrefix,
+                         Fp8RecipeName(r), StackPhrase(training, parallel), why);
+}
+
 bool IsRunChoiceNote(std::string_view note) {
   for (std::string_view prefix :
        {kLossNotePrefix, kMetricNotePrefix, kStackNotePrefix, kHiddenDropoutNotePrefix,
-        kAttentionDropoutNotePrefix, kFsdpImplNotePrefix}) {
+        kAttentionDropoutNotePrefix, kFsdpImplNotePrefix, kFp8RecipeNotePrefix}) {
     if (note.starts_with(prefix)) return true;
   }
   return false;

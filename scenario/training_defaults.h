@@ -110,9 +110,28 @@ DropoutRates ResolvedDropout(const ModelSpec& model, const ParallelConfig& paral
 // torchtitan and llm-foundry repositories run their own. nullopt when the source names none.
 std::optional<TrainingStack> StackNamedBySource(std::string_view source);
 
-// Every choice above for one scenario's model, layout and settings.
+// Whether the GPU's matrix cores take MX block-scaled operands (OCP Microscaling formats, an
+// E8M0 scale per 32 elements): NVIDIA Blackwell, sm_100 and later (B200, GB200: NVIDIA
+// Blackwell architecture technical brief, "MXFP8" among the 5th-generation Tensor Core
+// formats), and AMD CDNA 4, gfx950 (MI355X: AMD CDNA 4 architecture whitepaper, MXFP8/MXFP6/
+// MXFP4). `arch` as the hardware profile names it ("sm_100", "gfx950").
+bool HasMxBlockScaling(std::string_view arch);
+
+// The FP8 recipe a run uses (training.fp8_recipe), "auto" resolved from the stack and the GPU:
+// torchtitan's Float8 training defaults to tensorwise scaling (torchao Float8LinearConfig's
+// default recipe); the megatron stack runs Transformer Engine's MXFP8 on NVIDIA Blackwell (the
+// recipe of NVIDIA's Megatron-Bridge B200/GB200 FP8 presets, "mx") and delayed scaling
+// elsewhere (Megatron-LM's --fp8-recipe default; llm-foundry runs TE's default, delayed, too).
+// kDelayed when the precision is not fp8 (no recipe applies).
+Fp8Recipe ResolvedFp8Recipe(const TrainingConfig& training, const ParallelConfig& parallel,
+                            std::string_view arch);
+// "fp8_recipe=mxfp8 (auto: ...)" for an auto recipe under fp8, else empty.
+std::string AutoFp8RecipeNote(const TrainingConfig& training, const ParallelConfig& parallel,
+                              std::string_view arch, std::string_view gpu_name);
+
+// Every choice above for one scenario's model, layout, settings and GPU architecture.
 RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& parallel,
-                             const TrainingConfig& training);
+                             const TrainingConfig& training, std::string_view arch);
 
 // The "defaults used" notes, each saying what an "auto" setting became and why, with the flag
 // that sets another. StackPhrase: "the llm-foundry stack".

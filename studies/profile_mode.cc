@@ -163,7 +163,7 @@ ProfileContext ContextOf(const Scenario& s) {
                         .parallel = s.parallel,
                         .training = s.training,
                         .recompute = s.training.recompute,
-                        .run = ResolveRunChoices(s.model, s.parallel, s.training)};
+                        .run = ResolveRunChoices(s.model, s.parallel, s.training, s.hw.gpu.arch)};
 }
 
 // The layers (one per kind), embedding and output of `s`, timed with `refs` and composed (comm

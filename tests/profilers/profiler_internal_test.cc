@@ -154,6 +154,61 @@ TEST(ModuleOpBuilderTest, GroupedGemmCastsEveryExpert) {
               IsNearRel(4.0 * 4 * 128 * 2048, 1e-12));
 }
 
+// Bytes per quantised element, e = 2 (bf16), q = 1 (fp8), hand-derived from the recipes:
+//   delayed     e + 2q = 4, 1 kernel;
+//   tensorwise  e (amax pass) + e + 2q = 6, 3 kernels (amax, scale, cast);
+//   blockwise   4 + 2·4/128 = 4.0625, 1 kernel;
+//   mxfp8       4 + 2·1/32 = 4.0625, 1 kernel;
+//   rowwise     6, 2 kernels.
+TEST(QuantizationOfTest, BytesAndKernelsPerRecipe) {
+  struct Expect {
+    Fp8Recipe recipe;
+    double bytes;
+    int64_t kernels;
+    bool fused;
+  };
+  for (const Expect& x : {Expect{Fp8Recipe::kDelayed, 4.0, 1, true},
+                          Expect{Fp8Recipe::kTensorwise, 6.0, 3, false},
+                          Expect{Fp8Recipe::kBlockwise, 4.0625, 1, false},
+                          Expect{Fp8Recipe::kMxfp8, 4.0625, 1, false},
+                          Expect{Fp8Recipe::kRowwise, 6.0, 2, false}}) {
+    const profiler_internal::Fp8Quantization k = profiler_internal::QuantizationOf(x.recipe, 2, 1);
+    EXPECT_DOUBLE_EQ(k.bytes_per_element, x.bytes) << Fp8RecipeName(x.recipe);
+    EXPECT_EQ(k.kernels, x.kernels) << Fp8RecipeName(x.recipe);
+    EXPECT_EQ(k.fused_over_experts, x.fused) << Fp8RecipeName(x.recipe);
+  }
+}
+
+// A GroupedLinear over 4 experts (batch 4, host fanout 4): delayed scaling quantises all of
+// them in one kernel the host prepares per expert (launches 1, host fanout 4: 4 dispatches);
+// tensorwise runs its 3 kernels per expert (launches 12, host fanout 1: 12 dispatches), with
+// 6/4 of delayed's bytes.
+TEST(ModuleOpBuilderTest, GroupedCastsFollowTheRecipe) {
+  OpList delayed_ops, tensorwise_ops;
+  LayerDims tensorwise = Fp8Dims();
+  tensorwise.fp8_recipe = Fp8Recipe::kTensorwise;
+  for (auto [ops, dims] : {std::pair<OpList*, LayerDims>{&delayed_ops, Fp8Dims()},
+                           {&tensorwise_ops, tensorwise}}) {
+    ModuleOpBuilder b("moe", *ops, 8, dims);
+    b.SetLinearHostFanout(4);
+    b.Linear("expert_fc1", 128, 1024, 2048, DType::kFp8, /*batch=*/4, /*repeat=*/1);
+    b.Finish(Recompute::kNone);
+  }
+  for (auto [name, phase] : {std::pair{"input_fp8_cast", OpPhase::kForward},
+                             {"grad_fp8_cast", OpPhase::kBackwardDgrad}}) {
+    const Op* d = FindOp(delayed_ops, name, phase);
+    const Op* t = FindOp(tensorwise_ops, name, phase);
+    ASSERT_NE(d, nullptr);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(d->memory.launches, 1) << name;
+    EXPECT_EQ(HostDispatches(*d), 4) << name;
+    EXPECT_EQ(t->memory.launches, 12) << name;
+    EXPECT_EQ(HostDispatches(*t), 12) << name;
+    EXPECT_THAT(t->bytes.value(), IsNearRel(1.5 * d->bytes.value(), 1e-12)) << name;
+  }
+  EXPECT_EQ(HostDispatches(*FindOp(delayed_ops, "expert_fc1", OpPhase::kBackwardWgrad)), 4);
+}
+
 TEST(ModuleOpBuilderTest, Bf16LinearHasNoCasts) {
   LayerDims dims;
   OpList ops;

@@ -47,7 +47,7 @@ struct Fixture {
                   .hbm_capacity = Gigabytes(80),
                   .interference = interference,
                   .timeline = nullptr,
-                  .run = ResolveRunChoices(model, par, tr)};
+                  .run = ResolveRunChoices(model, par, tr, "sm_90")};
     return ComposeStep(in, BackendRefs{.gemm = gemm, .attention = attention, .memory = memory,
                                        .collective = collective});
   }

@@ -45,6 +45,34 @@ Scenario DefaultWithModel(const std::string& name) {
 }
 
 // A measured run's source names the framework that ran it; one naming none leaves the stack auto.
+TEST(ScenarioTest, MxBlockScalingIsBlackwellAndCdna4) {
+  EXPECT_TRUE(HasMxBlockScaling("sm_100"));
+  EXPECT_TRUE(HasMxBlockScaling("sm_120"));
+  EXPECT_TRUE(HasMxBlockScaling("gfx950"));
+  EXPECT_FALSE(HasMxBlockScaling("sm_90"));
+  EXPECT_FALSE(HasMxBlockScaling("sm_80"));
+  EXPECT_FALSE(HasMxBlockScaling("gfx942"));
+}
+
+// Auto: megatron runs MXFP8 on NVIDIA Blackwell, delayed scaling on Hopper and on AMD;
+// torchtitan tensorwise; a stated recipe is kept; no recipe applies under bf16.
+TEST(ScenarioTest, AutoFp8RecipeFollowsTheStackAndGpu) {
+  TrainingConfig t;
+  t.precision = DType::kFp8;
+  ParallelConfig p;
+  t.stack = TrainingStack::kMegatron;
+  EXPECT_EQ(ResolvedFp8Recipe(t, p, "sm_100"), Fp8Recipe::kMxfp8);
+  EXPECT_EQ(ResolvedFp8Recipe(t, p, "sm_90"), Fp8Recipe::kDelayed);
+  EXPECT_EQ(ResolvedFp8Recipe(t, p, "gfx950"), Fp8Recipe::kDelayed);
+  t.stack = TrainingStack::kTorchTitan;
+  EXPECT_EQ(ResolvedFp8Recipe(t, p, "sm_90"), Fp8Recipe::kTensorwise);
+  t.fp8_recipe = Fp8Recipe::kBlockwise;
+  EXPECT_EQ(ResolvedFp8Recipe(t, p, "sm_90"), Fp8Recipe::kBlockwise);
+  t.precision = DType::kBf16;
+  EXPECT_EQ(ResolvedFp8Recipe(t, p, "sm_90"), Fp8Recipe::kDelayed);
+  EXPECT_EQ(AutoFp8RecipeNote(t, p, "sm_90", "h100-sxm"), "");
+}
+
 TEST(ScenarioTest, StackNamedBySourceReadsTheFramework) {
   EXPECT_EQ(StackNamedBySource("pytorch/torchtitan benchmarks.md"), TrainingStack::kTorchTitan);
   EXPECT_EQ(StackNamedBySource("mosaicml/llm-foundry scripts/train/benchmarking/README.md"),

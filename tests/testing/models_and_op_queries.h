@@ -106,10 +106,11 @@ struct ProfilerCase {
   ModelSpec model;
   ParallelConfig parallel;
   TrainingConfig training;
+  std::string arch = "sm_90";  // the GPU whose "auto" choices apply (Hopper)
   ProfileContext Ctx(Recompute r = Recompute::kNone) const {
     return ProfileContext{.model = model, .parallel = parallel, .training = training,
                           .recompute = r,
-                          .run = ResolveRunChoices(model, parallel, training)};
+                          .run = ResolveRunChoices(model, parallel, training, arch)};
   }
 };
 
