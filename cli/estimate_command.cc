@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/status_macros.h"
+#include "core/suggest.h"
 #include "report/estimate_report.h"
 #include "scenario/scenario_flags.h"
 #include "studies/estimate_flags.h"
@@ -32,6 +33,13 @@ void AddOpFlags(cxxopts::Options& options, const std::string& kind) {
   }
 }
 
+constexpr char kEstimateUsage[] =
+    "Times one op on a GPU with the simulate backends.\n\n"
+    "  project estimate gemm --gpu-arch G --m M --n N --k K [--dtype D]\n"
+    "  project estimate attention --gpu-arch G --batch B --heads H --seq-q S --head-dim D\n"
+    "  project estimate collective --gpu-arch G --op allreduce --bytes 1GB --ranks N\n\n"
+    "`project estimate OP --help` lists the flags of one op.\n";
+
 // cxxopts needs long flags of two or more letters: --m/--n/--k are read as --gemm-m/n/k.
 std::vector<std::string> WithGemmDimsRenamed(int argc, char** argv) {
   std::vector<std::string> args;
@@ -57,9 +65,15 @@ absl::Status RunEstimateCommand(int argc, char** argv, const Output& io) {
         "--gpu-arch h100-sxm --m 8192 --n 8192 --k 8192)");
   }
   const std::string kind = argv[2];
+  if (kind == "--help" || kind == "-h") {
+    io.out << kEstimateUsage;
+    return absl::OkStatus();
+  }
   if (kind != "gemm" && kind != "attention" && kind != "collective") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("estimate: unknown op '", kind, "'; accepted: gemm, attention, collective"));
+    const std::vector<std::string> ops = {"gemm", "attention", "collective"};
+    return absl::InvalidArgumentError(absl::StrCat("estimate: unknown op '", kind, "'",
+                                                   DidYouMean(kind, ops),
+                                                   "; accepted: gemm, attention, collective"));
   }
   cxxopts::Options options(absl::StrCat("project estimate ", kind), "Estimate one op.");
   AddOpFlags(options, kind);

@@ -1,11 +1,13 @@
 #include "cli/flags.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "core/suggest.h"
 
 namespace projector {
 namespace {
@@ -33,6 +35,35 @@ FlagValues ToFlagValues(const cxxopts::Options& options, const cxxopts::ParseRes
   return values;
 }
 
+// Every long flag name the options know.
+std::vector<std::string> KnownFlagNames(const cxxopts::Options& options) {
+  std::vector<std::string> names;
+  for (const std::string& group : options.groups()) {
+    for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options) {
+      names.insert(names.end(), o.l.begin(), o.l.end());
+    }
+  }
+  return names;
+}
+
+// The first "--name" or "--name=value" among `args` that is not a known flag, with the closest
+// known one: "unknown flag --seqlen (did you mean --seq-len?)". Empty when all are known.
+std::string UnknownFlagMessage(const cxxopts::Options& options, std::span<char*> args) {
+  const std::vector<std::string> known = KnownFlagNames(options);
+  for (char* arg : args) {
+    const std::string_view a(arg);
+    if (!a.starts_with("--") || a.size() < 3) continue;
+    const std::string name(a.substr(2, a.find('=') == std::string_view::npos
+                                           ? std::string_view::npos
+                                           : a.find('=') - 2));
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    const std::optional<std::string> close = ClosestName(name, known);
+    return absl::StrCat("unknown flag --", name,
+                        close ? absl::StrCat(" (did you mean --", *close, "?)") : "");
+  }
+  return "";
+}
+
 }  // namespace
 
 void AddFlags(cxxopts::Options& options, absl::string_view group, std::span<const FlagSpec> flags) {
@@ -53,7 +84,9 @@ absl::StatusOr<std::optional<FlagValues>> ParseFlags(cxxopts::Options& options,
   try {
     result = options.parse(static_cast<int>(args.size()), args.data());
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(command, e.what(), hint));
+    const std::string unknown = UnknownFlagMessage(options, args.subspan(1));
+    return absl::InvalidArgumentError(
+        absl::StrCat(command, unknown.empty() ? std::string(e.what()) : unknown, hint));
   }
   if (result.count("help")) {
     out << (help_groups.empty() ? options.help() : options.help(help_groups));

@@ -2,9 +2,12 @@
 // a message on stderr and an exit code (2 bad input, 3 a failed accuracy floor, 1 internal).
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "absl/strings/str_cat.h"
+#include "core/suggest.h"
 
 namespace projector {
 namespace {
@@ -20,6 +23,13 @@ int Run(int argc, char** argv, const Output& io) {
     status = RunSearchCommand(argc, argv, io);
   } else if (sub == "calibrate") {
     status = RunCalibrateCommand(argc, argv, io);
+  } else if (!sub.empty() && sub[0] != '-') {
+    // Not a flag and no subcommand: a mistyped one ("serch").
+    const std::vector<std::string> commands = {"estimate", "validate", "search", "calibrate"};
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "unknown command '", sub, "'", DidYouMean(sub, commands),
+        "; accepted: estimate, validate, search, calibrate, or flags alone for one projection "
+        "(see project --help)"));
   } else {
     status = RunProjectCommand(argc, argv, io);
   }

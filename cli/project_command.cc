@@ -42,6 +42,8 @@ constexpr char kUsage[] =
 
 constexpr FlagSpec kOutputFlags[] = {
     {"help", "Show this help", "", FlagArity::kSwitch},
+    {"version", "Print the version and the optional parts this build has", "",
+     FlagArity::kSwitch},
     {"format", "Output format: text or json", "FORMAT"},
     {"list-models", "List the model library", "", FlagArity::kSwitch},
     {"list-gpus", "List the hardware profile library", "", FlagArity::kSwitch},
@@ -219,9 +221,15 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
   return absl::OkStatus();
 }
 
-// --list-models, --list-gpus, --list-backends; true when one was asked and printed.
+// --version, --list-models, --list-gpus, --list-backends; true when one was asked and printed.
 bool PrintedLibraryListing(const FlagValues& flags, const Output& io) {
-  if (Given(flags, "list-models")) {
+  if (Given(flags, "version")) {
+    const std::string runtimes = MeasureRuntimeName();
+    io.out << "project " << PROJECTOR_VERSION << "\n"
+           << "GPU measurement: " << (runtimes.empty() ? "none (simulate and profile modes only)"
+                                                        : runtimes)
+           << "\nMPI: not built (issue 29)\n";
+  } else if (Given(flags, "list-models")) {
     io.out << ModelLibraryText();
   } else if (Given(flags, "list-gpus")) {
     io.out << GpuLibraryText();

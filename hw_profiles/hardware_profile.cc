@@ -16,6 +16,7 @@
 #include "core/file_memo.h"
 #include "core/json_reader.h"
 #include "core/status_macros.h"
+#include "core/suggest.h"
 #include "core/training_config.h"
 
 #ifndef PROJECTOR_DEFAULT_HW_PROFILES_DIR
@@ -760,6 +761,13 @@ std::vector<std::string> ListLibraryAttentionKernels() {
   return names;
 }
 
+std::string_view GpuAliasTarget(std::string_view name) {
+  for (const GpuAlias& a : kGpuAliases) {
+    if (a.alias == name) return a.profile;
+  }
+  return {};
+}
+
 absl::StatusOr<HardwareProfile> ResolveHardwareProfile(const std::string& name_or_path) {
   std::string path;
   if (LooksLikePath(name_or_path)) {
@@ -767,9 +775,12 @@ absl::StatusOr<HardwareProfile> ResolveHardwareProfile(const std::string& name_o
   } else {
     std::vector<std::string> names = ListLibraryGpus();
     std::string wanted = ToLower(name_or_path);
+    if (const std::string_view target = GpuAliasTarget(wanted); !target.empty()) {
+      wanted = std::string(target);
+    }
     if (std::find(names.begin(), names.end(), wanted) == names.end()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown GPU '", name_or_path, "'; valid: ",
+          absl::StrCat("unknown GPU '", name_or_path, "'", DidYouMean(wanted, names), "; valid: ",
                        names.empty() ? absl::StrCat("none found in ", HardwareLibraryDir())
                                      : absl::StrJoin(names, ", "),
                        ", or a path to a profile .json file"));

@@ -161,6 +161,20 @@ absl::StatusOr<HardwareProfile> LoadHardwareProfileFile(const std::string& path)
 // "<origin>: <json-pointer>: <problem>".
 absl::Status ValidateHardwareProfile(const HardwareProfile& hw, const std::string& origin);
 
+// Short names people type for the library's profiles (case-insensitive, as every GPU name):
+// "h100" for the H100 SXM profile, "a100" for the 80 GB A100, "mi300" for the MI300X, ...
+struct GpuAlias {
+  std::string_view alias;
+  std::string_view profile;
+};
+inline constexpr GpuAlias kGpuAliases[] = {
+    {"a100", "a100-sxm-80gb"}, {"a100-80gb", "a100-sxm-80gb"}, {"a100-40gb", "a100-sxm-40gb"},
+    {"h100", "h100-sxm"},      {"h100-sxm5", "h100-sxm"},      {"h200", "h200-sxm"},
+    {"h800", "h800-sxm"},      {"mi300", "mi300x"},            {"mi325", "mi325x"},
+    {"mi355", "mi355x"}};
+// The profile an alias names; empty when `name` (lower case) is not an alias.
+std::string_view GpuAliasTarget(std::string_view name);
+
 // Directory of the shipped library (compile-time default, overridable by
 // $PROJECTOR_HW_PROFILES_DIR).
 std::string HardwareLibraryDir();

@@ -16,6 +16,7 @@
 #include "core/file_memo.h"
 #include "core/json_reader.h"
 #include "core/status_macros.h"
+#include "core/suggest.h"
 
 namespace projector {
 namespace {
@@ -778,15 +779,16 @@ absl::StatusOr<ModelSpec> ResolveModel(const std::string& name_or_path) {
     return LoadModelFile(name_or_path);
   }
   const std::vector<std::string> names = ListLibraryModels();
-  if (std::find(names.begin(), names.end(), name_or_path) == names.end()) {
+  // Library names are lower case; a name is matched whatever its case ("Llama3.1-8B").
+  const std::string wanted = absl::AsciiStrToLower(name_or_path);
+  if (std::find(names.begin(), names.end(), wanted) == names.end()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown model '", name_or_path, "'; valid: ",
+        absl::StrCat("unknown model '", name_or_path, "'", DidYouMean(wanted, names), "; valid: ",
                      names.empty() ? std::string("(none found in ") + ModelLibraryDir() + ")"
                                    : absl::StrJoin(names, ", "),
                      ", or a path to a model JSON file"));
   }
-  return LoadModelFile(
-      (std::filesystem::path(ModelLibraryDir()) / (name_or_path + ".json")).string());
+  return LoadModelFile((std::filesystem::path(ModelLibraryDir()) / (wanted + ".json")).string());
 }
 
 }  // namespace projector

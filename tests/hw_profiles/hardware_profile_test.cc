@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/json_reader.h"
+#include "absl/strings/ascii.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -666,6 +667,23 @@ TEST(ResolveHardwareProfileTest, UnknownNameListsValidOnes) {
                        AllOf(HasSubstr("unknown GPU 'mi999x'; valid: a100-sxm-40gb, a100-sxm-80gb, "
                                        "b200, gb200, h100-sxm, h200-sxm, h800-sxm, mi300x, mi325x, "
                                        "mi355x"))));
+}
+
+// Every alias names a profile of the library, and resolves to it whatever its case.
+TEST(ResolveHardwareProfileTest, AliasesNameLibraryProfiles) {
+  for (const GpuAlias& a : kGpuAliases) {
+    auto hw = ResolveHardwareProfile(absl::AsciiStrToUpper(std::string(a.alias)));
+    ASSERT_THAT(hw, IsOk()) << a.alias;
+    EXPECT_EQ(hw->name, a.profile) << a.alias;
+  }
+  EXPECT_EQ(GpuAliasTarget("h100"), "h100-sxm");
+  EXPECT_EQ(GpuAliasTarget("h100-sxm"), "");
+}
+
+TEST(ResolveHardwareProfileTest, NearMissSuggestsTheProfile) {
+  EXPECT_THAT(ResolveHardwareProfile("h100-sx"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown GPU 'h100-sx' (did you mean 'h100-sxm'?); valid: ")));
 }
 
 TEST(ResolveHardwareProfileTest, NamesAreCaseInsensitive) {

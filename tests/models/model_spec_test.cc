@@ -641,7 +641,8 @@ TEST(ResolveModelTest, UnknownNameListsValidNames) {
   EXPECT_THAT(
       ResolveModel("llama9-1t"),
       StatusIs(absl::StatusCode::kInvalidArgument,
-               AllOf(HasSubstr("unknown model 'llama9-1t'; valid: "), HasSubstr("deepseek-v3"),
+               AllOf(HasSubstr("unknown model 'llama9-1t'"), HasSubstr("; valid: "),
+                     HasSubstr("deepseek-v3"),
                      HasSubstr("llama3.1-8b"), HasSubstr("mpt-7b"))));
 }
 
