@@ -1,6 +1,7 @@
 // `project [flags]`: one projection (text, JSON, --trace, --html, --show-ops), a clock sweep, or
 // a run driven by a measured profile (--profiling-mode profile|both) or measuring one
 // (--profiling-mode measure).
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "report/report.h"
 #include "report/what_if_report.h"
 #include "scenario/scenario_flags.h"
+#include "studies/fit_advice.h"
 #include "studies/profile_mode.h"
 #include "studies/what_if.h"
 
@@ -44,6 +46,10 @@ constexpr FlagSpec kOutputFlags[] = {
     {"help", "Show this help", "", FlagArity::kSwitch},
     {"version", "Print the version and the optional parts this build has", "",
      FlagArity::kSwitch},
+    {"require-fit",
+     "Exit 3 when the projection does not fit in GPU memory (after printing it and the changes "
+     "that would make it fit)",
+     "", FlagArity::kSwitch},
     {"format", "Output format: text or json", "FORMAT"},
     {"list-models", "List the model library", "", FlagArity::kSwitch},
     {"list-gpus", "List the hardware profile library", "", FlagArity::kSwitch},
@@ -152,6 +158,7 @@ struct ProjectionOutputs {
   std::string trace_path;  // --trace, empty when not asked
   std::string html_path;   // --html
   bool show_ops = false;
+  bool require_fit = false;  // --require-fit: exit 3 when it does not fit
 };
 
 absl::Status RunClockSweep(const Scenario& scenario, const std::vector<double>& clocks,
@@ -205,11 +212,18 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
     PROJECTOR_RETURN_IF_ERROR(
         WriteOutputFile("html", outputs.html_path, ProjectionHtml(scenario, projection)));
   }
+  std::optional<FitAdvice> advice;
+  if (!projection.fits_in_memory) {
+    PROJECTOR_ASSIGN_OR_RETURN(advice, AdviseFit(scenario, projection));
+  }
   if (as_json) {
-    io.out << ProjectionJson(scenario, projection).dump(2) << "\n";
+    nlohmann::json j = ProjectionJson(scenario, projection);
+    if (advice) j["fit_advice"] = FitAdviceJson(*advice);
+    io.out << j.dump(2) << "\n";
   } else {
     // --html keeps the ops for the page; the text lists them only when asked.
     if (!outputs.show_ops) projection.op_tables.clear();
+    if (advice) io.out << FitAdviceText(*advice);
     io.out << ProjectionText(scenario, projection) << OpsText(projection);
   }
   std::ostream& note = NoteStream(as_json, io.out, io.err);
@@ -218,6 +232,12 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
          << " (open in ui.perfetto.dev or chrome://tracing)\n";
   }
   if (page) note << "html: report written to " << outputs.html_path << " (open in a browser)\n";
+  if (advice && outputs.require_fit) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "--require-fit: the projection does not fit: peak %.1f GiB per GPU against %.1f GiB",
+        advice->peak_memory.value() / (1024.0 * 1024 * 1024),
+        advice->capacity.value() / (1024.0 * 1024 * 1024)));
+  }
   return absl::OkStatus();
 }
 
@@ -280,6 +300,7 @@ absl::Status RunProjectCommand(int argc, char** argv, const Output& io) {
   PROJECTOR_ASSIGN_OR_RETURN(const Scenario scenario, ScenarioFromFlags(flags));
   ProjectionOutputs outputs;
   outputs.show_ops = Given(flags, "show-ops");
+  outputs.require_fit = Given(flags, "require-fit");
   PROJECTOR_ASSIGN_OR_RETURN(outputs.trace_path, OutputFileFlag(flags, "trace", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.html_path, OutputFileFlag(flags, "html", mode));
   if (mode != "simulate") return RunProfileMode(mode, flags, scenario, as_json, io);

@@ -122,6 +122,39 @@ std::vector<std::pair<std::string, std::string>> ProjectionSummaryRows(const Sce
   return rows;
 }
 
+std::string FitAdviceText(const FitAdvice& advice) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  std::string out = absl::StrFormat(
+      "** DOES NOT FIT: peak %.1f GiB per GPU against %.1f GiB of HBM, %.1f GiB over **\n",
+      advice.peak_memory.value() / kGiB, advice.capacity.value() / kGiB,
+      advice.Over().value() / kGiB);
+  if (advice.changes.empty()) {
+    out += "   No single change of recompute, optimizer sharding, micro-batch or TP/PP/CP/FSDP "
+           "makes it fit: `project search` ranks every layout under the limit.\n\n";
+    return out;
+  }
+  out += "   Changes that make it fit (each re-projected, fastest first):\n";
+  for (const FitChange& c : advice.changes) {
+    absl::StrAppendFormat(&out, "     %-44s peak %6.1f GiB   TGS %.1f\n", c.flags,
+                          c.peak_memory.value() / kGiB, c.tokens_per_s_per_gpu);
+  }
+  out += "\n";
+  return out;
+}
+
+nlohmann::json FitAdviceJson(const FitAdvice& advice) {
+  nlohmann::json changes = nlohmann::json::array();
+  for (const FitChange& c : advice.changes) {
+    changes.push_back({{"flags", c.flags},
+                       {"peak_bytes", c.peak_memory.value()},
+                       {"tokens_per_s_per_gpu", c.tokens_per_s_per_gpu}});
+  }
+  return {{"peak_bytes", advice.peak_memory.value()},
+          {"capacity_bytes", advice.capacity.value()},
+          {"over_bytes", advice.Over().value()},
+          {"changes", changes}};
+}
+
 std::string ProjectionText(const Scenario& scenario, const Projection& p) {
   std::string out;
   absl::StrAppendFormat(&out, "Projection: %s\n", p.scenario_name);

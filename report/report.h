@@ -10,6 +10,7 @@
 #include "nlohmann/json.hpp"
 #include "projection/projection.h"
 #include "scenario/scenario.h"
+#include "studies/fit_advice.h"
 
 namespace projector {
 
@@ -48,6 +49,14 @@ std::string ProjectionText(const Scenario& scenario, const Projection& projectio
 //         "backward_dgrad" | "backward_wgrad" | "recompute"), shape (string), time_s, flops,
 //         bytes, tflops, gbps, clock_scaled_share (fraction), provenance}].
 nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& projection);
+
+// The lines a projection that does not fit opens with: the peak against the capacity and the
+// amount over, then the changes that fit (AdviseFit) with their peak and TGS, or a line saying
+// no single change does.
+std::string FitAdviceText(const FitAdvice& advice);
+// {"peak_bytes", "capacity_bytes", "over_bytes", "changes": [{"flags", "peak_bytes",
+// "tokens_per_s_per_gpu"}]}.
+nlohmann::json FitAdviceJson(const FitAdvice& advice);
 
 // The replayed step (ProjectionOptions::keep_timeline) in the Chrome trace event format that
 // Perfetto (ui.perfetto.dev) and chrome://tracing open: {"traceEvents": [...], "displayTimeUnit":
