@@ -38,6 +38,14 @@ constexpr FlagSpec kSpaceFlags[] = {
     {"grouped-gemm-values", "MoE expert GEMMs: turbo, legacy (default: both)", "LIST"},
     {"deepep-values", "MoE DeepEP-style dispatch: off, on (default: both)", "LIST"},
     {"allow-cross-node-tp", "Allow TP groups that span nodes", "BOOL", FlagArity::kBool},
+    // A fixed dimension narrows the search to it, as on the projection's command line.
+    {"tp", "Fix TP (as --tp-values N)", "N"},
+    {"pp", "Fix PP (as --pp-values N)", "N"},
+    {"vpp", "Fix the virtual stages per PP rank (as --vpp-values N)", "N"},
+    {"cp", "Fix CP (as --cp-values N)", "N"},
+    {"ep", "Fix EP, MoE (as --ep-values N)", "N"},
+    {"etp", "Fix expert-TP, MoE (as --etp-values N)", "N"},
+    {"micro-batch", "Fix the micro-batch (as --micro-batch-values N)", "N"},
 };
 
 absl::StatusOr<bool> ParseOnOff(absl::string_view v) {
@@ -63,20 +71,30 @@ absl::Status DenseModelAccepts(const Scenario& base, absl::string_view flag,
 }
 
 absl::Status ReadDegreeLists(const FlagValues& flags, const Scenario& base, SearchSpace& space) {
-  const std::tuple<const char*, std::vector<int64_t>*, bool> lists[] = {
-      {"tp-values", &space.tp, false},
-      {"pp-values", &space.pp, false},
-      {"vpp-values", &space.vpp, false},
-      {"cp-values", &space.cp, false},
-      {"ep-values", &space.ep, true},
-      {"etp-values", &space.etp, true},
-      {"micro-batch-values", &space.micro_batch, false}};
-  for (const auto& [name, target, moe_only] : lists) {
-    if (!Given(flags, name)) continue;
-    PROJECTOR_ASSIGN_OR_RETURN(*target, IntListFlag(flags, name, kMaxGpus));
+  const std::tuple<const char*, const char*, std::vector<int64_t>*, bool> lists[] = {
+      {"tp-values", "tp", &space.tp, false},
+      {"pp-values", "pp", &space.pp, false},
+      {"vpp-values", "vpp", &space.vpp, false},
+      {"cp-values", "cp", &space.cp, false},
+      {"ep-values", "ep", &space.ep, true},
+      {"etp-values", "etp", &space.etp, true},
+      {"micro-batch-values", "micro-batch", &space.micro_batch, false}};
+  for (const auto& [name, fixed, target, moe_only] : lists) {
+    if (Given(flags, fixed)) {
+      if (Given(flags, name)) {
+        return FlagError(fixed, absl::StrCat("fixes what --", name, " lists; give one of them"));
+      }
+      PROJECTOR_ASSIGN_OR_RETURN(const int64_t v, IntFlag(flags, fixed, IntRange{.min = 1, .max = kMaxGpus}));
+      *target = {v};
+    } else if (Given(flags, name)) {
+      PROJECTOR_ASSIGN_OR_RETURN(*target, IntListFlag(flags, name, kMaxGpus));
+    } else {
+      continue;
+    }
     if (moe_only) {
       PROJECTOR_RETURN_IF_ERROR(DenseModelAccepts<int64_t>(
-          base, name, *target, {1}, " is a dense model (no experts); accepted: 1"));
+          base, Given(flags, fixed) ? fixed : name, *target, {1},
+          " is a dense model (no experts); accepted: 1"));
     }
   }
   return absl::OkStatus();
