@@ -122,6 +122,33 @@ std::vector<std::pair<std::string, std::string>> ProjectionSummaryRows(const Sce
   return rows;
 }
 
+namespace {
+
+// `text` cut or padded to `width` columns on screen: a UTF-8 character ("ᵀ") takes one column
+// whatever its bytes, so printf's byte widths would shift the columns after it.
+std::string PadToColumns(const std::string& text, size_t width) {
+  std::string out;
+  size_t columns = 0;
+  for (size_t i = 0; i < text.size() && columns < width;) {
+    size_t bytes = 1;
+    const auto lead = static_cast<unsigned char>(text[i]);
+    if (lead >= 0xF0) {
+      bytes = 4;
+    } else if (lead >= 0xE0) {
+      bytes = 3;
+    } else if (lead >= 0xC0) {
+      bytes = 2;
+    }
+    out.append(text, i, bytes);
+    i += bytes;
+    ++columns;
+  }
+  out.append(width - columns, ' ');
+  return out;
+}
+
+}  // namespace
+
 std::string FitAdviceText(const FitAdvice& advice) {
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   std::string out = absl::StrFormat(
@@ -431,8 +458,8 @@ std::string OpsText(const Projection& p) {
       const double time = op.time.value();
       const OpRates rates = RatesOf(op);
       absl::StrAppendFormat(
-          &out, "  %-10s %-24s %-14s %-38s %9.3f %8.1f %8.0f %5.1f%% %4.0f%%%s\n", op.module,
-          op.name, OpPhaseName(op.phase), OpShapeText(op).substr(0, 38), Ms(op.time),
+          &out, "  %-10s %-24s %-14s %s %9.3f %8.1f %8.0f %5.1f%% %4.0f%%%s\n", op.module,
+          op.name, OpPhaseName(op.phase), PadToColumns(OpShapeText(op), 38), Ms(op.time),
           rates.tflops, rates.gbps,
           total.value() > 0 ? 100.0 * time / total.value() : 0.0,
           100.0 * rates.clock_scaled_share,
