@@ -12,7 +12,6 @@ namespace {
 
 using nlohmann::json;
 
-double ToGb(Bytes b) { return b.value() / 1e9; }
 
 }  // namespace
 
@@ -78,6 +77,7 @@ json SearchResultToJson(const Scenario& base, const SearchResult& r) {
          {"peak_memory_bytes", l.metrics.peak_memory_per_gpu.value()},
          {"fits_memory", l.fits_memory},
          {"dominant_cost", std::string(DominantCost(l.metrics))},
+         {"largest_overhead", LargestOverhead(l.metrics)},
          {"breakdown_s", b}});
   }
   j["layouts"] = std::move(layouts);
@@ -104,15 +104,13 @@ std::string FormatSearchText(const Scenario& base, const SearchResult& r, int64_
                         FormatCount(r.candidates_enumerated), FormatCount(r.candidates_evaluated),
                         r.elapsed_s, r.threads, FormatCount(static_cast<int64_t>(per_min)));
   if (r.memory_limit) {
-    absl::StrAppendFormat(&out, "  memory      limit %.1f GB per GPU (HBM %.1f GB = %.1f GiB)\n",
-                          ToGb(*r.memory_limit), ToGb(base.hw.gpu.hbm_capacity),
-                          base.hw.gpu.hbm_capacity / Gibibytes(1));
+    absl::StrAppendFormat(&out, "  memory      limit %.1f GiB per GPU (HBM %.1f GiB)\n",
+                          *r.memory_limit / Gibibytes(1), base.hw.gpu.hbm_capacity / Gibibytes(1));
   } else {
     absl::StrAppendFormat(&out,
-                          "  memory      no limit; layouts above %.1f GB (HBM %.1f GB = %.1f GiB "
-                          "less 5%% reserve) are marked *\n",
-                          ToGb(r.memory_check), ToGb(base.hw.gpu.hbm_capacity),
-                          base.hw.gpu.hbm_capacity / Gibibytes(1));
+                          "  memory      no limit; layouts above %.1f GiB (HBM %.1f GiB less 5%% "
+                          "reserve) are marked *\n",
+                          r.memory_check / Gibibytes(1), base.hw.gpu.hbm_capacity / Gibibytes(1));
   }
   out += "  removed    ";
   bool any = false;
@@ -132,15 +130,15 @@ std::string FormatSearchText(const Scenario& base, const SearchResult& r, int64_
     width = std::max(
         width, static_cast<int>(CandidateLabel(r.ranked[static_cast<size_t>(i)].candidate).size()));
   }
-  absl::StrAppendFormat(&out, "%4s  %-*s %9s %10s %6s %10s  %s\n", "#", width, "layout", "TGS",
-                        "step (s)", "MFU", "peak mem", "dominant");
+  absl::StrAppendFormat(&out, "%4s  %-*s %9s %10s %6s %11s  %s\n", "#", width, "layout", "TGS",
+                        "step ms", "MFU", "peak mem", "largest overhead");
   for (int64_t i = 0; i < shown; ++i) {
     const RankedLayout& l = r.ranked[static_cast<size_t>(i)];
-    absl::StrAppendFormat(&out, "%4d  %-*s %9.1f %10.3f %5.1f%% %7.1f GB%s %s\n", i + 1, width,
+    absl::StrAppendFormat(&out, "%4d  %-*s %9.1f %10.1f %5.1f%% %7.1f GiB%s %s\n", i + 1, width,
                           CandidateLabel(l.candidate), l.metrics.tokens_per_s_per_gpu,
-                          l.metrics.step_time.value(), l.metrics.mfu * 100.0,
-                          ToGb(l.metrics.peak_memory_per_gpu), l.fits_memory ? " " : "*",
-                          DominantCost(l.metrics));
+                          ToMilliseconds(l.metrics.step_time), l.metrics.mfu * 100.0,
+                          l.metrics.peak_memory_per_gpu / Gibibytes(1), l.fits_memory ? " " : "*",
+                          LargestOverhead(l.metrics));
   }
   if (!r.ranked.empty()) {
     absl::StrAppend(&out, "\nBest layout:\n  ", ReproduceCommand(base, r.ranked.front().candidate),

@@ -366,6 +366,19 @@ std::string_view DominantCost(const LayoutMetrics& metrics) {
   return kBreakdownTerms[static_cast<size_t>(best)].short_name;
 }
 
+std::string LargestOverhead(const LayoutMetrics& metrics) {
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(kNumBreakdownTerms); ++i) {
+    if (kBreakdownTerms[static_cast<size_t>(i)].member == &StepBreakdown::compute) continue;
+    const Seconds v = metrics.breakdown[static_cast<size_t>(i)];
+    if (v.value() > 0 && (best < 0 || v > metrics.breakdown[static_cast<size_t>(best)])) best = i;
+  }
+  if (best < 0 || metrics.step_time.value() <= 0) return "none";
+  return absl::StrFormat("%s %.1f%%", kBreakdownTerms[static_cast<size_t>(best)].short_name,
+                         100.0 * metrics.breakdown[static_cast<size_t>(best)].value() /
+                             metrics.step_time.value());
+}
+
 LayoutEvaluator ProjectionEvaluator(const BackendRefs& backends) {
   return [&backends](const Scenario& scenario) -> absl::StatusOr<LayoutMetrics> {
     PROJECTOR_ASSIGN_OR_RETURN(Projection proj, Project(scenario, backends));

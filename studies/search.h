@@ -142,6 +142,9 @@ struct LayoutMetrics {
 std::string_view BreakdownTermName(int term_idx);
 // Name of the largest breakdown term.
 std::string_view DominantCost(const LayoutMetrics& metrics);
+// The largest term besides compute with its share of the step, "pipeline_bubble 12.5%": what
+// sets layouts apart when compute dominates every one of them; "none" when all others are 0.
+std::string LargestOverhead(const LayoutMetrics& metrics);
 
 // Projects one scenario. Must be safe to call from several threads at once.
 using LayoutEvaluator = std::function<absl::StatusOr<LayoutMetrics>(const Scenario&)>;
