@@ -1,6 +1,7 @@
 // `project [flags]`: one projection (text, JSON, --trace, --html, --show-ops), a clock sweep, or
 // a run driven by a measured profile (--profiling-mode profile|both) or measuring one
 // (--profiling-mode measure).
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
@@ -166,7 +167,15 @@ absl::Status RunClockSweep(const Scenario& scenario, const std::vector<double>& 
   if (!outputs.trace_path.empty()) {
     return FlagError("trace", "one projection per trace; give a single --gpu-clock-mhz");
   }
-  PROJECTOR_ASSIGN_OR_RETURN(std::vector<ClockRow> rows, ClockWhatIf(scenario, clocks));
+  // The profile's own clock joins the sweep as the baseline the rows compare with; the rows run
+  // from the lowest clock up, so the charts draw one line.
+  std::vector<double> with_base = clocks;
+  const double base_mhz = ToMegahertz(scenario.hw.gpu.sustained_clock);
+  if (std::find(clocks.begin(), clocks.end(), base_mhz) == clocks.end()) {
+    with_base.push_back(base_mhz);
+  }
+  std::sort(with_base.begin(), with_base.end());
+  PROJECTOR_ASSIGN_OR_RETURN(std::vector<ClockRow> rows, ClockWhatIf(scenario, with_base));
   if (!outputs.html_path.empty()) {
     PROJECTOR_RETURN_IF_ERROR(
         WriteOutputFile("html", outputs.html_path, ClockWhatIfHtml(scenario, rows)));

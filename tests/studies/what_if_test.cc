@@ -53,6 +53,34 @@ TEST(ClockWhatIfTest, ComputeOnlyScenarioScalesWithTheClock) {
   EXPECT_THAT(ClockWhatIfText(s, *rows), HasSubstr("clock MHz"));
 }
 
+// The row at the profile's sustained clock is the baseline: its TGS change is 0 and every other
+// row's is TGS/TGS_base − 1; with a measured TGS each row carries its error against it.
+TEST(ClockWhatIfTest, RowsCompareWithTheProfileClockAndTheMeasurement) {
+  Scenario s = projector::testing::ToyScenario();
+  s.parallel.dp = 1;
+  s.num_gpus = 1;
+  s.training.global_batch = 2;
+  const double base_mhz = ToMegahertz(s.hw.gpu.sustained_clock);
+  auto rows = ClockWhatIf(s, {base_mhz, base_mhz / 2}, {}, ClockedFakes);
+  ASSERT_THAT(rows, IsOk());
+  s.measured_tokens_per_s_per_gpu = (*rows)[0].tokens_per_s_per_gpu / 2;
+  nlohmann::json j = ClockWhatIfJson(s, *rows);
+  const nlohmann::json& base = j["clock_sweep"][0];
+  const nlohmann::json& half = j["clock_sweep"][1];
+  EXPECT_TRUE(base["is_profile_clock"].get<bool>());
+  EXPECT_FALSE(half["is_profile_clock"].get<bool>());
+  EXPECT_DOUBLE_EQ(base["tgs_vs_profile_clock_pct"].get<double>(), 0.0);
+  EXPECT_THAT(half["tgs_vs_profile_clock_pct"].get<double>(),
+              IsNearRel(((*rows)[1].tokens_per_s_per_gpu / (*rows)[0].tokens_per_s_per_gpu - 1) *
+                            100,
+                        1e-12));
+  // Measured is half the baseline's TGS: the baseline row is +100% over it.
+  EXPECT_THAT(base["error_pct"].get<double>(), IsNearRel(100.0, 1e-12));
+  const std::string text = ClockWhatIfText(s, *rows);
+  EXPECT_THAT(text, HasSubstr("(profile clock)"));
+  EXPECT_THAT(text, HasSubstr("vs measured"));
+}
+
 TEST(ClockWhatIfTest, RejectsEmptyListsAndNonPositiveClocks) {
   Scenario s = projector::testing::ToyScenario();
   EXPECT_THAT(ClockWhatIf(s, {}, {}, ClockedFakes),
