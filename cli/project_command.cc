@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/status_macros.h"
+#include "core/units.h"
 #include "projection/projection.h"
 #include "report/html_report.h"
 #include "report/library_report.h"
@@ -244,8 +245,7 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
   if (advice && outputs.require_fit) {
     return absl::OutOfRangeError(absl::StrFormat(
         "--require-fit: the projection does not fit: peak %.1f GiB per GPU against %.1f GiB",
-        advice->peak_memory.value() / (1024.0 * 1024 * 1024),
-        advice->capacity.value() / (1024.0 * 1024 * 1024)));
+        advice->peak_memory / Gibibytes(1), advice->capacity / Gibibytes(1)));
   }
   return absl::OkStatus();
 }

@@ -32,47 +32,55 @@ IssuedWork Issued(const Op& op, Seconds per_dispatch) {
   return {.host = per_dispatch * static_cast<double>(HostDispatches(op)), .gpu = op.time};
 }
 
-// The forward ops of a MoE layer in the order the host issues them after the sync: the
+// A queue drained by a sync, fed op by op: DrainedMakespan's recurrence without a list.
+struct DrainedQueue {
+  Seconds issued, finished;
+  void Issue(const IssuedWork& w) {
+    issued += w.host;
+    finished = std::max(finished, issued) + w.gpu;
+  }
+};
+
+// The forward of a MoE layer from one sync to the next, in the order the host issues it: the
 // dispatch (the exposed forward communication, with the host time of the forward collectives),
 // the MoE ops after the permutation, the other modules (the next layer's norms and attention),
-// and the MoE ops up to the permutation, where the next sync falls.
-std::vector<IssuedWork> ForwardAfterSync(const LayerHostInput& in, Seconds per_dispatch) {
-  std::vector<IssuedWork> seq;
-  seq.push_back({.host = HostTime(in.comm_ops, per_dispatch,
-                                  [](OpPhase p) { return p == OpPhase::kForward; }),
-                 .gpu = in.forward_comm});
+// and the MoE ops up to the permutation, where the next sync falls. No allocation.
+Seconds ForwardAfterSync(const LayerHostInput& in, Seconds per_dispatch) {
+  DrainedQueue queue;
+  queue.Issue({.host = HostTime(in.comm_ops, per_dispatch,
+                                [](OpPhase p) { return p == OpPhase::kForward; }),
+               .gpu = in.forward_comm});
   const ModuleProfile* moe = nullptr;
   for (const ModuleProfile& m : in.layer.modules) {
     if (m.module == "moe") moe = &m;
   }
-  std::vector<IssuedWork> moe_until_sync;
-  bool after_sync = false;
-  if (moe != nullptr) {
+  // The MoE forward ops after (first pass) or up to and including (second pass) the permutation.
+  auto issue_moe = [&](bool after_permutation) {
+    if (moe == nullptr) return;
+    bool past = false;
     for (const Op& op : moe->ops) {
       if (op.phase != OpPhase::kForward) continue;
-      (after_sync ? seq : moe_until_sync).push_back(Issued(op, per_dispatch));
-      if (op.name == "permute") after_sync = true;
+      if (past == after_permutation) queue.Issue(Issued(op, per_dispatch));
+      if (op.name == "permute") past = true;
     }
-  }
+  };
+  issue_moe(/*after_permutation=*/true);
   for (const ModuleProfile& m : in.layer.modules) {
     if (&m == moe) continue;
     for (const Op& op : m.ops) {
-      if (op.phase == OpPhase::kForward) seq.push_back(Issued(op, per_dispatch));
+      if (op.phase == OpPhase::kForward) queue.Issue(Issued(op, per_dispatch));
     }
   }
-  seq.insert(seq.end(), moe_until_sync.begin(), moe_until_sync.end());
-  return seq;
+  issue_moe(/*after_permutation=*/false);
+  return queue.finished;
 }
 
 }  // namespace
 
 Seconds DrainedMakespan(const std::vector<IssuedWork>& seq) {
-  Seconds issued, finished;
-  for (const IssuedWork& w : seq) {
-    issued += w.host;
-    finished = std::max(finished, issued) + w.gpu;
-  }
-  return finished;
+  DrainedQueue queue;
+  for (const IssuedWork& w : seq) queue.Issue(w);
+  return queue.finished;
 }
 
 HostExposure LayerHostExposure(const LayerHostInput& in, const HostCostModel& host,
@@ -85,7 +93,7 @@ HostExposure LayerHostExposure(const LayerHostInput& in, const HostCostModel& ho
   out.backward = Max0(h_b - in.gpu_backward);
   out.recompute = Max0(h_r - in.gpu_recompute);
   if (in.layer.is_moe && MoeForwardSyncsHost(training)) {
-    out.forward = Max0(DrainedMakespan(ForwardAfterSync(in, d)) - in.gpu_forward);
+    out.forward = Max0(ForwardAfterSync(in, d) - in.gpu_forward);
   } else {
     const Seconds h_f = LayerHostTime(in, d, [](OpPhase p) { return p == OpPhase::kForward; });
     out.forward = Max0(h_f - in.gpu_forward);

@@ -150,11 +150,9 @@ std::string PadToColumns(const std::string& text, size_t width) {
 }  // namespace
 
 std::string FitAdviceText(const FitAdvice& advice) {
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   std::string out = absl::StrFormat(
       "** DOES NOT FIT: peak %.1f GiB per GPU against %.1f GiB of HBM, %.1f GiB over **\n",
-      advice.peak_memory.value() / kGiB, advice.capacity.value() / kGiB,
-      advice.Over().value() / kGiB);
+      GiB(advice.peak_memory), GiB(advice.capacity), GiB(advice.Over()));
   if (advice.changes.empty()) {
     out += "   No single change of recompute, optimizer sharding, micro-batch or TP/PP/CP/FSDP "
            "makes it fit: `project search` ranks every layout under the limit.\n\n";
@@ -163,7 +161,7 @@ std::string FitAdviceText(const FitAdvice& advice) {
   out += "   Changes that make it fit (each re-projected, fastest first):\n";
   for (const FitChange& c : advice.changes) {
     absl::StrAppendFormat(&out, "     %-44s peak %6.1f GiB   TGS %.1f\n", c.flags,
-                          c.peak_memory.value() / kGiB, c.tokens_per_s_per_gpu);
+                          GiB(c.peak_memory), c.tokens_per_s_per_gpu);
   }
   out += "\n";
   return out;

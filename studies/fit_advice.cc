@@ -83,7 +83,9 @@ absl::StatusOr<FitAdvice> AdviseFit(const Scenario& scenario, const Projection& 
                    .capacity = projection.memory.capacity,
                    .changes = {}};
   const std::vector<Change> changes = Changes(scenario);
-  const Change& full_recompute = changes[1];
+  const auto full_recompute = std::find_if(changes.begin(), changes.end(), [](const Change& c) {
+    return c.flags == "--recompute full";
+  });
   auto try_change = [&](const std::vector<const Change*>& parts) -> absl::Status {
     Scenario c = scenario;
     std::string flags;
@@ -115,8 +117,9 @@ absl::StatusOr<FitAdvice> AdviseFit(const Scenario& scenario, const Projection& 
   };
   for (const Change& change : changes) {
     PROJECTOR_RETURN_IF_ERROR(try_change({&change}));
-    if (&change != &full_recompute && &change != &changes[0]) {
-      PROJECTOR_RETURN_IF_ERROR(try_change({&change, &full_recompute}));
+    // Every change that is not itself a recompute setting, also with full recompute.
+    if (!change.flags.starts_with("--recompute")) {
+      PROJECTOR_RETURN_IF_ERROR(try_change({&change, &*full_recompute}));
     }
   }
   std::stable_sort(advice.changes.begin(), advice.changes.end(),
