@@ -23,6 +23,8 @@ absl::Status RunEstimateCommand(int argc, char** argv, const Output& io);
 absl::Status RunValidateCommand(int argc, char** argv, const Output& io);
 // `project search ...`: every valid layout ranked under a memory limit.
 absl::Status RunSearchCommand(int argc, char** argv, const Output& io);
+// `project network show|route --network FILE`: a network file's links, diameter, bisection, routes.
+absl::Status RunNetworkCommand(int argc, char** argv, const Output& io);
 // `project calibrate --profile FILE | --cases FILE --gpu-arch NAME`: a hardware overlay fitted.
 absl::Status RunCalibrateCommand(int argc, char** argv, const Output& io);
 

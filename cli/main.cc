@@ -23,12 +23,15 @@ int Run(int argc, char** argv, const Output& io) {
     status = RunSearchCommand(argc, argv, io);
   } else if (sub == "calibrate") {
     status = RunCalibrateCommand(argc, argv, io);
+  } else if (sub == "network") {
+    status = RunNetworkCommand(argc, argv, io);
   } else if (!sub.empty() && sub[0] != '-') {
     // Not a flag and no subcommand: a mistyped one ("serch").
-    const std::vector<std::string> commands = {"estimate", "validate", "search", "calibrate"};
+    const std::vector<std::string> commands = {"estimate", "validate", "search", "calibrate",
+                                               "network"};
     status = absl::InvalidArgumentError(absl::StrCat(
         "unknown command '", sub, "'", DidYouMean(sub, commands),
-        "; accepted: estimate, validate, search, calibrate, or flags alone for one projection "
+        "; accepted: estimate, validate, search, calibrate, network, or flags alone for one projection "
         "(see project --help)"));
   } else {
     status = RunProjectCommand(argc, argv, io);

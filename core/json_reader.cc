@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "core/suggest.h"
 
 namespace projector {
 namespace {
@@ -345,8 +346,8 @@ absl::StatusOr<std::string> JsonObject::Enum(std::string_view key,
   auto v = String(key);
   if (!v.ok()) return v.status();
   if (std::find(valid.begin(), valid.end(), *v) == valid.end()) {
-    return FieldError(key, absl::StrCat("unknown value '", *v, "'; accepted: ",
-                                        absl::StrJoin(valid, ", ")));
+    return FieldError(key, absl::StrCat("unknown value '", *v, "'", DidYouMean(*v, valid),
+                                        "; accepted: ", absl::StrJoin(valid, ", ")));
   }
   return *v;
 }
@@ -366,8 +367,9 @@ absl::Status JsonObject::CheckNoUnknownKeys() const {
     if (std::find(known_.begin(), known_.end(), it.key()) == known_.end()) {
       std::vector<std::string> accepted = known_;
       std::sort(accepted.begin(), accepted.end());
-      return FieldError(it.key(), absl::StrCat("unknown key '", it.key(), "'; accepted keys: ",
-                                               absl::StrJoin(accepted, ", ")));
+      return FieldError(it.key(), absl::StrCat("unknown key '", it.key(), "'",
+                                               DidYouMean(it.key(), accepted),
+                                               "; accepted keys: ", absl::StrJoin(accepted, ", ")));
     }
   }
   return absl::OkStatus();

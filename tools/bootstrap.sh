@@ -9,7 +9,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${PROJECTOR_BUILD_DIR:-$root/build}"
 
 packages=(build-essential cmake ninja-build pkg-config libabsl-dev nlohmann-json3-dev
-          libcxxopts-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+          libcxxopts-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
+          libyaml-cpp-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

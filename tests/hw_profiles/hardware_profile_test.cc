@@ -497,7 +497,7 @@ INSTANTIATE_TEST_SUITE_P(
     Rules, BadInputTest,
     ::testing::Values(
         BadInput{"bad_unknown_key.json", absl::StatusCode::kInvalidArgument,
-                 "/gpu/hbm_bandwith_tbs", "unknown key 'hbm_bandwith_tbs'; accepted keys:"},
+                 "/gpu/hbm_bandwith_tbs", "unknown key 'hbm_bandwith_tbs' (did you mean 'hbm_bandwidth_tbs'?); accepted keys:"},
         BadInput{"bad_unknown_top_key.json", absl::StatusCode::kInvalidArgument, "/scale_upp",
                  "unknown key"},
         BadInput{"bad_unknown_figure_key.json", absl::StatusCode::kInvalidArgument,

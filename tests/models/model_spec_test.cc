@@ -474,7 +474,7 @@ TEST_P(BadModelFileTest, NamesFileAndField) {
 INSTANTIATE_TEST_SUITE_P(
     Rules, BadModelFileTest,
     ::testing::Values(
-        BadModelCase{"unknown_key.json", "/num_layer", "unknown key 'num_layer'; accepted keys:"},
+        BadModelCase{"unknown_key.json", "/num_layer", "unknown key 'num_layer' (did you mean 'num_layers'?); accepted keys:"},
         BadModelCase{"unknown_nested_key.json", "/moe/topk", "unknown key 'topk'"},
         BadModelCase{"wrong_type.json", "/hidden_size", "expected an integer, got string"},
         BadModelCase{"wrong_type_bool.json", "/tied_embeddings", "expected true or false"},
@@ -506,7 +506,7 @@ INSTANTIATE_TEST_SUITE_P(
                      "5 exceeds num_groups 4; accepted: 1..4"},
         BadModelCase{"dense_layers_need_ffn.json", "/ffn_hidden_size",
                      "must be > 0 because the model has 1 dense layers"},
-        BadModelCase{"unknown_mlp.json", "/mlp", "unknown value 'relu'; accepted: swiglu, gelu"},
+        BadModelCase{"unknown_mlp.json", "/mlp", "unknown value 'relu' (did you mean 'gelu'?); accepted: swiglu, gelu"},
         BadModelCase{"unknown_norm.json", "/norm", "unknown value 'batchnorm'"},
         BadModelCase{"unknown_position_embedding.json", "/position_embedding",
                      "unknown value 'sinusoidal'; accepted: rope, alibi, learned"},

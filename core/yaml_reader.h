@@ -1,0 +1,26 @@
+// YAML input read into the JSON value every loader already checks (core/json_reader.h), so a
+// YAML file gets the same field checks and "<file>: <json-pointer>: <problem>" messages as JSON.
+// Scalars: quoted ones stay strings; plain ones become null (~, null), booleans (true, false),
+// integers, numbers, or else strings (YAML 1.2 core schema).
+#ifndef PROJECTOR_CORE_YAML_READER_H_
+#define PROJECTOR_CORE_YAML_READER_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace projector {
+
+// kNotFound if the file cannot be opened; kInvalidArgument "<file>:<line>:<column>: <problem>"
+// for a syntax error.
+absl::StatusOr<nlohmann::json> ReadYamlFile(const std::string& path);
+// Parses YAML text; `origin` names it in messages.
+absl::StatusOr<nlohmann::json> ParseYamlText(std::string_view text, std::string_view origin);
+// True for a path ending in .yaml or .yml (any case).
+bool IsYamlPath(std::string_view path);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_CORE_YAML_READER_H_

@@ -1,0 +1,131 @@
+#include "network/network_spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/name_table.h"
+
+namespace projector {
+
+std::string_view TopologyName(TopologyKind kind) {
+  return kTopologyNames[static_cast<size_t>(kind)];
+}
+
+absl::StatusOr<TopologyKind> ParseTopology(std::string_view name) {
+  return ParseByName<TopologyKind>(name, kTopologyNames, "topology");
+}
+
+int64_t NetworkSpec::NpuCount() const {
+  int64_t npus = 1;
+  for (const NetworkDimension& dim : dimensions) npus *= dim.npus;
+  return npus;
+}
+
+LeafPorts FatTreeLeafPorts(const NetworkDimension& dim) {
+  const double radix = static_cast<double>(dim.radix);
+  const auto down = static_cast<int64_t>(
+      std::llround(radix * dim.oversubscription / (1.0 + dim.oversubscription)));
+  const int64_t clamped = std::clamp<int64_t>(down, 1, std::max<int64_t>(1, dim.radix - 1));
+  return {.down = clamped, .up = std::max<int64_t>(1, dim.radix - clamped)};
+}
+
+int64_t FatTreeCapacity(const NetworkDimension& dim) {
+  return FatTreeLeafPorts(dim).down * std::max<int64_t>(1, dim.radix / 2) * dim.radix;
+}
+
+namespace {
+
+absl::Status DimensionError(std::string_view origin, size_t index, std::string_view field,
+                            std::string_view problem) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(std::string(origin), ": /dimensions/", index, "/", std::string(field), ": ",
+                   std::string(problem)));
+}
+
+absl::Status ValidateGrid(const NetworkDimension& dim, std::string_view origin, size_t index) {
+  if (dim.x < 1) return DimensionError(origin, index, "x", "must be an integer >= 1");
+  if (dim.y < 1) return DimensionError(origin, index, "y", "must be an integer >= 1");
+  if (dim.x * dim.y != dim.npus) {
+    return DimensionError(origin, index, "npus",
+                          absl::StrCat(dim.npus, " is not x*y = ", dim.x, "*", dim.y, " = ",
+                                       dim.x * dim.y, "; give npus = x*y or leave it out"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateFatTree(const NetworkDimension& dim, std::string_view origin, size_t index) {
+  if (dim.radix < 2) {
+    return DimensionError(origin, index, "radix",
+                          absl::StrCat(dim.radix, " ports; a fat tree's switches need >= 2"));
+  }
+  if (!(dim.oversubscription >= 1)) {
+    return DimensionError(origin, index, "oversubscription",
+                          absl::StrCat(dim.oversubscription,
+                                       "; accepted: >= 1 (down:up ports of a leaf, 1 = "
+                                       "non-blocking)"));
+  }
+  if (dim.npus > FatTreeCapacity(dim)) {
+    return DimensionError(
+        origin, index, "npus",
+        absl::StrCat(dim.npus, " NPUs do not fit a three-tier fat tree of radix ", dim.radix,
+                     " (at most ", FatTreeCapacity(dim), "); raise radix or add a dimension"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDimension(const NetworkDimension& dim, std::string_view origin,
+                               size_t index) {
+  if (dim.npus < 1) return DimensionError(origin, index, "npus", "must be an integer >= 1");
+  if (!(dim.link_bandwidth.value() > 0) || !std::isfinite(dim.link_bandwidth.value())) {
+    return DimensionError(origin, index, "bandwidth_gbps",
+                          absl::StrCat(dim.link_bandwidth.value() / 1e9,
+                                       "; accepted: a bandwidth > 0 (GB/s, one link, one way)"));
+  }
+  if (dim.links < 1) return DimensionError(origin, index, "links", "must be an integer >= 1");
+  if (!(dim.link_latency.value() >= 0) || !std::isfinite(dim.link_latency.value())) {
+    return DimensionError(origin, index, "latency_ns", "must be a number >= 0 (ns)");
+  }
+  if (!(dim.efficiency > 0 && dim.efficiency <= 1)) {
+    return DimensionError(origin, index, "efficiency",
+                          absl::StrCat(dim.efficiency, "; accepted: a fraction in (0, 1]"));
+  }
+  switch (dim.topology) {
+    case TopologyKind::kMesh2d:
+    case TopologyKind::kTorus2d:
+      return ValidateGrid(dim, origin, index);
+    case TopologyKind::kFatTree:
+      return ValidateFatTree(dim, origin, index);
+    case TopologyKind::kRing:
+    case TopologyKind::kFullyConnected:
+    case TopologyKind::kSwitch:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateNetworkSpec(const NetworkSpec& spec, std::string_view origin) {
+  if (spec.dimensions.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(origin), ": /dimensions: no dimension; give at least one, innermost first"));
+  }
+  // Node ids are 32-bit in the built topology, and routing tables are per NPU.
+  constexpr int64_t kMaxNpus = int64_t{1} << 24;
+  int64_t npus = 1;
+  for (size_t i = 0; i < spec.dimensions.size(); ++i) {
+    if (absl::Status s = ValidateDimension(spec.dimensions[i], origin, i); !s.ok()) return s;
+    npus *= std::min(spec.dimensions[i].npus, kMaxNpus + 1);
+    if (npus > kMaxNpus) {
+      return DimensionError(origin, i, "npus",
+                            absl::StrCat("the dimensions up to this one hold more than ",
+                                         kMaxNpus, " NPUs, the most a network may have"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace projector
