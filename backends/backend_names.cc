@@ -21,43 +21,4 @@ std::string_view BoundName(Bound b) {
   return "?";
 }
 
-namespace {
-constexpr CollectiveAlgorithm kAllAlgorithms[] = {
-    CollectiveAlgorithm::kAuto,         CollectiveAlgorithm::kRing,
-    CollectiveAlgorithm::kTree,         CollectiveAlgorithm::kDirect,
-    CollectiveAlgorithm::kHalvingDoubling, CollectiveAlgorithm::kHierarchical,
-    CollectiveAlgorithm::kPxn};
-}  // namespace
-
-std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a) {
-  switch (a) {
-    case CollectiveAlgorithm::kAuto:
-      return "auto";
-    case CollectiveAlgorithm::kRing:
-      return "ring";
-    case CollectiveAlgorithm::kTree:
-      return "tree";
-    case CollectiveAlgorithm::kDirect:
-      return "direct";
-    case CollectiveAlgorithm::kHalvingDoubling:
-      return "halving-doubling";
-    case CollectiveAlgorithm::kHierarchical:
-      return "hierarchical";
-    case CollectiveAlgorithm::kPxn:
-      return "pxn";
-  }
-  return "?";
-}
-
-absl::StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name) {
-  std::string valid;
-  for (CollectiveAlgorithm a : kAllAlgorithms) {
-    if (CollectiveAlgorithmName(a) == name) return a;
-    if (!valid.empty()) valid += ", ";
-    valid += CollectiveAlgorithmName(a);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown collective algorithm '", std::string(name), "'; valid: ", valid));
-}
-
 }  // namespace projector

@@ -13,18 +13,6 @@
 
 namespace projector {
 
-// Collective algorithms. kAuto lets the backend pick the fastest, as NCCL/RCCL's tuner would.
-enum class CollectiveAlgorithm {
-  kAuto,
-  kRing,
-  kTree,
-  kDirect,  // one-shot / direct send to every peer
-  kHalvingDoubling,
-  kHierarchical,  // intra-node RS, inter-node collective, intra-node AG (A2A: 2-phase)
-  kPxn,           // A2A: aggregate over scale-up, then one NIC hop (DeepEP / NCCL PXN)
-};
-std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a);
-absl::StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name);
 
 struct CollectiveEstimate {
   Seconds time;

@@ -8,6 +8,7 @@
 #include "core/status_macros.h"
 #include "core/suggest.h"
 #include "report/estimate_report.h"
+#include "scenario/network_flags.h"
 #include "scenario/scenario_flags.h"
 #include "studies/estimate_flags.h"
 
@@ -37,7 +38,9 @@ constexpr char kEstimateUsage[] =
     "Times one op on a GPU with the simulate backends.\n\n"
     "  project estimate gemm --gpu-arch G --m M --n N --k K [--dtype D]\n"
     "  project estimate attention --gpu-arch G --batch B --heads H --seq-q S --head-dim D\n"
-    "  project estimate collective --gpu-arch G --op allreduce --bytes 1GB --ranks N\n\n"
+    "  project estimate collective --gpu-arch G --op allreduce --bytes 1GB --ranks N\n"
+    "  project estimate collective --network FILE --op allreduce --bytes 1GiB [--ranks N]\n"
+    "                              [--algorithm A] [--congestion aware|unaware]\n\n"
     "`project estimate OP --help` lists the flags of one op.\n";
 
 // cxxopts needs long flags of two or more letters: --m/--n/--k are read as --gemm-m/n/k.
@@ -54,6 +57,22 @@ std::vector<std::string> WithGemmDimsRenamed(int argc, char** argv) {
     args.push_back(std::move(arg));
   }
   return args;
+}
+
+// A collective on a network file: no GPU profile is read (--gpu-arch and --gpus-per-node
+// describe the profile's own network, which the file replaces).
+absl::Status PrintNetworkCollective(const FlagValues& flags, const NetworkSpec& network,
+                                    bool as_json, const Output& io) {
+  for (const char* name : {"gpu-arch", "gpus-per-node", "gpu-clock-mhz"}) {
+    if (Given(flags, name)) {
+      return FlagError(name, "--network replaces the GPU profile's network; leave out one");
+    }
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const NetworkCollectiveOpEstimate e,
+                             EstimateNetworkCollectiveFromFlags(flags, network));
+  io.out << (as_json ? NetworkCollectiveEstimateJson(e).dump(2) + "\n"
+                     : NetworkCollectiveEstimateText(e));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -85,6 +104,10 @@ absl::Status RunEstimateCommand(int argc, char** argv, const Output& io) {
                                         absl::StrCat("estimate ", kind, ": "), "", io.out));
   if (!flags) return absl::OkStatus();
   PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(*flags));
+  if (kind == "collective") {
+    PROJECTOR_ASSIGN_OR_RETURN(const std::optional<NetworkSpec> network, NetworkFromFlags(*flags));
+    if (network) return PrintNetworkCollective(*flags, *network, as_json, io);
+  }
   PROJECTOR_ASSIGN_OR_RETURN(const HardwareProfile hw, HardwareFromFlags(*flags));
   if (kind == "gemm") {
     PROJECTOR_ASSIGN_OR_RETURN(const GemmOpEstimate e, EstimateGemmFromFlags(*flags, hw));

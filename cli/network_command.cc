@@ -10,10 +10,10 @@
 #include "cli/flags.h"
 #include "core/status_macros.h"
 #include "core/suggest.h"
-#include "network/network_file.h"
 #include "network/network_summary.h"
 #include "network/topology.h"
 #include "report/network_report.h"
+#include "scenario/network_flags.h"
 
 namespace projector {
 namespace {
@@ -29,7 +29,7 @@ constexpr char kUsage[] =
 constexpr FlagSpec kShowFlags[] = {
     {"help", "Show this help", "", FlagArity::kSwitch},
     {"format", "Output format: text or json", "FORMAT"},
-    {"network", "Network file: the tool's JSON/YAML or ASTRA-sim's network.yml", "FILE"},
+    kNetworkFlag,
 };
 constexpr FlagSpec kRouteFlags[] = {
     {"from", "Source NPU id (0 .. NPUs-1; dimension 0's coordinate varies fastest)", "A"},
@@ -41,11 +41,9 @@ constexpr FlagSpec kRouteFlags[] = {
 };
 
 absl::StatusOr<Topology> TopologyFromFlags(const FlagValues& flags) {
-  if (!flags.Given("network")) {
-    return FlagError("network", "required: a network file (examples in networks/)");
-  }
-  PROJECTOR_ASSIGN_OR_RETURN(NetworkSpec spec, LoadNetworkFile(StringFlag(flags, "network")));
-  return Topology(std::move(spec));
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<NetworkSpec> spec, NetworkFromFlags(flags));
+  if (!spec) return FlagError("network", "required: a network file (examples in networks/)");
+  return Topology(*std::move(spec));
 }
 
 absl::Status RunRoute(const FlagValues& flags, const Topology& topology, bool as_json,

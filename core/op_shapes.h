@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "absl/status/statusor.h"
 #include "core/dtype.h"
 #include "core/units.h"
 
@@ -86,6 +87,21 @@ struct MemoryOp {
 enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv, kBroadcast };
 
 std::string_view CollectiveKindName(CollectiveKind k);
+
+// Collective algorithms. kAuto lets the backend pick the fastest, as NCCL/RCCL's tuner would.
+// Shared by the collective backends and the network model (network/).
+enum class CollectiveAlgorithm {
+  kAuto,
+  kRing,
+  kTree,
+  kDirect,  // one-shot / direct send to every peer
+  kHalvingDoubling,
+  kHierarchical,  // intra-node RS, inter-node collective, intra-node AG (A2A: 2-phase)
+  kPxn,           // A2A: aggregate over scale-up, then one NIC hop (DeepEP / NCCL PXN)
+};
+std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a);
+absl::StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name);
+
 
 // A process group laid out in the global rank space: `size` ranks r0 + i·stride. The rank order
 // is TP fastest, then CP, then DP (EP borrows from DP), then PP, so a TP group has stride 1, an

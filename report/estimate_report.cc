@@ -113,4 +113,58 @@ json CollectiveEstimateJson(const CollectiveOpEstimate& r) {
   return j;
 }
 
+std::string NetworkCollectiveEstimateText(const NetworkCollectiveOpEstimate& r) {
+  const CollectiveOp& op = r.op;
+  const NetworkCollectiveEstimate& e = r.estimate;
+  std::string out = absl::StrFormat(
+      "%s of %.4g bytes over %d ranks (stride %d) on network %s (%d NPUs), congestion %s%s\n"
+      "  time       %.3f us\n  alg bw     %.1f GB/s\n  bus bw     %.1f GB/s\n"
+      "  algorithm  %s\n",
+      CollectiveKindName(op.kind), op.bytes.value(), op.group.size, op.group.stride, r.network,
+      r.network_npus, CongestionName(r.congestion),
+      r.chunks > 1 ? absl::StrFormat(", %d chunks", r.chunks) : "", ToMicroseconds(e.time),
+      ToGigabytesPerSecond(e.algorithm_bandwidth), ToGigabytesPerSecond(e.bus_bandwidth),
+      CollectiveAlgorithmName(e.algorithm));
+  if (!r.busiest_link.empty()) {
+    absl::StrAppendFormat(&out, "  busiest    %s, %.0f%% busy\n", r.busiest_link,
+                          100 * e.busiest_utilisation);
+  }
+  out += "  phases\n";
+  for (const CollectivePhase& p : e.phases) {
+    absl::StrAppendFormat(&out, "    %-80s %12.3f us\n", p.what, ToMicroseconds(p.time));
+  }
+  return out;
+}
+
+json NetworkCollectiveEstimateJson(const NetworkCollectiveOpEstimate& r) {
+  const CollectiveOp& op = r.op;
+  const NetworkCollectiveEstimate& e = r.estimate;
+  json phases = json::array();
+  for (const CollectivePhase& p : e.phases) {
+    phases.push_back({{"what", p.what},
+                      {"dimension", p.dimension},
+                      {"algorithm", std::string(CollectiveAlgorithmName(p.algorithm))},
+                      {"steps", p.steps},
+                      {"time_us", ToMicroseconds(p.time)},
+                      {"latency_us", ToMicroseconds(p.latency)},
+                      {"busiest_link_utilisation", p.busiest_utilisation}});
+  }
+  return {{"network", r.network},
+          {"network_npus", r.network_npus},
+          {"op", std::string(CollectiveKindName(op.kind))},
+          {"bytes", op.bytes.value()},
+          {"ranks", op.group.size},
+          {"stride", op.group.stride},
+          {"congestion", std::string(CongestionName(r.congestion))},
+          {"chunks", r.chunks},
+          {"algorithm", std::string(CollectiveAlgorithmName(e.algorithm))},
+          {"time_s", e.time.value()},
+          {"time_us", ToMicroseconds(e.time)},
+          {"algorithm_bandwidth_gbps", ToGigabytesPerSecond(e.algorithm_bandwidth)},
+          {"bus_bandwidth_gbps", ToGigabytesPerSecond(e.bus_bandwidth)},
+          {"busiest_link", r.busiest_link},
+          {"busiest_link_utilisation", e.busiest_utilisation},
+          {"phases", std::move(phases)}};
+}
+
 }  // namespace projector

@@ -16,6 +16,10 @@ std::string AttentionEstimateText(const AttentionOpEstimate& e);
 nlohmann::json AttentionEstimateJson(const AttentionOpEstimate& e);
 std::string CollectiveEstimateText(const CollectiveOpEstimate& e);
 nlohmann::json CollectiveEstimateJson(const CollectiveOpEstimate& e);
+// A collective on a network file (--network): time, algorithm and bus bandwidth, the busiest
+// link and each phase (docs/network.md has the JSON fields).
+std::string NetworkCollectiveEstimateText(const NetworkCollectiveOpEstimate& e);
+nlohmann::json NetworkCollectiveEstimateJson(const NetworkCollectiveOpEstimate& e);
 
 }  // namespace projector
 

@@ -11,6 +11,8 @@
 #include "backends/gemm_backend.h"
 #include "core/op_shapes.h"
 #include "hw_profiles/hardware_profile.h"
+#include "network/collectives.h"
+#include "network/network_spec.h"
 
 namespace projector {
 
@@ -43,6 +45,18 @@ struct CollectiveOpEstimate {
   CollectiveEstimate estimate;
 };
 
+// A collective on a network file's topology (network/collectives.h) rather than a GPU
+// profile's built-in two-level network.
+struct NetworkCollectiveOpEstimate {
+  std::string network;  // the network's name
+  int64_t network_npus = 0;
+  CollectiveOp op;  // group: `size` ranks r0 + i·stride from NPU 0
+  Congestion congestion = Congestion::kAware;
+  int64_t chunks = 1;
+  NetworkCollectiveEstimate estimate;
+  std::string busiest_link;  // "npu 0 [0,0] -> dim 0 switch 0 #0 (dim 0)"; empty when none
+};
+
 // Backend errors (a shape it rejects) pass through.
 absl::StatusOr<GemmOpEstimate> EstimateGemmOp(const HardwareProfile& hw, const GemmBackend& backend,
                                               const GemmShape& shape);
@@ -54,6 +68,12 @@ absl::StatusOr<CollectiveOpEstimate> EstimateCollectiveOp(const HardwareProfile&
                                                           const CollectiveBackend& backend,
                                                           const CollectiveOp& op,
                                                           CollectiveAlgorithm algorithm);
+
+// The group {size, stride} from NPU 0 on `network`'s topology. kInvalidArgument when the group
+// does not fit the network; the algorithm's kUnimplemented when it does not apply.
+absl::StatusOr<NetworkCollectiveOpEstimate> EstimateNetworkCollectiveOp(
+    const NetworkSpec& network, const CollectiveOp& op, CollectiveAlgorithm algorithm,
+    Congestion congestion, int64_t chunks);
 
 }  // namespace projector
 

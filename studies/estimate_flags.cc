@@ -1,10 +1,12 @@
 #include "studies/estimate_flags.h"
 
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "backends/backend_registry.h"
 #include "core/status_macros.h"
+#include "scenario/network_flags.h"
 
 namespace projector {
 namespace {
@@ -48,7 +50,16 @@ constexpr FlagSpec kCollectiveFlags[] = {
     {"algorithm", "auto, ring, tree, direct, halving-doubling, hierarchical, pxn", "NAME",
      FlagArity::kValue, "auto"},
     {"collective-backend", "Collective backend", "NAME", FlagArity::kValue, "hierarchical"},
+    kNetworkFlag,
+    {"congestion",
+     "With --network: aware (links shared max-min fairly) or unaware (every transfer has its "
+     "links to itself, as ASTRA-sim's analytical default)",
+     "MODE", FlagArity::kValue, "aware"},
+    {"chunks", "With --network: pieces the hierarchical algorithm pipelines through dimensions",
+     "N", FlagArity::kValue, "1"},
 };
+// Flags that only mean something on a network file.
+constexpr const char* kNetworkOnlyFlags[] = {"congestion", "chunks"};
 
 absl::StatusOr<DType> DTypeFlag(const FlagValues& flags) {
   absl::StatusOr<DType> d = ParseDType(StringFlag(flags, "dtype"));
@@ -132,24 +143,59 @@ absl::StatusOr<CollectiveKind> CollectiveKindFlag(const FlagValues& flags) {
   return FlagError("op", absl::StrCat("unknown collective '", name, "'; accepted: ", kCollectives));
 }
 
-}  // namespace
-
-absl::StatusOr<CollectiveOpEstimate> EstimateCollectiveFromFlags(const FlagValues& flags,
-                                                                 const HardwareProfile& hw) {
+// --op, --bytes, --ranks (defaulting to `default_ranks` when given) and --stride.
+absl::StatusOr<CollectiveOp> CollectiveOpFlags(const FlagValues& flags,
+                                               std::optional<int64_t> default_ranks) {
   CollectiveOp op;
   PROJECTOR_ASSIGN_OR_RETURN(op.kind, CollectiveKindFlag(flags));
   if (!Given(flags, "bytes")) return FlagError("bytes", "required (e.g. 1GiB)");
   PROJECTOR_ASSIGN_OR_RETURN(const double bytes,
                              ParseByteSize(StringFlag(flags, "bytes"), "bytes"));
   op.bytes = Bytes(bytes);
-  PROJECTOR_ASSIGN_OR_RETURN(op.group.size, IntFlag(flags, "ranks", kDim));
+  PROJECTOR_ASSIGN_OR_RETURN(op.group.size, IntFlag(flags, "ranks", kDim, default_ranks));
   PROJECTOR_ASSIGN_OR_RETURN(op.group.stride, IntFlag(flags, "stride", kDim, 1));
+  return op;
+}
+
+absl::StatusOr<CollectiveAlgorithm> AlgorithmFlag(const FlagValues& flags) {
   absl::StatusOr<CollectiveAlgorithm> algorithm =
       ParseCollectiveAlgorithm(StringFlag(flags, "algorithm"));
   if (!algorithm.ok()) return FlagError("algorithm", algorithm.status().message());
+  return *algorithm;
+}
+
+}  // namespace
+
+absl::StatusOr<CollectiveOpEstimate> EstimateCollectiveFromFlags(const FlagValues& flags,
+                                                                 const HardwareProfile& hw) {
+  for (const char* name : kNetworkOnlyFlags) {
+    if (Given(flags, name)) return FlagError(name, "applies with --network FILE only");
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const CollectiveOp op, CollectiveOpFlags(flags, std::nullopt));
+  PROJECTOR_ASSIGN_OR_RETURN(const CollectiveAlgorithm algorithm, AlgorithmFlag(flags));
   PROJECTOR_ASSIGN_OR_RETURN(auto backend,
                              BackendFlag(flags, "collective-backend", hw, MakeCollectiveBackend));
-  return EstimateCollectiveOp(hw, *backend, op, *algorithm);
+  return EstimateCollectiveOp(hw, *backend, op, algorithm);
+}
+
+absl::StatusOr<NetworkCollectiveOpEstimate> EstimateNetworkCollectiveFromFlags(
+    const FlagValues& flags, const NetworkSpec& network) {
+  if (Given(flags, "collective-backend")) {
+    return FlagError("collective-backend",
+                     "a network file is priced by the network model; leave out one or the other");
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const CollectiveOp op, CollectiveOpFlags(flags, network.NpuCount()));
+  PROJECTOR_ASSIGN_OR_RETURN(const CollectiveAlgorithm algorithm, AlgorithmFlag(flags));
+  absl::StatusOr<Congestion> congestion = ParseCongestion(StringFlag(flags, "congestion"));
+  if (!congestion.ok()) return FlagError("congestion", congestion.status().message());
+  PROJECTOR_ASSIGN_OR_RETURN(const int64_t chunks, IntFlag(flags, "chunks", {.max = 1024}));
+  absl::StatusOr<NetworkCollectiveOpEstimate> e =
+      EstimateNetworkCollectiveOp(network, op, algorithm, *congestion, chunks);
+  if (e.ok()) return e;
+  if (e.status().code() == absl::StatusCode::kUnimplemented) {
+    return FlagError("algorithm", e.status().message());
+  }
+  return FlagError("ranks", e.status().message());
 }
 
 std::span<const FlagSpec> GemmEstimateFlags() { return kGemmFlags; }

@@ -18,7 +18,8 @@ std::span<const FlagSpec> GemmEstimateFlags();
 // --dtype, --batch, --heads, --kv-heads, --seq-q, --seq-kv, the head dims, --causal, --pass,
 // --attention-backend.
 std::span<const FlagSpec> AttentionEstimateFlags();
-// --op, --bytes, --ranks, --stride, --algorithm, --collective-backend.
+// --op, --bytes, --ranks, --stride, --algorithm, --collective-backend, --network, --congestion,
+// --chunks.
 std::span<const FlagSpec> CollectiveEstimateFlags();
 
 // The op the flags describe, estimated by the backend they name; FlagError for a missing or bad
@@ -29,6 +30,12 @@ absl::StatusOr<AttentionOpEstimate> EstimateAttentionFromFlags(const FlagValues&
                                                                const HardwareProfile& hw);
 absl::StatusOr<CollectiveOpEstimate> EstimateCollectiveFromFlags(const FlagValues& flags,
                                                                  const HardwareProfile& hw);
+
+// With --network: the collective on that network file's topology (--ranks defaults to every
+// NPU, --congestion aware|unaware, --chunks for the hierarchical pipeline); FlagError naming
+// the flag for a bad value.
+absl::StatusOr<NetworkCollectiveOpEstimate> EstimateNetworkCollectiveFromFlags(
+    const FlagValues& flags, const NetworkSpec& network);
 
 }  // namespace projector
 

@@ -1,0 +1,120 @@
+// Collective algorithms on a built network: each algorithm is a sequence of steps, each step a
+// set of concurrent point-to-point flows between the group's NPUs, timed by the flow model
+// (network/flow_model.h) on the routes they take, so a ring laid over a mesh, two groups sharing
+// a NIC or a halving-doubling partner across a slow dimension cost what their links allow.
+//
+//   ring             2(n-1) steps of S/n for all-reduce, n-1 for reduce-scatter/all-gather;
+//                    two counter-rotating rings of S/2n each where that is faster (NCCL runs
+//                    its channels both ways round)
+//   direct           every rank to every other at once: S/n per pair (all-reduce: a
+//                    reduce-scatter then an all-gather, 2 steps); all-to-all; broadcast from
+//                    the root
+//   halving-doubling log2 n steps of S/2, S/4, ... with the partner at distance n/2, n/4, ...
+//                    (Rabenseifner's reduce-scatter, mirrored for the all-gather); n a power of 2
+//   tree             NCCL's double binary tree: two trees of S/2 whose leaves are each other's
+//                    inner ranks, reduce up and broadcast down pipelined (all-reduce, broadcast)
+//   hierarchical     the multi-dimensional collective: reduce-scatter along the innermost
+//                    dimension the group spans, then the next on 1/n of the data, ..., an
+//                    all-reduce on the outermost, all-gathers back down (all-to-all: one
+//                    exchange per dimension); each dimension's phase takes its fastest flat
+//                    algorithm; `chunks` > 1 pipelines the phases
+//   auto             the fastest of those that apply, as NCCL's tuner picks by size and group
+//
+// S is the nccl-tests size (all-reduce and broadcast the buffer, all-gather the output,
+// reduce-scatter the input, all-to-all what one rank sends in all).
+#ifndef PROJECTOR_NETWORK_COLLECTIVES_H_
+#define PROJECTOR_NETWORK_COLLECTIVES_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "core/op_shapes.h"
+#include "core/units.h"
+#include "network/flow_model.h"
+#include "network/topology.h"
+
+namespace projector {
+
+struct NetworkCollectiveRequest {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  Bytes bytes;
+  std::vector<int64_t> ranks;  // NPU ids in rank order (SendRecv: the two ends)
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+  Congestion congestion = Congestion::kAware;
+  int64_t chunks = 1;  // hierarchical: pieces pipelined through the dimensions' phases
+};
+
+struct CollectivePhase {
+  std::string what;   // "reduce-scatter along dim 0 (switch), 8 ranks x 128 groups"
+  int32_t dimension = -1;  // -1: over the whole group
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  int64_t steps = 0;
+  Seconds time;      // all its steps
+  Seconds latency;   // the part of `time` that is route latency
+  int32_t busiest_link = -1;
+  double busiest_utilisation = 0;
+};
+
+struct NetworkCollectiveEstimate {
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  Seconds time;
+  BytesPerSecond algorithm_bandwidth;  // S / time
+  BytesPerSecond bus_bandwidth;        // nccl-tests: algbw x 2(n-1)/n (all-reduce), (n-1)/n ...
+  int32_t busiest_link = -1;           // over all phases
+  double busiest_utilisation = 0;      // > 1 only when congestion-unaware
+  std::vector<CollectivePhase> phases;
+};
+
+// Each (kind, algorithm, congestion, group) is planned once: its step patterns are timed on the
+// flow model at a reference size and kept as lines in S, so later sizes cost a few multiplies.
+// Not thread-safe (the flow model's scratch and the plan memo): one per thread, or a lock.
+class NetworkCollectives {
+ public:
+  explicit NetworkCollectives(const Topology& topology);
+  ~NetworkCollectives();
+
+  // kInvalidArgument for a group of fewer than 2 ranks (1 for a no-op), an NPU id outside the
+  // network, repeated ranks, negative bytes, SendRecv without 2 ranks, chunks < 1;
+  // kUnimplemented naming what applies when `algorithm` does not exist for the kind or the
+  // group (halving-doubling on a group that is not a power of 2, hierarchical on a group that is
+  // not a product of per-dimension sub-groups, tree for other than all-reduce and broadcast).
+  absl::StatusOr<NetworkCollectiveEstimate> Estimate(const NetworkCollectiveRequest& request);
+
+  const Topology& topology() const { return flows_.topology(); }
+
+ private:
+  struct PlanSet;
+  struct PlanKey {
+    CollectiveKind kind;
+    CollectiveAlgorithm algorithm;
+    Congestion congestion;
+    std::vector<int64_t> ranks;
+
+    bool operator==(const PlanKey&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const PlanKey& k) {
+      return H::combine(std::move(h), k.kind, k.algorithm, k.congestion, k.ranks);
+    }
+  };
+  const PlanSet& PlansFor(const NetworkCollectiveRequest& request);
+
+  FlowModel flows_;
+  absl::flat_hash_map<PlanKey, std::unique_ptr<PlanSet>> plans_;
+};
+
+// The algorithms `kind` has here, for messages and auto: ring, direct, halving-doubling, tree,
+// hierarchical (those that exist for the kind).
+std::vector<CollectiveAlgorithm> NetworkAlgorithmsFor(CollectiveKind kind);
+
+// nccl-tests bus-bandwidth factor: 2(n-1)/n all-reduce, (n-1)/n all-gather, reduce-scatter and
+// all-to-all, 1 broadcast and send/recv.
+double BusBandwidthFactor(CollectiveKind kind, int64_t ranks);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_NETWORK_COLLECTIVES_H_
