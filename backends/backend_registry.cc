@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "backends/simulate/hierarchical_collective_backend.h"
+#include "backends/simulate/network_collective_backend.h"
 #include "backends/simulate/roofline_attention_backend.h"
 #include "backends/simulate/roofline_gemm_backend.h"
 #include "backends/simulate/roofline_memory_backend.h"
@@ -116,6 +117,10 @@ absl::StatusOr<BackendSet> MakeBackendSet(const BackendSelection& selection,
   PROJECTOR_ASSIGN_OR_RETURN(set.gemm, MakeGemmBackend(selection.gemm, hw));
   PROJECTOR_ASSIGN_OR_RETURN(set.attention, MakeAttentionBackend(selection.attention, hw));
   PROJECTOR_ASSIGN_OR_RETURN(set.memory, MakeMemoryBackend(selection.memory, hw));
+  if (selection.network) {
+    set.collective = MakeNetworkCollectiveBackend(hw, *selection.network);
+    return set;
+  }
   PROJECTOR_ASSIGN_OR_RETURN(set.collective, MakeCollectiveBackend(selection.collective, hw));
   return set;
 }

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "backends/attention_backend.h"
 #include "backends/collective_backend.h"
+#include "network/network_spec.h"
 #include "backends/gemm_backend.h"
 #include "backends/memory_backend.h"
 #include "hw_profiles/hardware_profile.h"
@@ -59,6 +60,9 @@ struct BackendSelection {
   std::string attention = "tile";
   std::string memory = "roofline";
   std::string collective = "hierarchical";
+  // A network file (--network): when set, collectives are priced on it by the network
+  // backend (backends/simulate/network_collective_backend.h) instead of `collective`.
+  std::shared_ptr<const NetworkSpec> network;
 };
 
 struct BackendSet {

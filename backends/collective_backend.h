@@ -4,7 +4,9 @@
 #define PROJECTOR_BACKENDS_COLLECTIVE_BACKEND_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "backends/gemm_backend.h"
@@ -24,6 +26,14 @@ struct CollectiveEstimate {
   Bound bound = Bound::kNetwork;
 };
 
+// One call as a backend priced it, for reports: the group's placement and the algorithm taken.
+struct CollectiveDecision {
+  CollectiveOp op;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+  std::string placement;  // "dim 0 (NVLink 4 + NVSwitch) x 8"
+  Seconds time;
+};
+
 class CollectiveBackend {
  public:
   virtual ~CollectiveBackend() = default;
@@ -32,6 +42,9 @@ class CollectiveBackend {
   virtual absl::StatusOr<CollectiveEstimate> Estimate(
       const CollectiveOp& op, CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto) const = 0;
   virtual std::string_view name() const = 0;
+  // The calls priced so far with their placement and algorithm, largest first; empty for a
+  // backend with nothing to say beyond its estimates.
+  virtual std::vector<CollectiveDecision> Decisions() const { return {}; }
 };
 
 }  // namespace projector

@@ -86,7 +86,8 @@ absl::Status RunProfileCalibration(const FlagValues& flags, bool as_json, const 
   const BackendSelection selection{.gemm = StringFlag(flags, "gemm-backend"),
                                    .attention = StringFlag(flags, "attention-backend"),
                                    .memory = StringFlag(flags, "memory-backend"),
-                                   .collective = StringFlag(flags, "collective-backend")};
+                                   .collective = StringFlag(flags, "collective-backend"),
+                                   .network = nullptr};
   PROJECTOR_ASSIGN_OR_RETURN(const CalibrationResult result,
                              Calibrate(profile, measured.hw, selection));
   return WriteOverlayAndReport(flags, HwOverlayJson(result), CalibrationJson(result),

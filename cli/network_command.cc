@@ -10,10 +10,13 @@
 #include "cli/flags.h"
 #include "core/status_macros.h"
 #include "core/suggest.h"
+#include "network/hardware_network.h"
+#include "network/network_file.h"
 #include "network/network_summary.h"
 #include "network/topology.h"
 #include "report/network_report.h"
 #include "scenario/network_flags.h"
+#include "scenario/scenario_flags.h"
 
 namespace projector {
 namespace {
@@ -22,14 +25,20 @@ constexpr char kUsage[] =
     "Builds a network description's links and reports on them.\n\n"
     "  project network show --network FILE [--format json]\n"
     "  project network route --network FILE --from A --to B [--routing shortest] [--format json]\n"
+    "  project network export --gpu-arch G --num-gpus N\n"
     "\n"
     "FILE is the tool's network JSON (or YAML) or ASTRA-sim's analytical network.yml; the "
-    "fields are in docs/network.md and examples in networks/.\n";
+    "fields are in docs/network.md and examples in networks/. Instead of a file, --gpu-arch G "
+    "--num-gpus N takes the GPU profile's built-in network (its scale-up fabric, then its NICs "
+    "between nodes); `export` prints that as a network file to edit.\n";
 
 constexpr FlagSpec kShowFlags[] = {
     {"help", "Show this help", "", FlagArity::kSwitch},
     {"format", "Output format: text or json", "FORMAT"},
     kNetworkFlag,
+    {"gpu-arch", "Instead of --network: this GPU profile's built-in network", "NAME|FILE"},
+    {"gpus-per-node", "GPUs per node of the profile's network", "N"},
+    {"num-gpus", "GPUs of the profile's network (default: one node)", "N"},
 };
 constexpr FlagSpec kRouteFlags[] = {
     {"from", "Source NPU id (0 .. NPUs-1; dimension 0's coordinate varies fastest)", "A"},
@@ -40,10 +49,27 @@ constexpr FlagSpec kRouteFlags[] = {
      "RULE", FlagArity::kValue, "dimension_order"},
 };
 
-absl::StatusOr<Topology> TopologyFromFlags(const FlagValues& flags) {
+// --network FILE, or the built-in network of --gpu-arch over --num-gpus.
+absl::StatusOr<NetworkSpec> SpecFromFlags(const FlagValues& flags) {
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<NetworkSpec> spec, NetworkFromFlags(flags));
-  if (!spec) return FlagError("network", "required: a network file (examples in networks/)");
-  return Topology(*std::move(spec));
+  if (spec) {
+    for (const char* name : {"gpu-arch", "gpus-per-node", "num-gpus"}) {
+      if (Given(flags, name)) return FlagError(name, "give --network FILE or a GPU profile, not both");
+    }
+    return *std::move(spec);
+  }
+  if (!Given(flags, "gpu-arch")) {
+    return FlagError("network",
+                     "required: a network file (examples in networks/), or --gpu-arch G "
+                     "--num-gpus N for a GPU profile's built-in network");
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const HardwareProfile hw, HardwareFromFlags(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(const int64_t num_gpus,
+                             IntFlag(flags, "num-gpus", {.max = int64_t{1} << 24},
+                                     hw.gpus_per_node));
+  absl::StatusOr<NetworkSpec> built = NetworkFromHardware(hw, num_gpus);
+  if (!built.ok()) return FlagError("num-gpus", built.status().message());
+  return built;
 }
 
 absl::Status RunRoute(const FlagValues& flags, const Topology& topology, bool as_json,
@@ -73,13 +99,13 @@ absl::Status RunNetworkCommand(int argc, char** argv, const Output& io) {
     io.out << kUsage;
     return absl::OkStatus();
   }
-  const std::vector<std::string> actions = {"show", "route"};
-  if (action != "show" && action != "route") {
+  const std::vector<std::string> actions = {"show", "route", "export"};
+  if (action != "show" && action != "route" && action != "export") {
     return absl::InvalidArgumentError(
         action.empty()
-            ? "network: which action? accepted: show, route (see project network --help)"
+            ? "network: which action? accepted: show, route, export (see project network --help)"
             : absl::StrCat("network: unknown action '", action, "'", DidYouMean(action, actions),
-                           "; accepted: show, route"));
+                           "; accepted: show, route, export"));
   }
   cxxopts::Options options(absl::StrCat("project network ", action), kUsage);
   AddFlags(options, "", kShowFlags);
@@ -90,7 +116,12 @@ absl::Status RunNetworkCommand(int argc, char** argv, const Output& io) {
                  absl::StrCat(" (see project network ", action, " --help)"), io.out));
   if (!flags) return absl::OkStatus();
   PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(*flags));
-  PROJECTOR_ASSIGN_OR_RETURN(const Topology topology, TopologyFromFlags(*flags));
+  PROJECTOR_ASSIGN_OR_RETURN(NetworkSpec spec, SpecFromFlags(*flags));
+  if (action == "export") {
+    io.out << NetworkSpecJson(spec).dump(2) << "\n";
+    return absl::OkStatus();
+  }
+  const Topology topology(std::move(spec));
   if (action == "route") return RunRoute(*flags, topology, as_json, io);
   const NetworkSummary summary = Summarize(topology);
   io.out << (as_json ? NetworkSummaryJson(summary).dump(2) + "\n" : NetworkSummaryText(summary));

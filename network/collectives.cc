@@ -5,10 +5,14 @@
 #include <optional>
 #include <cstddef>
 #include <span>
+#include <tuple>
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
+#include "absl/types/span.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -197,20 +201,15 @@ GroupShape ShapeOf(const Topology& topology, std::span<const int64_t> g) {
   }
   shape.product = product == static_cast<int64_t>(g.size());
   if (!shape.product) return shape;
-  const absl::flat_hash_set<int64_t> members(g.begin(), g.end());
   for (const int32_t d : shape.dimensions) {
-    // A sub-group per member whose coordinate in d is its group's least: walk up along d.
+    // Members equal in every other coordinate form one sub-group, in rank order.
     std::vector<std::vector<int64_t>> groups;
+    absl::flat_hash_map<int64_t, size_t> index_of;  // the NPU with coordinate 0 in d -> group
     for (const int64_t npu : g) {
-      const int64_t below = npu - topology.Stride(d);
-      if (topology.Coordinate(npu, d) > 0 && members.contains(below)) continue;
-      std::vector<int64_t> sub;
-      for (int64_t at = npu; members.contains(at) && sub.size() < g.size();
-           at += topology.Stride(d)) {
-        sub.push_back(at);
-        if (topology.Coordinate(at, d) + 1 >= topology.spec().dimensions[d].npus) break;
-      }
-      groups.push_back(std::move(sub));
+      const int64_t base = npu - topology.Coordinate(npu, d) * topology.Stride(d);
+      auto [it, inserted] = index_of.emplace(base, groups.size());
+      if (inserted) groups.emplace_back();
+      groups[it->second].push_back(npu);
     }
     shape.subgroups.push_back(std::move(groups));
   }
@@ -384,13 +383,14 @@ std::vector<PhaseOption> Options(FlowModel& model, std::span<const Algo> algos,
   return options;
 }
 
-// Direct (one-shot) all-reduce, all-gather and reduce-scatter are what NCCL and RCCL run on a
-// single-hop scale-up domain (NVLS and one-shot kernels on NVSwitch, direct copies on a fully
-// connected xGMI mesh); across a multi-hop network they run rings, trees or halving-doubling.
-// Auto offers direct there only; all-to-all is all pairs everywhere.
+// Direct (one-shot) all-reduce, all-gather and reduce-scatter are what NCCL and RCCL run inside
+// the scale-up domain (NVLS and one-shot kernels on NVSwitch, direct copies on a fully connected
+// xGMI mesh); between nodes they run rings, trees or halving-doubling. Dimension 0 is the
+// scale-up domain (ASTRA-sim's convention), so auto offers direct there, on a switch or fully
+// connected dimension, only; all-to-all is all pairs everywhere.
 bool AutoOffersDirect(const Topology& topology, CollectiveKind kind, const GroupShape& shape) {
   if (kind == CollectiveKind::kAllToAll || kind == CollectiveKind::kSendRecv) return true;
-  if (shape.dimensions.size() != 1) return false;
+  if (shape.dimensions.size() != 1 || shape.dimensions[0] != 0) return false;
   const TopologyKind t = topology.spec().dimensions[shape.dimensions[0]].topology;
   return t == TopologyKind::kSwitch || t == TopologyKind::kFullyConnected;
 }
@@ -505,8 +505,10 @@ Seconds PipelinedTime(std::span<const CollectivePhase> phases, int64_t chunks) {
   return sum + slowest * D(chunks - 1);
 }
 
-// A plan at size S: each phase's fastest option, the phases summed (or pipelined).
-NetworkCollectiveEstimate Evaluate(const Plan& plan, double bytes, int64_t chunks) {
+// A plan at size S: each phase's fastest option, the phases summed (or pipelined). The phases'
+// descriptions are written only when `describe` (the chosen plan).
+NetworkCollectiveEstimate Evaluate(const Plan& plan, double bytes, int64_t chunks,
+                                   bool describe) {
   NetworkCollectiveEstimate e;
   e.algorithm = plan.algorithm;
   for (const PlannedPhase& phase : plan.phases) {
@@ -514,9 +516,11 @@ NetworkCollectiveEstimate Evaluate(const Plan& plan, double bytes, int64_t chunk
     for (const PhaseOption& o : phase.options) {
       if (o.At(bytes) < best->At(bytes)) best = &o;
     }
-    e.phases.push_back({.what = absl::StrCat(phase.what, ": ",
-                                             AlgoName(best->algorithm), ", ", best->steps,
-                                             " step", best->steps == 1 ? "" : "s"),
+    e.phases.push_back({.what = describe ? absl::StrCat(phase.what, ": ",
+                                                        AlgoName(best->algorithm), ", ",
+                                                        best->steps, " step",
+                                                        best->steps == 1 ? "" : "s")
+                                         : std::string(),
                         .dimension = phase.dimension,
                         .algorithm = best->algorithm,
                         .steps = best->steps,
@@ -547,12 +551,19 @@ absl::Status CheckRequest(const Topology& topology, const NetworkCollectiveReque
     return absl::InvalidArgumentError("a collective's size must be >= 0 bytes");
   }
   if (r.chunks < 1) return absl::InvalidArgumentError("chunks must be >= 1");
-  absl::flat_hash_set<int64_t> seen;
   for (const int64_t npu : r.ranks) {
     if (npu < 0 || npu >= topology.npu_count()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "rank on NPU ", npu, ": the network has NPUs 0 to ", topology.npu_count() - 1));
     }
+  }
+  return absl::OkStatus();
+}
+
+// Checked when a group is first planned (a set per group, not per call).
+absl::Status CheckDistinct(std::span<const int64_t> ranks) {
+  absl::flat_hash_set<int64_t> seen;
+  for (const int64_t npu : ranks) {
     if (!seen.insert(npu).second) {
       return absl::InvalidArgumentError(absl::StrCat("NPU ", npu, " appears twice in the group"));
     }
@@ -582,19 +593,36 @@ std::string WhyNot(const Topology& topology, Algo algo, const NetworkCollectiveR
 // The candidate plans of one (kind, algorithm, congestion, group), built on first use.
 struct NetworkCollectives::PlanSet {
   std::vector<Plan> plans;
-  std::string why_none;  // when plans is empty
+  absl::Status error;  // when plans is empty: why
 };
+
+size_t NetworkCollectives::PlanKeyHash::operator()(const PlanLookup& k) const {
+  return absl::Hash<std::tuple<CollectiveKind, Algo, Congestion, absl::Span<const int64_t>>>{}(
+      std::make_tuple(k.kind, k.algorithm, k.congestion,
+                      absl::Span<const int64_t>(k.ranks.data(), k.ranks.size())));
+}
+
+bool NetworkCollectives::PlanKeyEq::operator()(const PlanLookup& a, const PlanLookup& b) const {
+  return a.kind == b.kind && a.algorithm == b.algorithm && a.congestion == b.congestion &&
+         std::equal(a.ranks.begin(), a.ranks.end(), b.ranks.begin(), b.ranks.end());
+}
 
 NetworkCollectives::NetworkCollectives(const Topology& topology) : flows_(topology) {}
 NetworkCollectives::~NetworkCollectives() = default;
 
 const NetworkCollectives::PlanSet& NetworkCollectives::PlansFor(
     const NetworkCollectiveRequest& r) {
+  const PlanLookup lookup{.kind = r.kind, .algorithm = r.algorithm, .congestion = r.congestion,
+                          .ranks = r.ranks};
+  auto it = plans_.find(lookup);
+  if (it != plans_.end()) return *it->second;
   PlanKey key{.kind = r.kind, .algorithm = r.algorithm, .congestion = r.congestion,
               .ranks = r.ranks};
-  auto it = plans_.find(key);
-  if (it != plans_.end()) return *it->second;
   auto set = std::make_unique<PlanSet>();
+  if (absl::Status distinct = CheckDistinct(r.ranks); !distinct.ok()) {
+    set->error = distinct;
+    return *plans_.emplace(std::move(key), std::move(set)).first->second;
+  }
   const GroupShape shape = ShapeOf(topology(), r.ranks);
   for (const Algo algo : NetworkAlgorithmsFor(r.kind)) {
     if (r.algorithm != Algo::kAuto && algo != r.algorithm) continue;
@@ -607,7 +635,9 @@ const NetworkCollectives::PlanSet& NetworkCollectives::PlansFor(
                                    : FlatPlanFor(flows_, algo, r.kind, r.ranks, r.congestion);
     if (plan) set->plans.push_back(*std::move(plan));
   }
-  if (set->plans.empty()) set->why_none = WhyNot(topology(), r.algorithm, r, shape);
+  if (set->plans.empty()) {
+    set->error = absl::UnimplementedError(WhyNot(topology(), r.algorithm, r, shape));
+  }
   return *plans_.emplace(std::move(key), std::move(set)).first->second;
 }
 
@@ -625,13 +655,19 @@ absl::StatusOr<NetworkCollectiveEstimate> NetworkCollectives::Estimate(
                                                  absl::StrJoin(names, ", ")));
   }
   const PlanSet& set = PlansFor(request);
-  if (set.plans.empty()) return absl::UnimplementedError(set.why_none);
+  if (set.plans.empty()) return set.error;
   const double bytes = request.bytes.value();
-  NetworkCollectiveEstimate best = Evaluate(set.plans[0], bytes, request.chunks);
-  for (size_t i = 1; i < set.plans.size(); ++i) {
-    NetworkCollectiveEstimate e = Evaluate(set.plans[i], bytes, request.chunks);
-    if (e.time < best.time) best = std::move(e);
+  size_t chosen = 0;
+  Seconds fastest;
+  for (size_t i = 0; i < set.plans.size(); ++i) {
+    const Seconds t = Evaluate(set.plans[i], bytes, request.chunks, /*describe=*/false).time;
+    if (i == 0 || t < fastest) {
+      fastest = t;
+      chosen = i;
+    }
   }
+  NetworkCollectiveEstimate best =
+      Evaluate(set.plans[chosen], bytes, request.chunks, /*describe=*/true);
   const double seconds = best.time.value();
   best.algorithm_bandwidth = BytesPerSecond(seconds > 0 ? bytes / seconds : 0);
   best.bus_bandwidth = best.algorithm_bandwidth *

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,22 +90,34 @@ class NetworkCollectives {
 
  private:
   struct PlanSet;
+  // A group's plans are found by a view of the request (no copy of its ranks per call).
+  struct PlanLookup {
+    CollectiveKind kind;
+    CollectiveAlgorithm algorithm;
+    Congestion congestion;
+    std::span<const int64_t> ranks;
+  };
   struct PlanKey {
     CollectiveKind kind;
     CollectiveAlgorithm algorithm;
     Congestion congestion;
     std::vector<int64_t> ranks;
 
-    bool operator==(const PlanKey&) const = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const PlanKey& k) {
-      return H::combine(std::move(h), k.kind, k.algorithm, k.congestion, k.ranks);
-    }
+    operator PlanLookup() const { return {kind, algorithm, congestion, ranks}; }
+  };
+  struct PlanKeyHash {
+    using is_transparent = void;
+    size_t operator()(const PlanLookup& k) const;
+    size_t operator()(const PlanKey& k) const { return (*this)(PlanLookup(k)); }
+  };
+  struct PlanKeyEq {
+    using is_transparent = void;
+    bool operator()(const PlanLookup& a, const PlanLookup& b) const;
   };
   const PlanSet& PlansFor(const NetworkCollectiveRequest& request);
 
   FlowModel flows_;
-  absl::flat_hash_map<PlanKey, std::unique_ptr<PlanSet>> plans_;
+  absl::flat_hash_map<PlanKey, std::unique_ptr<PlanSet>, PlanKeyHash, PlanKeyEq> plans_;
 };
 
 // The algorithms `kind` has here, for messages and auto: ring, direct, halving-doubling, tree,

@@ -218,6 +218,47 @@ void NoteInertSwitches(const Scenario& scenario, Projection& p) {
 
 }  // namespace
 
+namespace {
+
+// The layout's process groups a call's group is ("TP", "DP/EP"); empty when it is none of them
+// (a call of another layout priced on the same backend). Point-to-point pairs take the name of
+// the group whose stride they cross.
+std::string GroupNames(const ParallelConfig& p, const CollectiveOp& op) {
+  const std::pair<const char*, ProcessGroup> groups[] = {
+      {"TP", p.TpGroup()}, {"CP", p.CpGroup()},     {"DP", p.DpGroup()},
+      {"DP·CP", p.DpCpGroup()}, {"EP", p.EpGroup()}, {"PP", p.PpGroup()}};
+  std::string names;
+  for (const auto& [name, group] : groups) {
+    if (group.size < 2 || (std::string_view(name) == "DP·CP" && p.cp == 1)) continue;
+    const bool same = op.kind == CollectiveKind::kSendRecv ? op.group.stride == group.stride
+                                                           : op.group == group;
+    if (same) names += (names.empty() ? "" : "/") + std::string(name);
+  }
+  return names;
+}
+
+// Per group and collective kind, the largest call (decisions come largest first).
+std::vector<NetworkGroupUse> NetworkUses(const ParallelConfig& p,
+                                         const std::vector<CollectiveDecision>& decisions) {
+  std::vector<NetworkGroupUse> uses;
+  for (const CollectiveDecision& d : decisions) {
+    std::string names = GroupNames(p, d.op);
+    if (names.empty()) continue;
+    const bool seen = std::any_of(uses.begin(), uses.end(), [&](const NetworkGroupUse& u) {
+      return u.group == names && u.op.kind == d.op.kind;
+    });
+    if (seen) continue;
+    uses.push_back({.group = std::move(names),
+                    .op = d.op,
+                    .algorithm = d.algorithm,
+                    .placement = d.placement,
+                    .time = d.time});
+  }
+  return uses;
+}
+
+}  // namespace
+
 absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& backends,
                                    const ProjectionOptions& options) {
   const ParallelConfig& par = scenario.parallel;
@@ -271,6 +312,16 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                   *p.measured_tokens_per_s_per_gpu * 100.0;
   }
   p.defaults_used = scenario.defaults_used;
+  if (scenario.backends.network) {
+    p.network = scenario.backends.network->name;
+    p.network_file = scenario.backends.network->source_file;
+    for (const NetworkDimension& dim : scenario.backends.network->dimensions) {
+      p.network_dimensions.push_back(
+          absl::StrCat(std::string(TopologyName(dim.topology)), " of ", dim.npus,
+                       dim.label.empty() ? "" : absl::StrCat(" (", dim.label, ")")));
+    }
+    p.network_uses = NetworkUses(scenario.parallel, backends.collective.Decisions());
+  }
   p.op_tables = std::move(op_tables);
   p.timeline = std::move(timeline);
   NoteInertSwitches(scenario, p);

@@ -60,6 +60,16 @@ struct LayerKindTimes {
   Bytes activation_bytes;  // stored for backward per micro-batch, after recompute
 };
 
+// With --network: one of the layout's process groups, one collective kind on it, as the network
+// backend priced its largest call (where on the network the group lies, the algorithm taken).
+struct NetworkGroupUse {
+  std::string group;  // "TP", "DP", "EP", "PP", "CP", "DP·CP"; several joined by "/" when equal
+  CollectiveOp op;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+  std::string placement;  // "dim 0 x 8, dim 1 x 4": dimensions spanned, ranks along each
+  Seconds time;
+};
+
 struct Projection {
   std::string scenario_name;
   std::string layout;  // "TP8 PP16 VPP4 CP1 EP1 DP128 SP"
@@ -100,6 +110,12 @@ struct Projection {
   std::optional<double> error_pct;  // (projected − measured) / measured · 100
 
   std::vector<std::string> defaults_used;
+
+  // --network: the network's name and file, and each process group's collectives on it.
+  std::string network;
+  std::string network_file;
+  std::vector<std::string> network_dimensions;  // "switch of 8 (NVLink 4 + NVSwitch)", by index
+  std::vector<NetworkGroupUse> network_uses;
 
   // Only with ProjectionOptions::keep_ops.
   std::vector<OpTable> op_tables;

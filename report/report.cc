@@ -147,6 +147,43 @@ std::string PadToColumns(const std::string& text, size_t width) {
   return out;
 }
 
+// The --network section: where each process group lies and the algorithm it got.
+std::string NetworkUsesText(const Projection& p) {
+  if (p.network.empty()) return "";
+  std::string out = absl::StrFormat("\nNetwork %s (%s): each group's largest call of each collective\n",
+                                    p.network, p.network_file);
+  for (size_t d = 0; d < p.network_dimensions.size(); ++d) {
+    absl::StrAppendFormat(&out, "  dim %d: %s\n", d, p.network_dimensions[d]);
+  }
+  absl::StrAppendFormat(&out, "  %-7s %-14s %10s %6s %-22s %-17s %10s\n", "group", "collective",
+                        "MiB", "ranks", "placement", "algorithm", "ms");
+  for (const NetworkGroupUse& u : p.network_uses) {
+    absl::StrAppendFormat(&out, "  %-7s %-14s %10.2f %6d %-22s %-17s %10.3f\n",
+                          PadToColumns(u.group, 7), CollectiveKindName(u.op.kind),
+                          u.op.bytes.value() / (1024.0 * 1024.0), u.op.group.size, u.placement,
+                          CollectiveAlgorithmName(u.algorithm), ToMilliseconds(u.time));
+  }
+  return out;
+}
+
+nlohmann::json NetworkUsesJson(const Projection& p) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const NetworkGroupUse& u : p.network_uses) {
+    groups.push_back({{"group", u.group},
+                      {"op", std::string(CollectiveKindName(u.op.kind))},
+                      {"bytes", u.op.bytes.value()},
+                      {"ranks", u.op.group.size},
+                      {"stride", u.op.group.stride},
+                      {"placement", u.placement},
+                      {"algorithm", std::string(CollectiveAlgorithmName(u.algorithm))},
+                      {"time_s", u.time.value()}});
+  }
+  return {{"name", p.network},
+          {"file", p.network_file},
+          {"dimensions", p.network_dimensions},
+          {"groups", std::move(groups)}};
+}
+
 }  // namespace
 
 std::string FitAdviceText(const FitAdvice& advice) {
@@ -243,6 +280,7 @@ std::string ProjectionText(const Scenario& scenario, const Projection& p) {
   absl::StrAppendFormat(&out, "  peak %.2f GiB (stage %d) of %.2f GiB HBM%s\n",
                         GiB(p.peak_memory_per_gpu), p.memory.peak_stage, GiB(p.memory.capacity),
                         p.fits_in_memory ? "" : "  ** DOES NOT FIT **");
+  out += NetworkUsesText(p);
   return out;
 }
 
@@ -320,6 +358,7 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"fits_in_memory", p.fits_in_memory},
       {"defaults_used", p.defaults_used},
   };
+  if (!p.network.empty()) j["network"] = NetworkUsesJson(p);
   if (p.measured_tokens_per_s_per_gpu.has_value()) {
     j["measured_tokens_per_s_per_gpu"] = *p.measured_tokens_per_s_per_gpu;
     j["error_pct"] = p.error_pct.value_or(0.0);

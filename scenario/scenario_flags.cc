@@ -1,6 +1,8 @@
 #include "scenario/scenario_flags.h"
 
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -11,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "hw_profiles/hw_overlay.h"
+#include "scenario/network_flags.h"
 
 namespace projector {
 
@@ -118,6 +121,11 @@ constexpr FlagSpec kStackFlags[] = {
      "auto|P"},
 };
 constexpr FlagSpec kKernelAndCommFlags[] = {
+    {"network",
+     "Network file (the tool's JSON/YAML, docs/network.md, or ASTRA-sim's network.yml) with one "
+     "NPU per GPU: collectives are priced on its topology, rank r on NPU r, instead of the GPU "
+     "profile's two-level network",
+     "FILE"},
     {"attention-kernel",
      "Attention core: auto (default: PyTorch SDPA's kernel for FSDP layouts, else the GPU "
      "profile's default), flash (the profile's default fused kernel), a kernel the profile names "
@@ -368,6 +376,24 @@ void ReadBackendFlags(const FlagValues& flags, BackendSelection& backends) {
   }
 }
 
+// --network: the file's network for the collectives, one NPU per GPU of the run.
+absl::Status ReadNetworkFlag(const FlagValues& flags, Scenario& s) {
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<NetworkSpec> network, NetworkFromFlags(flags));
+  if (!network) return absl::OkStatus();
+  if (Given(flags, "collective-backend")) {
+    return FlagError("collective-backend",
+                     "--network prices collectives on the network file; leave out one");
+  }
+  if (network->NpuCount() != s.num_gpus) {
+    return FlagError("network", absl::StrCat("the network '", network->name, "' (",
+                                             network->source_file, ") has ", network->NpuCount(),
+                                             " NPUs but the run has ", s.num_gpus,
+                                             " GPUs; give a network with one NPU per GPU"));
+  }
+  s.backends.network = std::make_shared<const NetworkSpec>(*std::move(network));
+  return absl::OkStatus();
+}
+
 // --num-gpus and --dp: DP explicit, else derived from the GPU count and the other dimensions.
 absl::Status ReadGpuCountAndDp(const FlagValues& flags, bool layout_changed, Scenario& s) {
   ParallelConfig& p = s.parallel;
@@ -407,6 +433,7 @@ absl::StatusOr<Scenario> ProjectionScenarioFromFlags(const FlagValues& flags) {
   PROJECTOR_RETURN_IF_ERROR(ReadTrainingSettings(flags, s.training));
   ReadBackendFlags(flags, s.backends);
   PROJECTOR_RETURN_IF_ERROR(ReadGpuCountAndDp(flags, layout_changed, s));
+  PROJECTOR_RETURN_IF_ERROR(ReadNetworkFlag(flags, s));
   if (!from_file) DefaultDistributedOptimizer(Given(flags, "distributed-optimizer"), s);
   // Flags may have changed the GPU, the layout or the kernel the file or case resolved.
   PROJECTOR_RETURN_IF_ERROR(ResolveKernels(s, "command line"));
@@ -451,6 +478,7 @@ absl::StatusOr<Scenario> SearchBaseFromFlags(const FlagValues& flags) {
   PROJECTOR_RETURN_IF_ERROR(ReadTrainingSettings(flags, s.training));
   PROJECTOR_RETURN_IF_ERROR(ValidateSearchRouting(s));
   s.parallel.dp = s.num_gpus;
+  PROJECTOR_RETURN_IF_ERROR(ReadNetworkFlag(flags, s));
   return s;
 }
 

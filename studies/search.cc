@@ -743,6 +743,7 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   }
   if (base.training.tp_comm_overlap) absl::StrAppend(&cmd, " --tp-comm-overlap");
   if (base.training.torch_compile) absl::StrAppend(&cmd, " --torch-compile");
+  if (base.backends.network) absl::StrAppend(&cmd, " --network ", base.backends.network->source_file);
   if (base.training.fsdp_impl != FsdpImpl::kAuto) {
     absl::StrAppend(&cmd, " --fsdp-impl ", std::string(FsdpImplName(base.training.fsdp_impl)));
   }

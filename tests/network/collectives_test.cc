@@ -138,6 +138,22 @@ TEST(NetworkCollectivesTest, StridedGroupUsesTheOuterDimension) {
   EXPECT_NEAR(e->bus_bandwidth.value(), 10 * kGB, 1e3);
 }
 
+// A group strided inside the node: {8 ranks, stride 4} on {switch 8 at 100} x {switch 4 at 10}
+// holds local ranks 0 and 4 of each of the 4 nodes. Sub-groups along dim 0 are the pairs
+// {0,4}, {8,12}, ...; along dim 1 the two rails {0,8,16,24} and {4,12,20,28}, which share no
+// link. Hierarchical all-reduce of 1 GB:
+//   reduce-scatter in pairs: 1/2 GB at 100 GB/s = 5 ms; all-reduce on the rails over 0.5 GB:
+//   2 · 3/4 · 0.5 GB / 10 GB/s = 75 ms; all-gather in pairs: 5 ms.  = 85 ms.
+TEST(NetworkCollectivesTest, HierarchicalOverAStridedGroup) {
+  const Topology t = Build({Dim(TopologyKind::kSwitch, 8, 100), Dim(TopologyKind::kSwitch, 4, 10)});
+  const auto e = Collective(t, CollectiveKind::kAllReduce, kGB, {0, 4, 8, 12, 16, 20, 24, 28},
+                            Algo::kHierarchical);
+  ASSERT_THAT(e, IsOk());
+  ASSERT_EQ(e->phases.size(), 3u);
+  EXPECT_NEAR(e->phases[0].time.value(), 5e-3, 1e-12);
+  EXPECT_NEAR(e->time.value(), 85e-3, 1e-12);
+}
+
 // All-to-all of 1 GB per rank on a switch of 8: 7/8 GB through each NPU link at 100 GB/s.
 TEST(NetworkCollectivesTest, AllToAllDirect) {
   const Topology t = Build({Dim(TopologyKind::kSwitch, 8, 100)});
