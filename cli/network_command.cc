@@ -1,5 +1,6 @@
 // `project network show|route`: what a network file builds (NPUs, switches, links, diameter,
 // bisection per dimension) and the hop-by-hop path between two NPUs.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "report/network_report.h"
 #include "scenario/network_flags.h"
 #include "scenario/scenario_flags.h"
+#include "studies/network_validate.h"
 
 namespace projector {
 namespace {
@@ -26,6 +28,7 @@ constexpr char kUsage[] =
     "  project network show --network FILE [--format json]\n"
     "  project network route --network FILE --from A --to B [--routing shortest] [--format json]\n"
     "  project network export --gpu-arch G --num-gpus N\n"
+    "  project network validate --cases calibration/network_public.jsonl\n"
     "\n"
     "FILE is the tool's network JSON (or YAML) or ASTRA-sim's analytical network.yml; the "
     "fields are in docs/network.md and examples in networks/. Instead of a file, --gpu-arch G "
@@ -39,6 +42,11 @@ constexpr FlagSpec kShowFlags[] = {
     {"gpu-arch", "Instead of --network: this GPU profile's built-in network", "NAME|FILE"},
     {"gpus-per-node", "GPUs per node of the profile's network", "N"},
     {"num-gpus", "GPUs of the profile's network (default: one node)", "N"},
+};
+constexpr FlagSpec kValidateFlags[] = {
+    {"help", "Show this help", "", FlagArity::kSwitch},
+    {"format", "Output format: text or json", "FORMAT"},
+    {"cases", "Measured collectives, one JSON object per line", "FILE"},
 };
 constexpr FlagSpec kRouteFlags[] = {
     {"from", "Source NPU id (0 .. NPUs-1; dimension 0's coordinate varies fastest)", "A"},
@@ -99,16 +107,20 @@ absl::Status RunNetworkCommand(int argc, char** argv, const Output& io) {
     io.out << kUsage;
     return absl::OkStatus();
   }
-  const std::vector<std::string> actions = {"show", "route", "export"};
-  if (action != "show" && action != "route" && action != "export") {
+  const std::vector<std::string> actions = {"show", "route", "export", "validate"};
+  if (std::find(actions.begin(), actions.end(), action) == actions.end()) {
     return absl::InvalidArgumentError(
         action.empty()
-            ? "network: which action? accepted: show, route, export (see project network --help)"
+            ? "network: which action? accepted: show, route, export, validate (see project network --help)"
             : absl::StrCat("network: unknown action '", action, "'", DidYouMean(action, actions),
-                           "; accepted: show, route, export"));
+                           "; accepted: show, route, export, validate"));
   }
   cxxopts::Options options(absl::StrCat("project network ", action), kUsage);
-  AddFlags(options, "", kShowFlags);
+  if (action == "validate") {
+    AddFlags(options, "", kValidateFlags);
+  } else {
+    AddFlags(options, "", kShowFlags);
+  }
   if (action == "route") AddFlags(options, "", kRouteFlags);
   PROJECTOR_ASSIGN_OR_RETURN(
       const std::optional<FlagValues> flags,
@@ -116,6 +128,15 @@ absl::Status RunNetworkCommand(int argc, char** argv, const Output& io) {
                  absl::StrCat(" (see project network ", action, " --help)"), io.out));
   if (!flags) return absl::OkStatus();
   PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(*flags));
+  if (action == "validate") {
+    if (!Given(*flags, "cases")) {
+      return FlagError("cases", "required (e.g. calibration/network_public.jsonl)");
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(const NetworkValidation v,
+                               ValidateNetworkCases(StringFlag(*flags, "cases")));
+    io.out << (as_json ? NetworkValidationJson(v).dump(2) + "\n" : NetworkValidationText(v));
+    return absl::OkStatus();
+  }
   PROJECTOR_ASSIGN_OR_RETURN(NetworkSpec spec, SpecFromFlags(*flags));
   if (action == "export") {
     io.out << NetworkSpecJson(spec).dump(2) << "\n";

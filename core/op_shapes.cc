@@ -30,7 +30,7 @@ constexpr CollectiveAlgorithm kAllAlgorithms[] = {
     CollectiveAlgorithm::kAuto,         CollectiveAlgorithm::kRing,
     CollectiveAlgorithm::kTree,         CollectiveAlgorithm::kDirect,
     CollectiveAlgorithm::kHalvingDoubling, CollectiveAlgorithm::kHierarchical,
-    CollectiveAlgorithm::kPxn};
+    CollectiveAlgorithm::kPxn, CollectiveAlgorithm::kNvls};
 }  // namespace
 
 std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a) {
@@ -49,6 +49,8 @@ std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a) {
       return "hierarchical";
     case CollectiveAlgorithm::kPxn:
       return "pxn";
+    case CollectiveAlgorithm::kNvls:
+      return "nvls";
   }
   return "?";
 }

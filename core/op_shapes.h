@@ -98,6 +98,7 @@ enum class CollectiveAlgorithm {
   kHalvingDoubling,
   kHierarchical,  // intra-node RS, inter-node collective, intra-node AG (A2A: 2-phase)
   kPxn,           // A2A: aggregate over scale-up, then one NIC hop (DeepEP / NCCL PXN)
+  kNvls,          // all-reduce reduced inside the switch (NVLink SHARP, NCCL's NVLS)
 };
 std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a);
 absl::StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <optional>
 #include <cstddef>
 #include <span>
@@ -13,6 +14,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
+#include "network/collective_library.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -180,6 +182,16 @@ Steps TreeSteps(CollectiveKind kind, std::span<const int64_t> g, double s) {
   return {};
 }
 
+// NVLS all-reduce (NVLink SHARP): every NPU writes its whole buffer into the switch, which
+// reduces it and multicasts the sum back, so each NPU link carries S each way: one step in which
+// NPU i sends S towards NPU i+1 loads every up- and down-link with exactly that. The switch's
+// reduction rate caps it beyond the links (Options).
+Steps NvlsSteps(std::span<const int64_t> g, double s) {
+  Step step;
+  for (size_t i = 0; i < g.size(); ++i) step.flows.push_back({g[i], g[(i + 1) % g.size()], s});
+  return {step};
+}
+
 // How the group lies on the dimensions: the dimensions where its ranks differ, and for each the
 // sub-groups (ranks equal in every other coordinate), when the group is their product.
 struct GroupShape {
@@ -239,8 +251,8 @@ double BusBandwidthFactor(CollectiveKind kind, int64_t ranks) {
 std::vector<CollectiveAlgorithm> NetworkAlgorithmsFor(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce:
-      return {Algo::kRing, Algo::kDirect, Algo::kHalvingDoubling, Algo::kTree,
-              Algo::kHierarchical};
+      return {Algo::kRing,        Algo::kDirect, Algo::kHalvingDoubling,
+              Algo::kTree,        Algo::kNvls,   Algo::kHierarchical};
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
       return {Algo::kRing, Algo::kDirect, Algo::kHalvingDoubling, Algo::kHierarchical};
@@ -271,6 +283,8 @@ Steps FlatSteps(Algo algo, CollectiveKind kind, std::span<const int64_t> g, doub
       return HalvingDoublingSteps(kind, g, s);
     case Algo::kTree:
       return TreeSteps(kind, g, s);
+    case Algo::kNvls:
+      return kind == CollectiveKind::kAllReduce ? NvlsSteps(g, s) : Steps{};
     case Algo::kAuto:
     case Algo::kHierarchical:
     case Algo::kPxn:
@@ -305,6 +319,7 @@ std::string KindWord(CollectiveKind kind) {
 struct PhaseOption {
   Algo algorithm = Algo::kRing;
   int64_t steps = 0;
+  StepCounts latency_steps;  // the library's per-step costs, by link type
   Seconds latency;
   double seconds_per_byte = 0;
   int32_t busiest_link = -1;
@@ -368,16 +383,90 @@ Steps MergedSteps(Algo algo, CollectiveKind kind, const std::vector<std::vector<
 
 // The options of `algos` for `kind` on these groups, with `share` of the collective's S each;
 // the ring both ways round and one way round are two options.
+// Where a phase's groups lie: the link types of the innermost and outermost dimensions they
+// span, how many ranks each has along the outermost, and the switch reduction rate when they
+// span one switch dimension that reduces (NVLS).
+struct PhaseSpan {
+  LinkType inner = LinkType::kNvlink;
+  LinkType outer = LinkType::kNvlink;
+  int64_t outer_ranks = 1;  // ranks along the outer dimensions (1: one dimension)
+  BytesPerSecond reduction;
+};
+
+PhaseSpan SpanOf(const Topology& topology, const GroupShape& shape) {
+  PhaseSpan span;
+  if (shape.dimensions.empty()) return span;
+  const NetworkSpec& spec = topology.spec();
+  span.inner = spec.LinkTypeOf(shape.dimensions.front());
+  span.outer = spec.LinkTypeOf(shape.dimensions.back());
+  if (shape.dimensions.size() == 1) {
+    span.reduction = spec.dimensions[shape.dimensions[0]].in_network_reduction;
+  } else if (shape.product) {
+    const auto inner_ranks = static_cast<int64_t>(shape.subgroups.front()[0].size());
+    int64_t total = 1;
+    for (const auto& groups : shape.subgroups) total *= static_cast<int64_t>(groups[0].size());
+    span.outer_ranks = total / inner_ranks;
+  }
+  return span;
+}
+
+void AddSteps(StepCounts& counts, LinkType type, double steps) {
+  switch (type) {
+    case LinkType::kNvlink:
+    case LinkType::kAuto:
+      counts.nvlink += steps;
+      return;
+    case LinkType::kPcie:
+      counts.pcie += steps;
+      return;
+    case LinkType::kNetwork:
+      counts.network += steps;
+      return;
+  }
+}
+
+// The per-step latencies a library charges, by link type. A ring over several dimensions
+// crosses the outer ones 2(m-1) times in an all-reduce (m-1 in a reduce-scatter or all-gather,
+// m ranks along them) and its other steps stay inside, as NCCL counts nInterSteps; a tree pays
+// 2·depth steps; other algorithms' steps are charged to the outermost dimension.
+StepCounts LatencySteps(Algo algo, CollectiveKind kind, int64_t steps, int64_t group_size,
+                        const PhaseSpan& span) {
+  StepCounts counts;
+  if (algo == Algo::kTree) {
+    const double depth = static_cast<double>(std::bit_width(static_cast<uint64_t>(group_size)) - 1);
+    AddSteps(counts, span.outer, 2 * depth);
+    return counts;
+  }
+  if (algo == Algo::kRing && span.outer_ranks > 1) {
+    const int64_t crossings =
+        (kind == CollectiveKind::kAllReduce ? 2 : 1) * (span.outer_ranks - 1);
+    AddSteps(counts, span.outer, D(std::min(crossings, steps)));
+    AddSteps(counts, span.inner, D(steps - std::min(crossings, steps)));
+    return counts;
+  }
+  AddSteps(counts, span.outer, D(steps));
+  return counts;
+}
+
 std::vector<PhaseOption> Options(FlowModel& model, std::span<const Algo> algos,
                                  CollectiveKind kind,
                                  const std::vector<std::vector<int64_t>>& groups, double share,
-                                 Congestion congestion) {
+                                 Congestion congestion, const PhaseSpan& span) {
   std::vector<PhaseOption> options;
+  const auto group_size = static_cast<int64_t>(groups[0].size());
   for (const Algo algo : algos) {
+    if (algo == Algo::kNvls && !(span.reduction.value() > 0 && span.outer_ranks == 1)) continue;
     for (const bool both_ways : {true, false}) {
       if (!both_ways && algo != Algo::kRing) continue;
       const Steps steps = MergedSteps(algo, kind, groups, share * kReferenceBytes, both_ways);
-      if (!steps.empty()) options.push_back(TimeSteps(model, steps, congestion, algo));
+      if (steps.empty()) continue;
+      PhaseOption option = TimeSteps(model, steps, congestion, algo);
+      if (algo == Algo::kNvls) {
+        option.seconds_per_byte =
+            std::max(option.seconds_per_byte, share / span.reduction.value());
+      }
+      option.latency_steps = LatencySteps(algo, kind, option.steps, group_size, span);
+      options.push_back(option);
     }
   }
   return options;
@@ -395,14 +484,34 @@ bool AutoOffersDirect(const Topology& topology, CollectiveKind kind, const Group
   return t == TopologyKind::kSwitch || t == TopologyKind::kFullyConnected;
 }
 
+// What auto chooses from. With NCCL's costs, what NCCL runs: ring, tree and NVLS (all-to-all
+// and send/recv are point to point); direct and halving-doubling are left to the library none
+// (and to being asked for).
+bool AutoOffers(const Topology& topology, Algo a, CollectiveKind kind, const GroupShape& shape,
+                CollectiveLibrary library) {
+  const bool point_to_point =
+      kind == CollectiveKind::kAllToAll || kind == CollectiveKind::kSendRecv;
+  // On a fully connected dimension 0 (AMD's xGMI mesh) RCCL reaches 70% of all seven links
+  // (8 x MI300X: 312.9 of 448 GB/s, hardware_models.md 4.3), which a ring over two of them
+  // cannot: it runs all-pairs kernels there, and direct stands for them.
+  const bool full_mesh = shape.dimensions.size() == 1 && shape.dimensions[0] == 0 &&
+                         topology.spec().dimensions[0].topology ==
+                             TopologyKind::kFullyConnected;
+  if (library == CollectiveLibrary::kNccl && !point_to_point &&
+      (a == Algo::kHalvingDoubling || (a == Algo::kDirect && !full_mesh))) {
+    return false;
+  }
+  return a != Algo::kDirect || AutoOffersDirect(topology, kind, shape);
+}
+
 std::vector<Algo> FlatAlgorithms(const Topology& topology, Algo requested, CollectiveKind kind,
-                                 const GroupShape& shape) {
+                                 const GroupShape& shape, CollectiveLibrary library) {
   if (requested != Algo::kAuto) return {requested};
   std::vector<Algo> algos;
   for (const Algo a : NetworkAlgorithmsFor(kind)) {
-    if (a == Algo::kHierarchical) continue;
-    if (a == Algo::kDirect && !AutoOffersDirect(topology, kind, shape)) continue;
-    algos.push_back(a);
+    if (a != Algo::kHierarchical && AutoOffers(topology, a, kind, shape, library)) {
+      algos.push_back(a);
+    }
   }
   return algos;
 }
@@ -460,22 +569,26 @@ GroupShape AlongOneDimension(const GroupShape& shape, size_t j) {
 }
 
 std::optional<Plan> HierarchicalPlanFor(FlowModel& model, CollectiveKind kind,
-                                        const GroupShape& shape, Congestion congestion) {
-  if (!shape.product || shape.dimensions.empty()) return std::nullopt;
+                                        const GroupShape& shape, Congestion congestion,
+                                        CollectiveLibrary library) {
+  // On one dimension the hierarchical collective is the flat one.
+  if (!shape.product || shape.dimensions.size() < 2) return std::nullopt;
   const std::vector<PhasePlan> phases = HierarchicalPlan(kind, shape, 1.0);
   if (phases.empty()) return std::nullopt;
   Plan plan{.algorithm = Algo::kHierarchical, .pipelined = true, .phases = {}};
   for (const PhasePlan& p : phases) {
     const std::vector<std::vector<int64_t>>& groups = shape.subgroups[p.j];
     const std::vector<Algo> algos =
-        FlatAlgorithms(model.topology(), Algo::kAuto, p.kind, AlongOneDimension(shape, p.j));
+        FlatAlgorithms(model.topology(), Algo::kAuto, p.kind, AlongOneDimension(shape, p.j),
+                       library);
     PlannedPhase phase{
         .what = absl::StrCat(KindWord(p.kind), " along ",
                              DimensionWords(model.topology(), shape.dimensions[p.j]), ", ",
                              groups[0].size(), " ranks x ", groups.size(), " group",
                              groups.size() == 1 ? "" : "s"),
         .dimension = shape.dimensions[p.j],
-        .options = Options(model, algos, p.kind, groups, p.bytes, congestion)};
+        .options = Options(model, algos, p.kind, groups, p.bytes, congestion,
+                           SpanOf(model.topology(), AlongOneDimension(shape, p.j)))};
     if (phase.options.empty()) return std::nullopt;
     plan.phases.push_back(std::move(phase));
   }
@@ -483,59 +596,142 @@ std::optional<Plan> HierarchicalPlanFor(FlowModel& model, CollectiveKind kind,
 }
 
 std::optional<Plan> FlatPlanFor(FlowModel& model, Algo algo, CollectiveKind kind,
-                                const std::vector<int64_t>& ranks, Congestion congestion) {
+                                const std::vector<int64_t>& ranks, Congestion congestion,
+                                const GroupShape& shape) {
   const Algo algos[] = {algo};
   PlannedPhase phase{.what = absl::StrCat(KindWord(kind), " over ", ranks.size(), " ranks"),
                      .dimension = -1,
-                     .options = Options(model, algos, kind, {ranks}, 1.0, congestion)};
+                     .options = Options(model, algos, kind, {ranks}, 1.0, congestion,
+                                        SpanOf(model.topology(), shape))};
   if (phase.options.empty()) return std::nullopt;
   return Plan{.algorithm = algo, .pipelined = false, .phases = {std::move(phase)}};
 }
 
-// Phases run one after another; with c chunks each phase's per-chunk time is its latency plus
-// 1/c of its transfer time, and the chunks pipeline: sum + (c-1) x the slowest stage.
+// Phases one after another, their data cut into c chunks that pipeline through them: every
+// phase's latency, the slowest phase's transfer, and 1/c of the others' (the first chunk fills
+// the pipeline, the last drains it). c = 1: the plain sum.
 Seconds PipelinedTime(std::span<const CollectivePhase> phases, int64_t chunks) {
-  Seconds sum;
+  Seconds latency;
+  Seconds transfer;
   Seconds slowest;
   for (const CollectivePhase& p : phases) {
-    const Seconds stage = p.latency + (p.time - p.latency) / D(chunks);
-    sum += stage;
-    slowest = std::max(slowest, stage);
+    latency += p.latency;
+    transfer += p.time - p.latency;
+    slowest = std::max(slowest, p.time - p.latency);
   }
-  return sum + slowest * D(chunks - 1);
+  return latency + slowest + (transfer - slowest) / D(chunks);
 }
 
-// A plan at size S: each phase's fastest option, the phases summed (or pipelined). The phases'
+// NCCL moves a collective in pieces of its channel buffer (NCCL_BUFFSIZE, 4 MiB by default; the
+// Primus PXN model's 4 MB chunk, shared/reference/primus.md 6.6), so a multi-dimensional
+// collective pipelines its phases over S / 4 MiB chunks.
+constexpr double kLibraryChunkBytes = 4.0 * 1024 * 1024;
+
+// RDMA warm-up of a multi-node all-reduce (AMD Primus PR #644, shared/reference/primus.md 6.8):
+// NIC queue pairs ramp up over the first tens of MB, costing
+//   260 us · ceil(log2 nodes) · (1 - min(1, per-NIC bytes / 32 MiB)^2.5),
+// per-NIC bytes = S / ranks per node. Fitted on MI300X clusters; it also gives the B200 + EFA
+// figure of hardware_models.md 4.3 (64 MiB over 4 x 8 GPUs: 157 GB/s measured).
+Seconds RdmaWarmup(double bytes, int64_t nodes, int64_t ranks_per_node) {
+  if (nodes < 2) return Seconds(0);
+  const double per_nic = bytes / D(ranks_per_node) / (32.0 * 1024 * 1024);
+  const double log_nodes = std::ceil(std::log2(D(nodes)));
+  return Microseconds(260.0) * log_nodes * (1 - std::pow(std::min(1.0, per_nic), 2.5));
+}
+
+// One option's time at size S under a library protocol: its links' latency, the library's
+// per-step latencies, and its transfers at the protocol's share of the bandwidth. Negative when
+// the option has no such protocol (NVLS runs Simple only).
+Seconds OptionTime(const PhaseOption& o, double bytes, CollectiveLibrary library, Protocol p,
+                   bool single_node) {
+  const std::span<const Protocol> offered = ProtocolsFor(library, o.algorithm);
+  if (std::find(offered.begin(), offered.end(), p) == offered.end()) return Seconds(-1);
+  const ProtocolCost cost = CostOf(library, o.algorithm, p, single_node);
+  return o.latency + cost.StepLatency(o.latency_steps) +
+         Seconds(o.seconds_per_byte * bytes / cost.bandwidth_share);
+}
+
+// A plan at size S: under each protocol the library offers, each phase's fastest option, the
+// phases summed (or pipelined) after one launch; the fastest protocol wins. The phases'
 // descriptions are written only when `describe` (the chosen plan).
-NetworkCollectiveEstimate Evaluate(const Plan& plan, double bytes, int64_t chunks,
-                                   bool describe) {
-  NetworkCollectiveEstimate e;
-  e.algorithm = plan.algorithm;
-  for (const PlannedPhase& phase : plan.phases) {
-    const PhaseOption* best = &phase.options[0];
-    for (const PhaseOption& o : phase.options) {
-      if (o.At(bytes) < best->At(bytes)) best = &o;
+// What Evaluate needs to know of the request and its group beyond the plan.
+struct EvalContext {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  CollectiveLibrary library = CollectiveLibrary::kNone;
+  int64_t chunks = 1;
+  bool single_node = true;     // the group stays in one dimension-0 instance
+  int64_t nodes = 1;           // dimension-0 instances the group spans
+  int64_t ranks_per_node = 1;  // group ranks in each
+  bool crosses_network = false;  // a dimension it spans has network links
+};
+
+NetworkCollectiveEstimate Evaluate(const Plan& plan, double bytes, bool describe,
+                                   const EvalContext& ctx) {
+  const CollectiveLibrary library = ctx.library;
+  const bool single_node = ctx.single_node;
+  NetworkCollectiveEstimate best;
+  bool have = false;
+  for (const Protocol p : ProtocolsFor(library, plan.algorithm)) {
+    NetworkCollectiveEstimate e;
+    e.algorithm = plan.algorithm;
+    bool complete = true;
+    for (const PlannedPhase& phase : plan.phases) {
+      const PhaseOption* chosen = nullptr;
+      Seconds chosen_time;
+      for (const PhaseOption& o : phase.options) {
+        const Seconds t = OptionTime(o, bytes, library, p, single_node);
+        if (t.value() >= 0 && (chosen == nullptr || t < chosen_time)) {
+          chosen = &o;
+          chosen_time = t;
+        }
+      }
+      if (chosen == nullptr) {
+        complete = false;
+        break;
+      }
+      const Seconds transfer = Seconds(chosen->seconds_per_byte * bytes) /
+                               CostOf(library, chosen->algorithm, p, single_node).bandwidth_share;
+      e.phases.push_back({.what = describe ? absl::StrCat(phase.what, ": ",
+                                                          AlgoName(chosen->algorithm), ", ",
+                                                          chosen->steps, " step",
+                                                          chosen->steps == 1 ? "" : "s")
+                                           : std::string(),
+                          .dimension = phase.dimension,
+                          .algorithm = chosen->algorithm,
+                          .steps = chosen->steps,
+                          .time = chosen_time,
+                          .latency = chosen_time - transfer,
+                          .busiest_link = chosen->busiest_link,
+                          .busiest_utilisation = chosen->busiest_utilisation});
     }
-    e.phases.push_back({.what = describe ? absl::StrCat(phase.what, ": ",
-                                                        AlgoName(best->algorithm), ", ",
-                                                        best->steps, " step",
-                                                        best->steps == 1 ? "" : "s")
-                                         : std::string(),
-                        .dimension = phase.dimension,
-                        .algorithm = best->algorithm,
-                        .steps = best->steps,
-                        .time = best->At(bytes),
-                        .latency = best->latency,
-                        .busiest_link = best->busiest_link,
-                        .busiest_utilisation = best->busiest_utilisation});
+    if (!complete) continue;
+    if (plan.pipelined) {
+      const int64_t chunks =
+          library == CollectiveLibrary::kNccl
+              ? std::max<int64_t>(ctx.chunks,
+                                  static_cast<int64_t>(std::ceil(bytes / kLibraryChunkBytes)))
+              : ctx.chunks;
+      e.time = PipelinedTime(e.phases, std::max<int64_t>(1, chunks));
+    } else {
+      for (const CollectivePhase& ph : e.phases) e.time += ph.time;
+    }
+    // One launch: the costliest of the algorithms the phases run (a hierarchical collective
+    // whose top phase is NVLS pays NVLS's launch).
+    Seconds base = CostOf(library, plan.algorithm, p, single_node).base;
+    for (const CollectivePhase& ph : e.phases) {
+      base = std::max(base, CostOf(library, ph.algorithm, p, single_node).base);
+    }
+    e.time += base;
+    if (library == CollectiveLibrary::kNccl && ctx.kind == CollectiveKind::kAllReduce &&
+        ctx.crosses_network) {
+      e.time += RdmaWarmup(bytes, ctx.nodes, ctx.ranks_per_node);
+    }
+    if (plan.algorithm != Algo::kHierarchical) e.algorithm = e.phases[0].algorithm;
+    e.protocol = library == CollectiveLibrary::kNone ? "" : std::string(ProtocolName(p));
+    if (!have || e.time < best.time) best = std::move(e);
+    have = true;
   }
-  if (plan.pipelined) {
-    e.time = PipelinedTime(e.phases, chunks);
-  } else {
-    for (const CollectivePhase& p : e.phases) e.time += p.time;
-  }
-  if (plan.algorithm != Algo::kHierarchical) e.algorithm = e.phases[0].algorithm;
-  return e;
+  return best;
 }
 
 absl::Status CheckRequest(const Topology& topology, const NetworkCollectiveRequest& r) {
@@ -585,6 +781,10 @@ std::string WhyNot(const Topology& topology, Algo algo, const NetworkCollectiveR
         "spans (",
         absl::StrJoin(dims, ", "), "); these ", r.ranks.size(), " ranks are not");
   }
+  if (algo == Algo::kNvls) {
+    return "nvls needs a group inside one switch dimension that reduces in the network "
+           "(in_network_reduction_gbps > 0)";
+  }
   return absl::StrCat("no ", AlgoName(algo), " ", KindWord(r.kind), " for this group");
 }
 
@@ -594,17 +794,19 @@ std::string WhyNot(const Topology& topology, Algo algo, const NetworkCollectiveR
 struct NetworkCollectives::PlanSet {
   std::vector<Plan> plans;
   absl::Status error;  // when plans is empty: why
+  EvalContext group;   // the group's part of the evaluation context
 };
 
 size_t NetworkCollectives::PlanKeyHash::operator()(const PlanLookup& k) const {
-  return absl::Hash<std::tuple<CollectiveKind, Algo, Congestion, absl::Span<const int64_t>>>{}(
-      std::make_tuple(k.kind, k.algorithm, k.congestion,
+  return absl::Hash<std::tuple<CollectiveKind, Algo, Congestion, CollectiveLibrary,
+                               absl::Span<const int64_t>>>{}(
+      std::make_tuple(k.kind, k.algorithm, k.congestion, k.library,
                       absl::Span<const int64_t>(k.ranks.data(), k.ranks.size())));
 }
 
 bool NetworkCollectives::PlanKeyEq::operator()(const PlanLookup& a, const PlanLookup& b) const {
   return a.kind == b.kind && a.algorithm == b.algorithm && a.congestion == b.congestion &&
-         std::equal(a.ranks.begin(), a.ranks.end(), b.ranks.begin(), b.ranks.end());
+         a.library == b.library && std::equal(a.ranks.begin(), a.ranks.end(), b.ranks.begin(), b.ranks.end());
 }
 
 NetworkCollectives::NetworkCollectives(const Topology& topology) : flows_(topology) {}
@@ -613,26 +815,35 @@ NetworkCollectives::~NetworkCollectives() = default;
 const NetworkCollectives::PlanSet& NetworkCollectives::PlansFor(
     const NetworkCollectiveRequest& r) {
   const PlanLookup lookup{.kind = r.kind, .algorithm = r.algorithm, .congestion = r.congestion,
-                          .ranks = r.ranks};
+                          .library = r.library, .ranks = r.ranks};
   auto it = plans_.find(lookup);
   if (it != plans_.end()) return *it->second;
   PlanKey key{.kind = r.kind, .algorithm = r.algorithm, .congestion = r.congestion,
-              .ranks = r.ranks};
+              .library = r.library, .ranks = r.ranks};
   auto set = std::make_unique<PlanSet>();
   if (absl::Status distinct = CheckDistinct(r.ranks); !distinct.ok()) {
     set->error = distinct;
     return *plans_.emplace(std::move(key), std::move(set)).first->second;
   }
   const GroupShape shape = ShapeOf(topology(), r.ranks);
+  set->group.single_node = shape.dimensions.empty() || shape.dimensions.back() == 0;
+  absl::flat_hash_set<int64_t> nodes;
+  for (const int64_t npu : r.ranks) nodes.insert(npu / topology().spec().dimensions[0].npus);
+  set->group.nodes = static_cast<int64_t>(nodes.size());
+  set->group.ranks_per_node = static_cast<int64_t>(r.ranks.size()) / set->group.nodes;
+  for (const int32_t d : shape.dimensions) {
+    if (topology().spec().LinkTypeOf(d) == LinkType::kNetwork) set->group.crosses_network = true;
+  }
   for (const Algo algo : NetworkAlgorithmsFor(r.kind)) {
     if (r.algorithm != Algo::kAuto && algo != r.algorithm) continue;
-    if (r.algorithm == Algo::kAuto && algo == Algo::kDirect &&
-        !AutoOffersDirect(topology(), r.kind, shape)) {
+    if (r.algorithm == Algo::kAuto && !AutoOffers(topology(), algo, r.kind, shape, r.library)) {
       continue;
     }
     std::optional<Plan> plan = algo == Algo::kHierarchical
-                                   ? HierarchicalPlanFor(flows_, r.kind, shape, r.congestion)
-                                   : FlatPlanFor(flows_, algo, r.kind, r.ranks, r.congestion);
+                                   ? HierarchicalPlanFor(flows_, r.kind, shape, r.congestion,
+                                                         r.library)
+                                   : FlatPlanFor(flows_, algo, r.kind, r.ranks, r.congestion,
+                                                 shape);
     if (plan) set->plans.push_back(*std::move(plan));
   }
   if (set->plans.empty()) {
@@ -657,17 +868,24 @@ absl::StatusOr<NetworkCollectiveEstimate> NetworkCollectives::Estimate(
   const PlanSet& set = PlansFor(request);
   if (set.plans.empty()) return set.error;
   const double bytes = request.bytes.value();
+  EvalContext ctx = set.group;
+  ctx.kind = request.kind;
+  ctx.library = request.library;
+  ctx.chunks = request.chunks;
   size_t chosen = 0;
   Seconds fastest;
+  bool found = false;
   for (size_t i = 0; i < set.plans.size(); ++i) {
-    const Seconds t = Evaluate(set.plans[i], bytes, request.chunks, /*describe=*/false).time;
-    if (i == 0 || t < fastest) {
+    const NetworkCollectiveEstimate e = Evaluate(set.plans[i], bytes, /*describe=*/false, ctx);
+    if (e.phases.empty()) continue;
+    const Seconds t = e.time;
+    if (!found || t < fastest) {
       fastest = t;
       chosen = i;
+      found = true;
     }
   }
-  NetworkCollectiveEstimate best =
-      Evaluate(set.plans[chosen], bytes, request.chunks, /*describe=*/true);
+  NetworkCollectiveEstimate best = Evaluate(set.plans[chosen], bytes, /*describe=*/true, ctx);
   const double seconds = best.time.value();
   best.algorithm_bandwidth = BytesPerSecond(seconds > 0 ? bytes / seconds : 0);
   best.bus_bandwidth = best.algorithm_bandwidth *

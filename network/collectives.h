@@ -11,6 +11,8 @@
 //                    the root
 //   halving-doubling log2 n steps of S/2, S/4, ... with the partner at distance n/2, n/4, ...
 //                    (Rabenseifner's reduce-scatter, mirrored for the all-gather); n a power of 2
+//   nvls             all-reduce reduced inside a switch that can (in_network_reduction_gbps):
+//                    every NPU link carries S each way, capped by the switch's reduction rate
 //   tree             NCCL's double binary tree: two trees of S/2 whose leaves are each other's
 //                    inner ranks, reduce up and broadcast down pipelined (all-reduce, broadcast)
 //   hierarchical     the multi-dimensional collective: reduce-scatter along the innermost
@@ -18,7 +20,9 @@
 //                    all-reduce on the outermost, all-gathers back down (all-to-all: one
 //                    exchange per dimension); each dimension's phase takes its fastest flat
 //                    algorithm; `chunks` > 1 pipelines the phases
-//   auto             the fastest of those that apply, as NCCL's tuner picks by size and group
+//   auto             the fastest of those that apply, as NCCL's tuner picks by size and group;
+//                    with the NCCL library, what NCCL runs (ring, tree, NVLS, hierarchical as
+//                    its multi-node stand-in), each at its fastest protocol
 //
 // S is the nccl-tests size (all-reduce and broadcast the buffer, all-gather the output,
 // reduce-scatter the input, all-to-all what one rank sends in all).
@@ -36,6 +40,7 @@
 #include "absl/status/statusor.h"
 #include "core/op_shapes.h"
 #include "core/units.h"
+#include "network/collective_library.h"
 #include "network/flow_model.h"
 #include "network/topology.h"
 
@@ -48,6 +53,9 @@ struct NetworkCollectiveRequest {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
   Congestion congestion = Congestion::kAware;
   int64_t chunks = 1;  // hierarchical: pieces pipelined through the dimensions' phases
+  // kNone: the network's transfers alone; kNccl: NCCL's launch, per-step and protocol costs on
+  // top, the fastest protocol taken (network/collective_library.h).
+  CollectiveLibrary library = CollectiveLibrary::kNone;
 };
 
 struct CollectivePhase {
@@ -56,13 +64,14 @@ struct CollectivePhase {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   int64_t steps = 0;
   Seconds time;      // all its steps
-  Seconds latency;   // the part of `time` that is route latency
+  Seconds latency;   // the part of `time` that is latency (routes and library steps)
   int32_t busiest_link = -1;
   double busiest_utilisation = 0;
 };
 
 struct NetworkCollectiveEstimate {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  std::string protocol;  // the library's protocol taken ("LL", "LL128", "Simple"); "" for none
   Seconds time;
   BytesPerSecond algorithm_bandwidth;  // S / time
   BytesPerSecond bus_bandwidth;        // nccl-tests: algbw x 2(n-1)/n (all-reduce), (n-1)/n ...
@@ -95,15 +104,17 @@ class NetworkCollectives {
     CollectiveKind kind;
     CollectiveAlgorithm algorithm;
     Congestion congestion;
+    CollectiveLibrary library;
     std::span<const int64_t> ranks;
   };
   struct PlanKey {
     CollectiveKind kind;
     CollectiveAlgorithm algorithm;
     Congestion congestion;
+    CollectiveLibrary library;
     std::vector<int64_t> ranks;
 
-    operator PlanLookup() const { return {kind, algorithm, congestion, ranks}; }
+    operator PlanLookup() const { return {kind, algorithm, congestion, library, ranks}; }
   };
   struct PlanKeyHash {
     using is_transparent = void;

@@ -30,6 +30,13 @@ absl::StatusOr<NetworkSpec> NetworkFromHardware(const HardwareProfile& hw, int64
   } else {
     fabric.topology = TopologyKind::kFullyConnected;
   }
+  fabric.link_type = LinkType::kNvlink;
+  // NVLS: the profile's measured 8-GPU all-reduce bus bandwidth with in-switch reduction is
+  // 2·7/8 of the rate each GPU's data is reduced at (busbw = 2(n-1)/n · algbw).
+  if (hw.scale_up.supports_in_network_reduction &&
+      hw.scale_up.in_network_allreduce_busbw.value() > 0) {
+    fabric.in_network_reduction = hw.scale_up.in_network_allreduce_busbw / (2.0 * 7.0 / 8.0);
+  }
   spec.dimensions.push_back(fabric);
   if (num_gpus > per_node) {
     NetworkDimension nics;
@@ -41,6 +48,7 @@ absl::StatusOr<NetworkSpec> NetworkFromHardware(const HardwareProfile& hw, int64
                            static_cast<double>(per_node));
     nics.link_latency = hw.scale_out.latency / 2;
     nics.efficiency = hw.scale_out.efficiency;
+    nics.link_type = LinkType::kNetwork;
     spec.dimensions.push_back(nics);
   }
   return spec;

@@ -31,7 +31,8 @@ absl::Status RejectForeignKeys(JsonObject& o, TopologyKind kind) {
               {"y", grid, "mesh2d and torus2d"},
               {"bidirectional", kind == TopologyKind::kRing, "ring"},
               {"radix", kind == TopologyKind::kFatTree, "fat_tree"},
-              {"oversubscription", kind == TopologyKind::kFatTree, "fat_tree"}};
+              {"oversubscription", kind == TopologyKind::kFatTree, "fat_tree"},
+              {"in_network_reduction_gbps", kind == TopologyKind::kSwitch, "switch"}};
   for (const auto& k : keys) {
     if (!k.allowed && o.Has(k.key)) {
       return o.FieldError(k.key, absl::StrCat("applies to ", std::string(k.owner), " only, not to ",
@@ -66,6 +67,13 @@ absl::StatusOr<NetworkDimension> ReadDimension(JsonObject o) {
     PROJECTOR_ASSIGN_OR_RETURN(dim.oversubscription, o.NumberOr("oversubscription", 1.0));
   }
   PROJECTOR_ASSIGN_OR_RETURN(dim.efficiency, o.NumberOr("efficiency", 1.0));
+  static const std::vector<std::string> kLinkTypes(std::begin(kLinkTypeNames),
+                                                   std::end(kLinkTypeNames));
+  PROJECTOR_ASSIGN_OR_RETURN(const std::string link_type, o.EnumOr("link_type", kLinkTypes, "auto"));
+  PROJECTOR_ASSIGN_OR_RETURN(dim.link_type, ParseLinkType(link_type));
+  PROJECTOR_ASSIGN_OR_RETURN(const double reduction_gbps,
+                             o.NumberOr("in_network_reduction_gbps", 0.0));
+  dim.in_network_reduction = GigabytesPerSecond(reduction_gbps);
   PROJECTOR_RETURN_IF_ERROR(o.CheckNoUnknownKeys());
   return dim;
 }
@@ -214,6 +222,10 @@ nlohmann::json NetworkSpecJson(const NetworkSpec& spec) {
     d["latency_ns"] = dim.link_latency.value() * 1e9;
     d["links"] = dim.links;
     d["efficiency"] = dim.efficiency;
+    if (dim.link_type != LinkType::kAuto) d["link_type"] = LinkTypeName(dim.link_type);
+    if (dim.in_network_reduction.value() > 0) {
+      d["in_network_reduction_gbps"] = dim.in_network_reduction.value() / 1e9;
+    }
     dims.push_back(std::move(d));
   }
   return {{"name", spec.name}, {"dimensions", std::move(dims)}};

@@ -18,6 +18,18 @@ absl::StatusOr<TopologyKind> ParseTopology(std::string_view name) {
   return ParseByName<TopologyKind>(name, kTopologyNames, "topology");
 }
 
+std::string_view LinkTypeName(LinkType type) { return kLinkTypeNames[static_cast<size_t>(type)]; }
+
+absl::StatusOr<LinkType> ParseLinkType(std::string_view name) {
+  return ParseByName<LinkType>(name, kLinkTypeNames, "link type");
+}
+
+LinkType NetworkSpec::LinkTypeOf(size_t dimension) const {
+  const LinkType type = dimensions[dimension].link_type;
+  if (type != LinkType::kAuto) return type;
+  return dimension == 0 ? LinkType::kNvlink : LinkType::kNetwork;
+}
+
 int64_t NetworkSpec::NpuCount() const {
   int64_t npus = 1;
   for (const NetworkDimension& dim : dimensions) npus *= dim.npus;
@@ -87,6 +99,15 @@ absl::Status ValidateDimension(const NetworkDimension& dim, std::string_view ori
   if (dim.links < 1) return DimensionError(origin, index, "links", "must be an integer >= 1");
   if (!(dim.link_latency.value() >= 0) || !std::isfinite(dim.link_latency.value())) {
     return DimensionError(origin, index, "latency_ns", "must be a number >= 0 (ns)");
+  }
+  if (!(dim.in_network_reduction.value() >= 0) ||
+      !std::isfinite(dim.in_network_reduction.value())) {
+    return DimensionError(origin, index, "in_network_reduction_gbps", "must be a rate >= 0 (GB/s)");
+  }
+  if (dim.in_network_reduction.value() > 0 && dim.topology != TopologyKind::kSwitch) {
+    return DimensionError(origin, index, "in_network_reduction_gbps",
+                          "only a switch reduces in the network; this dimension is a " +
+                              std::string(TopologyName(dim.topology)));
   }
   if (!(dim.efficiency > 0 && dim.efficiency <= 1)) {
     return DimensionError(origin, index, "efficiency",

@@ -24,6 +24,13 @@ std::string_view TopologyName(TopologyKind kind);
 // kInvalidArgument "unknown topology 'x'; accepted: ring, ...".
 absl::StatusOr<TopologyKind> ParseTopology(std::string_view name);
 
+// What a dimension's links are, for the collective library's per-step costs (NCCL tunes NVLink,
+// PCIe and network hops apart). kAuto: dimension 0 is NVLink-class scale-up, the others network.
+enum class LinkType { kAuto, kNvlink, kPcie, kNetwork };
+inline constexpr std::string_view kLinkTypeNames[] = {"auto", "nvlink", "pcie", "network"};
+std::string_view LinkTypeName(LinkType type);
+absl::StatusOr<LinkType> ParseLinkType(std::string_view name);
+
 struct NetworkDimension {
   TopologyKind topology = TopologyKind::kSwitch;
   std::string label;  // for people: "NVLink 4 + NVSwitch"; empty = the topology's name
@@ -40,6 +47,10 @@ struct NetworkDimension {
   // fat_tree: switch ports, and the leaf switches' down:up port ratio (1 = non-blocking).
   int64_t radix = 0;
   double oversubscription = 1;
+  LinkType link_type = LinkType::kAuto;
+  // switch: the rate at which the switch reduces one NPU's data in an all-reduce (NVLink SHARP /
+  // NVLS), GB/s as B/s; 0 = the switch does not reduce.
+  BytesPerSecond in_network_reduction;
   // Fraction of the link bandwidth a collective's transfers achieve (measured bus bandwidth over
   // line rate, protocol and headers included); 1 = the ideal link, as ASTRA-sim assumes.
   double efficiency = 1;
@@ -52,6 +63,8 @@ struct NetworkSpec {
 
   // Product of the dimensions' NPU counts.
   int64_t NpuCount() const;
+  // The dimension's link type with kAuto resolved by position.
+  LinkType LinkTypeOf(size_t dimension) const;
 };
 
 // Ranges and cross-field checks: at least one dimension, npus >= 1, mesh2d/torus2d with

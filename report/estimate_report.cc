@@ -117,14 +117,16 @@ std::string NetworkCollectiveEstimateText(const NetworkCollectiveOpEstimate& r) 
   const CollectiveOp& op = r.op;
   const NetworkCollectiveEstimate& e = r.estimate;
   std::string out = absl::StrFormat(
-      "%s of %.4g bytes over %d ranks (stride %d) on network %s (%d NPUs), congestion %s%s\n"
+      "%s of %.4g bytes over %d ranks (stride %d) on network %s (%d NPUs), congestion %s, "
+      "library %s%s\n"
       "  time       %.3f us\n  alg bw     %.1f GB/s\n  bus bw     %.1f GB/s\n"
-      "  algorithm  %s\n",
+      "  algorithm  %s%s\n",
       CollectiveKindName(op.kind), op.bytes.value(), op.group.size, op.group.stride, r.network,
-      r.network_npus, CongestionName(r.congestion),
+      r.network_npus, CongestionName(r.congestion), CollectiveLibraryName(r.library),
       r.chunks > 1 ? absl::StrFormat(", %d chunks", r.chunks) : "", ToMicroseconds(e.time),
       ToGigabytesPerSecond(e.algorithm_bandwidth), ToGigabytesPerSecond(e.bus_bandwidth),
-      CollectiveAlgorithmName(e.algorithm));
+      CollectiveAlgorithmName(e.algorithm),
+      e.protocol.empty() ? "" : absl::StrCat(", protocol ", e.protocol));
   if (!r.busiest_link.empty()) {
     absl::StrAppendFormat(&out, "  busiest    %s, %.0f%% busy\n", r.busiest_link,
                           100 * e.busiest_utilisation);
@@ -157,6 +159,8 @@ json NetworkCollectiveEstimateJson(const NetworkCollectiveOpEstimate& r) {
           {"stride", op.group.stride},
           {"congestion", std::string(CongestionName(r.congestion))},
           {"chunks", r.chunks},
+          {"library", std::string(CollectiveLibraryName(r.library))},
+          {"protocol", e.protocol},
           {"algorithm", std::string(CollectiveAlgorithmName(e.algorithm))},
           {"time_s", e.time.value()},
           {"time_us", ToMicroseconds(e.time)},

@@ -132,4 +132,44 @@ nlohmann::json RouteJson(const RouteSummary& r) {
           {"bottleneck_gbps", Gbps(r.bottleneck)}};
 }
 
+std::string NetworkValidationText(const NetworkValidation& v) {
+  std::string out = absl::StrFormat(
+      "Collectives: measured bus bandwidth against the network model (%s), each GPU profile's "
+      "built-in network with NCCL's costs\n%-36s %-10s %5s %5s %-14s %-9s %10s %10s %-16s %7s\n",
+      v.cases_file, "case", "gpu", "nodes", "ranks", "collective", "asked", "size", "measured",
+      "projected (alg)", "error");
+  for (const NetworkCaseResult& r : v.cases) {
+    absl::StrAppendFormat(&out, "%-36s %-10s %5d %5d %-14s %-9s %10s %10.1f %6.1f %-9s %+6.1f%%\n",
+                          r.id.substr(0, 36), r.gpu, r.nodes, r.ranks_per_node,
+                          CollectiveKindName(r.kind), r.requested_algorithm,
+                          absl::StrFormat("%.0f MiB", r.bytes / (1024.0 * 1024.0)),
+                          r.measured_busbw_gbps, r.projected_busbw_gbps, r.algorithm,
+                          r.error_pct);
+  }
+  absl::StrAppendFormat(&out, "median |error| %.1f%%, %d of %d within 10%%\n",
+                        v.median_abs_error_pct, v.within_10_pct, v.cases.size());
+  return out;
+}
+
+nlohmann::json NetworkValidationJson(const NetworkValidation& v) {
+  nlohmann::json cases = nlohmann::json::array();
+  for (const NetworkCaseResult& r : v.cases) {
+    cases.push_back({{"id", r.id},
+                     {"gpu", r.gpu},
+                     {"nodes", r.nodes},
+                     {"ranks_per_node", r.ranks_per_node},
+                     {"collective", std::string(CollectiveKindName(r.kind))},
+                     {"requested_algorithm", r.requested_algorithm},
+                     {"bytes", r.bytes},
+                     {"measured_busbw_gbps", r.measured_busbw_gbps},
+                     {"projected_busbw_gbps", r.projected_busbw_gbps},
+                     {"algorithm", r.algorithm},
+                     {"error_pct", r.error_pct}});
+  }
+  return {{"cases_file", v.cases_file},
+          {"cases", std::move(cases)},
+          {"median_abs_error_pct", v.median_abs_error_pct},
+          {"within_10_pct", v.within_10_pct}};
+}
+
 }  // namespace projector

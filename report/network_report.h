@@ -6,6 +6,7 @@
 #include <string>
 
 #include "network/network_summary.h"
+#include "studies/network_validate.h"
 #include "nlohmann/json.hpp"
 
 namespace projector {
@@ -14,6 +15,8 @@ std::string NetworkSummaryText(const NetworkSummary& s);
 nlohmann::json NetworkSummaryJson(const NetworkSummary& s);
 std::string RouteText(const RouteSummary& r);
 nlohmann::json RouteJson(const RouteSummary& r);
+std::string NetworkValidationText(const NetworkValidation& v);
+nlohmann::json NetworkValidationJson(const NetworkValidation& v);
 
 }  // namespace projector
 

@@ -51,7 +51,7 @@ absl::StatusOr<CollectiveOpEstimate> EstimateCollectiveOp(const HardwareProfile&
 
 absl::StatusOr<NetworkCollectiveOpEstimate> EstimateNetworkCollectiveOp(
     const NetworkSpec& network, const CollectiveOp& op, CollectiveAlgorithm algorithm,
-    Congestion congestion, int64_t chunks) {
+    Congestion congestion, int64_t chunks, CollectiveLibrary library) {
   const Topology topology(network);
   const int64_t last = (op.group.size - 1) * op.group.stride;
   if (last >= topology.npu_count()) {
@@ -68,12 +68,14 @@ absl::StatusOr<NetworkCollectiveOpEstimate> EstimateNetworkCollectiveOp(
                                                    .ranks = std::move(ranks),
                                                    .algorithm = algorithm,
                                                    .congestion = congestion,
-                                                   .chunks = chunks}));
+                                                   .chunks = chunks,
+                                                   .library = library}));
   NetworkCollectiveOpEstimate result{.network = network.name,
                                      .network_npus = topology.npu_count(),
                                      .op = op,
                                      .congestion = congestion,
                                      .chunks = chunks,
+                                     .library = library,
                                      .estimate = std::move(e),
                                      .busiest_link = ""};
   if (result.estimate.busiest_link >= 0) {

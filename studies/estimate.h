@@ -53,6 +53,7 @@ struct NetworkCollectiveOpEstimate {
   CollectiveOp op;  // group: `size` ranks r0 + i·stride from NPU 0
   Congestion congestion = Congestion::kAware;
   int64_t chunks = 1;
+  CollectiveLibrary library = CollectiveLibrary::kNccl;
   NetworkCollectiveEstimate estimate;
   std::string busiest_link;  // "npu 0 [0,0] -> dim 0 switch 0 #0 (dim 0)"; empty when none
 };
@@ -73,7 +74,7 @@ absl::StatusOr<CollectiveOpEstimate> EstimateCollectiveOp(const HardwareProfile&
 // does not fit the network; the algorithm's kUnimplemented when it does not apply.
 absl::StatusOr<NetworkCollectiveOpEstimate> EstimateNetworkCollectiveOp(
     const NetworkSpec& network, const CollectiveOp& op, CollectiveAlgorithm algorithm,
-    Congestion congestion, int64_t chunks);
+    Congestion congestion, int64_t chunks, CollectiveLibrary library);
 
 }  // namespace projector
 

@@ -57,9 +57,13 @@ constexpr FlagSpec kCollectiveFlags[] = {
      "MODE", FlagArity::kValue, "aware"},
     {"chunks", "With --network: pieces the hierarchical algorithm pipelines through dimensions",
      "N", FlagArity::kValue, "1"},
+    {"collective-library",
+     "With --network: nccl (NCCL's launch, per-step and LL/LL128/Simple protocol costs on the "
+     "transfers) or none (the network's transfers alone, as ASTRA-sim counts)",
+     "NAME", FlagArity::kValue, "nccl"},
 };
 // Flags that only mean something on a network file.
-constexpr const char* kNetworkOnlyFlags[] = {"congestion", "chunks"};
+constexpr const char* kNetworkOnlyFlags[] = {"congestion", "chunks", "collective-library"};
 
 absl::StatusOr<DType> DTypeFlag(const FlagValues& flags) {
   absl::StatusOr<DType> d = ParseDType(StringFlag(flags, "dtype"));
@@ -189,8 +193,11 @@ absl::StatusOr<NetworkCollectiveOpEstimate> EstimateNetworkCollectiveFromFlags(
   absl::StatusOr<Congestion> congestion = ParseCongestion(StringFlag(flags, "congestion"));
   if (!congestion.ok()) return FlagError("congestion", congestion.status().message());
   PROJECTOR_ASSIGN_OR_RETURN(const int64_t chunks, IntFlag(flags, "chunks", {.max = 1024}));
+  absl::StatusOr<CollectiveLibrary> library =
+      ParseCollectiveLibrary(StringFlag(flags, "collective-library"));
+  if (!library.ok()) return FlagError("collective-library", library.status().message());
   absl::StatusOr<NetworkCollectiveOpEstimate> e =
-      EstimateNetworkCollectiveOp(network, op, algorithm, *congestion, chunks);
+      EstimateNetworkCollectiveOp(network, op, algorithm, *congestion, chunks, *library);
   if (e.ok()) return e;
   if (e.status().code() == absl::StatusCode::kUnimplemented) {
     return FlagError("algorithm", e.status().message());

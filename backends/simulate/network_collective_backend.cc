@@ -91,8 +91,12 @@ class NetworkCollectiveBackend final : public CollectiveBackend {
           topology_.npu_count(), " NPUs"));
     }
     const Algo requested = algorithm == Algo::kPxn ? Algo::kHierarchical : algorithm;
-    absl::StatusOr<NetworkCollectiveEstimate> e = collectives_.Estimate(
-        {.kind = op.kind, .bytes = op.bytes, .ranks = ranks, .algorithm = requested});
+    absl::StatusOr<NetworkCollectiveEstimate> e =
+        collectives_.Estimate({.kind = op.kind,
+                               .bytes = op.bytes,
+                               .ranks = ranks,
+                               .algorithm = requested,
+                               .library = CollectiveLibrary::kNccl});
     if (!e.ok()) return e.status();
     Entry entry{.estimate = {.time = e->time + launch_,
                              .algorithm = e->algorithm,

@@ -31,8 +31,10 @@ NetworkSpec TwoNodes() {
   return spec;
 }
 
-// A TP all-reduce of 1 GB inside a node: direct, 2 · 7/8 GB at 100 GB/s = 17.5 ms, 2 steps of
-// 2 links at 500 ns (the ring's 14 steps lose), plus the profile's one kernel launch (2.8 us).
+// A TP all-reduce of 1 GB inside a node, with NCCL's costs: a ring (NCCL runs no direct
+// all-reduce; this switch does not reduce, so no NVLS), 2 · 7/8 GB at 100 GB/s = 17.5 ms, its
+// 14 steps over 2 links of 500 ns (14 us), Simple's launch 8.4 us and 14 NVLink steps of 3.4 us
+// (LL128's 0.92 share costs more at this size), plus the profile's kernel launch (2.8 us).
 TEST(NetworkCollectiveBackendTest, PricesAGroupOnTheNetworkPlusOneLaunch) {
   const HardwareProfile hw = testing::EightGpuNodeWithRailNics();
   const auto backend = MakeNetworkCollectiveBackend(hw, TwoNodes());
@@ -40,15 +42,15 @@ TEST(NetworkCollectiveBackendTest, PricesAGroupOnTheNetworkPlusOneLaunch) {
                         .group = {.size = 8, .stride = 1}};
   const auto e = backend->Estimate(tp);
   ASSERT_THAT(e, IsOk());
-  EXPECT_NEAR(e->time.value(), 17.5e-3 + 2e-6 + 2.8e-6, 1e-12);
-  EXPECT_EQ(e->algorithm, CollectiveAlgorithm::kDirect);
+  EXPECT_NEAR(e->time.value(), 17.5e-3 + 14e-6 + 8.4e-6 + 14 * 3.4e-6 + 2.8e-6, 1e-12);
+  EXPECT_EQ(e->algorithm, CollectiveAlgorithm::kRing);
   EXPECT_EQ(e->nodes_spanned, 1);
   EXPECT_EQ(e->ranks_per_node, 8);
   EXPECT_EQ(backend->name(), "network");
 }
 
 // A DP group {2, stride 8} crosses the nodes on one rail: all-gather of 1 GB output at
-// 10 GB/s: 1/2 GB / 10 GB/s = 50 ms.
+// 10 GB/s: 1/2 GB / 10 GB/s = 50 ms; one ring step over the network (Simple: 8.4 + 14 us).
 TEST(NetworkCollectiveBackendTest, StridedGroupCrossesNodes) {
   const auto backend =
       MakeNetworkCollectiveBackend(testing::EightGpuNodeWithRailNics(), TwoNodes());
@@ -56,7 +58,7 @@ TEST(NetworkCollectiveBackendTest, StridedGroupCrossesNodes) {
                         .group = {.size = 2, .stride = 8}};
   const auto e = backend->Estimate(dp);
   ASSERT_THAT(e, IsOk());
-  EXPECT_NEAR(e->time.value(), 50e-3 + 2.8e-6, 1e-12);
+  EXPECT_NEAR(e->time.value(), 50e-3 + 8.4e-6 + 14e-6 + 2.8e-6, 1e-12);
   EXPECT_EQ(e->nodes_spanned, 2);
   const std::vector<CollectiveDecision> decisions = backend->Decisions();
   ASSERT_EQ(decisions.size(), 1u);
@@ -73,8 +75,11 @@ TEST(NetworkCollectiveBackendTest, PxnIsTheHierarchicalAllToAll) {
   ASSERT_THAT(e, IsOk());
   EXPECT_EQ(e->algorithm, CollectiveAlgorithm::kHierarchical);
   // Inside: 7/8 GB at 100 GB/s = 8.75 ms and 2 links of 500 ns; across: 1/2 GB at 10 GB/s
-  // = 50 ms.
-  EXPECT_NEAR(e->time.value(), 58.75e-3 + 1e-6 + 2.8e-6, 1e-12);
+  // = 50 ms. NCCL pipelines the two phases over ceil(1 GB / 4 MiB) = 239 chunks: the slower
+  // phase's 50 ms plus 8.75 ms / 239; Simple: launch 8.4 us, one NVLink step 3.4 us, one network
+  // step 14 us.
+  EXPECT_NEAR(e->time.value(),
+              50e-3 + 8.75e-3 / 239 + 1e-6 + (8.4 + 3.4 + 14) * 1e-6 + 2.8e-6, 1e-12);
 }
 
 TEST(NetworkCollectiveBackendTest, GroupBeyondTheNetworkIsRefused) {

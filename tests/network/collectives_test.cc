@@ -223,3 +223,79 @@ TEST(NetworkCollectivesTest, SendRecvAcrossNodes) {
 
 }  // namespace
 }  // namespace projector
+
+namespace projector {
+namespace {
+
+// NCCL's costs (network/collective_library.h) on a switch of 8 at 100 GB/s, no link latency, the
+// ring asked for. 1 KiB: LL wins: launch 6.6 us + 14 NVLink steps x 0.6 us + 1.75 KiB at half
+// of 100 GB/s. 1 GB: Simple wins: 8.4 + 14 x 3.4 us + 17.5 ms at the full rate (LL128 would
+// take 17.5 / 0.92 ms).
+TEST(CollectiveLibraryTest, NcclPicksTheProtocolBySize) {
+  const Topology t = Build({Dim(TopologyKind::kSwitch, 8, 100)});
+  NetworkCollectives collectives(t);
+  const auto small = collectives.Estimate({.kind = CollectiveKind::kAllReduce,
+                                           .bytes = Bytes(1024),
+                                           .ranks = FirstRanks(8),
+                                           .algorithm = Algo::kRing,
+                                           .library = CollectiveLibrary::kNccl});
+  ASSERT_THAT(small, IsOk());
+  EXPECT_EQ(small->protocol, "LL");
+  EXPECT_NEAR(small->time.value(), 6.6e-6 + 14 * 0.6e-6 + 1.75 * 1024 / 50e9, 1e-12);
+  const auto large = collectives.Estimate({.kind = CollectiveKind::kAllReduce,
+                                           .bytes = Bytes(kGB),
+                                           .ranks = FirstRanks(8),
+                                           .algorithm = Algo::kRing,
+                                           .library = CollectiveLibrary::kNccl});
+  ASSERT_THAT(large, IsOk());
+  EXPECT_EQ(large->protocol, "Simple");
+  EXPECT_NEAR(large->time.value(), 8.4e-6 + 14 * 3.4e-6 + 17.5e-3, 1e-12);
+}
+
+// NVLS on a switch that reduces at 50 GB/s per NPU with 100 GB/s links: every link carries S
+// each way, so the reduction rate binds: 1 GB / 50 GB/s = 20 ms (NCCL adds its NVLS launch,
+// 23 us, and one NVLink step, 25 us). A switch that does not reduce has no NVLS.
+TEST(CollectiveLibraryTest, NvlsIsBoundByTheSwitchReductionRate) {
+  NetworkDimension nvswitch = Dim(TopologyKind::kSwitch, 8, 100);
+  nvswitch.in_network_reduction = GigabytesPerSecond(50);
+  const Topology t = Build({nvswitch});
+  const auto none = Collective(t, CollectiveKind::kAllReduce, kGB, FirstRanks(8), Algo::kNvls);
+  ASSERT_THAT(none, IsOk());
+  EXPECT_NEAR(none->time.value(), 20e-3, 1e-12);
+  NetworkCollectives collectives(t);
+  const auto nccl = collectives.Estimate({.kind = CollectiveKind::kAllReduce,
+                                          .bytes = Bytes(kGB),
+                                          .ranks = FirstRanks(8),
+                                          .algorithm = Algo::kNvls,
+                                          .library = CollectiveLibrary::kNccl});
+  ASSERT_THAT(nccl, IsOk());
+  EXPECT_NEAR(nccl->time.value(), 20e-3 + 23e-6 + 25e-6, 1e-12);
+  const Topology plain = Build({Dim(TopologyKind::kSwitch, 8, 100)});
+  EXPECT_THAT(Collective(plain, CollectiveKind::kAllReduce, kGB, FirstRanks(8), Algo::kNvls),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("in_network_reduction_gbps")));
+}
+
+// With NCCL's costs, auto keeps to what NCCL runs: no direct all-reduce on an NVSwitch-like
+// switch (NVLS or a ring instead), but all pairs on a fully connected mesh, where RCCL uses
+// every link.
+TEST(CollectiveLibraryTest, AutoRunsWhatTheLibraryRuns) {
+  const Topology nvswitch = Build({Dim(TopologyKind::kSwitch, 8, 100, 500)});
+  NetworkCollectives on_switch(nvswitch);
+  const auto s = on_switch.Estimate({.kind = CollectiveKind::kAllReduce,
+                                     .bytes = Bytes(kGB),
+                                     .ranks = FirstRanks(8),
+                                     .library = CollectiveLibrary::kNccl});
+  ASSERT_THAT(s, IsOk());
+  EXPECT_NE(s->algorithm, Algo::kDirect);
+  const Topology mesh = Build({Dim(TopologyKind::kFullyConnected, 8, 64)});
+  NetworkCollectives on_mesh(mesh);
+  const auto m = on_mesh.Estimate({.kind = CollectiveKind::kAllReduce,
+                                   .bytes = Bytes(kGB),
+                                   .ranks = FirstRanks(8),
+                                   .library = CollectiveLibrary::kNccl});
+  ASSERT_THAT(m, IsOk());
+  EXPECT_EQ(m->algorithm, Algo::kDirect);
+}
+
+}  // namespace
+}  // namespace projector
