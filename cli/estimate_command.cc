@@ -68,6 +68,13 @@ absl::Status PrintNetworkCollective(const FlagValues& flags, const NetworkSpec& 
       return FlagError(name, "--network replaces the GPU profile's network; leave out one");
     }
   }
+  if (Given(flags, "concurrent")) {
+    PROJECTOR_ASSIGN_OR_RETURN(const ConcurrentCollectivesEstimate e,
+                               EstimateConcurrentFromFlags(flags, network));
+    io.out << (as_json ? ConcurrentCollectivesJson(e).dump(2) + "\n"
+                       : ConcurrentCollectivesText(e));
+    return absl::OkStatus();
+  }
   PROJECTOR_ASSIGN_OR_RETURN(const NetworkCollectiveOpEstimate e,
                              EstimateNetworkCollectiveFromFlags(flags, network));
   io.out << (as_json ? NetworkCollectiveEstimateJson(e).dump(2) + "\n"

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
+#include <memory>
 #include <optional>
 #include <cstddef>
 #include <span>
@@ -15,6 +17,7 @@
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
 #include "network/collective_library.h"
+#include "core/status_macros.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -272,6 +275,9 @@ namespace {
 // of S, so max-min rates do not depend on S and the transfer time is linear in it.
 constexpr double kReferenceBytes = 1024.0 * 1024 * 1024;
 
+// A transfer is done when less than this share of its bytes is left (rounding).
+constexpr double kDoneFraction = 1e-9;
+
 Steps FlatSteps(Algo algo, CollectiveKind kind, std::span<const int64_t> g, double s,
                 bool ring_both_ways) {
   switch (algo) {
@@ -318,6 +324,10 @@ std::string KindWord(CollectiveKind kind) {
 // One way to run one phase, as a line in S: time(S) = latency + seconds_per_byte · S.
 struct PhaseOption {
   Algo algorithm = Algo::kRing;
+  bool both_ways = true;  // a ring's two directions (false: one way round)
+  // Transfer time over what the links alone give (> 1 when the switch's NVLS reduction rate
+  // binds); concurrent collectives stretch the transfers by it.
+  double beyond_links = 1;
   int64_t steps = 0;
   StepCounts latency_steps;  // the library's per-step costs, by link type
   Seconds latency;
@@ -332,6 +342,11 @@ struct PlannedPhase {
   std::string what;  // "reduce-scatter along dim 0 (switch), 8 ranks x 4 groups"
   int32_t dimension = -1;
   std::vector<PhaseOption> options;
+  // What its step patterns are rebuilt from (concurrent collectives): the phase's collective,
+  // its groups, and its share of the collective's S.
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  std::vector<std::vector<int64_t>> groups;
+  double share = 1;
 };
 
 // A candidate algorithm for the whole collective: its phases in order.
@@ -461,9 +476,11 @@ std::vector<PhaseOption> Options(FlowModel& model, std::span<const Algo> algos,
       const Steps steps = MergedSteps(algo, kind, groups, share * kReferenceBytes, both_ways);
       if (steps.empty()) continue;
       PhaseOption option = TimeSteps(model, steps, congestion, algo);
-      if (algo == Algo::kNvls) {
-        option.seconds_per_byte =
-            std::max(option.seconds_per_byte, share / span.reduction.value());
+      option.both_ways = both_ways;
+      if (algo == Algo::kNvls && option.seconds_per_byte > 0) {
+        const double capped = std::max(option.seconds_per_byte, share / span.reduction.value());
+        option.beyond_links = capped / option.seconds_per_byte;
+        option.seconds_per_byte = capped;
       }
       option.latency_steps = LatencySteps(algo, kind, option.steps, group_size, span);
       options.push_back(option);
@@ -588,7 +605,10 @@ std::optional<Plan> HierarchicalPlanFor(FlowModel& model, CollectiveKind kind,
                              groups.size() == 1 ? "" : "s"),
         .dimension = shape.dimensions[p.j],
         .options = Options(model, algos, p.kind, groups, p.bytes, congestion,
-                           SpanOf(model.topology(), AlongOneDimension(shape, p.j)))};
+                           SpanOf(model.topology(), AlongOneDimension(shape, p.j))),
+        .kind = p.kind,
+        .groups = groups,
+        .share = p.bytes};
     if (phase.options.empty()) return std::nullopt;
     plan.phases.push_back(std::move(phase));
   }
@@ -602,7 +622,10 @@ std::optional<Plan> FlatPlanFor(FlowModel& model, Algo algo, CollectiveKind kind
   PlannedPhase phase{.what = absl::StrCat(KindWord(kind), " over ", ranks.size(), " ranks"),
                      .dimension = -1,
                      .options = Options(model, algos, kind, {ranks}, 1.0, congestion,
-                                        SpanOf(model.topology(), shape))};
+                                        SpanOf(model.topology(), shape)),
+                     .kind = kind,
+                     .groups = {ranks},
+                     .share = 1.0};
   if (phase.options.empty()) return std::nullopt;
   return Plan{.algorithm = algo, .pipelined = false, .phases = {std::move(phase)}};
 }
@@ -665,8 +688,14 @@ struct EvalContext {
   bool crosses_network = false;  // a dimension it spans has network links
 };
 
+// The choices behind an estimate: the protocol and each phase's option.
+struct Choice {
+  Protocol protocol = Protocol::kSimple;
+  std::vector<const PhaseOption*> options;
+};
+
 NetworkCollectiveEstimate Evaluate(const Plan& plan, double bytes, bool describe,
-                                   const EvalContext& ctx) {
+                                   const EvalContext& ctx, Choice* choice = nullptr) {
   const CollectiveLibrary library = ctx.library;
   const bool single_node = ctx.single_node;
   NetworkCollectiveEstimate best;
@@ -675,6 +704,7 @@ NetworkCollectiveEstimate Evaluate(const Plan& plan, double bytes, bool describe
     NetworkCollectiveEstimate e;
     e.algorithm = plan.algorithm;
     bool complete = true;
+    Choice made{.protocol = p, .options = {}};
     for (const PlannedPhase& phase : plan.phases) {
       const PhaseOption* chosen = nullptr;
       Seconds chosen_time;
@@ -689,6 +719,7 @@ NetworkCollectiveEstimate Evaluate(const Plan& plan, double bytes, bool describe
         complete = false;
         break;
       }
+      made.options.push_back(chosen);
       const Seconds transfer = Seconds(chosen->seconds_per_byte * bytes) /
                                CostOf(library, chosen->algorithm, p, single_node).bandwidth_share;
       e.phases.push_back({.what = describe ? absl::StrCat(phase.what, ": ",
@@ -728,7 +759,10 @@ NetworkCollectiveEstimate Evaluate(const Plan& plan, double bytes, bool describe
     }
     if (plan.algorithm != Algo::kHierarchical) e.algorithm = e.phases[0].algorithm;
     e.protocol = library == CollectiveLibrary::kNone ? "" : std::string(ProtocolName(p));
-    if (!have || e.time < best.time) best = std::move(e);
+    if (!have || e.time < best.time) {
+      best = std::move(e);
+      if (choice != nullptr) *choice = std::move(made);
+    }
     have = true;
   }
   return best;
@@ -854,6 +888,12 @@ const NetworkCollectives::PlanSet& NetworkCollectives::PlansFor(
 
 absl::StatusOr<NetworkCollectiveEstimate> NetworkCollectives::Estimate(
     const NetworkCollectiveRequest& request) {
+  PROJECTOR_ASSIGN_OR_RETURN(Chosen chosen, Choose(request));
+  return std::move(chosen.estimate);
+}
+
+absl::StatusOr<NetworkCollectives::Chosen> NetworkCollectives::Choose(
+    const NetworkCollectiveRequest& request) {
   if (absl::Status s = CheckRequest(topology(), request); !s.ok()) return s;
   const std::vector<Algo> valid = NetworkAlgorithmsFor(request.kind);
   if (request.algorithm != Algo::kAuto &&
@@ -872,20 +912,29 @@ absl::StatusOr<NetworkCollectiveEstimate> NetworkCollectives::Estimate(
   ctx.kind = request.kind;
   ctx.library = request.library;
   ctx.chunks = request.chunks;
-  size_t chosen = 0;
+  size_t best_plan = 0;
   Seconds fastest;
   bool found = false;
   for (size_t i = 0; i < set.plans.size(); ++i) {
     const NetworkCollectiveEstimate e = Evaluate(set.plans[i], bytes, /*describe=*/false, ctx);
     if (e.phases.empty()) continue;
-    const Seconds t = e.time;
-    if (!found || t < fastest) {
-      fastest = t;
-      chosen = i;
+    if (!found || e.time < fastest) {
+      fastest = e.time;
+      best_plan = i;
       found = true;
     }
   }
-  NetworkCollectiveEstimate best = Evaluate(set.plans[chosen], bytes, /*describe=*/true, ctx);
+  Choice choice;
+  Chosen chosen{.set = &set, .plan = best_plan, .protocol = Protocol::kSimple, .options = {},
+                .estimate = Evaluate(set.plans[best_plan], bytes, /*describe=*/true, ctx,
+                                     &choice)};
+  chosen.protocol = choice.protocol;
+  const Plan& plan = set.plans[best_plan];
+  for (size_t i = 0; i < choice.options.size(); ++i) {
+    chosen.options.push_back(
+        static_cast<size_t>(choice.options[i] - plan.phases[i].options.data()));
+  }
+  NetworkCollectiveEstimate& best = chosen.estimate;
   const double seconds = best.time.value();
   best.algorithm_bandwidth = BytesPerSecond(seconds > 0 ? bytes / seconds : 0);
   best.bus_bandwidth = best.algorithm_bandwidth *
@@ -896,7 +945,143 @@ absl::StatusOr<NetworkCollectiveEstimate> NetworkCollectives::Estimate(
       best.busiest_link = p.busiest_link;
     }
   }
-  return best;
+  return chosen;
+}
+
+namespace {
+
+// A collective's chosen plan unrolled into its steps, one after another (repeats expanded; the
+// phases of a hierarchical collective in order, not pipelined).
+std::vector<NetworkCollectives::LiveStep> Unroll(const Plan& plan, std::span<const size_t> options,
+                             Protocol protocol, double bytes, CollectiveLibrary library,
+                             bool single_node) {
+  std::vector<NetworkCollectives::LiveStep> steps;
+  for (size_t i = 0; i < plan.phases.size(); ++i) {
+    const PlannedPhase& phase = plan.phases[i];
+    const PhaseOption& option = phase.options[options[i]];
+    const double share = CostOf(library, option.algorithm, protocol, single_node).bandwidth_share;
+    const Steps pattern =
+        MergedSteps(option.algorithm, phase.kind, phase.groups,
+                    phase.share * bytes / share * option.beyond_links, option.both_ways);
+    for (const Step& step : pattern) {
+      for (int64_t r = 0; r < step.repeat; ++r) steps.push_back({.flows = step.flows});
+    }
+  }
+  return steps;
+}
+
+}  // namespace
+
+// The steps of collectives started together, transfers sharing links; each one's arrival.
+std::vector<double> NetworkCollectives::SimulateTogether(
+    std::span<const std::vector<LiveStep>> collectives, Congestion congestion) {
+  struct Running {
+    const std::vector<LiveStep>* steps = nullptr;
+    size_t step = 0;
+    double start = 0;  // when the current step's transfers begin
+    std::vector<double> remaining;
+    double step_latency = 0;
+    bool done = false;
+    double finish = 0;
+  };
+  const auto begin_step = [](Running& run, double at) {
+    run.start = at;
+    run.remaining.clear();
+    for (const Flow& f : (*run.steps)[run.step].flows) run.remaining.push_back(f.bytes);
+    run.step_latency = 0;  // the longest route of the step, seen while it moves
+  };
+  std::vector<Running> running(collectives.size());
+  for (size_t c = 0; c < collectives.size(); ++c) {
+    running[c].steps = &collectives[c];
+    if (collectives[c].empty()) {
+      running[c].done = true;
+    } else {
+      begin_step(running[c], 0);
+    }
+  }
+  double now = 0;
+  std::vector<Flow> flows;
+  std::vector<std::pair<size_t, size_t>> owner;  // (collective, transfer of its step)
+  while (std::any_of(running.begin(), running.end(), [](const Running& r) { return !r.done; })) {
+    flows.clear();
+    owner.clear();
+    double next_start = std::numeric_limits<double>::infinity();
+    for (size_t c = 0; c < running.size(); ++c) {
+      const Running& run = running[c];
+      if (run.done) continue;
+      if (run.start > now) {
+        next_start = std::min(next_start, run.start);
+        continue;
+      }
+      const std::vector<Flow>& step_flows = (*run.steps)[run.step].flows;
+      for (size_t f = 0; f < step_flows.size(); ++f) {
+        if (run.remaining[f] <= 0) continue;
+        flows.push_back(step_flows[f]);
+        owner.emplace_back(c, f);
+      }
+    }
+    const FlowModel::Rates rates = flows_.RatesOf(flows, congestion);
+    double step = next_start - now;
+    for (size_t i = 0; i < flows.size(); ++i) {
+      Running& run = running[owner[i].first];
+      run.step_latency = std::max(run.step_latency, rates.latency[i].value());
+      if (rates.rate[i] > 0) {
+        step = std::min(step, run.remaining[owner[i].second] / rates.rate[i]);
+      } else {
+        run.remaining[owner[i].second] = 0;  // no link to cross
+        step = 0;
+      }
+    }
+    if (!std::isfinite(step)) step = 0;
+    now += step;
+    for (size_t i = 0; i < flows.size(); ++i) {
+      double& left = running[owner[i].first].remaining[owner[i].second];
+      left -= rates.rate[i] * step;
+      if (left <= kDoneFraction * flows[i].bytes) left = 0;
+    }
+    for (Running& run : running) {
+      if (run.done || run.start > now) continue;
+      if (std::any_of(run.remaining.begin(), run.remaining.end(), [](double b) { return b > 0; })) {
+        continue;
+      }
+      const double after = now + run.step_latency;
+      if (++run.step == run.steps->size()) {
+        run.done = true;
+        run.finish = after;
+      } else {
+        begin_step(run, after);
+      }
+    }
+  }
+  std::vector<double> finish;
+  for (const Running& run : running) finish.push_back(run.finish);
+  return finish;
+}
+
+absl::StatusOr<std::vector<ConcurrentEstimate>> NetworkCollectives::EstimateConcurrent(
+    std::span<const NetworkCollectiveRequest> requests, Congestion congestion) {
+  std::vector<ConcurrentEstimate> out;
+  std::vector<std::vector<LiveStep>> unrolled;
+  for (const NetworkCollectiveRequest& r : requests) {
+    PROJECTOR_ASSIGN_OR_RETURN(Chosen chosen, Choose(r));
+    const Plan& plan = chosen.set->plans[chosen.plan];
+    unrolled.push_back(Unroll(plan, chosen.options, chosen.protocol, r.bytes.value(), r.library,
+                              chosen.set->group.single_node));
+    out.push_back({.alone = chosen.estimate, .together = chosen.estimate});
+  }
+  // The slowdown each collective's own steps suffer beside the others, applied to its estimate
+  // alone (which keeps what the step replay leaves out: library costs, chunk pipelining).
+  const std::vector<double> together = SimulateTogether(unrolled, congestion);
+  for (size_t c = 0; c < out.size(); ++c) {
+    const std::vector<double> alone =
+        SimulateTogether(std::span<const std::vector<LiveStep>>(&unrolled[c], 1), congestion);
+    const double slowdown = alone[0] > 0 ? std::max(1.0, together[c] / alone[0]) : 1.0;
+    NetworkCollectiveEstimate& e = out[c].together;
+    e.time = out[c].alone.time * slowdown;
+    e.algorithm_bandwidth = out[c].alone.algorithm_bandwidth / slowdown;
+    e.bus_bandwidth = out[c].alone.bus_bandwidth / slowdown;
+  }
+  return out;
 }
 
 }  // namespace projector

@@ -83,6 +83,12 @@ struct NetworkCollectiveEstimate {
 // Each (kind, algorithm, congestion, group) is planned once: its step patterns are timed on the
 // flow model at a reference size and kept as lines in S, so later sizes cost a few multiplies.
 // Not thread-safe (the flow model's scratch and the plan memo): one per thread, or a lock.
+// A collective priced alone and beside others (EstimateConcurrent).
+struct ConcurrentEstimate {
+  NetworkCollectiveEstimate alone;
+  NetworkCollectiveEstimate together;  // `time` and the bandwidths with the others running
+};
+
 class NetworkCollectives {
  public:
   explicit NetworkCollectives(const Topology& topology);
@@ -95,10 +101,38 @@ class NetworkCollectives {
   // not a product of per-dimension sub-groups, tree for other than all-reduce and broadcast).
   absl::StatusOr<NetworkCollectiveEstimate> Estimate(const NetworkCollectiveRequest& request);
 
+  // Collectives started together: each runs its chosen algorithm's steps in order (a step when
+  // the last transfer of the one before has arrived), and the transfers of all of them share
+  // the links max-min fairly (or not, unaware), so a TP all-reduce inside a node beside a DP
+  // reduce-scatter across the NICs, or an EP all-to-all against it, costs what it would. Each
+  // collective's steps are replayed alone and with the others; the ratio (at least 1) scales its
+  // estimate alone, which keeps what the replay leaves out (library costs, chunk pipelining).
+  // The requests' own errors as Estimate gives them.
+  absl::StatusOr<std::vector<ConcurrentEstimate>> EstimateConcurrent(
+      std::span<const NetworkCollectiveRequest> requests, Congestion congestion);
+
   const Topology& topology() const { return flows_.topology(); }
+
+ public:
+  // One step of a collective replayed beside others: its transfers.
+  struct LiveStep {
+    std::vector<Flow> flows;
+  };
 
  private:
   struct PlanSet;
+  // The estimate with the choices behind it: the plan of the set, the protocol, and each
+  // phase's option (indices).
+  struct Chosen {
+    const PlanSet* set = nullptr;
+    size_t plan = 0;
+    Protocol protocol = Protocol::kSimple;
+    std::vector<size_t> options;
+    NetworkCollectiveEstimate estimate;
+  };
+  absl::StatusOr<Chosen> Choose(const NetworkCollectiveRequest& request);
+  std::vector<double> SimulateTogether(std::span<const std::vector<LiveStep>> collectives,
+                                       Congestion congestion);
   // A group's plans are found by a view of the request (no copy of its ranks per call).
   struct PlanLookup {
     CollectiveKind kind;

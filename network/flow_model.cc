@@ -106,6 +106,30 @@ void FlowModel::ShareLinks() {
   }
 }
 
+FlowModel::Rates FlowModel::RatesOf(std::span<const Flow> flows, Congestion congestion) {
+  RouteFlows(flows);
+  const size_t n = flows.size();
+  rate_.assign(n, 0.0);
+  active_.assign(n, 0);
+  for (size_t f = 0; f < n; ++f) {
+    active_[f] = flow_offsets_[f + 1] > flow_offsets_[f] ? 1 : 0;
+  }
+  if (congestion == Congestion::kAware) {
+    ShareLinks();
+  } else {
+    for (size_t f = 0; f < n; ++f) {
+      double narrowest = 0;
+      for (int64_t j = flow_offsets_[f]; j < flow_offsets_[f + 1]; ++j) {
+        const double c = capacity_[flow_links_[j]];
+        narrowest = j == flow_offsets_[f] ? c : std::min(narrowest, c);
+      }
+      rate_[f] = narrowest;
+    }
+  }
+  for (const int32_t link : used_links_) link_slot_[link] = -1;
+  return {.rate = rate_, .latency = flow_latency_};
+}
+
 FlowPhaseResult FlowModel::Run(std::span<const Flow> flows, Congestion congestion) {
   RouteFlows(flows);
   const size_t n = flows.size();

@@ -50,6 +50,15 @@ class FlowModel {
   // All flows start at 0. Flows with src == dst or no bytes cost nothing but their latency.
   FlowPhaseResult Run(std::span<const Flow> flows, Congestion congestion);
 
+  // The rates (B/s) `flows` get when all of them move at once, max-min fair (aware) or each
+  // with its route's narrowest link (unaware), and each one's route latency. The spans stay
+  // valid until the next call.
+  struct Rates {
+    std::span<const double> rate;
+    std::span<const Seconds> latency;
+  };
+  Rates RatesOf(std::span<const Flow> flows, Congestion congestion);
+
   const Topology& topology() const { return topology_; }
 
  private:

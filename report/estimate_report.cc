@@ -171,4 +171,46 @@ json NetworkCollectiveEstimateJson(const NetworkCollectiveOpEstimate& r) {
           {"phases", std::move(phases)}};
 }
 
+std::string ConcurrentCollectivesText(const ConcurrentCollectivesEstimate& e) {
+  std::string out = absl::StrFormat(
+      "%d collectives at once on network %s, congestion %s, library %s\n  %-2s %-14s %12s %6s "
+      "%6s %6s %-14s %12s %12s %8s\n",
+      e.collectives.size(), e.network, CongestionName(e.congestion),
+      CollectiveLibraryName(e.library), "#", "collective", "bytes", "ranks", "stride", "first",
+      "algorithm", "alone us", "together us", "slowdown");
+  for (size_t i = 0; i < e.collectives.size(); ++i) {
+    const ConcurrentCollective& c = e.collectives[i];
+    const ConcurrentEstimate& r = e.results[i];
+    absl::StrAppendFormat(&out, "  %-2d %-14s %12.4g %6d %6d %6d %-14s %12.3f %12.3f %7.2fx\n",
+                          i + 1, CollectiveKindName(c.op.kind), c.op.bytes.value(),
+                          c.op.group.size, c.op.group.stride, c.first,
+                          CollectiveAlgorithmName(r.alone.algorithm),
+                          ToMicroseconds(r.alone.time), ToMicroseconds(r.together.time),
+                          r.alone.time.value() > 0 ? r.together.time / r.alone.time : 1.0);
+  }
+  return out;
+}
+
+json ConcurrentCollectivesJson(const ConcurrentCollectivesEstimate& e) {
+  json collectives = json::array();
+  for (size_t i = 0; i < e.collectives.size(); ++i) {
+    const ConcurrentCollective& c = e.collectives[i];
+    const ConcurrentEstimate& r = e.results[i];
+    collectives.push_back({{"op", std::string(CollectiveKindName(c.op.kind))},
+                           {"bytes", c.op.bytes.value()},
+                           {"ranks", c.op.group.size},
+                           {"stride", c.op.group.stride},
+                           {"first", c.first},
+                           {"algorithm", std::string(CollectiveAlgorithmName(r.alone.algorithm))},
+                           {"alone_us", ToMicroseconds(r.alone.time)},
+                           {"together_us", ToMicroseconds(r.together.time)},
+                           {"together_bus_bandwidth_gbps",
+                            ToGigabytesPerSecond(r.together.bus_bandwidth)}});
+  }
+  return {{"network", e.network},
+          {"congestion", std::string(CongestionName(e.congestion))},
+          {"library", std::string(CollectiveLibraryName(e.library))},
+          {"collectives", std::move(collectives)}};
+}
+
 }  // namespace projector

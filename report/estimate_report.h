@@ -20,6 +20,9 @@ nlohmann::json CollectiveEstimateJson(const CollectiveOpEstimate& e);
 // link and each phase (docs/network.md has the JSON fields).
 std::string NetworkCollectiveEstimateText(const NetworkCollectiveOpEstimate& e);
 nlohmann::json NetworkCollectiveEstimateJson(const NetworkCollectiveOpEstimate& e);
+// Collectives at once (--concurrent): each one alone and together, and the slowdown.
+std::string ConcurrentCollectivesText(const ConcurrentCollectivesEstimate& e);
+nlohmann::json ConcurrentCollectivesJson(const ConcurrentCollectivesEstimate& e);
 
 }  // namespace projector
 

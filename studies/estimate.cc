@@ -49,18 +49,56 @@ absl::StatusOr<CollectiveOpEstimate> EstimateCollectiveOp(const HardwareProfile&
   return CollectiveOpEstimate{.context = ContextOf(hw, backend.name()), .op = op, .estimate = e};
 }
 
+namespace {
+
+// NPUs first, first + stride, ...; kInvalidArgument when the group leaves the network.
+absl::StatusOr<std::vector<int64_t>> GroupRanks(const ProcessGroup& group, int64_t first,
+                                                const Topology& topology) {
+  const int64_t last = first + (group.size - 1) * group.stride;
+  if (first < 0 || last >= topology.npu_count()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a group of ", group.size, " ranks ", group.stride, " apart from NPU ", first,
+        " reaches NPU ", last, "; the network '", topology.spec().name, "' has NPUs 0 to ",
+        topology.npu_count() - 1));
+  }
+  std::vector<int64_t> ranks;
+  for (int64_t i = 0; i < group.size; ++i) ranks.push_back(first + i * group.stride);
+  return ranks;
+}
+
+}  // namespace
+
+absl::StatusOr<ConcurrentCollectivesEstimate> EstimateConcurrentCollectives(
+    const NetworkSpec& network, std::span<const ConcurrentCollective> collectives,
+    Congestion congestion, CollectiveLibrary library) {
+  const Topology topology(network);
+  std::vector<NetworkCollectiveRequest> requests;
+  for (const ConcurrentCollective& c : collectives) {
+    PROJECTOR_ASSIGN_OR_RETURN(std::vector<int64_t> ranks,
+                               GroupRanks(c.op.group, c.first, topology));
+    requests.push_back({.kind = c.op.kind,
+                        .bytes = c.op.bytes,
+                        .ranks = std::move(ranks),
+                        .algorithm = c.algorithm,
+                        .congestion = congestion,
+                        .library = library});
+  }
+  NetworkCollectives model(topology);
+  PROJECTOR_ASSIGN_OR_RETURN(std::vector<ConcurrentEstimate> results,
+                             model.EstimateConcurrent(requests, congestion));
+  return ConcurrentCollectivesEstimate{
+      .network = network.name,
+      .congestion = congestion,
+      .library = library,
+      .collectives = std::vector<ConcurrentCollective>(collectives.begin(), collectives.end()),
+      .results = std::move(results)};
+}
+
 absl::StatusOr<NetworkCollectiveOpEstimate> EstimateNetworkCollectiveOp(
     const NetworkSpec& network, const CollectiveOp& op, CollectiveAlgorithm algorithm,
     Congestion congestion, int64_t chunks, CollectiveLibrary library) {
   const Topology topology(network);
-  const int64_t last = (op.group.size - 1) * op.group.stride;
-  if (last >= topology.npu_count()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a group of ", op.group.size, " ranks ", op.group.stride, " apart reaches NPU ", last,
-        "; the network '", network.name, "' has NPUs 0 to ", topology.npu_count() - 1));
-  }
-  std::vector<int64_t> ranks;
-  for (int64_t i = 0; i < op.group.size; ++i) ranks.push_back(i * op.group.stride);
+  PROJECTOR_ASSIGN_OR_RETURN(std::vector<int64_t> ranks, GroupRanks(op.group, 0, topology));
   NetworkCollectives collectives(topology);
   PROJECTOR_ASSIGN_OR_RETURN(NetworkCollectiveEstimate e,
                              collectives.Estimate({.kind = op.kind,

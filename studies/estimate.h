@@ -3,7 +3,9 @@
 #ifndef PROJECTOR_STUDIES_ESTIMATE_H_
 #define PROJECTOR_STUDIES_ESTIMATE_H_
 
+#include <span>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "backends/attention_backend.h"
@@ -58,6 +60,21 @@ struct NetworkCollectiveOpEstimate {
   std::string busiest_link;  // "npu 0 [0,0] -> dim 0 switch 0 #0 (dim 0)"; empty when none
 };
 
+// Collectives started together on one network (`--concurrent`): each one's group from NPU
+// `first`, and its time alone and beside the others (network/collectives.h EstimateConcurrent).
+struct ConcurrentCollective {
+  CollectiveOp op;
+  int64_t first = 0;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+};
+struct ConcurrentCollectivesEstimate {
+  std::string network;
+  Congestion congestion = Congestion::kAware;
+  CollectiveLibrary library = CollectiveLibrary::kNccl;
+  std::vector<ConcurrentCollective> collectives;
+  std::vector<ConcurrentEstimate> results;  // one per collective, in order
+};
+
 // Backend errors (a shape it rejects) pass through.
 absl::StatusOr<GemmOpEstimate> EstimateGemmOp(const HardwareProfile& hw, const GemmBackend& backend,
                                               const GemmShape& shape);
@@ -75,6 +92,11 @@ absl::StatusOr<CollectiveOpEstimate> EstimateCollectiveOp(const HardwareProfile&
 absl::StatusOr<NetworkCollectiveOpEstimate> EstimateNetworkCollectiveOp(
     const NetworkSpec& network, const CollectiveOp& op, CollectiveAlgorithm algorithm,
     Congestion congestion, int64_t chunks, CollectiveLibrary library);
+
+// kInvalidArgument when a group leaves the network; the network model's errors otherwise.
+absl::StatusOr<ConcurrentCollectivesEstimate> EstimateConcurrentCollectives(
+    const NetworkSpec& network, std::span<const ConcurrentCollective> collectives,
+    Congestion congestion, CollectiveLibrary library);
 
 }  // namespace projector
 

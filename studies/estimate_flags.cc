@@ -1,9 +1,11 @@
 #include "studies/estimate_flags.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "backends/backend_registry.h"
 #include "core/status_macros.h"
 #include "scenario/network_flags.h"
@@ -57,13 +59,18 @@ constexpr FlagSpec kCollectiveFlags[] = {
      "MODE", FlagArity::kValue, "aware"},
     {"chunks", "With --network: pieces the hierarchical algorithm pipelines through dimensions",
      "N", FlagArity::kValue, "1"},
+    {"concurrent",
+     "With --network: another collective running at the same time, sharing the links: "
+     "op=OP,bytes=SIZE,ranks=N[,stride=S][,first=NPU][,algorithm=A] (repeatable)",
+     "SPEC", FlagArity::kRepeated},
     {"collective-library",
      "With --network: nccl (NCCL's launch, per-step and LL/LL128/Simple protocol costs on the "
      "transfers) or none (the network's transfers alone, as ASTRA-sim counts)",
      "NAME", FlagArity::kValue, "nccl"},
 };
 // Flags that only mean something on a network file.
-constexpr const char* kNetworkOnlyFlags[] = {"congestion", "chunks", "collective-library"};
+constexpr const char* kNetworkOnlyFlags[] = {"congestion", "chunks", "collective-library",
+                                             "concurrent"};
 
 absl::StatusOr<DType> DTypeFlag(const FlagValues& flags) {
   absl::StatusOr<DType> d = ParseDType(StringFlag(flags, "dtype"));
@@ -180,6 +187,59 @@ absl::StatusOr<CollectiveOpEstimate> EstimateCollectiveFromFlags(const FlagValue
   PROJECTOR_ASSIGN_OR_RETURN(auto backend,
                              BackendFlag(flags, "collective-backend", hw, MakeCollectiveBackend));
   return EstimateCollectiveOp(hw, *backend, op, algorithm);
+}
+
+namespace {
+
+// "op=alltoall,bytes=1GiB,ranks=8,stride=1,first=0,algorithm=direct".
+absl::StatusOr<ConcurrentCollective> ParseConcurrentSpec(absl::string_view spec) {
+  FlagValues fields;
+  for (absl::string_view part : absl::StrSplit(spec, ',')) {
+    const std::vector<std::string> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
+    static const std::vector<std::string> kKeys = {"op", "bytes", "ranks", "stride", "first",
+                                                   "algorithm"};
+    if (kv.size() != 2 || std::find(kKeys.begin(), kKeys.end(), kv[0]) == kKeys.end()) {
+      return FlagError("concurrent",
+                       absl::StrCat("'", std::string(part), "' in '", std::string(spec),
+                                    "': give key=value with keys op, bytes, ranks, stride, "
+                                    "first, algorithm"));
+    }
+    fields.Add(kv[0], kv[1]);
+  }
+  ConcurrentCollective c;
+  absl::StatusOr<CollectiveOp> op = CollectiveOpFlags(fields, std::nullopt);
+  if (!op.ok()) return FlagError("concurrent", absl::StrCat(std::string(spec), ": ",
+                                                            std::string(op.status().message())));
+  c.op = *op;
+  PROJECTOR_ASSIGN_OR_RETURN(c.first, IntFlag(fields, "first", {.min = 0}, 0));
+  if (fields.Given("algorithm")) {
+    absl::StatusOr<CollectiveAlgorithm> a = ParseCollectiveAlgorithm(fields.Text("algorithm"));
+    if (!a.ok()) return FlagError("concurrent", a.status().message());
+    c.algorithm = *a;
+  }
+  return c;
+}
+
+}  // namespace
+
+absl::StatusOr<ConcurrentCollectivesEstimate> EstimateConcurrentFromFlags(
+    const FlagValues& flags, const NetworkSpec& network) {
+  PROJECTOR_ASSIGN_OR_RETURN(const CollectiveOp op, CollectiveOpFlags(flags, network.NpuCount()));
+  PROJECTOR_ASSIGN_OR_RETURN(const CollectiveAlgorithm algorithm, AlgorithmFlag(flags));
+  std::vector<ConcurrentCollective> collectives = {{.op = op, .first = 0, .algorithm = algorithm}};
+  for (const std::string& spec : flags.All("concurrent")) {
+    PROJECTOR_ASSIGN_OR_RETURN(ConcurrentCollective c, ParseConcurrentSpec(spec));
+    collectives.push_back(c);
+  }
+  absl::StatusOr<Congestion> congestion = ParseCongestion(StringFlag(flags, "congestion"));
+  if (!congestion.ok()) return FlagError("congestion", congestion.status().message());
+  absl::StatusOr<CollectiveLibrary> library =
+      ParseCollectiveLibrary(StringFlag(flags, "collective-library"));
+  if (!library.ok()) return FlagError("collective-library", library.status().message());
+  absl::StatusOr<ConcurrentCollectivesEstimate> e =
+      EstimateConcurrentCollectives(network, collectives, *congestion, *library);
+  if (!e.ok()) return FlagError("concurrent", e.status().message());
+  return e;
 }
 
 absl::StatusOr<NetworkCollectiveOpEstimate> EstimateNetworkCollectiveFromFlags(

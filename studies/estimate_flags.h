@@ -37,6 +37,11 @@ absl::StatusOr<CollectiveOpEstimate> EstimateCollectiveFromFlags(const FlagValue
 absl::StatusOr<NetworkCollectiveOpEstimate> EstimateNetworkCollectiveFromFlags(
     const FlagValues& flags, const NetworkSpec& network);
 
+// With --network and --concurrent: the main collective (from NPU 0) and each --concurrent one
+// started together, alone and beside the others.
+absl::StatusOr<ConcurrentCollectivesEstimate> EstimateConcurrentFromFlags(
+    const FlagValues& flags, const NetworkSpec& network);
+
 }  // namespace projector
 
 #endif  // PROJECTOR_STUDIES_ESTIMATE_FLAGS_H_

@@ -299,3 +299,50 @@ TEST(CollectiveLibraryTest, AutoRunsWhatTheLibraryRuns) {
 
 }  // namespace
 }  // namespace projector
+
+namespace projector {
+namespace {
+
+// Two collectives at once on a switch of 8 at 100 GB/s (library none, no latency): a direct
+// all-reduce and an all-to-all of 1 GB over the same 8 NPUs. Every NPU link carries 7 + 7
+// transfers of 1/8 GB, so each moves at 100/14 GB/s: both finish their first step at 17.5 ms;
+// the all-reduce's second step then runs alone, 8.75 ms. Alone: 17.5 ms and 8.75 ms.
+TEST(ConcurrentCollectivesTest, SharedLinksSlowBoth) {
+  const Topology t = Build({Dim(TopologyKind::kSwitch, 8, 100)});
+  NetworkCollectives collectives(t);
+  const NetworkCollectiveRequest requests[] = {
+      {.kind = CollectiveKind::kAllReduce, .bytes = Bytes(kGB), .ranks = FirstRanks(8),
+       .algorithm = Algo::kDirect},
+      {.kind = CollectiveKind::kAllToAll, .bytes = Bytes(kGB), .ranks = FirstRanks(8),
+       .algorithm = Algo::kDirect}};
+  const auto e = collectives.EstimateConcurrent(requests, Congestion::kAware);
+  ASSERT_THAT(e, IsOk());
+  ASSERT_EQ(e->size(), 2u);
+  EXPECT_NEAR((*e)[0].alone.time.value(), 17.5e-3, 1e-12);
+  EXPECT_NEAR((*e)[0].together.time.value(), 26.25e-3, 1e-12);
+  EXPECT_NEAR((*e)[1].alone.time.value(), 8.75e-3, 1e-12);
+  EXPECT_NEAR((*e)[1].together.time.value(), 17.5e-3, 1e-12);
+  // Congestion-unaware, the collectives do not slow each other: each keeps its time alone.
+  const auto unaware = collectives.EstimateConcurrent(requests, Congestion::kUnaware);
+  ASSERT_THAT(unaware, IsOk());
+  EXPECT_NEAR((*unaware)[0].together.time.value(), 17.5e-3, 1e-12);
+}
+
+// TP inside node 0 and DP across the rail of local rank 0 use different links: neither slows.
+TEST(ConcurrentCollectivesTest, DisjointLinksDoNotInterfere) {
+  const Topology t =
+      Build({Dim(TopologyKind::kSwitch, 8, 100), Dim(TopologyKind::kSwitch, 2, 10)});
+  NetworkCollectives collectives(t);
+  const NetworkCollectiveRequest requests[] = {
+      {.kind = CollectiveKind::kAllReduce, .bytes = Bytes(kGB), .ranks = FirstRanks(8)},
+      {.kind = CollectiveKind::kAllGather, .bytes = Bytes(kGB), .ranks = {0, 8}}};
+  const auto e = collectives.EstimateConcurrent(requests, Congestion::kAware);
+  ASSERT_THAT(e, IsOk());
+  for (const ConcurrentEstimate& c : *e) {
+    EXPECT_NEAR(c.together.time.value(), c.alone.time.value(), 1e-12);
+  }
+  EXPECT_NEAR((*e)[1].together.time.value(), 50e-3, 1e-12);
+}
+
+}  // namespace
+}  // namespace projector
