@@ -32,7 +32,9 @@ absl::Status RejectForeignKeys(JsonObject& o, TopologyKind kind) {
               {"bidirectional", kind == TopologyKind::kRing, "ring"},
               {"radix", kind == TopologyKind::kFatTree, "fat_tree"},
               {"oversubscription", kind == TopologyKind::kFatTree, "fat_tree"},
-              {"in_network_reduction_gbps", kind == TopologyKind::kSwitch, "switch"}};
+              {"in_network_reduction_gbps", kind == TopologyKind::kSwitch, "switch"},
+              {"rail_optimized", kind == TopologyKind::kSwitch || kind == TopologyKind::kFatTree,
+               "switch and fat_tree"}};
   for (const auto& k : keys) {
     if (!k.allowed && o.Has(k.key)) {
       return o.FieldError(k.key, absl::StrCat("applies to ", std::string(k.owner), " only, not to ",
@@ -67,6 +69,7 @@ absl::StatusOr<NetworkDimension> ReadDimension(JsonObject o) {
     PROJECTOR_ASSIGN_OR_RETURN(dim.oversubscription, o.NumberOr("oversubscription", 1.0));
   }
   PROJECTOR_ASSIGN_OR_RETURN(dim.efficiency, o.NumberOr("efficiency", 1.0));
+  PROJECTOR_ASSIGN_OR_RETURN(dim.rail_optimized, o.BoolOr("rail_optimized", true));
   static const std::vector<std::string> kLinkTypes(std::begin(kLinkTypeNames),
                                                    std::end(kLinkTypeNames));
   PROJECTOR_ASSIGN_OR_RETURN(const std::string link_type, o.EnumOr("link_type", kLinkTypes, "auto"));
@@ -223,6 +226,7 @@ nlohmann::json NetworkSpecJson(const NetworkSpec& spec) {
     d["links"] = dim.links;
     d["efficiency"] = dim.efficiency;
     if (dim.link_type != LinkType::kAuto) d["link_type"] = LinkTypeName(dim.link_type);
+    if (!dim.rail_optimized) d["rail_optimized"] = false;
     if (dim.in_network_reduction.value() > 0) {
       d["in_network_reduction_gbps"] = dim.in_network_reduction.value() / 1e9;
     }

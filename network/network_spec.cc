@@ -44,6 +44,14 @@ LeafPorts FatTreeLeafPorts(const NetworkDimension& dim) {
   return {.down = clamped, .up = std::max<int64_t>(1, dim.radix - clamped)};
 }
 
+int64_t FabricHosts(const NetworkSpec& spec, size_t d) {
+  int64_t hosts = spec.dimensions[d].npus;
+  if (!spec.dimensions[d].rail_optimized) {
+    for (size_t inner = 0; inner < d; ++inner) hosts *= spec.dimensions[inner].npus;
+  }
+  return hosts;
+}
+
 int64_t FatTreeCapacity(const NetworkDimension& dim) {
   return FatTreeLeafPorts(dim).down * std::max<int64_t>(1, dim.radix / 2) * dim.radix;
 }
@@ -68,7 +76,8 @@ absl::Status ValidateGrid(const NetworkDimension& dim, std::string_view origin, 
   return absl::OkStatus();
 }
 
-absl::Status ValidateFatTree(const NetworkDimension& dim, std::string_view origin, size_t index) {
+absl::Status ValidateFatTree(const NetworkDimension& dim, int64_t hosts, std::string_view origin,
+                             size_t index) {
   if (dim.radix < 2) {
     return DimensionError(origin, index, "radix",
                           absl::StrCat(dim.radix, " ports; a fat tree's switches need >= 2"));
@@ -79,17 +88,17 @@ absl::Status ValidateFatTree(const NetworkDimension& dim, std::string_view origi
                                        "; accepted: >= 1 (down:up ports of a leaf, 1 = "
                                        "non-blocking)"));
   }
-  if (dim.npus > FatTreeCapacity(dim)) {
+  if (hosts > FatTreeCapacity(dim)) {
     return DimensionError(
         origin, index, "npus",
-        absl::StrCat(dim.npus, " NPUs do not fit a three-tier fat tree of radix ", dim.radix,
+        absl::StrCat(hosts, " NPUs do not fit a three-tier fat tree of radix ", dim.radix,
                      " (at most ", FatTreeCapacity(dim), "); raise radix or add a dimension"));
   }
   return absl::OkStatus();
 }
 
-absl::Status ValidateDimension(const NetworkDimension& dim, std::string_view origin,
-                               size_t index) {
+absl::Status ValidateDimension(const NetworkDimension& dim, int64_t hosts,
+                               std::string_view origin, size_t index) {
   if (dim.npus < 1) return DimensionError(origin, index, "npus", "must be an integer >= 1");
   if (!(dim.link_bandwidth.value() > 0) || !std::isfinite(dim.link_bandwidth.value())) {
     return DimensionError(origin, index, "bandwidth_gbps",
@@ -109,6 +118,16 @@ absl::Status ValidateDimension(const NetworkDimension& dim, std::string_view ori
                           "only a switch reduces in the network; this dimension is a " +
                               std::string(TopologyName(dim.topology)));
   }
+  if (!dim.rail_optimized) {
+    if (dim.topology != TopologyKind::kSwitch && dim.topology != TopologyKind::kFatTree) {
+      return DimensionError(origin, index, "rail_optimized",
+                            "false needs a switch or fat_tree fabric to share");
+    }
+    if (index == 0) {
+      return DimensionError(origin, index, "rail_optimized",
+                            "dimension 0 has no inner NPUs to share a fabric with");
+    }
+  }
   if (!(dim.efficiency > 0 && dim.efficiency <= 1)) {
     return DimensionError(origin, index, "efficiency",
                           absl::StrCat(dim.efficiency, "; accepted: a fraction in (0, 1]"));
@@ -118,7 +137,7 @@ absl::Status ValidateDimension(const NetworkDimension& dim, std::string_view ori
     case TopologyKind::kTorus2d:
       return ValidateGrid(dim, origin, index);
     case TopologyKind::kFatTree:
-      return ValidateFatTree(dim, origin, index);
+      return ValidateFatTree(dim, hosts, origin, index);
     case TopologyKind::kRing:
     case TopologyKind::kFullyConnected:
     case TopologyKind::kSwitch:
@@ -138,7 +157,12 @@ absl::Status ValidateNetworkSpec(const NetworkSpec& spec, std::string_view origi
   constexpr int64_t kMaxNpus = int64_t{1} << 24;
   int64_t npus = 1;
   for (size_t i = 0; i < spec.dimensions.size(); ++i) {
-    if (absl::Status s = ValidateDimension(spec.dimensions[i], origin, i); !s.ok()) return s;
+    const int64_t hosts = spec.dimensions[i].rail_optimized
+                              ? spec.dimensions[i].npus
+                              : std::min(spec.dimensions[i].npus, kMaxNpus + 1) * npus;
+    if (absl::Status s = ValidateDimension(spec.dimensions[i], hosts, origin, i); !s.ok()) {
+      return s;
+    }
     npus *= std::min(spec.dimensions[i].npus, kMaxNpus + 1);
     if (npus > kMaxNpus) {
       return DimensionError(origin, i, "npus",

@@ -44,6 +44,11 @@ struct NetworkDimension {
   BytesPerSecond link_bandwidth;
   int64_t links = 1;
   Seconds link_latency;  // one hop (one link), per message
+  // switch and fat_tree beyond dimension 0: one fabric per position in the inner dimensions (a
+  // rail per local GPU rank, rail-optimised: true), or one fabric that every NPU of the inner
+  // dimensions shares (false: a node's NICs all go to the same leaves, and a route between
+  // nodes takes the fabric directly instead of first moving inside the node).
+  bool rail_optimized = true;
   // fat_tree: switch ports, and the leaf switches' down:up port ratio (1 = non-blocking).
   int64_t radix = 0;
   double oversubscription = 1;
@@ -83,6 +88,9 @@ LeafPorts FatTreeLeafPorts(const NetworkDimension& dim);
 // The most NPUs a fat tree of this radix and oversubscription holds in three tiers of folded
 // Clos: leaf down ports · (radix / 2 leaves per pod) · (radix pods).
 int64_t FatTreeCapacity(const NetworkDimension& dim);
+// NPUs attached to one fabric of dimension `d`: its NPU count, times the NPUs of the inner
+// dimensions when it is not rail-optimised.
+int64_t FabricHosts(const NetworkSpec& spec, size_t d);
 
 }  // namespace projector
 

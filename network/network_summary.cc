@@ -45,7 +45,7 @@ NetworkSummary Summarize(const Topology& topology) {
                          .dimensions = {}};
   for (size_t d = 0; d < spec.dimensions.size(); ++d) {
     const NetworkDimension& dim = spec.dimensions[d];
-    const int64_t instances = topology.npu_count() / dim.npus;
+    const int64_t instances = topology.Instances(d);
     int64_t switches = 0;
     for (int64_t node = topology.npu_count(); node < topology.node_count(); ++node) {
       if (topology.DescribeNode(node).dimension == static_cast<int32_t>(d)) ++switches;

@@ -22,13 +22,21 @@ Topology::Topology(NetworkSpec spec) : spec_(std::move(spec)) {
   npu_count_ = spec_.NpuCount();
   int64_t stride = 1;
   int64_t next_switch = npu_count_;
-  for (const NetworkDimension& dim : spec_.dimensions) {
-    DimensionLayout layout{.stride = stride, .instances = npu_count_ / dim.npus};
+  for (size_t d = 0; d < spec_.dimensions.size(); ++d) {
+    const NetworkDimension& dim = spec_.dimensions[d];
+    DimensionLayout layout{.stride = stride,
+                           .instances = npu_count_ / dim.npus,
+                           .hosts = dim.npus,
+                           .shared = !dim.rail_optimized};
+    if (layout.shared) {
+      layout.hosts = FabricHosts(spec_, d);
+      layout.instances = npu_count_ / layout.hosts;
+    }
     if (dim.npus > 1 && dim.topology == TopologyKind::kSwitch) layout.switches_per_instance = 1;
     if (dim.npus > 1 && dim.topology == TopologyKind::kFatTree) {
       const LeafPorts ports = FatTreeLeafPorts(dim);
       const int64_t half = std::max<int64_t>(1, dim.radix / 2);
-      layout.leaves = CeilDiv(dim.npus, ports.down);
+      layout.leaves = CeilDiv(layout.hosts, ports.down);
       if (layout.leaves == 1) {
         layout.tiers = 1;
         layout.switches_per_instance = 1;
@@ -56,14 +64,22 @@ int64_t Topology::Coordinate(int64_t npu, size_t dimension) const {
   return (npu / strides_[dimension]) % spec_.dimensions[dimension].npus;
 }
 
+int64_t Topology::LocalIndex(int64_t npu, size_t dimension) const {
+  const DimensionLayout& layout = layouts_[dimension];
+  return layout.shared ? npu % layout.hosts : Coordinate(npu, dimension);
+}
+
 int64_t Topology::Member(int64_t npu, size_t dimension, int64_t local) const {
+  const DimensionLayout& layout = layouts_[dimension];
+  if (layout.shared) return npu - npu % layout.hosts + local;
   return npu + (local - Coordinate(npu, dimension)) * strides_[dimension];
 }
 
 int64_t Topology::SwitchOf(int64_t npu, size_t dimension, int64_t index) const {
   const DimensionLayout& layout = layouts_[dimension];
   const int64_t block = layout.stride * spec_.dimensions[dimension].npus;
-  const int64_t instance = (npu / block) * layout.stride + npu % layout.stride;
+  const int64_t instance =
+      layout.shared ? npu / layout.hosts : (npu / block) * layout.stride + npu % layout.stride;
   return layout.first_switch + instance * layout.switches_per_instance + index;
 }
 
@@ -137,12 +153,11 @@ void Topology::AddConnection(int64_t a, int64_t b, size_t dimension) {
 // One instance per loop turn: `first` is its NPU with coordinate 0 in this dimension.
 void Topology::BuildDimension(size_t dimension) {
   const NetworkDimension& dim = spec_.dimensions[dimension];
-  const int64_t n = dim.npus;
-  if (n < 2) return;
-  const int64_t stride = strides_[dimension];
+  if (dim.npus < 2) return;
+  const int64_t n = layouts_[dimension].hosts;
   for (int64_t first = 0; first < npu_count_; ++first) {
-    if (Coordinate(first, dimension) != 0) continue;
-    const auto npu = [&](int64_t local) { return first + local * stride; };
+    if (LocalIndex(first, dimension) != 0) continue;
+    const auto npu = [&](int64_t local) { return Member(first, dimension, local); };
     switch (dim.topology) {
       case TopologyKind::kRing:
         for (int64_t i = 0; i < n; ++i) {
@@ -247,8 +262,8 @@ void Topology::RouteFatTree(int64_t from, int64_t to, size_t dimension,
   const DimensionLayout& layout = layouts_[dimension];
   const LeafPorts ports = FatTreeLeafPorts(dim);
   const int64_t half = std::max<int64_t>(1, dim.radix / 2);
-  const int64_t a = Coordinate(from, dimension);
-  const int64_t b = Coordinate(to, dimension);
+  const int64_t a = LocalIndex(from, dimension);
+  const int64_t b = LocalIndex(to, dimension);
   const auto sw = [&](int64_t index) { return SwitchOf(from, dimension, index); };
   const int64_t leaf_a = a / ports.down;
   const int64_t leaf_b = b / ports.down;
@@ -324,6 +339,16 @@ void Topology::RouteInDimension(int64_t from, int64_t to, size_t dimension,
 
 void Topology::Route(int64_t from, int64_t to, std::vector<int32_t>& path) const {
   path.clear();
+  // A shared (not rail-optimised) fabric reaches every NPU of its block: when the outermost
+  // dimension the two differ in is one, the route takes it directly.
+  for (size_t d = spec_.dimensions.size(); d-- > 0;) {
+    if (Coordinate(from, d) == Coordinate(to, d)) continue;
+    if (layouts_[d].shared) {
+      RouteInDimension(from, to, d, path);
+      return;
+    }
+    break;
+  }
   int64_t at = from;
   for (size_t d = 0; d < spec_.dimensions.size(); ++d) {
     const int64_t delta = Coordinate(to, d) - Coordinate(at, d);
@@ -390,9 +415,12 @@ int64_t Topology::DimensionDiameter(size_t dimension) const {
 }
 
 int64_t Topology::Diameter() const {
-  int64_t hops = 0;
-  for (size_t d = 0; d < spec_.dimensions.size(); ++d) hops += DimensionDiameter(d);
-  return hops;
+  int64_t inner = 0;
+  for (size_t d = 0; d + 1 < spec_.dimensions.size(); ++d) inner += DimensionDiameter(d);
+  const size_t outermost = spec_.dimensions.size() - 1;
+  // NPUs that differ in a shared outermost fabric take it directly; others cross the inner ones.
+  if (layouts_[outermost].shared) return std::max(inner, DimensionDiameter(outermost));
+  return inner + DimensionDiameter(outermost);
 }
 
 // One instance cut into halves, links counted one way across the cut:
@@ -413,7 +441,7 @@ BytesPerSecond Topology::DimensionBisection(size_t dimension) const {
       crossing = static_cast<double>((n / 2) * (n - n / 2));
       break;
     case TopologyKind::kSwitch:
-      crossing = static_cast<double>(n / 2);
+      crossing = static_cast<double>(layouts_[dimension].hosts / 2);
       break;
     case TopologyKind::kMesh2d:
     case TopologyKind::kTorus2d: {
@@ -425,8 +453,9 @@ BytesPerSecond Topology::DimensionBisection(size_t dimension) const {
     }
     case TopologyKind::kFatTree: {
       const DimensionLayout& layout = layouts_[dimension];
-      const int64_t uplinks = layout.tiers > 1 ? layout.leaves * FatTreeLeafPorts(dim).up : n;
-      crossing = static_cast<double>(std::min(n / 2, uplinks / 2));
+      const int64_t hosts = layout.hosts;
+      const int64_t uplinks = layout.tiers > 1 ? layout.leaves * FatTreeLeafPorts(dim).up : hosts;
+      crossing = static_cast<double>(std::min(hosts / 2, uplinks / 2));
       break;
     }
   }

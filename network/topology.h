@@ -10,6 +10,8 @@
 //   torus2d   XY, each axis the shorter way round (wrap links)     |   |   |   |
 //   fat_tree  up to the lowest common tier and down (the up-link   4 - 5 - 6 - 7   1 -> 7:
 //             picked by the destination, D-mod-k)                  ...             1, 2, 3, 7
+// A shared (not rail-optimised) fabric reaches every NPU of its block directly: when it is the
+// outermost dimension two NPUs differ in, the route takes it without crossing the inner ones.
 //
 // ShortestRoute (breadth-first search) is the fallback that any routing can be checked against.
 // Immutable after Build; routing allocates only the caller's path vector.
@@ -63,6 +65,8 @@ class Topology {
   int64_t Stride(size_t dimension) const { return strides_[dimension]; }
   // Tiers of a fat-tree dimension's switches (1, 2 or 3); 0 for other topologies.
   int FatTreeTiers(size_t dimension) const;
+  // Instances of a dimension's fabric (fewer when it is shared, not rail-optimised).
+  int64_t Instances(size_t dimension) const { return layouts_[dimension].instances; }
 
   // The link ids from `from` to `to` (NPU ids), dimension-order routed; empty when equal.
   // Precondition: both in [0, npu_count()).
@@ -82,7 +86,8 @@ class Topology {
 
   // Most hops of a dimension-order route between two NPUs: the sum of each dimension's
   // diameter (ring n/2 or n-1 one way, fully connected 1, switch 2, mesh (x-1)+(y-1),
-  // torus x/2+y/2, fat tree 2 per tier).
+  // torus x/2+y/2, fat tree 2 per tier); with a shared (not rail-optimised) outermost fabric,
+  // the larger of it and the inner dimensions' sum.
   int64_t Diameter() const;
   int64_t DimensionDiameter(size_t dimension) const;
   // Bandwidth across the worst cut into two halves of the NPUs, one direction: the least over
@@ -94,6 +99,8 @@ class Topology {
   struct DimensionLayout {
     int64_t stride = 1;
     int64_t instances = 1;
+    int64_t hosts = 1;    // NPUs on one instance's fabric (npus, or npus x inner NPUs shared)
+    bool shared = false;  // not rail-optimised: one fabric for every inner position
     int64_t first_switch = 0;        // node id of instance 0's first switch
     int64_t switches_per_instance = 0;
     int64_t leaves = 0;              // fat tree: leaf switches, pods, tiers
@@ -105,7 +112,9 @@ class Topology {
   void AddLink(int64_t from, int64_t to, size_t dimension);
   void AddConnection(int64_t a, int64_t b, size_t dimension);
   void IndexLinks();
-  // Node id of local index `local` in the instance of `dimension` holding NPU `npu`.
+  // An NPU's index on its instance's fabric (its coordinate; on a shared fabric its offset in
+  // the block of NPUs the fabric serves), and the NPU at index `local` of that instance.
+  int64_t LocalIndex(int64_t npu, size_t dimension) const;
   int64_t Member(int64_t npu, size_t dimension, int64_t local) const;
   int64_t SwitchOf(int64_t npu, size_t dimension, int64_t index) const;
   void RouteInDimension(int64_t from, int64_t to, size_t dimension,

@@ -157,3 +157,29 @@ TEST(NetworkFileTest, MissingFileIsNotFound) {
 
 }  // namespace
 }  // namespace projector
+
+namespace projector {
+namespace {
+
+TEST(NetworkFileTest, RailOptimizedOnlyForAnOuterSwitchOrFatTree) {
+  EXPECT_THAT(LoadError("r0.json", R"({"dimensions": [{"topology": "switch", "npus": 8,
+      "rail_optimized": false, "bandwidth_gbps": 100, "latency_ns": 500}]})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/dimensions/0/rail_optimized"),
+                             HasSubstr("no inner NPUs"))));
+  EXPECT_THAT(LoadError("r1.json", R"({"dimensions": [{"topology": "switch", "npus": 8,
+      "bandwidth_gbps": 100, "latency_ns": 500}, {"topology": "ring", "npus": 4,
+      "rail_optimized": false, "bandwidth_gbps": 50, "latency_ns": 500}]})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/dimensions/1/rail_optimized"),
+                             HasSubstr("applies to switch and fat_tree only"))));
+  // The shared tree holds every NPU of the inner dimensions: 8 x 32 = 256 > 128 for radix 8.
+  EXPECT_THAT(LoadError("r2.json", R"({"dimensions": [{"topology": "switch", "npus": 8,
+      "bandwidth_gbps": 100, "latency_ns": 500}, {"topology": "fat_tree", "npus": 32,
+      "radix": 8, "rail_optimized": false, "bandwidth_gbps": 50, "latency_ns": 500}]})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/dimensions/1/npus"), HasSubstr("256 NPUs"))));
+}
+
+}  // namespace
+}  // namespace projector

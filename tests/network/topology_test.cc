@@ -195,3 +195,31 @@ TEST(TopologyTest, ParallelLinksMultiplyAConnection) {
 
 }  // namespace
 }  // namespace projector
+
+namespace projector {
+namespace {
+
+// {switch 8} x {fat tree of 4 nodes, radix 8}, not rail-optimised: one tree of 32 host ports
+// (leaves of 4 down / 4 up: 8 leaves <= radix, two tiers, 4 spines), a node's 8 NPUs on leaves
+// 2k and 2k+1. NPU 0 -> 11 (node 1, local rank 3) takes the tree directly: leaf 0, spine
+// 11 mod 4 = 3, leaf 2, NPU 11. Rail-optimised, it first crosses the NVSwitch to local rank 3.
+TEST(TopologyTest, SharedScaleOutFabricIsOneTreeForEveryRank) {
+  NetworkDimension nodes = FatTree(4, 8);
+  nodes.rail_optimized = false;
+  const Topology shared = Build({Dim(TopologyKind::kSwitch, 8), nodes});
+  EXPECT_EQ(shared.Instances(1), 1);
+  EXPECT_EQ(shared.FatTreeTiers(1), 2);
+  EXPECT_EQ(shared.switch_count(), 4 + 8 + 4);  // 4 NVSwitches, 8 leaves, 4 spines
+  EXPECT_EQ(shared.LinkCount(1), 2 * (32 + 8 * 4));
+  // Nodes 32..35 are the NVSwitches, 36..43 the leaves, 44..47 the spines.
+  EXPECT_THAT(RouteNodes(shared, 0, 11), ElementsAre(0, 36, 47, 38, 11));
+  EXPECT_EQ(shared.Diameter(), 4);  // max(2 through a node's NVSwitch, 4 through the tree)
+  const Topology rails = Build({Dim(TopologyKind::kSwitch, 8), FatTree(4, 8)});
+  EXPECT_EQ(rails.Instances(1), 8);
+  EXPECT_THAT(rails.PathNodes(0, rails.Route(0, 11)).size(), 5u);
+  EXPECT_EQ(rails.Route(0, 11).size(), 4u);
+  EXPECT_EQ(rails.LinkBetween(0, 32), rails.Route(0, 11)[0]);  // NVSwitch first
+}
+
+}  // namespace
+}  // namespace projector
