@@ -42,9 +42,8 @@ std::vector<int64_t> AllRanks(int64_t n) {
 void BM_WarmAllReduce1024(benchmark::State& state) {
   const Topology topology(ThreeDimensional());
   NetworkCollectives collectives(topology);
-  NetworkCollectiveRequest request{.kind = CollectiveKind::kAllReduce,
-                                   .bytes = Bytes(1 << 20),
-                                   .ranks = AllRanks(1024)};
+  NetworkCollectiveRequest request{
+      .kind = CollectiveKind::kAllReduce, .bytes = Bytes(1 << 20), .ranks = AllRanks(1024)};
   benchmark::DoNotOptimize(collectives.Estimate(request));  // plans the group once
   double bytes = 1 << 20;
   for (auto _ : state) {
@@ -59,9 +58,8 @@ void BM_PlanAllReduce1024(benchmark::State& state) {
   const Topology topology(ThreeDimensional());
   for (auto _ : state) {
     NetworkCollectives collectives(topology);
-    benchmark::DoNotOptimize(collectives.Estimate({.kind = CollectiveKind::kAllReduce,
-                                                   .bytes = Bytes(1 << 30),
-                                                   .ranks = AllRanks(1024)}));
+    benchmark::DoNotOptimize(collectives.Estimate(
+        {.kind = CollectiveKind::kAllReduce, .bytes = Bytes(1 << 30), .ranks = AllRanks(1024)}));
   }
   state.SetLabel("ring, halving-doubling, tree and hierarchical planned on the flow model");
 }

@@ -62,7 +62,8 @@ absl::StatusOr<NetworkSpec> SpecFromFlags(const FlagValues& flags) {
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<NetworkSpec> spec, NetworkFromFlags(flags));
   if (spec) {
     for (const char* name : {"gpu-arch", "gpus-per-node", "num-gpus"}) {
-      if (Given(flags, name)) return FlagError(name, "give --network FILE or a GPU profile, not both");
+      if (Given(flags, name))
+        return FlagError(name, "give --network FILE or a GPU profile, not both");
     }
     return *std::move(spec);
   }
@@ -72,9 +73,9 @@ absl::StatusOr<NetworkSpec> SpecFromFlags(const FlagValues& flags) {
                      "--num-gpus N for a GPU profile's built-in network");
   }
   PROJECTOR_ASSIGN_OR_RETURN(const HardwareProfile hw, HardwareFromFlags(flags));
-  PROJECTOR_ASSIGN_OR_RETURN(const int64_t num_gpus,
-                             IntFlag(flags, "num-gpus", {.max = int64_t{1} << 24},
-                                     hw.gpus_per_node));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      const int64_t num_gpus,
+      IntFlag(flags, "num-gpus", {.max = int64_t{1} << 24}, hw.gpus_per_node));
   absl::StatusOr<NetworkSpec> built = NetworkFromHardware(hw, num_gpus);
   if (!built.ok()) return FlagError("num-gpus", built.status().message());
   return built;
@@ -90,9 +91,9 @@ absl::Status RunRoute(const FlagValues& flags, const Topology& topology, bool as
   const std::string routing = StringFlag(flags, "routing");
   if (routing != "dimension_order" && routing != "shortest") {
     const std::vector<std::string> rules = {"dimension_order", "shortest"};
-    return FlagError("routing", absl::StrCat("unknown rule '", routing, "'",
-                                             DidYouMean(routing, rules),
-                                             "; accepted: dimension_order, shortest"));
+    return FlagError("routing",
+                     absl::StrCat("unknown rule '", routing, "'", DidYouMean(routing, rules),
+                                  "; accepted: dimension_order, shortest"));
   }
   const RouteSummary route = DescribeRoute(topology, from, to, routing == "shortest");
   io.out << (as_json ? RouteJson(route).dump(2) + "\n" : RouteText(route));
@@ -111,7 +112,8 @@ absl::Status RunNetworkCommand(int argc, char** argv, const Output& io) {
   if (std::find(actions.begin(), actions.end(), action) == actions.end()) {
     return absl::InvalidArgumentError(
         action.empty()
-            ? "network: which action? accepted: show, route, export, validate (see project network --help)"
+            ? "network: which action? accepted: show, route, export, validate (see project network "
+              "--help)"
             : absl::StrCat("network: unknown action '", action, "'", DidYouMean(action, actions),
                            "; accepted: show, route, export, validate"));
   }

@@ -38,11 +38,11 @@ struct StepCounts {
 };
 
 struct ProtocolCost {
-  Seconds base;                 // once per collective
-  Seconds per_nvlink_step;      // per step over each link type
+  Seconds base;             // once per collective
+  Seconds per_nvlink_step;  // per step over each link type
   Seconds per_pcie_step;
   Seconds per_network_step;
-  double bandwidth_share = 1;   // of the links' bandwidth the protocol carries data at
+  double bandwidth_share = 1;  // of the links' bandwidth the protocol carries data at
 
   Seconds StepLatency(const StepCounts& steps) const;
 };

@@ -3,23 +3,23 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <memory>
 #include <optional>
-#include <cstddef>
 #include <span>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
-#include "absl/types/span.h"
-#include "network/collective_library.h"
-#include "core/status_macros.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "core/status_macros.h"
+#include "network/collective_library.h"
 
 namespace projector {
 namespace {
@@ -118,8 +118,8 @@ Steps DirectSteps(CollectiveKind kind, std::span<const int64_t> g, double s) {
 Step ExchangeStep(std::span<const int64_t> g, int64_t distance, double bytes) {
   Step step;
   for (size_t i = 0; i < g.size(); ++i) {
-    step.flows.push_back({.src = g[i], .dst = g[i ^ static_cast<size_t>(distance)],
-                          .bytes = bytes});
+    step.flows.push_back(
+        {.src = g[i], .dst = g[i ^ static_cast<size_t>(distance)], .bytes = bytes});
   }
   return step;
 }
@@ -196,32 +196,60 @@ Steps NvlsSteps(std::span<const int64_t> g, double s) {
 }
 
 // How the group lies on the dimensions: the dimensions where its ranks differ, and for each the
-// sub-groups (ranks equal in every other coordinate), when the group is their product.
+// sub-groups (ranks equal in every other coordinate), when the group is their product. A 2D mesh
+// or torus counts as two: its x axis and its y axis (rows and columns of the grid), so a
+// hierarchical collective can run along the rows, then the columns, as on a TPU-style torus.
 struct GroupShape {
-  std::vector<int32_t> dimensions;              // innermost first
-  std::vector<std::vector<std::vector<int64_t>>> subgroups;  // per spanned dimension
+  std::vector<int32_t> dimensions;  // innermost first (a grid's twice: x, then y)
+  std::vector<int8_t> axes;         // per entry: -1 the whole dimension, 0 x, 1 y
+  std::vector<std::vector<std::vector<int64_t>>> subgroups;  // per entry
   bool product = false;
 };
+
+bool IsGrid(const NetworkDimension& dim) {
+  return dim.topology == TopologyKind::kMesh2d || dim.topology == TopologyKind::kTorus2d;
+}
+
+// The coordinate of `npu` along one entry, and the id distance of one step along it.
+int64_t AxisCoordinate(const Topology& topology, int64_t npu, int32_t d, int8_t axis) {
+  const int64_t c = topology.Coordinate(npu, d);
+  if (axis < 0) return c;
+  const int64_t x = topology.spec().dimensions[d].x;
+  return axis == 0 ? c % x : c / x;
+}
+
+int64_t AxisStride(const Topology& topology, int32_t d, int8_t axis) {
+  return axis == 1 ? topology.Stride(d) * topology.spec().dimensions[d].x : topology.Stride(d);
+}
 
 GroupShape ShapeOf(const Topology& topology, std::span<const int64_t> g) {
   GroupShape shape;
   const size_t dims = topology.spec().dimensions.size();
   int64_t product = 1;
   for (size_t d = 0; d < dims; ++d) {
-    absl::flat_hash_set<int64_t> coords;
-    for (const int64_t npu : g) coords.insert(topology.Coordinate(npu, d));
-    if (coords.size() < 2) continue;
-    shape.dimensions.push_back(static_cast<int32_t>(d));
-    product *= static_cast<int64_t>(coords.size());
+    const bool grid = IsGrid(topology.spec().dimensions[d]);
+    for (const int8_t axis : grid ? std::vector<int8_t>{0, 1} : std::vector<int8_t>{-1}) {
+      absl::flat_hash_set<int64_t> coords;
+      for (const int64_t npu : g) {
+        coords.insert(AxisCoordinate(topology, npu, static_cast<int32_t>(d), axis));
+      }
+      if (coords.size() < 2) continue;
+      shape.dimensions.push_back(static_cast<int32_t>(d));
+      shape.axes.push_back(axis);
+      product *= static_cast<int64_t>(coords.size());
+    }
   }
   shape.product = product == static_cast<int64_t>(g.size());
   if (!shape.product) return shape;
-  for (const int32_t d : shape.dimensions) {
+  for (size_t j = 0; j < shape.dimensions.size(); ++j) {
+    const int32_t d = shape.dimensions[j];
+    const int8_t axis = shape.axes[j];
     // Members equal in every other coordinate form one sub-group, in rank order.
     std::vector<std::vector<int64_t>> groups;
-    absl::flat_hash_map<int64_t, size_t> index_of;  // the NPU with coordinate 0 in d -> group
+    absl::flat_hash_map<int64_t, size_t> index_of;  // the member at coordinate 0 -> group
     for (const int64_t npu : g) {
-      const int64_t base = npu - topology.Coordinate(npu, d) * topology.Stride(d);
+      const int64_t base =
+          npu - AxisCoordinate(topology, npu, d, axis) * AxisStride(topology, d, axis);
       auto [it, inserted] = index_of.emplace(base, groups.size());
       if (inserted) groups.emplace_back();
       groups[it->second].push_back(npu);
@@ -254,8 +282,8 @@ double BusBandwidthFactor(CollectiveKind kind, int64_t ranks) {
 std::vector<CollectiveAlgorithm> NetworkAlgorithmsFor(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce:
-      return {Algo::kRing,        Algo::kDirect, Algo::kHalvingDoubling,
-              Algo::kTree,        Algo::kNvls,   Algo::kHierarchical};
+      return {Algo::kRing, Algo::kDirect, Algo::kHalvingDoubling,
+              Algo::kTree, Algo::kNvls,   Algo::kHierarchical};
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
       return {Algo::kRing, Algo::kDirect, Algo::kHalvingDoubling, Algo::kHierarchical};
@@ -299,7 +327,6 @@ Steps FlatSteps(Algo algo, CollectiveKind kind, std::span<const int64_t> g, doub
   return {};
 }
 
-
 std::string KindWord(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce:
@@ -317,9 +344,6 @@ std::string KindWord(CollectiveKind kind) {
   }
   return "";
 }
-
-
-
 
 // One way to run one phase, as a line in S: time(S) = latency + seconds_per_byte · S.
 struct PhaseOption {
@@ -389,8 +413,7 @@ Steps MergedSteps(Algo algo, CollectiveKind kind, const std::vector<std::vector<
       continue;
     }
     for (size_t i = 0; i < merged.size() && i < steps.size(); ++i) {
-      merged[i].flows.insert(merged[i].flows.end(), steps[i].flows.begin(),
-                             steps[i].flows.end());
+      merged[i].flows.insert(merged[i].flows.end(), steps[i].flows.begin(), steps[i].flows.end());
     }
   }
   return merged;
@@ -453,8 +476,7 @@ StepCounts LatencySteps(Algo algo, CollectiveKind kind, int64_t steps, int64_t g
     return counts;
   }
   if (algo == Algo::kRing && span.outer_ranks > 1) {
-    const int64_t crossings =
-        (kind == CollectiveKind::kAllReduce ? 2 : 1) * (span.outer_ranks - 1);
+    const int64_t crossings = (kind == CollectiveKind::kAllReduce ? 2 : 1) * (span.outer_ranks - 1);
     AddSteps(counts, span.outer, D(std::min(crossings, steps)));
     AddSteps(counts, span.inner, D(steps - std::min(crossings, steps)));
     return counts;
@@ -463,8 +485,7 @@ StepCounts LatencySteps(Algo algo, CollectiveKind kind, int64_t steps, int64_t g
   return counts;
 }
 
-std::vector<PhaseOption> Options(FlowModel& model, std::span<const Algo> algos,
-                                 CollectiveKind kind,
+std::vector<PhaseOption> Options(FlowModel& model, std::span<const Algo> algos, CollectiveKind kind,
                                  const std::vector<std::vector<int64_t>>& groups, double share,
                                  Congestion congestion, const PhaseSpan& span) {
   std::vector<PhaseOption> options;
@@ -512,8 +533,7 @@ bool AutoOffers(const Topology& topology, Algo a, CollectiveKind kind, const Gro
   // (8 x MI300X: 312.9 of 448 GB/s, hardware_models.md 4.3), which a ring over two of them
   // cannot: it runs all-pairs kernels there, and direct stands for them.
   const bool full_mesh = shape.dimensions.size() == 1 && shape.dimensions[0] == 0 &&
-                         topology.spec().dimensions[0].topology ==
-                             TopologyKind::kFullyConnected;
+                         topology.spec().dimensions[0].topology == TopologyKind::kFullyConnected;
   if (library == CollectiveLibrary::kNccl && !point_to_point &&
       (a == Algo::kHalvingDoubling || (a == Algo::kDirect && !full_mesh))) {
     return false;
@@ -536,8 +556,7 @@ std::vector<Algo> FlatAlgorithms(const Topology& topology, Algo requested, Colle
 std::string DimensionWords(const Topology& topology, int32_t d) {
   const NetworkDimension& dim = topology.spec().dimensions[d];
   return absl::StrCat("dim ", d, " (",
-                      dim.label.empty() ? std::string(TopologyName(dim.topology)) : dim.label,
-                      ")");
+                      dim.label.empty() ? std::string(TopologyName(dim.topology)) : dim.label, ")");
 }
 
 // One phase of a hierarchical collective: `kind` on the sub-groups along spanned dimension j.
@@ -551,12 +570,13 @@ std::vector<PhasePlan> HierarchicalPlan(CollectiveKind kind, const GroupShape& s
   const size_t k = shape.dimensions.size();
   // Data a rank holds entering spanned dimension j on the way up: S / (m_0 ... m_{j-1}).
   std::vector<double> share(k, s);
-  for (size_t j = 1; j < k; ++j) share[j] = share[j - 1] / D(static_cast<int64_t>(
-                                                            shape.subgroups[j - 1][0].size()));
+  for (size_t j = 1; j < k; ++j)
+    share[j] = share[j - 1] / D(static_cast<int64_t>(shape.subgroups[j - 1][0].size()));
   std::vector<PhasePlan> plan;
   switch (kind) {
     case CollectiveKind::kAllReduce:
-      for (size_t j = 0; j + 1 < k; ++j) plan.push_back({CollectiveKind::kReduceScatter, j, share[j]});
+      for (size_t j = 0; j + 1 < k; ++j)
+        plan.push_back({CollectiveKind::kReduceScatter, j, share[j]});
       plan.push_back({CollectiveKind::kAllReduce, k - 1, share[k - 1]});
       for (size_t j = k - 1; j-- > 0;) plan.push_back({CollectiveKind::kAllGather, j, share[j]});
       break;
@@ -576,11 +596,11 @@ std::vector<PhasePlan> HierarchicalPlan(CollectiveKind kind, const GroupShape& s
   return plan;
 }
 
-
 // The sub-groups along one spanned dimension, as a shape of their own (for AutoOffersDirect).
 GroupShape AlongOneDimension(const GroupShape& shape, size_t j) {
   GroupShape along;
   along.dimensions = {shape.dimensions[j]};
+  along.axes = {shape.axes[j]};
   along.product = true;
   return along;
 }
@@ -595,14 +615,14 @@ std::optional<Plan> HierarchicalPlanFor(FlowModel& model, CollectiveKind kind,
   Plan plan{.algorithm = Algo::kHierarchical, .pipelined = true, .phases = {}};
   for (const PhasePlan& p : phases) {
     const std::vector<std::vector<int64_t>>& groups = shape.subgroups[p.j];
-    const std::vector<Algo> algos =
-        FlatAlgorithms(model.topology(), Algo::kAuto, p.kind, AlongOneDimension(shape, p.j),
-                       library);
+    const std::vector<Algo> algos = FlatAlgorithms(model.topology(), Algo::kAuto, p.kind,
+                                                   AlongOneDimension(shape, p.j), library);
+    const int8_t axis = shape.axes[p.j];
     PlannedPhase phase{
         .what = absl::StrCat(KindWord(p.kind), " along ",
-                             DimensionWords(model.topology(), shape.dimensions[p.j]), ", ",
-                             groups[0].size(), " ranks x ", groups.size(), " group",
-                             groups.size() == 1 ? "" : "s"),
+                             DimensionWords(model.topology(), shape.dimensions[p.j]),
+                             axis < 0 ? "" : (axis == 0 ? " x" : " y"), ", ", groups[0].size(),
+                             " ranks x ", groups.size(), " group", groups.size() == 1 ? "" : "s"),
         .dimension = shape.dimensions[p.j],
         .options = Options(model, algos, p.kind, groups, p.bytes, congestion,
                            SpanOf(model.topology(), AlongOneDimension(shape, p.j))),
@@ -682,9 +702,9 @@ struct EvalContext {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   CollectiveLibrary library = CollectiveLibrary::kNone;
   int64_t chunks = 1;
-  bool single_node = true;     // the group stays in one dimension-0 instance
-  int64_t nodes = 1;           // dimension-0 instances the group spans
-  int64_t ranks_per_node = 1;  // group ranks in each
+  bool single_node = true;       // the group stays in one dimension-0 instance
+  int64_t nodes = 1;             // dimension-0 instances the group spans
+  int64_t ranks_per_node = 1;    // group ranks in each
   bool crosses_network = false;  // a dimension it spans has network links
 };
 
@@ -722,18 +742,17 @@ NetworkCollectiveEstimate Evaluate(const Plan& plan, double bytes, bool describe
       made.options.push_back(chosen);
       const Seconds transfer = Seconds(chosen->seconds_per_byte * bytes) /
                                CostOf(library, chosen->algorithm, p, single_node).bandwidth_share;
-      e.phases.push_back({.what = describe ? absl::StrCat(phase.what, ": ",
-                                                          AlgoName(chosen->algorithm), ", ",
-                                                          chosen->steps, " step",
-                                                          chosen->steps == 1 ? "" : "s")
-                                           : std::string(),
-                          .dimension = phase.dimension,
-                          .algorithm = chosen->algorithm,
-                          .steps = chosen->steps,
-                          .time = chosen_time,
-                          .latency = chosen_time - transfer,
-                          .busiest_link = chosen->busiest_link,
-                          .busiest_utilisation = chosen->busiest_utilisation});
+      e.phases.push_back(
+          {.what = describe ? absl::StrCat(phase.what, ": ", AlgoName(chosen->algorithm), ", ",
+                                           chosen->steps, " step", chosen->steps == 1 ? "" : "s")
+                            : std::string(),
+           .dimension = phase.dimension,
+           .algorithm = chosen->algorithm,
+           .steps = chosen->steps,
+           .time = chosen_time,
+           .latency = chosen_time - transfer,
+           .busiest_link = chosen->busiest_link,
+           .busiest_utilisation = chosen->busiest_utilisation});
     }
     if (!complete) continue;
     if (plan.pipelined) {
@@ -770,8 +789,8 @@ NetworkCollectiveEstimate Evaluate(const Plan& plan, double bytes, bool describe
 
 absl::Status CheckRequest(const Topology& topology, const NetworkCollectiveRequest& r) {
   if (r.ranks.size() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a collective needs a group of at least 2 ranks, got ", r.ranks.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a collective needs a group of at least 2 ranks, got ", r.ranks.size()));
   }
   if (r.kind == CollectiveKind::kSendRecv && r.ranks.size() != 2) {
     return absl::InvalidArgumentError(
@@ -832,28 +851,34 @@ struct NetworkCollectives::PlanSet {
 };
 
 size_t NetworkCollectives::PlanKeyHash::operator()(const PlanLookup& k) const {
-  return absl::Hash<std::tuple<CollectiveKind, Algo, Congestion, CollectiveLibrary,
-                               absl::Span<const int64_t>>>{}(
+  return absl::Hash<
+      std::tuple<CollectiveKind, Algo, Congestion, CollectiveLibrary, absl::Span<const int64_t>>>{}(
       std::make_tuple(k.kind, k.algorithm, k.congestion, k.library,
                       absl::Span<const int64_t>(k.ranks.data(), k.ranks.size())));
 }
 
 bool NetworkCollectives::PlanKeyEq::operator()(const PlanLookup& a, const PlanLookup& b) const {
   return a.kind == b.kind && a.algorithm == b.algorithm && a.congestion == b.congestion &&
-         a.library == b.library && std::equal(a.ranks.begin(), a.ranks.end(), b.ranks.begin(), b.ranks.end());
+         a.library == b.library &&
+         std::equal(a.ranks.begin(), a.ranks.end(), b.ranks.begin(), b.ranks.end());
 }
 
 NetworkCollectives::NetworkCollectives(const Topology& topology) : flows_(topology) {}
 NetworkCollectives::~NetworkCollectives() = default;
 
-const NetworkCollectives::PlanSet& NetworkCollectives::PlansFor(
-    const NetworkCollectiveRequest& r) {
-  const PlanLookup lookup{.kind = r.kind, .algorithm = r.algorithm, .congestion = r.congestion,
-                          .library = r.library, .ranks = r.ranks};
+const NetworkCollectives::PlanSet& NetworkCollectives::PlansFor(const NetworkCollectiveRequest& r) {
+  const PlanLookup lookup{.kind = r.kind,
+                          .algorithm = r.algorithm,
+                          .congestion = r.congestion,
+                          .library = r.library,
+                          .ranks = r.ranks};
   auto it = plans_.find(lookup);
   if (it != plans_.end()) return *it->second;
-  PlanKey key{.kind = r.kind, .algorithm = r.algorithm, .congestion = r.congestion,
-              .library = r.library, .ranks = r.ranks};
+  PlanKey key{.kind = r.kind,
+              .algorithm = r.algorithm,
+              .congestion = r.congestion,
+              .library = r.library,
+              .ranks = r.ranks};
   auto set = std::make_unique<PlanSet>();
   if (absl::Status distinct = CheckDistinct(r.ranks); !distinct.ok()) {
     set->error = distinct;
@@ -873,11 +898,10 @@ const NetworkCollectives::PlanSet& NetworkCollectives::PlansFor(
     if (r.algorithm == Algo::kAuto && !AutoOffers(topology(), algo, r.kind, shape, r.library)) {
       continue;
     }
-    std::optional<Plan> plan = algo == Algo::kHierarchical
-                                   ? HierarchicalPlanFor(flows_, r.kind, shape, r.congestion,
-                                                         r.library)
-                                   : FlatPlanFor(flows_, algo, r.kind, r.ranks, r.congestion,
-                                                 shape);
+    std::optional<Plan> plan =
+        algo == Algo::kHierarchical
+            ? HierarchicalPlanFor(flows_, r.kind, shape, r.congestion, r.library)
+            : FlatPlanFor(flows_, algo, r.kind, r.ranks, r.congestion, shape);
     if (plan) set->plans.push_back(*std::move(plan));
   }
   if (set->plans.empty()) {
@@ -900,10 +924,9 @@ absl::StatusOr<NetworkCollectives::Chosen> NetworkCollectives::Choose(
       std::find(valid.begin(), valid.end(), request.algorithm) == valid.end()) {
     std::vector<std::string> names;
     for (const Algo a : valid) names.push_back(AlgoName(a));
-    return absl::UnimplementedError(absl::StrCat("no ", AlgoName(request.algorithm), " ",
-                                                 KindWord(request.kind),
-                                                 " on a network; accepted: auto, ",
-                                                 absl::StrJoin(names, ", ")));
+    return absl::UnimplementedError(
+        absl::StrCat("no ", AlgoName(request.algorithm), " ", KindWord(request.kind),
+                     " on a network; accepted: auto, ", absl::StrJoin(names, ", ")));
   }
   const PlanSet& set = PlansFor(request);
   if (set.plans.empty()) return set.error;
@@ -925,9 +948,11 @@ absl::StatusOr<NetworkCollectives::Chosen> NetworkCollectives::Choose(
     }
   }
   Choice choice;
-  Chosen chosen{.set = &set, .plan = best_plan, .protocol = Protocol::kSimple, .options = {},
-                .estimate = Evaluate(set.plans[best_plan], bytes, /*describe=*/true, ctx,
-                                     &choice)};
+  Chosen chosen{.set = &set,
+                .plan = best_plan,
+                .protocol = Protocol::kSimple,
+                .options = {},
+                .estimate = Evaluate(set.plans[best_plan], bytes, /*describe=*/true, ctx, &choice)};
   chosen.protocol = choice.protocol;
   const Plan& plan = set.plans[best_plan];
   for (size_t i = 0; i < choice.options.size(); ++i) {
@@ -953,8 +978,8 @@ namespace {
 // A collective's chosen plan unrolled into its steps, one after another (repeats expanded; the
 // phases of a hierarchical collective in order, not pipelined).
 std::vector<NetworkCollectives::LiveStep> Unroll(const Plan& plan, std::span<const size_t> options,
-                             Protocol protocol, double bytes, CollectiveLibrary library,
-                             bool single_node) {
+                                                 Protocol protocol, double bytes,
+                                                 CollectiveLibrary library, bool single_node) {
   std::vector<NetworkCollectives::LiveStep> steps;
   for (size_t i = 0; i < plan.phases.size(); ++i) {
     const PlannedPhase& phase = plan.phases[i];

@@ -15,11 +15,12 @@
 //                    every NPU link carries S each way, capped by the switch's reduction rate
 //   tree             NCCL's double binary tree: two trees of S/2 whose leaves are each other's
 //                    inner ranks, reduce up and broadcast down pipelined (all-reduce, broadcast)
-//   hierarchical     the multi-dimensional collective: reduce-scatter along the innermost
-//                    dimension the group spans, then the next on 1/n of the data, ..., an
-//                    all-reduce on the outermost, all-gathers back down (all-to-all: one
-//                    exchange per dimension); each dimension's phase takes its fastest flat
-//                    algorithm; `chunks` > 1 pipelines the phases
+//   hierarchical     the multi-dimensional collective (a 2D mesh or torus counts as its x and
+//                    y axes): reduce-scatter along the innermost dimension the group spans,
+//                    then the next on 1/n of the data, ..., an all-reduce on the outermost,
+//                    all-gathers back down (all-to-all: one exchange per dimension); each
+//                    dimension's phase takes its fastest flat algorithm; `chunks` > 1
+//                    pipelines the phases
 //   auto             the fastest of those that apply, as NCCL's tuner picks by size and group;
 //                    with the NCCL library, what NCCL runs (ring, tree, NVLS, hierarchical as
 //                    its multi-node stand-in), each at its fastest protocol
@@ -59,12 +60,12 @@ struct NetworkCollectiveRequest {
 };
 
 struct CollectivePhase {
-  std::string what;   // "reduce-scatter along dim 0 (switch), 8 ranks x 128 groups"
+  std::string what;        // "reduce-scatter along dim 0 (switch), 8 ranks x 128 groups"
   int32_t dimension = -1;  // -1: over the whole group
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   int64_t steps = 0;
-  Seconds time;      // all its steps
-  Seconds latency;   // the part of `time` that is latency (routes and library steps)
+  Seconds time;     // all its steps
+  Seconds latency;  // the part of `time` that is latency (routes and library steps)
   int32_t busiest_link = -1;
   double busiest_utilisation = 0;
 };

@@ -15,9 +15,7 @@ constexpr double kDoneFraction = 1e-9;
 
 }  // namespace
 
-std::string_view CongestionName(Congestion c) {
-  return kCongestionNames[static_cast<size_t>(c)];
-}
+std::string_view CongestionName(Congestion c) { return kCongestionNames[static_cast<size_t>(c)]; }
 
 absl::StatusOr<Congestion> ParseCongestion(std::string_view name) {
   return ParseByName<Congestion>(name, kCongestionNames, "congestion");

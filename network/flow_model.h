@@ -35,9 +35,9 @@ struct Flow {
 };
 
 struct FlowPhaseResult {
-  Seconds time;          // the last arrival: data time + that flow's route latency
-  Seconds data_time;     // the last byte leaving the network's links, latency apart
-  Seconds latency;       // the longest route latency among the flows
+  Seconds time;               // the last arrival: data time + that flow's route latency
+  Seconds data_time;          // the last byte leaving the network's links, latency apart
+  Seconds latency;            // the longest route latency among the flows
   int32_t busiest_link = -1;  // the link that carried most bytes per capacity; -1 if none
   // Bytes the busiest link carried over what it could carry during data_time (0..1].
   double busiest_utilisation = 0;

@@ -10,9 +10,9 @@ absl::StatusOr<NetworkSpec> NetworkFromHardware(const HardwareProfile& hw, int64
   const int64_t per_node = hw.gpus_per_node;
   if (num_gpus < 1 || (num_gpus >= per_node && num_gpus % per_node != 0) ||
       (num_gpus < per_node && per_node % num_gpus != 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        num_gpus, " GPUs do not fill whole nodes of ", per_node, " ", hw.name,
-        " GPUs; give a multiple of ", per_node));
+    return absl::InvalidArgumentError(absl::StrCat(num_gpus, " GPUs do not fill whole nodes of ",
+                                                   per_node, " ", hw.name,
+                                                   " GPUs; give a multiple of ", per_node));
   }
   NetworkSpec spec;
   spec.name = absl::StrCat(hw.name, "-", num_gpus);
@@ -43,9 +43,9 @@ absl::StatusOr<NetworkSpec> NetworkFromHardware(const HardwareProfile& hw, int64
     nics.topology = TopologyKind::kSwitch;
     nics.label = hw.scale_out.name;
     nics.npus = num_gpus / per_node;
-    nics.link_bandwidth = hw.scale_out.per_nic_bandwidth *
-                          (static_cast<double>(hw.scale_out.nics_per_node) /
-                           static_cast<double>(per_node));
+    nics.link_bandwidth =
+        hw.scale_out.per_nic_bandwidth *
+        (static_cast<double>(hw.scale_out.nics_per_node) / static_cast<double>(per_node));
     nics.link_latency = hw.scale_out.latency / 2;
     nics.efficiency = hw.scale_out.efficiency;
     nics.link_type = LinkType::kNetwork;

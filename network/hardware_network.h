@@ -18,8 +18,8 @@ namespace projector {
 // route's links (two through a switch, one on a mesh). Dimension 1, when num_gpus spans
 // nodes: a non-blocking `switch` over the nodes, one per local rank (rail-optimised), each GPU
 // with its share of the node's NICs (nics x NIC rate / GPUs per node), the NICs' latency (half
-// per link) and efficiency. kInvalidArgument when num_gpus is not a multiple of the GPUs per node (or fewer
-// than one node's worth but not a divisor of it).
+// per link) and efficiency. kInvalidArgument when num_gpus is not a multiple of the GPUs per node
+// (or fewer than one node's worth but not a divisor of it).
 absl::StatusOr<NetworkSpec> NetworkFromHardware(const HardwareProfile& hw, int64_t num_gpus);
 
 }  // namespace projector

@@ -15,8 +15,7 @@ namespace projector {
 namespace {
 
 const std::vector<std::string>& TopologyNameList() {
-  static const std::vector<std::string> names(std::begin(kTopologyNames),
-                                              std::end(kTopologyNames));
+  static const std::vector<std::string> names(std::begin(kTopologyNames), std::end(kTopologyNames));
   return names;
 }
 
@@ -72,7 +71,8 @@ absl::StatusOr<NetworkDimension> ReadDimension(JsonObject o) {
   PROJECTOR_ASSIGN_OR_RETURN(dim.rail_optimized, o.BoolOr("rail_optimized", true));
   static const std::vector<std::string> kLinkTypes(std::begin(kLinkTypeNames),
                                                    std::end(kLinkTypeNames));
-  PROJECTOR_ASSIGN_OR_RETURN(const std::string link_type, o.EnumOr("link_type", kLinkTypes, "auto"));
+  PROJECTOR_ASSIGN_OR_RETURN(const std::string link_type,
+                             o.EnumOr("link_type", kLinkTypes, "auto"));
   PROJECTOR_ASSIGN_OR_RETURN(dim.link_type, ParseLinkType(link_type));
   PROJECTOR_ASSIGN_OR_RETURN(const double reduction_gbps,
                              o.NumberOr("in_network_reduction_gbps", 0.0));
@@ -88,8 +88,8 @@ absl::StatusOr<NetworkSpec> ReadToolFormat(JsonObject top) {
   top.Accept("sources");
   PROJECTOR_ASSIGN_OR_RETURN(const nlohmann::json* dims, top.Array("dimensions"));
   for (size_t i = 0; i < dims->size(); ++i) {
-    PROJECTOR_ASSIGN_OR_RETURN(JsonObject o, JsonObject::Make((*dims)[i], top.origin(),
-                                                              absl::StrCat("/dimensions/", i)));
+    PROJECTOR_ASSIGN_OR_RETURN(
+        JsonObject o, JsonObject::Make((*dims)[i], top.origin(), absl::StrCat("/dimensions/", i)));
     PROJECTOR_ASSIGN_OR_RETURN(NetworkDimension dim, ReadDimension(std::move(o)));
     spec.dimensions.push_back(std::move(dim));
   }
@@ -101,16 +101,15 @@ absl::StatusOr<NetworkSpec> ReadToolFormat(JsonObject top) {
 // names are Ring (bidirectional), FullyConnected and Switch; bandwidth in GB/s (1 GB/s = 1 B/ns),
 // latency in ns per link.
 constexpr std::string_view kAstraTopologies[] = {"Ring", "FullyConnected", "Switch"};
-constexpr TopologyKind kAstraTopologyKinds[] = {TopologyKind::kRing,
-                                                TopologyKind::kFullyConnected,
+constexpr TopologyKind kAstraTopologyKinds[] = {TopologyKind::kRing, TopologyKind::kFullyConnected,
                                                 TopologyKind::kSwitch};
 
 absl::StatusOr<const nlohmann::json*> AstraList(JsonObject& top, std::string_view key,
                                                 size_t expected) {
   PROJECTOR_ASSIGN_OR_RETURN(const nlohmann::json* list, top.Array(key));
   if (list->size() != expected) {
-    return top.FieldError(key, absl::StrCat(list->size(), " entries but `topology` has ",
-                                            expected, "; give one per dimension"));
+    return top.FieldError(key, absl::StrCat(list->size(), " entries but `topology` has ", expected,
+                                            "; give one per dimension"));
   }
   return list;
 }
@@ -118,8 +117,9 @@ absl::StatusOr<const nlohmann::json*> AstraList(JsonObject& top, std::string_vie
 absl::StatusOr<double> AstraNumber(const JsonObject& top, std::string_view key, size_t i,
                                    const nlohmann::json& value) {
   if (!value.is_number()) {
-    return JsonFieldError(top.origin(), absl::StrCat("/", std::string(key), "/", i),
-                          absl::StrCat("expected a number, got ", std::string(JsonTypeName(value))));
+    return JsonFieldError(
+        top.origin(), absl::StrCat("/", std::string(key), "/", i),
+        absl::StrCat("expected a number, got ", std::string(JsonTypeName(value))));
   }
   return value.get<double>();
 }
@@ -138,17 +138,18 @@ absl::StatusOr<NetworkSpec> ReadAstraFormat(JsonObject top) {
     const nlohmann::json& name = (*topologies)[i];
     const std::string pointer = absl::StrCat("/topology/", i);
     if (!name.is_string()) {
-      return JsonFieldError(top.origin(), pointer,
-                            absl::StrCat("expected a string, got ", std::string(JsonTypeName(name))));
+      return JsonFieldError(
+          top.origin(), pointer,
+          absl::StrCat("expected a string, got ", std::string(JsonTypeName(name))));
     }
     const std::string given = name.get<std::string>();
     size_t kind = 0;
     while (kind < astra_names.size() && astra_names[kind] != given) ++kind;
     if (kind == astra_names.size()) {
-      return JsonFieldError(top.origin(), pointer,
-                            absl::StrCat("unknown topology '", given, "'",
-                                         DidYouMean(given, astra_names),
-                                         "; accepted: Ring, FullyConnected, Switch"));
+      return JsonFieldError(
+          top.origin(), pointer,
+          absl::StrCat("unknown topology '", given, "'", DidYouMean(given, astra_names),
+                       "; accepted: Ring, FullyConnected, Switch"));
     }
     NetworkDimension dim;
     dim.topology = kAstraTopologyKinds[kind];
@@ -157,7 +158,8 @@ absl::StatusOr<NetworkSpec> ReadAstraFormat(JsonObject top) {
                             "expected an integer NPU count");
     }
     dim.npus = (*npus)[i].get<int64_t>();
-    PROJECTOR_ASSIGN_OR_RETURN(const double gbps, AstraNumber(top, "bandwidth", i, (*bandwidth)[i]));
+    PROJECTOR_ASSIGN_OR_RETURN(const double gbps,
+                               AstraNumber(top, "bandwidth", i, (*bandwidth)[i]));
     dim.link_bandwidth = GigabytesPerSecond(gbps);
     PROJECTOR_ASSIGN_OR_RETURN(const double ns, AstraNumber(top, "latency", i, (*latency)[i]));
     dim.link_latency = Seconds(ns * 1e-9);

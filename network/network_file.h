@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "nlohmann/json.hpp"
 #include "network/network_spec.h"
+#include "nlohmann/json.hpp"
 
 namespace projector {
 

@@ -60,9 +60,8 @@ namespace {
 
 absl::Status DimensionError(std::string_view origin, size_t index, std::string_view field,
                             std::string_view problem) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(std::string(origin), ": /dimensions/", index, "/", std::string(field), ": ",
-                   std::string(problem)));
+  return absl::InvalidArgumentError(absl::StrCat(std::string(origin), ": /dimensions/", index, "/",
+                                                 std::string(field), ": ", std::string(problem)));
 }
 
 absl::Status ValidateGrid(const NetworkDimension& dim, std::string_view origin, size_t index) {
@@ -97,8 +96,8 @@ absl::Status ValidateFatTree(const NetworkDimension& dim, int64_t hosts, std::st
   return absl::OkStatus();
 }
 
-absl::Status ValidateDimension(const NetworkDimension& dim, int64_t hosts,
-                               std::string_view origin, size_t index) {
+absl::Status ValidateDimension(const NetworkDimension& dim, int64_t hosts, std::string_view origin,
+                               size_t index) {
   if (dim.npus < 1) return DimensionError(origin, index, "npus", "must be an integer >= 1");
   if (!(dim.link_bandwidth.value() > 0) || !std::isfinite(dim.link_bandwidth.value())) {
     return DimensionError(origin, index, "bandwidth_gbps",
@@ -166,8 +165,8 @@ absl::Status ValidateNetworkSpec(const NetworkSpec& spec, std::string_view origi
     npus *= std::min(spec.dimensions[i].npus, kMaxNpus + 1);
     if (npus > kMaxNpus) {
       return DimensionError(origin, i, "npus",
-                            absl::StrCat("the dimensions up to this one hold more than ",
-                                         kMaxNpus, " NPUs, the most a network may have"));
+                            absl::StrCat("the dimensions up to this one hold more than ", kMaxNpus,
+                                         " NPUs, the most a network may have"));
     }
   }
   return absl::OkStatus();

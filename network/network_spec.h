@@ -33,10 +33,10 @@ absl::StatusOr<LinkType> ParseLinkType(std::string_view name);
 
 struct NetworkDimension {
   TopologyKind topology = TopologyKind::kSwitch;
-  std::string label;  // for people: "NVLink 4 + NVSwitch"; empty = the topology's name
-  int64_t npus = 1;   // NPUs in one instance (x·y for mesh2d and torus2d)
-  int64_t x = 0;      // mesh2d / torus2d: columns (0 for the others)
-  int64_t y = 0;      // mesh2d / torus2d: rows
+  std::string label;          // for people: "NVLink 4 + NVSwitch"; empty = the topology's name
+  int64_t npus = 1;           // NPUs in one instance (x·y for mesh2d and torus2d)
+  int64_t x = 0;              // mesh2d / torus2d: columns (0 for the others)
+  int64_t y = 0;              // mesh2d / torus2d: rows
   bool bidirectional = true;  // ring: a link each way between neighbours (false: one way)
   // One link, one direction, and the parallel links on every connection an NPU has in this
   // dimension (to a ring, mesh or torus neighbour, to each peer when fully connected, to its
@@ -63,7 +63,7 @@ struct NetworkDimension {
 
 struct NetworkSpec {
   std::string name;
-  std::string source_file;  // where it was read from; empty when built in code
+  std::string source_file;                   // where it was read from; empty when built in code
   std::vector<NetworkDimension> dimensions;  // innermost first
 
   // Product of the dimensions' NPU counts.

@@ -58,8 +58,7 @@ NetworkSummary Summarize(const Topology& topology) {
          .fat_tree_tiers = topology.FatTreeTiers(d),
          .diameter_hops = topology.DimensionDiameter(d),
          .bisection = topology.DimensionBisection(d) * static_cast<double>(instances),
-         .injection = dim.link_bandwidth *
-                      static_cast<double>(dim.links * NpuConnections(dim))});
+         .injection = dim.link_bandwidth * static_cast<double>(dim.links * NpuConnections(dim))});
   }
   return summary;
 }
@@ -67,8 +66,12 @@ NetworkSummary Summarize(const Topology& topology) {
 RouteSummary DescribeRoute(const Topology& topology, int64_t from, int64_t to, bool shortest) {
   const std::vector<int32_t> path =
       shortest ? topology.ShortestRoute(from, to) : topology.Route(from, to);
-  RouteSummary route{.network = topology.spec().name, .from = from, .to = to,
-                     .shortest = shortest, .hops = {}, .latency = Seconds(0),
+  RouteSummary route{.network = topology.spec().name,
+                     .from = from,
+                     .to = to,
+                     .shortest = shortest,
+                     .hops = {},
+                     .latency = Seconds(0),
                      .bottleneck = BytesPerSecond(0)};
   for (const int32_t id : path) {
     const NetworkLink& link = topology.links()[id];

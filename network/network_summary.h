@@ -54,7 +54,7 @@ struct RouteSummary {
   int64_t to = 0;
   bool shortest = false;  // breadth-first search instead of the topology's routing
   std::vector<RouteHop> hops;
-  Seconds latency;           // sum over hops
+  Seconds latency;            // sum over hops
   BytesPerSecond bottleneck;  // narrowest link; 0 for an empty route
 };
 // Precondition: from and to are NPU ids of the topology.

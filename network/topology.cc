@@ -119,9 +119,9 @@ std::string Topology::NodeName(int64_t node) const {
       const int64_t c = Coordinate(node, d);
       const bool grid =
           dim.topology == TopologyKind::kMesh2d || dim.topology == TopologyKind::kTorus2d;
-      name += (d > 0 ? "," : "") + (grid ? "x" + std::to_string(c % dim.x) + "y" +
-                                               std::to_string(c / dim.x)
-                                         : std::to_string(c));
+      name += (d > 0 ? "," : "") +
+              (grid ? "x" + std::to_string(c % dim.x) + "y" + std::to_string(c / dim.x)
+                    : std::to_string(c));
     }
     return name + "]";
   }
@@ -176,7 +176,8 @@ void Topology::BuildDimension(size_t dimension) {
         }
         break;
       case TopologyKind::kSwitch:
-        for (int64_t i = 0; i < n; ++i) AddConnection(npu(i), SwitchOf(first, dimension, 0), dimension);
+        for (int64_t i = 0; i < n; ++i)
+          AddConnection(npu(i), SwitchOf(first, dimension, 0), dimension);
         break;
       case TopologyKind::kMesh2d:
       case TopologyKind::kTorus2d: {
@@ -467,8 +468,7 @@ BytesPerSecond Topology::BisectionBandwidth() const {
   bool any = false;
   for (size_t d = 0; d < spec_.dimensions.size(); ++d) {
     if (spec_.dimensions[d].npus < 2) continue;
-    const BytesPerSecond cut =
-        DimensionBisection(d) * static_cast<double>(layouts_[d].instances);
+    const BytesPerSecond cut = DimensionBisection(d) * static_cast<double>(layouts_[d].instances);
     if (!any || cut < least) least = cut;
     any = true;
   }

@@ -99,11 +99,11 @@ class Topology {
   struct DimensionLayout {
     int64_t stride = 1;
     int64_t instances = 1;
-    int64_t hosts = 1;    // NPUs on one instance's fabric (npus, or npus x inner NPUs shared)
-    bool shared = false;  // not rail-optimised: one fabric for every inner position
-    int64_t first_switch = 0;        // node id of instance 0's first switch
+    int64_t hosts = 1;         // NPUs on one instance's fabric (npus, or npus x inner NPUs shared)
+    bool shared = false;       // not rail-optimised: one fabric for every inner position
+    int64_t first_switch = 0;  // node id of instance 0's first switch
     int64_t switches_per_instance = 0;
-    int64_t leaves = 0;              // fat tree: leaf switches, pods, tiers
+    int64_t leaves = 0;  // fat tree: leaf switches, pods, tiers
     int64_t pods = 0;
     int tiers = 0;
   };

@@ -23,11 +23,9 @@ std::string ShapeText(const DimensionSummary& d) {
     case TopologyKind::kRing:
       return dim.bidirectional ? "bidirectional" : "one way";
     case TopologyKind::kFatTree:
-      return absl::StrFormat("radix %d, %d tier%s%s", dim.radix, d.fat_tree_tiers,
-                             d.fat_tree_tiers == 1 ? "" : "s",
-                             dim.oversubscription > 1
-                                 ? absl::StrFormat(", %g:1", dim.oversubscription)
-                                 : "");
+      return absl::StrFormat(
+          "radix %d, %d tier%s%s", dim.radix, d.fat_tree_tiers, d.fat_tree_tiers == 1 ? "" : "s",
+          dim.oversubscription > 1 ? absl::StrFormat(", %g:1", dim.oversubscription) : "");
     case TopologyKind::kFullyConnected:
     case TopologyKind::kSwitch:
       break;
@@ -38,13 +36,13 @@ std::string ShapeText(const DimensionSummary& d) {
 }  // namespace
 
 std::string NetworkSummaryText(const NetworkSummary& s) {
-  std::string out = absl::StrFormat(
-      "network %s%s: %s NPUs, %s switches, %s links\n", s.name,
-      s.source_file.empty() ? "" : absl::StrCat(" (", s.source_file, ")"), FormatCount(s.npus),
-      FormatCount(s.switches), FormatCount(s.links));
+  std::string out =
+      absl::StrFormat("network %s%s: %s NPUs, %s switches, %s links\n", s.name,
+                      s.source_file.empty() ? "" : absl::StrCat(" (", s.source_file, ")"),
+                      FormatCount(s.npus), FormatCount(s.switches), FormatCount(s.links));
   absl::StrAppendFormat(&out, "%-3s %-16s %-22s %6s %9s %9s %10s %6s %9s %9s %8s %12s\n", "dim",
-                        "topology", "shape", "NPUs", "instances", "link GB/s", "latency ns",
-                        "eff.", "NPU GB/s", "links", "diameter", "bisect. GB/s");
+                        "topology", "shape", "NPUs", "instances", "link GB/s", "latency ns", "eff.",
+                        "NPU GB/s", "links", "diameter", "bisect. GB/s");
   for (size_t d = 0; d < s.dimensions.size(); ++d) {
     const DimensionSummary& dim = s.dimensions[d];
     const NetworkDimension& spec = dim.dimension;
@@ -101,8 +99,8 @@ std::string RouteText(const RouteSummary& r) {
                         "GB/s", "latency ns");
   for (size_t i = 0; i < r.hops.size(); ++i) {
     const RouteHop& h = r.hops[i];
-    absl::StrAppendFormat(&out, "%-4d %-26s %-26s %-4d %9g %10g\n", i + 1, h.from_name,
-                          h.to_name, h.dimension, Gbps(h.bandwidth), Ns(h.latency));
+    absl::StrAppendFormat(&out, "%-4d %-26s %-26s %-4d %9g %10g\n", i + 1, h.from_name, h.to_name,
+                          h.dimension, Gbps(h.bandwidth), Ns(h.latency));
   }
   return out;
 }
@@ -143,8 +141,7 @@ std::string NetworkValidationText(const NetworkValidation& v) {
                           r.id.substr(0, 36), r.gpu, r.nodes, r.ranks_per_node,
                           CollectiveKindName(r.kind), r.requested_algorithm,
                           absl::StrFormat("%.0f MiB", r.bytes / (1024.0 * 1024.0)),
-                          r.measured_busbw_gbps, r.projected_busbw_gbps, r.algorithm,
-                          r.error_pct);
+                          r.measured_busbw_gbps, r.projected_busbw_gbps, r.algorithm, r.error_pct);
   }
   absl::StrAppendFormat(&out, "median |error| %.1f%%, %d of %d within 10%%\n",
                         v.median_abs_error_pct, v.within_10_pct, v.cases.size());

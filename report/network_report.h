@@ -6,8 +6,8 @@
 #include <string>
 
 #include "network/network_summary.h"
-#include "studies/network_validate.h"
 #include "nlohmann/json.hpp"
+#include "studies/network_validate.h"
 
 namespace projector {
 

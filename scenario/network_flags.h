@@ -12,8 +12,8 @@
 namespace projector {
 
 inline constexpr FlagSpec kNetworkFlag = {
-    "network",
-    "Network file: the tool's JSON/YAML (docs/network.md) or ASTRA-sim's network.yml", "FILE"};
+    "network", "Network file: the tool's JSON/YAML (docs/network.md) or ASTRA-sim's network.yml",
+    "FILE"};
 
 // nullopt when --network is not given; the file's errors (file, JSON pointer) otherwise, and
 // "--network: empty file name" for an empty value.

@@ -34,8 +34,7 @@ absl::StatusOr<NetworkCaseResult> ProjectCase(const nlohmann::json& doc,
   PROJECTOR_ASSIGN_OR_RETURN(r.gpu, o.String("gpu"));
   PROJECTOR_ASSIGN_OR_RETURN(r.ranks_per_node, o.PositiveInt("gpus_per_node"));
   PROJECTOR_ASSIGN_OR_RETURN(r.nodes, o.PositiveInt("num_nodes"));
-  PROJECTOR_ASSIGN_OR_RETURN(const std::string collective,
-                             o.Enum("collective", CollectiveNames()));
+  PROJECTOR_ASSIGN_OR_RETURN(const std::string collective, o.Enum("collective", CollectiveNames()));
   const auto kind_index = static_cast<size_t>(
       std::find(CollectiveNames().begin(), CollectiveNames().end(), collective) -
       CollectiveNames().begin());

@@ -85,10 +85,10 @@ class NetworkCollectiveBackend final : public CollectiveBackend {
     std::vector<int64_t> ranks;
     for (int64_t i = 0; i < op.group.size; ++i) ranks.push_back(i * op.group.stride);
     if (ranks.back() >= topology_.npu_count()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "a group of ", op.group.size, " ranks ", op.group.stride, " apart reaches rank ",
-          ranks.back(), "; the network '", topology_.spec().name, "' has ",
-          topology_.npu_count(), " NPUs"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("a group of ", op.group.size, " ranks ", op.group.stride,
+                       " apart reaches rank ", ranks.back(), "; the network '",
+                       topology_.spec().name, "' has ", topology_.npu_count(), " NPUs"));
     }
     const Algo requested = algorithm == Algo::kPxn ? Algo::kHierarchical : algorithm;
     absl::StatusOr<NetworkCollectiveEstimate> e =

@@ -38,8 +38,8 @@ NetworkSpec TwoNodes() {
 TEST(NetworkCollectiveBackendTest, PricesAGroupOnTheNetworkPlusOneLaunch) {
   const HardwareProfile hw = testing::EightGpuNodeWithRailNics();
   const auto backend = MakeNetworkCollectiveBackend(hw, TwoNodes());
-  const CollectiveOp tp{.kind = CollectiveKind::kAllReduce, .bytes = Bytes(1e9),
-                        .group = {.size = 8, .stride = 1}};
+  const CollectiveOp tp{
+      .kind = CollectiveKind::kAllReduce, .bytes = Bytes(1e9), .group = {.size = 8, .stride = 1}};
   const auto e = backend->Estimate(tp);
   ASSERT_THAT(e, IsOk());
   EXPECT_NEAR(e->time.value(), 17.5e-3 + 14e-6 + 8.4e-6 + 14 * 3.4e-6 + 2.8e-6, 1e-12);
@@ -54,8 +54,8 @@ TEST(NetworkCollectiveBackendTest, PricesAGroupOnTheNetworkPlusOneLaunch) {
 TEST(NetworkCollectiveBackendTest, StridedGroupCrossesNodes) {
   const auto backend =
       MakeNetworkCollectiveBackend(testing::EightGpuNodeWithRailNics(), TwoNodes());
-  const CollectiveOp dp{.kind = CollectiveKind::kAllGather, .bytes = Bytes(1e9),
-                        .group = {.size = 2, .stride = 8}};
+  const CollectiveOp dp{
+      .kind = CollectiveKind::kAllGather, .bytes = Bytes(1e9), .group = {.size = 2, .stride = 8}};
   const auto e = backend->Estimate(dp);
   ASSERT_THAT(e, IsOk());
   EXPECT_NEAR(e->time.value(), 50e-3 + 8.4e-6 + 14e-6 + 2.8e-6, 1e-12);
@@ -69,8 +69,8 @@ TEST(NetworkCollectiveBackendTest, StridedGroupCrossesNodes) {
 TEST(NetworkCollectiveBackendTest, PxnIsTheHierarchicalAllToAll) {
   const auto backend =
       MakeNetworkCollectiveBackend(testing::EightGpuNodeWithRailNics(), TwoNodes());
-  const CollectiveOp ep{.kind = CollectiveKind::kAllToAll, .bytes = Bytes(1e9),
-                        .group = {.size = 16, .stride = 1}};
+  const CollectiveOp ep{
+      .kind = CollectiveKind::kAllToAll, .bytes = Bytes(1e9), .group = {.size = 16, .stride = 1}};
   const auto e = backend->Estimate(ep, CollectiveAlgorithm::kPxn);
   ASSERT_THAT(e, IsOk());
   EXPECT_EQ(e->algorithm, CollectiveAlgorithm::kHierarchical);
@@ -78,15 +78,15 @@ TEST(NetworkCollectiveBackendTest, PxnIsTheHierarchicalAllToAll) {
   // = 50 ms. NCCL pipelines the two phases over ceil(1 GB / 4 MiB) = 239 chunks: the slower
   // phase's 50 ms plus 8.75 ms / 239; Simple: launch 8.4 us, one NVLink step 3.4 us, one network
   // step 14 us.
-  EXPECT_NEAR(e->time.value(),
-              50e-3 + 8.75e-3 / 239 + 1e-6 + (8.4 + 3.4 + 14) * 1e-6 + 2.8e-6, 1e-12);
+  EXPECT_NEAR(e->time.value(), 50e-3 + 8.75e-3 / 239 + 1e-6 + (8.4 + 3.4 + 14) * 1e-6 + 2.8e-6,
+              1e-12);
 }
 
 TEST(NetworkCollectiveBackendTest, GroupBeyondTheNetworkIsRefused) {
   const auto backend =
       MakeNetworkCollectiveBackend(testing::EightGpuNodeWithRailNics(), TwoNodes());
-  const CollectiveOp big{.kind = CollectiveKind::kAllReduce, .bytes = Bytes(1e6),
-                         .group = {.size = 4, .stride = 8}};
+  const CollectiveOp big{
+      .kind = CollectiveKind::kAllReduce, .bytes = Bytes(1e6), .group = {.size = 4, .stride = 8}};
   EXPECT_THAT(backend->Estimate(big),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has 16 NPUs")));
 }

@@ -42,8 +42,8 @@ TEST(YamlReaderTest, RecognisesYamlPaths) {
 }
 
 TEST(YamlReaderTest, MissingFileIsNotFound) {
-  EXPECT_THAT(ReadYamlFile("/nonexistent/x.yaml"), StatusIs(absl::StatusCode::kNotFound,
-                                                            HasSubstr("/nonexistent/x.yaml")));
+  EXPECT_THAT(ReadYamlFile("/nonexistent/x.yaml"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("/nonexistent/x.yaml")));
 }
 
 }  // namespace

@@ -37,12 +37,16 @@ std::vector<int64_t> FirstRanks(int64_t n) {
   return ranks;
 }
 
-absl::StatusOr<NetworkCollectiveEstimate> Collective(const Topology& t, CollectiveKind kind, double bytes,
-                                              std::vector<int64_t> ranks, Algo algo,
-                                              Congestion congestion = Congestion::kAware) {
+absl::StatusOr<NetworkCollectiveEstimate> Collective(const Topology& t, CollectiveKind kind,
+                                                     double bytes, std::vector<int64_t> ranks,
+                                                     Algo algo,
+                                                     Congestion congestion = Congestion::kAware) {
   NetworkCollectives collectives(t);
-  return collectives.Estimate({.kind = kind, .bytes = Bytes(bytes), .ranks = std::move(ranks),
-                               .algorithm = algo, .congestion = congestion});
+  return collectives.Estimate({.kind = kind,
+                               .bytes = Bytes(bytes),
+                               .ranks = std::move(ranks),
+                               .algorithm = algo,
+                               .congestion = congestion});
 }
 
 constexpr double kGB = 1e9;
@@ -84,8 +88,8 @@ TEST(NetworkCollectivesTest, RingAlgorithmUsesBothDirectionsOfARing) {
   // One way round only: S/n per step on one direction, 17.5 ms.
   NetworkDimension one_way = Dim(TopologyKind::kRing, 8, 100);
   one_way.bidirectional = false;
-  const auto uni = Collective(Build({one_way}), CollectiveKind::kAllReduce, kGB, FirstRanks(8),
-                       Algo::kRing);
+  const auto uni =
+      Collective(Build({one_way}), CollectiveKind::kAllReduce, kGB, FirstRanks(8), Algo::kRing);
   ASSERT_THAT(uni, IsOk());
   EXPECT_NEAR(uni->time.value(), 17.5e-3, 1e-12);
 }
@@ -98,7 +102,8 @@ TEST(NetworkCollectivesTest, RingAlgorithmUsesBothDirectionsOfARing) {
 // = 36.25 ms; a flat ring over the 32 sends S/32 per step across the slow links 62 times.
 TEST(NetworkCollectivesTest, HierarchicalAllReduceClosedForm) {
   const Topology t = Build({Dim(TopologyKind::kSwitch, 8, 100), Dim(TopologyKind::kSwitch, 4, 10)});
-  const auto h = Collective(t, CollectiveKind::kAllReduce, kGB, FirstRanks(32), Algo::kHierarchical);
+  const auto h =
+      Collective(t, CollectiveKind::kAllReduce, kGB, FirstRanks(32), Algo::kHierarchical);
   ASSERT_THAT(h, IsOk());
   ASSERT_EQ(h->phases.size(), 3u);
   EXPECT_NEAR(h->phases[0].time.value(), 8.75e-3, 1e-12);
@@ -180,7 +185,7 @@ TEST(NetworkCollectivesTest, CongestionAwareIsNeverFasterThanUnaware) {
     EXPECT_GE(aware->time.value(), unaware->time.value()) << CollectiveAlgorithmName(algo);
   }
   const auto unaware_direct = Collective(t, CollectiveKind::kAllReduce, kGB, FirstRanks(16),
-                                  Algo::kDirect, Congestion::kUnaware);
+                                         Algo::kDirect, Congestion::kUnaware);
   EXPECT_GT(unaware_direct->busiest_utilisation, 1.0);  // beyond what a link can carry
 }
 
@@ -310,11 +315,14 @@ namespace {
 TEST(ConcurrentCollectivesTest, SharedLinksSlowBoth) {
   const Topology t = Build({Dim(TopologyKind::kSwitch, 8, 100)});
   NetworkCollectives collectives(t);
-  const NetworkCollectiveRequest requests[] = {
-      {.kind = CollectiveKind::kAllReduce, .bytes = Bytes(kGB), .ranks = FirstRanks(8),
-       .algorithm = Algo::kDirect},
-      {.kind = CollectiveKind::kAllToAll, .bytes = Bytes(kGB), .ranks = FirstRanks(8),
-       .algorithm = Algo::kDirect}};
+  const NetworkCollectiveRequest requests[] = {{.kind = CollectiveKind::kAllReduce,
+                                                .bytes = Bytes(kGB),
+                                                .ranks = FirstRanks(8),
+                                                .algorithm = Algo::kDirect},
+                                               {.kind = CollectiveKind::kAllToAll,
+                                                .bytes = Bytes(kGB),
+                                                .ranks = FirstRanks(8),
+                                                .algorithm = Algo::kDirect}};
   const auto e = collectives.EstimateConcurrent(requests, Congestion::kAware);
   ASSERT_THAT(e, IsOk());
   ASSERT_EQ(e->size(), 2u);
@@ -330,8 +338,7 @@ TEST(ConcurrentCollectivesTest, SharedLinksSlowBoth) {
 
 // TP inside node 0 and DP across the rail of local rank 0 use different links: neither slows.
 TEST(ConcurrentCollectivesTest, DisjointLinksDoNotInterfere) {
-  const Topology t =
-      Build({Dim(TopologyKind::kSwitch, 8, 100), Dim(TopologyKind::kSwitch, 2, 10)});
+  const Topology t = Build({Dim(TopologyKind::kSwitch, 8, 100), Dim(TopologyKind::kSwitch, 2, 10)});
   NetworkCollectives collectives(t);
   const NetworkCollectiveRequest requests[] = {
       {.kind = CollectiveKind::kAllReduce, .bytes = Bytes(kGB), .ranks = FirstRanks(8)},
@@ -342,6 +349,34 @@ TEST(ConcurrentCollectivesTest, DisjointLinksDoNotInterfere) {
     EXPECT_NEAR(c.together.time.value(), c.alone.time.value(), 1e-12);
   }
   EXPECT_NEAR((*e)[1].together.time.value(), 50e-3, 1e-12);
+}
+
+}  // namespace
+}  // namespace projector
+
+namespace projector {
+namespace {
+
+// A 4x4 torus at 100 GB/s (no latency, library none): the hierarchical all-reduce of 1 GB runs
+// along the rows, then the columns, then the rows again (a grid counts as its x and y axes):
+//   reduce-scatter along x, 4 rows of 4: a ring both ways round, 3 steps of S/4 split S/8 per
+//   direction: 3 x 0.125 GB / 100 GB/s = 3.75 ms;
+//   all-reduce along y on S/4, 4 columns: 6 steps of S/32 per direction = 1.875 ms;
+//   all-gather along x: 3.75 ms.  = 9.375 ms.
+TEST(NetworkCollectivesTest, TorusAllReduceRunsAlongRowsThenColumns) {
+  NetworkDimension torus = Dim(TopologyKind::kTorus2d, 16, 100);
+  torus.x = 4;
+  torus.y = 4;
+  const Topology t = Build({torus});
+  const auto e =
+      Collective(t, CollectiveKind::kAllReduce, kGB, FirstRanks(16), Algo::kHierarchical);
+  ASSERT_THAT(e, IsOk());
+  ASSERT_EQ(e->phases.size(), 3u);
+  EXPECT_THAT(e->phases[0].what, HasSubstr("reduce-scatter along dim 0 (torus2d) x, 4 ranks x 4"));
+  EXPECT_THAT(e->phases[1].what, HasSubstr("all-reduce along dim 0 (torus2d) y"));
+  EXPECT_NEAR(e->phases[0].time.value(), 3.75e-3, 1e-12);
+  EXPECT_NEAR(e->phases[1].time.value(), 1.875e-3, 1e-12);
+  EXPECT_NEAR(e->time.value(), 9.375e-3, 1e-12);
 }
 
 }  // namespace

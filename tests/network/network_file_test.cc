@@ -79,11 +79,11 @@ TEST(NetworkFileTest, ToolFormatInYamlAndJsonRoundTrip) {
 }
 
 TEST(NetworkFileTest, MeshWhoseNpusAreNotXTimesY) {
-  EXPECT_THAT(LoadError("m.json", R"({"dimensions": [{"topology": "mesh2d", "x": 4, "y": 4,
+  EXPECT_THAT(
+      LoadError("m.json", R"({"dimensions": [{"topology": "mesh2d", "x": 4, "y": 4,
       "npus": 15, "bandwidth_gbps": 100, "latency_ns": 500}]})"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("m.json: /dimensions/0/npus"),
-                             HasSubstr("15 is not x*y = 4*4 = 16"))));
+      StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("m.json: /dimensions/0/npus"),
+                                                         HasSubstr("15 is not x*y = 4*4 = 16"))));
 }
 
 TEST(NetworkFileTest, UnknownTopologySuggestsTheClosest) {
@@ -135,12 +135,14 @@ TEST(NetworkFileTest, FatTreeTooLargeForItsRadix) {
 }
 
 TEST(NetworkFileTest, AstraListsOfDifferentLengths) {
-  EXPECT_THAT(LoadError("a.yml", "topology: [Ring, Switch]\nnpus_count: [4]\n"
-                                 "bandwidth: [50, 50]\nlatency: [500, 500]\n"),
+  EXPECT_THAT(LoadError("a.yml",
+                        "topology: [Ring, Switch]\nnpus_count: [4]\n"
+                        "bandwidth: [50, 50]\nlatency: [500, 500]\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("a.yml: /npus_count"), HasSubstr("1 entries"))));
-  EXPECT_THAT(LoadError("b.yml", "topology: [Ring, Swich]\nnpus_count: [4, 2]\n"
-                                 "bandwidth: [50, 50]\nlatency: [500, 500]\n"),
+  EXPECT_THAT(LoadError("b.yml",
+                        "topology: [Ring, Swich]\nnpus_count: [4, 2]\n"
+                        "bandwidth: [50, 50]\nlatency: [500, 500]\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("/topology/1"), HasSubstr("did you mean 'Switch'"))));
 }
@@ -162,11 +164,11 @@ namespace projector {
 namespace {
 
 TEST(NetworkFileTest, RailOptimizedOnlyForAnOuterSwitchOrFatTree) {
-  EXPECT_THAT(LoadError("r0.json", R"({"dimensions": [{"topology": "switch", "npus": 8,
+  EXPECT_THAT(
+      LoadError("r0.json", R"({"dimensions": [{"topology": "switch", "npus": 8,
       "rail_optimized": false, "bandwidth_gbps": 100, "latency_ns": 500}]})"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("/dimensions/0/rail_optimized"),
-                             HasSubstr("no inner NPUs"))));
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("/dimensions/0/rail_optimized"), HasSubstr("no inner NPUs"))));
   EXPECT_THAT(LoadError("r1.json", R"({"dimensions": [{"topology": "switch", "npus": 8,
       "bandwidth_gbps": 100, "latency_ns": 500}, {"topology": "ring", "npus": 4,
       "rail_optimized": false, "bandwidth_gbps": 50, "latency_ns": 500}]})"),

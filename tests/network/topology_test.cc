@@ -95,10 +95,10 @@ TEST(TopologyTest, MeshXyRouting) {
 
 TEST(TopologyTest, TorusWrapsAround) {
   const Topology torus = Build({Grid(TopologyKind::kTorus2d, 4, 4)});
-  EXPECT_EQ(torus.links().size(), 64u);  // 2·(4·4 + 4·4)
-  EXPECT_EQ(torus.Diameter(), 4);        // x/2 + y/2
-  EXPECT_THAT(RouteNodes(torus, 0, 3), ElementsAre(0, 3));     // x wrap
-  EXPECT_THAT(RouteNodes(torus, 0, 12), ElementsAre(0, 12));   // y wrap
+  EXPECT_EQ(torus.links().size(), 64u);                             // 2·(4·4 + 4·4)
+  EXPECT_EQ(torus.Diameter(), 4);                                   // x/2 + y/2
+  EXPECT_THAT(RouteNodes(torus, 0, 3), ElementsAre(0, 3));          // x wrap
+  EXPECT_THAT(RouteNodes(torus, 0, 12), ElementsAre(0, 12));        // y wrap
   EXPECT_THAT(RouteNodes(torus, 1, 15), ElementsAre(1, 2, 3, 15));  // x: a tie, forward
   // A side of two has no separate wrap link: 2x3 torus = 2·(3·1 + 2·3) links.
   EXPECT_EQ(Build({Grid(TopologyKind::kTorus2d, 2, 3)}).links().size(), 18u);
@@ -163,7 +163,8 @@ TEST(TopologyTest, DimensionOrderRoutesAreShortest) {
 }
 
 // Dimension order: NPU 0 -> 29 on {switch 8, fat tree 4}: 29 = 5 + 8·3. Inside the node to
-// local rank 5 (through the switch, node 32), then rail 5's one-leaf tree (node 36 + 5: one switch per instance, after the 4 node switches).
+// local rank 5 (through the switch, node 32), then rail 5's one-leaf tree (node 36 + 5: one switch
+// per instance, after the 4 node switches).
 TEST(TopologyTest, StackedDimensionsRouteInnermostFirst) {
   const Topology t = Build({Dim(TopologyKind::kSwitch, 8), FatTree(4, 8)});
   EXPECT_EQ(t.npu_count(), 32);

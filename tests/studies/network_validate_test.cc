@@ -44,13 +44,13 @@ std::string WriteCases(const std::string& text) {
 }
 
 TEST(NetworkValidateTest, BadCaseNamesLineAndField) {
-  EXPECT_THAT(ValidateNetworkCases(WriteCases(
-                  R"({"id": "x", "gpu": "h100-sxm", "gpus_per_node": 8, "num_nodes": 1, )"
-                  R"("collective": "all_reduse", "message_bytes": 1e9, )"
-                  R"("measured": {"busbw_gbps": 300}})")),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr(":1: /collective"),
-                             HasSubstr("did you mean 'all_reduce'"))));
+  EXPECT_THAT(
+      ValidateNetworkCases(
+          WriteCases(R"({"id": "x", "gpu": "h100-sxm", "gpus_per_node": 8, "num_nodes": 1, )"
+                     R"("collective": "all_reduse", "message_bytes": 1e9, )"
+                     R"("measured": {"busbw_gbps": 300}})")),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr(":1: /collective"), HasSubstr("did you mean 'all_reduce'"))));
   EXPECT_THAT(ValidateNetworkCases(WriteCases(
                   R"({"id": "x", "gpu": "h100-sxm", "gpus_per_node": 9, "num_nodes": 1, )"
                   R"("collective": "all_reduce", "message_bytes": 1e9, )"
