@@ -303,9 +303,6 @@ namespace {
 // of S, so max-min rates do not depend on S and the transfer time is linear in it.
 constexpr double kReferenceBytes = 1024.0 * 1024 * 1024;
 
-// A transfer is done when less than this share of its bytes is left (rounding).
-constexpr double kDoneFraction = 1e-9;
-
 Steps FlatSteps(Algo algo, CollectiveKind kind, std::span<const int64_t> g, double s,
                 bool ring_both_ways) {
   switch (algo) {
@@ -1062,7 +1059,7 @@ std::vector<double> NetworkCollectives::SimulateTogether(
     for (size_t i = 0; i < flows.size(); ++i) {
       double& left = running[owner[i].first].remaining[owner[i].second];
       left -= rates.rate[i] * step;
-      if (left <= kDoneFraction * flows[i].bytes) left = 0;
+      if (left <= kFlowDoneFraction * flows[i].bytes) left = 0;
     }
     for (Running& run : running) {
       if (run.done || run.start > now) continue;

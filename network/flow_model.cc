@@ -10,9 +10,6 @@ namespace {
 
 constexpr std::string_view kCongestionNames[] = {"aware", "unaware"};
 
-// A flow is done when less than this share of its bytes is left (rounding of rate x time).
-constexpr double kDoneFraction = 1e-9;
-
 }  // namespace
 
 std::string_view CongestionName(Congestion c) { return kCongestionNames[static_cast<size_t>(c)]; }
@@ -168,7 +165,7 @@ FlowPhaseResult FlowModel::Run(std::span<const Flow> flows, Congestion congestio
     for (size_t f = 0; f < n; ++f) {
       if (!active_[f]) continue;
       remaining_[f] -= rate_[f] * step;
-      if (remaining_[f] <= kDoneFraction * flows[f].bytes) {
+      if (remaining_[f] <= kFlowDoneFraction * flows[f].bytes) {
         active_[f] = 0;
         --active;
         last_arrival = std::max(last_arrival, now + flow_latency_[f].value());

@@ -24,6 +24,9 @@
 namespace projector {
 
 enum class Congestion { kAware, kUnaware };
+
+// A transfer is done when less than this share of its bytes is left (rounding of rate x time).
+inline constexpr double kFlowDoneFraction = 1e-9;
 std::string_view CongestionName(Congestion c);
 // kInvalidArgument "unknown congestion 'x'; accepted: aware, unaware".
 absl::StatusOr<Congestion> ParseCongestion(std::string_view name);

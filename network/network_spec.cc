@@ -52,8 +52,12 @@ int64_t FabricHosts(const NetworkSpec& spec, size_t d) {
   return hosts;
 }
 
+int64_t FatTreePodLeaves(const NetworkDimension& dim) {
+  return std::max<int64_t>(1, dim.radix / 2);
+}
+
 int64_t FatTreeCapacity(const NetworkDimension& dim) {
-  return FatTreeLeafPorts(dim).down * std::max<int64_t>(1, dim.radix / 2) * dim.radix;
+  return FatTreeLeafPorts(dim).down * FatTreePodLeaves(dim) * dim.radix;
 }
 
 namespace {

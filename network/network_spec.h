@@ -85,6 +85,8 @@ struct LeafPorts {
   int64_t up = 1;
 };
 LeafPorts FatTreeLeafPorts(const NetworkDimension& dim);
+// Leaves of one pod of a three-tier fat tree (an aggregation switch's down ports): radix / 2.
+int64_t FatTreePodLeaves(const NetworkDimension& dim);
 // The most NPUs a fat tree of this radix and oversubscription holds in three tiers of folded
 // Clos: leaf down ports · (radix / 2 leaves per pod) · (radix pods).
 int64_t FatTreeCapacity(const NetworkDimension& dim);

@@ -24,18 +24,21 @@ Topology::Topology(NetworkSpec spec) : spec_(std::move(spec)) {
   int64_t next_switch = npu_count_;
   for (size_t d = 0; d < spec_.dimensions.size(); ++d) {
     const NetworkDimension& dim = spec_.dimensions[d];
-    DimensionLayout layout{.stride = stride,
-                           .instances = npu_count_ / dim.npus,
-                           .hosts = dim.npus,
-                           .shared = !dim.rail_optimized};
+    DimensionLayout layout;
+    layout.stride = stride;
+    layout.instances = npu_count_ / dim.npus;
+    layout.hosts = dim.npus;
+    layout.shared = !dim.rail_optimized;
     if (layout.shared) {
       layout.hosts = FabricHosts(spec_, d);
       layout.instances = npu_count_ / layout.hosts;
     }
     if (dim.npus > 1 && dim.topology == TopologyKind::kSwitch) layout.switches_per_instance = 1;
     if (dim.npus > 1 && dim.topology == TopologyKind::kFatTree) {
-      const LeafPorts ports = FatTreeLeafPorts(dim);
-      const int64_t half = std::max<int64_t>(1, dim.radix / 2);
+      layout.ports = FatTreeLeafPorts(dim);
+      layout.pod_leaves = FatTreePodLeaves(dim);
+      const LeafPorts& ports = layout.ports;
+      const int64_t half = layout.pod_leaves;
       layout.leaves = CeilDiv(layout.hosts, ports.down);
       if (layout.leaves == 1) {
         layout.tiers = 1;
@@ -97,7 +100,7 @@ NodeInfo Topology::DescribeNode(int64_t node) const {
                 .instance = offset / layout.switches_per_instance,
                 .index = offset % layout.switches_per_instance};
   if (layout.tiers >= 2 && info.index >= layout.leaves) {
-    const int64_t up = FatTreeLeafPorts(spec_.dimensions[d]).up;
+    const int64_t up = layout.ports.up;
     const int64_t aggregation = layout.tiers == 3 ? layout.pods * up : up;
     info.index -= layout.leaves;
     info.tier = 2;
@@ -197,8 +200,8 @@ void Topology::BuildDimension(size_t dimension) {
       }
       case TopologyKind::kFatTree: {
         const DimensionLayout& layout = layouts_[dimension];
-        const LeafPorts ports = FatTreeLeafPorts(dim);
-        const int64_t half = std::max<int64_t>(1, dim.radix / 2);
+        const LeafPorts& ports = layout.ports;
+        const int64_t half = layout.pod_leaves;
         const auto sw = [&](int64_t index) { return SwitchOf(first, dimension, index); };
         for (int64_t i = 0; i < n; ++i) AddConnection(npu(i), sw(i / ports.down), dimension);
         if (layout.tiers == 2) {
@@ -259,10 +262,9 @@ void Topology::Hop(int64_t& at, int64_t next, std::vector<int32_t>& path) const 
 
 void Topology::RouteFatTree(int64_t from, int64_t to, size_t dimension,
                             std::vector<int32_t>& path) const {
-  const NetworkDimension& dim = spec_.dimensions[dimension];
   const DimensionLayout& layout = layouts_[dimension];
-  const LeafPorts ports = FatTreeLeafPorts(dim);
-  const int64_t half = std::max<int64_t>(1, dim.radix / 2);
+  const LeafPorts& ports = layout.ports;
+  const int64_t half = layout.pod_leaves;
   const int64_t a = LocalIndex(from, dimension);
   const int64_t b = LocalIndex(to, dimension);
   const auto sw = [&](int64_t index) { return SwitchOf(from, dimension, index); };
@@ -455,7 +457,7 @@ BytesPerSecond Topology::DimensionBisection(size_t dimension) const {
     case TopologyKind::kFatTree: {
       const DimensionLayout& layout = layouts_[dimension];
       const int64_t hosts = layout.hosts;
-      const int64_t uplinks = layout.tiers > 1 ? layout.leaves * FatTreeLeafPorts(dim).up : hosts;
+      const int64_t uplinks = layout.tiers > 1 ? layout.leaves * layout.ports.up : hosts;
       crossing = static_cast<double>(std::min(hosts / 2, uplinks / 2));
       break;
     }

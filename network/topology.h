@@ -106,6 +106,8 @@ class Topology {
     int64_t leaves = 0;  // fat tree: leaf switches, pods, tiers
     int64_t pods = 0;
     int tiers = 0;
+    LeafPorts ports;         // fat tree: a leaf's ports down and up
+    int64_t pod_leaves = 1;  // fat tree: leaves per pod (radix / 2)
   };
 
   void BuildDimension(size_t dimension);
