@@ -1,6 +1,8 @@
 // Speed of the layout search (DESIGN.md budget: >= 100,000 candidate layouts per minute on 2
 // cores for a 70B dense model). Reports candidates_per_minute = layouts projected / wall time,
-// using every core, as `project search` runs it.
+// using every core, as `project search` runs it; the per-layout rate is measured without the
+// bound pruning and the split exploration (every layout projected to the end), the whole
+// searches of the issue's two cases as `project search` runs them (wall time per search).
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -42,6 +44,8 @@ void BM_Search_Llama70bDense(benchmark::State& state) {
   SearchOptions options;
   options.space = DefaultSearchSpace(base);
   options.memory_limit = std::nullopt;
+  options.prune = false;
+  options.explore_splits = false;
   int64_t evaluated = 0;
   double seconds = 0;
   for (auto _ : state) {
@@ -75,6 +79,8 @@ void BM_Search_Llama70bDenseWarmBackends(benchmark::State& state) {
   SearchOptions options;
   options.space = DefaultSearchSpace(base);
   options.memory_limit = std::nullopt;
+  options.prune = false;
+  options.explore_splits = false;
   int64_t evaluated = 0;
   double seconds = 0;
   for (auto _ : state) {
@@ -90,6 +96,59 @@ void BM_Search_Llama70bDenseWarmBackends(benchmark::State& state) {
   ReportRate(state, evaluated, seconds);
 }
 BENCHMARK(BM_Search_Llama70bDenseWarmBackends)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A whole default search as `project search` runs it (bound pruning, every pipeline split):
+// Llama-3.1-405B on 16,384 H100, seq 8192, global batch 2048 (issue 23: under 2 s).
+Scenario Llama405bOn16384() {
+  Scenario s = Llama70bOn64();
+  s.model = *ResolveModel("llama3.1-405b");
+  s.num_gpus = 16384;
+  s.parallel.dp = 16384;
+  s.training.global_batch = 2048;
+  return s;
+}
+
+// DeepSeek-V3 on 2,048 H800, seq 4096, global batch 15360, fp8.
+Scenario DeepSeekV3On2048() {
+  Scenario s = Llama70bOn64();
+  s.model = *ResolveModel("deepseek-v3");
+  s.hw = *ResolveHardwareProfile("h800-sxm");
+  s.num_gpus = 2048;
+  s.parallel.dp = 2048;
+  s.training.seq_len = 4096;
+  s.training.global_batch = 15360;
+  s.training.precision = DType::kFp8;
+  return s;
+}
+
+void RunWholeSearch(benchmark::State& state, const Scenario& base) {
+  SearchOptions options;
+  options.space = DefaultSearchSpace(base);
+  options.memory_limit = DefaultMemoryLimit(base.hw);
+  for (auto _ : state) {
+    auto result = SearchLayouts(base, options);
+    if (!result.ok()) {
+      state.SkipWithError(std::string(result.status().message()).c_str());
+      return;
+    }
+    state.counters["candidates_enumerated"] = static_cast<double>(result->candidates_enumerated);
+    state.counters["candidates_evaluated"] = static_cast<double>(result->candidates_evaluated);
+    benchmark::DoNotOptimize(result->ranked.data());
+  }
+}
+
+void BM_Search_Llama405bOn16384(benchmark::State& state) {
+  RunWholeSearch(state, Llama405bOn16384());
+}
+BENCHMARK(BM_Search_Llama405bOn16384)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Search_DeepSeekV3On2048Slow(benchmark::State& state) {
+  RunWholeSearch(state, DeepSeekV3On2048());
+}
+BENCHMARK(BM_Search_DeepSeekV3On2048Slow)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 // Enumeration and constraint checks alone (no projection).
 void BM_Search_EnumerateLlama70b(benchmark::State& state) {

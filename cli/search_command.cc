@@ -77,6 +77,7 @@ absl::Status RunSearchCommand(int argc, char** argv, const Output& io) {
   bool progress_shown = false;
   PROJECTOR_ASSIGN_OR_RETURN(SearchOptions opts, SearchOptionsFromFlags(flags, base));
   opts.progress = ProgressLine(io.err, progress_shown);
+  opts.exact_top = top_k;
   absl::StatusOr<SearchResult> result = SearchLayouts(base, opts);
   if (progress_shown) io.err << "\n";
   if (!result.ok()) return result.status();

@@ -293,6 +293,30 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
   return out;
 }
 
+Seconds PipelineLowerBound(const PipelineSpec& spec) {
+  const int64_t p = spec.pp, v = std::max<int64_t>(1, spec.vpp);
+  if (p < 1 || static_cast<int64_t>(spec.chunks.size()) != p * v) return Seconds(0);
+  const double m = static_cast<double>(spec.micro_batches);
+  const bool drains = spec.schedule != PipelineSchedule::kZeroBubbleH1;
+  auto chunk = [&spec, v](int64_t rank, int64_t c) -> const ChunkTimes& {
+    return spec.chunks[static_cast<size_t>(rank * v + c)];
+  };
+  Seconds bound;
+  Seconds drain;  // chunk 0's backwards on the ranks before r
+  // The forwards of each chunk on the ranks before r; the fill is the smallest.
+  thread_local std::vector<Seconds> fill_by_chunk;
+  fill_by_chunk.assign(static_cast<size_t>(v), Seconds(0));
+  for (int64_t r = 0; r < p; ++r) {
+    Seconds busy;
+    for (int64_t c = 0; c < v; ++c) busy += chunk(r, c).forward + chunk(r, c).backward;
+    const Seconds fill = *std::min_element(fill_by_chunk.begin(), fill_by_chunk.end());
+    bound = std::max(bound, fill + busy * m + (drains ? drain : Seconds(0)));
+    for (int64_t c = 0; c < v; ++c) fill_by_chunk[static_cast<size_t>(c)] += chunk(r, c).forward;
+    drain += chunk(r, 0).backward;
+  }
+  return bound;
+}
+
 Seconds OneFOneBClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Seconds b) {
   return (f + b) * static_cast<double>(micro_batches + pp - 1);
 }

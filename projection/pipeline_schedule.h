@@ -85,6 +85,17 @@ struct TimelineEvent {
 absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
                                                   std::vector<TimelineEvent>* events = nullptr);
 
+// A lower bound on the makespan SimulatePipeline gives for `spec` (whatever its P2P), without
+// replaying it: every rank r runs its m·vpp forward and backward passes one after another
+// (busy_r = m · sum over its chunks of f + b); its first pass, a forward of some chunk c, waits
+// for that chunk's forwards on ranks 0..r−1 (fill_r = min over c of the sum of f over j < r);
+// and its last pass is a backward, after which chunk 0's backward of the same micro-batch still
+// runs on ranks r−1..0 (drain_r = the sum of chunk 0's b over j < r; 0 under zb-h1, whose last
+// pass on a rank may be a weight-gradient pass that nothing waits for). The bound is
+// max over r of fill_r + busy_r + drain_r: exact for one rank, and the closed forms' (m + p − 1)
+// (f + b) for 1F1B over uniform stages, whose fill and drain are the bubble.
+Seconds PipelineLowerBound(const PipelineSpec& spec);
+
 // Closed forms for uniform stages (f, b = one micro-batch through one whole stage).
 Seconds OneFOneBClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Seconds b);
 Seconds InterleavedClosedForm(int64_t micro_batches, int64_t pp, int64_t vpp, Seconds f,

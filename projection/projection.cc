@@ -96,21 +96,13 @@ namespace {
 
 // Each distinct layer kind of the model (dense, MoE), profiled, timed and composed once, not
 // once per layer; with keep_ops, their op tables.
-struct ComposedKinds {
-  std::optional<ComposedLayer> dense, moe;
-  int64_t dense_layers = 0, moe_layers = 0;
-};
-
-absl::StatusOr<ComposedKinds> ComposeLayerKinds(const Scenario& scenario,
-                                                const BackendRefs& backends,
-                                                const ProjectionOptions& options,
-                                                const LayerCompositionContext& lctx,
-                                                const RunChoices& run,
-                                                std::vector<OpTable>& op_tables) {
+absl::Status ComposeLayerKinds(const Scenario& scenario, const BackendRefs& backends,
+                               const ProjectionOptions& options,
+                               const LayerCompositionContext& lctx, const RunChoices& run,
+                               ComposedModel& kinds) {
   const TrainingConfig& tr = scenario.training;
   ProfileContext ctx{.model = scenario.model, .parallel = scenario.parallel, .training = tr,
                      .recompute = tr.recompute, .run = run};
-  ComposedKinds kinds;
   kinds.moe_layers = scenario.model.NumMoeLayers();
   kinds.dense_layers = scenario.model.num_layers - kinds.moe_layers;
   for (const bool is_moe : {false, true}) {
@@ -122,24 +114,17 @@ absl::StatusOr<ComposedKinds> ComposeLayerKinds(const Scenario& scenario,
     PROJECTOR_ASSIGN_OR_RETURN(kind, AdjustedCompose(is_moe ? "moe" : "dense", lp, lctx, backends,
                                                      options));
     if (options.keep_ops) {
-      op_tables.push_back(MakeOpTable(is_moe ? "moe layer" : "dense layer", count, lp.modules,
-                                      kind->comm_ops));
+      kinds.op_tables.push_back(MakeOpTable(is_moe ? "moe layer" : "dense layer", count,
+                                            lp.modules, kind->comm_ops));
     }
   }
-  return kinds;
+  return absl::OkStatus();
 }
 
 // The embedding and the output layer, and the output head of the MTP modules when it differs.
-struct ComposedEnds {
-  ComposedEndModule embedding, output;
-  std::optional<ComposedEndModule> mtp_output;
-};
-
-absl::StatusOr<ComposedEnds> ComposeEnds(const Scenario& scenario, const BackendRefs& backends,
-                                         const ProjectionOptions& options,
-                                         const LayerCompositionContext& lctx,
-                                         const RunChoices& run,
-                                         std::vector<OpTable>& op_tables) {
+absl::Status ComposeEnds(const Scenario& scenario, const BackendRefs& backends,
+                         const ProjectionOptions& options, const LayerCompositionContext& lctx,
+                         const RunChoices& run, ComposedModel& ends) {
   const TrainingConfig& tr = scenario.training;
   ProfileContext end_ctx{.model = scenario.model, .parallel = scenario.parallel, .training = tr,
                          .recompute = Recompute::kNone, .run = run};
@@ -151,14 +136,13 @@ absl::StatusOr<ComposedEnds> ComposeEnds(const Scenario& scenario, const Backend
     options.adjuster->AdjustModule("embedding", emb);
     options.adjuster->AdjustModule("output", outl);
   }
-  ComposedEnds ends;
   PROJECTOR_ASSIGN_OR_RETURN(ends.embedding,
                              ComposeEndModule(emb, /*is_output=*/false, lctx, backends.collective));
   PROJECTOR_ASSIGN_OR_RETURN(ends.output,
                              ComposeEndModule(outl, /*is_output=*/true, lctx, backends.collective));
   if (options.keep_ops) {
-    op_tables.push_back(MakeOpTable("embedding", 1, {emb}, {}));
-    op_tables.push_back(MakeOpTable("output", 1, {outl}, {}));
+    ends.op_tables.push_back(MakeOpTable("embedding", 1, {emb}, {}));
+    ends.op_tables.push_back(MakeOpTable("output", 1, {outl}, {}));
   }
   // An MTP module's pass of the output head runs without the training metrics
   // (OutputHead::kMtp); it differs from the main head only when there are metric passes.
@@ -169,7 +153,7 @@ absl::StatusOr<ComposedEnds> ComposeEnds(const Scenario& scenario, const Backend
     PROJECTOR_ASSIGN_OR_RETURN(
         ends.mtp_output, ComposeEndModule(head, /*is_output=*/true, lctx, backends.collective));
   }
-  return ends;
+  return absl::OkStatus();
 }
 
 // Step time, tokens/s, model TFLOP/s, MFU and the clock-scaled share of a composed step.
@@ -257,26 +241,64 @@ std::vector<NetworkGroupUse> NetworkUses(const ParallelConfig& p,
   return uses;
 }
 
-}  // namespace
-
-absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& backends,
-                                   const ProjectionOptions& options) {
+// What the layer composer needs of a scenario beyond the layers it composes.
+LayerCompositionContext CompositionContext(const Scenario& scenario) {
   const ParallelConfig& par = scenario.parallel;
   const TrainingConfig& tr = scenario.training;
-  LayerCompositionContext lctx{.model = scenario.model, .parallel = par, .training = tr,
-                               .recompute = tr.recompute,
-                               .tp_comm_overlap = tr.tp_comm_overlap,
-                               .interference = MakeCommInterferenceModel(scenario.hw),
-                               .weight_grad_deferred =
-                                   par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1,
-                               .host = {.per_dispatch = scenario.hw.gpu.host_op_dispatch,
-                                        .cuda_graphs = tr.cuda_graphs}};
+  return {.model = scenario.model, .parallel = par, .training = tr,
+          .recompute = tr.recompute,
+          .tp_comm_overlap = tr.tp_comm_overlap,
+          .interference = MakeCommInterferenceModel(scenario.hw),
+          .weight_grad_deferred = par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1,
+          .host = {.per_dispatch = scenario.hw.gpu.host_op_dispatch,
+                   .cuda_graphs = tr.cuda_graphs}};
+}
+
+}  // namespace
+
+CompositionKey CompositionKeyOf(const Scenario& scenario) {
+  const ParallelConfig& p = scenario.parallel;
+  const TrainingConfig& t = scenario.training;
+  CompositionKey k;
+  k.tp = p.tp;
+  k.cp = p.cp;
+  k.ep = p.ep;
+  k.etp = p.etp;
+  k.sequence_parallel = p.sequence_parallel;
+  k.fsdp = p.fsdp;
+  k.turbo_grouped_gemm = p.turbo_grouped_gemm;
+  k.deepep = p.deepep;
+  k.pipelined = p.pp > 1;
+  k.zero_bubble = p.pipeline_schedule == PipelineSchedule::kZeroBubbleH1;
+  k.stack = ResolvedStack(t, p);
+  k.micro_batch = t.micro_batch;
+  k.recompute = t.recompute;
+  k.recompute_layers = t.recompute_layers;
+  k.moe_imbalance = t.moe_imbalance;
+  if (t.precision == DType::kFp8 || t.precision == DType::kFp4) {
+    k.quantized_micro_batches = MicroBatches(p, t);
+  }
+  return k;
+}
+
+absl::StatusOr<ComposedModel> ComposeModel(const Scenario& scenario, const BackendRefs& backends,
+                                           const ProjectionOptions& options) {
+  const LayerCompositionContext lctx = CompositionContext(scenario);
+  const RunChoices run =
+      ResolveRunChoices(scenario.model, scenario.parallel, scenario.training, scenario.hw.gpu.arch);
+  ComposedModel composed;
+  PROJECTOR_RETURN_IF_ERROR(ComposeLayerKinds(scenario, backends, options, lctx, run, composed));
+  PROJECTOR_RETURN_IF_ERROR(ComposeEnds(scenario, backends, options, lctx, run, composed));
+  return composed;
+}
+
+absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& backends,
+                                   const ComposedModel& kinds, const ProjectionOptions& options) {
+  const ParallelConfig& par = scenario.parallel;
+  const TrainingConfig& tr = scenario.training;
+  const LayerCompositionContext lctx = CompositionContext(scenario);
   const RunChoices run = ResolveRunChoices(scenario.model, par, tr, scenario.hw.gpu.arch);
-  std::vector<OpTable> op_tables;
-  PROJECTOR_ASSIGN_OR_RETURN(const ComposedKinds kinds,
-                             ComposeLayerKinds(scenario, backends, options, lctx, run, op_tables));
-  PROJECTOR_ASSIGN_OR_RETURN(const ComposedEnds ends,
-                             ComposeEnds(scenario, backends, options, lctx, run, op_tables));
+  const ComposedModel& ends = kinds;
   StepInputs in{.model = scenario.model,
                 .parallel = par,
                 .training = tr,
@@ -287,7 +309,8 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                 .mtp_output = ends.mtp_output,
                 .hbm_capacity = scenario.hw.gpu.hbm_capacity,
                 .interference = lctx.interference,
-                .run = run};
+                .run = run,
+                .abandon_at = options.abandon_at};
   std::vector<TimelineEvent> timeline;
   if (options.keep_timeline) in.timeline = &timeline;
   PROJECTOR_ASSIGN_OR_RETURN(StepResult step, ComposeStep(in, backends));
@@ -298,11 +321,16 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   p.num_gpus = scenario.num_gpus;
   p.micro_batches = step.micro_batches;
   p.schedule = par.vpp > 1 ? "interleaved" : PipelineScheduleName(par.pipeline_schedule);
-  PROJECTOR_RETURN_IF_ERROR(SetThroughput(scenario, step, p));
   if (kinds.dense) p.layer_kinds.push_back(KindTimes(*kinds.dense, kinds.dense_layers, tr.recompute));
   if (kinds.moe) p.layer_kinds.push_back(KindTimes(*kinds.moe, kinds.moe_layers, tr.recompute));
   p.embedding = EndTimes("embedding", in.embedding);
   p.output_layer = EndTimes("output", in.output);
+  p.step_lower_bound = step.lower_bound;
+  if (step.abandoned) {
+    p.abandoned = true;
+    return p;
+  }
+  PROJECTOR_RETURN_IF_ERROR(SetThroughput(scenario, step, p));
   p.memory = std::move(step.memory);
   p.peak_memory_per_gpu = p.memory.peak;
   p.fits_in_memory = p.memory.fits;
@@ -322,10 +350,17 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
     }
     p.network_uses = NetworkUses(scenario.parallel, backends.collective.Decisions());
   }
-  p.op_tables = std::move(op_tables);
+  p.op_tables = kinds.op_tables;
   p.timeline = std::move(timeline);
   NoteInertSwitches(scenario, p);
   return p;
+}
+
+absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& backends,
+                                   const ProjectionOptions& options) {
+  PROJECTOR_ASSIGN_OR_RETURN(const ComposedModel composed,
+                             ComposeModel(scenario, backends, options));
+  return Project(scenario, backends, composed, options);
 }
 
 absl::StatusOr<Projection> Project(const Scenario& scenario, const ProjectionOptions& options) {

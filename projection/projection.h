@@ -6,6 +6,7 @@
 #define PROJECTOR_PROJECTION_PROJECTION_H_
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,11 @@ struct ProjectionOptions {
   const LayerTimeAdjuster* adjuster = nullptr;
   // Keep the replayed step (Projection::timeline) for a trace (`--trace`).
   bool keep_timeline = false;
+  // Abandon the projection before its pipeline replay when the step's lower bound
+  // (PipelineLowerBound of the passes) is at least this: a search's K-th best step so far. The
+  // Projection then holds only abandoned, step_lower_bound, micro_batches, layer_kinds,
+  // embedding and output_layer.
+  Seconds abandon_at{std::numeric_limits<double>::infinity()};
 };
 
 // The forward, backward and (zero bubble) weight-gradient passes a step's replay holds over all
@@ -121,7 +127,52 @@ struct Projection {
   std::vector<OpTable> op_tables;
   // Only with ProjectionOptions::keep_timeline: every pass of every pipeline rank and its tail.
   std::vector<TimelineEvent> timeline;
+
+  bool abandoned = false;    // see ProjectionOptions::abandon_at
+  Seconds step_lower_bound;  // set when ProjectionOptions::abandon_at is finite
 };
+
+// Each distinct layer kind of the model (dense, MoE) and the end modules (embedding, output
+// layer, and the MTP modules' output head when it differs), profiled, timed and composed: all
+// of a projection before the step composer, and most of its cost for a MoE model.
+struct ComposedModel {
+  std::optional<ComposedLayer> dense, moe;
+  int64_t dense_layers = 0, moe_layers = 0;
+  ComposedEndModule embedding, output;
+  std::optional<ComposedEndModule> mtp_output;
+  std::vector<OpTable> op_tables;  // with ProjectionOptions::keep_ops
+};
+
+// What ComposeModel reads of a scenario beyond its model, hardware, backends and the training
+// settings a search keeps fixed: the layout except the pipeline depth (only whether there is
+// one, and through the stack), its virtual stages, its first/last stage layers and the
+// distributed optimizer, which only the step composer reads; and the micro-batches per step
+// under fp8/fp4, whose quantised weight copies are cast once per step. Two scenarios that differ
+// only in these fields (a search's candidates) compose the same model when their keys are equal.
+struct CompositionKey {
+  int64_t tp = 1, cp = 1, ep = 1, etp = 1;
+  bool sequence_parallel = false, fsdp = false, turbo_grouped_gemm = true, deepep = false;
+  bool pipelined = false;         // pp > 1
+  bool zero_bubble = false;       // weight gradients deferred
+  TrainingStack stack = TrainingStack::kMegatron;
+  int64_t micro_batch = 1;
+  Recompute recompute = Recompute::kNone;
+  int64_t recompute_layers = 0;
+  double moe_imbalance = 1.0;
+  int64_t quantized_micro_batches = 0;  // micro-batches per step under fp8/fp4, else 0
+  auto operator<=>(const CompositionKey&) const = default;
+};
+CompositionKey CompositionKeyOf(const Scenario& scenario);
+
+// The composed model of `scenario` (the first half of Project).
+absl::StatusOr<ComposedModel> ComposeModel(const Scenario& scenario, const BackendRefs& backends,
+                                           const ProjectionOptions& options = {});
+
+// Projects `scenario` with the model another scenario of the same base and CompositionKey
+// composed (or its own). Project(scenario, backends, options) is ComposeModel then this.
+absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& backends,
+                                   const ComposedModel& composed,
+                                   const ProjectionOptions& options = {});
 
 // Projects one training step with backends the caller built once (MakeBackendSet) and reuses.
 // Errors from the profilers/backends pass through (kInvalidArgument, kUnimplemented, ...).

@@ -565,18 +565,26 @@ struct PipelineRun {
   Seconds makespan_without_p2p;
 };
 
-absl::StatusOr<PipelineRun> RunPipeline(const StepInputs& in, const BackendRefs& backends,
-                                        const std::vector<ChunkCost>& costs, int64_t p, int64_t v,
-                                        int64_t m) {
-  const ParallelConfig& par = in.parallel;
-  PipelineRun run;
-  PipelineSpec& spec = run.spec;
+// The schedule of the chunks' passes, without its P2P time.
+PipelineSpec ChunkSchedule(const ParallelConfig& par, const std::vector<ChunkCost>& costs,
+                           int64_t p, int64_t v, int64_t m) {
+  PipelineSpec spec;
   spec.pp = p;
   spec.vpp = v;
   spec.micro_batches = m;
   spec.schedule = par.pipeline_schedule;
   spec.chunks.reserve(costs.size());
   for (const ChunkCost& c : costs) spec.chunks.push_back({c.forward, c.backward, c.weight_grad});
+  return spec;
+}
+
+absl::StatusOr<PipelineRun> RunPipeline(const StepInputs& in, const BackendRefs& backends,
+                                        PipelineSpec schedule) {
+  const ParallelConfig& par = in.parallel;
+  const int64_t p = schedule.pp, v = schedule.vpp;
+  PipelineRun run;
+  PipelineSpec& spec = run.spec;
+  spec = std::move(schedule);
   // Megatron's overlap_p2p_comm (default on for interleaving); the zero-bubble runtime posts
   // its sends and receives asynchronously too.
   spec.p2p_overlapped = v > 1 || par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1;
@@ -807,8 +815,17 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
         AddChunkFsdp(in, out.chunks[i], fsdp, units_scratch, costs[i]);
   }
 
-  // The pipeline, and the breakdown of its busiest rank.
-  PROJECTOR_ASSIGN_OR_RETURN(const PipelineRun run, RunPipeline(in, backends, costs, p, v, m));
+  // The pipeline, and the breakdown of its busiest rank; nothing more when its lower bound is
+  // already where the caller stops caring.
+  PipelineSpec schedule = ChunkSchedule(par, costs, p, v, m);
+  if (std::isfinite(in.abandon_at.value())) {
+    out.lower_bound = PipelineLowerBound(schedule);
+    if (out.lower_bound >= in.abandon_at) {
+      out.abandoned = true;
+      return out;
+    }
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const PipelineRun run, RunPipeline(in, backends, std::move(schedule)));
   const PipelineTimeline& tl = run.timeline;
   out.pipeline_time = tl.makespan;
   out.chunk_times = run.spec.chunks;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -140,6 +141,9 @@ struct StepInputs {
   // When set, receives every pass of the replayed schedule and each rank's tail (`--trace`).
   std::vector<TimelineEvent>* timeline = nullptr;
   RunChoices run{};  // what the stack runs: its FSDP implementation and optimizer
+  // Stop before the pipeline replay when PipelineLowerBound of the step's passes is at least
+  // this (a search that has this many better layouts already); infinite: always replay.
+  Seconds abandon_at{std::numeric_limits<double>::infinity()};
 };
 
 struct StepResult {
@@ -154,6 +158,10 @@ struct StepResult {
   std::vector<ChunkAssignment> chunks;
   std::vector<ChunkTimes> chunk_times;
   MemoryFootprint memory;
+  // abandoned: the lower bound reached StepInputs::abandon_at, and only micro_batches, chunks
+  // and lower_bound are set.
+  bool abandoned = false;
+  Seconds lower_bound;  // PipelineLowerBound of the passes (set when abandon_at is finite)
 };
 
 // FSDP's memory-bound work per parameter and micro-batch, beyond its collectives, in HBM bytes

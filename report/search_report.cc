@@ -57,6 +57,8 @@ json SearchResultToJson(const Scenario& base, const SearchResult& r) {
          {"tp", p.tp},
          {"pp", p.pp},
          {"vpp", p.vpp},
+         {"first_stage_layers", p.first_stage_layers},
+         {"last_stage_layers", p.last_stage_layers},
          {"cp", p.cp},
          {"ep", p.ep},
          {"etp", p.etp},

@@ -576,6 +576,16 @@ std::optional<std::pair<int64_t, int64_t>> SuggestUnevenSplit(int64_t layers, in
   return std::make_pair(rest - rest / 2, rest / 2);
 }
 
+bool UnevenSplitAccepted(int64_t layers, int64_t pp, int64_t vpp, int64_t first, int64_t last) {
+  if (pp < 2 || first < 0 || last < 0 || (first == 0 && last == 0)) return false;
+  const int64_t middle_stages = pp - (first > 0) - (last > 0);
+  const int64_t rest = layers - first - last;
+  if (rest < 0 || (middle_stages == 0 ? rest != 0 : rest % middle_stages != 0)) return false;
+  if (vpp <= 1) return true;
+  const int64_t middle = middle_stages > 0 ? rest / middle_stages : vpp;
+  return (first == 0 || first >= vpp) && (last == 0 || last >= vpp) && middle >= vpp;
+}
+
 bool LayersSplitEvenly(int64_t layers, int64_t virtual_stages) {
   return layers % virtual_stages == 0 || (virtual_stages > 2 && (layers + 2) % virtual_stages == 0);
 }

@@ -91,6 +91,11 @@ bool LayersSplitEvenly(int64_t layers, int64_t virtual_stages);
 // the layers are too few to give every stage one.
 std::optional<std::pair<int64_t, int64_t>> SuggestUnevenSplit(int64_t layers, int64_t pp);
 
+// Whether ValidateScenario accepts `first` / `last` stage layers (0 = dealt like a middle
+// stage; at least one > 0) for `layers` on pp stages of vpp model chunks: pp >= 2, the layers
+// left split evenly over the other stages, and with vpp > 1 every stage at least vpp layers.
+bool UnevenSplitAccepted(int64_t layers, int64_t pp, int64_t vpp, int64_t first, int64_t last);
+
 // The largest training.moe_imbalance a layout allows: the busiest of the EP ranks can receive at
 // most min(top_k, E/ep) of every token's top_k pairs, ep·min(top_k, E/ep)/top_k times the
 // balanced share (1 with ep 1, or for a model without experts).

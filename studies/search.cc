@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -87,6 +88,9 @@ constexpr ConstraintInfo kConstraints[kNumSearchConstraints] = {
      "add --sharding-values dp"},
     {"scenario_validation", "rejected by scenario validation",
      "see the validation message of the first such layout (project with its flags)"},
+    {"bound",
+     "an alternative pipeline split whose step lower bound is no better than the K-th best",
+     "pass --prune false to project every split"},
     {"projection_error", "the projection returned an error (unsupported combination)",
      "restrict the space to combinations the projection supports"},
     {"memory", "projected peak memory per GPU above the limit",
@@ -233,12 +237,12 @@ void ApplyCandidate(const SearchCandidate& candidate, double requested_moe_imbal
 
 // These mirror ValidateScenario's rules (projection/scenario.cc) so that each can be counted;
 // ValidateScenario still runs on every survivor before it is projected (kScenarioValidation).
-std::optional<SearchConstraint> FirstViolatedConstraint(const Scenario& base,
-                                                        const SearchCandidate& c,
-                                                        bool allow_cross_node_tp) {
-  const ParallelConfig& p = c.parallel;
-  const ModelSpec& m = base.model;
-  const int64_t seq = base.training.seq_len;
+namespace {
+
+// The first three constraints, which read only TP, PP, CP and DP: when one fails, every point
+// of the space with those degrees fails it first.
+std::optional<SearchConstraint> FirstDegreeViolation(const Scenario& base, const ParallelConfig& p,
+                                                     bool allow_cross_node_tp) {
   // dp = 0 marks tp·pp·cp beyond the GPU count (EnumerateCandidates), whose product may
   // not even fit in 64 bits; otherwise the product is at most the GPU count.
   if (p.dp <= 0 || p.pp > base.num_gpus / p.tp || p.cp > base.num_gpus / (p.tp * p.pp)) {
@@ -252,9 +256,22 @@ std::optional<SearchConstraint> FirstViolatedConstraint(const Scenario& base,
   if (!allow_cross_node_tp && (p.tp > node || node % p.tp != 0)) {
     return SearchConstraint::kTpCrossNode;
   }
+  const ModelSpec& m = base.model;
   if (m.num_attention_heads % p.tp != 0 || !KvHeadsSplit(m, p.tp)) {
     return SearchConstraint::kTpHeads;
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<SearchConstraint> FirstViolatedConstraint(const Scenario& base,
+                                                        const SearchCandidate& c,
+                                                        bool allow_cross_node_tp) {
+  const ParallelConfig& p = c.parallel;
+  const ModelSpec& m = base.model;
+  const int64_t seq = base.training.seq_len;
+  if (auto bad = FirstDegreeViolation(base, p, allow_cross_node_tp)) return bad;
   if (p.sequence_parallel && p.tp == 1) return SearchConstraint::kSpWithoutTp;
   if (seq % p.cp != 0) return SearchConstraint::kSeqCp;
   if (p.sequence_parallel && (seq / p.cp) % p.tp != 0) return SearchConstraint::kSeqTpSp;
@@ -262,7 +279,12 @@ std::optional<SearchConstraint> FirstViolatedConstraint(const Scenario& base,
   if (p.pipeline_schedule == PipelineSchedule::kZeroBubbleH1 && (p.pp == 1 || p.vpp > 1)) {
     return SearchConstraint::kScheduleLayout;
   }
-  if (m.num_layers % (p.pp * p.vpp) != 0) return SearchConstraint::kLayersPpVpp;
+  if (p.first_stage_layers > 0 || p.last_stage_layers > 0
+          ? !UnevenSplitAccepted(m.num_layers, p.pp, p.vpp, p.first_stage_layers,
+                                 p.last_stage_layers)
+          : !LayersSplitEvenly(m.num_layers, p.pp * p.vpp)) {
+    return SearchConstraint::kLayersPpVpp;
+  }
   if (m.moe ? m.moe->num_experts % p.ep != 0 : p.ep > 1) return SearchConstraint::kExpertsEp;
   if (m.moe && (p.tp * p.cp * p.dp) % (p.ep * p.etp) != 0) return SearchConstraint::kEpEtpGroup;
   if (m.moe ? m.moe->expert_ffn_hidden % p.etp != 0 : p.etp > 1) return SearchConstraint::kEtpFfn;
@@ -293,11 +315,18 @@ std::vector<SearchCandidate> EnumerateCandidates(
   SearchCandidate c;
   ParallelConfig& p = c.parallel;
   p = base.parallel;
-  p.first_stage_layers = 0;
-  p.last_stage_layers = 0;
+  const int64_t inner_points = static_cast<int64_t>(
+      space.ep.size() * space.etp.size() * space.micro_batch.size() * space.recompute.size() *
+      space.sequence_parallel.size() * space.sharding.size() * space.turbo_grouped_gemm.size() *
+      space.deepep.size() * space.pipeline_schedule.size());
   for (int64_t tp : space.tp) {
     for (int64_t pp : space.pp) {
       for (int64_t vpp : space.vpp) {
+        // A layout whose layers split no way is removed by the layers_pp_vpp check.
+        const std::pair<int64_t, int64_t> split =
+            DefaultStageSplit(base.model.num_layers, pp, vpp).value_or(std::make_pair(0, 0));
+        p.first_stage_layers = split.first;
+        p.last_stage_layers = split.second;
         for (int64_t cp : space.cp) {
           // tp·pp·cp beyond the GPU count (checked by division: the product of three
           // divisors of a large count can overflow) leaves no DP: the gpu_count constraint.
@@ -305,6 +334,15 @@ std::vector<SearchCandidate> EnumerateCandidates(
           const int64_t model_parallel = fits ? tp * pp * cp : 0;
           const int64_t dp =
               fits && base.num_gpus % model_parallel == 0 ? base.num_gpus / model_parallel : 0;
+          p.tp = tp;
+          p.pp = pp;
+          p.cp = cp;
+          p.dp = dp;
+          if (auto bad = FirstDegreeViolation(base, p, space.allow_cross_node_tp)) {
+            // Every inner point fails the same degree check first: counted, not visited.
+            if (removed) (*removed)[static_cast<int>(*bad)] += inner_points;
+            continue;
+          }
           for (int64_t ep : space.ep) {
             for (int64_t etp : space.etp) {
               for (int64_t mb : space.micro_batch) {
@@ -352,6 +390,43 @@ std::vector<SearchCandidate> EnumerateCandidates(
   return out;
 }
 
+std::optional<std::pair<int64_t, int64_t>> DefaultStageSplit(int64_t layers, int64_t pp,
+                                                             int64_t vpp) {
+  if (pp <= 0 || vpp <= 0) return std::nullopt;
+  if (LayersSplitEvenly(layers, pp * vpp)) return std::make_pair(int64_t{0}, int64_t{0});
+  std::optional<std::pair<int64_t, int64_t>> split = SuggestUnevenSplit(layers, pp);
+  if (split && UnevenSplitAccepted(layers, pp, vpp, split->first, split->second)) return split;
+  return std::nullopt;
+}
+
+Seconds StepLowerBound(const ModelSpec& model, const ParallelConfig& parallel,
+                       const LayoutMetrics& m) {
+  absl::StatusOr<std::vector<ChunkAssignment>> chunks =
+      AssignLayers(model, parallel, TrainingConfig{});
+  if (!chunks.ok()) return Seconds(0);
+  PipelineSpec spec;
+  spec.pp = std::max<int64_t>(1, parallel.pp);
+  spec.vpp = std::max<int64_t>(1, parallel.vpp);
+  spec.micro_batches = m.micro_batches;
+  spec.schedule = parallel.pipeline_schedule;
+  spec.chunks.reserve(chunks->size());
+  for (const ChunkAssignment& a : *chunks) {
+    ChunkTimes& t = spec.chunks.emplace_back();
+    for (const auto& [n, layer] : {std::pair{a.dense_layers, &m.dense_layer},
+                                   std::pair{a.moe_layers, &m.moe_layer}}) {
+      t.forward += layer->forward * static_cast<double>(n);
+      t.backward += layer->backward * static_cast<double>(n);
+    }
+    for (const auto& [present, end] :
+         {std::pair{a.has_embedding, &m.embedding}, std::pair{a.has_output, &m.output}}) {
+      if (!present) continue;
+      t.forward += end->forward;
+      t.backward += end->backward;
+    }
+  }
+  return PipelineLowerBound(spec);
+}
+
 std::string_view BreakdownTermName(int term_idx) {
   return kBreakdownTerms[static_cast<size_t>(term_idx)].short_name;
 }
@@ -380,8 +455,19 @@ std::string LargestOverhead(const LayoutMetrics& metrics) {
 }
 
 LayoutEvaluator ProjectionEvaluator(const BackendRefs& backends) {
-  return [&backends](const Scenario& scenario) -> absl::StatusOr<LayoutMetrics> {
-    PROJECTOR_ASSIGN_OR_RETURN(Projection proj, Project(scenario, backends));
+  LayoutEvaluator e;
+  e.compose = [&backends](
+                  const Scenario& scenario) -> absl::StatusOr<std::shared_ptr<const ComposedModel>> {
+    PROJECTOR_ASSIGN_OR_RETURN(ComposedModel composed, ComposeModel(scenario, backends));
+    return std::make_shared<const ComposedModel>(std::move(composed));
+  };
+  e.project = [&backends](const Scenario& scenario, const ComposedModel* composed,
+                          Seconds abandon_at) -> absl::StatusOr<LayoutMetrics> {
+    ProjectionOptions options;
+    options.abandon_at = abandon_at;
+    PROJECTOR_ASSIGN_OR_RETURN(Projection proj, composed != nullptr
+                                                    ? Project(scenario, backends, *composed, options)
+                                                    : Project(scenario, backends, options));
     LayoutMetrics m;
     m.tokens_per_s_per_gpu = proj.tokens_per_s_per_gpu;
     m.step_time = proj.step_time;
@@ -391,8 +477,21 @@ LayoutEvaluator ProjectionEvaluator(const BackendRefs& backends) {
     for (size_t t = 0; t < kNumBreakdownTerms; ++t) {
       m.breakdown[t] = proj.breakdown.*kBreakdownTerms[t].member;
     }
+    for (const LayerKindTimes& kind : proj.layer_kinds) {
+      ChunkTimes& layer = kind.is_moe ? m.moe_layer : m.dense_layer;
+      layer.forward = kind.forward;
+      layer.backward = kind.backward + kind.recompute;
+    }
+    m.embedding.forward = proj.embedding.forward;
+    m.embedding.backward = proj.embedding.backward;
+    m.output.forward = proj.output_layer.forward;
+    m.output.backward = proj.output_layer.backward;
+    m.abandoned = proj.abandoned;
+    m.step_lower_bound = proj.step_lower_bound;
+    m.micro_batches = proj.micro_batches;
     return m;
   };
+  return e;
 }
 
 // The projection's memory model (projection/memory_model.h) already counts a 2 GiB workspace
@@ -442,7 +541,7 @@ absl::Status CheckSearchSpace(const Scenario& base, const SearchSpace& space) {
 }
 
 // What became of each candidate, in enumeration order.
-enum class Outcome : uint8_t { kPending, kInvalid, kError, kOk };
+enum class Outcome : uint8_t { kPending, kInvalid, kError, kPruned, kOk };
 struct Evaluations {
   std::vector<Outcome> outcome;
   std::vector<LayoutMetrics> metrics;
@@ -450,7 +549,90 @@ struct Evaluations {
   std::string first_invalid;  // the first validation message
 };
 
-// One worker's loop over chunks of candidates. Each worker owns one Scenario copy and rewrites
+// The step of the K-th best layout within the memory limit evaluated so far (infinite until K
+// are): a layout whose lower bound reaches it cannot enter the top K. Shared by the workers.
+class TopSteps {
+ public:
+  TopSteps(int64_t k, std::optional<Bytes> memory_limit)
+      : k_(static_cast<size_t>(std::max<int64_t>(1, k))), memory_limit_(memory_limit) {}
+
+  Seconds Threshold() const { return Seconds(threshold_.load(std::memory_order_relaxed)); }
+
+  void Add(const LayoutMetrics& m) {
+    if (memory_limit_ && m.peak_memory_per_gpu > *memory_limit_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    const double step = m.step_time.value();
+    if (best_.size() == k_ && step >= best_.front()) return;
+    best_.push_back(step);
+    std::push_heap(best_.begin(), best_.end());  // max-heap: the K-th best on top
+    if (best_.size() > k_) {
+      std::pop_heap(best_.begin(), best_.end());
+      best_.pop_back();
+    }
+    if (best_.size() == k_) threshold_.store(best_.front(), std::memory_order_relaxed);
+  }
+
+ private:
+  const size_t k_;
+  const std::optional<Bytes> memory_limit_;
+  std::mutex mu_;
+  std::vector<double> best_;
+  std::atomic<double> threshold_{std::numeric_limits<double>::infinity()};
+};
+
+// How a pass over the candidates projects them.
+enum class PassMode {
+  kFull,    // to the end (no pruning)
+  kBound,   // only up to the lower bound: every projection abandoned before its replay
+  kPruned,  // to the end unless the bound reaches the TopSteps threshold
+};
+
+// The order a pass takes the candidates in, as groups of consecutive entries of `order` (a
+// worker takes a whole group): in the bound pass the layouts of one CompositionKey, which share
+// one composed model; otherwise one candidate each.
+struct PassOrder {
+  std::vector<size_t> order;
+  std::vector<size_t> group_starts;  // the first entry of each group, ascending
+};
+
+// Enumeration order, one candidate per group.
+PassOrder OneByOne(size_t n) {
+  PassOrder p;
+  p.order.resize(n);
+  std::iota(p.order.begin(), p.order.end(), size_t{0});
+  p.group_starts = p.order;
+  return p;
+}
+
+// The candidates grouped by the CompositionKey of their scenario (enumeration order inside).
+PassOrder ByComposition(const Scenario& base, const std::vector<SearchCandidate>& candidates) {
+  Scenario scratch = base;
+  std::vector<std::pair<CompositionKey, size_t>> keyed;
+  keyed.reserve(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    ApplyCandidate(candidates[i], base.training.moe_imbalance, scratch);
+    keyed.emplace_back(CompositionKeyOf(scratch), i);
+  }
+  std::sort(keyed.begin(), keyed.end());
+  PassOrder p;
+  p.order.reserve(keyed.size());
+  for (size_t i = 0; i < keyed.size(); ++i) {
+    if (i == 0 || keyed[i].first != keyed[i - 1].first) p.group_starts.push_back(i);
+    p.order.push_back(keyed[i].second);
+  }
+  return p;
+}
+
+// The candidates by their lower bound, lowest first (ties in enumeration order), one per group.
+PassOrder ByLowerBound(const Evaluations& e) {
+  PassOrder p = OneByOne(e.outcome.size());
+  std::stable_sort(p.order.begin(), p.order.end(), [&e](size_t a, size_t b) {
+    return e.metrics[a].step_lower_bound < e.metrics[b].step_lower_bound;
+  });
+  return p;
+}
+
+// One worker's loop over groups of candidates. Each worker owns one Scenario copy and rewrites
 // only its layout fields, so a candidate costs one ValidateScenario and one Project, no copy of
 // the model or hardware profile.
 struct EvaluationQueue {
@@ -462,8 +644,11 @@ struct EvaluationQueue {
   const std::vector<SearchCandidate>& candidates;
   const LayoutEvaluator& evaluate;
   Evaluations& out;
-  std::atomic<int64_t> next{0};
-  std::atomic<int64_t> done{0};
+  PassMode mode = PassMode::kFull;
+  const PassOrder* pass = nullptr;
+  TopSteps* top = nullptr;  // kPruned: updated with every layout projected
+  std::atomic<int64_t> next{0};  // the next group
+  std::atomic<int64_t> done{0};  // candidates
   std::atomic<int> running{0};
   std::mutex mu;
   std::condition_variable finished;
@@ -473,7 +658,9 @@ struct EvaluationQueue {
     if (first.empty()) first = std::move(message);
   }
 
-  void EvaluateOne(size_t idx, Scenario& scenario, std::optional<TrainingStack>& resolved_stack) {
+  // The candidate's scenario in `scenario`, its kernels resolved again when the stack flips;
+  // false (and the outcome kInvalid) when the scenario is refused.
+  bool Prepare(size_t idx, Scenario& scenario, std::optional<TrainingStack>& resolved_stack) {
     ApplyCandidate(candidates[idx], base.training.moe_imbalance, scenario);
     // "auto" picks the stack, and with it the kernels, from the layout (FSDP-only:
     // llm-foundry), as `project` does; they are resolved again when the stack flips.
@@ -483,38 +670,90 @@ struct EvaluationQueue {
       if (absl::Status k = ResolveKernels(scenario, "search"); !k.ok()) {
         out.outcome[idx] = Outcome::kInvalid;
         RecordFirst(out.first_invalid, std::string(k.message()));
-        return;
+        return false;
       }
     }
     if (absl::Status valid = ValidateScenario(scenario, "search"); !valid.ok()) {
       out.outcome[idx] = Outcome::kInvalid;
       RecordFirst(out.first_invalid, std::string(valid.message()));
-      return;
+      return false;
     }
-    absl::StatusOr<LayoutMetrics> m = evaluate(scenario);
+    return true;
+  }
+
+  void RecordError(size_t idx, const absl::Status& status) {
+    out.outcome[idx] = Outcome::kError;
+    RecordFirst(out.first_error,
+                absl::StrCat(CandidateLabel(candidates[idx]), ": ", status.message()));
+  }
+
+  // Projects one candidate with `composed` (null: its own), up to the pass's bound.
+  void EvaluateOne(size_t idx, Scenario& scenario, const ComposedModel* composed) {
+    Seconds abandon_at{std::numeric_limits<double>::infinity()};
+    if (mode == PassMode::kBound) abandon_at = Seconds(0);
+    if (mode == PassMode::kPruned) abandon_at = top->Threshold();
+    absl::StatusOr<LayoutMetrics> m = evaluate.project(scenario, composed, abandon_at);
     if (!m.ok()) {
-      out.outcome[idx] = Outcome::kError;
-      RecordFirst(out.first_error,
-                  absl::StrCat(CandidateLabel(candidates[idx]), ": ", m.status().message()));
+      RecordError(idx, m.status());
       return;
     }
     out.metrics[idx] = *m;
+    if (m->abandoned) {
+      // The bound pass leaves the outcome pending for the pruned pass.
+      if (mode != PassMode::kBound) out.outcome[idx] = Outcome::kPruned;
+      return;
+    }
     out.outcome[idx] = Outcome::kOk;
+    if (top != nullptr) top->Add(*m);
+  }
+
+  // The candidates of one group; in the bound pass they share the first valid one's model.
+  void EvaluateGroup(size_t begin, size_t end, Scenario& scenario,
+                     std::optional<TrainingStack>& resolved_stack) {
+    std::shared_ptr<const ComposedModel> composed;
+    for (size_t k = begin; k < end; ++k) {
+      const size_t idx = pass->order[k];
+      if (mode == PassMode::kPruned) {
+        // The bound pass set the outcome of refused candidates and the bound of the others.
+        if (out.outcome[idx] != Outcome::kPending) continue;
+        if (out.metrics[idx].step_lower_bound >= top->Threshold()) {
+          out.outcome[idx] = Outcome::kPruned;
+          continue;
+        }
+      }
+      if (!Prepare(idx, scenario, resolved_stack)) continue;
+      if (mode == PassMode::kBound && composed == nullptr && evaluate.compose) {
+        absl::StatusOr<std::shared_ptr<const ComposedModel>> c = evaluate.compose(scenario);
+        if (!c.ok()) {
+          RecordError(idx, c.status());
+          continue;
+        }
+        composed = *std::move(c);
+      }
+      EvaluateOne(idx, scenario, composed.get());
+    }
   }
 
   void Work() {
     Scenario scenario = base;
     std::optional<TrainingStack> resolved_stack;  // the stack the kernels were resolved for
-    constexpr int64_t kChunk = 8;
-    const int64_t total = static_cast<int64_t>(candidates.size());
+    const std::vector<size_t>& starts = pass->group_starts;
+    const int64_t groups = static_cast<int64_t>(starts.size());
+    // A few groups per fetch: one candidate each outside the bound pass.
+    const int64_t chunk = mode == PassMode::kBound ? 1 : 8;
     while (true) {
-      const int64_t begin = next.fetch_add(kChunk, std::memory_order_relaxed);
-      if (begin >= total) break;
-      const int64_t end = std::min(total, begin + kChunk);
-      for (int64_t i = begin; i < end; ++i) {
-        EvaluateOne(static_cast<size_t>(i), scenario, resolved_stack);
+      const int64_t first = next.fetch_add(chunk, std::memory_order_relaxed);
+      if (first >= groups) break;
+      const int64_t last = std::min(groups, first + chunk);
+      const size_t begin = starts[static_cast<size_t>(first)];
+      const size_t end =
+          last < groups ? starts[static_cast<size_t>(last)] : pass->order.size();
+      for (int64_t g = first; g < last; ++g) {
+        const size_t b = starts[static_cast<size_t>(g)];
+        const size_t e = g + 1 < groups ? starts[static_cast<size_t>(g + 1)] : pass->order.size();
+        EvaluateGroup(b, e, scenario, resolved_stack);
       }
-      done.fetch_add(end - begin, std::memory_order_relaxed);
+      done.fetch_add(static_cast<int64_t>(end - begin), std::memory_order_relaxed);
     }
     if (running.fetch_sub(1) == 1) {
       std::lock_guard<std::mutex> lock(mu);
@@ -523,14 +762,20 @@ struct EvaluationQueue {
   }
 };
 
-// Validates and projects every candidate on `threads` workers, reporting progress meanwhile.
-Evaluations EvaluateCandidates(const Scenario& base, const std::vector<SearchCandidate>& candidates,
-                               const LayoutEvaluator& evaluate, int threads,
-                               const SearchOptions& options, Clock::time_point start) {
-  Evaluations out;
-  out.outcome.assign(candidates.size(), Outcome::kPending);
-  out.metrics.resize(candidates.size());
-  EvaluationQueue queue(base, candidates, evaluate, out);
+// The workers for `candidates` evaluations: as asked (all cores by default), at most one each.
+int WorkerThreads(const SearchOptions& options, size_t candidates) {
+  const int threads = options.threads > 0 ? options.threads
+                                          : static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(candidates, 1))));
+}
+
+// Runs one pass of `queue` in `order` on `threads` workers, reporting progress meanwhile.
+void RunPass(EvaluationQueue& queue, PassMode mode, const PassOrder& order, int threads,
+             const SearchOptions& options, Clock::time_point start) {
+  queue.mode = mode;
+  queue.pass = &order;
+  queue.next = 0;
+  queue.done = 0;
   queue.running = threads;
   std::vector<std::thread> pool;
   pool.reserve(static_cast<size_t>(threads));
@@ -542,13 +787,32 @@ Evaluations EvaluateCandidates(const Scenario& base, const std::vector<SearchCan
       queue.finished.wait_for(lock, interval, [&] { return queue.running.load() == 0; });
       if (options.progress && queue.running.load() > 0) {
         lock.unlock();
-        options.progress(queue.done.load(), static_cast<int64_t>(candidates.size()),
+        options.progress(queue.done.load(), static_cast<int64_t>(order.order.size()),
                          ElapsedSeconds(start));
         lock.lock();
       }
     }
   }
   for (std::thread& t : pool) t.join();
+}
+
+// Validates and projects every candidate, pruned by `top` when it is given: a bound pass over
+// the candidates grouped by composition, then the candidates projected lowest bound first.
+Evaluations EvaluateCandidates(const Scenario& base, const std::vector<SearchCandidate>& candidates,
+                               const LayoutEvaluator& evaluate, const SearchOptions& options,
+                               TopSteps* top, Clock::time_point start) {
+  Evaluations out;
+  out.outcome.assign(candidates.size(), Outcome::kPending);
+  out.metrics.resize(candidates.size());
+  const int threads = WorkerThreads(options, candidates.size());
+  EvaluationQueue queue(base, candidates, evaluate, out);
+  if (top == nullptr) {
+    RunPass(queue, PassMode::kFull, OneByOne(candidates.size()), threads, options, start);
+    return out;
+  }
+  RunPass(queue, PassMode::kBound, ByComposition(base, candidates), threads, options, start);
+  queue.top = top;
+  RunPass(queue, PassMode::kPruned, ByLowerBound(out), threads, options, start);
   return out;
 }
 
@@ -567,6 +831,9 @@ size_t RankSurvivors(const std::vector<SearchCandidate>& candidates, const Evalu
       case Outcome::kError:
         ++result.candidates_evaluated;
         ++result.removed[static_cast<int>(SearchConstraint::kProjectionError)];
+        continue;
+      case Outcome::kPruned:
+        ++result.removed[static_cast<int>(SearchConstraint::kBound)];
         continue;
       case Outcome::kPending:
         continue;
@@ -596,6 +863,114 @@ size_t RankSurvivors(const std::vector<SearchCandidate>& candidates, const Evalu
                      .fits_memory = !(e.metrics[i].peak_memory_per_gpu > result.memory_check)});
   }
   return lowest_peak_idx;
+}
+
+// The first/last stage splits of a layout with pp > 1 (each stage at least max(1, vpp) layers),
+// family by family: `family(shared, middle)` for the middle stages at `middle` layers each and
+// the first and last stage sharing the `shared` layers left (pp 2: no middle stage).
+template <typename Family>
+void ForEachSplitFamily(int64_t layers, const ParallelConfig& p, Family family) {
+  const int64_t pp = p.pp, least = std::max<int64_t>(1, p.vpp);
+  if (pp == 2) {
+    family(layers, int64_t{0});
+    return;
+  }
+  for (int64_t middle = least; (pp - 2) * middle <= layers - 2 * least; ++middle) {
+    family(layers - (pp - 2) * middle, middle);
+  }
+}
+
+// Whether the split is the one the layout was evaluated with: its own first/last stage layers,
+// or every stage at layers/pp when it was balanced and the layers divide evenly.
+bool IsEvaluatedSplit(int64_t layers, const ParallelConfig& p, int64_t first, int64_t last) {
+  if (first == p.first_stage_layers && last == p.last_stage_layers) return true;
+  return p.first_stage_layers == 0 && p.last_stage_layers == 0 &&
+         layers % (p.pp * p.vpp) == 0 && first == layers / p.pp && last == layers / p.pp;
+}
+
+// Every split of ForEachSplitFamily but the evaluated one, given to `visit(first, last, middle)`.
+template <typename Visit>
+void ForEachAlternativeSplit(int64_t layers, const ParallelConfig& p, Visit visit) {
+  const int64_t least = std::max<int64_t>(1, p.vpp);
+  ForEachSplitFamily(layers, p, [&](int64_t shared, int64_t middle) {
+    for (int64_t first = least; first <= shared - least; ++first) {
+      if (!IsEvaluatedSplit(layers, p, first, shared - first)) {
+        visit(first, shared - first, middle);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+int64_t CountAlternativeSplits(int64_t layers, const ParallelConfig& p) {
+  const int64_t least = std::max<int64_t>(1, p.vpp);
+  int64_t n = 0;
+  ForEachSplitFamily(layers, p, [&](int64_t shared, int64_t /*middle*/) {
+    n += std::max<int64_t>(0, shared - 2 * least + 1);
+    // The evaluated split is one of two pairs of the family, if either.
+    const int64_t even = layers / p.pp;
+    auto visited = [&](int64_t first, int64_t last) {
+      return first >= least && last >= least && first + last == shared &&
+             IsEvaluatedSplit(layers, p, first, last);
+    };
+    if (visited(p.first_stage_layers, p.last_stage_layers)) --n;
+    if ((p.first_stage_layers != even || p.last_stage_layers != even) && visited(even, even)) --n;
+  });
+  return n;
+}
+
+namespace {
+
+// The alternative splits of each layout with pp > 1 evaluated (or bounded) in the first pass whose
+// lower bound (first the busiest stage's passes with every layer at the cheaper kind's cost, then
+// StepLowerBound) is below `threshold`; the others are counted under kBound.
+std::vector<SearchCandidate> AlternativeSplits(const Scenario& base,
+                                               const std::vector<SearchCandidate>& evaluated,
+                                               const Evaluations& e, Seconds threshold,
+                                               SearchResult& result) {
+  std::vector<SearchCandidate> out;
+  int64_t& pruned = result.removed[static_cast<int>(SearchConstraint::kBound)];
+  for (size_t i = 0; i < evaluated.size(); ++i) {
+    const bool timed = e.outcome[i] == Outcome::kOk || e.outcome[i] == Outcome::kPruned;
+    if (!timed || evaluated[i].parallel.pp < 2) continue;
+    const LayoutMetrics& m = e.metrics[i];
+    auto pass = [](const ChunkTimes& t) { return t.forward + t.backward; };
+    Seconds cheapest = pass(m.dense_layer).value() > 0 ? pass(m.dense_layer) : pass(m.moe_layer);
+    if (pass(m.moe_layer).value() > 0) cheapest = std::min(cheapest, pass(m.moe_layer));
+    const double mb = static_cast<double>(m.micro_batches);
+    // The busiest rank holds at least the average share of every layer and both end modules,
+    // whatever the split: when even that reaches the threshold, no split of this layout can.
+    const ParallelConfig& p = evaluated[i].parallel;
+    const Seconds all_passes = pass(m.dense_layer) * static_cast<double>(base.model.num_layers -
+                                                                         base.model.NumMoeLayers()) +
+                               pass(m.moe_layer) * static_cast<double>(base.model.NumMoeLayers()) +
+                               pass(m.embedding) + pass(m.output);
+    if (!(all_passes * (mb / static_cast<double>(p.pp)) < threshold)) {
+      const int64_t n = CountAlternativeSplits(base.model.num_layers, p);
+      result.splits_enumerated += n;
+      pruned += n;
+      continue;
+    }
+    SearchCandidate alt = evaluated[i];
+    ForEachAlternativeSplit(
+        base.model.num_layers, evaluated[i].parallel, [&](int64_t first, int64_t last, int64_t mid) {
+          ++result.splits_enumerated;
+          const Seconds busiest =
+              std::max({cheapest * static_cast<double>(first) + pass(m.embedding),
+                        cheapest * static_cast<double>(mid),
+                        cheapest * static_cast<double>(last) + pass(m.output)});
+          alt.parallel.first_stage_layers = first;
+          alt.parallel.last_stage_layers = last;
+          if (!(busiest * mb < threshold) ||
+              !(StepLowerBound(base.model, alt.parallel, m) < threshold)) {
+            ++pruned;
+            return;
+          }
+          out.push_back(alt);
+        });
+  }
+  return out;
 }
 
 // No survivor: names the constraint that removed the last candidates (the last one in check
@@ -650,14 +1025,26 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
   result.memory_limit = options.memory_limit;
   result.memory_check = options.memory_limit ? *options.memory_limit : DefaultMemoryLimit(base.hw);
   result.candidates_enumerated = space.Size();
-  const std::vector<SearchCandidate> candidates =
-      EnumerateCandidates(base, space, &result.removed);
-  const int64_t total = static_cast<int64_t>(candidates.size());
-  int threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::thread::hardware_concurrency());
-  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<int64_t>(total, 1))));
-  result.threads = threads;
-  const Evaluations e = EvaluateCandidates(base, candidates, evaluate, threads, options, start);
+  std::vector<SearchCandidate> candidates = EnumerateCandidates(base, space, &result.removed);
+  result.threads = WorkerThreads(options, candidates.size());
+  const bool timed_objective = options.objective != SearchObjective::kMemory;
+  TopSteps top(options.exact_top, options.memory_limit);
+  TopSteps* pruning = options.prune && timed_objective ? &top : nullptr;
+  Evaluations e = EvaluateCandidates(base, candidates, evaluate, options, pruning, start);
+  if (options.explore_splits && timed_objective) {
+    const std::vector<SearchCandidate> splits = AlternativeSplits(
+        base, candidates, e,
+        pruning ? top.Threshold() : Seconds(std::numeric_limits<double>::infinity()), result);
+    result.candidates_enumerated += result.splits_enumerated;
+    if (!splits.empty()) {
+      const Evaluations more = EvaluateCandidates(base, splits, evaluate, options, pruning, start);
+      candidates.insert(candidates.end(), splits.begin(), splits.end());
+      e.outcome.insert(e.outcome.end(), more.outcome.begin(), more.outcome.end());
+      e.metrics.insert(e.metrics.end(), more.metrics.begin(), more.metrics.end());
+      if (e.first_error.empty()) e.first_error = more.first_error;
+      if (e.first_invalid.empty()) e.first_invalid = more.first_invalid;
+    }
+  }
   result.first_projection_error = e.first_error;
   const size_t lowest_peak_idx = RankSurvivors(candidates, e, options, result);
   result.elapsed_s = ElapsedSeconds(start);
@@ -683,9 +1070,15 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
   }
   std::map<std::string, LayoutEvaluator> evaluators;
   for (const auto& [kernel, r] : refs) evaluators.emplace(kernel, ProjectionEvaluator(r));
-  return SearchLayouts(base, options, [&evaluators](const Scenario& scenario) {
-    return evaluators.at(scenario.attention_kernel_used)(scenario);
-  });
+  LayoutEvaluator by_kernel;
+  by_kernel.compose = [&evaluators](const Scenario& scenario) {
+    return evaluators.at(scenario.attention_kernel_used).compose(scenario);
+  };
+  by_kernel.project = [&evaluators](const Scenario& scenario, const ComposedModel* composed,
+                                    Seconds abandon_at) {
+    return evaluators.at(scenario.attention_kernel_used).project(scenario, composed, abandon_at);
+  };
+  return SearchLayouts(base, options, by_kernel);
 }
 
 std::string CandidateLabel(const SearchCandidate& c) {
@@ -695,6 +1088,10 @@ std::string CandidateLabel(const SearchCandidate& c) {
           ? (c.parallel.turbo_grouped_gemm ? " turbo" : " legacy")
           : "",
       c.parallel.deepep ? " DeepEP" : "",
+      c.parallel.first_stage_layers > 0 || c.parallel.last_stage_layers > 0
+          ? absl::StrFormat(" split %d/%d", c.parallel.first_stage_layers,
+                            c.parallel.last_stage_layers)
+          : "",
       c.parallel.pipeline_schedule == PipelineSchedule::kZeroBubbleH1 ? " zb-h1" : "");
 }
 
@@ -705,6 +1102,8 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
       "--gpus-per-node %d --tp %d --pp %d",
       base.hw.name, base.model.name, base.num_gpus, base.hw.gpus_per_node, p.tp, p.pp);
   if (p.vpp > 1) absl::StrAppend(&cmd, " --vpp ", p.vpp);
+  if (p.first_stage_layers > 0) absl::StrAppend(&cmd, " --first-stage-layers ", p.first_stage_layers);
+  if (p.last_stage_layers > 0) absl::StrAppend(&cmd, " --last-stage-layers ", p.last_stage_layers);
   if (p.pipeline_schedule != PipelineSchedule::kOneFOneB) {
     absl::StrAppend(&cmd, " --pipeline-schedule ",
                     std::string(PipelineScheduleName(p.pipeline_schedule)));

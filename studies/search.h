@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 #include "hw_profiles/hardware_profile.h"
 #include "nlohmann/json.hpp"
 #include "profilers/op_list.h"
+#include "projection/projection.h"
 #include "projection/step_composer.h"
 #include "scenario/scenario.h"
 
@@ -92,10 +94,11 @@ enum class SearchConstraint {
   kGlobalBatch,         // global batch not divisible by micro_batch·DP
   kShardingWithoutDp,   // distopt/FSDP with DP·CP 1: same as plain DP (duplicate)
   kScenarioValidation,  // any further rule of ValidateScenario
+  kBound,               // an alternative pipeline split that provably cannot reach the top K
   kProjectionError,     // Project() returned an error (e.g. an unsupported combination)
   kMemory,              // projected peak memory per GPU above the limit
 };
-inline constexpr int kNumSearchConstraints = 18;
+inline constexpr int kNumSearchConstraints = 19;
 // Stable snake_case name used in JSON ("gpu_count", "tp_heads", ..., "memory").
 std::string_view SearchConstraintName(SearchConstraint constraint);
 // One line for people ("heads or kv heads not divisible by TP").
@@ -121,8 +124,21 @@ std::optional<SearchConstraint> FirstViolatedConstraint(const Scenario& base,
                                                         const SearchCandidate& candidate,
                                                         bool allow_cross_node_tp);
 
-// Enumerates the space in a fixed order (tp outermost ... deepep, schedule innermost) and returns
-// the candidates that pass every pre-check; `removed` (if given) receives the count per constraint.
+// The pipeline split a layout is enumerated with: balanced ({0, 0}) when the layers split evenly
+// over pp·vpp virtual stages (LayersSplitEvenly, embedding/loss-aware split included), else
+// SuggestUnevenSplit's first/last stage layers when the scenario accepts them; nullopt when
+// neither applies (the layers_pp_vpp constraint).
+std::optional<std::pair<int64_t, int64_t>> DefaultStageSplit(int64_t layers, int64_t pp,
+                                                             int64_t vpp);
+
+// How many first/last stage splits other than its own the search considers for a layout with
+// pp > 1 (explore_splits): every pair the scenario accepts with each stage at least max(1, vpp)
+// layers, the middle stages at one size, less the split it was evaluated with.
+int64_t CountAlternativeSplits(int64_t layers, const ParallelConfig& parallel);
+
+// Enumerates the space in a fixed order (tp outermost ... deepep, schedule innermost), each
+// layout with its DefaultStageSplit, and returns the candidates that pass every pre-check;
+// `removed` (if given) receives the count per constraint.
 std::vector<SearchCandidate> EnumerateCandidates(
     const Scenario& base, const SearchSpace& space,
     std::array<int64_t, kNumSearchConstraints>* removed = nullptr);
@@ -137,7 +153,27 @@ struct LayoutMetrics {
   // Step breakdown terms, in kBreakdownTerms order (short names): compute, tp_comm, cp_comm,
   // ep_comm, pipeline_bubble, p2p, dp_comm, fsdp_comm, optimizer.
   std::array<Seconds, kNumBreakdownTerms> breakdown{};
+  // One micro-batch's passes per layer of each kind (forward; backward incl. recompute) and
+  // through the embedding and the output layer, as the projection's per-layer table gives them
+  // (compute and exposed TP/CP/EP communication): what StepLowerBound deals over the stages of
+  // another split. Zero for a kind the model does not have.
+  ChunkTimes dense_layer;
+  ChunkTimes moe_layer;
+  ChunkTimes embedding;
+  ChunkTimes output;
+  // abandoned: the projection stopped at its lower bound (the evaluator's abandon_at); only
+  // the passes above, micro_batches and step_lower_bound are set.
+  bool abandoned = false;
+  Seconds step_lower_bound;
+  int64_t micro_batches = 0;
 };
+
+// A lower bound on the step time of `parallel` (a layout with its first/last stage layers) from
+// the per-layer passes `m` of the same layout under any other split: PipelineLowerBound of the
+// chunks AssignLayers gives it. The projection's own bound for that split also counts the MTP
+// modules, host and FSDP time, and the step adds P2P, DP sync and the optimizer: all >= 0.
+Seconds StepLowerBound(const ModelSpec& model, const ParallelConfig& parallel,
+                       const LayoutMetrics& m);
 // Names of LayoutMetrics::breakdown entries ("compute", "tp_comm", ...).
 std::string_view BreakdownTermName(int term_idx);
 // Name of the largest breakdown term.
@@ -146,8 +182,17 @@ std::string_view DominantCost(const LayoutMetrics& metrics);
 // sets layouts apart when compute dominates every one of them; "none" when all others are 0.
 std::string LargestOverhead(const LayoutMetrics& metrics);
 
-// Projects one scenario. Must be safe to call from several threads at once.
-using LayoutEvaluator = std::function<absl::StatusOr<LayoutMetrics>(const Scenario&)>;
+// Projects the search's layouts. `project` projects one scenario with `composed` (the model a
+// layout of the same CompositionKey composed; null: it composes its own), or abandons it
+// (LayoutMetrics::abandoned) once its step's lower bound is at least `abandon_at` (infinite:
+// never). `compose` composes the model for a group of layouts with equal CompositionKeyOf; when
+// empty, every layout composes its own. Both must be safe to call from several threads at once.
+struct LayoutEvaluator {
+  std::function<absl::StatusOr<std::shared_ptr<const ComposedModel>>(const Scenario&)> compose;
+  std::function<absl::StatusOr<LayoutMetrics>(const Scenario&, const ComposedModel* composed,
+                                              Seconds abandon_at)>
+      project;
+};
 // The evaluator the tool uses: Project(scenario, backends). `backends` must outlive it.
 LayoutEvaluator ProjectionEvaluator(const BackendRefs& backends);
 
@@ -168,6 +213,21 @@ struct SearchOptions {
   // the number evaluated so far, the total to evaluate and the elapsed seconds.
   std::function<void(int64_t done, int64_t total, double elapsed_s)> progress;
   double progress_interval_s = 0.5;
+  // Pruning (time objectives): the best `exact_top` layouts found are those an exhaustive search
+  // finds. A projection is abandoned before its pipeline replay once its lower bound
+  // (PipelineLowerBound: step >= every rank's passes plus the pipeline fill and drain around
+  // them) is at least the step of the exact_top-th best layout within the memory limit found so
+  // far; such a layout's step is at least that, so it cannot enter the top exact_top. Layouts are
+  // projected cheapest bound first (pipeline parallel ones after the others) so the threshold
+  // falls early. prune = false projects every layout to the end.
+  // Alternative pipeline splits (explore_splits, time objectives): every first/last stage split
+  // the scenario accepts (UnevenSplitAccepted, each stage at least one layer) of each layout with
+  // PP > 1 projected in the first pass; one is projected only when StepLowerBound (from that
+  // layout's per-layer passes) is below the threshold. The memory objective keeps each layout's
+  // DefaultStageSplit.
+  bool explore_splits = true;
+  bool prune = true;
+  int64_t exact_top = 10;
 };
 
 struct RankedLayout {
@@ -179,6 +239,7 @@ struct RankedLayout {
 struct SearchResult {
   int64_t candidates_enumerated = 0;  // points in the space
   int64_t candidates_evaluated = 0;   // projected with Project()
+  int64_t splits_enumerated = 0;      // alternative pipeline splits among the enumerated
   double elapsed_s = 0;               // wall time of enumeration + evaluation + ranking
   int threads = 1;
   SearchObjective objective = SearchObjective::kTokensPerGpu;

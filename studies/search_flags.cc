@@ -21,6 +21,13 @@ constexpr FlagSpec kRunFlags[] = {
      "(default: HBM less 5%)",
      "GB|none"},
     {"threads", "Worker threads (default: all cores)", "N"},
+    {"explore-splits",
+     "Also try every first/last pipeline stage split of each layout with PP > 1 (time objectives)",
+     "BOOL", FlagArity::kBool, "true"},
+    {"prune",
+     "Skip layouts and splits whose step lower bound (busiest rank's passes, pipeline fill and "
+     "drain) cannot reach the --top best; false projects every one",
+     "BOOL", FlagArity::kBool, "true"},
 };
 constexpr FlagSpec kSpaceFlags[] = {
     {"tp-values", "TP sizes (default: divisors of num-gpus)", "LIST"},
@@ -158,6 +165,8 @@ absl::StatusOr<SearchOptions> SearchOptionsFromFlags(const FlagValues& flags,
     opts.threads = static_cast<int>(std::min<int64_t>(threads, 1024));
   }
   PROJECTOR_ASSIGN_OR_RETURN(opts.memory_limit, MemoryLimitFlag(flags, base));
+  PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "explore-splits", opts.explore_splits));
+  PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "prune", opts.prune));
   PROJECTOR_ASSIGN_OR_RETURN(opts.space, SpaceFromFlags(flags, base));
   return opts;
 }

@@ -1,16 +1,20 @@
 // MemoCache: a small thread-safe memo map from an op shape to a backend estimate. Backends are
 // immutable and const; this cache is their only mutable state ("logically const"). Lookups take
-// a shared (reader) lock, so concurrent sweeps over warm caches do not serialise.
+// a shared (reader) lock on one of kShards shards chosen by the key's hash, so concurrent sweeps
+// over warm caches neither serialise nor pass one lock's cache line back and forth (a search on
+// two threads spent ~45% of its time in a single reader lock).
 #ifndef PROJECTOR_BACKENDS_SIMULATE_MEMO_CACHE_H_
 #define PROJECTOR_BACKENDS_SIMULATE_MEMO_CACHE_H_
 
+#include <array>
 #include <cstddef>
+#include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/hash/hash.h"
 
 namespace projector {
 
@@ -25,34 +29,53 @@ class MemoCache {
   MemoCache& operator=(const MemoCache&) = delete;
 
   // The cached value, or nullopt on a miss.
-  std::optional<Value> Find(const Key& key) const ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::ReaderMutexLock lock(&mu_);
-    auto it = map_.find(key);
-    if (it == map_.end()) return std::nullopt;
+  std::optional<Value> Find(const Key& key) const {
+    const Shard& shard = ShardOf(key);
+    std::shared_lock lock(shard.mu);
+    auto it = shard.map.find(key);
+    if (it == shard.map.end()) return std::nullopt;
     return it->second;
   }
 
   // Keeps the first value stored for a key (two threads racing on the same miss compute the
   // same value, so either is correct). Const: the cache is the logically-const state of an
   // immutable backend.
-  void Insert(const Key& key, const Value& value) const ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    map_.try_emplace(key, value);
+  void Insert(const Key& key, const Value& value) const {
+    Shard& shard = ShardOf(key);
+    std::unique_lock lock(shard.mu);
+    shard.map.try_emplace(key, value);
   }
 
-  size_t size() const ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::ReaderMutexLock lock(&mu_);
-    return map_.size();
+  size_t size() const {
+    size_t n = 0;
+    for (const Shard& shard : shards_) {
+      std::shared_lock lock(shard.mu);
+      n += shard.map.size();
+    }
+    return n;
   }
 
-  void Clear() ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    map_.clear();
+  void Clear() {
+    for (Shard& shard : shards_) {
+      std::unique_lock lock(shard.mu);
+      shard.map.clear();
+    }
   }
 
  private:
-  mutable absl::Mutex mu_;
-  mutable absl::flat_hash_map<Key, Value> map_ ABSL_GUARDED_BY(mu_);
+  static constexpr size_t kShards = 16;
+  // One cache line each, so threads on different shards do not share one.
+  struct alignas(64) Shard {
+    mutable std::shared_mutex mu;
+    mutable absl::flat_hash_map<Key, Value> map;
+  };
+
+  Shard& ShardOf(const Key& key) const {
+    // The high bits: the map itself indexes by the low ones.
+    return shards_[(absl::Hash<Key>{}(key) >> 32) % kShards];
+  }
+
+  mutable std::array<Shard, kShards> shards_;
 };
 
 }  // namespace projector

@@ -231,5 +231,49 @@ TEST(PipelineScheduleTest, ZeroBubbleHoldsThePeakOf1F1BOnEveryRank) {
   EXPECT_EQ(DeferredWeightGradMicroBatches(0, 4, 3, PipelineSchedule::kZeroBubbleH1), 1);
 }
 
+// The lower bound of a uniform 1F1B pipeline is its replay: rank p − 1 waits (p − 1) f for its
+// first forward, runs m(f + b) back to back and its last backward still crosses (p − 1) b,
+// (m + p − 1)(f + b) with f = 1 ms and b = 2 ms.
+TEST_P(OneFOneBTest, LowerBoundOfUniformStagesIsTheClosedForm) {
+  auto [p, m] = GetParam();
+  const Seconds f = Milliseconds(1.0), b = Milliseconds(2.0);
+  EXPECT_THAT(PipelineLowerBound(Uniform(p, 1, m, f, b)).value(),
+              IsNearRel(static_cast<double>(m + p - 1) * 3e-3, 1e-12));
+}
+
+// Uneven stages, interleaving, P2P and zero bubble: the bound never exceeds the replay, and a
+// single rank's is exact (m(f + b)).
+TEST(PipelineLowerBoundTest, NeverAboveTheReplay) {
+  for (const int64_t p : {1, 2, 4, 8}) {
+    for (const int64_t v : {1, 2, 4}) {
+      if (v > 1 && p == 1) continue;
+      for (const int64_t m : {1, 3, 8, 16}) {
+        PipelineSpec s = Uniform(p, v, m, Milliseconds(1.0), Milliseconds(2.0));
+        // Rank r's chunks r + 1 times as heavy, the first chunk of rank 0 lighter still.
+        for (size_t i = 0; i < s.chunks.size(); ++i) {
+          const double scale = 1.0 + static_cast<double>(i / static_cast<size_t>(v));
+          s.chunks[i].forward = s.chunks[i].forward * scale;
+          s.chunks[i].backward = s.chunks[i].backward * scale;
+        }
+        s.chunks.front().forward = Microseconds(50.0);
+        s.p2p = Microseconds(30.0);
+        auto tl = SimulatePipeline(s);
+        ASSERT_THAT(tl, IsOk());
+        EXPECT_LE(PipelineLowerBound(s).value(), tl->makespan.value() * (1 + 1e-12))
+            << "p " << p << " v " << v << " m " << m;
+      }
+    }
+  }
+  for (const int64_t m : {4, 8, 16}) {
+    PipelineSpec zb = UniformZeroBubble(4, m, Milliseconds(1.0), Milliseconds(1.0),
+                                        Milliseconds(0.5));
+    auto tl = SimulatePipeline(zb);
+    ASSERT_THAT(tl, IsOk());
+    EXPECT_LE(PipelineLowerBound(zb).value(), tl->makespan.value() * (1 + 1e-12));
+  }
+  EXPECT_DOUBLE_EQ(
+      PipelineLowerBound(Uniform(1, 1, 5, Milliseconds(1.0), Milliseconds(2.0))).value(), 15e-3);
+}
+
 }  // namespace
 }  // namespace projector

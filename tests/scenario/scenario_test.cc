@@ -613,6 +613,53 @@ TEST(ScenarioTest, SuggestedUnevenSplitMinimisesTheCriticalStage) {
   EXPECT_EQ(SuggestUnevenSplit(3, 4), std::nullopt);
 }
 
+// UnevenSplitAccepted is exactly what ValidateScenario accepts of a first/last stage split, on
+// 13 layers. By hand (f, l = first, last; 0 = dealt like a middle stage):
+//   pp 2: both set, f + l = 13: 12 pairs (10 with vpp 2: each >= 2); one set, the other stage
+//         takes the rest: 13 each way (10 with vpp 2)                     -> 38 | 30
+//   pp 3: both set, one middle stage holds 13 − f − l >= 0: 78 (f, l, middle >= 2: 36); one set,
+//         two stages split 13 − f evenly: f odd, 7 each way (middle >= 2: 4)   -> 92 | 44
+//   pp 4: both set, 13 − f − l even: f + l odd, 42 pairs (>= 2 each, middle >= 2: 12); one set,
+//         3 stages take 13 − f: f in {1, 4, 7, 10, 13}, 5 each way ({4, 7}: 2) -> 52 | 16
+// 272 in all.
+TEST(ScenarioTest, UnevenSplitAcceptedAgreesWithValidation) {
+  absl::StatusOr<Scenario> base = LoadScenarioFile(Data("good.json"));
+  ASSERT_THAT(base, IsOk());
+  Scenario s = *base;
+  s.model.num_layers = 13;
+  s.parallel.tp = 1;
+  s.parallel.cp = 1;
+  s.parallel.dp = 1;
+  s.parallel.ep = 1;
+  s.parallel.etp = 1;
+  s.parallel.sequence_parallel = false;
+  s.parallel.fsdp = false;
+  s.parallel.distributed_optimizer = false;
+  s.training.micro_batch = 1;
+  s.training.global_batch = 8;
+  int64_t accepted = 0;
+  for (int64_t pp : {2, 3, 4}) {
+    for (int64_t vpp : {1, 2}) {
+      s.parallel.pp = pp;
+      s.parallel.vpp = vpp;
+      s.num_gpus = pp;
+      for (int64_t first = 0; first <= 14; ++first) {
+        for (int64_t last = 0; last <= 14; ++last) {
+          if (first == 0 && last == 0) continue;
+          s.parallel.first_stage_layers = first;
+          s.parallel.last_stage_layers = last;
+          const absl::Status valid = ValidateScenario(s, "test");
+          EXPECT_EQ(UnevenSplitAccepted(13, pp, vpp, first, last), valid.ok())
+              << "pp " << pp << " vpp " << vpp << " split " << first << "/" << last << ": "
+              << valid.message();
+          accepted += valid.ok();
+        }
+      }
+    }
+  }
+  EXPECT_EQ(accepted, 272);
+}
+
 // A case whose layers pp does not divide ran with some uneven split the format cannot state:
 // the suggested one is applied and named under defaults_used; `project` without a case names it
 // in the error instead.

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "projection/projection.h"
 #include "report/search_report.h"
+#include "scenario/scenario_flags.h"
 #include "tests/testing/status_matchers.h"
 
 namespace projector {
@@ -105,13 +106,23 @@ LayoutMetrics FakeMetrics(const Scenario& s) {
   return m;
 }
 
-absl::StatusOr<LayoutMetrics> FakeEvaluate(const Scenario& s) { return FakeMetrics(s); }
+// An evaluator of FakeMetrics; it never abandons a layout and composes nothing.
+LayoutEvaluator FakeEvaluatorOf(std::function<absl::StatusOr<LayoutMetrics>(const Scenario&)> f) {
+  LayoutEvaluator e;
+  e.project = [f](const Scenario& s, const ComposedModel*, Seconds) { return f(s); };
+  return e;
+}
+const LayoutEvaluator FakeEvaluate =
+    FakeEvaluatorOf([](const Scenario& s) -> absl::StatusOr<LayoutMetrics> { return FakeMetrics(s); });
 
 SearchOptions Options(SearchSpace space, std::optional<Bytes> limit = std::nullopt) {
   SearchOptions o;
   o.space = std::move(space);
   o.memory_limit = limit;
   o.threads = 2;
+  // The fake metrics have no per-layer passes to bound a layout or another split by.
+  o.prune = false;
+  o.explore_splits = false;
   return o;
 }
 
@@ -121,18 +132,19 @@ SearchOptions Options(SearchSpace space, std::optional<Bytes> limit = std::nullo
 //   tp_heads       (tp8, pp1): 4 heads % 8                     -> 2 vpp · 16       = 32
 //   sp_without_tp  tp1, SP on: (pp1|pp2) · 2 vpp · 8          -> 32
 //   vpp_without_pp pp1, vpp2: tp1 8 (SP-on gone) + tp2 16 + tp4 16 = 40
-//   layers_pp_vpp  pp2, vpp2: 2 layers % 4: tp1 8 + tp2 16 + tp4 16 = 40
-//   global_batch   4 % (mb·dp): tp1 pp1 dp8: all 8; tp1 pp2 dp4: mb2 half of 8 = 4;
-//                  tp2 pp1 dp4: mb2 half of 16 = 8; dp2 and dp1 always divide  -> 20
-//   sharding_without_dp  tp4 pp2 dp1 with distopt: half of 16  -> 8
-//   survivors: 256 − (32+32+32+40+40+20+8) = 52.
+//   layers_pp_vpp  none: pp2 vpp2 puts 2 layers on 4 virtual stages by Megatron's embedding/
+//                  loss-aware split ((2 + 2) % 4 = 0), as `project` does
+//   global_batch   4 % (mb·dp): tp1 pp1 dp8: all 8; tp1 pp2 dp4: mb2 half of 8, for vpp 1 and
+//                  2 = 8; tp2 pp1 dp4: mb2 half of 16 = 8; dp2 and dp1 always divide  -> 24
+//   sharding_without_dp  tp4 pp2 dp1 with distopt: half of 16, for vpp 1 and 2  -> 16
+//   survivors: 256 − (32+32+32+40+24+16) = 80.
 TEST(SearchTest, EnumerationCountsMatchHandDerivation) {
   Scenario base = TinyScenario();
   SearchSpace space = TinySpace();
   EXPECT_EQ(space.Size(), 256);
   std::array<int64_t, kNumSearchConstraints> removed{};
   std::vector<SearchCandidate> candidates = EnumerateCandidates(base, space, &removed);
-  EXPECT_EQ(candidates.size(), 52u);
+  EXPECT_EQ(candidates.size(), 80u);
   EXPECT_EQ(Removed(removed, SearchConstraint::kGpuCount), 32);
   EXPECT_EQ(Removed(removed, SearchConstraint::kTpCrossNode), 0);
   EXPECT_EQ(Removed(removed, SearchConstraint::kTpHeads), 32);
@@ -140,12 +152,12 @@ TEST(SearchTest, EnumerationCountsMatchHandDerivation) {
   EXPECT_EQ(Removed(removed, SearchConstraint::kSeqCp), 0);
   EXPECT_EQ(Removed(removed, SearchConstraint::kSeqTpSp), 0);
   EXPECT_EQ(Removed(removed, SearchConstraint::kVppWithoutPp), 40);
-  EXPECT_EQ(Removed(removed, SearchConstraint::kLayersPpVpp), 40);
-  EXPECT_EQ(Removed(removed, SearchConstraint::kGlobalBatch), 20);
-  EXPECT_EQ(Removed(removed, SearchConstraint::kShardingWithoutDp), 8);
+  EXPECT_EQ(Removed(removed, SearchConstraint::kLayersPpVpp), 0);
+  EXPECT_EQ(Removed(removed, SearchConstraint::kGlobalBatch), 24);
+  EXPECT_EQ(Removed(removed, SearchConstraint::kShardingWithoutDp), 16);
   int64_t total = 0;
   for (int64_t n : removed) total += n;
-  EXPECT_EQ(total + 52, 256);
+  EXPECT_EQ(total + 80, 256);
 }
 
 TEST(SearchTest, EverySurvivorPassesScenarioValidation) {
@@ -263,8 +275,8 @@ TEST(SearchTest, RanksByObjectiveAndIsDeterministicAcrossThreadCounts) {
   auto r = SearchLayouts(base, o, FakeEvaluate);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->candidates_enumerated, 256);
-  EXPECT_EQ(r->candidates_evaluated, 52);
-  EXPECT_EQ(r->ranked.size(), 52u);
+  EXPECT_EQ(r->candidates_evaluated, 80);
+  EXPECT_EQ(r->ranked.size(), 80u);
   for (size_t i = 1; i < r->ranked.size(); ++i) {
     EXPECT_GE(r->ranked[i - 1].metrics.tokens_per_s_per_gpu,
               r->ranked[i].metrics.tokens_per_s_per_gpu);
@@ -312,7 +324,7 @@ TEST(SearchTest, MemoryLimitRemovesAndCounts) {
   auto limited = SearchLayouts(base, Options(TinySpace(), Gigabytes(30)), FakeEvaluate);
   ASSERT_THAT(limited, IsOk());
   EXPECT_EQ(Removed(*limited, SearchConstraint::kMemory), above);
-  EXPECT_EQ(static_cast<int64_t>(limited->ranked.size()), 52 - above);
+  EXPECT_EQ(static_cast<int64_t>(limited->ranked.size()), 80 - above);
   for (const RankedLayout& l : limited->ranked) {
     EXPECT_LE(l.metrics.peak_memory_per_gpu, Gigabytes(30));
     EXPECT_TRUE(l.fits_memory);
@@ -343,7 +355,7 @@ TEST(SearchTest, NoLayoutFitsNamesMemoryAndTheLowestPeak) {
   auto r = SearchLayouts(base, Options(TinySpace(), Gigabytes(1)), FakeEvaluate);
   EXPECT_THAT(r, StatusIs(absl::StatusCode::kFailedPrecondition,
                           AllOf(HasSubstr("no valid layout"), HasSubstr("'memory'"),
-                                HasSubstr("removed the last 52"), HasSubstr("lowest peak was 25.0"),
+                                HasSubstr("removed the last 80"), HasSubstr("lowest peak was 25.0"),
                                 HasSubstr("--memory-limit-gb"))));
 }
 
@@ -361,10 +373,10 @@ TEST(SearchTest, NoLayoutNamesTheLastPreCheckConstraint) {
 
 TEST(SearchTest, ProjectionErrorsAreCountedAndNamed) {
   Scenario base = TinyScenario();
-  LayoutEvaluator failing = [](const Scenario& s) -> absl::StatusOr<LayoutMetrics> {
+  LayoutEvaluator failing = FakeEvaluatorOf([](const Scenario& s) -> absl::StatusOr<LayoutMetrics> {
     if (s.parallel.pp > 1) return absl::UnimplementedError("pp not supported here");
     return FakeMetrics(s);
-  };
+  });
   auto r = SearchLayouts(base, Options(TinySpace()), failing);
   ASSERT_THAT(r, IsOk());
   int64_t pp2 = 0;
@@ -394,12 +406,12 @@ TEST(SearchTest, JsonCarriesCountsAndAllLayouts) {
   ASSERT_THAT(r, IsOk());
   nlohmann::json j = SearchResultToJson(base, *r);
   EXPECT_EQ(j["candidates_enumerated"], 256);
-  EXPECT_EQ(j["candidates_evaluated"], 52);
+  EXPECT_EQ(j["candidates_evaluated"], 80);
   EXPECT_TRUE(j["elapsed_s"].is_number());
   EXPECT_EQ(j["removed"]["gpu_count"], 32);
   EXPECT_EQ(j["removed"]["memory"], 0);
   EXPECT_TRUE(j["memory_limit_bytes"].is_null());
-  EXPECT_EQ(j["layouts"].size(), 52u);
+  EXPECT_EQ(j["layouts"].size(), 80u);
   EXPECT_EQ(j["layouts"][0]["rank"], 1);
   EXPECT_THAT(j["best_command"].get<std::string>(), HasSubstr("project "));
 }
@@ -409,7 +421,7 @@ TEST(SearchTest, TextShowsTopKAndTheBestCommand) {
   auto r = SearchLayouts(base, Options(TinySpace()), FakeEvaluate);
   ASSERT_THAT(r, IsOk());
   std::string text = FormatSearchText(base, *r, 3);
-  EXPECT_THAT(text, AllOf(HasSubstr("256 enumerated"), HasSubstr("52 evaluated"),
+  EXPECT_THAT(text, AllOf(HasSubstr("256 enumerated"), HasSubstr("80 evaluated"),
                           HasSubstr("gpu_count 32"), HasSubstr("Best layout"),
                           HasSubstr("--tp 4 --pp 1 --cp 1 --dp 2 --sequence-parallel "
                                     "--distributed-optimizer --fsdp=false")));
@@ -500,6 +512,156 @@ TEST(SearchTest, AutoAttentionKernelFollowsEachCandidatesSharding) {
     EXPECT_DOUBLE_EQ(l.metrics.tokens_per_s_per_gpu, p->tokens_per_s_per_gpu)
         << CandidateLabel(l.candidate);
   }
+}
+
+// Every split the scenario accepts with each stage at least max(1, vpp) layers and the middle
+// stages at one size, less the one evaluated: counted by brute force over all (first, last).
+TEST(SearchTest, AlternativeSplitsAreEveryAcceptedSplitButTheEvaluatedOne) {
+  for (int64_t layers : {13, 32, 61}) {
+    for (int64_t pp : {2, 3, 4, 8}) {
+      for (int64_t vpp : {1, 2}) {
+        const auto own = DefaultStageSplit(layers, pp, vpp);
+        if (!own) continue;
+        ParallelConfig p;
+        p.pp = pp;
+        p.vpp = vpp;
+        p.first_stage_layers = own->first;
+        p.last_stage_layers = own->second;
+        const int64_t least = vpp;
+        int64_t brute = 0;
+        for (int64_t first = least; first <= layers; ++first) {
+          for (int64_t last = least; last <= layers; ++last) {
+            if (!UnevenSplitAccepted(layers, pp, vpp, first, last)) continue;
+            const int64_t middle = pp > 2 ? (layers - first - last) / (pp - 2) : least;
+            if (middle < least) continue;
+            const bool evaluated = (first == own->first && last == own->second) ||
+                                   (own->first == 0 && layers % (pp * vpp) == 0 &&
+                                    first == layers / pp && last == layers / pp);
+            brute += !evaluated;
+          }
+        }
+        EXPECT_EQ(CountAlternativeSplits(layers, p), brute)
+            << layers << " layers, pp " << pp << " vpp " << vpp;
+      }
+    }
+  }
+  // 32 layers on pp 2: first + last = 32, each 1..31, less the evaluated 16/16: 30.
+  ParallelConfig two;
+  two.pp = 2;
+  EXPECT_EQ(CountAlternativeSplits(32, two), 30);
+}
+
+// The bound prunes only what cannot reach the top K: the best K of a pruned search, splits
+// included, are those of projecting every layout and every split to the end.
+TEST(SearchTest, PruningKeepsTheExhaustiveTopK) {
+  Scenario base = TinyScenarioWith("llama3.1-8b");
+  base.training.seq_len = 4096;
+  base.training.global_batch = 32;
+  SearchSpace space = DefaultSearchSpace(base);
+  space.tp = {1, 2};
+  space.pp = {2, 4};
+  space.vpp = {1, 2};
+  space.cp = {1};
+  space.micro_batch = {1};
+  space.recompute = {Recompute::kNone, Recompute::kFull};
+  space.sequence_parallel = {false};
+  space.sharding = {DpSharding::kDistributedOptimizer};
+  SearchOptions o;
+  o.space = space;
+  o.threads = 2;
+  o.exact_top = 5;
+  o.memory_limit = DefaultMemoryLimit(base.hw);
+  auto pruned = SearchLayouts(base, o);
+  o.prune = false;
+  auto every = SearchLayouts(base, o);
+  ASSERT_THAT(pruned, IsOk());
+  ASSERT_THAT(every, IsOk());
+  EXPECT_GT(every->splits_enumerated, 100);
+  EXPECT_EQ(every->candidates_enumerated, pruned->candidates_enumerated);
+  EXPECT_LT(pruned->candidates_evaluated, every->candidates_evaluated / 4);
+  EXPECT_EQ(Removed(*every, SearchConstraint::kBound), 0);
+  ASSERT_GE(pruned->ranked.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(CandidateLabel(pruned->ranked[i].candidate),
+              CandidateLabel(every->ranked[i].candidate));
+    EXPECT_EQ(pruned->ranked[i].metrics.step_time.value(),
+              every->ranked[i].metrics.step_time.value());
+  }
+  // The counts still add up: every enumerated point is ranked or removed once.
+  int64_t removed = 0;
+  for (int64_t n : pruned->removed) removed += n;
+  EXPECT_EQ(removed + static_cast<int64_t>(pruned->ranked.size()), pruned->candidates_enumerated);
+}
+
+// The two cases: the search's best is at least as fast as the layout people run by hand.
+absl::StatusOr<Scenario> SearchBase(std::vector<std::pair<const char*, const char*>> given) {
+  FlagValues flags;
+  for (const auto& [name, value] : given) flags.Add(name, value);
+  return ScenarioFromFlags(flags, ScenarioUse::kSearchBase);
+}
+
+double HandLayoutTgs(std::vector<std::pair<const char*, const char*>> given) {
+  FlagValues flags;
+  for (const auto& [name, value] : given) flags.Add(name, value);
+  absl::StatusOr<Scenario> s = ScenarioFromFlags(flags);
+  EXPECT_THAT(s, IsOk());
+  if (!s.ok()) return 0;
+  absl::StatusOr<Projection> p = Project(*s);
+  EXPECT_THAT(p, IsOk());
+  return p.ok() ? p->tokens_per_s_per_gpu : 0;
+}
+
+// Meta's Llama 3.1 405B layout on 16,384 H100 (TP8 PP16 VPP4, 126 layers over 64 virtual
+// stages by the embedding/loss-aware split), in the default search space.
+TEST(SearchTest, FindsAtLeastMetasLlama405bLayout) {
+  auto base = SearchBase({{"model", "llama3.1-405b"}, {"gpu-arch", "h100-sxm"},
+                          {"num-gpus", "16384"}, {"seq-len", "8192"}, {"global-batch", "2048"}});
+  ASSERT_THAT(base, IsOk());
+  const double hand = HandLayoutTgs({{"model", "llama3.1-405b"}, {"gpu-arch", "h100-sxm"},
+                                     {"num-gpus", "16384"}, {"seq-len", "8192"},
+                                     {"global-batch", "2048"}, {"tp", "8"}, {"pp", "16"},
+                                     {"vpp", "4"}, {"sequence-parallel", "true"},
+                                     {"recompute", "full"}});
+  SearchOptions o;
+  o.space = DefaultSearchSpace(*base);
+  o.memory_limit = DefaultMemoryLimit(base->hw);
+  auto r = SearchLayouts(*base, o);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_GT(hand, 100.0);
+  EXPECT_GE(r->ranked.front().metrics.tokens_per_s_per_gpu, hand);
+}
+
+// DeepSeek-V3's layout on 2,048 H800 (PP16 EP64 with DeepEP, 4 layers on the first stage and 1
+// on the last), in a space around it; without a memory limit, as the hand layout is projected.
+TEST(SearchTest, FindsAtLeastDeepSeekV3sLayout) {
+  const std::vector<std::pair<const char*, const char*>> job = {
+      {"model", "deepseek-v3"}, {"gpu-arch", "h800"},     {"num-gpus", "2048"},
+      {"seq-len", "4096"},      {"global-batch", "15360"}, {"precision", "fp8"}};
+  auto base = SearchBase(job);
+  ASSERT_THAT(base, IsOk());
+  auto hand_flags = job;
+  for (const auto& f : std::vector<std::pair<const char*, const char*>>{
+           {"tp", "1"}, {"pp", "16"}, {"ep", "64"}, {"deepep", "true"},
+           {"first-stage-layers", "4"}, {"last-stage-layers", "1"}}) {
+    hand_flags.push_back(f);
+  }
+  const double hand = HandLayoutTgs(hand_flags);
+  SearchOptions o;
+  o.space = DefaultSearchSpace(*base);
+  o.space.tp = {1, 2};
+  o.space.pp = {8, 16};
+  o.space.vpp = {1};
+  o.space.cp = {1};
+  o.space.ep = {32, 64};
+  o.space.etp = {1};
+  o.space.micro_batch = {1};
+  o.space.recompute = {Recompute::kNone};
+  o.space.sharding = {DpSharding::kDistributedOptimizer};
+  o.space.turbo_grouped_gemm = {true};
+  auto r = SearchLayouts(*base, o);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_GT(hand, 1000.0);
+  EXPECT_GE(r->ranked.front().metrics.tokens_per_s_per_gpu, hand);
 }
 
 }  // namespace
