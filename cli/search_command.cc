@@ -28,6 +28,7 @@ constexpr char kDescription[] =
     "                 --global-batch 128 --top 10\n";
 constexpr char kJob[] = "Job";
 constexpr char kSpace[] = "Search space (comma-separated lists; DP is derived)";
+constexpr char kHardwareWhatIfs[] = "Hardware what-ifs";
 
 constexpr FlagSpec kOutputFlags[] = {
     {"help", "Show this help", "", FlagArity::kSwitch},
@@ -46,14 +47,15 @@ void AddSearchFlags(cxxopts::Options& options) {
        {SearchJobFlags(), PrecisionAndRoutingFlags(), KernelAndCommFlags(), StackFlags()}) {
     AddFlags(options, kJob, job);
   }
+  AddFlags(options, kHardwareWhatIfs, HardwareWhatIfFlags());
   AddFlags(options, kSpace, SearchSpaceFlags());
 }
 
 // Progress on stderr once a search runs past a second; `shown` records that a line was drawn.
-std::function<void(int64_t, int64_t, double)> ProgressLine(std::ostream& err, bool& shown) {
-  return [&err, &shown](int64_t done, int64_t total, double elapsed_s) {
-    if (elapsed_s < 1.0) return;
-    err << SearchProgressLine(done, total, elapsed_s) << std::flush;
+std::function<void(const SearchProgress&)> ProgressLine(std::ostream& err, bool& shown) {
+  return [&err, &shown](const SearchProgress& p) {
+    if (p.elapsed_s < 1.0) return;
+    err << SearchProgressLine(p) << std::flush;
     shown = true;
   };
 }
@@ -66,7 +68,7 @@ absl::Status RunSearchCommand(int argc, char** argv, const Output& io) {
   PROJECTOR_ASSIGN_OR_RETURN(
       const std::optional<FlagValues> parsed,
       ParseFlags(options, argc, argv, 1, "search: ", " (see project search --help)", io.out,
-                 {"", kJob, kSpace}));
+                 {"", kJob, kHardwareWhatIfs, kSpace}));
   if (!parsed) return absl::OkStatus();
   const FlagValues& flags = *parsed;
   PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(flags));

@@ -545,7 +545,13 @@ const AttentionKernelSpec* GpuSpec::FindAttentionKernel(std::string_view kernel)
 
 absl::StatusOr<HardwareProfile> LoadHardwareProfileFile(const std::string& path) {
   PROJECTOR_ASSIGN_OR_RETURN(json doc, ReadJsonFile(path));
-  PROJECTOR_ASSIGN_OR_RETURN(JsonObject root, JsonObject::Make(doc, path, ""));
+  return ParseHardwareProfile(doc, path, path);
+}
+
+absl::StatusOr<HardwareProfile> ParseHardwareProfile(const nlohmann::json& doc,
+                                                     const std::string& path,
+                                                     const std::string& origin) {
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject root, JsonObject::Make(doc, origin, ""));
   HardwareProfile hw;
   hw.source_file = path;
   PROJECTOR_ASSIGN_OR_RETURN(hw.name,

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
 #include "core/dtype.h"
 #include "core/units.h"
 
@@ -154,6 +155,11 @@ struct HardwareProfile {
 // syntax error, an unknown key, a wrong type, a non-positive size, a fraction outside (0, 1] or
 // a malformed or reserved attention kernel name.
 absl::StatusOr<HardwareProfile> LoadHardwareProfileFile(const std::string& path);
+// The same from a profile's JSON document read from `path` (its source_file and default name);
+// errors name `origin`.
+absl::StatusOr<HardwareProfile> ParseHardwareProfile(const nlohmann::json& doc,
+                                                     const std::string& path,
+                                                     const std::string& origin);
 // Ranges and cross-field checks (sustained <= peak clock, bf16 rate > 0, per-link <= per-GPU
 // bandwidth <= links x per-link, full mesh has a link to every peer, a collective holds fewer
 // CTAs than the GPU has SMs/CUs, attention kernels named once with the PyTorch one among them,

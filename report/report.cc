@@ -7,10 +7,22 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "scenario/training_defaults.h"
 
 namespace projector {
 namespace {
+
+// ", overlay FILE, what-if --hbm-gib 120, --nics-per-node 4": what changed the GPU profile.
+std::string HardwareChanges(const Scenario& scenario) {
+  std::string out;
+  if (!scenario.hw_overlay_file.empty()) absl::StrAppend(&out, ", overlay ", scenario.hw_overlay_file);
+  if (!scenario.hw_settings.empty()) {
+    absl::StrAppend(&out, ", what-if ", absl::StrJoin(scenario.hw_settings, ", "));
+  }
+  return out;
+}
+
 
 constexpr std::string_view kMfuFormula =
     "model_flops_per_step = global_batch*seq_len*(6*N_matmul + 6*L*seq_len*H*(d_qk+d_v)), "
@@ -99,9 +111,7 @@ std::vector<std::pair<std::string, std::string>> ProjectionSummaryRows(const Sce
                     absl::StrFormat("%s x %d GPUs (%d per node), sustained %.0f MHz%s",
                                     scenario.hw.name, p.num_gpus, scenario.hw.gpus_per_node,
                                     ToMegahertz(scenario.hw.gpu.sustained_clock),
-                                    scenario.hw_overlay_file.empty()
-                                        ? std::string()
-                                        : absl::StrCat(", overlay ", scenario.hw_overlay_file)));
+                                    HardwareChanges(scenario)));
   rows.emplace_back("layout", absl::StrFormat("%s, schedule %s, %d micro-batches", p.layout,
                                               p.schedule, p.micro_batches));
   rows.emplace_back(
@@ -321,6 +331,7 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"scenario", p.scenario_name},
       {"model", scenario.model.name},
       {"gpu", scenario.hw.name},
+      {"hw_what_ifs", scenario.hw_settings},
       {"layout", p.layout},
       {"num_gpus", p.num_gpus},
       {"schedule", p.schedule},

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/number_format.h"
 
 namespace projector {
@@ -86,11 +87,16 @@ json SearchResultToJson(const Scenario& base, const SearchResult& r) {
   return j;
 }
 
-std::string SearchProgressLine(int64_t done, int64_t total, double elapsed_s) {
-  const double pct =
-      total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0;
-  return absl::StrFormat("\rsearch: %d / %d layouts evaluated (%.0f%%), %.1f s", done, total, pct,
-                         elapsed_s);
+std::string SearchProgressLine(const SearchProgress& p) {
+  const double share = p.total > 0 ? static_cast<double>(p.done) / static_cast<double>(p.total) : 1;
+  // The pass's rate so far, applied to what it has left.
+  const std::string left =
+      share > 0 && share < 1
+          ? absl::StrFormat(", about %.0f s left in this pass", p.pass_elapsed_s * (1 - share) / share)
+          : "";
+  // Padded so a shorter line overwrites a longer one.
+  return absl::StrFormat("\rsearch: %s %s / %s (%.0f%%), %.1f s%s   ", p.pass, FormatCount(p.done),
+                         FormatCount(p.total), 100.0 * share, p.elapsed_s, left);
 }
 
 std::string FormatSearchText(const Scenario& base, const SearchResult& r, int64_t top_k) {
@@ -98,6 +104,9 @@ std::string FormatSearchText(const Scenario& base, const SearchResult& r, int64_
       "Search: %s on %d x %s (%d per node), seq %d, global batch %d, %s\n", base.model.name,
       base.num_gpus, base.hw.name, base.hw.gpus_per_node, base.training.seq_len,
       base.training.global_batch, DTypeName(base.training.precision));
+  if (!base.hw_settings.empty()) {
+    absl::StrAppend(&out, "  what-if     ", absl::StrJoin(base.hw_settings, ", "), "\n");
+  }
   const double per_min =
       r.elapsed_s > 0 ? static_cast<double>(r.candidates_evaluated) / r.elapsed_s * 60.0 : 0.0;
   absl::StrAppendFormat(&out,

@@ -17,8 +17,9 @@ namespace projector {
 nlohmann::json SearchResultToJson(const Scenario& base, const SearchResult& result);
 // Text: the counts, removals per constraint and the top `top_k` layouts, then the best layout
 // as a `project` command.
-// "\rsearch: D / T layouts evaluated (P%), S s": the progress line a long search redraws.
-std::string SearchProgressLine(int64_t done, int64_t total, double elapsed_s);
+// "\rsearch: projecting layouts 1,234 / 5,678 (22%), 3.1 s, about 11 s left in this pass": the
+// progress line a long search redraws.
+std::string SearchProgressLine(const SearchProgress& progress);
 std::string FormatSearchText(const Scenario& base, const SearchResult& result, int64_t top_k);
 
 }  // namespace projector

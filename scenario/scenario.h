@@ -39,6 +39,13 @@ struct Scenario {
   // The hardware overlay file applied to `hw` (`--hw-overlay`), empty when none; carried into
   // the commands search prints.
   std::string hw_overlay_file;
+  // Hardware what-ifs applied to `hw` (`--hw-set PATH=VALUE` and its named shorthands; a
+  // search's --gpu-clock-mhz), as the flags were given ("--hw-set scale_out.nics_per_node=4",
+  // "--hbm-gib 120"): shown in reports and carried into printed commands; empty when none.
+  std::vector<std::string> hw_settings;
+  // The scenario file a search started from (`project search --scenario`), carried into the
+  // commands it prints; empty otherwise.
+  std::string scenario_file;
 };
 
 // Llama-3.1-8B on 8 MI300X, TP1 DP8, seq 8192, micro-batch 1, global batch 64, bf16.

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "hw_profiles/hw_overlay.h"
+#include "hw_profiles/hw_settings.h"
 #include "scenario/network_flags.h"
 
 namespace projector {
@@ -72,6 +73,10 @@ constexpr FlagSpec kBackendFlags[] = {
     {"collective-backend", "Collective backend", "NAME"},
 };
 constexpr FlagSpec kSearchJobFlags[] = {
+    {"scenario",
+     "Scenario JSON file: its model, GPU, job and run settings are the search's (flags override "
+     "them); its layout is searched over",
+     "FILE"},
     {"model", "Model library name or JSON file", "NAME|FILE"},
     {"gpu-arch", "GPU hardware profile name or JSON file", "NAME|FILE"},
     {"num-gpus", "GPUs in the job", "N"},
@@ -79,6 +84,7 @@ constexpr FlagSpec kSearchJobFlags[] = {
     {"seq-len", "Sequence length in tokens", "N"},
     {"global-batch", "Sequences per optimizer step", "N"},
     {"hw-overlay", "Hardware overlay from `project calibrate` applied to the GPU profile", "FILE"},
+    {"gpu-clock-mhz", "Sustained GPU clock in MHz for every layout (one value)", "MHZ"},
 };
 constexpr FlagSpec kStackFlags[] = {
     {"loss-kernel",
@@ -164,7 +170,22 @@ constexpr FlagSpec kPrecisionAndRoutingFlags[] = {
      "X"},
 };
 
+constexpr FlagSpec kHwSetFlag = {
+    "hw-set",
+    "Hardware what-if: a field of the GPU profile's JSON file set to a value, PATH=VALUE "
+    "(scale_out.per_nic_bandwidth_gbps=200); repeat it or separate with commas",
+    "PATH=VALUE", FlagArity::kRepeated};
+
 }  // namespace
+
+std::vector<FlagSpec> HardwareWhatIfFlags() {
+  std::vector<FlagSpec> flags = {kHwSetFlag};
+  for (const HwShorthand& h : HwShorthands()) {
+    flags.push_back({absl::string_view(h.flag.data(), h.flag.size()),
+                     absl::string_view(h.help.data(), h.help.size()), "X"});
+  }
+  return flags;
+}
 
 std::vector<FlagGroup> ScenarioFlagGroups() {
   std::vector<FlagSpec> run(std::begin(kTrainingRunFlags), std::end(kTrainingRunFlags));
@@ -173,6 +194,7 @@ std::vector<FlagGroup> ScenarioFlagGroups() {
     run.insert(run.end(), more.begin(), more.end());
   }
   return {{"Scenario", {std::begin(kJobFlags), std::end(kJobFlags)}},
+          {"Hardware what-ifs", HardwareWhatIfFlags()},
           {"Parallel layout", {std::begin(kLayoutFlags), std::end(kLayoutFlags)}},
           {"Training run", std::move(run)},
           {"Backends", {std::begin(kBackendFlags), std::end(kBackendFlags)}}};
@@ -268,6 +290,7 @@ absl::Status ReadModelAndGpu(const FlagValues& flags, ScenarioUse use, Scenario&
     if (!hw.ok()) return FlagError("gpu-arch", hw.status().message());
     s.hw = *std::move(hw);
   }
+  PROJECTOR_RETURN_IF_ERROR(ApplyHwWhatIfFlags(flags, s));
   PROJECTOR_RETURN_IF_ERROR(ApplyHwOverlayFlag(flags, s));
   PROJECTOR_ASSIGN_OR_RETURN(s.hw.gpus_per_node,
                              IntFlag(flags, "gpus-per-node", {}, s.hw.gpus_per_node));
@@ -458,23 +481,62 @@ absl::Status ValidateSearchRouting(const Scenario& s) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Scenario> SearchBaseFromFlags(const FlagValues& flags) {
+// The search's starting point: --scenario FILE (its layout reset to the search's start), or an
+// empty scenario the flags fill.
+absl::StatusOr<Scenario> SearchStart(const FlagValues& flags) {
   Scenario s;
+  if (Given(flags, "scenario")) {
+    PROJECTOR_ASSIGN_OR_RETURN(s, LoadScenarioFile(StringFlag(flags, "scenario")));
+    s.scenario_file = StringFlag(flags, "scenario");
+    s.defaults_used.clear();
+    // The file's layout is one point of the space; the search starts from none.
+    s.parallel = ParallelConfig{};
+    s.training.recompute = Recompute::kNone;
+    s.training.micro_batch = 1;
+  }
   s.name = "search";
-  PROJECTOR_RETURN_IF_ERROR(ReadModelAndGpu(flags, ScenarioUse::kSearchBase, s));
+  return s;
+}
+
+// --gpu-clock-mhz on a search: one clock for every layout.
+absl::Status ReadSearchClock(const FlagValues& flags, Scenario& s) {
+  if (!Given(flags, "gpu-clock-mhz")) return absl::OkStatus();
+  PROJECTOR_ASSIGN_OR_RETURN(std::vector<double> clocks, ClockListFlag(flags));
+  if (clocks.size() != 1) {
+    return FlagError("gpu-clock-mhz",
+                     "a search runs one clock; give one value (a list is a what-if sweep of "
+                     "`project`)");
+  }
+  s.hw.gpu.sustained_clock = Megahertz(clocks[0]);
+  s.hw_settings.push_back(absl::StrCat("--gpu-clock-mhz ", StringFlag(flags, "gpu-clock-mhz")));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Scenario> SearchBaseFromFlags(const FlagValues& flags) {
+  PROJECTOR_ASSIGN_OR_RETURN(Scenario s, SearchStart(flags));
+  const bool from_file = !s.scenario_file.empty();
+  PROJECTOR_RETURN_IF_ERROR(
+      ReadModelAndGpu(flags, from_file ? ScenarioUse::kProjection : ScenarioUse::kSearchBase, s));
+  PROJECTOR_RETURN_IF_ERROR(ReadSearchClock(flags, s));
   constexpr absl::string_view kBeyondRun = " (beyond any training run)";
-  PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus,
-                             IntFlag(flags, "num-gpus", {.max = kMaxGpus, .beyond = kBeyondRun}));
+  auto from = [from_file](int64_t v) {
+    return from_file ? std::optional<int64_t>(v) : std::nullopt;
+  };
+  PROJECTOR_ASSIGN_OR_RETURN(
+      s.num_gpus,
+      IntFlag(flags, "num-gpus", {.max = kMaxGpus, .beyond = kBeyondRun}, from(s.num_gpus)));
   if (s.num_gpus > s.hw.gpus_per_node && s.num_gpus % s.hw.gpus_per_node != 0) {
     return FlagError("num-gpus", absl::StrFormat("%d GPUs do not fill whole nodes of %d GPUs; "
                                                  "use a multiple of --gpus-per-node",
                                                  s.num_gpus, s.hw.gpus_per_node));
   }
   PROJECTOR_ASSIGN_OR_RETURN(s.training.seq_len,
-                             IntFlag(flags, "seq-len", {.max = kMaxSeqLen, .beyond = kBeyondRun}));
+                             IntFlag(flags, "seq-len", {.max = kMaxSeqLen, .beyond = kBeyondRun},
+                                     from(s.training.seq_len)));
   PROJECTOR_ASSIGN_OR_RETURN(
       s.training.global_batch,
-      IntFlag(flags, "global-batch", {.max = kMaxGlobalBatch, .beyond = kBeyondRun}));
+      IntFlag(flags, "global-batch", {.max = kMaxGlobalBatch, .beyond = kBeyondRun},
+              from(s.training.global_batch)));
   PROJECTOR_RETURN_IF_ERROR(ReadTrainingSettings(flags, s.training));
   PROJECTOR_RETURN_IF_ERROR(ValidateSearchRouting(s));
   s.parallel.dp = s.num_gpus;
@@ -502,6 +564,34 @@ absl::StatusOr<TrainingOverrides> ReadStackFlags(const FlagValues& flags) {
   PROJECTOR_ASSIGN_OR_RETURN(out.hidden_dropout, DropoutFlag(flags, "hidden-dropout"));
   PROJECTOR_ASSIGN_OR_RETURN(out.attention_dropout, DropoutFlag(flags, "attention-dropout"));
   return out;
+}
+
+absl::StatusOr<std::vector<HwSetting>> HwSettingsFromFlags(const FlagValues& flags) {
+  std::vector<HwSetting> settings;
+  for (const HwShorthand& h : HwShorthands()) {
+    const absl::string_view flag(h.flag.data(), h.flag.size());
+    if (!Given(flags, flag)) continue;
+    PROJECTOR_ASSIGN_OR_RETURN(const double v, NumberFlag(flags, flag));
+    if (!(v > 0)) return FlagError(flag, absl::StrCat("must be > 0, got ", v));
+    HwSetting& s = settings.emplace_back();
+    s.pointer = std::string(h.pointer);
+    s.value = v;
+    s.text = absl::StrCat("--", flag, " ", StringFlag(flags, flag));
+  }
+  if (Given(flags, kHwSetFlag.name)) {
+    for (const std::string& text : flags.All(kHwSetFlag.name)) {
+      PROJECTOR_ASSIGN_OR_RETURN(HwSetting s, ParseHwSetting(text));
+      settings.push_back(std::move(s));
+    }
+  }
+  return settings;
+}
+
+absl::Status ApplyHwWhatIfFlags(const FlagValues& flags, Scenario& scenario) {
+  PROJECTOR_ASSIGN_OR_RETURN(const std::vector<HwSetting> settings, HwSettingsFromFlags(flags));
+  PROJECTOR_RETURN_IF_ERROR(ApplyHwSettings(settings, scenario.hw));
+  for (const HwSetting& s : settings) scenario.hw_settings.push_back(s.text);
+  return absl::OkStatus();
 }
 
 absl::Status ApplyHwOverlayFlag(const FlagValues& flags, Scenario& scenario) {

@@ -50,6 +50,12 @@ absl::StatusOr<Scenario> ScenarioFromFlags(const FlagValues& flags,
 
 // The stack flags given (StackFlags); absent ones stay unset.
 absl::StatusOr<TrainingOverrides> ReadStackFlags(const FlagValues& flags);
+// --hw-set and its named shorthands (--scale-up-bandwidth-gbs, --nic-bandwidth-gbps,
+// --nics-per-node, --hbm-bandwidth-tbs, --hbm-gib): the "Hardware what-ifs" group.
+std::vector<FlagSpec> HardwareWhatIfFlags();
+// Applies the hardware what-ifs given to the scenario's GPU profile (ApplyHwSettings) and keeps
+// them in scenario.hw_settings; before --hw-overlay, which applies on top.
+absl::Status ApplyHwWhatIfFlags(const FlagValues& flags, Scenario& scenario);
 // Applies --hw-overlay to the scenario's GPU (and keeps its path), when given.
 absl::Status ApplyHwOverlayFlag(const FlagValues& flags, Scenario& scenario);
 // --gpu-arch (required), --gpus-per-node and a single --gpu-clock-mhz: the hardware of

@@ -769,9 +769,13 @@ int WorkerThreads(const SearchOptions& options, size_t candidates) {
   return std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(candidates, 1))));
 }
 
-// Runs one pass of `queue` in `order` on `threads` workers, reporting progress meanwhile.
+// Runs one pass of `queue` in `order` on `threads` workers, reporting progress meanwhile as
+// `what` ("layouts", "splits").
 void RunPass(EvaluationQueue& queue, PassMode mode, const PassOrder& order, int threads,
-             const SearchOptions& options, Clock::time_point start) {
+             const SearchOptions& options, Clock::time_point start, std::string_view what) {
+  const Clock::time_point pass_start = Clock::now();
+  const std::string pass =
+      absl::StrCat(mode == PassMode::kBound ? "bounding " : "projecting ", std::string(what));
   queue.mode = mode;
   queue.pass = &order;
   queue.next = 0;
@@ -787,8 +791,11 @@ void RunPass(EvaluationQueue& queue, PassMode mode, const PassOrder& order, int 
       queue.finished.wait_for(lock, interval, [&] { return queue.running.load() == 0; });
       if (options.progress && queue.running.load() > 0) {
         lock.unlock();
-        options.progress(queue.done.load(), static_cast<int64_t>(order.order.size()),
-                         ElapsedSeconds(start));
+        options.progress(SearchProgress{.pass = pass,
+                                        .done = queue.done.load(),
+                                        .total = static_cast<int64_t>(order.order.size()),
+                                        .elapsed_s = ElapsedSeconds(start),
+                                        .pass_elapsed_s = ElapsedSeconds(pass_start)});
         lock.lock();
       }
     }
@@ -800,19 +807,20 @@ void RunPass(EvaluationQueue& queue, PassMode mode, const PassOrder& order, int 
 // the candidates grouped by composition, then the candidates projected lowest bound first.
 Evaluations EvaluateCandidates(const Scenario& base, const std::vector<SearchCandidate>& candidates,
                                const LayoutEvaluator& evaluate, const SearchOptions& options,
-                               TopSteps* top, Clock::time_point start) {
+                               TopSteps* top, Clock::time_point start, std::string_view what) {
   Evaluations out;
   out.outcome.assign(candidates.size(), Outcome::kPending);
   out.metrics.resize(candidates.size());
   const int threads = WorkerThreads(options, candidates.size());
   EvaluationQueue queue(base, candidates, evaluate, out);
   if (top == nullptr) {
-    RunPass(queue, PassMode::kFull, OneByOne(candidates.size()), threads, options, start);
+    RunPass(queue, PassMode::kFull, OneByOne(candidates.size()), threads, options, start, what);
     return out;
   }
-  RunPass(queue, PassMode::kBound, ByComposition(base, candidates), threads, options, start);
+  RunPass(queue, PassMode::kBound, ByComposition(base, candidates), threads, options, start,
+          what);
   queue.top = top;
-  RunPass(queue, PassMode::kPruned, ByLowerBound(out), threads, options, start);
+  RunPass(queue, PassMode::kPruned, ByLowerBound(out), threads, options, start, what);
   return out;
 }
 
@@ -1030,14 +1038,16 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
   const bool timed_objective = options.objective != SearchObjective::kMemory;
   TopSteps top(options.exact_top, options.memory_limit);
   TopSteps* pruning = options.prune && timed_objective ? &top : nullptr;
-  Evaluations e = EvaluateCandidates(base, candidates, evaluate, options, pruning, start);
+  Evaluations e =
+      EvaluateCandidates(base, candidates, evaluate, options, pruning, start, "layouts");
   if (options.explore_splits && timed_objective) {
     const std::vector<SearchCandidate> splits = AlternativeSplits(
         base, candidates, e,
         pruning ? top.Threshold() : Seconds(std::numeric_limits<double>::infinity()), result);
     result.candidates_enumerated += result.splits_enumerated;
     if (!splits.empty()) {
-      const Evaluations more = EvaluateCandidates(base, splits, evaluate, options, pruning, start);
+      const Evaluations more =
+          EvaluateCandidates(base, splits, evaluate, options, pruning, start, "splits");
       candidates.insert(candidates.end(), splits.begin(), splits.end());
       e.outcome.insert(e.outcome.end(), more.outcome.begin(), more.outcome.end());
       e.metrics.insert(e.metrics.end(), more.metrics.begin(), more.metrics.end());
@@ -1098,13 +1108,20 @@ std::string CandidateLabel(const SearchCandidate& c) {
 std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   const ParallelConfig& p = c.parallel;
   std::string cmd = absl::StrFormat(
-      "project --profiling-mode simulate --gpu-arch %s --model %s --num-gpus %d "
+      "project --profiling-mode simulate%s --gpu-arch %s --model %s --num-gpus %d "
       "--gpus-per-node %d --tp %d --pp %d",
+      base.scenario_file.empty() ? "" : absl::StrCat(" --scenario ", base.scenario_file),
       base.hw.name, base.model.name, base.num_gpus, base.hw.gpus_per_node, p.tp, p.pp);
-  if (p.vpp > 1) absl::StrAppend(&cmd, " --vpp ", p.vpp);
-  if (p.first_stage_layers > 0) absl::StrAppend(&cmd, " --first-stage-layers ", p.first_stage_layers);
-  if (p.last_stage_layers > 0) absl::StrAppend(&cmd, " --last-stage-layers ", p.last_stage_layers);
-  if (p.pipeline_schedule != PipelineSchedule::kOneFOneB) {
+  // Over a scenario file every layout field is spelled out: the file's own would stand otherwise.
+  const bool spell_out = !base.scenario_file.empty();
+  if (p.vpp > 1 || spell_out) absl::StrAppend(&cmd, " --vpp ", p.vpp);
+  if (p.first_stage_layers > 0 || spell_out) {
+    absl::StrAppend(&cmd, " --first-stage-layers ", p.first_stage_layers);
+  }
+  if (p.last_stage_layers > 0 || spell_out) {
+    absl::StrAppend(&cmd, " --last-stage-layers ", p.last_stage_layers);
+  }
+  if (p.pipeline_schedule != PipelineSchedule::kOneFOneB || spell_out) {
     absl::StrAppend(&cmd, " --pipeline-schedule ",
                     std::string(PipelineScheduleName(p.pipeline_schedule)));
   }
@@ -1155,6 +1172,7 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
                     absl::StrFormat("%g", base.training.attention_dropout));
   }
   if (!base.hw_overlay_file.empty()) absl::StrAppend(&cmd, " --hw-overlay ", base.hw_overlay_file);
+  for (const std::string& what_if : base.hw_settings) absl::StrAppend(&cmd, " ", what_if);
   if (base.training.grad_reduce_dtype != DType::kFp32) {
     absl::StrAppend(&cmd, " --grad-reduce-dtype ",
                     std::string(DTypeName(base.training.grad_reduce_dtype)));

@@ -202,6 +202,17 @@ Bytes DefaultMemoryLimit(const HardwareProfile& hw);
 // The reserve itself: 1 GiB + 5% of HBM.
 Bytes MemoryReserve(const HardwareProfile& hw);
 
+// Where a running search is: the pass (bounding every layout, projecting them best bound
+// first, then the same for the alternative pipeline splits), its layouts done and in all, the
+// seconds since the search and the pass began.
+struct SearchProgress {
+  std::string_view pass;  // "bounding layouts", "projecting layouts", "bounding splits", ...
+  int64_t done = 0;
+  int64_t total = 0;
+  double elapsed_s = 0;
+  double pass_elapsed_s = 0;
+};
+
 struct SearchOptions {
   SearchSpace space;
   SearchObjective objective = SearchObjective::kTokensPerGpu;
@@ -209,9 +220,8 @@ struct SearchOptions {
   // every layout and only marks those above DefaultMemoryLimit.
   std::optional<Bytes> memory_limit;
   int threads = 0;  // 0 = std::thread::hardware_concurrency()
-  // Called from the calling thread about every `progress_interval_s` while evaluating, with
-  // the number evaluated so far, the total to evaluate and the elapsed seconds.
-  std::function<void(int64_t done, int64_t total, double elapsed_s)> progress;
+  // Called from the calling thread about every `progress_interval_s` while evaluating.
+  std::function<void(const SearchProgress&)> progress;
   double progress_interval_s = 0.5;
   // Pruning (time objectives): the best `exact_top` layouts found are those an exhaustive search
   // finds. A projection is abandoned before its pipeline replay once its lower bound
