@@ -1,6 +1,7 @@
 #include "report/html_report.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <initializer_list>
 #include <string>
@@ -204,31 +205,32 @@ void BreakdownSection(std::string& out, const Projection& p) {
                         Ms(p.step_time));
 }
 
-// One chart of module rows: forward, backward and recompute bars on a shared ms scale.
+// One chart of module rows: forward, backward and recompute bars on the ms scale `scale_ms`
+// (the longest row of every chart of the section, so the charts compare), with its axis.
 void ModuleChart(std::string& out, std::string_view title,
-                 const std::vector<const ModuleTimes*>& rows) {
-  double longest = 0;
-  for (const ModuleTimes* m : rows) {
-    longest = std::max(longest, (m->forward + m->backward + m->recompute).value());
-  }
-  constexpr double kLabel = 130, kBar = 760, kRow = 22;
-  const double height = kRow * static_cast<double>(rows.size()) + 6;
+                 const std::vector<const ModuleTimes*>& rows, double scale_ms) {
+  constexpr double kLabel = 130, kBar = 760, kRow = 22, kAxis = 22;
+  const double bars = kRow * static_cast<double>(rows.size()) + 4;
   Put(out, {"<h3>", title, "</h3>"});
-  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", height);
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", bars + kAxis);
+  auto x_of = [&](double ms) { return kLabel + (scale_ms > 0 ? ms / scale_ms * kBar : 0.0); };
+  const double tick = TickStep(scale_ms, 6);
+  for (double t = 0; t <= scale_ms + 1e-12; t += tick) {
+    Line(out, x_of(t), 0, x_of(t), bars, kGridColor);
+    Text(out, x_of(t), bars + 14, absl::StrFormat("%g ms", t), "middle", "#667");
+  }
   double y = 2;
   for (const ModuleTimes* m : rows) {
     Text(out, 0, y + 14, HtmlEscape(m->module));
-    double x = kLabel;
+    double ms = 0;
     for (const auto& [t, color, phase] : {std::tuple{m->forward, kForwardColor, "forward"},
                                           std::tuple{m->backward, kBackwardColor, "backward"},
                                           std::tuple{m->recompute, kRecomputeColor, "recompute"}}) {
-      const double w = longest > 0 ? t.value() / longest * kBar : 0.0;
-      Rect(out, x, y, w, kRow - 6, color,
+      Rect(out, x_of(ms), y, x_of(ms + Ms(t)) - x_of(ms), kRow - 6, color,
            absl::StrFormat("%s %s: %.3f ms", HtmlEscape(m->module), phase, Ms(t)));
-      x += w;
+      ms += Ms(t);
     }
-    Text(out, x + 6, y + 14,
-         absl::StrFormat("%.3f ms", Ms(m->forward + m->backward + m->recompute)), "start", "#556");
+    Text(out, x_of(ms) + 6, y + 14, absl::StrFormat("%.3f ms", ms), "start", "#556");
     y += kRow;
   }
   out += "</svg>\n";
@@ -239,6 +241,16 @@ void ModulesSection(std::string& out, const Projection& p) {
   Legend(
       out,
       {{"forward", kForwardColor}, {"backward", kBackwardColor}, {"recompute", kRecomputeColor}});
+  // One scale for every chart: the longest module of the layer kinds and the end modules.
+  double scale_ms = 0;
+  auto widen = [&scale_ms](const ModuleTimes& m) {
+    scale_ms = std::max(scale_ms, Ms(m.forward + m.backward + m.recompute));
+  };
+  for (const LayerKindTimes& k : p.layer_kinds) {
+    for (const ModuleTimes& m : k.modules) widen(m);
+  }
+  widen(p.embedding);
+  widen(p.output_layer);
   for (const LayerKindTimes& k : p.layer_kinds) {
     std::vector<const ModuleTimes*> rows;
     for (const ModuleTimes& m : k.modules) rows.push_back(&m);
@@ -247,9 +259,11 @@ void ModulesSection(std::string& out, const Projection& p) {
                                 k.is_moe ? "MoE" : "dense", k.count,
                                 Ms(k.forward + k.backward + k.recompute),
                                 k.activation_bytes.value() / (1024.0 * 1024.0)),
-                rows);
+                rows, scale_ms);
   }
-  ModuleChart(out, "embedding and output layer", {&p.embedding, &p.output_layer});
+  ModuleChart(out, "embedding and output layer", {&p.embedding, &p.output_layer}, scale_ms);
+  out += "<p class=\"note\">Every chart on one scale: bars compare across layer kinds and the "
+         "end modules.</p>\n";
 }
 
 void MemorySection(std::string& out, const Projection& p) {
@@ -329,7 +343,45 @@ void TimelineSection(std::string& out, const Scenario& scenario, const Projectio
   for (int64_t r = 0; r < ranks; ++r) {
     Text(out, 0, kTop + row * static_cast<double>(r) + 12, absl::StrCat("PP rank ", r));
   }
+  // Past about one pass per 3 px of a lane the passes merge into one band: then each 2 px column
+  // of a lane shows the kind that filled most of it, as opaque as the column is busy.
+  constexpr double kColumn = 2;
+  const bool aggregate =
+      static_cast<double>(p.timeline.size()) / static_cast<double>(ranks) > kPlotW / 3;
+  if (aggregate) {
+    const auto columns = static_cast<size_t>(kPlotW / kColumn);
+    constexpr size_t kKinds = std::size(kTimelineColors);
+    // Busy seconds per (rank, lane: compute or comm, column, kind).
+    std::vector<double> busy(static_cast<size_t>(ranks) * 2 * columns * kKinds, 0.0);
+    const double column_s = step / static_cast<double>(columns);
+    for (const TimelineEvent& e : p.timeline) {
+      const size_t lane = e.kind == TimelineKind::kGradReduce ? 1 : 0;
+      const size_t base = (static_cast<size_t>(e.rank) * 2 + lane) * columns;
+      for (double t = e.start.value(); t < e.end.value() && column_s > 0;) {
+        const auto c = std::min(columns - 1, static_cast<size_t>(t / column_s));
+        const double until = std::min(e.end.value(), static_cast<double>(c + 1) * column_s);
+        busy[(base + c) * kKinds + static_cast<size_t>(e.kind)] += std::max(until - t, 0.0);
+        t = until > t ? until : e.end.value();
+      }
+    }
+    for (size_t lane_index = 0; lane_index < static_cast<size_t>(ranks) * 2; ++lane_index) {
+      const bool comm = lane_index % 2 == 1;
+      const double y = kTop + row * static_cast<double>(lane_index / 2) + (comm ? kLane + 1 : 0.0);
+      for (size_t c = 0; c < columns; ++c) {
+        const double* kinds = &busy[(lane_index * columns + c) * kKinds];
+        const size_t top = static_cast<size_t>(std::max_element(kinds, kinds + kKinds) - kinds);
+        const double filled = std::min(1.0, std::accumulate(kinds, kinds + kKinds, 0.0) / column_s);
+        if (!(filled > 0)) continue;
+        absl::StrAppendFormat(&out,
+                              "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                              "fill=\"%s\" fill-opacity=\"%.2f\"/>",
+                              kLeft + static_cast<double>(c) * kColumn, y, kColumn,
+                              comm ? kComm : kLane, kTimelineColors[top], 0.25 + 0.75 * filled);
+      }
+    }
+  }
   for (const TimelineEvent& e : p.timeline) {
+    if (aggregate) break;
     const bool comm = e.kind == TimelineKind::kGradReduce;
     const double y = kTop + row * static_cast<double>(e.rank) + (comm ? kLane + 1 : 0.0);
     std::string title;
@@ -352,10 +404,16 @@ void TimelineSection(std::string& out, const Scenario& scenario, const Projectio
     Text(out, x, axis_y + 14, absl::StrFormat("%g ms", t), "middle", "#667");
   }
   out += "</svg>\n";
-  absl::StrAppendFormat(&out,
-                        "<p class=\"note\">%d passes and transfers%s. The same replay as "
-                        "<code>--trace</code> (Perfetto) gives, with zoom.</p>\n",
-                        p.timeline.size(), tooltips ? "; hover a pass for its times" : "");
+  absl::StrAppendFormat(
+      &out,
+      "<p class=\"note\">%d passes and transfers%s. The same replay as "
+      "<code>--trace</code> (Perfetto) gives, with zoom.</p>\n",
+      p.timeline.size(),
+      aggregate ? absl::StrFormat(", too many to draw one by one: each %.1f ms column shows the "
+                                  "kind that filled most of it, fainter where the rank idled",
+                                  Ms(p.step_time) / (kPlotW / kColumn))
+      : tooltips ? "; hover a pass for its times"
+                 : "");
 }
 
 void OpsSection(std::string& out, const Projection& p) {

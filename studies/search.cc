@@ -94,8 +94,7 @@ constexpr ConstraintInfo kConstraints[kNumSearchConstraints] = {
     {"projection_error", "the projection returned an error (unsupported combination)",
      "restrict the space to combinations the projection supports"},
     {"memory", "projected peak memory per GPU above the limit",
-     "raise --memory-limit-gb, pass --memory-limit-gb none, or widen the space with "
-     "--recompute-values full, larger --pp-values/--tp-values or --sharding-values fsdp"},
+     "see MemoryHint: the widenings the space does not hold yet"},
 };
 
 std::vector<int64_t> DivisorsOf(int64_t n) {
@@ -981,6 +980,34 @@ std::vector<SearchCandidate> AlternativeSplits(const Scenario& base,
   return out;
 }
 
+// What to relax when the memory limit removed the last layouts: the widenings the space does not
+// hold yet (full recompute, FSDP, deeper pipelines or wider TP among the GPU count's divisors),
+// else the limit itself.
+std::string MemoryHint(const Scenario& base, const SearchSpace& space) {
+  std::vector<std::string> widen;
+  auto holds = [](const auto& list, const auto& v) {
+    return std::find(list.begin(), list.end(), v) != list.end();
+  };
+  if (!holds(space.recompute, Recompute::kFull)) widen.push_back("--recompute-values full");
+  if (!holds(space.sharding, DpSharding::kFsdp)) widen.push_back("--sharding-values fsdp");
+  auto larger = [&](const std::vector<int64_t>& list, int64_t cap) -> std::optional<int64_t> {
+    const int64_t most = *std::max_element(list.begin(), list.end());
+    for (int64_t d = most + 1; d <= std::min(cap, base.num_gpus); ++d) {
+      if (base.num_gpus % d == 0) return d;
+    }
+    return std::nullopt;
+  };
+  if (auto pp = larger(space.pp, base.model.num_layers)) {
+    widen.push_back(absl::StrCat("larger --pp-values (next: ", *pp, ")"));
+  }
+  if (auto tp = larger(space.tp, space.allow_cross_node_tp ? base.num_gpus : base.hw.gpus_per_node)) {
+    widen.push_back(absl::StrCat("larger --tp-values (next: ", *tp, ")"));
+  }
+  std::string hint = "raise --memory-limit-gb or pass --memory-limit-gb none";
+  if (!widen.empty()) absl::StrAppend(&hint, ", or widen the space with ", absl::StrJoin(widen, ", "));
+  return hint;
+}
+
 // No survivor: names the constraint that removed the last candidates (the last one in check
 // order that removed any), with what to relax.
 absl::Status NoSurvivorError(const Scenario& base, const SearchOptions& options,
@@ -1018,7 +1045,9 @@ absl::Status NoSurvivorError(const Scenario& base, const SearchOptions& options,
       "search: no valid layout among %s candidates: constraint '%s' (%s) removed the last %s%s; "
       "%s",
       FormatCount(result.candidates_enumerated), info.name, info.description,
-      FormatCount(result.removed[static_cast<size_t>(last)]), detail, info.hint));
+      FormatCount(result.removed[static_cast<size_t>(last)]), detail,
+      constraint == SearchConstraint::kMemory ? MemoryHint(base, options.space)
+                                              : std::string(info.hint)));
 }
 
 }  // namespace

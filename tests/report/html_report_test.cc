@@ -137,6 +137,32 @@ TEST(ProjectionHtmlTest, TimelineDrawsEveryPassOnce) {
   EXPECT_EQ(Count(html, "<title>W"), 0);  // no weight-gradient passes outside zero bubble
 }
 
+// 2 ranks x 400 micro-batches x (F + B) = 1,600 passes, 800 a lane: past one per 3 px of the
+// 920 px plot, so the lanes are drawn as 460 columns of 2 px (kind that filled most of each,
+// opacity by how busy), not pass by pass; 4 micro-batches stay pass by pass.
+TEST(ProjectionHtmlTest, TimelineAggregatesWhenPassesAreTooManyToDraw) {
+  Scenario s = TwoStageToy();
+  s.training.global_batch = 1600;  // 1600 / (1 · DP 4) = 400 micro-batches
+  const Projection p = ProjectToy(s);
+  const std::string html = ProjectionHtml(s, p);
+  EXPECT_THAT(html, HasSubstr("too many to draw one by one"));
+  EXPECT_EQ(Count(html, "<title>F"), 0);
+  const int columns = Count(html, "fill-opacity=");
+  // Every compute column of both ranks is busy at some point of the step, less the fill/drain
+  // idle at the start of rank 1: between one lane's and two lanes' columns (+ comm columns).
+  EXPECT_GT(columns, 460);
+  EXPECT_LE(columns, 4 * 460);
+  const std::string small = ProjectionHtml(TwoStageToy(), ProjectToy(TwoStageToy()));
+  EXPECT_THAT(small, Not(HasSubstr("too many to draw one by one")));
+}
+
+TEST(ProjectionHtmlTest, ModuleChartsShareOneScaleWithAnAxis) {
+  const Scenario s = TwoStageToy();
+  const std::string html = ProjectionHtml(s, ProjectToy(s));
+  EXPECT_THAT(html, HasSubstr("Every chart on one scale"));
+  EXPECT_THAT(html, HasSubstr(">0 ms</text>"));
+}
+
 TEST(ProjectionHtmlTest, MemoryVerdictAndMeasurementAreShown) {
   Scenario s = ToyScenario();
   s.measured_tokens_per_s_per_gpu = 1000.0;

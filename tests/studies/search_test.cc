@@ -20,6 +20,7 @@ using ::projector::testing::IsOk;
 using ::projector::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 int64_t Removed(const SearchResult& r, SearchConstraint c) {
   return r.removed[static_cast<size_t>(c)];
@@ -662,6 +663,19 @@ TEST(SearchTest, FindsAtLeastDeepSeekV3sLayout) {
   ASSERT_THAT(r, IsOk());
   EXPECT_GT(hand, 1000.0);
   EXPECT_GE(r->ranked.front().metrics.tokens_per_s_per_gpu, hand);
+}
+
+// The memory hint names only what the space lacks: TinySpace has full recompute, no FSDP, PP up
+// to 2 (the tiny model's 2 layers allow no deeper pipeline) and TP up to 8 (the node).
+TEST(SearchTest, MemoryHintSuggestsOnlyWhatTheSpaceLacks) {
+  Scenario base = TinyScenario();
+  auto r = SearchLayouts(base, Options(TinySpace(), Gigabytes(1)), FakeEvaluate);
+  ASSERT_FALSE(r.ok());
+  const std::string message(r.status().message());
+  EXPECT_THAT(message, HasSubstr("widen the space with --sharding-values fsdp"));
+  EXPECT_THAT(message, Not(HasSubstr("--pp-values")));
+  EXPECT_THAT(message, Not(HasSubstr("--recompute-values")));
+  EXPECT_THAT(message, Not(HasSubstr("--tp-values")));
 }
 
 }  // namespace
