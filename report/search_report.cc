@@ -81,6 +81,7 @@ json SearchResultToJson(const Scenario& base, const SearchResult& r) {
          {"fits_memory", l.fits_memory},
          {"dominant_cost", std::string(DominantCost(l.metrics))},
          {"largest_overhead", LargestOverhead(l.metrics)},
+         {"differs_from_best", DifferenceFrom(r.ranked.front().candidate, l.candidate)},
          {"breakdown_s", b}});
   }
   j["layouts"] = std::move(layouts);
@@ -141,15 +142,24 @@ std::string FormatSearchText(const Scenario& base, const SearchResult& r, int64_
     width = std::max(
         width, static_cast<int>(CandidateLabel(r.ranked[static_cast<size_t>(i)].candidate).size()));
   }
-  absl::StrAppendFormat(&out, "%4s  %-*s %9s %10s %6s %11s  %s\n", "#", width, "layout", "TGS",
-                        "step ms", "MFU", "peak mem", "largest overhead");
+  int overhead_width = 16;  // "largest overhead"
+  for (int64_t i = 0; i < shown; ++i) {
+    overhead_width = std::max(
+        overhead_width,
+        static_cast<int>(LargestOverhead(r.ranked[static_cast<size_t>(i)].metrics).size()));
+  }
+  absl::StrAppendFormat(&out, "%4s  %-*s %9s %10s %6s %11s  %-*s  %s\n", "#", width, "layout",
+                        "TGS", "step ms", "MFU", "peak mem", overhead_width, "largest overhead",
+                        "vs #1");
   for (int64_t i = 0; i < shown; ++i) {
     const RankedLayout& l = r.ranked[static_cast<size_t>(i)];
-    absl::StrAppendFormat(&out, "%4d  %-*s %9.1f %10.1f %5.1f%% %7.1f GiB%s %s\n", i + 1, width,
-                          CandidateLabel(l.candidate), l.metrics.tokens_per_s_per_gpu,
-                          ToMilliseconds(l.metrics.step_time), l.metrics.mfu * 100.0,
-                          l.metrics.peak_memory_per_gpu / Gibibytes(1), l.fits_memory ? " " : "*",
-                          LargestOverhead(l.metrics));
+    absl::StrAppendFormat(
+        &out, "%4d  %-*s %9.1f %10.1f %5.1f%% %7.1f GiB%s %-*s  %s\n", i + 1, width,
+        CandidateLabel(l.candidate), l.metrics.tokens_per_s_per_gpu,
+        ToMilliseconds(l.metrics.step_time), l.metrics.mfu * 100.0,
+        l.metrics.peak_memory_per_gpu / Gibibytes(1), l.fits_memory ? " " : "*", overhead_width,
+        LargestOverhead(l.metrics),
+        i == 0 ? "best" : DifferenceFrom(r.ranked.front().candidate, l.candidate));
   }
   if (!r.ranked.empty()) {
     absl::StrAppend(&out, "\nBest layout:\n  ", ReproduceCommand(base, r.ranked.front().candidate),

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <optional>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -1118,6 +1119,49 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
     return evaluators.at(scenario.attention_kernel_used).project(scenario, composed, abandon_at);
   };
   return SearchLayouts(base, options, by_kernel);
+}
+
+std::string DifferenceFrom(const SearchCandidate& best, const SearchCandidate& c) {
+  const ParallelConfig& a = best.parallel;
+  const ParallelConfig& b = c.parallel;
+  std::vector<std::string> parts;
+  for (const auto& [name, x, y] : {std::tuple{"TP", a.tp, b.tp}, std::tuple{"PP", a.pp, b.pp},
+                                   std::tuple{"VPP", a.vpp, b.vpp}, std::tuple{"CP", a.cp, b.cp},
+                                   std::tuple{"EP", a.ep, b.ep}, std::tuple{"ETP", a.etp, b.etp},
+                                   std::tuple{"mb", best.micro_batch, c.micro_batch}}) {
+    if (x != y) parts.push_back(absl::StrCat(name, " ", x, "→", y));
+  }
+  if (a.first_stage_layers != b.first_stage_layers || a.last_stage_layers != b.last_stage_layers) {
+    parts.push_back(absl::StrFormat("split %d/%d→%d/%d", a.first_stage_layers,
+                                    a.last_stage_layers, b.first_stage_layers,
+                                    b.last_stage_layers));
+  }
+  auto sharding = [](const ParallelConfig& p) {
+    return p.fsdp ? "FSDP" : (p.distributed_optimizer ? "DistOpt" : "DP");
+  };
+  auto on_off = [](bool v) { return v ? "on" : "off"; };
+  if (best.recompute != c.recompute) {
+    parts.push_back(absl::StrCat("recompute ", std::string(RecomputeName(best.recompute)), "→",
+                                 std::string(RecomputeName(c.recompute))));
+  }
+  if (a.sequence_parallel != b.sequence_parallel) {
+    parts.push_back(absl::StrCat("SP ", on_off(a.sequence_parallel), "→",
+                                 on_off(b.sequence_parallel)));
+  }
+  if (std::string_view(sharding(a)) != sharding(b)) {
+    parts.push_back(absl::StrCat(sharding(a), "→", sharding(b)));
+  }
+  if (a.turbo_grouped_gemm != b.turbo_grouped_gemm) {
+    parts.push_back(b.turbo_grouped_gemm ? "legacy→turbo" : "turbo→legacy");
+  }
+  if (a.deepep != b.deepep) {
+    parts.push_back(absl::StrCat("DeepEP ", on_off(a.deepep), "→", on_off(b.deepep)));
+  }
+  if (a.pipeline_schedule != b.pipeline_schedule) {
+    parts.push_back(absl::StrCat(std::string(PipelineScheduleName(a.pipeline_schedule)), "→",
+                                 std::string(PipelineScheduleName(b.pipeline_schedule))));
+  }
+  return parts.empty() ? "same layout" : absl::StrJoin(parts, ", ");
 }
 
 std::string CandidateLabel(const SearchCandidate& c) {

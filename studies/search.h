@@ -271,6 +271,9 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
 // The `project ...` command that reproduces one layout of the search on its own, with the
 // attention kernel of the base scenario pinned.
 std::string ReproduceCommand(const Scenario& base, const SearchCandidate& candidate);
+// What sets `c` apart from `best`, field by field: "PP 32→16, CP 4→8, recompute none→full";
+// "same layout" when nothing does.
+std::string DifferenceFrom(const SearchCandidate& best, const SearchCandidate& c);
 // "TP8 PP2 VPP2 CP1 DP4 SP DistOpt mb1 full" style label.
 std::string CandidateLabel(const SearchCandidate& candidate);
 

@@ -678,5 +678,29 @@ TEST(SearchTest, MemoryHintSuggestsOnlyWhatTheSpaceLacks) {
   EXPECT_THAT(message, Not(HasSubstr("--tp-values")));
 }
 
+TEST(SearchTest, DifferenceFromNamesEveryFieldThatDiffers) {
+  SearchCandidate best;
+  best.parallel.tp = 4;
+  best.parallel.pp = 32;
+  best.parallel.vpp = 4;
+  best.parallel.cp = 4;
+  best.parallel.sequence_parallel = true;
+  best.parallel.distributed_optimizer = true;
+  EXPECT_EQ(DifferenceFrom(best, best), "same layout");
+  SearchCandidate c = best;
+  c.parallel.pp = 16;
+  c.parallel.cp = 8;
+  c.parallel.first_stage_layers = 7;
+  c.parallel.last_stage_layers = 7;
+  c.micro_batch = 2;
+  c.recompute = Recompute::kFull;
+  c.parallel.sequence_parallel = false;
+  c.parallel.distributed_optimizer = false;
+  c.parallel.fsdp = true;
+  EXPECT_EQ(DifferenceFrom(best, c),
+            "PP 32→16, CP 4→8, mb 1→2, split 0/0→7/7, recompute none→full, SP on→off, "
+            "DistOpt→FSDP");
+}
+
 }  // namespace
 }  // namespace projector
