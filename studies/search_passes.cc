@@ -1,0 +1,261 @@
+#include "studies/search_passes.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <numeric>
+#include <thread>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "projection/projection.h"
+#include "scenario/training_defaults.h"
+
+namespace projector {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How a pass over the candidates projects them.
+enum class PassMode {
+  kFull,    // to the end (no pruning)
+  kBound,   // only up to the lower bound: every projection abandoned before its replay
+  kPruned,  // to the end unless the bound reaches the TopSteps threshold
+};
+
+// The order a pass takes the candidates in, as groups of consecutive entries of `order` (a
+// worker takes a whole group): in the bound pass the layouts of one CompositionKey, which share
+// one composed model; otherwise one candidate each.
+struct PassOrder {
+  std::vector<size_t> order;
+  std::vector<size_t> group_starts;  // the first entry of each group, ascending
+};
+
+// Enumeration order, one candidate per group.
+PassOrder OneByOne(size_t n) {
+  PassOrder p;
+  p.order.resize(n);
+  std::iota(p.order.begin(), p.order.end(), size_t{0});
+  p.group_starts = p.order;
+  return p;
+}
+
+// The candidates grouped by the CompositionKey of their scenario (enumeration order inside).
+PassOrder ByComposition(const Scenario& base, const std::vector<SearchCandidate>& candidates) {
+  Scenario scratch = base;
+  std::vector<std::pair<CompositionKey, size_t>> keyed;
+  keyed.reserve(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    ApplyCandidate(candidates[i], base.training.moe_imbalance, scratch);
+    keyed.emplace_back(CompositionKeyOf(scratch), i);
+  }
+  std::sort(keyed.begin(), keyed.end());
+  PassOrder p;
+  p.order.reserve(keyed.size());
+  for (size_t i = 0; i < keyed.size(); ++i) {
+    if (i == 0 || keyed[i].first != keyed[i - 1].first) p.group_starts.push_back(i);
+    p.order.push_back(keyed[i].second);
+  }
+  return p;
+}
+
+// The candidates by their lower bound, lowest first (ties in enumeration order), one per group.
+PassOrder ByLowerBound(const Evaluations& e) {
+  PassOrder p = OneByOne(e.outcome.size());
+  std::stable_sort(p.order.begin(), p.order.end(), [&e](size_t a, size_t b) {
+    return e.metrics[a].step_lower_bound < e.metrics[b].step_lower_bound;
+  });
+  return p;
+}
+
+// One worker's loop over groups of candidates. Each worker owns one Scenario copy and rewrites
+// only its layout fields, so a candidate costs one ValidateScenario and one Project, no copy of
+// the model or hardware profile.
+struct EvaluationQueue {
+  EvaluationQueue(const Scenario& b, const std::vector<SearchCandidate>& c,
+                  const LayoutEvaluator& e, Evaluations& o)
+      : base(b), candidates(c), evaluate(e), out(o) {}
+
+  const Scenario& base;
+  const std::vector<SearchCandidate>& candidates;
+  const LayoutEvaluator& evaluate;
+  Evaluations& out;
+  PassMode mode = PassMode::kFull;
+  const PassOrder* pass = nullptr;
+  TopSteps* top = nullptr;       // kPruned: updated with every layout projected
+  std::atomic<int64_t> next{0};  // the next group
+  std::atomic<int64_t> done{0};  // candidates
+  std::atomic<int> running{0};
+  std::mutex mu;
+  std::condition_variable finished;
+
+  void RecordFirst(std::string& first, std::string message) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (first.empty()) first = std::move(message);
+  }
+
+  // The candidate's scenario in `scenario`, its kernels resolved again when the stack flips;
+  // false (and the outcome kInvalid) when the scenario is refused.
+  bool Prepare(size_t idx, Scenario& scenario, std::optional<TrainingStack>& resolved_stack) {
+    ApplyCandidate(candidates[idx], base.training.moe_imbalance, scenario);
+    // "auto" picks the stack, and with it the kernels, from the layout (FSDP-only:
+    // llm-foundry), as `project` does; they are resolved again when the stack flips.
+    if (const TrainingStack stack = ResolvedStack(scenario.training, scenario.parallel);
+        resolved_stack != stack) {
+      resolved_stack = stack;
+      if (absl::Status k = ResolveKernels(scenario, "search"); !k.ok()) {
+        out.outcome[idx] = Outcome::kInvalid;
+        RecordFirst(out.first_invalid, std::string(k.message()));
+        return false;
+      }
+    }
+    if (absl::Status valid = ValidateScenario(scenario, "search"); !valid.ok()) {
+      out.outcome[idx] = Outcome::kInvalid;
+      RecordFirst(out.first_invalid, std::string(valid.message()));
+      return false;
+    }
+    return true;
+  }
+
+  void RecordError(size_t idx, const absl::Status& status) {
+    out.outcome[idx] = Outcome::kError;
+    RecordFirst(out.first_error,
+                absl::StrCat(CandidateLabel(candidates[idx]), ": ", status.message()));
+  }
+
+  // Projects one candidate with `composed` (null: its own), up to the pass's bound.
+  void EvaluateOne(size_t idx, Scenario& scenario, const ComposedModel* composed) {
+    Seconds abandon_at{std::numeric_limits<double>::infinity()};
+    if (mode == PassMode::kBound) abandon_at = Seconds(0);
+    if (mode == PassMode::kPruned) abandon_at = top->Threshold();
+    absl::StatusOr<LayoutMetrics> m = evaluate.project(scenario, composed, abandon_at);
+    if (!m.ok()) {
+      RecordError(idx, m.status());
+      return;
+    }
+    out.metrics[idx] = *m;
+    if (m->abandoned) {
+      // The bound pass leaves the outcome pending for the pruned pass.
+      if (mode != PassMode::kBound) out.outcome[idx] = Outcome::kPruned;
+      return;
+    }
+    out.outcome[idx] = Outcome::kOk;
+    if (top != nullptr) top->Add(*m);
+  }
+
+  // The candidates of one group; in the bound pass they share the first valid one's model.
+  void EvaluateGroup(size_t begin, size_t end, Scenario& scenario,
+                     std::optional<TrainingStack>& resolved_stack) {
+    std::shared_ptr<const ComposedModel> composed;
+    for (size_t k = begin; k < end; ++k) {
+      const size_t idx = pass->order[k];
+      if (mode == PassMode::kPruned) {
+        // The bound pass set the outcome of refused candidates and the bound of the others.
+        if (out.outcome[idx] != Outcome::kPending) continue;
+        if (out.metrics[idx].step_lower_bound >= top->Threshold()) {
+          out.outcome[idx] = Outcome::kPruned;
+          continue;
+        }
+      }
+      if (!Prepare(idx, scenario, resolved_stack)) continue;
+      if (mode == PassMode::kBound && composed == nullptr && evaluate.compose) {
+        absl::StatusOr<std::shared_ptr<const ComposedModel>> c = evaluate.compose(scenario);
+        if (!c.ok()) {
+          RecordError(idx, c.status());
+          continue;
+        }
+        composed = *std::move(c);
+      }
+      EvaluateOne(idx, scenario, composed.get());
+    }
+  }
+
+  void Work() {
+    Scenario scenario = base;
+    std::optional<TrainingStack> resolved_stack;  // the stack the kernels were resolved for
+    const std::vector<size_t>& starts = pass->group_starts;
+    const int64_t groups = static_cast<int64_t>(starts.size());
+    // A few groups per fetch: one candidate each outside the bound pass.
+    const int64_t chunk = mode == PassMode::kBound ? 1 : 8;
+    while (true) {
+      const int64_t first = next.fetch_add(chunk, std::memory_order_relaxed);
+      if (first >= groups) break;
+      const int64_t last = std::min(groups, first + chunk);
+      const size_t begin = starts[static_cast<size_t>(first)];
+      const size_t end = last < groups ? starts[static_cast<size_t>(last)] : pass->order.size();
+      for (int64_t g = first; g < last; ++g) {
+        const size_t b = starts[static_cast<size_t>(g)];
+        const size_t e = g + 1 < groups ? starts[static_cast<size_t>(g + 1)] : pass->order.size();
+        EvaluateGroup(b, e, scenario, resolved_stack);
+      }
+      done.fetch_add(static_cast<int64_t>(end - begin), std::memory_order_relaxed);
+    }
+    if (running.fetch_sub(1) == 1) {
+      std::lock_guard<std::mutex> lock(mu);
+      finished.notify_all();
+    }
+  }
+};
+
+// Runs one pass of `queue` in `order` on `threads` workers, reporting progress meanwhile as
+// `what` ("layouts", "splits").
+void RunPass(EvaluationQueue& queue, PassMode mode, const PassOrder& order, int threads,
+             const SearchOptions& options, Clock::time_point start, std::string_view what) {
+  const Clock::time_point pass_start = Clock::now();
+  const std::string pass =
+      absl::StrCat(mode == PassMode::kBound ? "bounding " : "projecting ", std::string(what));
+  queue.mode = mode;
+  queue.pass = &order;
+  queue.next = 0;
+  queue.done = 0;
+  queue.running = threads;
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(threads));
+  for (int t = 0; t < threads; ++t) pool.emplace_back([&queue] { queue.Work(); });
+  {
+    std::unique_lock<std::mutex> lock(queue.mu);
+    const auto interval = std::chrono::duration<double>(options.progress_interval_s);
+    while (queue.running.load() > 0) {
+      queue.finished.wait_for(lock, interval, [&] { return queue.running.load() == 0; });
+      if (options.progress && queue.running.load() > 0) {
+        lock.unlock();
+        options.progress(SearchProgress{.pass = pass,
+                                        .done = queue.done.load(),
+                                        .total = static_cast<int64_t>(order.order.size()),
+                                        .elapsed_s = ElapsedSeconds(start),
+                                        .pass_elapsed_s = ElapsedSeconds(pass_start)});
+        lock.lock();
+      }
+    }
+  }
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace
+
+int WorkerThreads(const SearchOptions& options, size_t candidates) {
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(candidates, 1))));
+}
+
+Evaluations EvaluateCandidates(const Scenario& base, const std::vector<SearchCandidate>& candidates,
+                               const LayoutEvaluator& evaluate, const SearchOptions& options,
+                               TopSteps* top, Clock::time_point start, std::string_view what) {
+  Evaluations out;
+  out.outcome.assign(candidates.size(), Outcome::kPending);
+  out.metrics.resize(candidates.size());
+  const int threads = WorkerThreads(options, candidates.size());
+  EvaluationQueue queue(base, candidates, evaluate, out);
+  if (top == nullptr) {
+    RunPass(queue, PassMode::kFull, OneByOne(candidates.size()), threads, options, start, what);
+    return out;
+  }
+  RunPass(queue, PassMode::kBound, ByComposition(base, candidates), threads, options, start, what);
+  queue.top = top;
+  RunPass(queue, PassMode::kPruned, ByLowerBound(out), threads, options, start, what);
+  return out;
+}
+
+}  // namespace projector
