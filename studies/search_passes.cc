@@ -83,7 +83,11 @@ struct EvaluationQueue {
   Evaluations& out;
   PassMode mode = PassMode::kFull;
   const PassOrder* pass = nullptr;
-  TopSteps* top = nullptr;       // kPruned: updated with every layout projected
+  TopSteps* top = nullptr;  // kPruned: updated with every layout projected
+  // kPruned: the TopSteps threshold when the batch began. Every decision of a batch uses it, so
+  // which layouts are projected does not depend on how the workers interleave.
+  Seconds threshold{std::numeric_limits<double>::infinity()};
+  int64_t group_end = 0;         // the groups of this batch end here
   std::atomic<int64_t> next{0};  // the next group
   std::atomic<int64_t> done{0};  // candidates
   std::atomic<int> running{0};
@@ -128,7 +132,7 @@ struct EvaluationQueue {
   void EvaluateOne(size_t idx, Scenario& scenario, const ComposedModel* composed) {
     Seconds abandon_at{std::numeric_limits<double>::infinity()};
     if (mode == PassMode::kBound) abandon_at = Seconds(0);
-    if (mode == PassMode::kPruned) abandon_at = top->Threshold();
+    if (mode == PassMode::kPruned) abandon_at = threshold;
     absl::StatusOr<LayoutMetrics> m = evaluate.project(scenario, composed, abandon_at);
     if (!m.ok()) {
       RecordError(idx, m.status());
@@ -153,7 +157,7 @@ struct EvaluationQueue {
       if (mode == PassMode::kPruned) {
         // The bound pass set the outcome of refused candidates and the bound of the others.
         if (out.outcome[idx] != Outcome::kPending) continue;
-        if (out.metrics[idx].step_lower_bound >= top->Threshold()) {
+        if (out.metrics[idx].step_lower_bound >= threshold) {
           out.outcome[idx] = Outcome::kPruned;
           continue;
         }
@@ -171,11 +175,18 @@ struct EvaluationQueue {
     }
   }
 
+  // One past the last entry of group g.
+  size_t GroupEnd(int64_t g) const {
+    const std::vector<size_t>& starts = pass->group_starts;
+    return static_cast<size_t>(g + 1) < starts.size() ? starts[static_cast<size_t>(g + 1)]
+                                                      : pass->order.size();
+  }
+
   void Work() {
     Scenario scenario = base;
     std::optional<TrainingStack> resolved_stack;  // the stack the kernels were resolved for
     const std::vector<size_t>& starts = pass->group_starts;
-    const int64_t groups = static_cast<int64_t>(starts.size());
+    const int64_t groups = group_end;
     // A few groups per fetch: one candidate each outside the bound pass.
     const int64_t chunk = mode == PassMode::kBound ? 1 : 8;
     while (true) {
@@ -183,10 +194,10 @@ struct EvaluationQueue {
       if (first >= groups) break;
       const int64_t last = std::min(groups, first + chunk);
       const size_t begin = starts[static_cast<size_t>(first)];
-      const size_t end = last < groups ? starts[static_cast<size_t>(last)] : pass->order.size();
+      const size_t end = GroupEnd(last - 1);
       for (int64_t g = first; g < last; ++g) {
         const size_t b = starts[static_cast<size_t>(g)];
-        const size_t e = g + 1 < groups ? starts[static_cast<size_t>(g + 1)] : pass->order.size();
+        const size_t e = GroupEnd(g);
         EvaluateGroup(b, e, scenario, resolved_stack);
       }
       done.fetch_add(static_cast<int64_t>(end - begin), std::memory_order_relaxed);
@@ -198,17 +209,12 @@ struct EvaluationQueue {
   }
 };
 
-// Runs one pass of `queue` in `order` on `threads` workers, reporting progress meanwhile as
-// `what` ("layouts", "splits").
-void RunPass(EvaluationQueue& queue, PassMode mode, const PassOrder& order, int threads,
-             const SearchOptions& options, Clock::time_point start, std::string_view what) {
-  const Clock::time_point pass_start = Clock::now();
-  const std::string pass =
-      absl::StrCat(mode == PassMode::kBound ? "bounding " : "projecting ", std::string(what));
-  queue.mode = mode;
-  queue.pass = &order;
-  queue.next = 0;
-  queue.done = 0;
+// Runs the groups [first, end) of `order` on `threads` workers, reporting progress meanwhile.
+void RunBatch(EvaluationQueue& queue, int64_t first, int64_t end, int threads,
+              const SearchOptions& options, const SearchProgress& progress, Clock::time_point start,
+              Clock::time_point pass_start) {
+  queue.next = first;
+  queue.group_end = end;
   queue.running = threads;
   std::vector<std::thread> pool;
   pool.reserve(static_cast<size_t>(threads));
@@ -220,16 +226,54 @@ void RunPass(EvaluationQueue& queue, PassMode mode, const PassOrder& order, int 
       queue.finished.wait_for(lock, interval, [&] { return queue.running.load() == 0; });
       if (options.progress && queue.running.load() > 0) {
         lock.unlock();
-        options.progress(SearchProgress{.pass = pass,
-                                        .done = queue.done.load(),
-                                        .total = static_cast<int64_t>(order.order.size()),
-                                        .elapsed_s = ElapsedSeconds(start),
-                                        .pass_elapsed_s = ElapsedSeconds(pass_start)});
+        SearchProgress now = progress;
+        now.done = queue.done.load();
+        now.elapsed_s = ElapsedSeconds(start);
+        now.pass_elapsed_s = ElapsedSeconds(pass_start);
+        options.progress(now);
         lock.lock();
       }
     }
   }
   for (std::thread& t : pool) t.join();
+}
+
+// Runs one pass of `queue` in `order` on `threads` workers, reporting progress as `what`
+// ("layouts", "splits"). The pruned pass runs in batches (64 layouts, doubling up to 1,024), each
+// judged against the threshold at its start; once the next layout's bound reaches it, so does every
+// later one's (the order is by bound), and the rest are pruned without a worker.
+void RunPass(EvaluationQueue& queue, PassMode mode, const PassOrder& order, int threads,
+             const SearchOptions& options, Clock::time_point start, std::string_view what) {
+  const Clock::time_point pass_start = Clock::now();
+  const std::string pass =
+      absl::StrCat(mode == PassMode::kBound ? "bounding " : "projecting ", std::string(what));
+  SearchProgress progress;
+  progress.pass = pass;
+  progress.total = static_cast<int64_t>(order.order.size());
+  queue.mode = mode;
+  queue.pass = &order;
+  queue.done = 0;
+  const auto groups = static_cast<int64_t>(order.group_starts.size());
+  if (mode != PassMode::kPruned) {
+    RunBatch(queue, 0, groups, threads, options, progress, start, pass_start);
+    return;
+  }
+  // Small batches first, so a threshold exists early; then up to 1,024 layouts per batch.
+  int64_t batch = 64;
+  for (int64_t first = 0; first < groups;
+       first += batch, batch = std::min<int64_t>(2 * batch, 1024)) {
+    queue.threshold = queue.top->Threshold();
+    const size_t from = order.group_starts[static_cast<size_t>(first)];
+    if (!(queue.out.metrics[order.order[from]].step_lower_bound < queue.threshold)) {
+      for (size_t k = from; k < order.order.size(); ++k) {
+        Outcome& o = queue.out.outcome[order.order[k]];
+        if (o == Outcome::kPending) o = Outcome::kPruned;
+      }
+      return;
+    }
+    RunBatch(queue, first, std::min(groups, first + batch), threads, options, progress, start,
+             pass_start);
+  }
 }
 
 }  // namespace
