@@ -293,20 +293,19 @@ absl::StatusOr<ComposedModel> ComposeModel(const Scenario& scenario, const Backe
 }
 
 absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& backends,
-                                   const ComposedModel& kinds, const ProjectionOptions& options) {
+                                   const ComposedModel& composed, const ProjectionOptions& options) {
   const ParallelConfig& par = scenario.parallel;
   const TrainingConfig& tr = scenario.training;
   const LayerCompositionContext lctx = CompositionContext(scenario);
   const RunChoices run = ResolveRunChoices(scenario.model, par, tr, scenario.hw.gpu.arch);
-  const ComposedModel& ends = kinds;
   StepInputs in{.model = scenario.model,
                 .parallel = par,
                 .training = tr,
-                .dense = kinds.dense ? &*kinds.dense : nullptr,
-                .moe = kinds.moe ? &*kinds.moe : nullptr,
-                .embedding = ends.embedding,
-                .output = ends.output,
-                .mtp_output = ends.mtp_output,
+                .dense = composed.dense ? &*composed.dense : nullptr,
+                .moe = composed.moe ? &*composed.moe : nullptr,
+                .embedding = composed.embedding,
+                .output = composed.output,
+                .mtp_output = composed.mtp_output,
                 .hbm_capacity = scenario.hw.gpu.hbm_capacity,
                 .interference = lctx.interference,
                 .run = run,
@@ -321,8 +320,12 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   p.num_gpus = scenario.num_gpus;
   p.micro_batches = step.micro_batches;
   p.schedule = par.vpp > 1 ? "interleaved" : PipelineScheduleName(par.pipeline_schedule);
-  if (kinds.dense) p.layer_kinds.push_back(KindTimes(*kinds.dense, kinds.dense_layers, tr.recompute));
-  if (kinds.moe) p.layer_kinds.push_back(KindTimes(*kinds.moe, kinds.moe_layers, tr.recompute));
+  if (composed.dense) {
+    p.layer_kinds.push_back(KindTimes(*composed.dense, composed.dense_layers, tr.recompute));
+  }
+  if (composed.moe) {
+    p.layer_kinds.push_back(KindTimes(*composed.moe, composed.moe_layers, tr.recompute));
+  }
   p.embedding = EndTimes("embedding", in.embedding);
   p.output_layer = EndTimes("output", in.output);
   p.step_lower_bound = step.lower_bound;
@@ -350,7 +353,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
     }
     p.network_uses = NetworkUses(scenario.parallel, backends.collective.Decisions());
   }
-  p.op_tables = kinds.op_tables;
+  p.op_tables = composed.op_tables;
   p.timeline = std::move(timeline);
   NoteInertSwitches(scenario, p);
   return p;
