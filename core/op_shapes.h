@@ -21,11 +21,17 @@ struct GemmShape {
   DType dtype = DType::kBf16;
   bool transpose_a = false;
   bool transpose_b = false;
+  // FP8 operands scaled per block of the K dimension inside the main loop (Transformer Engine's
+  // blockwise 1x128/128x128 and MXFP8 recipes) rather than once per tensor or row in the
+  // epilogue (delayed, current and rowwise scaling); GpuSpec::GemmEfficiency prices the
+  // difference.
+  bool block_scaled = false;
 
   bool operator==(const GemmShape&) const = default;
   template <typename H>
   friend H AbslHashValue(H h, const GemmShape& s) {
-    return H::combine(std::move(h), s.m, s.n, s.k, s.batch, s.dtype, s.transpose_a, s.transpose_b);
+    return H::combine(std::move(h), s.m, s.n, s.k, s.batch, s.dtype, s.transpose_a, s.transpose_b,
+                      s.block_scaled);
   }
 };
 

@@ -363,6 +363,8 @@ absl::Status ReadGpu(JsonObject& root, std::map<std::string, std::string>& sourc
                              gpu.Or("gemm_efficiency", Range::kFraction, g.gemm_efficiency));
   PROJECTOR_ASSIGN_OR_RETURN(g.gemm_efficiency_fp8,
                              gpu.Optional("gemm_efficiency_fp8", Range::kFraction));
+  PROJECTOR_ASSIGN_OR_RETURN(g.fp8_block_scaled_gemm_ratio,
+                             gpu.Optional("fp8_block_scaled_gemm_ratio", Range::kFraction));
   PROJECTOR_ASSIGN_OR_RETURN(
       g.attention_fwd_efficiency,
       gpu.Or("attention_fwd_efficiency", Range::kFraction, g.attention_fwd_efficiency));
@@ -529,11 +531,14 @@ FlopsPerSecond GpuSpec::MatrixPeak(DType dtype, Hertz clock) const {
 
 // FP4 shares the FP8 figure: no stored source measures an FP4 GEMM, and both run the
 // narrow-precision tensor-core/MFMA path with the same tiling and epilogue.
-double GpuSpec::GemmEfficiency(DType dtype) const {
-  if ((dtype == DType::kFp8 || dtype == DType::kFp4) && gemm_efficiency_fp8.has_value()) {
-    return *gemm_efficiency_fp8;
-  }
-  return gemm_efficiency;
+// Block scaling applies to FP8 alone: FP4 (NVFP4, MXFP4) is block-scaled by format, and its
+// figure is the FP8 one already.
+double GpuSpec::GemmEfficiency(DType dtype, bool block_scaled) const {
+  const bool narrow = dtype == DType::kFp8 || dtype == DType::kFp4;
+  const double base = narrow && gemm_efficiency_fp8.has_value() ? *gemm_efficiency_fp8
+                                                                 : gemm_efficiency;
+  if (dtype == DType::kFp8 && block_scaled) return base * fp8_block_scaled_gemm_ratio.value_or(1.0);
+  return base;
 }
 
 const AttentionKernelSpec* GpuSpec::FindAttentionKernel(std::string_view kernel) const {

@@ -65,6 +65,10 @@ struct GpuSpec {
   // The same fraction for FP8 (and FP4) GEMMs, measured in FP8 and expressed against the FP8 peak
   // at the sustained clock; absent (nullopt) = gemm_efficiency, the bf16 figure.
   std::optional<double> gemm_efficiency_fp8;
+  // What a block-scaled FP8 GEMM (GemmShape::block_scaled: blockwise or MXFP8 recipes) reaches
+  // of the per-tensor-scaled one of the same shape, measured on this architecture; absent
+  // (nullopt) = 1, no measured difference.
+  std::optional<double> fp8_block_scaled_gemm_ratio;
   // Flash-attention main loop of the kernel in use: the profile's default kernel as loaded; a
   // scenario puts the figures of the kernel it runs here (ResolveKernels).
   double attention_fwd_efficiency = 0.7;
@@ -89,8 +93,9 @@ struct GpuSpec {
   // Peak matrix rate at `clock` for `dtype`; 0 when the dtype is unsupported.
   FlopsPerSecond MatrixPeak(DType dtype, Hertz clock) const;
   // GEMM main-loop efficiency for `dtype`: gemm_efficiency_fp8 for FP8 and FP4 when the profile
-  // has one, else gemm_efficiency.
-  double GemmEfficiency(DType dtype) const;
+  // has one, else gemm_efficiency; an FP8 GEMM with block-scaled operands also takes
+  // fp8_block_scaled_gemm_ratio.
+  double GemmEfficiency(DType dtype, bool block_scaled = false) const;
   // The named flash kernel; nullptr when the profile has none of that name.
   const AttentionKernelSpec* FindAttentionKernel(std::string_view kernel) const;
 };

@@ -68,19 +68,27 @@ Fp8Quantization QuantizationOf(Fp8Recipe recipe, double e, double q) {
     case Fp8Recipe::kTensorwise:
       // TE Float8CurrentScalingQuantizer: an amax kernel reads the tensor, a one-thread kernel
       // turns the amax into the scale, then the cast-transpose reads it again.
-      return {.bytes_per_element = e + cast, .kernels = 3, .fused_over_experts = false};
+      return {.bytes_per_element = e + cast,
+              .kernels = 3,
+              .fused_over_experts = false,
+              .block_scaled_gemm = false};
     case Fp8Recipe::kBlockwise:
       return {.bytes_per_element = cast + kBlockwiseScaleBytesPerElement,
               .kernels = 1,
-              .fused_over_experts = false};
+              .fused_over_experts = false,
+              .block_scaled_gemm = true};
     case Fp8Recipe::kMxfp8:
       return {.bytes_per_element = cast + kMxfp8ScaleBytesPerElement,
               .kernels = 1,
-              .fused_over_experts = false};
+              .fused_over_experts = false,
+              .block_scaled_gemm = true};
     case Fp8Recipe::kRowwise:
       // torchao rowwise: the row amax and the cast of each orientation, Inductor fusing each
       // pair: the tensor read twice, two kernels.
-      return {.bytes_per_element = e + cast, .kernels = 2, .fused_over_experts = false};
+      return {.bytes_per_element = e + cast,
+              .kernels = 2,
+              .fused_over_experts = false,
+              .block_scaled_gemm = false};
     case Fp8Recipe::kAuto:
     case Fp8Recipe::kDelayed:
       break;
@@ -88,7 +96,10 @@ Fp8Quantization QuantizationOf(Fp8Recipe recipe, double e, double q) {
   // Delayed scaling: one cast-transpose with the amax recorded on the way (the scale comes from
   // earlier steps); TE's GroupedLinear quantises all experts in one multi-tensor kernel
   // (fused_multi_cast_transpose).
-  return {.bytes_per_element = cast, .kernels = 1, .fused_over_experts = true};
+  return {.bytes_per_element = cast,
+          .kernels = 1,
+          .fused_over_experts = true,
+          .block_scaled_gemm = false};
 }
 
 int64_t StandardHeadDim(const ModelSpec& model) {
@@ -239,7 +250,8 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
                              DType dtype, int64_t batch, int64_t repeat, LinearInput input) {
   const double q = BytesPerElement(dtype);
   const bool quantized = quantized_ && q < act_bytes_;
-  const double cast = QuantizationOf(fp8_recipe_, act_bytes_, q).bytes_per_element;
+  const Fp8Quantization recipe = QuantizationOf(fp8_recipe_, act_bytes_, q);
+  const double cast = recipe.bytes_per_element;
   if (quantized) {
     const double weights = D(in) * D(out) * D(batch) * weight_casts_per_micro_batch_;
     // A weight cast once per step is not redone when full recompute re-runs the forward
@@ -254,6 +266,7 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
   Op& op = AddForward(name, OpKind::kGemm);
   op.host_fanout = linear_host_fanout_;
   op.gemm = GemmShape{.m = m, .n = out, .k = in, .batch = batch, .dtype = dtype};
+  op.gemm.block_scaled = quantized && recipe.block_scaled_gemm;
   op.repeat = repeat;
   op.flops = GemmFlops(op.gemm) * D(repeat);
   op.bytes = GemmBytes(op.gemm, /*accumulate_fp32=*/false) * D(repeat);
@@ -354,7 +367,7 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
         Op dgrad = fwd;
         dgrad.phase = OpPhase::kBackwardDgrad;
         dgrad.gemm = GemmShape{.m = f.m, .n = f.k, .k = f.n, .batch = f.batch, .dtype = f.dtype,
-                               .transpose_b = true};
+                               .transpose_b = true, .block_scaled = f.block_scaled};
         dgrad.flops = GemmFlops(dgrad.gemm) * D(fwd.repeat);
         dgrad.bytes = GemmBytes(dgrad.gemm, false) * D(fwd.repeat);
         ops_.push_back(dgrad);
@@ -367,7 +380,7 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
         Op wgrad = fwd;
         wgrad.phase = OpPhase::kBackwardWgrad;
         wgrad.gemm = GemmShape{.m = f.k, .n = f.n, .k = f.m, .batch = f.batch, .dtype = f.dtype,
-                               .transpose_a = true};
+                               .transpose_a = true, .block_scaled = f.block_scaled};
         wgrad.flops = GemmFlops(wgrad.gemm) * D(fwd.repeat);
         wgrad.bytes = GemmBytes(wgrad.gemm, true) * D(fwd.repeat);
         ops_.push_back(wgrad);

@@ -110,10 +110,13 @@ EagerKernels NormKernels(double e, double out_bytes, bool eager);
 //   rowwise     2e + 2q, 2 kernels (row amax and cast, per orientation).
 // `fused_over_experts`: a GroupedLinear quantises all its experts in one kernel (delayed
 // scaling's multi-tensor cast-transpose); the other recipes run their kernels per expert.
+// `block_scaled_gemm`: the GEMMs apply the scales per K block in their main loop (blockwise,
+// MXFP8; GemmShape::block_scaled), the others once per tensor or row in the epilogue.
 struct Fp8Quantization {
   double bytes_per_element = 0;
   int64_t kernels = 1;
   bool fused_over_experts = false;
+  bool block_scaled_gemm = false;
 };
 Fp8Quantization QuantizationOf(Fp8Recipe recipe, double e, double q);
 

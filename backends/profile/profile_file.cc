@@ -128,6 +128,7 @@ absl::StatusOr<ProfiledOp> ParseOp(const json& value, const std::string& origin,
     PROJECTOR_ASSIGN_OR_RETURN(op.gemm.dtype, ParseDTypeField(o, "dtype", sc.precision));
     PROJECTOR_ASSIGN_OR_RETURN(op.gemm.transpose_a, o.BoolOr("transpose_a", false));
     PROJECTOR_ASSIGN_OR_RETURN(op.gemm.transpose_b, o.BoolOr("transpose_b", false));
+    PROJECTOR_ASSIGN_OR_RETURN(op.gemm.block_scaled, o.BoolOr("block_scaled", false));
   } else if (kind == "attention") {
     op.kind = ProfiledOpKind::kAttention;
     AttentionShape& a = op.attention;
@@ -351,6 +352,7 @@ json ProfileToJson(const Profile& profile) {
         j["dtype"] = std::string(DTypeName(op.gemm.dtype));
         j["transpose_a"] = op.gemm.transpose_a;
         j["transpose_b"] = op.gemm.transpose_b;
+        if (op.gemm.block_scaled) j["block_scaled"] = true;
         break;
       case ProfiledOpKind::kAttention: {
         const AttentionShape& a = op.attention;

@@ -26,12 +26,14 @@ RooflineGemmBackend::RooflineGemmBackend(const HardwareProfile& hw)
     matrix_rate_[static_cast<size_t>(DTypeIndex(dtype))] =
         FlopsPerSecond(flops_per_clock * per_clock * gpu.GemmEfficiency(dtype));
   }
+  fp8_block_scaled_ratio_ = gpu.GemmEfficiency(DType::kFp8, true) / gpu.GemmEfficiency(DType::kFp8);
 }
 
 absl::StatusOr<GemmEstimate> RooflineGemmBackend::Estimate(const GemmShape& shape) const {
   if (std::optional<GemmEstimate> hit = cache_.Find(shape)) return *hit;
   if (absl::Status status = shape_checks::ValidateGemmShape(shape); !status.ok()) return status;
-  const FlopsPerSecond rate = matrix_rate_[static_cast<size_t>(DTypeIndex(shape.dtype))];
+  FlopsPerSecond rate = matrix_rate_[static_cast<size_t>(DTypeIndex(shape.dtype))];
+  if (shape.block_scaled && shape.dtype == DType::kFp8) rate = rate * fp8_block_scaled_ratio_;
   if (absl::Status status = shape_checks::CheckMatrixRate(gpu_name_, shape.dtype, rate.value());
       !status.ok()) {
     return status;

@@ -36,6 +36,7 @@ class RooflineGemmBackend final : public GemmBackend {
  private:
   std::string gpu_name_;
   std::array<FlopsPerSecond, kNumDTypes> matrix_rate_{};  // achievable, per dtype
+  double fp8_block_scaled_ratio_ = 1;  // GpuSpec::fp8_block_scaled_gemm_ratio
   BytesPerSecond hbm_bandwidth_;                          // times hbm_efficiency
   Seconds launch_overhead_;
   MemoCache<GemmShape, GemmEstimate> cache_;

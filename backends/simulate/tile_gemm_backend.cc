@@ -84,6 +84,7 @@ TileGemmBackend::TileGemmBackend(const HardwareProfile& hw)
   for (DType dtype : kAllDTypes) {
     gemm_efficiency_[static_cast<size_t>(DTypeIndex(dtype))] = gpu.GemmEfficiency(dtype);
   }
+  fp8_block_scaled_ratio_ = gpu.GemmEfficiency(DType::kFp8, true) / gpu.GemmEfficiency(DType::kFp8);
   // FP32 GEMMs without an FP32 matrix path run on the vector units (SIMT SGEMM on NVIDIA).
   double& fp32 = flops_per_clock_per_cu_[static_cast<size_t>(DTypeIndex(DType::kFp32))];
   if (fp32 <= 0) fp32 = gpu.vector_fp32_flops_per_clock_per_cu;
@@ -144,7 +145,7 @@ TileGemmBackend::Evaluation TileGemmBackend::Evaluate(const GemmShape& shape, in
   // Compute per K step at the sustained clock; the main-loop efficiency is the one measured in
   // this dtype's precision class (FP8/FP4 have their own where the profile gives one).
   const double rate =
-      MatrixFlopsPerClock(shape.dtype) * clock_hz_ * GemmEfficiency(shape.dtype);
+      MatrixFlopsPerClock(shape.dtype) * clock_hz_ * GemmEfficiency(shape);
   const Seconds t_comp(2.0 * tm * tn * tk / rate);
 
   // Memory per K step through L2 -> (MALL) -> HBM, all active workgroups together.
@@ -222,7 +223,7 @@ GemmEstimate TileGemmBackend::Finish(const GemmShape& shape, const Evaluation& b
   const double k = static_cast<double>(shape.k);
   const Seconds compute_floor(GemmFlops(shape).value() /
                               (MatrixFlopsPerClock(shape.dtype) * units_ * clock_hz_ *
-                               GemmEfficiency(shape.dtype)));
+                               GemmEfficiency(shape)));
   const Seconds memory_floor(batch *
                              ((m * k + k * n) * BytesPerElement(shape.dtype) +
                               m * n * gpu_model::OutputBytesPerElement(shape.dtype)) /

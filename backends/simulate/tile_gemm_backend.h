@@ -59,8 +59,9 @@ class TileGemmBackend final : public GemmBackend {
   double MatrixFlopsPerClock(DType dtype) const {
     return flops_per_clock_per_cu_[static_cast<size_t>(DTypeIndex(dtype))];
   }
-  double GemmEfficiency(DType dtype) const {
-    return gemm_efficiency_[static_cast<size_t>(DTypeIndex(dtype))];
+  double GemmEfficiency(const GemmShape& shape) const {
+    const double e = gemm_efficiency_[static_cast<size_t>(DTypeIndex(shape.dtype))];
+    return shape.block_scaled && shape.dtype == DType::kFp8 ? e * fp8_block_scaled_ratio_ : e;
   }
   Evaluation Evaluate(const GemmShape& shape, int64_t tile_m, int64_t tile_n, int64_t tile_k,
                       int64_t split_k) const;
@@ -73,6 +74,7 @@ class TileGemmBackend final : public GemmBackend {
   std::array<double, kNumDTypes> flops_per_clock_per_cu_{};
   // Main-loop efficiency per dtype (GpuSpec::GemmEfficiency), indexed by DTypeIndex.
   std::array<double, kNumDTypes> gemm_efficiency_{};
+  double fp8_block_scaled_ratio_ = 1;  // GpuSpec::fp8_block_scaled_gemm_ratio
   double hbm_bytes_per_s_ = 0;   // times hbm_efficiency
   double mall_bytes_per_s_ = 0;  // 0 without an Infinity Cache
   double l2_bytes_per_s_ = 0;    // aggregate, 0 where not modelled

@@ -40,6 +40,7 @@ Profile SampleProfile() {
   p.scenario.measured_tokens_per_s_per_gpu = 1234.5;
   ProfiledOp g; g.kind = ProfiledOpKind::kGemm; g.name = "qkv_proj"; g.module = "attention";
   g.gemm = GemmShape{.m = 8192, .n = 3072, .k = 4096, .batch = 2, .dtype = DType::kFp8};
+  g.gemm.block_scaled = true;  // an MXFP8 GEMM: the flag survives the round trip
   g.time = {.median = Microseconds(100), .min = Microseconds(90), .max = Microseconds(120),
             .repetitions = 20};
   ProfiledOp a; a.kind = ProfiledOpKind::kAttention;

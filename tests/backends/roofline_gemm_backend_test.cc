@@ -36,6 +36,22 @@ TEST(RooflineGemmBackendTest, MemoryBoundTimeIsBytesOverAchievableBandwidth) {
   EXPECT_EQ(e->clock_scaled_time.value(), 0.0);
 }
 
+// Block-scaled FP8 at fp8_block_scaled_gemm_ratio 0.5: the achievable rate halves, so the
+// compute-bound time less the 4 µs launch doubles exactly; bf16 ignores the flag.
+TEST(RooflineGemmBackendTest, BlockScaledFp8HalvesTheRateAtRatioOneHalf) {
+  RooflineGemmBackend backend(testing::compute::H100LikeBlockScaledAtHalfRate());
+  absl::StatusOr<GemmEstimate> t = backend.Estimate(testing::compute::Fp8Square8192(false));
+  absl::StatusOr<GemmEstimate> b = backend.Estimate(testing::compute::Fp8Square8192(true));
+  ASSERT_THAT(t, IsOk());
+  ASSERT_THAT(b, IsOk());
+  EXPECT_EQ(b->bound, Bound::kCompute);
+  EXPECT_THAT(b->time.value() - 4e-6, IsNearRel(2.0 * (t->time.value() - 4e-6), 1e-9));
+  GemmShape bf16_block{.m = 8192, .n = 8192, .k = 8192};
+  bf16_block.block_scaled = true;
+  EXPECT_EQ(backend.Estimate(bf16_block)->time,
+            backend.Estimate(GemmShape{.m = 8192, .n = 8192, .k = 8192})->time);
+}
+
 TEST(RooflineGemmBackendTest, BatchMultipliesTime) {
   RooflineGemmBackend backend(testing::compute::Mi300xLike());
   absl::StatusOr<GemmEstimate> one = backend.Estimate({.m = 4096, .n = 4096, .k = 4096});

@@ -112,6 +112,26 @@ TEST(TileGemmBackendTest, Fp8IsFasterThanBf16WhereSupported) {
   }
 }
 
+// A compute-bound FP8 GEMM whose scales are applied per K block (GemmShape::block_scaled) runs
+// its main-loop compute at fp8_block_scaled_gemm_ratio of the per-tensor rate: with ratio 0.5,
+// 8192³ on an H100-like GPU takes more time, at most twice (only the compute of each K step
+// doubles; the launch, the epilogue and any memory-bound K steps do not), and well over 1.5x
+// (the main loop is most of a large compute-bound GEMM). The roofline test pins the exact 2x.
+// bf16 ignores the flag.
+TEST(TileGemmBackendTest, BlockScaledFp8RunsAtTheMeasuredRatio) {
+  TileGemmBackend backend(testing::compute::H100LikeBlockScaledAtHalfRate());
+  absl::StatusOr<GemmEstimate> t = backend.Estimate(testing::compute::Fp8Square8192(false));
+  absl::StatusOr<GemmEstimate> b = backend.Estimate(testing::compute::Fp8Square8192(true));
+  ASSERT_THAT(t, IsOk());
+  ASSERT_THAT(b, IsOk());
+  EXPECT_GT(b->time / t->time, 1.5);
+  EXPECT_LE(b->time / t->time, 2.0 + 1e-12);
+  GemmShape bf16{.m = 8192, .n = 8192, .k = 8192};
+  GemmShape bf16_block = bf16;
+  bf16_block.block_scaled = true;
+  EXPECT_EQ(backend.Estimate(bf16)->time, backend.Estimate(bf16_block)->time);
+}
+
 TEST(TileGemmBackendTest, UnsupportedDtypeIsUnimplemented) {
   TileGemmBackend backend(testing::compute::H100Like());
   EXPECT_THAT(backend.Estimate({.m = 64, .n = 64, .k = 64, .dtype = DType::kFp4}),

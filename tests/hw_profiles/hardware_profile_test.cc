@@ -283,6 +283,30 @@ TEST(GemmEfficiencyTest, Fp8AndFp4UseTheFp8FigureOtherDtypesTheBf16One) {
   EXPECT_DOUBLE_EQ(h100->gpu.GemmEfficiency(DType::kFp4), 0.709);
 }
 
+// Block-scaled FP8 (blockwise, MXFP8) takes the measured ratio to the per-tensor-scaled GEMM on
+// top of the FP8 figure: B200 0.763 x 0.92 = 0.70196 (FlashInfer MXFP8 3200.9 and 3099.7 against
+// MAMF 3432.5: 0.933 and 0.903, mean 0.918 rounded to 0.92), H100 0.709 x 0.755 = 0.535295
+// (FBGEMM block vs row-wise 0.773, 0.765, 0.726). FP4 is block-scaled by format and keeps the FP8
+// figure; bf16 never changes; a profile without the ratio (MI300X) prices no difference.
+TEST(GemmEfficiencyTest, BlockScaledFp8TakesTheMeasuredRatio) {
+  struct Want {
+    std::string gpu;
+    double block_scaled_fp8;
+  };
+  for (const Want& w : {Want{"b200", 0.763 * 0.92}, Want{"h100-sxm", 0.709 * 0.755},
+                        Want{"mi300x", 0.847}}) {
+    auto hw = LoadHardwareProfileFile(LibraryFile(w.gpu));
+    ASSERT_THAT(hw, IsOk());
+    EXPECT_NEAR(hw->gpu.GemmEfficiency(DType::kFp8, true), w.block_scaled_fp8, 1e-12) << w.gpu;
+    EXPECT_DOUBLE_EQ(hw->gpu.GemmEfficiency(DType::kFp4, true),
+                     hw->gpu.GemmEfficiency(DType::kFp4)) << w.gpu;
+    EXPECT_DOUBLE_EQ(hw->gpu.GemmEfficiency(DType::kBf16, true), hw->gpu.gemm_efficiency) << w.gpu;
+  }
+  auto h100 = LoadHardwareProfileFile(LibraryFile("h100-sxm"));
+  ASSERT_THAT(h100, IsOk());
+  EXPECT_FALSE(h100->figure_sources.at("/gpu/fp8_block_scaled_gemm_ratio").empty());
+}
+
 TEST(GemmEfficiencyTest, AbsentFp8FigureFallsBackToTheBf16One) {
   // MI355X has no measured FP8 GEMM in the stored sources; user_minimal gives none either.
   for (const std::string& path : {LibraryFile("mi355x"), TestData("user_minimal.json")}) {

@@ -166,16 +166,18 @@ TEST(QuantizationOfTest, BytesAndKernelsPerRecipe) {
     double bytes;
     int64_t kernels;
     bool fused;
+    bool block_scaled;  // scales applied per K block in the GEMM main loop
   };
-  for (const Expect& x : {Expect{Fp8Recipe::kDelayed, 4.0, 1, true},
-                          Expect{Fp8Recipe::kTensorwise, 6.0, 3, false},
-                          Expect{Fp8Recipe::kBlockwise, 4.0625, 1, false},
-                          Expect{Fp8Recipe::kMxfp8, 4.0625, 1, false},
-                          Expect{Fp8Recipe::kRowwise, 6.0, 2, false}}) {
+  for (const Expect& x : {Expect{Fp8Recipe::kDelayed, 4.0, 1, true, false},
+                          Expect{Fp8Recipe::kTensorwise, 6.0, 3, false, false},
+                          Expect{Fp8Recipe::kBlockwise, 4.0625, 1, false, true},
+                          Expect{Fp8Recipe::kMxfp8, 4.0625, 1, false, true},
+                          Expect{Fp8Recipe::kRowwise, 6.0, 2, false, false}}) {
     const profiler_internal::Fp8Quantization k = profiler_internal::QuantizationOf(x.recipe, 2, 1);
     EXPECT_DOUBLE_EQ(k.bytes_per_element, x.bytes) << Fp8RecipeName(x.recipe);
     EXPECT_EQ(k.kernels, x.kernels) << Fp8RecipeName(x.recipe);
     EXPECT_EQ(k.fused_over_experts, x.fused) << Fp8RecipeName(x.recipe);
+    EXPECT_EQ(k.block_scaled_gemm, x.block_scaled) << Fp8RecipeName(x.recipe);
   }
 }
 
@@ -207,6 +209,35 @@ TEST(ModuleOpBuilderTest, GroupedCastsFollowTheRecipe) {
     EXPECT_THAT(t->bytes.value(), IsNearRel(1.5 * d->bytes.value(), 1e-12)) << name;
   }
   EXPECT_EQ(HostDispatches(*FindOp(delayed_ops, "expert_fc1", OpPhase::kBackwardWgrad)), 4);
+}
+
+// The recipe's scaling reaches the GEMMs it feeds: MXFP8 and blockwise mark the forward, dgrad
+// and wgrad GEMMs block-scaled; delayed and current scaling, and a bf16 linear, do not.
+TEST(ModuleOpBuilderTest, BlockScaledRecipesMarkTheirGemms) {
+  for (auto [recipe, block_scaled] : {std::pair{Fp8Recipe::kMxfp8, true},
+                                      {Fp8Recipe::kBlockwise, true},
+                                      {Fp8Recipe::kDelayed, false},
+                                      {Fp8Recipe::kTensorwise, false}}) {
+    LayerDims dims = Fp8Dims();
+    dims.fp8_recipe = recipe;
+    OpList ops;
+    ModuleOpBuilder b("mlp", ops, 8, dims);
+    b.Linear("fc", 512, 1024, 2048, DType::kFp8, 1, 1);
+    b.Finish(Recompute::kNone);
+    int gemms = 0;
+    for (const Op& op : ops) {
+      if (op.kind != OpKind::kGemm) continue;
+      ++gemms;
+      EXPECT_EQ(op.gemm.block_scaled, block_scaled) << Fp8RecipeName(recipe) << " " << op.name;
+    }
+    EXPECT_EQ(gemms, 3) << Fp8RecipeName(recipe);
+  }
+  LayerDims bf16;
+  OpList ops;
+  ModuleOpBuilder b("mlp", ops, 8, bf16);
+  b.Linear("fc", 512, 1024, 2048, DType::kBf16, 1, 1);
+  b.Finish(Recompute::kNone);
+  for (const Op& op : ops) EXPECT_FALSE(op.gemm.block_scaled) << op.name;
 }
 
 TEST(ModuleOpBuilderTest, Bf16LinearHasNoCasts) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "core/op_shapes.h"
 #include "core/units.h"
 #include "hw_profiles/hardware_profile.h"
 
@@ -122,6 +123,19 @@ inline HardwareProfile H100Like() {
   g.hbm_efficiency = 0.85;
   g.kernel_launch_overhead = Microseconds(4);
   return hw;
+}
+
+// The H100-like GPU whose block-scaled FP8 GEMMs run at half the per-tensor rate, and an FP8
+// 8192³ GEMM in both scalings: the block-scaled-rate tests of the GEMM backends.
+inline HardwareProfile H100LikeBlockScaledAtHalfRate() {
+  HardwareProfile hw = H100Like();
+  hw.gpu.fp8_block_scaled_gemm_ratio = 0.5;
+  return hw;
+}
+inline GemmShape Fp8Square8192(bool block_scaled) {
+  GemmShape s{.m = 8192, .n = 8192, .k = 8192, .dtype = DType::kFp8};
+  s.block_scaled = block_scaled;
+  return s;
 }
 
 // NVIDIA A100 80GB SXM (sm_80): 108 SMs, 1410 MHz, 2048 bf16 FLOPs/clk/SM (312 TFLOPS), no FP8,
