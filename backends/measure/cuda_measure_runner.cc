@@ -34,7 +34,8 @@ absl::Status LtStatus(cublasStatus_t s, std::string_view what) {
                                           static_cast<int>(s)));
 }
 
-// Device memory released on scope exit.
+// Device memory released on scope exit, filled with MeasureFillPattern (copied once, then
+// doubled device to device).
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
@@ -44,8 +45,13 @@ class DeviceBuffer {
     if (ptr_ != nullptr) cudaFree(ptr_);
   }
   absl::Status Allocate(size_t bytes) {
-    PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&ptr_, std::max<size_t>(bytes, 256)), "malloc"));
-    return CudaStatus(cudaMemset(ptr_, kMeasureFillByte, std::max<size_t>(bytes, 256)), "memset");
+    const size_t n = std::max<size_t>(bytes, 256);
+    PROJECTOR_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&ptr_, n), "malloc"));
+    return FillWithPattern(get(), n, [](void* to, const void* from, size_t k, bool from_host) {
+      return CudaStatus(
+          cudaMemcpy(to, from, k, from_host ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice),
+          "fill");
+    });
   }
   char* get() const { return static_cast<char*>(ptr_); }
 

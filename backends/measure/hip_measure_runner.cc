@@ -23,7 +23,8 @@ absl::Status HipStatus(hipError_t e, std::string_view what) {
   return absl::InternalError(absl::StrCat("HIP ", std::string(what), ": ", hipGetErrorString(e)));
 }
 
-// Device memory released on scope exit, filled with kMeasureFillByte.
+// Device memory released on scope exit, filled with MeasureFillPattern (copied once, then
+// doubled device to device).
 class HipBuffer {
  public:
   HipBuffer() = default;
@@ -35,7 +36,11 @@ class HipBuffer {
   absl::Status Allocate(size_t bytes) {
     const size_t n = std::max<size_t>(bytes, 256);
     PROJECTOR_RETURN_IF_ERROR(HipStatus(hipMalloc(&ptr_, n), "malloc"));
-    return HipStatus(hipMemset(ptr_, kMeasureFillByte, n), "memset");
+    return FillWithPattern(get(), n, [](void* to, const void* from, size_t k, bool from_host) {
+      return HipStatus(
+          hipMemcpy(to, from, k, from_host ? hipMemcpyHostToDevice : hipMemcpyDeviceToDevice),
+          "fill");
+    });
   }
   char* get() const { return static_cast<char*>(ptr_); }
 

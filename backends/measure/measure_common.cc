@@ -1,6 +1,7 @@
 #include "backends/measure/measure_common.h"
 
 #include <algorithm>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +9,32 @@
 #include "core/status_macros.h"
 
 namespace projector {
+
+const std::vector<uint8_t>& MeasureFillPattern() {
+  static const std::vector<uint8_t> pattern = [] {
+    std::vector<uint8_t> bytes(kMeasureFillPatternBytes);
+    std::mt19937 rng(20261127);  // fixed: every run times the same operands
+    std::uniform_int_distribution<int> pick(0, 29);
+    for (uint8_t& b : bytes) {
+      const int i = pick(rng);  // 15 positive, 15 negative
+      b = static_cast<uint8_t>(i < 15 ? 0x30 + i : 0xB0 + (i - 15));
+    }
+    return bytes;
+  }();
+  return pattern;
+}
+
+absl::Status FillWithPattern(char* dst, size_t bytes, const DeviceCopy& copy) {
+  const std::vector<uint8_t>& pattern = MeasureFillPattern();
+  size_t filled = std::min(bytes, pattern.size());
+  PROJECTOR_RETURN_IF_ERROR(copy(dst, pattern.data(), filled, /*from_host=*/true));
+  while (filled < bytes) {
+    const size_t chunk = std::min(filled, bytes - filled);
+    PROJECTOR_RETURN_IF_ERROR(copy(dst + filled, dst, chunk, /*from_host=*/false));
+    filled += chunk;
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<TimingStats> SummarizeSamples(std::vector<double> run_us, double factor) {
   if (run_us.empty()) return absl::InvalidArgumentError("no timed runs to summarise");

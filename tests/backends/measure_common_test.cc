@@ -1,6 +1,9 @@
 #include "backends/measure/measure_common.h"
 
+#include <cstdint>
+#include <cstring>
 #include <deque>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -252,6 +255,52 @@ TEST(CheckMeasureOptionsTest, BadOptionsNameTheFlagAndTheAcceptedRange) {
   EXPECT_THAT(CheckMeasureOptions({.warmup = -1}, 1, "CUDA", ""),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--measure-warmup")));
   EXPECT_THAT(CheckMeasureOptions({}, 1, "CUDA", ""), IsOk());
+}
+
+// The operand pattern: 1 MiB, the same every call, every byte in 0x30-0x3E or 0xB0-0xBE (all 30
+// of them used, so both signs and toggling low bits), and every word of it finite read as fp8
+// e4m3 (exponent-mantissa 0x7F is NaN), fp16 (exponent 0x1F), bf16 and fp32 (exponent 0xFF):
+// the high byte's exponent bits are at most 0x3E & 0x7F = 0b0111110.
+TEST(MeasureFillPatternTest, RandomFiniteBytesOfBothSigns) {
+  const std::vector<uint8_t>& p = MeasureFillPattern();
+  ASSERT_EQ(p.size(), kMeasureFillPatternBytes);
+  EXPECT_EQ(&p, &MeasureFillPattern());
+  std::set<uint8_t> distinct(p.begin(), p.end());
+  EXPECT_EQ(distinct.size(), 30u);
+  for (uint8_t b : distinct) {
+    EXPECT_TRUE((b >= 0x30 && b <= 0x3E) || (b >= 0xB0 && b <= 0xBE)) << static_cast<int>(b);
+  }
+  for (size_t i = 0; i + 4 <= p.size(); i += 4) {
+    const uint16_t lo = static_cast<uint16_t>(p[i] | (p[i + 1] << 8));
+    const uint32_t word = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(p[i + 2]) << 16) |
+                          (static_cast<uint32_t>(p[i + 3]) << 24);
+    ASSERT_NE(p[i] & 0x7F, 0x7F) << i;            // fp8 e4m3
+    ASSERT_NE((lo >> 10) & 0x1F, 0x1F) << i;      // fp16
+    ASSERT_NE((lo >> 7) & 0xFF, 0xFF) << i;       // bf16
+    ASSERT_NE((word >> 23) & 0xFF, 0xFFu) << i;   // fp32
+  }
+}
+
+// FillWithPattern on a host "device" of 2.5 MiB + 3 bytes: the pattern copied once from the host,
+// then doublings 1, 2 MiB (the last one cut to what is left), so every byte equals the pattern's
+// at its offset modulo 1 MiB.
+TEST(FillWithPatternTest, TilesThePatternByDoubling) {
+  const size_t n = 5 * kMeasureFillPatternBytes / 2 + 3;
+  std::vector<char> device(n, 0);
+  int host_copies = 0, device_copies = 0;
+  ASSERT_THAT(FillWithPattern(device.data(), n,
+                              [&](void* to, const void* from, size_t k, bool from_host) {
+                                (from_host ? host_copies : device_copies) += 1;
+                                std::memcpy(to, from, k);
+                                return absl::OkStatus();
+                              }),
+              IsOk());
+  EXPECT_EQ(host_copies, 1);
+  EXPECT_EQ(device_copies, 2);  // 1 MiB -> 2 MiB -> 2.5 MiB + 3
+  const std::vector<uint8_t>& p = MeasureFillPattern();
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(static_cast<uint8_t>(device[i]), p[i % p.size()]) << i;
+  }
 }
 
 }  // namespace
