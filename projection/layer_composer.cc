@@ -432,9 +432,11 @@ absl::StatusOr<EtpTimes> AddEtpComm(CommBuilder& b, const ParallelConfig& par, B
   // --- EP: All-to-All dispatch and combine in forward, and their gradients in backward. The
   // message is what this GPU sends: its tokens (÷TP under sequence parallelism) × top_k ×
   // hidden × 2 B. PXN when DeepEP-style dispatch is on, else the backend's best (single-shot /
-  // hierarchical). DeepEP overlaps the A2A of one micro-batch with the expert and shared-expert
-  // compute of another: exposed = max(0, A2A − MoE compute of the phase). Expert-TP > 1 adds
-  // an AllGather of the dispatched tokens before and a ReduceScatter after the experts.
+  // hierarchical). Either runs in the layer's stream, all exposed, unless moe_a2a_overlap hides
+  // the A2A of one micro-batch behind the expert and shared-expert compute of another:
+  // exposed = max(0, A2A − MoE compute of the phase), the compute slowed by the SMs the A2A
+  // holds. Expert-TP > 1 adds an AllGather of the dispatched tokens before and a ReduceScatter
+  // after the experts.
   // DeepEP also sends a token once per destination node and fans it out over NVLink there
   // (DeepSeek-V3 report, arXiv 2412.19437 §3.2.2), so the routing goes with the A2A; and under
   // FP8 training it dispatches in FP8 (1 B per element plus one fp32 scale per 128) while the
@@ -494,8 +496,9 @@ absl::Status AddEpComm(CommBuilder& b, const LayerCompositionContext& ctx,
                                a2a("ep_dispatch_combine_grad", OpPhase::kBackwardDgrad, msg, 2));
   }
   PROJECTOR_ASSIGN_OR_RETURN(const EtpTimes etp, AddEtpComm(b, par, msg));
-  if (par.deepep) {
-    // DeepEP's kernels hold Buffer.num_sms SMs while the MoE compute runs beside them.
+  if (par.moe_a2a_overlap) {
+    // The A2A kernels (DeepEP's Buffer.num_sms SMs, or NCCL's channels) hold their SMs while
+    // the MoE compute runs beside them.
     const OverlapWindow fwd{.total = mlp.fwd, .compute_bound = mlp.fwd - mlp.mem_fwd,
                             .memory_bound = mlp.mem_fwd};
     const OverlapWindow bwd{.total = mlp.bwd, .compute_bound = mlp.bwd - mlp.mem_bwd,

@@ -152,6 +152,7 @@ struct ComposedModel {
 struct CompositionKey {
   int64_t tp = 1, cp = 1, ep = 1, etp = 1;
   bool sequence_parallel = false, fsdp = false, turbo_grouped_gemm = true, deepep = false;
+  bool moe_a2a_overlap = false;
   bool pipelined = false;         // pp > 1
   bool zero_bubble = false;       // weight gradients deferred
   TrainingStack stack = TrainingStack::kMegatron;

@@ -86,6 +86,7 @@ absl::Status ParseParallel(JsonObject& p, ParallelConfig& out, bool& dp_given) {
   PROJECTOR_ASSIGN_OR_RETURN(out.last_stage_layers, p.IntOr("last_stage_layers", 0));
   PROJECTOR_ASSIGN_OR_RETURN(out.turbo_grouped_gemm, p.BoolOr("turbo_grouped_gemm", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.deepep, p.BoolOr("deepep", false));
+  PROJECTOR_ASSIGN_OR_RETURN(out.moe_a2a_overlap, p.BoolOr("moe_a2a_overlap", false));
   PROJECTOR_ASSIGN_OR_RETURN(std::string schedule,
                              p.EnumOr("pipeline_schedule", kPipelineSchedules, "1f1b"));
   out.pipeline_schedule = *ParsePipelineSchedule(schedule);
@@ -360,6 +361,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"last_stage_layers", p.last_stage_layers},
                    {"turbo_grouped_gemm", p.turbo_grouped_gemm},
                    {"deepep", p.deepep},
+                   {"moe_a2a_overlap", p.moe_a2a_overlap},
                    {"pipeline_schedule", std::string(PipelineScheduleName(p.pipeline_schedule))}};
   j["training"] = {{"seq_len", t.seq_len},
                    {"micro_batch", t.micro_batch},

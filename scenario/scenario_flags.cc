@@ -50,8 +50,14 @@ constexpr FlagSpec kLayoutFlags[] = {
      "1f1b|zb-h1"},
     {"moe-grouped-gemm", "MoE expert GEMMs: turbo (one batched GEMM) or legacy (one per expert)",
      "turbo|legacy"},
-    {"deepep", "DeepEP-style dispatch: PXN All-to-All overlapped with compute", "BOOL",
-     FlagArity::kBool},
+    {"deepep",
+     "MoE dispatch by DeepEP's kernels: a token sent once per node and fanned out over NVLink, "
+     "FP8 dispatch under FP8 (default false: NCCL All-to-All)",
+     "BOOL", FlagArity::kBool},
+    {"moe-a2a-overlap",
+     "Overlap the EP All-to-All of one micro-batch with another's compute (Megatron "
+     "--overlap-moe-expert-parallel-comm; default false)",
+     "BOOL", FlagArity::kBool},
 };
 constexpr FlagSpec kTrainingRunFlags[] = {
     {"seq-len", "Sequence length in tokens", "N"},
@@ -368,6 +374,7 @@ absl::StatusOr<bool> ReadLayoutFlags(const FlagValues& flags, Scenario& s) {
         {"fsdp", &p.fsdp},
         {"distributed-optimizer", &p.distributed_optimizer},
         {"deepep", &p.deepep},
+        {"moe-a2a-overlap", &p.moe_a2a_overlap},
         {"overlap-grad-reduce", &s.training.overlap_grad_reduce},
         {"overlap-param-gather", &s.training.overlap_param_gather}}) {
     PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, name, *target));

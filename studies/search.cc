@@ -880,6 +880,7 @@ std::string CandidateLabel(const SearchCandidate& c) {
           ? (c.parallel.turbo_grouped_gemm ? " turbo" : " legacy")
           : "",
       c.parallel.deepep ? " DeepEP" : "",
+      c.parallel.moe_a2a_overlap && c.parallel.ep > 1 ? " A2A-overlap" : "",
       c.parallel.first_stage_layers > 0 || c.parallel.last_stage_layers > 0
           ? absl::StrFormat(" split %d/%d", c.parallel.first_stage_layers,
                             c.parallel.last_stage_layers)
@@ -911,7 +912,8 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   if (base.model.moe) {
     absl::StrAppend(&cmd, " --ep ", p.ep, " --etp ", p.etp, " --moe-grouped-gemm ",
                     p.turbo_grouped_gemm ? "turbo" : "legacy",
-                    p.deepep ? " --deepep" : " --deepep=false");
+                    p.deepep ? " --deepep" : " --deepep=false",
+                    p.moe_a2a_overlap ? " --moe-a2a-overlap" : " --moe-a2a-overlap=false");
   }
   absl::StrAppend(&cmd, " --dp ", p.dp);
   // Booleans are always spelled out: the flags' defaults come from the default scenario.

@@ -268,12 +268,39 @@ TEST(LayerComposerTest, EpAllToAllCarriesTheBusiestRanksLoad) {
   }
 }
 
-TEST(LayerComposerTest, DeepEpUsesPxnAndHidesTheA2aBehindExpertCompute) {
+// DeepEP alone changes the kernels (PXN), not the exposure: its dispatch and combine run in the
+// layer's stream, all exposed, 2 · 512 · 2 · 256 · 2 B = 1 MiB at 10 GB/s = 0.1 ms each pass.
+// Megatron's A2A overlap hides them behind the other micro-batch's 3 ms of MoE compute, for the
+// NCCL All-to-All as for DeepEP.
+TEST(LayerComposerTest, DeepEpAloneIsExposedTheA2aOverlapHidesEitherDispatcher) {
   Fixture fx;
   fx.model = projector::testing::ToyMoeModel();
   fx.par.ep = 4;
   fx.par.dp = 4;
   fx.par.deepep = true;
+  const double a2a = 2 * 512.0 * 2 * 256 * 2 * kSecondsPerWireByte;
+  auto exposed = ComposeLayer(ToyLayer(true), fx.Ctx(), fx.collective);
+  ASSERT_THAT(exposed, IsOk());
+  EXPECT_THAT(exposed->forward_comm.ep.value(), IsNearRel(a2a, 1e-12));
+  EXPECT_THAT(exposed->backward_comm.ep.value(), IsNearRel(a2a, 1e-12));
+  EXPECT_EQ(fx.collective.last_algorithm(), CollectiveAlgorithm::kPxn);
+  for (bool deepep : {false, true}) {
+    fx.par.deepep = deepep;
+    fx.par.moe_a2a_overlap = true;
+    auto hidden = ComposeLayer(ToyLayer(true), fx.Ctx(), fx.collective);
+    ASSERT_THAT(hidden, IsOk());
+    EXPECT_DOUBLE_EQ(hidden->forward_comm.ep.value(), 0.0) << deepep;
+    EXPECT_DOUBLE_EQ(hidden->backward_comm.ep.value(), 0.0) << deepep;
+  }
+}
+
+TEST(LayerComposerTest, DeepEpUsesPxnAndTheOverlapHidesTheA2aBehindExpertCompute) {
+  Fixture fx;
+  fx.model = projector::testing::ToyMoeModel();
+  fx.par.ep = 4;
+  fx.par.dp = 4;
+  fx.par.deepep = true;
+  fx.par.moe_a2a_overlap = true;
   auto l = ComposeLayer(ToyLayer(true), fx.Ctx(), fx.collective);
   ASSERT_THAT(l, IsOk());
   // 2 · 512 · 2 · 256 · 2 B = 1 MiB at 10 GB/s = 0.1 ms < 3 ms of MoE compute.
@@ -299,6 +326,7 @@ TEST(LayerComposerTest, DeepEpDispatchesInFp8UnderFp8TrainingAndCarriesTheRoutin
   fx.par.ep = 4;
   fx.par.dp = 4;
   fx.par.deepep = true;
+  fx.par.moe_a2a_overlap = true;
   fx.tr.precision = DType::kFp8;
   FakeCollectiveBackend slow(Seconds(1e-8));  // 100 MB/s: nothing hides behind 3 ms
   auto l = ComposeLayer(ToyLayer(true), fx.Ctx(), slow);
@@ -496,6 +524,7 @@ TEST(CommInterferenceTest, DeepEpDispatchHoldsItsOwnSmBudget) {
   fx.par.ep = 4;
   fx.par.dp = 4;
   fx.par.deepep = true;
+  fx.par.moe_a2a_overlap = true;
   fx.interference = TestInterference();
   auto l = ComposeLayer(ToyLayer(true), fx.Ctx(), fx.collective);
   ASSERT_THAT(l, IsOk());
