@@ -75,6 +75,15 @@ struct Fixture {
   }
 };
 
+// The toy MoE model on EP4 over DP4 (no TP) with DeepEP's kernels, and the A2A overlap as given.
+void UseToyMoeWithDeepEp(Fixture& fx, bool a2a_overlap) {
+  fx.model = projector::testing::ToyMoeModel();
+  fx.par.ep = 4;
+  fx.par.dp = 4;
+  fx.par.deepep = true;
+  fx.par.moe_a2a_overlap = a2a_overlap;
+}
+
 // The toy MoE model with TP2 + SP and EP4 over DP4.
 void UseToyMoe(Fixture& fx) {
   fx.model = projector::testing::ToyMoeModel();
@@ -274,10 +283,7 @@ TEST(LayerComposerTest, EpAllToAllCarriesTheBusiestRanksLoad) {
 // NCCL All-to-All as for DeepEP.
 TEST(LayerComposerTest, DeepEpAloneIsExposedTheA2aOverlapHidesEitherDispatcher) {
   Fixture fx;
-  fx.model = projector::testing::ToyMoeModel();
-  fx.par.ep = 4;
-  fx.par.dp = 4;
-  fx.par.deepep = true;
+  UseToyMoeWithDeepEp(fx, /*a2a_overlap=*/false);
   const double a2a = 2 * 512.0 * 2 * 256 * 2 * kSecondsPerWireByte;
   auto exposed = ComposeLayer(ToyLayer(true), fx.Ctx(), fx.collective);
   ASSERT_THAT(exposed, IsOk());
@@ -296,11 +302,7 @@ TEST(LayerComposerTest, DeepEpAloneIsExposedTheA2aOverlapHidesEitherDispatcher) 
 
 TEST(LayerComposerTest, DeepEpUsesPxnAndTheOverlapHidesTheA2aBehindExpertCompute) {
   Fixture fx;
-  fx.model = projector::testing::ToyMoeModel();
-  fx.par.ep = 4;
-  fx.par.dp = 4;
-  fx.par.deepep = true;
-  fx.par.moe_a2a_overlap = true;
+  UseToyMoeWithDeepEp(fx, /*a2a_overlap=*/true);
   auto l = ComposeLayer(ToyLayer(true), fx.Ctx(), fx.collective);
   ASSERT_THAT(l, IsOk());
   // 2 · 512 · 2 · 256 · 2 B = 1 MiB at 10 GB/s = 0.1 ms < 3 ms of MoE compute.
@@ -320,13 +322,9 @@ TEST(LayerComposerTest, DeepEpUsesPxnAndTheOverlapHidesTheA2aBehindExpertCompute
 // · hidden 256 = 262144 elements, 270336 B + 524288 B, at 10 GB/s 79.5 us forward and backward.
 TEST(LayerComposerTest, DeepEpDispatchesInFp8UnderFp8TrainingAndCarriesTheRouting) {
   Fixture fx;
-  fx.model = projector::testing::ToyMoeModel();
+  UseToyMoeWithDeepEp(fx, /*a2a_overlap=*/true);
   fx.model.moe->num_groups = 2;
   fx.model.moe->topk_groups = 1;
-  fx.par.ep = 4;
-  fx.par.dp = 4;
-  fx.par.deepep = true;
-  fx.par.moe_a2a_overlap = true;
   fx.tr.precision = DType::kFp8;
   FakeCollectiveBackend slow(Seconds(1e-8));  // 100 MB/s: nothing hides behind 3 ms
   auto l = ComposeLayer(ToyLayer(true), fx.Ctx(), slow);
@@ -520,11 +518,7 @@ TEST(CommInterferenceTest, HiddenCpRingSlowsTheAttentionKernel) {
 
 TEST(CommInterferenceTest, DeepEpDispatchHoldsItsOwnSmBudget) {
   Fixture fx;
-  fx.model = projector::testing::ToyMoeModel();
-  fx.par.ep = 4;
-  fx.par.dp = 4;
-  fx.par.deepep = true;
-  fx.par.moe_a2a_overlap = true;
+  UseToyMoeWithDeepEp(fx, /*a2a_overlap=*/true);
   fx.interference = TestInterference();
   auto l = ComposeLayer(ToyLayer(true), fx.Ctx(), fx.collective);
   ASSERT_THAT(l, IsOk());
