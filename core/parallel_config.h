@@ -48,13 +48,8 @@ struct ParallelConfig {
   // DeepEP dispatch kernels (Megatron --moe-token-dispatcher-type flex --moe-enable-deepep): a
   // token sent once per destination node and fanned out over NVLink there (PXN), FP8 dispatch
   // under FP8 training. They run in the layer's stream like NCCL's All-to-All; hiding them is
-  // moe_a2a_overlap's.
+  // TrainingConfig::moe_a2a_overlap's.
   bool deepep = false;
-  // EP All-to-All of one micro-batch overlapped with the compute of another (Megatron
-  // --overlap-moe-expert-parallel-comm, the 1F1B A2A overlap; DeepSeek-V3's DualPipe does the
-  // same): the A2A is exposed only where it outlasts the MoE compute beside it, which loses the
-  // SMs the A2A kernels hold.
-  bool moe_a2a_overlap = false;
   PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
 
   int64_t NumGpus() const { return tp * pp * cp * dp; }

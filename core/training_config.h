@@ -134,6 +134,11 @@ struct TrainingConfig {
   // Megatron --tp-comm-overlap (Transformer Engine userbuffers): TP AllGather/ReduceScatter
   // overlapped with their GEMMs. Off by default, as in Megatron-LM.
   bool tp_comm_overlap = false;
+  // EP All-to-All of one micro-batch overlapped with the compute of another (Megatron
+  // --overlap-moe-expert-parallel-comm, the 1F1B A2A overlap; DeepSeek-V3's DualPipe does the
+  // same): the A2A is exposed only where it outlasts the MoE compute beside it, which loses the
+  // SMs the A2A kernels hold. Off by default, as in Megatron-LM.
+  bool moe_a2a_overlap = false;
   // The step runs as captured CUDA graphs (Megatron --cuda-graph-impl local with the
   // full_iteration scope, as NVIDIA's Megatron-Bridge benchmark presets for B200/GB200 set it):
   // the host replays one graph instead of issuing every op, so no per-op host cost. A dropless

@@ -496,7 +496,7 @@ absl::Status AddEpComm(CommBuilder& b, const LayerCompositionContext& ctx,
                                a2a("ep_dispatch_combine_grad", OpPhase::kBackwardDgrad, msg, 2));
   }
   PROJECTOR_ASSIGN_OR_RETURN(const EtpTimes etp, AddEtpComm(b, par, msg));
-  if (par.moe_a2a_overlap) {
+  if (tr.moe_a2a_overlap) {
     // The A2A kernels (DeepEP's Buffer.num_sms SMs, or NCCL's channels) hold their SMs while
     // the MoE compute runs beside them.
     const OverlapWindow fwd{.total = mlp.fwd, .compute_bound = mlp.fwd - mlp.mem_fwd,

@@ -190,7 +190,7 @@ void NoteInertSwitches(const Scenario& scenario, Projection& p) {
   if (par.deepep && !scenario.model.moe) {
     p.defaults_used.push_back("deepep=true has no effect: the model has no experts");
   }
-  if (par.moe_a2a_overlap && (!scenario.model.moe || par.ep == 1)) {
+  if (scenario.training.moe_a2a_overlap && (!scenario.model.moe || par.ep == 1)) {
     p.defaults_used.push_back(scenario.model.moe
                                   ? "moe_a2a_overlap=true has no effect with ep 1 (no All-to-All)"
                                   : "moe_a2a_overlap=true has no effect: the model has no experts");
@@ -273,7 +273,7 @@ CompositionKey CompositionKeyOf(const Scenario& scenario) {
   k.fsdp = p.fsdp;
   k.turbo_grouped_gemm = p.turbo_grouped_gemm;
   k.deepep = p.deepep;
-  k.moe_a2a_overlap = p.moe_a2a_overlap;
+  k.moe_a2a_overlap = t.moe_a2a_overlap;
   k.pipelined = p.pp > 1;
   k.zero_bubble = p.pipeline_schedule == PipelineSchedule::kZeroBubbleH1;
   k.stack = ResolvedStack(t, p);
@@ -325,7 +325,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   p.layout = LayoutSummary(par);
   // How the EP All-to-All runs, where there is one.
   if (par.ep > 1 && par.deepep) p.layout += " DeepEP";
-  if (par.ep > 1 && par.moe_a2a_overlap) p.layout += " A2A-overlap";
+  if (par.ep > 1 && tr.moe_a2a_overlap) p.layout += " A2A-overlap";
   p.num_gpus = scenario.num_gpus;
   p.micro_batches = step.micro_batches;
   p.schedule = par.vpp > 1 ? "interleaved" : PipelineScheduleName(par.pipeline_schedule);

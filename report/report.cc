@@ -340,6 +340,7 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"seq_len", scenario.training.seq_len},
       {"attention_kernel", std::string(AttentionKernelOf(scenario))},
       {"tp_comm_overlap", scenario.training.tp_comm_overlap},
+      {"moe_a2a_overlap", scenario.training.moe_a2a_overlap},
       {"cuda_graphs", scenario.training.cuda_graphs},
       {"fp8_recipe", Fp8RecipeJson(scenario)},
       {"grad_reduce_dtype", std::string(DTypeName(scenario.training.grad_reduce_dtype))},

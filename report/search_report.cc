@@ -72,7 +72,6 @@ json SearchResultToJson(const Scenario& base, const SearchResult& r) {
                                                 : "dp"},
          {"turbo_grouped_gemm", p.turbo_grouped_gemm},
          {"deepep", p.deepep},
-         {"moe_a2a_overlap", p.moe_a2a_overlap},
          {"pipeline_schedule", std::string(PipelineScheduleName(p.pipeline_schedule))},
          {"tokens_per_s_per_gpu", l.metrics.tokens_per_s_per_gpu},
          {"step_time_s", l.metrics.step_time.value()},

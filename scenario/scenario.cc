@@ -86,7 +86,6 @@ absl::Status ParseParallel(JsonObject& p, ParallelConfig& out, bool& dp_given) {
   PROJECTOR_ASSIGN_OR_RETURN(out.last_stage_layers, p.IntOr("last_stage_layers", 0));
   PROJECTOR_ASSIGN_OR_RETURN(out.turbo_grouped_gemm, p.BoolOr("turbo_grouped_gemm", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.deepep, p.BoolOr("deepep", false));
-  PROJECTOR_ASSIGN_OR_RETURN(out.moe_a2a_overlap, p.BoolOr("moe_a2a_overlap", false));
   PROJECTOR_ASSIGN_OR_RETURN(std::string schedule,
                              p.EnumOr("pipeline_schedule", kPipelineSchedules, "1f1b"));
   out.pipeline_schedule = *ParsePipelineSchedule(schedule);
@@ -156,6 +155,7 @@ absl::Status ParseTrainingSwitches(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_grad_reduce, t.BoolOr("overlap_grad_reduce", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_param_gather, t.BoolOr("overlap_param_gather", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.tp_comm_overlap, t.BoolOr("tp_comm_overlap", false));
+  PROJECTOR_ASSIGN_OR_RETURN(out.moe_a2a_overlap, t.BoolOr("moe_a2a_overlap", false));
   PROJECTOR_ASSIGN_OR_RETURN(out.cuda_graphs, t.BoolOr("cuda_graphs", false));
   PROJECTOR_ASSIGN_OR_RETURN(std::string fp8_recipe, t.EnumOr("fp8_recipe", kFp8Recipes, "auto"));
   out.fp8_recipe = *ParseFp8Recipe(fp8_recipe);
@@ -361,7 +361,6 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"last_stage_layers", p.last_stage_layers},
                    {"turbo_grouped_gemm", p.turbo_grouped_gemm},
                    {"deepep", p.deepep},
-                   {"moe_a2a_overlap", p.moe_a2a_overlap},
                    {"pipeline_schedule", std::string(PipelineScheduleName(p.pipeline_schedule))}};
   j["training"] = {{"seq_len", t.seq_len},
                    {"micro_batch", t.micro_batch},
@@ -380,6 +379,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"overlap_grad_reduce", t.overlap_grad_reduce},
                    {"overlap_param_gather", t.overlap_param_gather},
                    {"tp_comm_overlap", t.tp_comm_overlap},
+                   {"moe_a2a_overlap", t.moe_a2a_overlap},
                    {"cuda_graphs", t.cuda_graphs},
                    {"fp8_recipe", std::string(Fp8RecipeName(t.fp8_recipe))},
                    {"grad_reduce_dtype", std::string(DTypeName(t.grad_reduce_dtype))},

@@ -54,10 +54,6 @@ constexpr FlagSpec kLayoutFlags[] = {
      "MoE dispatch by DeepEP's kernels: a token sent once per node and fanned out over NVLink, "
      "FP8 dispatch under FP8 (default false: NCCL All-to-All)",
      "BOOL", FlagArity::kBool},
-    {"moe-a2a-overlap",
-     "Overlap the EP All-to-All of one micro-batch with another's compute (Megatron "
-     "--overlap-moe-expert-parallel-comm; default false)",
-     "BOOL", FlagArity::kBool},
 };
 constexpr FlagSpec kTrainingRunFlags[] = {
     {"seq-len", "Sequence length in tokens", "N"},
@@ -147,6 +143,10 @@ constexpr FlagSpec kKernelAndCommFlags[] = {
     {"tp-comm-overlap",
      "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap, TE userbuffers; default "
      "false)",
+     "BOOL", FlagArity::kBool},
+    {"moe-a2a-overlap",
+     "Overlap the EP All-to-All of one micro-batch with another's MoE compute (Megatron "
+     "--overlap-moe-expert-parallel-comm, DeepSeek's DualPipe; default false)",
      "BOOL", FlagArity::kBool},
     {"cuda-graphs",
      "Run the step as captured CUDA graphs (Megatron --cuda-graph-impl local, full_iteration): "
@@ -258,6 +258,7 @@ absl::Status ReadTrainingSettings(const FlagValues& flags, TrainingConfig& train
                              ParsedFlag<Fp8Recipe>(flags, "fp8-recipe", &ParseFp8Recipe));
   if (recipe) training.fp8_recipe = *recipe;
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "tp-comm-overlap", training.tp_comm_overlap));
+  PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "moe-a2a-overlap", training.moe_a2a_overlap));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "cuda-graphs", training.cuda_graphs));
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<DType> grad_dtype,
                              ParsedFlag<DType>(flags, "grad-reduce-dtype", &ParseGradReduceDtype));
@@ -374,7 +375,6 @@ absl::StatusOr<bool> ReadLayoutFlags(const FlagValues& flags, Scenario& s) {
         {"fsdp", &p.fsdp},
         {"distributed-optimizer", &p.distributed_optimizer},
         {"deepep", &p.deepep},
-        {"moe-a2a-overlap", &p.moe_a2a_overlap},
         {"overlap-grad-reduce", &s.training.overlap_grad_reduce},
         {"overlap-param-gather", &s.training.overlap_param_gather}}) {
     PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, name, *target));

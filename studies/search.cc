@@ -880,7 +880,6 @@ std::string CandidateLabel(const SearchCandidate& c) {
           ? (c.parallel.turbo_grouped_gemm ? " turbo" : " legacy")
           : "",
       c.parallel.deepep ? " DeepEP" : "",
-      c.parallel.moe_a2a_overlap && c.parallel.ep > 1 ? " A2A-overlap" : "",
       c.parallel.first_stage_layers > 0 || c.parallel.last_stage_layers > 0
           ? absl::StrFormat(" split %d/%d", c.parallel.first_stage_layers,
                             c.parallel.last_stage_layers)
@@ -912,8 +911,7 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   if (base.model.moe) {
     absl::StrAppend(&cmd, " --ep ", p.ep, " --etp ", p.etp, " --moe-grouped-gemm ",
                     p.turbo_grouped_gemm ? "turbo" : "legacy",
-                    p.deepep ? " --deepep" : " --deepep=false",
-                    p.moe_a2a_overlap ? " --moe-a2a-overlap" : " --moe-a2a-overlap=false");
+                    p.deepep ? " --deepep" : " --deepep=false");
   }
   absl::StrAppend(&cmd, " --dp ", p.dp);
   // Booleans are always spelled out: the flags' defaults come from the default scenario.
@@ -942,6 +940,7 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
     absl::StrAppend(&cmd, " --train-metric-passes ", base.training.train_metric_passes);
   }
   if (base.training.tp_comm_overlap) absl::StrAppend(&cmd, " --tp-comm-overlap");
+  if (base.training.moe_a2a_overlap) absl::StrAppend(&cmd, " --moe-a2a-overlap");
   if (base.training.torch_compile) absl::StrAppend(&cmd, " --torch-compile");
   if (base.backends.network) absl::StrAppend(&cmd, " --network ", base.backends.network->source_file);
   if (base.training.fsdp_impl != FsdpImpl::kAuto) {

@@ -81,7 +81,7 @@ void UseToyMoeWithDeepEp(Fixture& fx, bool a2a_overlap) {
   fx.par.ep = 4;
   fx.par.dp = 4;
   fx.par.deepep = true;
-  fx.par.moe_a2a_overlap = a2a_overlap;
+  fx.tr.moe_a2a_overlap = a2a_overlap;
 }
 
 // The toy MoE model with TP2 + SP and EP4 over DP4.
@@ -292,7 +292,7 @@ TEST(LayerComposerTest, DeepEpAloneIsExposedTheA2aOverlapHidesEitherDispatcher) 
   EXPECT_EQ(fx.collective.last_algorithm(), CollectiveAlgorithm::kPxn);
   for (bool deepep : {false, true}) {
     fx.par.deepep = deepep;
-    fx.par.moe_a2a_overlap = true;
+    fx.tr.moe_a2a_overlap = true;
     auto hidden = ComposeLayer(ToyLayer(true), fx.Ctx(), fx.collective);
     ASSERT_THAT(hidden, IsOk());
     EXPECT_DOUBLE_EQ(hidden->forward_comm.ep.value(), 0.0) << deepep;
