@@ -108,7 +108,8 @@ Scenario Llama405bOn16384() {
   return s;
 }
 
-// DeepSeek-V3 on 2,048 H800, seq 4096, global batch 15360, fp8.
+// DeepSeek-V3 on 2,048 H800, seq 4096, global batch 15360, fp8, the EP All-to-All overlapped
+// as DeepSeek's DualPipe runs it (--moe-a2a-overlap).
 Scenario DeepSeekV3On2048() {
   Scenario s = Llama70bOn64();
   s.model = *ResolveModel("deepseek-v3");
@@ -118,6 +119,7 @@ Scenario DeepSeekV3On2048() {
   s.training.seq_len = 4096;
   s.training.global_batch = 15360;
   s.training.precision = DType::kFp8;
+  s.training.moe_a2a_overlap = true;
   return s;
 }
 
