@@ -225,6 +225,8 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   const bool eager_llama = dims.eager_elementwise && rope;
   const bool eager_rms = dims.eager_elementwise && model.norm != NormKind::kLayerNorm;
   if (eager_llama) b.SeparateInputGradients(3);
+  // Llama-family PyTorch code (torchtitan) runs wq, wk and wv as three mms.
+  if (rope && dims.pytorch_modules) b.SetMmOutputs({a_l * d, g_l * d, g_l * d});
   // MPT's and GPT's PyTorch code chunks the fused Wqkv output into Q, K and V; the kernel's
   // backward returns dQ, dK and dV apart and autograd's split backward joins them (a cat:
   // tools/eager_bytes.py traces it). torch.compile keeps it (the kernel's outputs are opaque

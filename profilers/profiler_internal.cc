@@ -178,6 +178,7 @@ absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
   dims.weight_casts_per_micro_batch = dims.weight_cast_cached ? 1.0 / micro_batches : 1.0;
   dims.eager_elementwise = ctx.run.eager_elementwise;
   dims.pytorch_modules = RunsPyTorchAttention(ctx.run.stack);
+  dims.op_sac = ctx.run.stack == TrainingStack::kTorchTitan;
   dims.hidden_dropout = ctx.run.dropout.hidden > 0;
   dims.attention_dropout = ctx.run.dropout.attention > 0;
   return dims;
@@ -191,6 +192,8 @@ ModuleOpBuilder::ModuleOpBuilder(std::string_view module, OpList& ops, size_t ca
       fp8_recipe_(dims.fp8_recipe),
       weight_casts_per_micro_batch_(dims.weight_casts_per_micro_batch),
       weight_cast_cached_(dims.weight_cast_cached),
+      pytorch_modules_(dims.pytorch_modules),
+      op_sac_(dims.op_sac),
       ops_(ops),
       start_(ops.size()) {
   ops_.reserve(start_ + capacity);
@@ -292,6 +295,14 @@ void ModuleOpBuilder::SeparateInputGradients(int64_t parts) {
                .launches = parts - 1};
 }
 
+void ModuleOpBuilder::SetMmOutputs(std::initializer_list<int64_t> widths) {
+  PROJECTOR_CHECK(forward_count_ > 0 && ops_.back().kind == OpKind::kGemm);
+  Pending& p = pending_[forward_count_ - 1];
+  PROJECTOR_CHECK(widths.size() <= p.mm_outputs.size());
+  p.mm_parts = 0;
+  for (int64_t w : widths) p.mm_outputs[p.mm_parts++] = w;
+}
+
 void ModuleOpBuilder::SplitOutputGradients(int64_t parts) {
   PROJECTOR_CHECK(forward_count_ > 0 && ops_.back().kind == OpKind::kGemm);
   if (parts < 2) return;
@@ -325,10 +336,40 @@ void ModuleOpBuilder::Attention(std::string_view name, const AttentionShape& sha
   pending_[forward_count_ - 1].backward_bytes = backward_bytes;
 }
 
+// torchtitan's per-op SAC over this module's forward ops (Finish): the kRecompute copies.
+void ModuleOpBuilder::AddOpSacRecompute(size_t first, size_t end) {
+  int64_t mm_count = 0;
+  for (size_t i = first; i < end; ++i) {
+    const Pending& p = pending_[i - first];
+    if (!p.recomputed) continue;
+    Op copy = ops_[i];
+    copy.phase = OpPhase::kRecompute;
+    if (copy.kind == OpKind::kAttention) continue;  // SDPA's output is saved
+    const bool one_mm = copy.kind == OpKind::kGemm && !p.attention_core &&
+                        copy.gemm.batch == 1 && copy.host_fanout == 1;
+    if (one_mm) {
+      // Every second mm of the block is re-run; a Linear of several mms re-runs its even ones.
+      int64_t rerun = 0;
+      const size_t parts = p.mm_parts > 0 ? p.mm_parts : 1;
+      for (size_t j = 0; j < parts; ++j) {
+        const int64_t width = p.mm_parts > 0 ? p.mm_outputs[j] : copy.gemm.n;
+        if (++mm_count % 2 == 0) rerun += width;
+      }
+      if (rerun == 0) continue;
+      copy.gemm.n = rerun;
+      copy.flops = GemmFlops(copy.gemm) * D(copy.repeat);
+      copy.bytes = GemmBytes(copy.gemm, /*accumulate_fp32=*/false) * D(copy.repeat);
+    }
+    ops_.push_back(copy);
+  }
+}
+
 void ModuleOpBuilder::Finish(Recompute recompute) {
   const size_t first = start_;
   const size_t end = start_ + forward_count_;
-  if (recompute != Recompute::kNone) {
+  if (recompute == Recompute::kSelective && op_sac_) {
+    AddOpSacRecompute(first, end);
+  } else if (recompute != Recompute::kNone) {
     for (size_t i = first; i < end; ++i) {
       if (recompute == Recompute::kSelective && !pending_[i - first].attention_core) continue;
       if (!pending_[i - first].recomputed) continue;
@@ -449,6 +490,8 @@ void AddMlpOps(ModuleOpBuilder& b, const MlpOpNames& names, int64_t m, int64_t h
                int64_t batch, int64_t repeat, LinearInput fc1_input, bool eager) {
   b.Linear(names.fc1, m, hidden, gated ? 2 * f_local : f_local, gemm_dtype, batch, repeat,
            fc1_input);
+  // PyTorch module code runs the gate and up projections as two linear layers (two mms).
+  if (gated && b.pytorch_modules()) b.SetMmOutputs({f_local, f_local});
   // Eager PyTorch SwiGLU code (torchtitan's w1/w3, Hugging Face's gate_proj/up_proj) runs the
   // gate and up projections as two linear layers.
   if (gated && eager) b.SeparateInputGradients(2);

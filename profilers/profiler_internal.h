@@ -5,6 +5,7 @@
 #define PROJECTOR_PROFILERS_PROFILER_INTERNAL_H_
 
 #include <array>
+#include <initializer_list>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -52,6 +53,9 @@ struct LayerDims {
   // probabilities (ResolvedDropout > 0): 1-byte masks written, kept for backward and read back.
   bool hidden_dropout = false;
   bool attention_dropout = false;
+  // Selective recompute is torchtitan's per-op SAC (the torchtitan stack; ModuleOpBuilder::
+  // Finish) rather than Megatron's recompute of the attention core.
+  bool op_sac = false;
 };
 
 // The kernels of one eager PyTorch elementwise block, per element: bytes moved (reads +
@@ -179,6 +183,12 @@ class ModuleOpBuilder {
   // gradients after the dgrad, parts − 1 add kernels each reading two e-byte gradients and
   // writing one (op "input_grad_sum").
   void SeparateInputGradients(int64_t parts);
+  // The last Linear stands for separate PyTorch linear layers (aten.mm calls, in this order)
+  // with these output widths summing to its N (torchtitan's wq, wk, wv; w1, w3): what
+  // torchtitan's per-op SAC counts (Finish). Without it a Linear is one mm.
+  void SetMmOutputs(std::initializer_list<int64_t> widths);
+  // The model is the stack's own PyTorch module code (LayerDims::pytorch_modules).
+  bool pytorch_modules() const { return pytorch_modules_; }
   // The last Linear's output is split into `parts` tensors by PyTorch module code (MPT's and
   // GPT's fused Wqkv: qkv.chunk(3)) whose gradients come back as separate tensors (the
   // attention kernel allocates dQ, dK and dV), so autograd's split backward concatenates them
@@ -197,7 +207,15 @@ class ModuleOpBuilder {
   // kernels): selective recompute re-runs them as it re-runs a flash-attention kernel.
   void BeginAttentionCore() { in_attention_core_ = true; }
   void EndAttentionCore() { in_attention_core_ = false; }
-  // kFull: a kRecompute copy of every forward op; kSelective: of the attention core only.
+  // kFull: a kRecompute copy of every forward op; kSelective: of the attention core only, or
+  // under LayerDims::op_sac torchtitan's per-op selective activation checkpointing
+  // (torchtitan/parallelisms/parallelize_llama.py, _apply_ac_to_transformer_block, late 2024):
+  // the outputs of aten.mm, SDPA and reduce-scatter are saved except every second mm of the
+  // block, counted in call order, so the backward re-runs every other op: the elementwise
+  // kernels (norms, RoPE, SwiGLU, casts, copies), every second mm (wk, wo and w3 of a Llama
+  // block: 2, 4 and 6 of wq wk wv wo w1 w3 w2), and the grouped expert GEMMs and unfused
+  // attention bmm, which are not aten.mm; not the flash attention kernel. Counted per module:
+  // a Llama attention module issues 4 mms, so the MLP's count starts on the block's parity.
   void Finish(Recompute recompute);
 
  private:
@@ -212,6 +230,9 @@ class ModuleOpBuilder {
     bool attention_core = false;
     // SeparateInputGradients: the add kernels after the dgrad.
     MemoryOp input_grad_sum{.bytes = Bytes(0), .flops = Flops(0), .launches = 0};
+    // SetMmOutputs: the output widths of the separate mms a Linear stands for (none: one).
+    std::array<int64_t, 4> mm_outputs{};
+    size_t mm_parts = 0;
     // SplitOutputGradients: the cat before the dgrad.
     MemoryOp output_grad_cat{.bytes = Bytes(0), .flops = Flops(0), .launches = 0};
     // Quantised GEMM: the output-gradient cast before dgrad and, for a fused-norm input, the
@@ -221,6 +242,7 @@ class ModuleOpBuilder {
     MemoryOp input_transpose;
   };
   Op& AddForward(std::string_view name, OpKind kind);
+  void AddOpSacRecompute(size_t first, size_t end);
   // A memory-bound forward op without backward, run `repeat` times.
   void AddCast(std::string_view name, Bytes bytes_per_repeat, double elements_per_repeat,
                int64_t repeat, bool recomputed);
@@ -236,6 +258,8 @@ class ModuleOpBuilder {
   Fp8Recipe fp8_recipe_;
   double weight_casts_per_micro_batch_;
   bool weight_cast_cached_;
+  bool pytorch_modules_;  // LayerDims::pytorch_modules
+  bool op_sac_;           // LayerDims::op_sac
   OpList& ops_;
   size_t start_;
   std::array<Pending, kMaxForwardOps> pending_{};

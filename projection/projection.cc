@@ -203,6 +203,13 @@ void NoteInertSwitches(const Scenario& scenario, Projection& p) {
         "tp_comm_overlap=false (Megatron default: TP collectives exposed, backward ones async "
         "under the weight-gradient GEMM; --tp-comm-overlap overlaps them with their GEMMs)");
   }
+  if (scenario.training.recompute == Recompute::kSelective &&
+      ResolvedStack(scenario.training, par) == TrainingStack::kTorchTitan) {
+    p.defaults_used.push_back(
+        "recompute selective = torchtitan's per-op SAC (selective_ac_option op): the outputs of "
+        "mm and SDPA are kept except every second mm, so the backward re-runs every second mm "
+        "and every elementwise op of a block, not the attention kernel");
+  }
 }
 
 }  // namespace

@@ -240,6 +240,62 @@ TEST(ModuleOpBuilderTest, BlockScaledRecipesMarkTheirGemms) {
   for (const Op& op : ops) EXPECT_FALSE(op.gemm.block_scaled) << op.name;
 }
 
+// torchtitan's per-op SAC on a Llama-like block (q 512, k and v 128 wide; SwiGLU of 1024), the
+// mms counted in call order: wq 1, wk 2, wv 3, wo 4 in the attention module and w1 1, w3 2,
+// w2 3 in the MLP, so the recompute re-runs wk (N 128 of the fused 768), wo whole and w3 (N 1024
+// of 2048), every elementwise op (RoPE, SwiGLU), not the flash kernel (SDPA is saved), not wq,
+// wv, w1, w2. A grouped expert GEMM (batch 4, not an aten.mm) is re-run whole. Megatron's
+// selective recompute of the same ops re-runs the flash kernel only.
+TEST(ModuleOpBuilderTest, TorchTitanOpSacRerunsEverySecondMmAndTheElementwiseOps) {
+  LayerDims titan;
+  titan.pytorch_modules = true;
+  titan.op_sac = true;
+  const MemoryOp rope{.bytes = Bytes(1e6), .flops = Flops(0), .launches = 1};
+  const AttentionShape shape{.batch = 1, .num_q_heads = 4, .num_kv_heads = 1, .seq_q = 64,
+                             .seq_kv = 64, .qk_head_dim = 128, .v_head_dim = 128, .causal = true};
+  auto attention = [&](const LayerDims& dims) {
+    OpList ops;
+    ModuleOpBuilder b("attention", ops, 16, dims);
+    b.Linear("qkv_proj", 64, 512, 768, DType::kBf16);
+    b.SetMmOutputs({512, 128, 128});
+    b.Memory("rope", rope, rope);
+    b.Attention("attention_core", shape, Bytes(1e6), Bytes(2e6));
+    b.Linear("out_proj", 64, 512, 512, DType::kBf16);
+    b.Finish(Recompute::kSelective);
+    return ops;
+  };
+  const OpList a = attention(titan);
+  ASSERT_NE(FindOp(a, "qkv_proj", OpPhase::kRecompute), nullptr);
+  EXPECT_EQ(FindOp(a, "qkv_proj", OpPhase::kRecompute)->gemm.n, 128);
+  EXPECT_DOUBLE_EQ(FindOp(a, "qkv_proj", OpPhase::kRecompute)->flops.value(), 2.0 * 64 * 128 * 512);
+  ASSERT_NE(FindOp(a, "out_proj", OpPhase::kRecompute), nullptr);
+  EXPECT_EQ(FindOp(a, "out_proj", OpPhase::kRecompute)->gemm.n, 512);
+  EXPECT_NE(FindOp(a, "rope", OpPhase::kRecompute), nullptr);
+  EXPECT_EQ(FindOp(a, "attention_core", OpPhase::kRecompute), nullptr);
+
+  OpList mlp;
+  {
+    ModuleOpBuilder b("mlp", mlp, 16, titan);
+    profiler_internal::AddMlpOps(b, {.fc1 = "fc1", .act = "swiglu", .fc2 = "fc2"}, 64, 512, 1024,
+                                 /*gated=*/true, DType::kBf16, 2.0, 64);
+    b.Linear("experts", 16, 512, 256, DType::kBf16, /*batch=*/4);
+    b.Finish(Recompute::kSelective);
+  }
+  ASSERT_NE(FindOp(mlp, "fc1", OpPhase::kRecompute), nullptr);
+  EXPECT_EQ(FindOp(mlp, "fc1", OpPhase::kRecompute)->gemm.n, 1024);
+  EXPECT_NE(FindOp(mlp, "swiglu", OpPhase::kRecompute), nullptr);
+  EXPECT_EQ(FindOp(mlp, "fc2", OpPhase::kRecompute), nullptr);  // w2: mm 3, saved
+  ASSERT_NE(FindOp(mlp, "experts", OpPhase::kRecompute), nullptr);
+  EXPECT_EQ(FindOp(mlp, "experts", OpPhase::kRecompute)->gemm.n, 256);
+
+  LayerDims megatron;
+  const OpList m = attention(megatron);
+  int recomputed = 0;
+  for (const Op& op : m) recomputed += op.phase == OpPhase::kRecompute ? 1 : 0;
+  EXPECT_EQ(recomputed, 1);
+  EXPECT_NE(FindOp(m, "attention_core", OpPhase::kRecompute), nullptr);
+}
+
 TEST(ModuleOpBuilderTest, Bf16LinearHasNoCasts) {
   LayerDims dims;
   OpList ops;
