@@ -19,6 +19,15 @@ namespace {
 using ::projector::testing::IsNearRel;
 using ::projector::testing::IsOk;
 
+// The library profile as the published benchmark ran it: short runs, which the B200 takes at its
+// 1856 MHz tensor-spec clock, while the profile's sustained clock is the 1580 MHz a training
+// step throttles to (flashinfer PR #2899). Other GPUs' benchmarks ran at their sustained clock.
+absl::StatusOr<HardwareProfile> AtBenchmarkClock(const std::string& gpu) {
+  absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(gpu);
+  if (hw.ok() && gpu == "b200") hw->gpu.sustained_clock = Megahertz(1856);
+  return hw;
+}
+
 struct GemmRange {
   std::string gpu;
   double low_tflops;
@@ -34,7 +43,7 @@ TEST(ComputeLibraryCalibrationTest, LargeSquareBf16GemmInPublishedRange) {
   const GemmShape shape{.m = 8192, .n = 8192, .k = 8192};
   int checked = 0;
   for (const GemmRange& r : ranges) {
-    absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(r.gpu);
+    absl::StatusOr<HardwareProfile> hw = AtBenchmarkClock(r.gpu);
     if (!hw.ok()) continue;
     absl::StatusOr<GemmEstimate> e = TileGemmBackend(*hw).Estimate(shape);
     ASSERT_THAT(e, IsOk()) << r.gpu;
@@ -57,7 +66,7 @@ TEST(ComputeLibraryCalibrationTest, LargeSquareFp8GemmNearMeasured) {
   const GemmShape shape{.m = 8192, .n = 8192, .k = 8192, .dtype = DType::kFp8};
   int checked = 0;
   for (const auto& [gpu, tflops_measured] : measured) {
-    absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(gpu);
+    absl::StatusOr<HardwareProfile> hw = AtBenchmarkClock(gpu);
     if (!hw.ok()) continue;
     absl::StatusOr<GemmEstimate> e = TileGemmBackend(*hw).Estimate(shape);
     ASSERT_THAT(e, IsOk()) << gpu;
@@ -96,7 +105,7 @@ TEST(ComputeLibraryCalibrationTest, FlashAttentionNearPublishedThroughput) {
   };
   int checked = 0;
   for (const AttentionPoint& p : points) {
-    absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(p.gpu);
+    absl::StatusOr<HardwareProfile> hw = AtBenchmarkClock(p.gpu);
     if (!hw.ok()) continue;
     absl::StatusOr<AttentionEstimate> e = TileAttentionBackend(*hw).Estimate(p.shape, p.pass);
     ASSERT_THAT(e, IsOk()) << p.gpu;
