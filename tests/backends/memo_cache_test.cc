@@ -1,6 +1,7 @@
 #include "backends/simulate/memo_cache.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -47,6 +48,26 @@ TEST(MemoCacheTest, ConcurrentFindAndInsertAreSafe) {
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(cache.size(), static_cast<size_t>(kKeys));
   for (int64_t key = 0; key < kKeys; ++key) EXPECT_EQ(*cache.Find(key), key * 7);
+}
+
+// The thread's front copy belongs to one cache: a second cache of the same types with the same
+// key answers from its own entries, a cleared cache misses, and one built where a destroyed one
+// was (the same address, perhaps) does not see the old entries.
+TEST(MemoCacheTest, FrontCopiesStayWithTheirCache) {
+  MemoCache<int64_t, double> a, b;
+  a.Insert(5, 1.0);
+  b.Insert(5, 2.0);
+  EXPECT_EQ(*a.Find(5), 1.0);  // now in this thread's front slot
+  EXPECT_EQ(*b.Find(5), 2.0);
+  EXPECT_EQ(*a.Find(5), 1.0);
+  a.Clear();
+  EXPECT_FALSE(a.Find(5).has_value());
+  auto c = std::make_unique<MemoCache<int64_t, double>>();
+  c->Insert(6, 3.0);
+  EXPECT_EQ(*c->Find(6), 3.0);
+  c.reset();
+  c = std::make_unique<MemoCache<int64_t, double>>();
+  EXPECT_FALSE(c->Find(6).has_value());
 }
 
 }  // namespace
