@@ -12,11 +12,12 @@ set(layer_backends 3)
 set(layer_profilers 4)
 set(layer_scenario 5)
 set(layer_projection 6)
+set(layer_events 6)
 set(layer_studies 7)
 set(layer_report 8)
 set(layer_cli 9)
-set(folders core models hw_profiles network backends profilers scenario projection studies report
-    cli)
+set(folders core models hw_profiles network backends profilers scenario projection events studies
+    report cli)
 
 set(violations "")
 foreach(folder IN LISTS folders)

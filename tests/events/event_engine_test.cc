@@ -1,0 +1,257 @@
+#include "events/event_engine.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector::events {
+namespace {
+
+using ::projector::testing::IsOk;
+using ::projector::testing::StatusIs;
+using ::testing::HasSubstr;
+
+Seconds Us(double us) { return Microseconds(us); }
+
+SimulationResult MustRun(const TaskGraph& g) {
+  Simulator sim;
+  SimulationResult r;
+  EXPECT_THAT(sim.Run(g, r), IsOk());
+  return r;
+}
+
+double StartUs(const SimulationResult& r, TaskId t) { return ToMicroseconds(r.tasks[t].start); }
+double FinishUs(const SimulationResult& r, TaskId t) { return ToMicroseconds(r.tasks[t].finish); }
+
+// Three tasks of 1, 2 and 3 µs on one stream run back to back: finishes 1, 3, 6.
+TEST(EventEngineTest, OneStreamRunsItsTasksBackToBack) {
+  TaskGraph g;
+  const ResourceId s = g.AddResource(ResourceOrder::kInOrder);
+  const TaskId a = g.AddTask(s, Us(1)), b = g.AddTask(s, Us(2)), c = g.AddTask(s, Us(3));
+  const SimulationResult r = MustRun(g);
+  EXPECT_DOUBLE_EQ(FinishUs(r, a), 1);
+  EXPECT_DOUBLE_EQ(FinishUs(r, b), 3);
+  EXPECT_DOUBLE_EQ(FinishUs(r, c), 6);
+  EXPECT_DOUBLE_EQ(ToMicroseconds(r.makespan), 6);
+  EXPECT_DOUBLE_EQ(ToMicroseconds(r.busy[s]), 6);
+  EXPECT_EQ(r.events, 3);
+}
+
+// A compute stream and a communication stream: A (2 µs, compute) feeds B (3 µs, comm), which
+// feeds C (1 µs, compute). D (4 µs, compute, independent) was issued between A and C, so the
+// compute stream runs A 0-2, D 2-6, and C waits for both B (5) and D (6): 6-7.
+TEST(EventEngineTest, InOrderStreamsWaitForTheirDependenciesAndTheirPredecessor) {
+  TaskGraph g;
+  const ResourceId compute = g.AddResource(ResourceOrder::kInOrder);
+  const ResourceId comm = g.AddResource(ResourceOrder::kInOrder);
+  const TaskId a = g.AddTask(compute, Us(2));
+  const TaskId b = g.AddTask(comm, Us(3));
+  const TaskId d = g.AddTask(compute, Us(4));
+  const TaskId c = g.AddTask(compute, Us(1));
+  g.AddDependency(a, b);
+  g.AddDependency(b, c);
+  const SimulationResult r = MustRun(g);
+  EXPECT_DOUBLE_EQ(StartUs(r, b), 2);
+  EXPECT_DOUBLE_EQ(FinishUs(r, b), 5);
+  EXPECT_DOUBLE_EQ(StartUs(r, d), 2);
+  EXPECT_DOUBLE_EQ(StartUs(r, c), 6);
+  EXPECT_DOUBLE_EQ(ToMicroseconds(r.makespan), 7);
+  EXPECT_DOUBLE_EQ(ToMicroseconds(r.busy[compute]), 7);
+  EXPECT_DOUBLE_EQ(ToMicroseconds(r.busy[comm]), 3);
+}
+
+// Head-of-line blocking on a stream: X waits 10 µs for a task on another stream, and Y, issued
+// after X with nothing to wait for, waits behind it (starts at 10 + 1 = 11). On a first-ready
+// resource Y would run at once.
+TEST(EventEngineTest, AnInOrderStreamHoldsBackTasksBehindABlockedOne) {
+  for (ResourceOrder order : {ResourceOrder::kInOrder, ResourceOrder::kFirstReady}) {
+    TaskGraph g;
+    const ResourceId other = g.AddResource(ResourceOrder::kInOrder);
+    const ResourceId s = g.AddResource(order);
+    const TaskId w = g.AddTask(other, Us(10));
+    const TaskId x = g.AddTask(s, Us(1));
+    const TaskId y = g.AddTask(s, Us(2));
+    g.AddDependency(w, x);
+    const SimulationResult r = MustRun(g);
+    if (order == ResourceOrder::kInOrder) {
+      EXPECT_DOUBLE_EQ(StartUs(r, y), 11);
+      EXPECT_DOUBLE_EQ(ToMicroseconds(r.makespan), 13);
+    } else {
+      EXPECT_DOUBLE_EQ(StartUs(r, y), 0);
+      EXPECT_DOUBLE_EQ(StartUs(r, x), 10);
+      EXPECT_DOUBLE_EQ(ToMicroseconds(r.makespan), 11);
+    }
+  }
+}
+
+// A first-ready link: transfers become ready at 3 (T1), 1 (T2) and, together, at 5 (T3 and T0;
+// T0 has the lower id). Served in ready order, ties by id, one at a time, 2 µs each: T2 1-3,
+// T1 3-5, T0 5-7, T3 7-9.
+TEST(EventEngineTest, FirstReadyServesInReadyOrderWithTiesByTaskId) {
+  TaskGraph g;
+  const ResourceId link = g.AddResource(ResourceOrder::kFirstReady);
+  std::vector<TaskId> gates;  // one per stream, finishing at 5, 3 and 1 µs
+  for (double at : {5.0, 3.0, 1.0}) {
+    gates.push_back(g.AddTask(g.AddResource(ResourceOrder::kInOrder), Us(at)));
+  }
+  const TaskId t0 = g.AddTask(link, Us(2));
+  const TaskId t1 = g.AddTask(link, Us(2));
+  const TaskId t2 = g.AddTask(link, Us(2));
+  const TaskId t3 = g.AddTask(link, Us(2));
+  g.AddDependency(gates[0], t0);  // ready at 5
+  g.AddDependency(gates[1], t1);  // ready at 3
+  g.AddDependency(gates[2], t2);  // ready at 1
+  g.AddDependency(gates[0], t3);  // ready at 5
+  const SimulationResult r = MustRun(g);
+  EXPECT_DOUBLE_EQ(StartUs(r, t2), 1);
+  EXPECT_DOUBLE_EQ(StartUs(r, t1), 3);
+  EXPECT_DOUBLE_EQ(StartUs(r, t0), 5);
+  EXPECT_DOUBLE_EQ(StartUs(r, t3), 7);
+  EXPECT_DOUBLE_EQ(ToMicroseconds(r.busy[link]), 8);
+}
+
+// GPipe on p stages, m micro-batches, forward f and backward b per stage: stage s runs F_0 ..
+// F_{m-1} then B_0 .. B_{m-1} in order; F_i on s waits for F_i on s-1, B_i on s for B_i on s+1
+// and its own F_i. The last stage's forwards end at (m + p - 1)·f, its backwards follow back to
+// back, and each stage below finishes B_j one b later than the stage above, so stage 0's last
+// backward ends at (m + p - 1)·f + (m + p - 1)·b = (m + p - 1)(f + b).
+TEST(EventEngineTest, GPipeMakespanIsTheClosedForm) {
+  for (const auto& [p, m] : {std::pair{4, 8}, std::pair{8, 32}, std::pair{1, 5}}) {
+    const double f = 3, b = 5;
+    TaskGraph g;
+    std::vector<ResourceId> stage(p);
+    for (int s = 0; s < p; ++s) stage[s] = g.AddResource(ResourceOrder::kInOrder);
+    std::vector<std::vector<TaskId>> fwd(p), bwd(p);
+    for (int s = 0; s < p; ++s) {
+      for (int i = 0; i < m; ++i) fwd[s].push_back(g.AddTask(stage[s], Us(f)));
+      for (int i = 0; i < m; ++i) bwd[s].push_back(g.AddTask(stage[s], Us(b)));
+    }
+    for (int s = 0; s < p; ++s) {
+      for (int i = 0; i < m; ++i) {
+        if (s > 0) g.AddDependency(fwd[s - 1][i], fwd[s][i]);
+        if (s + 1 < p) g.AddDependency(bwd[s + 1][i], bwd[s][i]);
+        g.AddDependency(fwd[s][i], bwd[s][i]);
+      }
+    }
+    const SimulationResult r = MustRun(g);
+    EXPECT_NEAR(ToMicroseconds(r.makespan), (m + p - 1) * (f + b), 1e-9) << p << " " << m;
+    EXPECT_EQ(r.events, 2 * p * m);
+    for (int s = 0; s < p; ++s) EXPECT_NEAR(ToMicroseconds(r.busy[stage[s]]), m * (f + b), 1e-9);
+  }
+}
+
+// Invariants on random graphs: no two tasks of a resource overlap, no task starts before a
+// dependency finishes, the busy time is the sum of durations, and two runs (one reusing the
+// simulator's buffers) agree exactly.
+TEST(EventEngineTest, RandomGraphsKeepExclusivityAndDependenciesDeterministically) {
+  std::mt19937 rng(19);
+  for (int trial = 0; trial < 20; ++trial) {
+    TaskGraph g;
+    const int resources = 1 + static_cast<int>(rng() % 6);
+    for (int r = 0; r < resources; ++r) {
+      g.AddResource(rng() % 2 ? ResourceOrder::kInOrder : ResourceOrder::kFirstReady);
+    }
+    const int tasks = 1 + static_cast<int>(rng() % 200);
+    for (int t = 0; t < tasks; ++t) {
+      g.AddTask(static_cast<ResourceId>(rng() % resources),
+                Us(static_cast<double>(rng() % 5)));  // zero durations included
+    }
+    for (int e = 0; e < 2 * tasks; ++e) {
+      TaskId x = static_cast<TaskId>(rng() % tasks), y = static_cast<TaskId>(rng() % tasks);
+      if (x == y) continue;
+      // Edges from lower to higher ids: acyclic, and never a later task of an in-order stream
+      // gating an earlier one.
+      g.AddDependency(std::min(x, y), std::max(x, y));
+    }
+    Simulator sim;
+    SimulationResult first, second;
+    ASSERT_THAT(sim.Run(g, first), IsOk());
+    ASSERT_THAT(sim.Run(g, second), IsOk());
+    EXPECT_EQ(first.events, tasks);
+    for (TaskId t = 0; t < static_cast<TaskId>(tasks); ++t) {
+      EXPECT_EQ(first.tasks[t].start, second.tasks[t].start);
+      EXPECT_EQ(first.tasks[t].finish, second.tasks[t].finish);
+    }
+    for (const auto& [before, after] : g.dependencies()) {
+      EXPECT_GE(first.tasks[after].start.value(), first.tasks[before].finish.value());
+    }
+    for (ResourceId r = 0; r < static_cast<ResourceId>(resources); ++r) {
+      std::vector<TaskTimes> on;
+      double sum = 0;
+      for (TaskId t = 0; t < static_cast<TaskId>(tasks); ++t) {
+        if (g.resource(t) != r) continue;
+        on.push_back(first.tasks[t]);
+        sum += g.duration(t).value();
+      }
+      // By start, a zero-length task before a long one starting at the same instant.
+      std::sort(on.begin(), on.end(), [](const TaskTimes& a, const TaskTimes& b) {
+        return a.start != b.start ? a.start < b.start : a.finish < b.finish;
+      });
+      for (size_t i = 1; i < on.size(); ++i) {
+        EXPECT_GE(on[i].start.value(), on[i - 1].finish.value()) << "resource " << r;
+      }
+      EXPECT_NEAR(first.busy[r].value(), sum, 1e-15);
+    }
+  }
+}
+
+TEST(EventEngineTest, AnEmptyGraphTakesNoTime) {
+  TaskGraph g;
+  g.AddResource(ResourceOrder::kInOrder);
+  const SimulationResult r = MustRun(g);
+  EXPECT_EQ(r.makespan.value(), 0.0);
+  EXPECT_EQ(r.events, 0);
+}
+
+TEST(EventEngineTest, BadGraphsAreRefusedWithTheTaskNamed) {
+  Simulator sim;
+  SimulationResult r;
+  {
+    TaskGraph g;
+    const ResourceId s = g.AddResource(ResourceOrder::kFirstReady);
+    const TaskId a = g.AddTask(s, Us(1)), b = g.AddTask(s, Us(1));
+    g.AddDependency(a, b);
+    g.AddDependency(b, a);
+    EXPECT_THAT(sim.Run(g, r), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                        HasSubstr("task 0 (resource 0) never ran")));
+  }
+  {
+    // An in-order stream whose first task waits on its second: a deadlock, not a hang.
+    TaskGraph g;
+    const ResourceId s = g.AddResource(ResourceOrder::kInOrder);
+    const TaskId a = g.AddTask(s, Us(1)), b = g.AddTask(s, Us(1));
+    g.AddDependency(b, a);
+    EXPECT_THAT(sim.Run(g, r), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                        HasSubstr("waits on a later task")));
+  }
+  {
+    TaskGraph g;
+    g.AddResource(ResourceOrder::kInOrder);
+    g.AddTask(3, Us(1));
+    EXPECT_THAT(sim.Run(g, r), StatusIs(absl::StatusCode::kInvalidArgument,
+                                        HasSubstr("task 0: resource 3 does not exist")));
+  }
+  {
+    TaskGraph g;
+    const ResourceId s = g.AddResource(ResourceOrder::kInOrder);
+    g.AddTask(s, Us(-1));
+    EXPECT_THAT(sim.Run(g, r), StatusIs(absl::StatusCode::kInvalidArgument,
+                                        HasSubstr("duration must be finite and >= 0")));
+  }
+  {
+    TaskGraph g;
+    const ResourceId s = g.AddResource(ResourceOrder::kInOrder);
+    g.AddTask(s, Us(1));
+    g.AddDependency(0, 7);
+    EXPECT_THAT(sim.Run(g, r), StatusIs(absl::StatusCode::kInvalidArgument,
+                                        HasSubstr("dependency 0 -> 7: no such task")));
+  }
+}
+
+}  // namespace
+}  // namespace projector::events
