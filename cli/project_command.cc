@@ -19,11 +19,13 @@
 #include "projection/projection.h"
 #include "report/html_report.h"
 #include "report/library_report.h"
+#include "report/lod_report.h"
 #include "report/profile_mode_report.h"
 #include "report/report.h"
 #include "report/what_if_report.h"
 #include "scenario/scenario_flags.h"
 #include "studies/fit_advice.h"
+#include "studies/lod_high.h"
 #include "studies/profile_mode.h"
 #include "studies/what_if.h"
 
@@ -66,6 +68,10 @@ constexpr FlagSpec kOutputFlags[] = {
      "Also write the projection as a self-contained HTML page with charts: step breakdown, "
      "per-module times, memory per stage, pipeline timeline, slowest ops",
      "FILE"},
+    {"lod",
+     "Level of detail: medium (default: the analytical projection) or high (also replay the step "
+     "as events on the discrete-event engine and compare; docs/event_engine.md)",
+     "medium|high"},
 };
 constexpr FlagSpec kProfileFlags[] = {
     {"profile", "Measured profile file (--profiling-mode profile|both)", "FILE"},
@@ -161,12 +167,25 @@ struct ProjectionOutputs {
   std::string html_path;   // --html
   bool show_ops = false;
   bool require_fit = false;  // --require-fit: exit 3 when it does not fit
+  bool lod_high = false;     // --lod high
 };
+
+// --lod: medium (the default) or high.
+absl::StatusOr<bool> LodHighFlag(const FlagValues& flags) {
+  if (!Given(flags, "lod")) return false;
+  const std::string lod = StringFlag(flags, "lod");
+  if (lod == "medium" || lod == "high") return lod == "high";
+  return FlagError("lod", absl::StrCat("unknown level of detail '", lod,
+                                       "'; accepted: medium, high"));
+}
 
 absl::Status RunClockSweep(const Scenario& scenario, const std::vector<double>& clocks,
                            const ProjectionOutputs& outputs, bool as_json, const Output& io) {
   if (!outputs.trace_path.empty()) {
     return FlagError("trace", "one projection per trace; give a single --gpu-clock-mhz");
+  }
+  if (outputs.lod_high) {
+    return FlagError("lod", "high replays one projection; give a single --gpu-clock-mhz");
   }
   // The profile's own clock joins the sweep as the baseline the rows compare with; the rows run
   // from the lowest clock up, so the charts draw one line.
@@ -213,7 +232,13 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
   const bool page = !outputs.html_path.empty();
   const ProjectionOptions options{.keep_ops = outputs.show_ops || page,
                                   .keep_timeline = !outputs.trace_path.empty() || page};
-  PROJECTOR_ASSIGN_OR_RETURN(Projection projection, Project(scenario, RefsOf(*backends), options));
+  std::optional<HighLodResult> high;
+  if (outputs.lod_high) {
+    PROJECTOR_ASSIGN_OR_RETURN(high, ProjectAtHighLod(scenario, RefsOf(*backends), options));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(Projection projection,
+                             high ? absl::StatusOr<Projection>(high->medium)
+                                  : Project(scenario, RefsOf(*backends), options));
   if (!outputs.trace_path.empty()) {
     PROJECTOR_RETURN_IF_ERROR(WriteOutputFile(
         "trace", outputs.trace_path, TimelineTraceJson(scenario, projection).dump() + "\n"));
@@ -229,12 +254,14 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
   if (as_json) {
     nlohmann::json j = ProjectionJson(scenario, projection);
     if (advice) j["fit_advice"] = FitAdviceJson(*advice);
+    if (high) j["lod_high"] = HighLodJson(*high);
     io.out << j.dump(2) << "\n";
   } else {
     // --html keeps the ops for the page; the text lists them only when asked.
     if (!outputs.show_ops) projection.op_tables.clear();
     if (advice) io.out << FitAdviceText(*advice);
     io.out << ProjectionText(scenario, projection) << OpsText(projection);
+    if (high) io.out << HighLodText(*high);
   }
   std::ostream& note = NoteStream(as_json, io.out, io.err);
   if (!outputs.trace_path.empty()) {
@@ -312,6 +339,10 @@ absl::Status RunProjectCommand(int argc, char** argv, const Output& io) {
   outputs.require_fit = Given(flags, "require-fit");
   PROJECTOR_ASSIGN_OR_RETURN(outputs.trace_path, OutputFileFlag(flags, "trace", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.html_path, OutputFileFlag(flags, "html", mode));
+  PROJECTOR_ASSIGN_OR_RETURN(outputs.lod_high, LodHighFlag(flags));
+  if (outputs.lod_high && mode != "simulate") {
+    return FlagError("lod", "high replays a simulated projection; use --profiling-mode simulate");
+  }
   if (mode != "simulate") return RunProfileMode(mode, flags, scenario, as_json, io);
   if (Given(flags, "gpu-clock-mhz")) {
     PROJECTOR_ASSIGN_OR_RETURN(const std::vector<double> clocks, ClockListFlag(flags));

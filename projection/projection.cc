@@ -371,6 +371,9 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   }
   p.op_tables = composed.op_tables;
   p.timeline = std::move(timeline);
+  p.pipeline_time = step.pipeline_time;
+  p.p2p_transfer = step.p2p_transfer;
+  p.p2p_overlapped = step.p2p_overlapped;
   NoteInertSwitches(scenario, p);
   return p;
 }

@@ -125,8 +125,13 @@ struct Projection {
 
   // Only with ProjectionOptions::keep_ops.
   std::vector<OpTable> op_tables;
-  // Only with ProjectionOptions::keep_timeline: every pass of every pipeline rank and its tail.
+  // Only with ProjectionOptions::keep_timeline: every pass of every pipeline rank and its tail,
+  // and how the replay moved activations between stages (one transfer's time; on its own
+  // stream, or a rendezvous on the receiving rank's timeline).
   std::vector<TimelineEvent> timeline;
+  Seconds pipeline_time;  // the replayed schedule's makespan (before the ranks' tails)
+  Seconds p2p_transfer;
+  bool p2p_overlapped = false;
 
   bool abandoned = false;    // see ProjectionOptions::abandon_at
   Seconds step_lower_bound;  // set when ProjectionOptions::abandon_at is finite

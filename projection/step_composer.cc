@@ -828,6 +828,8 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   PROJECTOR_ASSIGN_OR_RETURN(const PipelineRun run, RunPipeline(in, backends, std::move(schedule)));
   const PipelineTimeline& tl = run.timeline;
   out.pipeline_time = tl.makespan;
+  out.p2p_transfer = run.spec.p2p;
+  out.p2p_overlapped = run.spec.p2p_overlapped;
   out.chunk_times = run.spec.chunks;
   BreakDownCriticalRank(run, costs, p, v, m, out);
   out.fsdp_comm_total =

@@ -153,6 +153,8 @@ struct StepResult {
   Seconds clock_scaled;  // compute time on the critical path that scales with 1/clock
   int64_t critical_rank = 0;
   Seconds pipeline_time;    // the schedule's makespan, P2P included
+  Seconds p2p_transfer;     // one activation transfer between neighbouring stages
+  bool p2p_overlapped = false;  // PipelineSpec::p2p_overlapped of the replay
   Seconds dp_comm_total;    // all DP gradient (+ param gather) communication of the critical rank
   Seconds fsdp_comm_total;  // all FSDP communication of the critical rank per step
   std::vector<ChunkAssignment> chunks;

@@ -4,6 +4,7 @@
 
 #include <initializer_list>
 #include <utility>
+#include <vector>
 
 #include "core/flag_values.h"
 
@@ -11,6 +12,11 @@ namespace projector::testing {
 
 // {{"tp", "8"}, {"fsdp", "true"}}: each flag given with its text, in order.
 inline FlagValues GivenFlags(std::initializer_list<std::pair<const char*, const char*>> given) {
+  FlagValues flags;
+  for (auto [name, value] : given) flags.Add(name, value);
+  return flags;
+}
+inline FlagValues GivenFlags(const std::vector<std::pair<const char*, const char*>>& given) {
   FlagValues flags;
   for (auto [name, value] : given) flags.Add(name, value);
   return flags;

@@ -1,0 +1,20 @@
+// The high level of detail's section of a projection report (`project --lod high`): the event
+// replay's step time beside the analytical one, its events and the wall time of each.
+#ifndef PROJECTOR_REPORT_LOD_REPORT_H_
+#define PROJECTOR_REPORT_LOD_REPORT_H_
+
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "studies/lod_high.h"
+
+namespace projector {
+
+std::string HighLodText(const HighLodResult& r);
+// {step_time_s, medium_step_time_s, difference_pct, pipeline_time_s, medium_pipeline_time_s,
+//  tasks, resources, events, medium_wall_s, high_wall_s, wall_ratio, replayed, not_yet}
+nlohmann::json HighLodJson(const HighLodResult& r);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_REPORT_LOD_REPORT_H_

@@ -1,0 +1,199 @@
+#include "studies/lod_high.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "core/status_macros.h"
+#include "events/event_engine.h"
+
+namespace projector {
+
+double HighLodResult::DifferencePct() const {
+  const double medium_s = medium.step_time.value();
+  return medium_s > 0 ? (step_time.value() - medium_s) / medium_s * 100.0 : 0.0;
+}
+
+double HighLodResult::Speedup() const {
+  return medium_wall_s > 0 ? high_wall_s / medium_wall_s : 0.0;
+}
+
+namespace {
+
+using events::ResourceId;
+using events::ResourceOrder;
+using events::TaskGraph;
+using events::TaskId;
+
+double WallSeconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+bool IsPass(TimelineKind k) {
+  return k == TimelineKind::kForward || k == TimelineKind::kBackward ||
+         k == TimelineKind::kWeightGrad;
+}
+
+// The pass tasks of a step by (kind, micro-batch, virtual stage), the virtual stage of
+// (rank, chunk) being chunk · pp + rank (pipeline_schedule.h).
+class PassIndex {
+ public:
+  PassIndex(int64_t micro_batches, int64_t stages)
+      : m_(micro_batches), v_(stages), ids_(static_cast<size_t>(3 * m_ * v_), kNone) {}
+  static constexpr TaskId kNone = ~TaskId{0};
+  TaskId& at(TimelineKind k, int64_t mb, int64_t stage) {
+    return ids_[static_cast<size_t>((static_cast<int64_t>(k) * m_ + mb) * v_ + stage)];
+  }
+
+ private:
+  int64_t m_, v_;
+  std::vector<TaskId> ids_;
+};
+
+struct StepGraph {
+  TaskGraph graph;
+  std::vector<TaskId> last_pass;  // per rank
+  std::vector<TaskId> tails;      // per rank, or kNone
+};
+
+// The producer of pass (k, mb, stage) on another virtual stage: the previous stage's forward,
+// the next stage's backward; none for the first forward, the last backward, and a W.
+bool ProducerStage(TimelineKind k, int64_t stage, int64_t stages, int64_t& producer) {
+  if (k == TimelineKind::kForward && stage > 0) {
+    producer = stage - 1;
+    return true;
+  }
+  if (k == TimelineKind::kBackward && stage + 1 < stages) {
+    producer = stage + 1;
+    return true;
+  }
+  return false;
+}
+
+absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, int64_t vpp) {
+  const int64_t m = medium.micro_batches, stages = pp * vpp;
+  StepGraph out;
+  TaskGraph& g = out.graph;
+  // Each rank's passes in the schedule's order (the medium replay's start times), then its tail.
+  std::vector<std::vector<const TimelineEvent*>> passes(static_cast<size_t>(pp));
+  std::vector<Seconds> tail(static_cast<size_t>(pp), Seconds(0));
+  for (const TimelineEvent& e : medium.timeline) {
+    if (e.rank < 0 || e.rank >= pp) continue;
+    if (IsPass(e.kind)) {
+      passes[static_cast<size_t>(e.rank)].push_back(&e);
+    } else if (e.kind == TimelineKind::kGradSync || e.kind == TimelineKind::kOptimizer) {
+      tail[static_cast<size_t>(e.rank)] += e.end - e.start;
+    }
+  }
+  std::vector<ResourceId> stream(static_cast<size_t>(pp));
+  for (int64_t r = 0; r < pp; ++r) stream[r] = g.AddResource(ResourceOrder::kInOrder);
+  // Overlapped transfers: one link per direction between neighbouring ranks (the ring of
+  // stages wraps from the last rank to the first for interleaving), first come first served.
+  std::vector<ResourceId> down(static_cast<size_t>(pp)), up(static_cast<size_t>(pp));
+  if (medium.p2p_overlapped) {
+    for (int64_t r = 0; r < pp; ++r) {
+      down[r] = g.AddResource(ResourceOrder::kFirstReady);
+      up[r] = g.AddResource(ResourceOrder::kFirstReady);
+    }
+  }
+  PassIndex index(m, stages);
+  PassIndex receive(m, stages);  // the rendezvous receive before a pass, or kNone
+  const bool transfers = medium.p2p_transfer.value() > 0;
+  out.last_pass.assign(static_cast<size_t>(pp), PassIndex::kNone);
+  out.tails.assign(static_cast<size_t>(pp), PassIndex::kNone);
+  for (int64_t r = 0; r < pp; ++r) {
+    auto& list = passes[static_cast<size_t>(r)];
+    std::stable_sort(list.begin(), list.end(), [](const TimelineEvent* a, const TimelineEvent* b) {
+      return a->start < b->start;
+    });
+    for (const TimelineEvent* e : list) {
+      const int64_t stage = static_cast<int64_t>(e->chunk) * pp + r;
+      if (e->micro_batch < 0 || e->micro_batch >= m || stage >= stages) {
+        return absl::InternalError(absl::StrFormat(
+            "timeline pass of rank %d, chunk %d, micro-batch %d is outside the step", e->rank,
+            e->chunk, e->micro_batch));
+      }
+      int64_t producer = 0;
+      if (transfers && !medium.p2p_overlapped && ProducerStage(e->kind, stage, stages, producer) &&
+          producer % pp != r) {
+        receive.at(e->kind, e->micro_batch, stage) = g.AddTask(stream[r], medium.p2p_transfer);
+      }
+      const TaskId t = g.AddTask(stream[r], e->end - e->start);
+      index.at(e->kind, e->micro_batch, stage) = t;
+      out.last_pass[r] = t;
+    }
+    if (tail[r].value() > 0) out.tails[r] = g.AddTask(stream[r], tail[r]);
+  }
+  // Dependencies: a pass on its producer (through the transfer between ranks), a backward on
+  // its own forward, a weight-gradient pass on its backward.
+  for (const TimelineEvent& e : medium.timeline) {
+    if (!IsPass(e.kind) || e.rank < 0 || e.rank >= pp) continue;
+    const int64_t r = e.rank, stage = static_cast<int64_t>(e.chunk) * pp + r;
+    const TaskId t = index.at(e.kind, e.micro_batch, stage);
+    if (e.kind == TimelineKind::kBackward) {
+      g.AddDependency(index.at(TimelineKind::kForward, e.micro_batch, stage), t);
+    }
+    if (e.kind == TimelineKind::kWeightGrad) {
+      g.AddDependency(index.at(TimelineKind::kBackward, e.micro_batch, stage), t);
+    }
+    int64_t producer = 0;
+    if (!ProducerStage(e.kind, stage, stages, producer)) continue;
+    const TaskId from = index.at(e.kind, e.micro_batch, producer);
+    if (from == PassIndex::kNone) {
+      return absl::InternalError("timeline lacks the producer of a pass");
+    }
+    const int64_t from_rank = producer % pp;
+    if (!transfers || from_rank == r) {
+      g.AddDependency(from, t);
+    } else if (medium.p2p_overlapped) {
+      const ResourceId link = e.kind == TimelineKind::kForward ? down[from_rank] : up[from_rank];
+      const TaskId move = g.AddTask(link, medium.p2p_transfer);
+      g.AddDependency(from, move);
+      g.AddDependency(move, t);
+    } else {
+      const TaskId recv = receive.at(e.kind, e.micro_batch, stage);
+      g.AddDependency(from, recv);
+      g.AddDependency(recv, t);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
+                                               const BackendRefs& backends,
+                                               ProjectionOptions options) {
+  const double passes = ReplayedPasses(scenario);
+  if (passes > kMaxTimelinePasses) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--lod high: the step replays %.0f passes (pp·vpp·micro-batches·passes per micro-batch), "
+        "more than the %d the event replay takes; project fewer micro-batches (a smaller global "
+        "batch) or --lod medium",
+        passes, kMaxTimelinePasses));
+  }
+  HighLodResult out;
+  const auto medium_start = std::chrono::steady_clock::now();
+  options.keep_timeline = true;
+  PROJECTOR_ASSIGN_OR_RETURN(out.medium, Project(scenario, backends, options));
+  out.medium_wall_s = WallSeconds(medium_start);
+
+  const auto high_start = std::chrono::steady_clock::now();
+  const int64_t pp = scenario.parallel.pp, vpp = scenario.parallel.vpp;
+  PROJECTOR_ASSIGN_OR_RETURN(StepGraph step, BuildStepGraph(out.medium, pp, vpp));
+  events::Simulator sim;
+  events::SimulationResult run;
+  PROJECTOR_RETURN_IF_ERROR(sim.Run(step.graph, run));
+  out.high_wall_s = WallSeconds(high_start);
+  out.step_time = run.makespan;
+  for (TaskId t : step.last_pass) {
+    if (t != PassIndex::kNone) out.pipeline_time = std::max(out.pipeline_time, run.tasks[t].finish);
+  }
+  out.tasks = static_cast<int64_t>(step.graph.num_tasks());
+  out.resources = static_cast<int64_t>(step.graph.num_resources());
+  out.events = run.events;
+  return out;
+}
+
+}  // namespace projector

@@ -1,0 +1,50 @@
+// The high level of detail, as far as it goes so far (issue 25): one training step replayed as
+// events on the discrete-event engine (events/), beside the analytical projection (medium).
+//
+// What the replay holds today: every pipeline rank's compute stream (in-order) runs its forward,
+// backward and weight-gradient passes of every micro-batch and model chunk in the schedule's
+// order, each pass as long as the medium projection times it (its layers' ops with their
+// exposed TP/CP/EP communication); the activations (and their gradients) cross between
+// neighbouring stages as transfers, on a link of their own where the framework overlaps them
+// (interleaved 1F1B, zero bubble), as a receive on the consumer's stream where it does not
+// (1F1B's blocking send/receive); each rank's tail (the exposed DP gradient sync and parameter
+// gathers, the optimizer step) follows its last pass, as long as the medium projection found it.
+// Not yet: the ops inside a pass as their own events, collectives as steps on the network's
+// links, contention between them. Without contention the replay must give the medium step time;
+// the difference is reported so that it shows when it does not.
+#ifndef PROJECTOR_STUDIES_LOD_HIGH_H_
+#define PROJECTOR_STUDIES_LOD_HIGH_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "profilers/op_list.h"
+#include "projection/projection.h"
+#include "scenario/scenario.h"
+
+namespace projector {
+
+struct HighLodResult {
+  Projection medium;             // the analytical projection (with its timeline)
+  Seconds step_time;             // the event replay's last rank tail end
+  Seconds pipeline_time;         // its last pass end (before the tails)
+  int64_t tasks = 0;             // passes, transfers and tails
+  int64_t resources = 0;         // compute streams and links
+  int64_t events = 0;            // events the engine took
+  double medium_wall_s = 0;      // the medium projection, timeline kept
+  double high_wall_s = 0;        // building and simulating the events
+  double DifferencePct() const;  // (high − medium) / medium step time · 100
+  double Speedup() const;        // high wall time / medium wall time
+};
+
+// The medium projection of `scenario` (its timeline kept), then its event replay. Refused
+// (kInvalidArgument naming --lod) when the step has more passes than a timeline may keep
+// (kMaxTimelinePasses).
+// `options` as for Project (keep_ops for --show-ops); the timeline is kept whatever it says.
+absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
+                                               const BackendRefs& backends,
+                                               ProjectionOptions options = {});
+
+}  // namespace projector
+
+#endif  // PROJECTOR_STUDIES_LOD_HIGH_H_
