@@ -25,7 +25,11 @@ std::string HighLodText(const HighLodResult& r) {
                         r.tasks, r.resources);
   absl::StrAppendFormat(&out, "  wall time   medium %9.3f ms   high %9.3f ms   high/medium %.2fx\n",
                         r.medium_wall_s * 1e3, r.high_wall_s * 1e3, r.Speedup());
-  absl::StrAppendFormat(&out, "  replayed    %s\n  not yet     %s\n", kReplayed, kNotYet);
+  out +=
+      "  replayed    each rank's passes (every micro-batch and chunk, in the schedule's order),\n"
+      "              the transfers between stages, each rank's gradient-sync and optimizer tail\n"
+      "  not yet     the ops inside a pass, collectives as steps on the network's links,\n"
+      "              contention\n";
   return out;
 }
 
