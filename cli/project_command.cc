@@ -240,8 +240,9 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
                              high ? absl::StatusOr<Projection>(high->medium)
                                   : Project(scenario, RefsOf(*backends), options));
   if (!outputs.trace_path.empty()) {
-    PROJECTOR_RETURN_IF_ERROR(WriteOutputFile(
-        "trace", outputs.trace_path, TimelineTraceJson(scenario, projection).dump() + "\n"));
+    const nlohmann::json trace =
+        high ? HighLodTraceJson(scenario, *high) : TimelineTraceJson(scenario, projection);
+    PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("trace", outputs.trace_path, trace.dump() + "\n"));
   }
   if (page) {
     PROJECTOR_RETURN_IF_ERROR(
@@ -265,8 +266,9 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
   }
   std::ostream& note = NoteStream(as_json, io.out, io.err);
   if (!outputs.trace_path.empty()) {
-    note << "trace: " << projection.timeline.size() << " events written to " << outputs.trace_path
-         << " (open in ui.perfetto.dev or chrome://tracing)\n";
+    note << "trace: " << (high ? high->timeline.size() : projection.timeline.size())
+         << " events written to " << outputs.trace_path
+         << (high ? " (the event replay; " : " (") << "open in ui.perfetto.dev or chrome://tracing)\n";
   }
   if (page) note << "html: report written to " << outputs.html_path << " (open in a browser)\n";
   if (advice && outputs.require_fit) {

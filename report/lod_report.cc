@@ -1,5 +1,8 @@
 #include "report/lod_report.h"
 
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace projector {
@@ -11,6 +14,14 @@ constexpr char kReplayed[] =
     "tail";
 constexpr char kNotYet[] =
     "the ops inside a pass as events, collectives as steps on the network's links, contention";
+
+std::string PassName(const ReplayedTask& t, bool interleaved) {
+  const char* kind = t.pass == TimelineKind::kForward    ? "F"
+                     : t.pass == TimelineKind::kBackward ? "B"
+                                                         : "W";
+  return interleaved ? absl::StrCat(kind, t.micro_batch, ".c", t.chunk)
+                     : absl::StrCat(kind, t.micro_batch);
+}
 
 }  // namespace
 
@@ -31,6 +42,73 @@ std::string HighLodText(const HighLodResult& r) {
       "  not yet     the ops inside a pass, collectives as steps on the network's links,\n"
       "              contention\n";
   return out;
+}
+
+nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r) {
+  const int64_t pp = scenario.parallel.pp;
+  const bool interleaved = scenario.parallel.vpp > 1;
+  nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"args",
+                     {{"name", absl::StrFormat("%s: %s, schedule %s, %d micro-batches (event "
+                                               "replay, --lod high)",
+                                               scenario.name, r.medium.layout, r.medium.schedule,
+                                               r.medium.micro_batches)}}}});
+  // Rank r's stream on thread r; the link from rank a to rank b on thread pp + 2a (towards the
+  // next rank) or pp + 2a + 1 (towards the previous one).
+  auto name_thread = [&](int64_t tid, const std::string& name) {
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", tid},
+                      {"args", {{"name", name}}}});
+    events.push_back({{"name", "thread_sort_index"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", tid},
+                      {"args", {{"sort_index", tid}}}});
+  };
+  for (int64_t rank = 0; rank < pp; ++rank) name_thread(rank, absl::StrCat("PP rank ", rank));
+  std::vector<bool> named(static_cast<size_t>(2 * pp), false);
+  for (const ReplayedTask& t : r.timeline) {
+    nlohmann::json ev = {{"ph", "X"},
+                         {"pid", 0},
+                         {"ts", ToMicroseconds(t.start)},
+                         {"dur", ToMicroseconds(t.end - t.start)}};
+    switch (t.what) {
+      case ReplayedTask::What::kPass:
+        ev["tid"] = t.rank;
+        ev["name"] = PassName(t, interleaved);
+        ev["cat"] = "pass";
+        break;
+      case ReplayedTask::What::kReceive:
+        ev["tid"] = t.rank;
+        ev["name"] = absl::StrCat("recv ", PassName(t, interleaved));
+        ev["cat"] = "p2p";
+        break;
+      case ReplayedTask::What::kTransfer: {
+        const bool ahead = (t.to_rank - t.rank + pp) % pp == 1 % pp;
+        const int64_t lane = 2 * t.rank + (ahead ? 0 : 1);
+        if (!named[static_cast<size_t>(lane)]) {
+          named[static_cast<size_t>(lane)] = true;
+          name_thread(pp + lane, absl::StrCat("link rank ", t.rank, " → rank ", t.to_rank));
+        }
+        ev["tid"] = pp + lane;
+        ev["name"] = absl::StrCat(PassName(t, interleaved), " r", t.rank, "→r", t.to_rank);
+        ev["cat"] = "p2p";
+        break;
+      }
+      case ReplayedTask::What::kTail:
+        ev["tid"] = t.rank;
+        ev["name"] = "DP sync + optimizer";
+        ev["cat"] = "tail";
+        break;
+    }
+    events.push_back(std::move(ev));
+  }
+  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
 }
 
 nlohmann::json HighLodJson(const HighLodResult& r) {

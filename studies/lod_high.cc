@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -51,10 +52,21 @@ class PassIndex {
   std::vector<TaskId> ids_;
 };
 
+ReplayedTask Described(ReplayedTask::What what, const TimelineEvent& e) {
+  ReplayedTask t;
+  t.what = what;
+  t.pass = e.kind;
+  t.rank = e.rank;
+  t.chunk = e.chunk;
+  t.micro_batch = e.micro_batch;
+  return t;
+}
+
 struct StepGraph {
   TaskGraph graph;
-  std::vector<TaskId> last_pass;  // per rank
-  std::vector<TaskId> tails;      // per rank, or kNone
+  std::vector<ReplayedTask> what;  // by TaskId (times filled after the run)
+  std::vector<TaskId> last_pass;   // per rank
+  std::vector<TaskId> tails;       // per rank, or kNone
 };
 
 // The producer of pass (k, mb, stage) on another virtual stage: the previous stage's forward,
@@ -118,12 +130,20 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
       if (transfers && !medium.p2p_overlapped && ProducerStage(e->kind, stage, stages, producer) &&
           producer % pp != r) {
         receive.at(e->kind, e->micro_batch, stage) = g.AddTask(stream[r], medium.p2p_transfer);
+        out.what.push_back(Described(ReplayedTask::What::kReceive, *e));
       }
       const TaskId t = g.AddTask(stream[r], e->end - e->start);
+      out.what.push_back(Described(ReplayedTask::What::kPass, *e));
       index.at(e->kind, e->micro_batch, stage) = t;
       out.last_pass[r] = t;
     }
-    if (tail[r].value() > 0) out.tails[r] = g.AddTask(stream[r], tail[r]);
+    if (tail[r].value() > 0) {
+      out.tails[r] = g.AddTask(stream[r], tail[r]);
+      ReplayedTask tail_task;
+      tail_task.what = ReplayedTask::What::kTail;
+      tail_task.rank = static_cast<int32_t>(r);
+      out.what.push_back(tail_task);
+    }
   }
   // Dependencies: a pass on its producer (through the transfer between ranks), a backward on
   // its own forward, a weight-gradient pass on its backward.
@@ -149,6 +169,10 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
     } else if (medium.p2p_overlapped) {
       const ResourceId link = e.kind == TimelineKind::kForward ? down[from_rank] : up[from_rank];
       const TaskId move = g.AddTask(link, medium.p2p_transfer);
+      ReplayedTask transfer = Described(ReplayedTask::What::kTransfer, e);
+      transfer.rank = static_cast<int32_t>(from_rank);
+      transfer.to_rank = e.rank;
+      out.what.push_back(transfer);
       g.AddDependency(from, move);
       g.AddDependency(move, t);
     } else {
@@ -193,6 +217,11 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
   out.tasks = static_cast<int64_t>(step.graph.num_tasks());
   out.resources = static_cast<int64_t>(step.graph.num_resources());
   out.events = run.events;
+  out.timeline = std::move(step.what);
+  for (TaskId t = 0; t < out.timeline.size(); ++t) {
+    out.timeline[t].start = run.tasks[t].start;
+    out.timeline[t].end = run.tasks[t].finish;
+  }
   return out;
 }
 

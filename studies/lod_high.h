@@ -16,6 +16,7 @@
 #define PROJECTOR_STUDIES_LOD_HIGH_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "profilers/op_list.h"
@@ -24,17 +25,31 @@
 
 namespace projector {
 
+// One task of the replayed step, for its trace: a pass (its kind, micro-batch and chunk), the
+// rendezvous receive before one, a transfer on a link between two ranks, or a rank's tail.
+struct ReplayedTask {
+  enum class What : uint8_t { kPass, kReceive, kTransfer, kTail };
+  What what = What::kPass;
+  TimelineKind pass = TimelineKind::kForward;  // kPass, kReceive and kTransfer: the pass fed
+  int32_t rank = 0;                            // the rank it runs on (kTransfer: the sender)
+  int32_t to_rank = -1;                        // kTransfer: the receiver
+  int32_t chunk = -1;
+  int32_t micro_batch = -1;
+  Seconds start, end;
+};
+
 struct HighLodResult {
-  Projection medium;             // the analytical projection (with its timeline)
-  Seconds step_time;             // the event replay's last rank tail end
-  Seconds pipeline_time;         // its last pass end (before the tails)
-  int64_t tasks = 0;             // passes, transfers and tails
-  int64_t resources = 0;         // compute streams and links
-  int64_t events = 0;            // events the engine took
-  double medium_wall_s = 0;      // the medium projection, timeline kept
-  double high_wall_s = 0;        // building and simulating the events
-  double DifferencePct() const;  // (high − medium) / medium step time · 100
-  double Speedup() const;        // high wall time / medium wall time
+  Projection medium;                   // the analytical projection (with its timeline)
+  Seconds step_time;                   // the event replay's last rank tail end
+  Seconds pipeline_time;               // its last pass end (before the tails)
+  int64_t tasks = 0;                   // passes, transfers and tails
+  int64_t resources = 0;               // compute streams and links
+  int64_t events = 0;                  // events the engine took
+  std::vector<ReplayedTask> timeline;  // every task, as simulated
+  double medium_wall_s = 0;            // the medium projection, timeline kept
+  double high_wall_s = 0;              // building and simulating the events
+  double DifferencePct() const;        // (high − medium) / medium step time · 100
+  double Speedup() const;              // high wall time / medium wall time
 };
 
 // The medium projection of `scenario` (its timeline kept), then its event replay. Refused

@@ -1,0 +1,56 @@
+// The --lod high section and trace of a projection report.
+#include "report/lod_report.h"
+
+#include <map>
+#include <string>
+
+#include "backends/backend_registry.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "scenario/scenario_flags.h"
+#include "tests/testing/given_flags.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector {
+namespace {
+
+using ::projector::testing::GivenFlags;
+using ::projector::testing::IsOk;
+using ::testing::HasSubstr;
+
+// Interleaved 1F1B on pp 4, vpp 2, 16 micro-batches: the overlapped transfers run on links.
+// Passes: 4 ranks · 2 chunks · 16 micro-batches · (F + B) = 256. Transfers: every forward but
+// virtual stage 0's and every backward but stage 7's crosses to a neighbouring rank (with vpp 2
+// on 4 ranks each stage's neighbour is on another rank): 2 · 16 · 7 = 224. Tails: 4. Tracks: 4
+// rank streams and 8 link directions (the ring of stages wraps from rank 3 to rank 0).
+TEST(LodReportTest, TheTraceHasAStreamPerRankAndALinkPerDirection) {
+  absl::StatusOr<Scenario> s = ScenarioFromFlags(GivenFlags({{"model", "llama3.1-8b"},
+                                                             {"gpu-arch", "h100-sxm"},
+                                                             {"num-gpus", "32"},
+                                                             {"pp", "4"},
+                                                             {"vpp", "2"},
+                                                             {"tp", "8"},
+                                                             {"seq-len", "4096"},
+                                                             {"global-batch", "16"}}));
+  ASSERT_THAT(s, IsOk());
+  absl::StatusOr<BackendSet> set = MakeBackendSet(s->backends, s->hw);
+  ASSERT_THAT(set, IsOk());
+  absl::StatusOr<HighLodResult> r = ProjectAtHighLod(*s, RefsOf(*set));
+  ASSERT_THAT(r, IsOk());
+  const nlohmann::json trace = HighLodTraceJson(*s, *r);
+  std::map<std::string, int> by_cat;
+  int threads = 0;
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X") ++by_cat[e["cat"].get<std::string>()];
+    if (e["name"] == "thread_name") ++threads;
+  }
+  EXPECT_EQ(by_cat["pass"], 256);
+  EXPECT_EQ(by_cat["p2p"], 224);
+  EXPECT_EQ(by_cat["tail"], 4);
+  EXPECT_EQ(threads, 4 + 8);
+  EXPECT_THAT(HighLodText(*r), HasSubstr("events      484 (484 tasks on 12 streams and links)"));
+  EXPECT_EQ(HighLodJson(*r)["events"], 484);
+}
+
+}  // namespace
+}  // namespace projector
