@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "backends/backend_registry.h"
 #include "backends/measure/measure_runner.h"
 #include "backends/profile/profile_file.h"
@@ -48,8 +50,7 @@ constexpr char kUsage[] =
 
 constexpr FlagSpec kOutputFlags[] = {
     {"help", "Show this help", "", FlagArity::kSwitch},
-    {"version", "Print the version and the optional parts this build has", "",
-     FlagArity::kSwitch},
+    {"version", "Print the version and the optional parts this build has", "", FlagArity::kSwitch},
     {"require-fit",
      "Exit 3 when the projection does not fit in GPU memory (after printing it and the changes "
      "that would make it fit)",
@@ -72,6 +73,10 @@ constexpr FlagSpec kOutputFlags[] = {
      "Level of detail: medium (default: the analytical projection) or high (also replay the step "
      "as events on the discrete-event engine and compare; docs/event_engine.md)",
      "medium|high"},
+    {"slow-rank",
+     "With --lod high: global rank R computes FACTOR times as long as its peers (a straggler); "
+     "the report gives the step with and without it",
+     "R:FACTOR"},
 };
 constexpr FlagSpec kProfileFlags[] = {
     {"profile", "Measured profile file (--profiling-mode profile|both)", "FILE"},
@@ -166,17 +171,34 @@ struct ProjectionOutputs {
   std::string trace_path;  // --trace, empty when not asked
   std::string html_path;   // --html
   bool show_ops = false;
-  bool require_fit = false;  // --require-fit: exit 3 when it does not fit
-  bool lod_high = false;     // --lod high
+  bool require_fit = false;           // --require-fit: exit 3 when it does not fit
+  bool lod_high = false;              // --lod high
+  std::optional<SlowRank> slow_rank;  // --slow-rank
 };
+
+// --slow-rank R:FACTOR (with --lod high).
+absl::StatusOr<std::optional<SlowRank>> SlowRankFlag(const FlagValues& flags, bool lod_high) {
+  if (!Given(flags, "slow-rank")) return std::nullopt;
+  if (!lod_high) {
+    return FlagError("slow-rank", "needs --lod high (a straggler shows only in the event replay)");
+  }
+  const std::string text = StringFlag(flags, "slow-rank");
+  const std::vector<std::string> parts = absl::StrSplit(text, ':');
+  int64_t rank = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &rank)) {
+    return FlagError("slow-rank", absl::StrCat("'", text, "' is not RANK:FACTOR (e.g. 12:1.5)"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const double factor, ParseNumber(parts[1], "slow-rank"));
+  return SlowRank{.rank = rank, .factor = factor};
+}
 
 // --lod: medium (the default) or high.
 absl::StatusOr<bool> LodHighFlag(const FlagValues& flags) {
   if (!Given(flags, "lod")) return false;
   const std::string lod = StringFlag(flags, "lod");
   if (lod == "medium" || lod == "high") return lod == "high";
-  return FlagError("lod", absl::StrCat("unknown level of detail '", lod,
-                                       "'; accepted: medium, high"));
+  return FlagError("lod",
+                   absl::StrCat("unknown level of detail '", lod, "'; accepted: medium, high"));
 }
 
 absl::Status RunClockSweep(const Scenario& scenario, const std::vector<double>& clocks,
@@ -234,7 +256,8 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
                                   .keep_timeline = !outputs.trace_path.empty() || page};
   std::optional<HighLodResult> high;
   if (outputs.lod_high) {
-    PROJECTOR_ASSIGN_OR_RETURN(high, ProjectAtHighLod(scenario, RefsOf(*backends), options));
+    PROJECTOR_ASSIGN_OR_RETURN(
+        high, ProjectAtHighLod(scenario, RefsOf(*backends), options, outputs.slow_rank));
   }
   PROJECTOR_ASSIGN_OR_RETURN(Projection projection,
                              high ? absl::StatusOr<Projection>(high->medium)
@@ -267,8 +290,8 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
   std::ostream& note = NoteStream(as_json, io.out, io.err);
   if (!outputs.trace_path.empty()) {
     note << "trace: " << (high ? high->timeline.size() : projection.timeline.size())
-         << " events written to " << outputs.trace_path
-         << (high ? " (the event replay; " : " (") << "open in ui.perfetto.dev or chrome://tracing)\n";
+         << " events written to " << outputs.trace_path << (high ? " (the event replay; " : " (")
+         << "open in ui.perfetto.dev or chrome://tracing)\n";
   }
   if (page) note << "html: report written to " << outputs.html_path << " (open in a browser)\n";
   if (advice && outputs.require_fit) {
@@ -284,8 +307,8 @@ bool PrintedLibraryListing(const FlagValues& flags, const Output& io) {
   if (Given(flags, "version")) {
     const std::string runtimes = MeasureRuntimeName();
     io.out << "project " << PROJECTOR_VERSION << "\n"
-           << "GPU measurement: " << (runtimes.empty() ? "none (simulate and profile modes only)"
-                                                        : runtimes)
+           << "GPU measurement: "
+           << (runtimes.empty() ? "none (simulate and profile modes only)" : runtimes)
            << "\nMPI: not built (issue 29)\n";
   } else if (Given(flags, "list-models")) {
     io.out << ModelLibraryText();
@@ -342,6 +365,7 @@ absl::Status RunProjectCommand(int argc, char** argv, const Output& io) {
   PROJECTOR_ASSIGN_OR_RETURN(outputs.trace_path, OutputFileFlag(flags, "trace", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.html_path, OutputFileFlag(flags, "html", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.lod_high, LodHighFlag(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(outputs.slow_rank, SlowRankFlag(flags, outputs.lod_high));
   if (outputs.lod_high && mode != "simulate") {
     return FlagError("lod", "high replays a simulated projection; use --profiling-mode simulate");
   }

@@ -34,6 +34,12 @@ std::string HighLodText(const HighLodResult& r) {
                         ToMilliseconds(r.medium.pipeline_time), ToMilliseconds(r.pipeline_time));
   absl::StrAppendFormat(&out, "  events      %d (%d tasks on %d streams and links)\n", r.events,
                         r.tasks, r.resources);
+  if (r.slow_rank) {
+    absl::StrAppendFormat(
+        &out, "  straggler   rank %d (pipeline stage %d) x%g: step %.3f ms, %+.2f%% over %.3f ms\n",
+        r.slow_rank->rank, r.slow_stage, r.slow_rank->factor, ToMilliseconds(r.step_time),
+        r.StragglerSlowdownPct(), ToMilliseconds(r.step_time_without_straggler));
+  }
   absl::StrAppendFormat(&out, "  wall time   medium %9.3f ms   high %9.3f ms   high/medium %.2fx\n",
                         r.medium_wall_s * 1e3, r.high_wall_s * 1e3, r.Speedup());
   out +=
@@ -124,7 +130,14 @@ nlohmann::json HighLodJson(const HighLodResult& r) {
           {"high_wall_s", r.high_wall_s},
           {"wall_ratio", r.Speedup()},
           {"replayed", kReplayed},
-          {"not_yet", kNotYet}};
+          {"not_yet", kNotYet},
+          {"straggler", r.slow_rank ? nlohmann::json{{"rank", r.slow_rank->rank},
+                                                     {"factor", r.slow_rank->factor},
+                                                     {"pipeline_stage", r.slow_stage},
+                                                     {"step_time_without_s",
+                                                      r.step_time_without_straggler.value()},
+                                                     {"slowdown_pct", r.StragglerSlowdownPct()}}
+                                    : nlohmann::json(nullptr)}};
 }
 
 }  // namespace projector

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,11 @@ namespace projector {
 double HighLodResult::DifferencePct() const {
   const double medium_s = medium.step_time.value();
   return medium_s > 0 ? (step_time.value() - medium_s) / medium_s * 100.0 : 0.0;
+}
+
+double HighLodResult::StragglerSlowdownPct() const {
+  const double base = step_time_without_straggler.value();
+  return slow_rank && base > 0 ? (step_time.value() - base) / base * 100.0 : 0.0;
 }
 
 double HighLodResult::Speedup() const {
@@ -83,7 +89,9 @@ bool ProducerStage(TimelineKind k, int64_t stage, int64_t stages, int64_t& produ
   return false;
 }
 
-absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, int64_t vpp) {
+// `slow_stage` (-1: none) runs its passes `factor` times as long.
+absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, int64_t vpp,
+                                         int64_t slow_stage, double factor) {
   const int64_t m = medium.micro_batches, stages = pp * vpp;
   StepGraph out;
   TaskGraph& g = out.graph;
@@ -132,7 +140,8 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
         receive.at(e->kind, e->micro_batch, stage) = g.AddTask(stream[r], medium.p2p_transfer);
         out.what.push_back(Described(ReplayedTask::What::kReceive, *e));
       }
-      const TaskId t = g.AddTask(stream[r], e->end - e->start);
+      const Seconds pass = (e->end - e->start) * (r == slow_stage ? factor : 1.0);
+      const TaskId t = g.AddTask(stream[r], pass);
       out.what.push_back(Described(ReplayedTask::What::kPass, *e));
       index.at(e->kind, e->micro_batch, stage) = t;
       out.last_pass[r] = t;
@@ -188,7 +197,18 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
 
 absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
                                                const BackendRefs& backends,
-                                               ProjectionOptions options) {
+                                               ProjectionOptions options,
+                                               std::optional<SlowRank> slow_rank) {
+  if (slow_rank && (slow_rank->rank < 0 || slow_rank->rank >= scenario.num_gpus)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--slow-rank: rank %d does not exist; the ranks are 0 to %d",
+                        slow_rank->rank, scenario.num_gpus - 1));
+  }
+  if (slow_rank && !(slow_rank->factor > 0 && std::isfinite(slow_rank->factor))) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--slow-rank: the factor must be a finite number > 0 (2 = twice as slow), got %g",
+        slow_rank->factor));
+  }
   const double passes = ReplayedPasses(scenario);
   if (passes > kMaxTimelinePasses) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -205,9 +225,22 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
 
   const auto high_start = std::chrono::steady_clock::now();
   const int64_t pp = scenario.parallel.pp, vpp = scenario.parallel.vpp;
-  PROJECTOR_ASSIGN_OR_RETURN(StepGraph step, BuildStepGraph(out.medium, pp, vpp));
   events::Simulator sim;
   events::SimulationResult run;
+  int64_t slow_stage = -1;
+  double factor = 1;
+  if (slow_rank) {
+    // Global rank r sits on pipeline stage r / (tp·cp·dp) (the layout's rank order).
+    slow_stage = slow_rank->rank / scenario.parallel.PpGroup().stride % pp;
+    factor = slow_rank->factor;
+    PROJECTOR_ASSIGN_OR_RETURN(StepGraph plain, BuildStepGraph(out.medium, pp, vpp, -1, 1.0));
+    PROJECTOR_RETURN_IF_ERROR(sim.Run(plain.graph, run));
+    out.step_time_without_straggler = run.makespan;
+    out.slow_rank = slow_rank;
+    out.slow_stage = slow_stage;
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(StepGraph step,
+                             BuildStepGraph(out.medium, pp, vpp, slow_stage, factor));
   PROJECTOR_RETURN_IF_ERROR(sim.Run(step.graph, run));
   out.high_wall_s = WallSeconds(high_start);
   out.step_time = run.makespan;

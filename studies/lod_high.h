@@ -16,6 +16,7 @@
 #define PROJECTOR_STUDIES_LOD_HIGH_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -38,6 +39,16 @@ struct ReplayedTask {
   Seconds start, end;
 };
 
+// A straggler (`--slow-rank R:FACTOR`): global rank R computes FACTOR times as long as its
+// peers. Synchronous training waits for it: its tensor-, context- and data-parallel peers at
+// every collective of the step, the rest of its pipeline at every transfer, so its pipeline
+// stage's passes (not the transfers, not the tail) take FACTOR times as long. What the event
+// replay shows and a closed form does not: how much of that the schedule's bubbles absorb.
+struct SlowRank {
+  int64_t rank = 0;
+  double factor = 1;
+};
+
 struct HighLodResult {
   Projection medium;                   // the analytical projection (with its timeline)
   Seconds step_time;                   // the event replay's last rank tail end
@@ -46,10 +57,16 @@ struct HighLodResult {
   int64_t resources = 0;               // compute streams and links
   int64_t events = 0;                  // events the engine took
   std::vector<ReplayedTask> timeline;  // every task, as simulated
-  double medium_wall_s = 0;            // the medium projection, timeline kept
-  double high_wall_s = 0;              // building and simulating the events
-  double DifferencePct() const;        // (high − medium) / medium step time · 100
-  double Speedup() const;              // high wall time / medium wall time
+  // With a straggler: its pipeline stage, and the replay's step time without it.
+  std::optional<SlowRank> slow_rank;
+  int64_t slow_stage = -1;
+  Seconds step_time_without_straggler;
+  double medium_wall_s = 0;      // the medium projection, timeline kept
+  double high_wall_s = 0;        // building and simulating the events
+  double DifferencePct() const;  // (high − medium) / medium step time · 100
+  double Speedup() const;        // high wall time / medium wall time
+  // (step with the straggler − without) / without · 100; 0 without one.
+  double StragglerSlowdownPct() const;
 };
 
 // The medium projection of `scenario` (its timeline kept), then its event replay. Refused
@@ -58,7 +75,8 @@ struct HighLodResult {
 // `options` as for Project (keep_ops for --show-ops); the timeline is kept whatever it says.
 absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
                                                const BackendRefs& backends,
-                                               ProjectionOptions options = {});
+                                               ProjectionOptions options = {},
+                                               std::optional<SlowRank> slow_rank = std::nullopt);
 
 }  // namespace projector
 

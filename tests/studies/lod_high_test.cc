@@ -3,6 +3,7 @@
 // rounding, for every schedule and for P2P on its own stream or as a rendezvous.
 #include "studies/lod_high.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,6 +83,54 @@ TEST(HighLodTest, CountsItsTasksAndResources) {
   EXPECT_EQ(r->medium.micro_batches, 8);
   EXPECT_EQ(r->resources, 4);
   EXPECT_EQ(r->tasks, 4 * 8 * 2 + 3 * 8 * 2 + 4);
+}
+
+// A straggler. On one pipeline stage (pp 1, DP 8) every pass runs on the slow rank's stream back
+// to back, so a factor F adds (F − 1) · the passes' time and leaves the tail: step' = step +
+// (F − 1) · pipeline. Factor 1 changes nothing. Global rank 31 of TP8 · PP4 sits on stage
+// 31 / 8 = 3.
+TEST(HighLodTest, AStragglerSlowsItsStageAndTheStepWaitsForIt) {
+  auto run = [](std::vector<std::pair<const char*, const char*>> flags,
+                std::optional<SlowRank> slow) -> absl::StatusOr<HighLodResult> {
+    PROJECTOR_ASSIGN_OR_RETURN(const Scenario s, ScenarioFromFlags(GivenFlags(flags)));
+    PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(s.backends, s.hw));
+    return ProjectAtHighLod(s, RefsOf(set), {}, slow);
+  };
+  const std::vector<std::pair<const char*, const char*>> one_stage = {{"model", "llama3.1-8b"},
+                                                                      {"gpu-arch", "h100-sxm"},
+                                                                      {"num-gpus", "8"},
+                                                                      {"seq-len", "4096"},
+                                                                      {"global-batch", "32"}};
+  absl::StatusOr<HighLodResult> twice = run(one_stage, SlowRank{.rank = 3, .factor = 2});
+  ASSERT_THAT(twice, IsOk());
+  EXPECT_EQ(twice->slow_stage, 0);
+  EXPECT_THAT(twice->step_time.value(), IsNearRel(twice->step_time_without_straggler.value() +
+                                                      twice->medium.pipeline_time.value(),
+                                                  1e-9));
+  absl::StatusOr<HighLodResult> same = run(one_stage, SlowRank{.rank = 3, .factor = 1});
+  ASSERT_THAT(same, IsOk());
+  EXPECT_THAT(same->step_time.value(), IsNearRel(same->medium.step_time.value(), 1e-9));
+  EXPECT_NEAR(same->StragglerSlowdownPct(), 0.0, 1e-9);
+
+  absl::StatusOr<HighLodResult> last = run({{"model", "llama3.1-8b"},
+                                            {"gpu-arch", "h100-sxm"},
+                                            {"num-gpus", "32"},
+                                            {"pp", "4"},
+                                            {"tp", "8"},
+                                            {"seq-len", "4096"},
+                                            {"global-batch", "16"}},
+                                           SlowRank{.rank = 31, .factor = 1.5});
+  ASSERT_THAT(last, IsOk());
+  EXPECT_EQ(last->slow_stage, 3);
+  EXPECT_GT(last->step_time, last->step_time_without_straggler);
+  EXPECT_GT(last->StragglerSlowdownPct(), 0.0);
+
+  EXPECT_THAT(run(one_stage, SlowRank{.rank = 8, .factor = 2}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--slow-rank: rank 8 does not exist; the ranks are 0 to 7")));
+  EXPECT_THAT(run(one_stage, SlowRank{.rank = 0, .factor = -1}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--slow-rank: the factor must be a finite number > 0")));
 }
 
 TEST(HighLodTest, AStepBeyondTheReplayBudgetIsRefusedNamingTheFlag) {
