@@ -1,0 +1,115 @@
+// The level-of-detail study (issue 25 point 5), as far as the high level goes: on the library
+// scenarios, the analytical projection (medium) and the event replay of its step (high): wall
+// time of each, events, and the step-time difference (0 while high replays passes without
+// contention: docs/event_engine.md).
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/backend_registry.h"
+#include "benchmark/benchmark.h"
+#include "scenario/scenario_flags.h"
+#include "studies/lod_high.h"
+
+namespace projector {
+namespace {
+
+Scenario FromFlags(std::vector<std::pair<const char*, const char*>> given) {
+  FlagValues flags;
+  for (const auto& [name, value] : given) flags.Add(name, value);
+  absl::StatusOr<Scenario> s = ScenarioFromFlags(flags);
+  if (!s.ok()) {
+    std::cerr << "lod_benchmark: " << s.status() << "\n";
+    std::abort();
+  }
+  return *s;
+}
+
+void RunLod(benchmark::State& state, const Scenario& s) {
+  absl::StatusOr<BackendSet> set = MakeBackendSet(s.backends, s.hw);
+  if (!set.ok()) {
+    state.SkipWithError("backends");
+    return;
+  }
+  double medium = 0, high = 0, diff = 0;
+  int64_t events = 0, runs = 0;
+  for (auto _ : state) {
+    absl::StatusOr<HighLodResult> r = ProjectAtHighLod(s, RefsOf(*set));
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+    medium += r->medium_wall_s;
+    high += r->high_wall_s;
+    diff = r->DifferencePct();
+    events = r->events;
+    ++runs;
+  }
+  state.counters["medium_us"] = medium / static_cast<double>(runs) * 1e6;
+  state.counters["high_us"] = high / static_cast<double>(runs) * 1e6;
+  state.counters["events"] = static_cast<double>(events);
+  state.counters["diff_pct"] = diff;
+}
+
+// Llama-3.1-8B on one 8-GPU node (DP 8).
+void BM_Lod_Llama8bOneNode(benchmark::State& state) {
+  RunLod(state, FromFlags({{"model", "llama3.1-8b"},
+                           {"gpu-arch", "h100-sxm"},
+                           {"num-gpus", "8"},
+                           {"seq-len", "8192"},
+                           {"global-batch", "64"}}));
+}
+BENCHMARK(BM_Lod_Llama8bOneNode)->Unit(benchmark::kMicrosecond);
+
+// Llama-3.1-70B, TP8 on one node.
+void BM_Lod_Llama70bTp8(benchmark::State& state) {
+  RunLod(state, FromFlags({{"model", "llama3.1-70b"},
+                           {"gpu-arch", "h100-sxm"},
+                           {"num-gpus", "8"},
+                           {"tp", "8"},
+                           {"seq-len", "8192"},
+                           {"global-batch", "32"}}));
+}
+BENCHMARK(BM_Lod_Llama70bTp8)->Unit(benchmark::kMicrosecond);
+
+// Llama-3.1-70B, TP8 x PP4 across 4 nodes, interleaved.
+void BM_Lod_Llama70bTp8Pp4(benchmark::State& state) {
+  RunLod(state, FromFlags({{"model", "llama3.1-70b"},
+                           {"gpu-arch", "h100-sxm"},
+                           {"num-gpus", "32"},
+                           {"tp", "8"},
+                           {"pp", "4"},
+                           {"vpp", "5"},
+                           {"seq-len", "8192"},
+                           {"global-batch", "64"}}));
+}
+BENCHMARK(BM_Lod_Llama70bTp8Pp4)->Unit(benchmark::kMicrosecond);
+
+// Mixtral-8x7B with EP8 on 64 GPUs, PP2.
+void BM_Lod_MixtralEp8(benchmark::State& state) {
+  RunLod(state, FromFlags({{"model", "mixtral-8x7b"},
+                           {"gpu-arch", "h100-sxm"},
+                           {"num-gpus", "64"},
+                           {"ep", "8"},
+                           {"pp", "2"},
+                           {"seq-len", "4096"},
+                           {"global-batch", "256"}}));
+}
+BENCHMARK(BM_Lod_MixtralEp8)->Unit(benchmark::kMicrosecond);
+
+// Llama-3.1-70B on 1,024 GPUs, TP8 PP8 DP16 (the issue's 3D layout), 128 micro-batches.
+void BM_Lod_Llama70b1024(benchmark::State& state) {
+  RunLod(state, FromFlags({{"model", "llama3.1-70b"},
+                           {"gpu-arch", "h100-sxm"},
+                           {"num-gpus", "1024"},
+                           {"tp", "8"},
+                           {"pp", "8"},
+                           {"seq-len", "8192"},
+                           {"global-batch", "2048"}}));
+}
+BENCHMARK(BM_Lod_Llama70b1024)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace projector
