@@ -97,6 +97,7 @@ void AddRoutingOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
   // Router: replicated over TP (not split), in the parameter dtype (bf16; Megatron's
   // moe_router_dtype=fp32 is not modelled), never FP8.
   b.Linear("router", s.tokens_local, s.hidden, s.experts, dims.act_dtype);
+  b.PlainTorchLinear();  // Megatron's TopKRouter gate: torch's linear, not a TE module
   // Fused softmax + top-k: reads the logits, writes the top-k probabilities (fp32), indices
   // (int64) and the boolean routing map; backward reads the probability gradient and writes the
   // logit gradient.

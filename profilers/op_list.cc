@@ -125,9 +125,10 @@ absl::Status TimeOps(const BackendRefs& backends, OpList& ops) {
   return absl::OkStatus();
 }
 
-int64_t HostDispatches(const Op& op) {
+double HostDispatches(const Op& op) {
   const int64_t kernels = op.kind == OpKind::kMemory ? op.memory.launches : 1;
-  return op.repeat * kernels * op.host_fanout;
+  return static_cast<double>(op.repeat) *
+         (static_cast<double>(kernels * op.host_fanout) + op.host_extra);
 }
 
 Seconds SumTime(const OpList& ops, OpPhase phase, std::string_view module) {

@@ -50,6 +50,9 @@ struct Op {
   // quantisation and GEMM separately (TE issue #1499, a maintainer's answer: the CPU overheads
   // of torch.split and of 2·num_gemms torch.empty calls, then one cuBLAS GEMM per expert).
   int64_t host_fanout = 1;
+  // Dispatch-equivalents the host spends per repeat beyond the op's kernels: the Python of a
+  // Transformer Engine module call around its GEMM (ModuleOpBuilder, kTeModuleExtraDispatches).
+  double host_extra = 0;
   Flops flops;  // all repeats
   Bytes bytes;  // HBM traffic (or bytes on the wire for collectives), all repeats
 
@@ -72,9 +75,10 @@ struct BackendRefs {
 // Times every op with the backends (time = repeat × one estimate).
 absl::Status TimeOps(const BackendRefs& backends, OpList& ops);
 
-// Framework calls the host makes to run the op (each a Python-level op dispatch launching
-// kernels): repeat × kernels per repeat (a memory op's launches, else 1) × host_fanout.
-int64_t HostDispatches(const Op& op);
+// Framework calls the host makes to run the op, in dispatch-equivalents (a Python-level op
+// dispatch launching kernels): repeat × (kernels per repeat (a memory op's launches, else 1) ×
+// host_fanout + host_extra).
+double HostDispatches(const Op& op);
 
 // Sum of op times whose phase is `phase` (and module, when not empty).
 Seconds SumTime(const OpList& ops, OpPhase phase, std::string_view module = {});

@@ -79,6 +79,7 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx, Outp
   b.Memory("final_norm", norm.Forward(norm_n, (layer_norm ? 7.0 : 4.0) * norm_n),
            norm.Backward(norm_n, (layer_norm ? 14.0 : 8.0) * norm_n));
   b.Linear("output_proj", dims.tokens, h, v_l, dims.act_dtype);
+  b.PlainTorchLinear();  // Megatron's own ColumnParallelLinear, not a TE module
   const CrossEntropyTraffic ce =
       CrossEntropyBytesPerLogit(ctx.run.loss_kernel);
   b.Memory("cross_entropy",

@@ -179,6 +179,7 @@ absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
   dims.eager_elementwise = ctx.run.eager_elementwise;
   dims.pytorch_modules = RunsPyTorchAttention(ctx.run.stack);
   dims.op_sac = ctx.run.stack == TrainingStack::kTorchTitan;
+  dims.te_modules = ctx.run.stack == TrainingStack::kMegatron && !dims.pytorch_modules;
   dims.hidden_dropout = ctx.run.dropout.hidden > 0;
   dims.attention_dropout = ctx.run.dropout.attention > 0;
   return dims;
@@ -193,6 +194,7 @@ ModuleOpBuilder::ModuleOpBuilder(std::string_view module, OpList& ops, size_t ca
       weight_casts_per_micro_batch_(dims.weight_casts_per_micro_batch),
       weight_cast_cached_(dims.weight_cast_cached),
       pytorch_modules_(dims.pytorch_modules),
+      te_modules_(dims.te_modules),
       op_sac_(dims.op_sac),
       ops_(ops),
       start_(ops.size()) {
@@ -268,6 +270,7 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
   }
   Op& op = AddForward(name, OpKind::kGemm);
   op.host_fanout = linear_host_fanout_;
+  if (te_modules_) op.host_extra = kTeModuleExtraDispatches;
   op.gemm = GemmShape{.m = m, .n = out, .k = in, .batch = batch, .dtype = dtype};
   op.gemm.block_scaled = quantized && recipe.block_scaled_gemm;
   op.repeat = repeat;
@@ -293,6 +296,11 @@ void ModuleOpBuilder::SeparateInputGradients(int64_t parts) {
       MemoryOp{.bytes = Bytes(3.0 * act_bytes_ * x * D(parts - 1)),
                .flops = Flops(x * D(parts - 1)),
                .launches = parts - 1};
+}
+
+void ModuleOpBuilder::PlainTorchLinear() {
+  PROJECTOR_CHECK(forward_count_ > 0 && ops_.back().kind == OpKind::kGemm);
+  ops_.back().host_extra = 0;
 }
 
 void ModuleOpBuilder::SetMmOutputs(std::initializer_list<int64_t> widths) {
@@ -407,6 +415,7 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
         }
         Op dgrad = fwd;
         dgrad.phase = OpPhase::kBackwardDgrad;
+        dgrad.host_extra = 0;  // the module's forward call was counted once
         dgrad.gemm = GemmShape{.m = f.m, .n = f.k, .k = f.n, .batch = f.batch, .dtype = f.dtype,
                                .transpose_b = true, .block_scaled = f.block_scaled};
         dgrad.flops = GemmFlops(dgrad.gemm) * D(fwd.repeat);
@@ -420,6 +429,7 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
         }
         Op wgrad = fwd;
         wgrad.phase = OpPhase::kBackwardWgrad;
+        wgrad.host_extra = 0;
         wgrad.gemm = GemmShape{.m = f.k, .n = f.n, .k = f.m, .batch = f.batch, .dtype = f.dtype,
                                .transpose_a = true, .block_scaled = f.block_scaled};
         wgrad.flops = GemmFlops(wgrad.gemm) * D(fwd.repeat);

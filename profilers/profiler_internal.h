@@ -53,6 +53,9 @@ struct LayerDims {
   // probabilities (ResolvedDropout > 0): 1-byte masks written, kept for backward and read back.
   bool hidden_dropout = false;
   bool attention_dropout = false;
+  // The linear layers are Transformer Engine modules (the megatron stack): each forward call
+  // costs the host kTeModuleExtraDispatches beyond its GEMM's dispatch.
+  bool te_modules = false;
   // Selective recompute is torchtitan's per-op SAC (the torchtitan stack; ModuleOpBuilder::
   // Finish) rather than Megatron's recompute of the attention core.
   bool op_sac = false;
@@ -103,6 +106,14 @@ EagerKernels EagerRope(double e, bool strided_gradient);
 // backward reads x and dy and writes dx, 3e, the weight-gradient reduction riding along), or
 // with `eager` an eager PyTorch RMSNorm (EagerRmsNorm; its output is e bytes).
 EagerKernels NormKernels(double e, double out_bytes, bool eager);
+
+// Host cost of one Transformer Engine module forward call beyond a plain PyTorch op: TE issue
+// #2053 (2025-08) measured te.Linear against torch.nn.Linear forward (bf16, hidden 2048, 8192
+// tokens) on the same hosts: 99.66 vs 37.08 µs of CPU on GB200 (2.69x), 90.53 vs 33.17 on GH200
+// (2.73x). The module's GEMM is one dispatch already; the rest, 1.7 dispatch-equivalents, is
+// the module's Python (recipe and workspace handling, autograd function setup). Forward only:
+// the issue measures no backward.
+inline constexpr double kTeModuleExtraDispatches = 1.7;
 
 // The quantisation of one bf16 tensor (e bytes per element) into the fp8 copy (q bytes) a
 // GEMM reads and the transposed copy its wgrad reads, under an FP8 recipe (Fp8Recipe):
@@ -189,6 +200,9 @@ class ModuleOpBuilder {
   void SetMmOutputs(std::initializer_list<int64_t> widths);
   // The model is the stack's own PyTorch module code (LayerDims::pytorch_modules).
   bool pytorch_modules() const { return pytorch_modules_; }
+  // The last Linear is a plain PyTorch linear even under Transformer Engine (Megatron's router
+  // gate and its own ColumnParallelLinear output layer): no TE module call on the host.
+  void PlainTorchLinear();
   // The last Linear's output is split into `parts` tensors by PyTorch module code (MPT's and
   // GPT's fused Wqkv: qkv.chunk(3)) whose gradients come back as separate tensors (the
   // attention kernel allocates dQ, dK and dV), so autograd's split backward concatenates them
@@ -259,6 +273,7 @@ class ModuleOpBuilder {
   double weight_casts_per_micro_batch_;
   bool weight_cast_cached_;
   bool pytorch_modules_;  // LayerDims::pytorch_modules
+  bool te_modules_;       // LayerDims::te_modules
   bool op_sac_;           // LayerDims::op_sac
   OpList& ops_;
   size_t start_;

@@ -14,11 +14,11 @@ bool InBackward(OpPhase phase) {
 // Host time of every op of `ops` in the phases `in_pass` accepts.
 template <typename PhaseTest>
 Seconds HostTime(const OpList& ops, Seconds per_dispatch, PhaseTest in_pass) {
-  int64_t dispatches = 0;
+  double dispatches = 0;
   for (const Op& op : ops) {
     if (in_pass(op.phase)) dispatches += HostDispatches(op);
   }
-  return per_dispatch * static_cast<double>(dispatches);
+  return per_dispatch * dispatches;
 }
 
 template <typename PhaseTest>
@@ -29,7 +29,7 @@ Seconds LayerHostTime(const LayerHostInput& in, Seconds per_dispatch, PhaseTest 
 }
 
 IssuedWork Issued(const Op& op, Seconds per_dispatch) {
-  return {.host = per_dispatch * static_cast<double>(HostDispatches(op)), .gpu = op.time};
+  return {.host = per_dispatch * HostDispatches(op), .gpu = op.time};
 }
 
 // A queue drained by a sync, fed op by op: DrainedMakespan's recurrence without a list.

@@ -296,6 +296,32 @@ TEST(ModuleOpBuilderTest, TorchTitanOpSacRerunsEverySecondMmAndTheElementwiseOps
   EXPECT_NE(FindOp(m, "attention_core", OpPhase::kRecompute), nullptr);
 }
 
+// Transformer Engine's module call (TE issue #2053: te.Linear 2.69-2.73x torch.nn.Linear on the
+// host): under te_modules a Linear's forward GEMM costs 1 + 1.7 = 2.7 dispatches, a recompute of
+// it (the module called again) as much, its dgrad and wgrad 1 each; a plain PyTorch linear
+// (PlainTorchLinear: Megatron's router gate, its output layer) 1; without te_modules 1.
+TEST(ModuleOpBuilderTest, TransformerEngineModuleCallsCostTheHostMore) {
+  LayerDims te;
+  te.te_modules = true;
+  OpList ops;
+  ModuleOpBuilder b("mlp", ops, 16, te);
+  b.Linear("fc", 512, 1024, 2048, DType::kBf16);
+  b.Linear("gate", 512, 1024, 8, DType::kBf16);
+  b.PlainTorchLinear();
+  b.Finish(Recompute::kFull);
+  EXPECT_DOUBLE_EQ(HostDispatches(*FindOp(ops, "fc", OpPhase::kForward)), 2.7);
+  EXPECT_DOUBLE_EQ(HostDispatches(*FindOp(ops, "fc", OpPhase::kRecompute)), 2.7);
+  EXPECT_DOUBLE_EQ(HostDispatches(*FindOp(ops, "fc", OpPhase::kBackwardDgrad)), 1);
+  EXPECT_DOUBLE_EQ(HostDispatches(*FindOp(ops, "fc", OpPhase::kBackwardWgrad)), 1);
+  EXPECT_DOUBLE_EQ(HostDispatches(*FindOp(ops, "gate", OpPhase::kForward)), 1);
+  LayerDims torch;
+  OpList plain;
+  ModuleOpBuilder p("mlp", plain, 8, torch);
+  p.Linear("fc", 512, 1024, 2048, DType::kBf16);
+  p.Finish(Recompute::kNone);
+  EXPECT_DOUBLE_EQ(HostDispatches(*FindOp(plain, "fc", OpPhase::kForward)), 1);
+}
+
 TEST(ModuleOpBuilderTest, Bf16LinearHasNoCasts) {
   LayerDims dims;
   OpList ops;
