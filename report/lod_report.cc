@@ -1,5 +1,6 @@
 #include "report/lod_report.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,17 @@ constexpr char kReplayed[] =
     "tail";
 constexpr char kNotYet[] =
     "the ops inside a pass as events, collectives as steps on the network's links, contention";
+
+nlohmann::json ResourceUseJson(const HighLodResult& r) {
+  nlohmann::json uses = nlohmann::json::array();
+  const double step_s = r.step_time.value();
+  for (const ResourceUse& u : r.resource_use) {
+    uses.push_back({{"name", u.name},
+                    {"busy_s", u.busy.value()},
+                    {"busy_share", step_s > 0 ? u.busy.value() / step_s : 0.0}});
+  }
+  return uses;
+}
 
 std::string PassName(const ReplayedTask& t, bool interleaved) {
   const char* kind = t.pass == TimelineKind::kForward    ? "F"
@@ -34,6 +46,29 @@ std::string HighLodText(const HighLodResult& r) {
                         ToMilliseconds(r.medium.pipeline_time), ToMilliseconds(r.pipeline_time));
   absl::StrAppendFormat(&out, "  events      %d (%d tasks on %d streams and links)\n", r.events,
                         r.tasks, r.resources);
+  // Each rank's stream, and the busiest links, by their share of the step.
+  const double step_s = r.step_time.value();
+  std::string streams, links;
+  std::vector<const ResourceUse*> by_busy;
+  for (const ResourceUse& u : r.resource_use) {
+    const double pct = step_s > 0 ? u.busy.value() / step_s * 100.0 : 0.0;
+    if (u.name.ends_with(" stream")) {
+      absl::StrAppendFormat(&streams, "%s%s %.1f%%", streams.empty() ? "" : ", ",
+                            u.name.substr(0, u.name.size() - 7), pct);
+    } else {
+      by_busy.push_back(&u);
+    }
+  }
+  std::stable_sort(by_busy.begin(), by_busy.end(),
+                   [](const ResourceUse* a, const ResourceUse* b) { return a->busy > b->busy; });
+  out += absl::StrCat("  busy        streams: ", streams, "\n");
+  std::string busiest;
+  for (size_t i = 0; i < by_busy.size() && i < 3; ++i) {
+    absl::StrAppendFormat(&busiest, "%s%s %.1f%%", busiest.empty() ? "" : ", ",
+                          by_busy[i]->name.substr(5),  // without "link "
+                          step_s > 0 ? by_busy[i]->busy.value() / step_s * 100.0 : 0.0);
+  }
+  if (!busiest.empty()) out += absl::StrCat("              busiest links: ", busiest, "\n");
   if (r.slow_rank) {
     absl::StrAppendFormat(
         &out, "  straggler   rank %d (pipeline stage %d) x%g: step %.3f ms, %+.2f%% over %.3f ms\n",
@@ -129,6 +164,7 @@ nlohmann::json HighLodJson(const HighLodResult& r) {
           {"medium_wall_s", r.medium_wall_s},
           {"high_wall_s", r.high_wall_s},
           {"wall_ratio", r.Speedup()},
+          {"resources_busy", ResourceUseJson(r)},
           {"replayed", kReplayed},
           {"not_yet", kNotYet},
           {"straggler", r.slow_rank ? nlohmann::json{{"rank", r.slow_rank->rank},

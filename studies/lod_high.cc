@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
 #include "events/event_engine.h"
@@ -70,9 +71,10 @@ ReplayedTask Described(ReplayedTask::What what, const TimelineEvent& e) {
 
 struct StepGraph {
   TaskGraph graph;
-  std::vector<ReplayedTask> what;  // by TaskId (times filled after the run)
-  std::vector<TaskId> last_pass;   // per rank
-  std::vector<TaskId> tails;       // per rank, or kNone
+  std::vector<std::string> resource_names;  // by ResourceId
+  std::vector<ReplayedTask> what;           // by TaskId (times filled after the run)
+  std::vector<TaskId> last_pass;            // per rank
+  std::vector<TaskId> tails;                // per rank, or kNone
 };
 
 // The producer of pass (k, mb, stage) on another virtual stage: the previous stage's forward,
@@ -107,14 +109,19 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
     }
   }
   std::vector<ResourceId> stream(static_cast<size_t>(pp));
-  for (int64_t r = 0; r < pp; ++r) stream[r] = g.AddResource(ResourceOrder::kInOrder);
+  for (int64_t r = 0; r < pp; ++r) {
+    stream[r] = g.AddResource(ResourceOrder::kInOrder);
+    out.resource_names.push_back(absl::StrCat("rank ", r, " stream"));
+  }
   // Overlapped transfers: one link per direction between neighbouring ranks (the ring of
   // stages wraps from the last rank to the first for interleaving), first come first served.
   std::vector<ResourceId> down(static_cast<size_t>(pp)), up(static_cast<size_t>(pp));
   if (medium.p2p_overlapped) {
     for (int64_t r = 0; r < pp; ++r) {
       down[r] = g.AddResource(ResourceOrder::kFirstReady);
+      out.resource_names.push_back(absl::StrCat("link rank ", r, " → rank ", (r + 1) % pp));
       up[r] = g.AddResource(ResourceOrder::kFirstReady);
+      out.resource_names.push_back(absl::StrCat("link rank ", r, " → rank ", (r + pp - 1) % pp));
     }
   }
   PassIndex index(m, stages);
@@ -251,6 +258,9 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
   out.resources = static_cast<int64_t>(step.graph.num_resources());
   out.events = run.events;
   out.timeline = std::move(step.what);
+  for (ResourceId id = 0; id < step.graph.num_resources(); ++id) {
+    out.resource_use.push_back({.name = step.resource_names[id], .busy = run.busy[id]});
+  }
   for (TaskId t = 0; t < out.timeline.size(); ++t) {
     out.timeline[t].start = run.tasks[t].start;
     out.timeline[t].end = run.tasks[t].finish;

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -49,14 +50,21 @@ struct SlowRank {
   double factor = 1;
 };
 
+// How long one resource of the replay (a rank's stream, a link direction) was busy.
+struct ResourceUse {
+  std::string name;
+  Seconds busy;
+};
+
 struct HighLodResult {
-  Projection medium;                   // the analytical projection (with its timeline)
-  Seconds step_time;                   // the event replay's last rank tail end
-  Seconds pipeline_time;               // its last pass end (before the tails)
-  int64_t tasks = 0;                   // passes, transfers and tails
-  int64_t resources = 0;               // compute streams and links
-  int64_t events = 0;                  // events the engine took
-  std::vector<ReplayedTask> timeline;  // every task, as simulated
+  Projection medium;                      // the analytical projection (with its timeline)
+  Seconds step_time;                      // the event replay's last rank tail end
+  Seconds pipeline_time;                  // its last pass end (before the tails)
+  int64_t tasks = 0;                      // passes, transfers and tails
+  int64_t resources = 0;                  // compute streams and links
+  int64_t events = 0;                     // events the engine took
+  std::vector<ReplayedTask> timeline;     // every task, as simulated
+  std::vector<ResourceUse> resource_use;  // every stream and link, in id order
   // With a straggler: its pipeline stage, and the replay's step time without it.
   std::optional<SlowRank> slow_rank;
   int64_t slow_stage = -1;

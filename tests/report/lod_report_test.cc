@@ -50,6 +50,9 @@ TEST(LodReportTest, TheTraceHasAStreamPerRankAndALinkPerDirection) {
   EXPECT_EQ(threads, 4 + 8);
   EXPECT_THAT(HighLodText(*r), HasSubstr("events      484 (484 tasks on 12 streams and links)"));
   EXPECT_EQ(HighLodJson(*r)["events"], 484);
+  EXPECT_EQ(HighLodJson(*r)["resources_busy"].size(), 12u);
+  EXPECT_THAT(HighLodText(*r), HasSubstr("busy        streams: rank 0 "));
+  EXPECT_THAT(HighLodText(*r), HasSubstr("busiest links: rank "));
 }
 
 }  // namespace

@@ -65,6 +65,14 @@ TEST(HighLodTest, WithoutContentionTheEventReplayIsTheMediumStep) {
     EXPECT_NEAR(r->DifferencePct(), 0.0, 1e-6) << l.name;
     EXPECT_GT(r->events, 0) << l.name;
     EXPECT_EQ(r->events, r->tasks) << l.name;
+    ASSERT_EQ(r->resource_use.size(), static_cast<size_t>(r->resources)) << l.name;
+    for (const ResourceUse& u : r->resource_use) {
+      EXPECT_LE(u.busy.value(), r->step_time.value() * (1 + 1e-12)) << l.name << " " << u.name;
+    }
+    // One stage: its stream runs passes and tail back to back, busy the whole step.
+    if (r->resources == 1) {
+      EXPECT_THAT(r->resource_use[0].busy.value(), IsNearRel(r->step_time.value(), 1e-9));
+    }
   }
 }
 
