@@ -86,7 +86,6 @@ std::string HighLodText(const HighLodResult& r) {
 }
 
 nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r) {
-  const int64_t pp = scenario.parallel.pp;
   const bool interleaved = scenario.parallel.vpp > 1;
   nlohmann::json events = nlohmann::json::array();
   events.push_back({{"name", "process_name"},
@@ -97,52 +96,40 @@ nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r
                                                "replay, --lod high)",
                                                scenario.name, r.medium.layout, r.medium.schedule,
                                                r.medium.micro_batches)}}}});
-  // Rank r's stream on thread r; the link from rank a to rank b on thread pp + 2a (towards the
-  // next rank) or pp + 2a + 1 (towards the previous one).
-  auto name_thread = [&](int64_t tid, const std::string& name) {
+  // One thread per resource of the replay: the ranks' streams, then the links.
+  for (size_t id = 0; id < r.resource_use.size(); ++id) {
+    const int64_t tid = static_cast<int64_t>(id);
     events.push_back({{"name", "thread_name"},
                       {"ph", "M"},
                       {"pid", 0},
                       {"tid", tid},
-                      {"args", {{"name", name}}}});
+                      {"args", {{"name", r.resource_use[id].name}}}});
     events.push_back({{"name", "thread_sort_index"},
                       {"ph", "M"},
                       {"pid", 0},
                       {"tid", tid},
                       {"args", {{"sort_index", tid}}}});
-  };
-  for (int64_t rank = 0; rank < pp; ++rank) name_thread(rank, absl::StrCat("PP rank ", rank));
-  std::vector<bool> named(static_cast<size_t>(2 * pp), false);
+  }
   for (const ReplayedTask& t : r.timeline) {
     nlohmann::json ev = {{"ph", "X"},
                          {"pid", 0},
+                         {"tid", t.resource},
                          {"ts", ToMicroseconds(t.start)},
                          {"dur", ToMicroseconds(t.end - t.start)}};
     switch (t.what) {
       case ReplayedTask::What::kPass:
-        ev["tid"] = t.rank;
         ev["name"] = PassName(t, interleaved);
         ev["cat"] = "pass";
         break;
       case ReplayedTask::What::kReceive:
-        ev["tid"] = t.rank;
         ev["name"] = absl::StrCat("recv ", PassName(t, interleaved));
         ev["cat"] = "p2p";
         break;
-      case ReplayedTask::What::kTransfer: {
-        const bool ahead = (t.to_rank - t.rank + pp) % pp == 1 % pp;
-        const int64_t lane = 2 * t.rank + (ahead ? 0 : 1);
-        if (!named[static_cast<size_t>(lane)]) {
-          named[static_cast<size_t>(lane)] = true;
-          name_thread(pp + lane, absl::StrCat("link rank ", t.rank, " → rank ", t.to_rank));
-        }
-        ev["tid"] = pp + lane;
+      case ReplayedTask::What::kTransfer:
         ev["name"] = absl::StrCat(PassName(t, interleaved), " r", t.rank, "→r", t.to_rank);
         ev["cat"] = "p2p";
         break;
-      }
       case ReplayedTask::What::kTail:
-        ev["tid"] = t.rank;
         ev["name"] = "DP sync + optimizer";
         ev["cat"] = "tail";
         break;

@@ -15,9 +15,10 @@ std::string HighLodText(const HighLodResult& r);
 // {step_time_s, medium_step_time_s, difference_pct, pipeline_time_s, medium_pipeline_time_s,
 //  tasks, resources, events, medium_wall_s, high_wall_s, wall_ratio, replayed, not_yet}
 nlohmann::json HighLodJson(const HighLodResult& r);
-// The replayed step as a Chrome trace (ui.perfetto.dev): one track per pipeline rank's stream
-// (its passes, rendezvous receives and tail) and one per link direction between two ranks (the
-// overlapped transfers, named after the pass they feed and the ranks they join).
+// The replayed step as a Chrome trace (ui.perfetto.dev): one track per resource of the replay,
+// each pipeline rank's stream (its passes, rendezvous receives and tail) and each link (an
+// ordered pair of ranks: the overlapped transfers, named after the pass they feed and the ranks
+// they join).
 nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r);
 
 }  // namespace projector

@@ -61,6 +61,7 @@ class PassIndex {
 
 ReplayedTask Described(ReplayedTask::What what, const TimelineEvent& e) {
   ReplayedTask t;
+  t.resource = e.rank;  // the rank's stream, whose id is the rank
   t.what = what;
   t.pass = e.kind;
   t.rank = e.rank;
@@ -113,17 +114,18 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
     stream[r] = g.AddResource(ResourceOrder::kInOrder);
     out.resource_names.push_back(absl::StrCat("rank ", r, " stream"));
   }
-  // Overlapped transfers: one link per direction between neighbouring ranks (the ring of
-  // stages wraps from the last rank to the first for interleaving), first come first served.
-  std::vector<ResourceId> down(static_cast<size_t>(pp)), up(static_cast<size_t>(pp));
-  if (medium.p2p_overlapped) {
-    for (int64_t r = 0; r < pp; ++r) {
-      down[r] = g.AddResource(ResourceOrder::kFirstReady);
-      out.resource_names.push_back(absl::StrCat("link rank ", r, " → rank ", (r + 1) % pp));
-      up[r] = g.AddResource(ResourceOrder::kFirstReady);
-      out.resource_names.push_back(absl::StrCat("link rank ", r, " → rank ", (r + pp - 1) % pp));
+  // Overlapped transfers: one link per ordered pair of ranks that exchange activations (the
+  // ring of stages wraps from the last rank to the first for interleaving), first come first
+  // served; made when first used.
+  std::vector<ResourceId> link_of(static_cast<size_t>(pp * pp), PassIndex::kNone);
+  auto link = [&](int64_t from, int64_t to) {
+    ResourceId& id = link_of[static_cast<size_t>(from * pp + to)];
+    if (id == PassIndex::kNone) {
+      id = g.AddResource(ResourceOrder::kFirstReady);
+      out.resource_names.push_back(absl::StrCat("link rank ", from, " → rank ", to));
     }
-  }
+    return id;
+  };
   PassIndex index(m, stages);
   PassIndex receive(m, stages);  // the rendezvous receive before a pass, or kNone
   const bool transfers = medium.p2p_transfer.value() > 0;
@@ -158,6 +160,7 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
       ReplayedTask tail_task;
       tail_task.what = ReplayedTask::What::kTail;
       tail_task.rank = static_cast<int32_t>(r);
+      tail_task.resource = static_cast<int32_t>(stream[r]);
       out.what.push_back(tail_task);
     }
   }
@@ -183,11 +186,12 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
     if (!transfers || from_rank == r) {
       g.AddDependency(from, t);
     } else if (medium.p2p_overlapped) {
-      const ResourceId link = e.kind == TimelineKind::kForward ? down[from_rank] : up[from_rank];
-      const TaskId move = g.AddTask(link, medium.p2p_transfer);
+      const ResourceId on = link(from_rank, r);
+      const TaskId move = g.AddTask(on, medium.p2p_transfer);
       ReplayedTask transfer = Described(ReplayedTask::What::kTransfer, e);
       transfer.rank = static_cast<int32_t>(from_rank);
       transfer.to_rank = e.rank;
+      transfer.resource = static_cast<int32_t>(on);
       out.what.push_back(transfer);
       g.AddDependency(from, move);
       g.AddDependency(move, t);

@@ -37,6 +37,7 @@ struct ReplayedTask {
   int32_t to_rank = -1;                        // kTransfer: the receiver
   int32_t chunk = -1;
   int32_t micro_batch = -1;
+  int32_t resource = 0;  // its stream or link (an index of HighLodResult::resource_use)
   Seconds start, end;
 };
 
