@@ -46,9 +46,13 @@ std::string HighLodText(const HighLodResult& r) {
                         ToMilliseconds(r.medium.pipeline_time), ToMilliseconds(r.pipeline_time));
   absl::StrAppendFormat(&out, "  events      %d (%d tasks on %d streams and links)\n", r.events,
                         r.tasks, r.resources);
+  absl::StrAppendFormat(&out,
+                        "  folded      %d GPUs as %d pipeline ranks of %d (their TP, CP and DP "
+                        "replicas do identical work)\n",
+                        r.pipeline_ranks * r.gpus_per_rank, r.pipeline_ranks, r.gpus_per_rank);
   // Each rank's stream, and the busiest links, by their share of the step.
   const double step_s = r.step_time.value();
-  std::string streams, links;
+  std::string streams;
   std::vector<const ResourceUse*> by_busy;
   for (const ResourceUse& u : r.resource_use) {
     const double pct = step_s > 0 ? u.busy.value() / step_s * 100.0 : 0.0;
@@ -147,6 +151,8 @@ nlohmann::json HighLodJson(const HighLodResult& r) {
           {"medium_pipeline_time_s", r.medium.pipeline_time.value()},
           {"tasks", r.tasks},
           {"resources", r.resources},
+          {"pipeline_ranks", r.pipeline_ranks},
+          {"gpus_per_rank", r.gpus_per_rank},
           {"events", r.events},
           {"medium_wall_s", r.medium_wall_s},
           {"high_wall_s", r.high_wall_s},

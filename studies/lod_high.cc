@@ -260,6 +260,8 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
   }
   out.tasks = static_cast<int64_t>(step.graph.num_tasks());
   out.resources = static_cast<int64_t>(step.graph.num_resources());
+  out.pipeline_ranks = pp;
+  out.gpus_per_rank = scenario.parallel.PpGroup().stride;
   out.events = run.events;
   out.timeline = std::move(step.what);
   for (ResourceId id = 0; id < step.graph.num_resources(); ++id) {

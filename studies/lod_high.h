@@ -58,11 +58,15 @@ struct ResourceUse {
 };
 
 struct HighLodResult {
-  Projection medium;                      // the analytical projection (with its timeline)
-  Seconds step_time;                      // the event replay's last rank tail end
-  Seconds pipeline_time;                  // its last pass end (before the tails)
-  int64_t tasks = 0;                      // passes, transfers and tails
-  int64_t resources = 0;                  // compute streams and links
+  Projection medium;      // the analytical projection (with its timeline)
+  Seconds step_time;      // the event replay's last rank tail end
+  Seconds pipeline_time;  // its last pass end (before the tails)
+  int64_t tasks = 0;      // passes, transfers and tails
+  int64_t resources = 0;  // compute streams and links
+  // Symmetry: the replay simulates one rank per pipeline stage; the tp·cp·dp GPUs of a stage
+  // do identical work on identical links, so they are folded into it.
+  int64_t pipeline_ranks = 0;
+  int64_t gpus_per_rank = 0;
   int64_t events = 0;                     // events the engine took
   std::vector<ReplayedTask> timeline;     // every task, as simulated
   std::vector<ResourceUse> resource_use;  // every stream and link, in id order

@@ -50,6 +50,10 @@ TEST(LodReportTest, TheTraceHasAStreamPerRankAndALinkPerDirection) {
   EXPECT_EQ(threads, 4 + 8);
   EXPECT_THAT(HighLodText(*r), HasSubstr("events      484 (484 tasks on 12 streams and links)"));
   EXPECT_EQ(HighLodJson(*r)["events"], 484);
+  // 32 GPUs of TP8 · PP4: 4 pipeline ranks of 8 GPUs each.
+  EXPECT_THAT(HighLodText(*r),
+              HasSubstr("folded      32 GPUs as 4 pipeline ranks of 8 (their TP, CP and DP"));
+  EXPECT_EQ(HighLodJson(*r)["gpus_per_rank"], 8);
   EXPECT_EQ(HighLodJson(*r)["resources_busy"].size(), 12u);
   EXPECT_THAT(HighLodText(*r), HasSubstr("busy        streams: rank 0 "));
   EXPECT_THAT(HighLodText(*r), HasSubstr("busiest links: rank "));
