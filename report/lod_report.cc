@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "report/report.h"
 
 namespace projector {
 namespace {
@@ -102,17 +103,7 @@ nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r
                                                r.medium.micro_batches)}}}});
   // One thread per resource of the replay: the ranks' streams, then the links.
   for (size_t id = 0; id < r.resource_use.size(); ++id) {
-    const int64_t tid = static_cast<int64_t>(id);
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 0},
-                      {"tid", tid},
-                      {"args", {{"name", r.resource_use[id].name}}}});
-    events.push_back({{"name", "thread_sort_index"},
-                      {"ph", "M"},
-                      {"pid", 0},
-                      {"tid", tid},
-                      {"args", {{"sort_index", tid}}}});
+    AppendTraceThread(events, static_cast<int64_t>(id), r.resource_use[id].name);
   }
   for (const ReplayedTask& t : r.timeline) {
     nlohmann::json ev = {{"ph", "X"},

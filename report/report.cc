@@ -446,6 +446,16 @@ std::string_view TimelineKindName(TimelineKind kind) {
   return kTraceKinds[static_cast<size_t>(kind)].name;
 }
 
+void AppendTraceThread(nlohmann::json& events, int64_t tid, const std::string& name) {
+  events.push_back(
+      {{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", tid}, {"args", {{"name", name}}}});
+  events.push_back({{"name", "thread_sort_index"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"tid", tid},
+                    {"args", {{"sort_index", tid}}}});
+}
+
 nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& p) {
   nlohmann::json events = nlohmann::json::array();
   const bool interleaved = scenario.parallel.vpp > 1;
@@ -460,17 +470,7 @@ nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& p) 
   for (int64_t r = 0; r < scenario.parallel.pp; ++r) {
     for (int64_t stream = 0; stream < 2; ++stream) {
       const int64_t tid = 2 * r + stream;
-      events.push_back(
-          {{"name", "thread_name"},
-           {"ph", "M"},
-           {"pid", 0},
-           {"tid", tid},
-           {"args", {{"name", absl::StrCat("PP rank ", r, stream == 0 ? "" : " DP comm")}}}});
-      events.push_back({{"name", "thread_sort_index"},
-                        {"ph", "M"},
-                        {"pid", 0},
-                        {"tid", tid},
-                        {"args", {{"sort_index", tid}}}});
+      AppendTraceThread(events, tid, absl::StrCat("PP rank ", r, stream == 0 ? "" : " DP comm"));
     }
   }
   for (const TimelineEvent& e : p.timeline) {

@@ -68,6 +68,8 @@ nlohmann::json FitAdviceJson(const FitAdvice& advice);
 // 2r + 1 "PP rank r DP comm" with each "grad bucket reduce" (cat dp_reduce). Only metadata
 // without a timeline.
 nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& projection);
+// Appends the Chrome-trace metadata naming thread `tid` and keeping the threads in tid order.
+void AppendTraceThread(nlohmann::json& events, int64_t tid, const std::string& name);
 
 // The trace name of a TimelineKind: "F", "B", "W" (followed by the micro-batch for a pass),
 // "DP grad sync", "optimizer", "grad bucket reduce".

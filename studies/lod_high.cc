@@ -75,7 +75,6 @@ struct StepGraph {
   std::vector<std::string> resource_names;  // by ResourceId
   std::vector<ReplayedTask> what;           // by TaskId (times filled after the run)
   std::vector<TaskId> last_pass;            // per rank
-  std::vector<TaskId> tails;                // per rank, or kNone
 };
 
 // The producer of pass (k, mb, stage) on another virtual stage: the previous stage's forward,
@@ -130,7 +129,6 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
   PassIndex receive(m, stages);  // the rendezvous receive before a pass, or kNone
   const bool transfers = medium.p2p_transfer.value() > 0;
   out.last_pass.assign(static_cast<size_t>(pp), PassIndex::kNone);
-  out.tails.assign(static_cast<size_t>(pp), PassIndex::kNone);
   for (int64_t r = 0; r < pp; ++r) {
     auto& list = passes[static_cast<size_t>(r)];
     std::stable_sort(list.begin(), list.end(), [](const TimelineEvent* a, const TimelineEvent* b) {
@@ -156,7 +154,7 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
       out.last_pass[r] = t;
     }
     if (tail[r].value() > 0) {
-      out.tails[r] = g.AddTask(stream[r], tail[r]);
+      g.AddTask(stream[r], tail[r]);
       ReplayedTask tail_task;
       tail_task.what = ReplayedTask::What::kTail;
       tail_task.rank = static_cast<int32_t>(r);
