@@ -25,14 +25,16 @@ int Run(int argc, char** argv, const Output& io) {
     status = RunCalibrateCommand(argc, argv, io);
   } else if (sub == "network") {
     status = RunNetworkCommand(argc, argv, io);
+  } else if (sub == "serve") {
+    status = RunServeCommand(argc, argv, io);
   } else if (!sub.empty() && sub[0] != '-') {
     // Not a flag and no subcommand: a mistyped one ("serch").
     const std::vector<std::string> commands = {"estimate", "validate", "search", "calibrate",
-                                               "network"};
+                                               "network",  "serve"};
     status = absl::InvalidArgumentError(absl::StrCat(
         "unknown command '", sub, "'", DidYouMean(sub, commands),
-        "; accepted: estimate, validate, search, calibrate, network, or flags alone for one projection "
-        "(see project --help)"));
+        "; accepted: estimate, validate, search, calibrate, network, serve, or flags alone for one "
+        "projection (see project --help)"));
   } else {
     status = RunProjectCommand(argc, argv, io);
   }

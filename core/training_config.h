@@ -205,6 +205,9 @@ struct RunChoices {
   bool eager_elementwise = false;
   // The FP8 recipe (ResolvedFp8Recipe); kDelayed when the precision is not fp8 (unused).
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
+  // The forward of an inference engine (serving/): weights are stored in the GEMM precision
+  // (quantised once offline, so no per-step weight casts), no load-balancing loss, no dropout.
+  bool inference = false;
 };
 
 // How-a-run-executes settings that a command line or a validate/calibrate what-if overrides

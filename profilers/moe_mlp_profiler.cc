@@ -110,9 +110,13 @@ void AddRoutingOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
   // The load-balancing loss every published MoE recipe trains with (Megatron-Core
   // router.py with moe_router_fusion: the routing scores recomputed for the loss, the per-expert
   // token sums, the loss itself): three kernels over the [T_l, E] fp32 scores each way.
-  b.Memory("router_aux_loss",
-           MemoryOp{.bytes = Bytes(8.0 * logits), .flops = Flops(5.0 * logits), .launches = 3},
-           MemoryOp{.bytes = Bytes(8.0 * logits), .flops = Flops(3.0 * logits), .launches = 3});
+  // Training only: an inference engine routes without it.
+  if (!dims.inference) {
+    b.Memory("router_aux_loss",
+             MemoryOp{.bytes = Bytes(8.0 * logits), .flops = Flops(5.0 * logits), .launches = 3},
+             MemoryOp{.bytes = Bytes(8.0 * logits), .flops = Flops(3.0 * logits),
+                      .launches = 3});
+  }
   // The dispatcher's preprocess (MoEAlltoAllTokenDispatcher.preprocess): the per-expert token
   // counts (routing_map.sum over the [T_l, E] boolean map), the All-to-All splits from them and
   // their two copies to the host; forward only, and only the count when the experts are padded

@@ -182,6 +182,7 @@ absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
   dims.te_modules = ctx.run.stack == TrainingStack::kMegatron && !dims.pytorch_modules;
   dims.hidden_dropout = ctx.run.dropout.hidden > 0;
   dims.attention_dropout = ctx.run.dropout.attention > 0;
+  dims.inference = ctx.run.inference;
   return dims;
 }
 
@@ -196,6 +197,7 @@ ModuleOpBuilder::ModuleOpBuilder(std::string_view module, OpList& ops, size_t ca
       pytorch_modules_(dims.pytorch_modules),
       te_modules_(dims.te_modules),
       op_sac_(dims.op_sac),
+      inference_(dims.inference),
       ops_(ops),
       start_(ops.size()) {
   ops_.reserve(start_ + capacity);
@@ -257,12 +259,14 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
   const bool quantized = quantized_ && q < act_bytes_;
   const Fp8Quantization recipe = QuantizationOf(fp8_recipe_, act_bytes_, q);
   const double cast = recipe.bytes_per_element;
-  if (quantized) {
+  if (quantized && !inference_) {
     const double weights = D(in) * D(out) * D(batch) * weight_casts_per_micro_batch_;
     // A weight cast once per step is not redone when full recompute re-runs the forward
     // (is_first_microbatch is false by then); a per-micro-batch (FSDP) cast is.
     AddCast("weight_fp8_cast", Bytes(cast * weights), weights, repeat,
             /*recomputed=*/!weight_cast_cached_);
+  }
+  if (quantized) {
     if (input == LinearInput::kCast) {
       const double x = D(m) * D(in) * D(batch);
       AddCast("input_fp8_cast", Bytes(cast * x), x, repeat, /*recomputed=*/true);

@@ -59,6 +59,8 @@ struct LayerDims {
   // Selective recompute is torchtitan's per-op SAC (the torchtitan stack; ModuleOpBuilder::
   // Finish) rather than Megatron's recompute of the attention core.
   bool op_sac = false;
+  // The forward of an inference engine (RunChoices::inference): no weight casts.
+  bool inference = false;
 };
 
 // The kernels of one eager PyTorch elementwise block, per element: bytes moved (reads +
@@ -275,6 +277,7 @@ class ModuleOpBuilder {
   bool pytorch_modules_;  // LayerDims::pytorch_modules
   bool te_modules_;       // LayerDims::te_modules
   bool op_sac_;           // LayerDims::op_sac
+  bool inference_;        // LayerDims::inference
   OpList& ops_;
   size_t start_;
   std::array<Pending, kMaxForwardOps> pending_{};

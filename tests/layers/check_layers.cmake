@@ -14,10 +14,11 @@ set(layer_scenario 5)
 set(layer_projection 6)
 set(layer_events 6)
 set(layer_studies 7)
+set(layer_serving 7)
 set(layer_report 8)
 set(layer_cli 9)
 set(folders core models hw_profiles network backends profilers scenario projection events studies
-    report cli)
+    serving report cli)
 
 set(violations "")
 foreach(folder IN LISTS folders)

@@ -1,0 +1,54 @@
+// `project serve`: an inference deployment under a request workload (serving/serve.h): TTFT,
+// TPOT, end-to-end latency and throughput, as text or JSON.
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "core/status_macros.h"
+#include "report/serve_report.h"
+#include "serving/serve.h"
+#include "serving/serve_flags.h"
+
+namespace projector {
+namespace {
+
+constexpr char kUsage[] =
+    "Projects an inference deployment serving a stream of requests: each pass of the engine "
+    "(prefill chunks and decode steps batched together) priced from the model's ops on the "
+    "GPU, the paged KV cache sized from what HBM leaves, requests scheduled as vLLM does "
+    "(continuous batching) or in fixed batches (static).\n\n"
+    "  project serve --model llama3.1-8b --gpu-arch h100-sxm --qps 4 --input-len 1024 "
+    "--output-len 256\n"
+    "  project serve --model llama3.1-70b --gpu-arch h100-sxm --tp 4 --concurrency 64 "
+    "--num-requests 2000 --format json\n"
+    "  project serve --model llama2-70b --gpu-arch h200-sxm --precision fp8 --batching static "
+    "--max-num-seqs 64 --input-len 2048 --output-len 2048 --num-requests 64\n\n"
+    "Fields and the model behind them: docs/serving.md.\n";
+
+constexpr FlagSpec kOutputFlags[] = {
+    {"help", "Show this help", "", FlagArity::kSwitch},
+    {"format", "Output format: text or json", "FORMAT"},
+};
+
+}  // namespace
+
+absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
+  cxxopts::Options options("project serve", kUsage);
+  AddFlags(options, "", kOutputFlags);
+  AddFlags(options, "Deployment", ServeDeploymentFlags());
+  AddFlags(options, "Engine", ServeEngineFlags());
+  AddFlags(options, "Workload", ServeWorkloadFlags());
+  PROJECTOR_ASSIGN_OR_RETURN(
+      const std::optional<FlagValues> flags,
+      ParseFlags(options, argc, argv, 1, "serve: ", " (see project serve --help)", io.out));
+  if (!flags) return absl::OkStatus();
+  PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(*flags));
+  PROJECTOR_ASSIGN_OR_RETURN(const ServeJob job, ServeJobFromFlags(*flags));
+  PROJECTOR_ASSIGN_OR_RETURN(const ServeResult result, Serve(job.options, job.requests));
+  io.out << (as_json ? ServeJson(job, result).dump(2) + "\n" : ServeText(job, result));
+  return absl::OkStatus();
+}
+
+}  // namespace projector

@@ -1,0 +1,448 @@
+#include "serving/engine.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace projector {
+namespace {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+// A request inside the engine.
+struct Live {
+  const Request* request = nullptr;
+  int64_t computed = 0;   // tokens whose K and V are in the cache
+  int64_t generated = 0;  // output tokens emitted
+  int64_t blocks = 0;
+  int64_t preemptions = 0;
+  bool in_flight = false;
+  double sent_s = 0;
+  double first_token_s = -1;
+  double finish_s = -1;
+  // The sequence so far: the prompt and every token emitted. A pass that brings `computed` up
+  // to it emits the next token.
+  int64_t Length() const { return request->prompt_tokens + generated; }
+  int64_t Remaining() const { return Length() - computed; }
+};
+
+struct Scheduled {
+  int32_t index = 0;
+  int64_t new_tokens = 0;
+};
+
+struct Batch {
+  double end_s = 0;
+  std::vector<Scheduled> items;
+};
+
+// Adds one scheduled request to the pass: a prefill chunk while the prompt (or, after a
+// preemption, the prompt and the tokens emitted so far) is not all in the cache, else a decode
+// step over its cache.
+void AddToPass(const Live& r, int64_t new_tokens, BatchPass& pass) {
+  const bool completes = r.computed + new_tokens == r.Length();
+  if (r.generated > 0 && r.Remaining() == 1) {
+    ++pass.decode_sequences;
+    pass.decode_kv_tokens += r.computed + 1;
+  } else {
+    pass.prefills.push_back(PrefillChunk{.new_tokens = new_tokens, .context = r.computed});
+  }
+  if (completes) ++pass.emitting;
+}
+
+class ContinuousEngine {
+ public:
+  ContinuousEngine(PassCostModel& cost, const EngineConfig& config,
+                   std::span<const Request> requests, const KvCacheSizing& kv)
+      : cost_(cost),
+        config_(config),
+        requests_(requests),
+        block_size_(kv.block_size),
+        free_blocks_(kv.blocks),
+        pp_(cost.deployment().pp),
+        stage_free_(static_cast<size_t>(pp_), 0.0),
+        stage_times_(static_cast<size_t>(pp_)) {
+    run_.kv = kv;
+    live_.resize(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) live_[i].request = &requests[i];
+    run_.passes.reserve(requests.size() * 2);
+  }
+
+  absl::StatusOr<ReplicaRun> Run() {
+    double now = 0;
+    while (true) {
+      Send(now);
+      if (static_cast<int64_t>(in_flight_.size()) < pp_) {
+        PROJECTOR_ASSIGN_OR_RETURN(const bool launched, ScheduleAndLaunch(now));
+        if (launched) continue;
+      }
+      const double done = NextCompletion();
+      const double arrive = NextSendable();
+      if (done == kNever && arrive == kNever) break;
+      if (done <= arrive) {
+        now = std::max(now, done);
+        Complete(now);
+      } else {
+        now = std::max(now, arrive);
+      }
+    }
+    if (finished_ != static_cast<int64_t>(live_.size())) {
+      return absl::InternalError(absl::StrCat("the engine stopped with ",
+                                              live_.size() - static_cast<size_t>(finished_),
+                                              " requests unfinished"));
+    }
+    run_.requests.reserve(live_.size());
+    for (const Live& r : live_) {
+      run_.requests.push_back(RequestRecord{.id = r.request->id,
+                                            .arrival_s = r.sent_s,
+                                            .first_token_s = r.first_token_s,
+                                            .finish_s = r.finish_s,
+                                            .prompt_tokens = r.request->prompt_tokens,
+                                            .output_tokens = r.request->output_tokens,
+                                            .preemptions = r.preemptions});
+    }
+    return std::move(run_);
+  }
+
+ private:
+  bool SlotFree() const {
+    return config_.concurrency == 0 || in_system_ < config_.concurrency;
+  }
+
+  // Requests that have arrived by `now` enter the waiting queue while a concurrency slot is
+  // free; one held back until a slot frees is sent then.
+  void Send(double now) {
+    while (next_ < requests_.size() && requests_[next_].arrival_s <= now && SlotFree()) {
+      live_[next_].sent_s = std::max(requests_[next_].arrival_s, now);
+      waiting_.push_back(static_cast<int32_t>(next_));
+      ++in_system_;
+      ++next_;
+    }
+  }
+
+  double NextSendable() const {
+    if (next_ >= requests_.size() || !SlotFree()) return kNever;
+    return requests_[next_].arrival_s;
+  }
+
+  double NextCompletion() const {
+    double t = kNever;
+    for (const Batch& b : in_flight_) t = std::min(t, b.end_s);
+    return t;
+  }
+
+  bool TryAllocate(Live& r, int64_t new_tokens) {
+    const int64_t need = BlocksFor(r.computed + new_tokens, block_size_) - r.blocks;
+    if (need > free_blocks_) return false;
+    free_blocks_ -= need;
+    r.blocks += need;
+    return true;
+  }
+
+  // vLLM's recompute preemption: the request's blocks are freed and it returns to the front of
+  // the waiting queue, to prefill its prompt and emitted tokens again.
+  void Preempt(size_t running_position) {
+    const int32_t index = running_[running_position];
+    Live& r = live_[static_cast<size_t>(index)];
+    free_blocks_ += r.blocks;
+    r.blocks = 0;
+    r.computed = 0;
+    ++r.preemptions;
+    ++run_.preemptions;
+    running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_position));
+    waiting_.push_front(index);
+  }
+
+  // Frees blocks for running_[position] by preempting the latest admitted requests after it
+  // that are not in flight, until `need` blocks are free or none is left.
+  bool MakeRoom(size_t position, int64_t need, bool& preempted) {
+    while (need > free_blocks_) {
+      size_t victim = running_.size();
+      for (size_t j = running_.size(); j-- > position + 1;) {
+        if (!live_[static_cast<size_t>(running_[j])].in_flight) {
+          victim = j;
+          break;
+        }
+      }
+      if (victim == running_.size()) return false;
+      Preempt(victim);
+      preempted = true;
+    }
+    return true;
+  }
+
+  absl::StatusOr<bool> ScheduleAndLaunch(double now) {
+    pass_.Clear();
+    items_.clear();
+    int64_t budget = config_.max_batched_tokens;
+    bool preempted = false;
+    const int64_t per_pass = config_.max_num_seqs;
+    for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+      if (static_cast<int64_t>(items_.size()) == per_pass) break;
+      Live& r = live_[static_cast<size_t>(running_[i])];
+      if (r.in_flight) continue;
+      const int64_t remaining = r.Remaining();
+      const int64_t take = std::min(remaining, budget);
+      if (!config_.chunked_prefill && take < remaining) continue;
+      const int64_t need = BlocksFor(r.computed + take, block_size_) - r.blocks;
+      if (!MakeRoom(i, need, preempted)) continue;
+      TryAllocate(r, take);
+      Add(running_[i], take);
+      budget -= take;
+    }
+    // Each of the pp batches in flight (vLLM's virtual engines, one scheduler each) holds up to
+    // max_num_seqs requests.
+    while (!preempted && !waiting_.empty() && budget > 0 &&
+           static_cast<int64_t>(items_.size()) < per_pass &&
+           static_cast<int64_t>(running_.size()) < per_pass * pp_) {
+      const int32_t index = waiting_.front();
+      Live& r = live_[static_cast<size_t>(index)];
+      const int64_t remaining = r.Remaining();
+      const int64_t take = std::min(remaining, budget);
+      if (!config_.chunked_prefill && take < remaining) break;
+      if (!TryAllocate(r, take)) break;
+      waiting_.pop_front();
+      running_.push_back(index);
+      Add(index, take);
+      budget -= take;
+    }
+    if (items_.empty()) return false;
+    PROJECTOR_RETURN_IF_ERROR(Launch(now));
+    return true;
+  }
+
+  void Add(int32_t index, int64_t take) {
+    Live& r = live_[static_cast<size_t>(index)];
+    AddToPass(r, take, pass_);
+    r.in_flight = true;
+    items_.push_back(Scheduled{.index = index, .new_tokens = take});
+  }
+
+  // The pass enters the pipeline after the host's overhead, each stage as soon as the previous
+  // stage hands it over and the stage is free.
+  absl::Status Launch(double now) {
+    PROJECTOR_RETURN_IF_ERROR(cost_.StageTimes(pass_, stage_times_));
+    const double overhead = config_.pass_overhead.value() +
+                            config_.request_overhead.value() * static_cast<double>(items_.size());
+    double t = now + overhead;
+    for (size_t s = 0; s < stage_times_.size(); ++s) {
+      t = std::max(t, stage_free_[s]) + stage_times_[s].value();
+      stage_free_[s] = t;
+    }
+    in_flight_.push_back(Batch{.end_s = t, .items = items_});
+    tokens_by_batch_.push_back(pass_.NewTokens());
+    return absl::OkStatus();
+  }
+
+  void Complete(double now) {
+    size_t first = 0;
+    for (size_t b = 1; b < in_flight_.size(); ++b) {
+      if (in_flight_[b].end_s < in_flight_[first].end_s) first = b;
+    }
+    const Batch batch = std::move(in_flight_[first]);
+    const int64_t tokens = tokens_by_batch_[first];
+    in_flight_.erase(in_flight_.begin() + static_cast<std::ptrdiff_t>(first));
+    tokens_by_batch_.erase(tokens_by_batch_.begin() + static_cast<std::ptrdiff_t>(first));
+    for (const Scheduled& item : batch.items) {
+      Live& r = live_[static_cast<size_t>(item.index)];
+      r.in_flight = false;
+      r.computed += item.new_tokens;
+      if (r.computed < r.Length()) continue;
+      ++r.generated;
+      if (r.first_token_s < 0) r.first_token_s = now;
+      if (r.generated >= r.request->output_tokens) Finish(item.index, now);
+    }
+    run_.passes.push_back(PassSample{.time_s = now,
+                                     .running = static_cast<int32_t>(running_.size()),
+                                     .waiting = static_cast<int32_t>(waiting_.size()),
+                                     .batch_sequences = static_cast<int32_t>(batch.items.size()),
+                                     .batch_tokens = static_cast<int32_t>(tokens),
+                                     .kv_blocks_used = run_.kv.blocks - free_blocks_});
+  }
+
+  void Finish(int32_t index, double now) {
+    Live& r = live_[static_cast<size_t>(index)];
+    r.finish_s = now;
+    free_blocks_ += r.blocks;
+    r.blocks = 0;
+    running_.erase(std::find(running_.begin(), running_.end(), index));
+    --in_system_;
+    ++finished_;
+  }
+
+  ReplicaRun run_;
+  PassCostModel& cost_;
+  const EngineConfig& config_;
+  std::span<const Request> requests_;
+  const int64_t block_size_;
+  int64_t free_blocks_;
+  const int64_t pp_;
+  std::vector<Live> live_;
+  size_t next_ = 0;
+  int64_t in_system_ = 0;
+  int64_t finished_ = 0;
+  std::deque<int32_t> waiting_;
+  std::vector<int32_t> running_;
+  std::vector<Batch> in_flight_;
+  std::vector<int64_t> tokens_by_batch_;
+  std::vector<double> stage_free_;
+  std::vector<Seconds> stage_times_;
+  BatchPass pass_;
+  std::vector<Scheduled> items_;
+};
+
+// Static batching: batches of max_num_seqs requests in arrival order; a batch starts when its
+// last request has arrived and the previous batch is done, prefills every prompt in one pass
+// and then decodes every request of the batch until the longest output is complete (the
+// finished ones keep their slots, as in a static batch). Pipeline stages run one batch at a
+// time.
+absl::StatusOr<ReplicaRun> RunStatic(PassCostModel& cost, const EngineConfig& config,
+                                     std::span<const Request> requests, ReplicaRun run) {
+  const int64_t pp = cost.deployment().pp;
+  std::vector<Seconds> stage_times(static_cast<size_t>(pp));
+  BatchPass pass;
+  double now = 0;
+  const size_t batch_size = static_cast<size_t>(config.max_num_seqs);
+  run.requests.reserve(requests.size());
+  auto run_pass = [&](double start, int64_t sequences) -> absl::StatusOr<double> {
+    PROJECTOR_RETURN_IF_ERROR(cost.StageTimes(pass, stage_times));
+    double t = start + config.pass_overhead.value() +
+               config.request_overhead.value() * static_cast<double>(sequences);
+    for (const Seconds s : stage_times) t += s.value();
+    return t;
+  };
+  for (size_t first = 0; first < requests.size(); first += batch_size) {
+    const std::span<const Request> batch =
+        requests.subspan(first, std::min(batch_size, requests.size() - first));
+    int64_t blocks = 0;
+    int64_t longest = 0;
+    for (const Request& r : batch) {
+      blocks += BlocksFor(r.prompt_tokens + r.output_tokens, run.kv.block_size);
+      longest = std::max(longest, r.output_tokens);
+    }
+    if (blocks > run.kv.blocks) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "max-num-seqs: a static batch of ", batch.size(), " requests needs ", blocks,
+          " KV blocks for its prompts and outputs, more than the ", run.kv.blocks,
+          " the deployment holds (", run.kv.Tokens(), " tokens); use a smaller batch"));
+    }
+    now = std::max(now, batch.back().arrival_s);
+    const size_t base = run.requests.size();
+    for (const Request& r : batch) {
+      run.requests.push_back(RequestRecord{.id = r.id,
+                                           .arrival_s = r.arrival_s,
+                                           .first_token_s = 0,
+                                           .finish_s = 0,
+                                           .prompt_tokens = r.prompt_tokens,
+                                           .output_tokens = r.output_tokens,
+                                           .preemptions = 0});
+    }
+    const int64_t sequences = static_cast<int64_t>(batch.size());
+    pass.Clear();
+    for (const Request& r : batch) pass.prefills.push_back({.new_tokens = r.prompt_tokens, .context = 0});
+    pass.emitting = sequences;
+    PROJECTOR_ASSIGN_OR_RETURN(now, run_pass(now, sequences));
+    auto record = [&](int64_t step) {
+      for (size_t i = 0; i < batch.size(); ++i) {
+        RequestRecord& rec = run.requests[base + i];
+        if (step == 1) rec.first_token_s = now;
+        if (step == batch[i].output_tokens) rec.finish_s = now;
+      }
+      run.passes.push_back(PassSample{.time_s = now,
+                                      .running = static_cast<int32_t>(sequences),
+                                      .waiting = 0,
+                                      .batch_sequences = static_cast<int32_t>(sequences),
+                                      .batch_tokens = static_cast<int32_t>(pass.NewTokens()),
+                                      .kv_blocks_used = blocks});
+    };
+    record(1);
+    for (int64_t step = 2; step <= longest; ++step) {
+      pass.Clear();
+      pass.decode_sequences = sequences;
+      for (const Request& r : batch) pass.decode_kv_tokens += r.prompt_tokens + step - 1;
+      pass.emitting = sequences;
+      PROJECTOR_ASSIGN_OR_RETURN(now, run_pass(now, sequences));
+      record(step);
+    }
+  }
+  return run;
+}
+
+// Every request must fit the whole cache at its full length, and without chunked prefill its
+// prompt must fit one pass.
+absl::Status CheckServable(const EngineConfig& config, std::span<const Request> requests,
+                           const KvCacheSizing& kv) {
+  for (const Request& r : requests) {
+    const int64_t length = r.prompt_tokens + r.output_tokens;
+    if (BlocksFor(length, kv.block_size) > kv.blocks) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "request ", r.id, " needs ", length, " tokens of KV cache (prompt ", r.prompt_tokens,
+          " + output ", r.output_tokens, "), more than the ", kv.Tokens(),
+          " the deployment holds; shorten it or add GPUs (--tp, --pp)"));
+    }
+    if (config.batching == BatchingMode::kContinuous && !config.chunked_prefill &&
+        r.prompt_tokens + r.output_tokens > config.max_batched_tokens) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "request ", r.id, ": prompt and output of ", length,
+          " tokens exceed --max-batched-tokens ", config.max_batched_tokens,
+          " without chunked prefill (a preempted request prefills both again)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string_view BatchingModeName(BatchingMode mode) {
+  return mode == BatchingMode::kContinuous ? "continuous" : "static";
+}
+
+absl::StatusOr<BatchingMode> ParseBatchingMode(std::string_view name) {
+  if (name == "continuous") return BatchingMode::kContinuous;
+  if (name == "static") return BatchingMode::kStatic;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown batching '", absl::string_view(name.data(), name.size()),
+                   "'; accepted: continuous, static"));
+}
+
+absl::Status ValidateEngineConfig(const EngineConfig& config) {
+  if (config.max_num_seqs < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max-num-seqs: must be >= 1, got ", config.max_num_seqs));
+  }
+  if (config.max_batched_tokens < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max-batched-tokens: must be >= 1, got ", config.max_batched_tokens));
+  }
+  if (config.concurrency < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("concurrency: must be >= 1 (or 0 for no limit), got ", config.concurrency));
+  }
+  if (config.pass_overhead.value() < 0 || config.request_overhead.value() < 0) {
+    return absl::InvalidArgumentError("pass-overhead-us and request-overhead-us must be >= 0");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ReplicaRun> RunReplica(PassCostModel& cost, const EngineConfig& config,
+                                      std::span<const Request> requests) {
+  PROJECTOR_RETURN_IF_ERROR(ValidateEngineConfig(config));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      const KvCacheSizing kv,
+      SizeKvCache(cost.deployment(), config.kv, config.max_batched_tokens, config.max_num_seqs));
+  PROJECTOR_RETURN_IF_ERROR(CheckServable(config, requests, kv));
+  ReplicaRun run;
+  run.kv = kv;
+  if (config.batching == BatchingMode::kStatic) {
+    return RunStatic(cost, config, requests, std::move(run));
+  }
+  ContinuousEngine engine(cost, config, requests, kv);
+  return engine.Run();
+}
+
+}  // namespace projector

@@ -1,0 +1,93 @@
+// The inference engine model: requests through prefill and decode on one replica of a
+// deployment, pass by pass. Continuous batching schedules every pass afresh as vLLM's scheduler
+// does (running requests first, one token each or their next prefill chunk; then waiting
+// requests first-come first-served while the token budget, the sequence limit and the free KV
+// blocks allow; a running request that cannot get a block preempts the most recently admitted
+// one, whose cache is dropped and recomputed later). Static batching runs fixed batches of
+// requests from their joint prefill to the last token of the longest (TensorRT-LLM's
+// gptSessionBenchmark; cache preallocated for every request's full length). With pp pipeline
+// stages, up to pp batches are in flight at once (vLLM's virtual engines), each stage busy with
+// one at a time. The medium level of detail: one analytical cost per pass (serving/pass_cost.h).
+#ifndef PROJECTOR_SERVING_ENGINE_H_
+#define PROJECTOR_SERVING_ENGINE_H_
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/units.h"
+#include "serving/kv_cache.h"
+#include "serving/pass_cost.h"
+#include "serving/workload.h"
+
+namespace projector {
+
+enum class BatchingMode { kContinuous, kStatic };
+std::string_view BatchingModeName(BatchingMode mode);
+absl::StatusOr<BatchingMode> ParseBatchingMode(std::string_view name);
+
+// vLLM's default cap on the sequences of one pass (--max-num-seqs 256, vLLM engine arguments).
+inline constexpr int64_t kDefaultMaxNumSeqs = 256;
+// Tokens per pass with chunked prefill: 8192, the budget vLLM's V1 engine gives its OpenAI
+// server on 80 GB-class GPUs (--max-num-batched-tokens; smaller GPUs and older versions use
+// less).
+inline constexpr int64_t kDefaultMaxBatchedTokens = 8192;
+
+struct EngineConfig {
+  BatchingMode batching = BatchingMode::kContinuous;
+  int64_t max_num_seqs = kDefaultMaxNumSeqs;  // continuous: per pass; static: the batch size
+  int64_t max_batched_tokens = kDefaultMaxBatchedTokens;
+  bool chunked_prefill = true;
+  KvCacheConfig kv;
+  // Requests in the system at once (a benchmark client's --max-concurrency): a request is sent
+  // when it has arrived and fewer than this many are unfinished; 0 = no limit.
+  int64_t concurrency = 0;
+  // Host time between one pass's results and the next pass's launch (scheduling, input
+  // preparation, detokenisation), not hidden behind the GPU: per pass and per request in it.
+  Seconds pass_overhead;
+  Seconds request_overhead;
+};
+
+// kInvalidArgument naming the flag for limits < 1 or negative overheads.
+absl::Status ValidateEngineConfig(const EngineConfig& config);
+
+// One request's life.
+struct RequestRecord {
+  int64_t id = 0;
+  double arrival_s = 0;  // when it was sent (after waiting for a concurrency slot)
+  double first_token_s = 0;
+  double finish_s = 0;
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t preemptions = 0;
+};
+
+// The engine after one pass completed.
+struct PassSample {
+  double time_s = 0;
+  int32_t running = 0;       // requests holding KV blocks
+  int32_t waiting = 0;       // sent, not yet admitted
+  int32_t batch_sequences = 0;
+  int32_t batch_tokens = 0;  // new tokens of the pass
+  int64_t kv_blocks_used = 0;
+};
+
+struct ReplicaRun {
+  std::vector<RequestRecord> requests;  // in request order
+  std::vector<PassSample> passes;       // in completion order
+  int64_t preemptions = 0;
+  KvCacheSizing kv;
+};
+
+// Runs `requests` (arrival order) through one replica. kFailedPrecondition when the model does
+// not fit (SizeKvCache), when a request can never be served (its prompt and output exceed the
+// whole cache, or without chunked prefill its prompt exceeds max_batched_tokens), or a static
+// batch exceeds the cache; kInvalidArgument for a bad config.
+absl::StatusOr<ReplicaRun> RunReplica(PassCostModel& cost, const EngineConfig& config,
+                                      std::span<const Request> requests);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_SERVING_ENGINE_H_

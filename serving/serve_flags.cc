@@ -1,0 +1,248 @@
+#include "serving/serve_flags.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/dtype.h"
+#include "core/number_format.h"
+#include "core/status_macros.h"
+#include "models/model_spec.h"
+#include "scenario/scenario.h"
+#include "scenario/scenario_flags.h"
+
+namespace projector {
+namespace {
+
+constexpr FlagSpec kDeploymentFlags[] = {
+    {"model", "Model: a library name or a model JSON file", "NAME|FILE"},
+    {"gpu-arch", "GPU profile: a library name or a hardware JSON file", "NAME|FILE"},
+    {"gpus-per-node", "GPUs per node (default: the profile's)", "N"},
+    {"gpu-clock-mhz", "Sustained GPU clock what-if", "MHZ"},
+    {"tp", "Tensor-parallel GPUs per replica", "N", FlagArity::kValue, "1"},
+    {"pp", "Pipeline stages per replica", "N", FlagArity::kValue, "1"},
+    {"replicas", "Independent replicas behind a round-robin load balancer", "N",
+     FlagArity::kValue, "1"},
+    {"precision", "Weights and GEMMs: bf16, fp16 or fp8 (activations quantised per tensor)",
+     "DTYPE", FlagArity::kValue, "bf16"},
+    {"kv-precision", "KV cache: auto (the activation dtype), bf16, fp16 or fp8", "DTYPE",
+     FlagArity::kValue, "auto"},
+};
+
+constexpr FlagSpec kEngineFlags[] = {
+    {"batching", "continuous (vLLM-style, per pass) or static (fixed batches to the end)",
+     "MODE", FlagArity::kValue, "continuous"},
+    {"max-num-seqs", "Requests per pass (static batching: the batch size)", "N",
+     FlagArity::kValue, "256"},
+    {"max-batched-tokens", "New tokens per pass (the chunked-prefill budget)", "N",
+     FlagArity::kValue, "8192"},
+    {"chunked-prefill", "Split long prompts over passes: true or false", "BOOL",
+     FlagArity::kValue, "true"},
+    {"gpu-memory-utilization", "Fraction of HBM the engine may use", "F", FlagArity::kValue,
+     "0.9"},
+    {"block-size", "Tokens per KV-cache block", "N", FlagArity::kValue, "16"},
+    {"pass-overhead-us", "Host time per pass not hidden behind the GPU", "US", FlagArity::kValue,
+     "0"},
+    {"request-overhead-us", "Host time per request in a pass not hidden behind the GPU", "US",
+     FlagArity::kValue, "0"},
+};
+
+constexpr FlagSpec kWorkloadFlags[] = {
+    {"qps", "Arrival rate, requests per second", "R"},
+    {"arrival", "Arrivals at --qps: poisson or fixed (evenly spaced)", "KIND", FlagArity::kValue,
+     "poisson"},
+    {"concurrency", "Requests in flight at most (a closed-loop client)", "N"},
+    {"num-requests", "Requests to simulate", "N", FlagArity::kValue, "1000"},
+    {"input-len", "Prompt tokens (mean)", "N", FlagArity::kValue, "1024"},
+    {"input-dist", "Prompt lengths: fixed, uniform or lognormal", "DIST", FlagArity::kValue,
+     "fixed"},
+    {"input-spread", "Uniform: ± fraction of the mean; lognormal: coefficient of variation", "F",
+     FlagArity::kValue, "0"},
+    {"output-len", "Output tokens (mean)", "N", FlagArity::kValue, "256"},
+    {"output-dist", "Output lengths: fixed, uniform or lognormal", "DIST", FlagArity::kValue,
+     "fixed"},
+    {"output-spread", "Uniform: ± fraction of the mean; lognormal: coefficient of variation", "F",
+     FlagArity::kValue, "0"},
+    {"seed", "Random seed of the synthetic workload", "N", FlagArity::kValue, "0"},
+    {"trace", "Replay a CSV trace (arrival_s, prompt_tokens, output_tokens) instead", "FILE"},
+};
+
+absl::StatusOr<DType> ServingDType(const FlagValues& flags, absl::string_view name) {
+  const std::string text = StringFlag(flags, name);
+  absl::StatusOr<DType> d = ParseDType(text);
+  if (!d.ok() || (*d != DType::kBf16 && *d != DType::kFp16 && *d != DType::kFp8)) {
+    return FlagError(name, absl::StrCat("'", text, "' is not a serving precision; accepted: bf16, "
+                                        "fp16, fp8"));
+  }
+  return *d;
+}
+
+// The model, GPU (with the flash kernel the GPU's profile runs) and layout.
+absl::StatusOr<Deployment> DeploymentFromFlags(const FlagValues& flags) {
+  if (!Given(flags, "model")) {
+    return FlagError("model", "required: a library model (project --list-models) or a JSON file");
+  }
+  absl::StatusOr<ModelSpec> model = ResolveModel(StringFlag(flags, "model"));
+  if (!model.ok()) return FlagError("model", model.status().message());
+  PROJECTOR_ASSIGN_OR_RETURN(const HardwareProfile hw, HardwareFromFlags(flags));
+  Deployment d;
+  d.model = *std::move(model);
+  PROJECTOR_ASSIGN_OR_RETURN(d.tp, IntFlag(flags, "tp", {.min = 1, .max = 1024}));
+  PROJECTOR_ASSIGN_OR_RETURN(d.pp, IntFlag(flags, "pp", {.min = 1, .max = 1024}));
+  if (d.model.num_attention_heads % d.tp != 0) {
+    return FlagError("tp", absl::StrCat(d.model.name, " has ", d.model.num_attention_heads,
+                                        " attention heads; tp must divide them"));
+  }
+  if (d.pp > d.model.num_layers) {
+    return FlagError("pp", absl::StrCat(d.model.name, " has ", d.model.num_layers,
+                                        " layers, fewer than ", d.pp, " stages"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(d.weight_dtype, ServingDType(flags, "precision"));
+  if (StringFlag(flags, "kv-precision") == "auto") {
+    d.kv_dtype = InferenceActivationDType(d.Context());
+  } else {
+    PROJECTOR_ASSIGN_OR_RETURN(d.kv_dtype, ServingDType(flags, "kv-precision"));
+  }
+  if (hw.gpu.MatrixPeak(d.weight_dtype, hw.gpu.sustained_clock).value() <= 0) {
+    return FlagError("precision", absl::StrCat(hw.gpu.name, " has no ",
+                                               std::string(DTypeName(d.weight_dtype)),
+                                               " matrix rate; use bf16 or fp16"));
+  }
+  // The flash kernel and its efficiencies, as a projection on this GPU resolves them.
+  PROJECTOR_ASSIGN_OR_RETURN(Scenario scenario, DefaultScenario());
+  scenario.model = d.model;
+  scenario.hw = hw;
+  PROJECTOR_RETURN_IF_ERROR(ResolveKernels(scenario, "--gpu-arch"));
+  d.hw = std::move(scenario.hw);
+  return d;
+}
+
+absl::StatusOr<EngineConfig> EngineFromFlags(const FlagValues& flags) {
+  EngineConfig e;
+  absl::StatusOr<BatchingMode> mode = ParseBatchingMode(StringFlag(flags, "batching"));
+  if (!mode.ok()) return FlagError("batching", mode.status().message());
+  e.batching = *mode;
+  PROJECTOR_ASSIGN_OR_RETURN(e.max_num_seqs,
+                             IntFlag(flags, "max-num-seqs", {.min = 1, .max = 1 << 20}));
+  PROJECTOR_ASSIGN_OR_RETURN(e.max_batched_tokens,
+                             IntFlag(flags, "max-batched-tokens", {.min = 1, .max = 1 << 24}));
+  PROJECTOR_ASSIGN_OR_RETURN(e.chunked_prefill, BoolFlag(flags, "chunked-prefill", true));
+  PROJECTOR_ASSIGN_OR_RETURN(e.kv.memory_utilization,
+                             NumberFlag(flags, "gpu-memory-utilization"));
+  if (!(e.kv.memory_utilization > 0 && e.kv.memory_utilization <= 1)) {
+    return FlagError("gpu-memory-utilization",
+                     absl::StrCat("a fraction of HBM in (0, 1], got ", e.kv.memory_utilization));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(e.kv.block_size,
+                             IntFlag(flags, "block-size", {.min = 1, .max = 1 << 16}));
+  for (const char* name : {"pass-overhead-us", "request-overhead-us"}) {
+    PROJECTOR_ASSIGN_OR_RETURN(const double us, NumberFlag(flags, name));
+    if (!(us >= 0 && us <= 1e7)) {
+      return FlagError(name, absl::StrCat("microseconds in [0, 1e7], got ", us));
+    }
+    (absl::string_view(name) == "pass-overhead-us" ? e.pass_overhead : e.request_overhead) =
+        Microseconds(us);
+  }
+  if (Given(flags, "concurrency")) {
+    PROJECTOR_ASSIGN_OR_RETURN(e.concurrency,
+                               IntFlag(flags, "concurrency", {.min = 1, .max = 1 << 24}));
+  }
+  return e;
+}
+
+absl::StatusOr<LengthSpec> LengthFromFlags(const FlagValues& flags, absl::string_view prefix) {
+  LengthSpec spec;
+  const std::string len = absl::StrCat(prefix, "-len");
+  const std::string dist = absl::StrCat(prefix, "-dist");
+  const std::string spread = absl::StrCat(prefix, "-spread");
+  PROJECTOR_ASSIGN_OR_RETURN(spec.mean, NumberFlag(flags, len));
+  if (!(spec.mean >= 1 && spec.mean <= 1e7)) {
+    return FlagError(len, absl::StrCat("a token count in [1, 1e7], got ", spec.mean));
+  }
+  absl::StatusOr<LengthDistribution> d = ParseLengthDistribution(StringFlag(flags, dist));
+  if (!d.ok()) return FlagError(dist, d.status().message());
+  spec.distribution = *d;
+  PROJECTOR_ASSIGN_OR_RETURN(spec.spread, NumberFlag(flags, spread));
+  WorkloadSpec probe;
+  probe.input = spec;
+  probe.output = spec;
+  probe.arrival = ArrivalKind::kAllAtOnce;
+  if (absl::Status s = ValidateWorkload(probe); !s.ok()) return FlagError(spread, s.message());
+  spec.max = int64_t{1} << 24;
+  return spec;
+}
+
+std::string LengthPhrase(const LengthSpec& s) {
+  if (s.distribution == LengthDistribution::kFixed) return absl::StrFormat("fixed %g", s.mean);
+  return absl::StrFormat("%s mean %g spread %g", LengthDistributionName(s.distribution), s.mean,
+                         s.spread);
+}
+
+}  // namespace
+
+std::span<const FlagSpec> ServeDeploymentFlags() { return kDeploymentFlags; }
+std::span<const FlagSpec> ServeEngineFlags() { return kEngineFlags; }
+std::span<const FlagSpec> ServeWorkloadFlags() { return kWorkloadFlags; }
+
+absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags) {
+  ServeJob job;
+  PROJECTOR_ASSIGN_OR_RETURN(job.options.deployment, DeploymentFromFlags(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(job.options.engine, EngineFromFlags(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(job.options.replicas,
+                             IntFlag(flags, "replicas", {.min = 1, .max = 1 << 16}));
+  if (Given(flags, "trace")) {
+    for (const char* name : {"qps", "num-requests", "input-len", "output-len", "seed"}) {
+      if (Given(flags, name)) {
+        return FlagError(name, "a trace gives the requests; drop it or --trace");
+      }
+    }
+    const std::string path = StringFlag(flags, "trace");
+    absl::StatusOr<std::vector<Request>> trace = LoadRequestTrace(path);
+    if (!trace.ok()) return WithFlag("trace", trace.status());
+    job.requests = *std::move(trace);
+    job.from_trace = true;
+    job.workload = absl::StrCat("trace ", path, " (", FormatCount(static_cast<int64_t>(
+                                                          job.requests.size())), " requests)");
+    return job;
+  }
+  WorkloadSpec& w = job.spec;
+  PROJECTOR_ASSIGN_OR_RETURN(w.num_requests,
+                             IntFlag(flags, "num-requests", {.min = 1, .max = int64_t{1} << 24}));
+  PROJECTOR_ASSIGN_OR_RETURN(w.input, LengthFromFlags(flags, "input"));
+  PROJECTOR_ASSIGN_OR_RETURN(w.output, LengthFromFlags(flags, "output"));
+  PROJECTOR_ASSIGN_OR_RETURN(const int64_t seed, IntFlag(flags, "seed", {.min = 0}));
+  w.seed = static_cast<uint64_t>(seed);
+  const std::string arrival = StringFlag(flags, "arrival");
+  if (arrival != "poisson" && arrival != "fixed") {
+    return FlagError("arrival", absl::StrCat("'", arrival, "' is not an arrival process; "
+                                             "accepted: poisson, fixed"));
+  }
+  if (Given(flags, "qps")) {
+    PROJECTOR_ASSIGN_OR_RETURN(w.qps, NumberFlag(flags, "qps"));
+    if (!(w.qps > 0 && w.qps <= 1e9)) {
+      return FlagError("qps", absl::StrCat("requests per second > 0, got ", w.qps));
+    }
+    w.arrival = arrival == "poisson" ? ArrivalKind::kPoisson : ArrivalKind::kFixedRate;
+  } else if (Given(flags, "concurrency") ||
+             job.options.engine.batching == BatchingMode::kStatic) {
+    w.arrival = ArrivalKind::kAllAtOnce;
+  } else {
+    return FlagError("qps", "give an arrival rate (--qps R), a closed-loop client "
+                            "(--concurrency N) or a trace (--trace FILE)");
+  }
+  PROJECTOR_RETURN_IF_ERROR(ValidateWorkload(w));
+  job.requests = GenerateRequests(w);
+  std::string arrivals =
+      w.arrival == ArrivalKind::kAllAtOnce
+          ? std::string("all at once")
+          : absl::StrFormat("%s at %g req/s", ArrivalKindName(w.arrival), w.qps);
+  if (job.options.engine.concurrency > 0) {
+    absl::StrAppend(&arrivals, ", at most ", job.options.engine.concurrency, " in flight");
+  }
+  job.workload = absl::StrCat(arrivals, ", ", FormatCount(w.num_requests), " requests, input ",
+                              LengthPhrase(w.input), ", output ", LengthPhrase(w.output),
+                              ", seed ", seed);
+  return job;
+}
+
+}  // namespace projector

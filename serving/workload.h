@@ -1,0 +1,71 @@
+// Serving workloads: the requests a deployment receives, each with an arrival time, a prompt
+// length and an output length. Synthetic (Poisson or fixed-rate arrivals at a rate, every
+// request at once for a fixed concurrency or a static batch; lengths fixed, uniform or
+// lognormal; a seed) or replayed from a CSV trace. The random streams are the 64-bit Mersenne
+// twister and inverse-transform / Box-Muller draws written here, so a seed gives the same
+// requests on every platform (std::*_distribution is implementation-defined).
+#ifndef PROJECTOR_SERVING_WORKLOAD_H_
+#define PROJECTOR_SERVING_WORKLOAD_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace projector {
+
+struct Request {
+  int64_t id = 0;
+  double arrival_s = 0;
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+};
+
+// How requests arrive. kPoisson: exponential gaps at `qps` (vLLM's benchmark_serving
+// --request-rate); kFixedRate: every 1/qps; kAllAtOnce: every request at time 0 (an offline
+// benchmark; with a fixed concurrency the engine admits them as slots free).
+enum class ArrivalKind { kPoisson, kFixedRate, kAllAtOnce };
+std::string_view ArrivalKindName(ArrivalKind kind);
+
+enum class LengthDistribution { kFixed, kUniform, kLognormal };
+std::string_view LengthDistributionName(LengthDistribution d);
+absl::StatusOr<LengthDistribution> ParseLengthDistribution(std::string_view name);
+
+// Token lengths: `mean` exactly (kFixed); uniform over [mean·(1 − spread), mean·(1 + spread)];
+// lognormal with that mean and coefficient of variation `spread` (σ² = ln(1 + spread²),
+// μ = ln(mean) − σ²/2). Every draw is rounded to an integer and clamped to [1, max].
+struct LengthSpec {
+  LengthDistribution distribution = LengthDistribution::kFixed;
+  double mean = 0;
+  double spread = 0;
+  int64_t max = int64_t{1} << 20;
+};
+
+struct WorkloadSpec {
+  ArrivalKind arrival = ArrivalKind::kPoisson;
+  double qps = 1.0;  // kPoisson, kFixedRate
+  int64_t num_requests = 1000;
+  LengthSpec input;
+  LengthSpec output;
+  uint64_t seed = 0;
+};
+
+// kInvalidArgument naming the field (qps > 0 for timed arrivals, num_requests >= 1, means
+// >= 1, spread in [0, 1) for uniform and >= 0 for lognormal).
+absl::Status ValidateWorkload(const WorkloadSpec& spec);
+
+// The requests of a synthetic workload, ids 0.., in arrival order. Same spec, same requests.
+std::vector<Request> GenerateRequests(const WorkloadSpec& spec);
+
+// A trace CSV: a header row naming the columns arrival_s, prompt_tokens and output_tokens (in
+// any order; other columns ignored), then one request per row; blank lines and lines starting
+// with '#' skipped. kNotFound if the file cannot be read; kInvalidArgument "<file>:<line>:
+// column <name>: <problem>" for a missing column, a value that is not a number, a negative
+// arrival, token counts < 1, or arrivals out of order.
+absl::StatusOr<std::vector<Request>> LoadRequestTrace(const std::string& path);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_SERVING_WORKLOAD_H_
