@@ -4,12 +4,14 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/status_macros.h"
 #include "report/serve_report.h"
 #include "serving/serve.h"
 #include "serving/serve_flags.h"
+#include "serving/serve_validate.h"
 
 namespace projector {
 namespace {
@@ -25,11 +27,18 @@ constexpr char kUsage[] =
     "--num-requests 2000 --format json\n"
     "  project serve --model llama2-70b --gpu-arch h200-sxm --precision fp8 --batching static "
     "--max-num-seqs 64 --input-len 2048 --output-len 2048 --num-requests 64\n\n"
+    "  project serve --validate calibration/serving_public.jsonl\n\n"
     "Fields and the model behind them: docs/serving.md.\n";
 
 constexpr FlagSpec kOutputFlags[] = {
     {"help", "Show this help", "", FlagArity::kSwitch},
     {"format", "Output format: text or json", "FORMAT"},
+    {"validate",
+     "Instead of one projection: published serving results against the projection, one case "
+     "per line (calibration/serving_public.jsonl)",
+     "FILE"},
+    {"max-median-error-pct", "With --validate: fail (exit 3) when the median |error| is larger",
+     "PCT"},
 };
 
 }  // namespace
@@ -45,6 +54,29 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
       ParseFlags(options, argc, argv, 1, "serve: ", " (see project serve --help)", io.out));
   if (!flags) return absl::OkStatus();
   PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(*flags));
+  if (Given(*flags, "validate")) {
+    for (const std::string& name : flags->GivenNames()) {
+      if (name != "validate" && name != "format" && name != "max-median-error-pct") {
+        return FlagError(name, "--validate takes each case's deployment and workload from the "
+                               "file; drop this flag");
+      }
+    }
+    absl::StatusOr<ServeValidation> v = ValidateServingCases(StringFlag(*flags, "validate"));
+    if (!v.ok()) return WithFlag("validate", v.status());
+    io.out << (as_json ? ServeValidationJson(*v).dump(2) + "\n" : ServeValidationText(*v));
+    if (Given(*flags, "max-median-error-pct")) {
+      PROJECTOR_ASSIGN_OR_RETURN(const double floor, NumberFlag(*flags, "max-median-error-pct"));
+      if (v->median_abs_error_pct > floor) {
+        return absl::OutOfRangeError(absl::StrFormat(
+            "accuracy floor not met: median |error| %.1f%% > %.1f%%", v->median_abs_error_pct,
+            floor));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (Given(*flags, "max-median-error-pct")) {
+    return FlagError("max-median-error-pct", "only with --validate FILE");
+  }
   PROJECTOR_ASSIGN_OR_RETURN(const ServeJob job, ServeJobFromFlags(*flags));
   PROJECTOR_ASSIGN_OR_RETURN(const ServeResult result, Serve(job.options, job.requests));
   io.out << (as_json ? ServeJson(job, result).dump(2) + "\n" : ServeText(job, result));

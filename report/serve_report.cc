@@ -65,6 +65,17 @@ std::string ServeText(const ServeJob& job, const ServeResult& r) {
   absl::StrAppendFormat(&out, "  output tokens/s        %.1f (%.1f per GPU)\n",
                         m.output_tokens_per_s, m.output_tokens_per_s_per_gpu);
   absl::StrAppendFormat(&out, "  total tokens/s/GPU     %.1f\n", m.total_tokens_per_s_per_gpu);
+  absl::StrAppendFormat(&out, "\n%-42s %8s %13s %12s %9s %12s %9s %9s\n",
+                        "Pass anatomy (ms, all stages)", "linear", "prefill-attn", "decode-attn",
+                        "TP comm", "head+embed", "PP send", "total");
+  for (const PassAnatomy& a : r.anatomy) {
+    const PassBreakdown& b = a.time;
+    absl::StrAppendFormat(&out, "  %-40s %8.3f %13.3f %12.3f %9.3f %12.3f %9.3f %9.3f\n", a.label,
+                          ToMilliseconds(b.linear), ToMilliseconds(b.prefill_attention),
+                          ToMilliseconds(b.decode_attention), ToMilliseconds(b.tp_comm),
+                          ToMilliseconds(b.head), ToMilliseconds(b.pp_send),
+                          ToMilliseconds(b.Total()));
+  }
   absl::StrAppend(&out, "\nEngine\n");
   absl::StrAppendFormat(&out, "  passes                 %s (%.1f requests, %.1f new tokens each)\n",
                         FormatCount(m.passes), m.mean_batch_sequences, m.mean_batch_tokens);
@@ -140,6 +151,49 @@ nlohmann::json ServeJson(const ServeJob& job, const ServeResult& r) {
       {"preemptions", m.preemptions},
       {"timeline", timeline},
   };
+}
+
+std::string ServeValidationText(const ServeValidation& v) {
+  std::string out = absl::StrCat("Serving validation: ", v.cases_file, " (", v.cases.size(),
+                                 " cases, ", v.figures.size(), " published figures)\n\n");
+  absl::StrAppendFormat(&out, "  %-52s %-7s %-42s %-32s\n", "case", "engine", "deployment",
+                        "workload");
+  for (const ServeCaseSummary& c : v.cases) {
+    absl::StrAppendFormat(&out, "  %-52s %-7s %-42s %-32s\n", c.id, c.engine, c.deployment,
+                          c.workload);
+  }
+  absl::StrAppendFormat(&out, "\n  %-52s %-28s %12s %12s %8s\n", "case", "figure", "measured",
+                        "projected", "error");
+  for (const ServeFigure& f : v.figures) {
+    absl::StrAppendFormat(&out, "  %-52s %-28s %12.2f %12.2f %+7.1f%%\n", f.case_id, f.metric,
+                          f.measured, f.projected, f.error_pct);
+  }
+  absl::StrAppendFormat(&out, "\nmedian |error| %.1f%%, %d of %d figures within 20%%\n",
+                        v.median_abs_error_pct, v.within_20_pct, v.figures.size());
+  return out;
+}
+
+nlohmann::json ServeValidationJson(const ServeValidation& v) {
+  nlohmann::json figures = nlohmann::json::array();
+  for (const ServeFigure& f : v.figures) {
+    figures.push_back({{"case", f.case_id},
+                       {"metric", f.metric},
+                       {"measured", f.measured},
+                       {"projected", f.projected},
+                       {"error_pct", f.error_pct}});
+  }
+  nlohmann::json cases = nlohmann::json::array();
+  for (const ServeCaseSummary& c : v.cases) {
+    cases.push_back({{"id", c.id},
+                     {"engine", c.engine},
+                     {"deployment", c.deployment},
+                     {"workload", c.workload}});
+  }
+  return {{"cases_file", v.cases_file},
+          {"cases", cases},
+          {"figures", figures},
+          {"median_abs_error_pct", v.median_abs_error_pct},
+          {"within_20_pct", v.within_20_pct}};
 }
 
 }  // namespace projector

@@ -176,16 +176,20 @@ class ContinuousEngine {
     return true;
   }
 
-  absl::StatusOr<bool> ScheduleAndLaunch(double now) {
-    pass_.Clear();
-    items_.clear();
-    int64_t budget = config_.max_batched_tokens;
-    bool preempted = false;
-    const int64_t per_pass = config_.max_num_seqs;
+  // Which running requests a scheduling sweep takes.
+  enum class Phase { kAny, kPrefill, kDecode };
+  static bool InPhase(const Live& r, Phase phase) {
+    const bool prefill = r.generated == 0 || r.Remaining() > 1;
+    return phase == Phase::kAny || (phase == Phase::kPrefill) == prefill;
+  }
+
+  // Running requests in admission order, each its next chunk or decode token, preempting the
+  // latest admitted ones when the cache is out of blocks.
+  void ScheduleRunning(Phase phase, int64_t& budget, bool& preempted) {
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
-      if (static_cast<int64_t>(items_.size()) == per_pass) break;
+      if (static_cast<int64_t>(items_.size()) == config_.max_num_seqs) break;
       Live& r = live_[static_cast<size_t>(running_[i])];
-      if (r.in_flight) continue;
+      if (r.in_flight || !InPhase(r, phase)) continue;
       const int64_t remaining = r.Remaining();
       const int64_t take = std::min(remaining, budget);
       if (!config_.chunked_prefill && take < remaining) continue;
@@ -195,10 +199,14 @@ class ContinuousEngine {
       Add(running_[i], take);
       budget -= take;
     }
-    // Each of the pp batches in flight (vLLM's virtual engines, one scheduler each) holds up to
-    // max_num_seqs requests.
-    while (!preempted && !waiting_.empty() && budget > 0 &&
-           static_cast<int64_t>(items_.size()) < per_pass &&
+  }
+
+  // Waiting requests first come, first served, while the budget, the sequence limit and the
+  // free blocks allow. Each of the pp batches in flight (vLLM's virtual engines, one scheduler
+  // each) holds up to max_num_seqs requests.
+  void ScheduleWaiting(int64_t& budget) {
+    const int64_t per_pass = config_.max_num_seqs;
+    while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(items_.size()) < per_pass &&
            static_cast<int64_t>(running_.size()) < per_pass * pp_) {
       const int32_t index = waiting_.front();
       Live& r = live_[static_cast<size_t>(index)];
@@ -210,6 +218,25 @@ class ContinuousEngine {
       running_.push_back(index);
       Add(index, take);
       budget -= take;
+    }
+  }
+
+  // Mixed passes (vLLM V1, chunked prefill): running requests first, then new ones. Separate
+  // passes (vLLM V0 without chunked prefill, SGLang without --enable-mixed-chunk): a pass of
+  // prefills whenever there is prefill work, decode-only passes otherwise, so a new request
+  // stalls every running decode for its prefill.
+  absl::StatusOr<bool> ScheduleAndLaunch(double now) {
+    pass_.Clear();
+    items_.clear();
+    int64_t budget = config_.max_batched_tokens;
+    bool preempted = false;
+    if (config_.mixed_batches) {
+      ScheduleRunning(Phase::kAny, budget, preempted);
+      if (!preempted) ScheduleWaiting(budget);
+    } else {
+      ScheduleRunning(Phase::kPrefill, budget, preempted);
+      if (!preempted) ScheduleWaiting(budget);
+      if (items_.empty()) ScheduleRunning(Phase::kDecode, budget, preempted);
     }
     if (items_.empty()) return false;
     PROJECTOR_RETURN_IF_ERROR(Launch(now));

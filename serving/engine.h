@@ -40,6 +40,10 @@ struct EngineConfig {
   int64_t max_num_seqs = kDefaultMaxNumSeqs;  // continuous: per pass; static: the batch size
   int64_t max_batched_tokens = kDefaultMaxBatchedTokens;
   bool chunked_prefill = true;
+  // Prefill chunks and decode steps share a pass (vLLM V1, Sarathi-style). false: a pass runs
+  // prefills only whenever there are any, else decodes only (vLLM V0 without chunked prefill,
+  // SGLang without --enable-mixed-chunk).
+  bool mixed_batches = true;
   KvCacheConfig kv;
   // Requests in the system at once (a benchmark client's --max-concurrency): a request is sent
   // when it has arrived and fewer than this many are unfinished; 0 = no limit.

@@ -124,7 +124,9 @@ Bytes PeakActivationBytes(const Deployment& deployment, int64_t max_batched_toke
     ffn = std::max(ffn, routed);
   }
   const double per_token = 2.0 * D(m.hidden_size) + std::max(qkv, ffn);
-  const double logits = D(max_num_seqs) * D(PaddedVocabSize(m, deployment.tp)) * (e + 4.0);
+  // A pass samples at most one row per request and no more rows than it has tokens.
+  const double sampled = D(std::min(max_num_seqs, max_batched_tokens));
+  const double logits = sampled * D(PaddedVocabSize(m, deployment.tp)) * (e + 4.0);
   return Bytes(e * D(max_batched_tokens) * per_token + logits);
 }
 

@@ -43,8 +43,8 @@ struct KvCacheSizing {
 // (Worker.determine_num_available_blocks): the residual stream and its normalised copy
 // (2·T·h), the widest intermediate of a layer (the QKV projection's output, or the MLP's
 // gate/up output and its activation, 3·ffn/tp per token; for MoE top_k routed copies of the
-// expert FFN), in the activation dtype, plus the sampled rows' logits over the vocabulary in
-// the activation dtype and fp32.
+// expert FFN), in the activation dtype, plus the logits of the sampled rows (one per request,
+// at most max_batched_tokens) over the vocabulary in the activation dtype and fp32.
 Bytes PeakActivationBytes(const Deployment& deployment, int64_t max_batched_tokens,
                           int64_t max_num_seqs);
 

@@ -6,18 +6,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/statistics.h"
 #include "core/status_macros.h"
+#include "scenario/scenario.h"
 
 namespace projector {
 namespace {
-
-double Percentile(const std::vector<double>& sorted, double q) {
-  const double rank = q * static_cast<double>(sorted.size() - 1);
-  const size_t low = static_cast<size_t>(std::floor(rank));
-  const size_t high = std::min(low + 1, sorted.size() - 1);
-  const double frac = rank - static_cast<double>(low);
-  return sorted[low] + (sorted[high] - sorted[low]) * frac;
-}
 
 // The metrics over every replica's requests and passes.
 ServeMetrics Measure(std::span<const ReplicaRun> runs, int64_t gpus) {
@@ -67,7 +61,61 @@ ServeMetrics Measure(std::span<const ReplicaRun> runs, int64_t gpus) {
   return m;
 }
 
+PassBreakdown Sum(const PassBreakdown& a, const PassBreakdown& b) {
+  return PassBreakdown{.linear = a.linear + b.linear,
+                       .prefill_attention = a.prefill_attention + b.prefill_attention,
+                       .decode_attention = a.decode_attention + b.decode_attention,
+                       .tp_comm = a.tp_comm + b.tp_comm,
+                       .head = a.head + b.head,
+                       .pp_send = a.pp_send + b.pp_send};
+}
+
+absl::StatusOr<PassBreakdown> AllStages(PassCostModel& cost, const BatchPass& pass) {
+  PassBreakdown total;
+  for (int64_t s = 0; s < cost.deployment().pp; ++s) {
+    PROJECTOR_ASSIGN_OR_RETURN(const PassBreakdown b, cost.Breakdown(pass, s));
+    total = Sum(total, b);
+  }
+  return total;
+}
+
+absl::StatusOr<std::vector<PassAnatomy>> Anatomy(PassCostModel& cost,
+                                                 std::span<const Request> requests,
+                                                 const ServeMetrics& m) {
+  double prompt = 0, output = 0;
+  for (const Request& r : requests) {
+    prompt += static_cast<double>(r.prompt_tokens);
+    output += static_cast<double>(r.output_tokens);
+  }
+  const double n = static_cast<double>(requests.size());
+  const int64_t mean_prompt = std::max<int64_t>(1, std::llround(prompt / n));
+  const int64_t context = std::max<int64_t>(1, std::llround(prompt / n + output / (2 * n)));
+  const int64_t batch = std::max<int64_t>(1, std::llround(m.mean_batch_sequences));
+  std::vector<PassAnatomy> out;
+  BatchPass prefill;
+  prefill.prefills.push_back({.new_tokens = mean_prompt, .context = 0});
+  prefill.emitting = 1;
+  PROJECTOR_ASSIGN_OR_RETURN(PassBreakdown p, AllStages(cost, prefill));
+  out.push_back({absl::StrCat("prefill of ", mean_prompt, " tokens"), p});
+  BatchPass decode;
+  decode.decode_sequences = batch;
+  decode.decode_kv_tokens = batch * context;
+  decode.emitting = batch;
+  PROJECTOR_ASSIGN_OR_RETURN(PassBreakdown d, AllStages(cost, decode));
+  out.push_back({absl::StrCat("decode of ", batch, " requests at ", context, " tokens"), d});
+  return out;
+}
+
 }  // namespace
+
+absl::Status ResolveServingKernels(Deployment& d) {
+  PROJECTOR_ASSIGN_OR_RETURN(Scenario scenario, DefaultScenario());
+  scenario.model = d.model;
+  scenario.hw = d.hw;
+  PROJECTOR_RETURN_IF_ERROR(ResolveKernels(scenario, "--gpu-arch"));
+  d.hw = std::move(scenario.hw);
+  return absl::OkStatus();
+}
 
 LatencyStats Summarize(std::vector<double>& values) {
   LatencyStats s;
@@ -77,9 +125,9 @@ LatencyStats Summarize(std::vector<double>& values) {
   for (double v : values) sum += v;
   s.count = static_cast<int64_t>(values.size());
   s.mean = sum / static_cast<double>(values.size());
-  s.p50 = Percentile(values, 0.50);
-  s.p90 = Percentile(values, 0.90);
-  s.p99 = Percentile(values, 0.99);
+  s.p50 = PercentileOfSorted(values, 0.50);
+  s.p90 = PercentileOfSorted(values, 0.90);
+  s.p99 = PercentileOfSorted(values, 0.99);
   return s;
 }
 
@@ -107,6 +155,7 @@ absl::StatusOr<ServeResult> Serve(const ServeOptions& options, std::span<const R
   result.metrics = Measure(runs, result.gpus);
   result.kv = runs.front().kv;
   result.first_replica = std::move(runs.front());
+  PROJECTOR_ASSIGN_OR_RETURN(result.anatomy, Anatomy(*cost, requests, result.metrics));
   result.priced_token_counts = cost->PricedTokenCounts();
   return result;
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -54,14 +55,26 @@ struct ServeOptions {
   int64_t replicas = 1;
 };
 
+// Where the time of two typical passes goes (stage 0 .. pp-1 summed): a lone prefill of the
+// mean prompt, and a decode-only pass of the mean running batch at the mean context.
+struct PassAnatomy {
+  std::string label;  // "prefill of 1,024 tokens", "decode of 64 requests at 1,152 tokens"
+  PassBreakdown time;
+};
+
 struct ServeResult {
   ServeMetrics metrics;
+  std::vector<PassAnatomy> anatomy;
   KvCacheSizing kv;
   // Replica 0's run (its passes are the timeline the report draws).
   ReplicaRun first_replica;
   int64_t gpus = 0;
   int64_t priced_token_counts = 0;
 };
+
+// Puts into d.hw the efficiencies of the flash-attention kernel the GPU's profile runs by
+// default (scenario/scenario.h ResolveKernels), as a training projection on it would.
+absl::Status ResolveServingKernels(Deployment& d);
 
 // kInvalidArgument for replicas < 1 or an empty workload; the errors of PassCostModel::Make and
 // RunReplica otherwise.

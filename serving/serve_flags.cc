@@ -8,7 +8,6 @@
 #include "core/number_format.h"
 #include "core/status_macros.h"
 #include "models/model_spec.h"
-#include "scenario/scenario.h"
 #include "scenario/scenario_flags.h"
 
 namespace projector {
@@ -108,12 +107,8 @@ absl::StatusOr<Deployment> DeploymentFromFlags(const FlagValues& flags) {
                                                std::string(DTypeName(d.weight_dtype)),
                                                " matrix rate; use bf16 or fp16"));
   }
-  // The flash kernel and its efficiencies, as a projection on this GPU resolves them.
-  PROJECTOR_ASSIGN_OR_RETURN(Scenario scenario, DefaultScenario());
-  scenario.model = d.model;
-  scenario.hw = hw;
-  PROJECTOR_RETURN_IF_ERROR(ResolveKernels(scenario, "--gpu-arch"));
-  d.hw = std::move(scenario.hw);
+  d.hw = hw;
+  PROJECTOR_RETURN_IF_ERROR(ResolveServingKernels(d));
   return d;
 }
 
@@ -183,6 +178,15 @@ std::string LengthPhrase(const LengthSpec& s) {
 std::span<const FlagSpec> ServeDeploymentFlags() { return kDeploymentFlags; }
 std::span<const FlagSpec> ServeEngineFlags() { return kEngineFlags; }
 std::span<const FlagSpec> ServeWorkloadFlags() { return kWorkloadFlags; }
+
+void SetServeFlagDefaults(FlagValues& flags) {
+  for (std::span<const FlagSpec> group :
+       {ServeDeploymentFlags(), ServeEngineFlags(), ServeWorkloadFlags()}) {
+    for (const FlagSpec& f : group) {
+      if (!f.default_value.empty()) flags.SetDefault(f.name, f.default_value);
+    }
+  }
+}
 
 absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags) {
   ServeJob job;

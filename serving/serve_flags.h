@@ -19,6 +19,10 @@ std::span<const FlagSpec> ServeDeploymentFlags();
 std::span<const FlagSpec> ServeEngineFlags();
 std::span<const FlagSpec> ServeWorkloadFlags();
 
+// Sets the declared defaults of the three groups on flags built by a program rather than parsed
+// from a command line (the parser registers them itself).
+void SetServeFlagDefaults(FlagValues& flags);
+
 struct ServeJob {
   ServeOptions options;
   std::vector<Request> requests;

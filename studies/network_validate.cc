@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/json_reader.h"
+#include "core/statistics.h"
 #include "core/status_macros.h"
 #include "hw_profiles/hardware_profile.h"
 #include "network/collectives.h"
@@ -101,9 +102,7 @@ absl::StatusOr<NetworkValidation> ValidateNetworkCases(const std::string& path) 
     errors.push_back(std::fabs(r.error_pct));
     if (std::fabs(r.error_pct) <= 10) ++v.within_10_pct;
   }
-  std::sort(errors.begin(), errors.end());
-  const size_t n = errors.size();
-  v.median_abs_error_pct = n % 2 == 1 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
+  v.median_abs_error_pct = Median(std::move(errors));
   return v;
 }
 

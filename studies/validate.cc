@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/json_reader.h"
+#include "core/statistics.h"
 #include "core/status_macros.h"
 #include "hw_profiles/hw_overlay.h"
 #include "projection/projection.h"
@@ -62,13 +63,6 @@ std::string DominantTerms(const Projection& p) {
     absl::StrAppendFormat(&out, "%s %.0f%%", terms[i].second, 100.0 * terms[i].first / total);
   }
   return out;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct ParsedCase {

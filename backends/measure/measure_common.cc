@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/statistics.h"
 #include "core/status_macros.h"
 
 namespace projector {
@@ -39,12 +40,11 @@ absl::Status FillWithPattern(char* dst, size_t bytes, const DeviceCopy& copy) {
 absl::StatusOr<TimingStats> SummarizeSamples(std::vector<double> run_us, double factor) {
   if (run_us.empty()) return absl::InvalidArgumentError("no timed runs to summarise");
   std::sort(run_us.begin(), run_us.end());
-  const size_t n = run_us.size();
-  const double median = n % 2 == 1 ? run_us[n / 2] : 0.5 * (run_us[n / 2 - 1] + run_us[n / 2]);
+  const double median = PercentileOfSorted(run_us, 0.5);
   return TimingStats{.median = Microseconds(median * factor),
                      .min = Microseconds(run_us.front() * factor),
                      .max = Microseconds(run_us.back() * factor),
-                     .repetitions = static_cast<int64_t>(n)};
+                     .repetitions = static_cast<int64_t>(run_us.size())};
 }
 
 absl::StatusOr<TimingStats> TimeRepeated(EventClock& clock,
