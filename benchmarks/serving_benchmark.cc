@@ -12,6 +12,7 @@
 #include "core/flag_values.h"
 #include "serving/serve.h"
 #include "serving/serve_flags.h"
+#include "serving/slo_search.h"
 
 namespace projector {
 namespace {
@@ -80,6 +81,45 @@ void BM_Serve_ScenarioC_Tp4Pp2(benchmark::State& state) {
   RunServe(state, job);
 }
 BENCHMARK(BM_Serve_ScenarioC_Tp4Pp2)->Unit(benchmark::kMillisecond);
+
+// The SLO search (issue 26 point 8: under 10 s): the highest rate at which Llama-3.1-70B TP8 on
+// 8 H100 keeps p90 TTFT <= 500 ms and p90 TPOT <= 50 ms, 1,000 requests per probe.
+void BM_SloSearch_Llama70bTp8(benchmark::State& state) {
+  static const ServeJob job =
+      Job({{"model", "llama3.1-70b"}, {"gpu-arch", "h100-sxm"}, {"tp", "8"}, {"qps", "1"},
+           {"num-requests", "1000"}, {"input-len", "1024"}, {"output-len", "256"}});
+  const SloTarget slo{.ttft_ms = 500, .tpot_ms = 50, .percentile = 90};
+  int64_t probes = 0;
+  for (auto _ : state) {
+    absl::StatusOr<SloSearchResult> r = MaxQpsUnderSlo(job.options, job.spec, slo);
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+    probes = static_cast<int64_t>(r->probes.size());
+    benchmark::DoNotOptimize(r->max_qps);
+  }
+  state.counters["probes"] = static_cast<double>(probes);
+}
+BENCHMARK(BM_SloSearch_Llama70bTp8)->Unit(benchmark::kMillisecond);
+
+// The layout search over 8 H100 for the same target (10 layouts, a bisection each).
+void BM_SloLayoutSearch_Llama70bOn8(benchmark::State& state) {
+  static const ServeJob job =
+      Job({{"model", "llama3.1-70b"}, {"gpu-arch", "h100-sxm"}, {"qps", "1"},
+           {"num-requests", "1000"}, {"input-len", "1024"}, {"output-len", "256"}});
+  const SloTarget slo{.ttft_ms = 500, .tpot_ms = 50, .percentile = 90};
+  for (auto _ : state) {
+    absl::StatusOr<std::vector<ServingLayout>> r =
+        SearchServingLayouts(job.options, job.spec, slo, 8);
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(r->front().output_tokens_per_s_per_gpu);
+  }
+}
+BENCHMARK(BM_SloLayoutSearch_Llama70bOn8)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace projector

@@ -27,6 +27,10 @@ constexpr char kUsage[] =
     "--num-requests 2000 --format json\n"
     "  project serve --model llama2-70b --gpu-arch h200-sxm --precision fp8 --batching static "
     "--max-num-seqs 64 --input-len 2048 --output-len 2048 --num-requests 64\n\n"
+    "  project serve --model llama3.1-70b --gpu-arch h100-sxm --tp 4 --slo-ttft 500 "
+    "--slo-tpot 50 --max-qps\n"
+    "  project serve --model llama3.1-70b --gpu-arch h100-sxm --num-gpus 8 --slo-ttft 500 "
+    "--slo-tpot 50 --search-layouts\n"
     "  project serve --validate calibration/serving_public.jsonl\n\n"
     "Fields and the model behind them: docs/serving.md.\n";
 
@@ -49,6 +53,7 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
   AddFlags(options, "Deployment", ServeDeploymentFlags());
   AddFlags(options, "Engine", ServeEngineFlags());
   AddFlags(options, "Workload", ServeWorkloadFlags());
+  AddFlags(options, "Latency target", ServeSloFlags());
   PROJECTOR_ASSIGN_OR_RETURN(
       const std::optional<FlagValues> flags,
       ParseFlags(options, argc, argv, 1, "serve: ", " (see project serve --help)", io.out));
@@ -77,7 +82,24 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
   if (Given(*flags, "max-median-error-pct")) {
     return FlagError("max-median-error-pct", "only with --validate FILE");
   }
-  PROJECTOR_ASSIGN_OR_RETURN(const ServeJob job, ServeJobFromFlags(*flags));
+  PROJECTOR_ASSIGN_OR_RETURN(const SloRequest slo, SloFromFlags(*flags));
+  PROJECTOR_ASSIGN_OR_RETURN(const ServeJob job,
+                             ServeJobFromFlags(*flags, slo.mode != SloMode::kNone));
+  if (slo.mode == SloMode::kMaxQps) {
+    PROJECTOR_ASSIGN_OR_RETURN(const SloSearchResult r,
+                               MaxQpsUnderSlo(job.options, job.spec, slo.target));
+    io.out << (as_json ? SloSearchJson(job, slo.target, r).dump(2) + "\n"
+                       : SloSearchText(job, slo.target, r));
+    return absl::OkStatus();
+  }
+  if (slo.mode == SloMode::kSearchLayouts) {
+    PROJECTOR_ASSIGN_OR_RETURN(
+        const std::vector<ServingLayout> layouts,
+        SearchServingLayouts(job.options, job.spec, slo.target, slo.num_gpus));
+    io.out << (as_json ? LayoutSearchJson(job, slo, layouts).dump(2) + "\n"
+                       : LayoutSearchText(job, slo, layouts));
+    return absl::OkStatus();
+  }
   PROJECTOR_ASSIGN_OR_RETURN(const ServeResult result, Serve(job.options, job.requests));
   io.out << (as_json ? ServeJson(job, result).dump(2) + "\n" : ServeText(job, result));
   return absl::OkStatus();

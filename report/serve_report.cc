@@ -196,4 +196,123 @@ nlohmann::json ServeValidationJson(const ServeValidation& v) {
           {"within_20_pct", v.within_20_pct}};
 }
 
+namespace {
+
+std::string TargetPhrase(const SloTarget& slo) {
+  return absl::StrFormat("p%d TTFT <= %g ms and p%d TPOT <= %g ms", slo.percentile, slo.ttft_ms,
+                         slo.percentile, slo.tpot_ms);
+}
+
+std::string ResultLine(const SloTarget& slo, const SloSearchResult& r) {
+  if (!r.found) return r.why_not;
+  const ServeMetrics& m = r.at_max;
+  return absl::StrFormat(
+      "%.3g req/s meets the target: p%d TTFT %.1f ms, p%d TPOT %.2f ms; %.1f output tokens/s "
+      "(%.1f per GPU)%s",
+      r.max_qps, slo.percentile, SloTtft(m, slo), slo.percentile, SloTpot(m, slo),
+      m.output_tokens_per_s, m.output_tokens_per_s_per_gpu,
+      r.max_qps >= r.capacity_qps ? " (at the deployment's capacity: the target does not bind)"
+                                  : "");
+}
+
+nlohmann::json SloResultJson(const SloTarget& slo, const SloSearchResult& r) {
+  nlohmann::json probes = nlohmann::json::array();
+  for (const SloProbe& p : r.probes) {
+    probes.push_back(
+        {{"qps", p.qps}, {"ttft_ms", p.ttft_ms}, {"tpot_ms", p.tpot_ms}, {"meets", p.meets}});
+  }
+  nlohmann::json out = {{"found", r.found},
+                        {"max_qps", r.max_qps},
+                        {"capacity_qps", r.capacity_qps},
+                        {"probes", probes}};
+  if (r.found) {
+    out["ttft_ms"] = SloTtft(r.at_max, slo);
+    out["tpot_ms"] = SloTpot(r.at_max, slo);
+    out["output_tokens_per_s"] = r.at_max.output_tokens_per_s;
+    out["output_tokens_per_s_per_gpu"] = r.at_max.output_tokens_per_s_per_gpu;
+  } else {
+    out["why_not"] = r.why_not;
+  }
+  return out;
+}
+
+nlohmann::json TargetJson(const SloTarget& slo) {
+  return {{"ttft_ms", slo.ttft_ms}, {"tpot_ms", slo.tpot_ms}, {"percentile", slo.percentile}};
+}
+
+}  // namespace
+
+std::string SloSearchText(const ServeJob& job, const SloTarget& slo, const SloSearchResult& r) {
+  std::string out = absl::StrCat("Highest arrival rate under ", TargetPhrase(slo), "\n");
+  absl::StrAppend(&out, "  deployment ", DeploymentLine(job), "\n");
+  absl::StrAppend(&out, "  engine     ", EngineLine(job.options.engine), "\n");
+  absl::StrAppend(&out, "  workload   ", job.workload, "\n");
+  absl::StrAppendFormat(&out, "  capacity   %.3g req/s with every request at once\n\n",
+                        r.capacity_qps);
+  absl::StrAppendFormat(&out, "  %12s %14s %14s  %s\n", "req/s",
+                        absl::StrFormat("p%d TTFT ms", slo.percentile),
+                        absl::StrFormat("p%d TPOT ms", slo.percentile), "meets");
+  for (const SloProbe& p : r.probes) {
+    absl::StrAppendFormat(&out, "  %12.4g %14.1f %14.2f  %s\n", p.qps, p.ttft_ms, p.tpot_ms,
+                          p.meets ? "yes" : "no");
+  }
+  absl::StrAppend(&out, "\n", ResultLine(slo, r), "\n");
+  return out;
+}
+
+nlohmann::json SloSearchJson(const ServeJob& job, const SloTarget& slo, const SloSearchResult& r) {
+  nlohmann::json out = SloResultJson(slo, r);
+  out["target"] = TargetJson(slo);
+  out["workload"] = job.workload;
+  out["deployment"] = DeploymentLine(job);
+  return out;
+}
+
+std::string LayoutSearchText(const ServeJob& job, const SloRequest& slo,
+                             const std::vector<ServingLayout>& layouts) {
+  const Deployment& d = job.options.deployment;
+  std::string out = absl::StrFormat("Serving layouts of %d x %s for %s under %s\n", slo.num_gpus,
+                                    d.hw.gpu.name, d.model.name, TargetPhrase(slo.target));
+  absl::StrAppend(&out, "  workload   ", job.workload, "\n\n");
+  absl::StrAppendFormat(&out, "  %4s %4s %4s %8s %12s %14s %14s %16s\n", "rank", "TP", "PP",
+                        "replicas", "max req/s", absl::StrFormat("p%d TTFT ms", slo.target.percentile),
+                        absl::StrFormat("p%d TPOT ms", slo.target.percentile), "out tok/s/GPU");
+  int rank = 0;
+  for (const ServingLayout& l : layouts) {
+    if (!l.fits) {
+      absl::StrAppendFormat(&out, "  %4s %4d %4d %8d  not evaluated: %s\n", "-", l.tp, l.pp,
+                            l.replicas, l.problem);
+    } else if (!l.result.found) {
+      absl::StrAppendFormat(&out, "  %4s %4d %4d %8d  no rate meets the target\n", "-", l.tp,
+                            l.pp, l.replicas);
+    } else {
+      absl::StrAppendFormat(&out, "  %4d %4d %4d %8d %12.4g %14.1f %14.2f %16.1f\n", ++rank, l.tp,
+                            l.pp, l.replicas, l.result.max_qps,
+                            SloTtft(l.result.at_max, slo.target),
+                            SloTpot(l.result.at_max, slo.target), l.output_tokens_per_s_per_gpu);
+    }
+  }
+  if (rank == 0) absl::StrAppend(&out, "\nNo layout meets the target.\n");
+  return out;
+}
+
+nlohmann::json LayoutSearchJson(const ServeJob& job, const SloRequest& slo,
+                                const std::vector<ServingLayout>& layouts) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const ServingLayout& l : layouts) {
+    nlohmann::json row = {{"tp", l.tp}, {"pp", l.pp}, {"replicas", l.replicas}, {"fits", l.fits}};
+    if (!l.fits) {
+      row["problem"] = l.problem;
+    } else {
+      row["result"] = SloResultJson(slo.target, l.result);
+      row["output_tokens_per_s_per_gpu"] = l.output_tokens_per_s_per_gpu;
+    }
+    rows.push_back(row);
+  }
+  return {{"num_gpus", slo.num_gpus},
+          {"target", TargetJson(slo.target)},
+          {"workload", job.workload},
+          {"layouts", rows}};
+}
+
 }  // namespace projector

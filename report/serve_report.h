@@ -9,11 +9,20 @@
 #include "serving/serve.h"
 #include "serving/serve_flags.h"
 #include "serving/serve_validate.h"
+#include "serving/slo_search.h"
 
 namespace projector {
 
 std::string ServeText(const ServeJob& job, const ServeResult& result);
 nlohmann::json ServeJson(const ServeJob& job, const ServeResult& result);
+// `project serve --max-qps` and `--search-layouts`: the highest rate under the latency target
+// and its probes; every layout ranked.
+std::string SloSearchText(const ServeJob& job, const SloTarget& slo, const SloSearchResult& r);
+nlohmann::json SloSearchJson(const ServeJob& job, const SloTarget& slo, const SloSearchResult& r);
+std::string LayoutSearchText(const ServeJob& job, const SloRequest& slo,
+                             const std::vector<ServingLayout>& layouts);
+nlohmann::json LayoutSearchJson(const ServeJob& job, const SloRequest& slo,
+                                const std::vector<ServingLayout>& layouts);
 // `project serve --validate FILE`: every published figure against its projection, and the
 // median |error|.
 std::string ServeValidationText(const ServeValidation& v);

@@ -66,6 +66,21 @@ constexpr FlagSpec kWorkloadFlags[] = {
     {"trace", "Replay a CSV trace (arrival_s, prompt_tokens, output_tokens) instead", "FILE"},
 };
 
+constexpr FlagSpec kSloFlags[] = {
+    {"slo-ttft", "Latency target: time to first token, ms (with --max-qps or --search-layouts)",
+     "MS"},
+    {"slo-tpot", "Latency target: time per output token, ms", "MS"},
+    {"slo-percentile", "Percentile both targets apply to: 50, 90 or 99", "P", FlagArity::kValue,
+     "90"},
+    {"max-qps", "Find the highest Poisson arrival rate meeting both targets", "",
+     FlagArity::kSwitch},
+    {"search-layouts",
+     "Find, for every TP x PP x replicas of --num-gpus GPUs, the highest rate meeting both "
+     "targets, ranked by output tokens/s per GPU",
+     "", FlagArity::kSwitch},
+    {"num-gpus", "GPUs the layout search divides (with --search-layouts)", "N"},
+};
+
 absl::StatusOr<DType> ServingDType(const FlagValues& flags, absl::string_view name) {
   const std::string text = StringFlag(flags, name);
   absl::StatusOr<DType> d = ParseDType(text);
@@ -178,6 +193,51 @@ std::string LengthPhrase(const LengthSpec& s) {
 std::span<const FlagSpec> ServeDeploymentFlags() { return kDeploymentFlags; }
 std::span<const FlagSpec> ServeEngineFlags() { return kEngineFlags; }
 std::span<const FlagSpec> ServeWorkloadFlags() { return kWorkloadFlags; }
+std::span<const FlagSpec> ServeSloFlags() { return kSloFlags; }
+
+absl::StatusOr<SloRequest> SloFromFlags(const FlagValues& flags) {
+  SloRequest slo;
+  PROJECTOR_ASSIGN_OR_RETURN(const bool max_qps, BoolFlag(flags, "max-qps"));
+  PROJECTOR_ASSIGN_OR_RETURN(const bool layouts, BoolFlag(flags, "search-layouts"));
+  if (max_qps && layouts) {
+    return FlagError("search-layouts", "give --max-qps or --search-layouts, not both");
+  }
+  if (!max_qps && !layouts) {
+    for (const char* name : {"slo-ttft", "slo-tpot", "slo-percentile", "num-gpus"}) {
+      if (Given(flags, name)) {
+        return FlagError(name, "a latency target needs --max-qps or --search-layouts");
+      }
+    }
+    return slo;
+  }
+  slo.mode = max_qps ? SloMode::kMaxQps : SloMode::kSearchLayouts;
+  for (const char* name : {"slo-ttft", "slo-tpot"}) {
+    if (!Given(flags, name)) return FlagError(name, "required with --max-qps and --search-layouts");
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(slo.target.ttft_ms, NumberFlag(flags, "slo-ttft"));
+  PROJECTOR_ASSIGN_OR_RETURN(slo.target.tpot_ms, NumberFlag(flags, "slo-tpot"));
+  PROJECTOR_ASSIGN_OR_RETURN(const int64_t percentile,
+                             IntFlag(flags, "slo-percentile", {.min = 1, .max = 100}));
+  slo.target.percentile = static_cast<int>(percentile);
+  if (absl::Status s = ValidateSloTarget(slo.target); !s.ok()) {
+    const std::string message(s.message());
+    const size_t colon = message.find(':');
+    return FlagError(message.substr(0, colon), message.substr(colon + 2));
+  }
+  if (layouts) {
+    if (!Given(flags, "num-gpus")) {
+      return FlagError("num-gpus", "required with --search-layouts: the GPUs to divide");
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(slo.num_gpus,
+                               IntFlag(flags, "num-gpus", {.min = 1, .max = 4096}));
+    for (const char* name : {"tp", "pp", "replicas"}) {
+      if (Given(flags, name)) return FlagError(name, "--search-layouts chooses it; drop it");
+    }
+  } else if (Given(flags, "num-gpus")) {
+    return FlagError("num-gpus", "only with --search-layouts (--tp, --pp, --replicas set the GPUs)");
+  }
+  return slo;
+}
 
 void SetServeFlagDefaults(FlagValues& flags) {
   for (std::span<const FlagSpec> group :
@@ -188,13 +248,17 @@ void SetServeFlagDefaults(FlagValues& flags) {
   }
 }
 
-absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags) {
+absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_searched) {
   ServeJob job;
   PROJECTOR_ASSIGN_OR_RETURN(job.options.deployment, DeploymentFromFlags(flags));
   PROJECTOR_ASSIGN_OR_RETURN(job.options.engine, EngineFromFlags(flags));
   PROJECTOR_ASSIGN_OR_RETURN(job.options.replicas,
                              IntFlag(flags, "replicas", {.min = 1, .max = 1 << 16}));
   if (Given(flags, "trace")) {
+    if (rate_searched) {
+      return FlagError("trace", "the latency-target search draws Poisson arrivals at each rate; "
+                                "give lengths (--input-len, --output-len) instead of a trace");
+    }
     for (const char* name : {"qps", "num-requests", "input-len", "output-len", "seed"}) {
       if (Given(flags, name)) {
         return FlagError(name, "a trace gives the requests; drop it or --trace");
@@ -221,7 +285,12 @@ absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags) {
     return FlagError("arrival", absl::StrCat("'", arrival, "' is not an arrival process; "
                                              "accepted: poisson, fixed"));
   }
-  if (Given(flags, "qps")) {
+  if (rate_searched) {
+    for (const char* name : {"qps", "concurrency"}) {
+      if (Given(flags, name)) return FlagError(name, "the latency-target search sets the rate; drop it");
+    }
+    w.arrival = ArrivalKind::kPoisson;
+  } else if (Given(flags, "qps")) {
     PROJECTOR_ASSIGN_OR_RETURN(w.qps, NumberFlag(flags, "qps"));
     if (!(w.qps > 0 && w.qps <= 1e9)) {
       return FlagError("qps", absl::StrCat("requests per second > 0, got ", w.qps));
@@ -237,7 +306,8 @@ absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags) {
   PROJECTOR_RETURN_IF_ERROR(ValidateWorkload(w));
   job.requests = GenerateRequests(w);
   std::string arrivals =
-      w.arrival == ArrivalKind::kAllAtOnce
+      rate_searched ? std::string("poisson at the searched rate")
+      : w.arrival == ArrivalKind::kAllAtOnce
           ? std::string("all at once")
           : absl::StrFormat("%s at %g req/s", ArrivalKindName(w.arrival), w.qps);
   if (job.options.engine.concurrency > 0) {

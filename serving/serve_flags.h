@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "core/flag_values.h"
 #include "serving/serve.h"
+#include "serving/slo_search.h"
 #include "serving/workload.h"
 
 namespace projector {
@@ -18,6 +19,8 @@ namespace projector {
 std::span<const FlagSpec> ServeDeploymentFlags();
 std::span<const FlagSpec> ServeEngineFlags();
 std::span<const FlagSpec> ServeWorkloadFlags();
+// --slo-ttft, --slo-tpot, --slo-percentile, --max-qps, --search-layouts, --num-gpus.
+std::span<const FlagSpec> ServeSloFlags();
 
 // Sets the declared defaults of the three groups on flags built by a program rather than parsed
 // from a command line (the parser registers them itself).
@@ -33,10 +36,23 @@ struct ServeJob {
   bool from_trace = false;
 };
 
-// The job the flags describe. FlagError naming the flag for a bad or missing value: no --qps,
+// What the latency-target flags ask for: nothing, the highest rate under the target
+// (--max-qps), or that for every layout of --num-gpus GPUs (--search-layouts).
+enum class SloMode { kNone, kMaxQps, kSearchLayouts };
+struct SloRequest {
+  SloMode mode = SloMode::kNone;
+  SloTarget target;
+  int64_t num_gpus = 0;
+};
+// FlagError naming the flag: a target without --max-qps or --search-layouts, or one of those
+// without both targets, a percentile other than 50/90/99, --search-layouts without --num-gpus.
+absl::StatusOr<SloRequest> SloFromFlags(const FlagValues& flags);
+
+// The job the flags describe. Under a latency-target search (`rate_searched`) the rate is the
+// search's: --qps, --concurrency and --trace are refused and the arrivals are Poisson. FlagError naming the flag for a bad or missing value: no --qps,
 // --concurrency or --trace (and not static batching), --qps <= 0, an output length of 0, an
 // unknown model or GPU, a precision the GPU has no rate for.
-absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags);
+absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_searched = false);
 
 }  // namespace projector
 

@@ -1,0 +1,157 @@
+#include "serving/slo_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/status_macros.h"
+
+namespace projector {
+namespace {
+
+// The probed rates span capacity/1024 .. 1.25 x capacity and stop within 1% of each other.
+constexpr double kLowestRateFraction = 1.0 / 1024.0;
+constexpr double kHighestRateFraction = 1.25;
+constexpr double kRateTolerance = 1.01;
+
+double Pick(const LatencyStats& s, int percentile) {
+  return percentile == 50 ? s.p50 : percentile == 99 ? s.p99 : s.p90;
+}
+
+absl::StatusOr<ServeResult> RunAt(const ServeOptions& options, WorkloadSpec workload,
+                                  ArrivalKind arrival, double qps) {
+  workload.arrival = arrival;
+  workload.qps = qps > 0 ? qps : 1.0;
+  PROJECTOR_RETURN_IF_ERROR(ValidateWorkload(workload));
+  const std::vector<Request> requests = GenerateRequests(workload);
+  return Serve(options, requests);
+}
+
+// Powers of two from 1 to `limit`.
+std::vector<int64_t> PowersOfTwo(int64_t limit) {
+  std::vector<int64_t> out;
+  for (int64_t v = 1; v <= limit; v *= 2) out.push_back(v);
+  return out;
+}
+
+}  // namespace
+
+absl::Status ValidateSloTarget(const SloTarget& slo) {
+  if (!(slo.ttft_ms > 0 && std::isfinite(slo.ttft_ms))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("slo-ttft: a time to first token in ms > 0, got ", slo.ttft_ms));
+  }
+  if (!(slo.tpot_ms > 0 && std::isfinite(slo.tpot_ms))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("slo-tpot: a time per output token in ms > 0, got ", slo.tpot_ms));
+  }
+  if (slo.percentile != 50 && slo.percentile != 90 && slo.percentile != 99) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("slo-percentile: accepted 50, 90 or 99, got ", slo.percentile));
+  }
+  return absl::OkStatus();
+}
+
+double SloTtft(const ServeMetrics& m, const SloTarget& slo) { return Pick(m.ttft_ms, slo.percentile); }
+double SloTpot(const ServeMetrics& m, const SloTarget& slo) { return Pick(m.tpot_ms, slo.percentile); }
+
+bool MeetsSlo(const ServeMetrics& m, const SloTarget& slo) {
+  return SloTtft(m, slo) <= slo.ttft_ms && SloTpot(m, slo) <= slo.tpot_ms;
+}
+
+absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const ServeOptions& options,
+                                               const WorkloadSpec& workload,
+                                               const SloTarget& slo) {
+  PROJECTOR_RETURN_IF_ERROR(ValidateSloTarget(slo));
+  SloSearchResult out;
+  PROJECTOR_ASSIGN_OR_RETURN(const ServeResult offline,
+                             RunAt(options, workload, ArrivalKind::kAllAtOnce, 0));
+  out.capacity_qps = offline.metrics.requests_per_s;
+  auto probe = [&](double qps) -> absl::StatusOr<bool> {
+    PROJECTOR_ASSIGN_OR_RETURN(const ServeResult r,
+                               RunAt(options, workload, ArrivalKind::kPoisson, qps));
+    const bool meets = MeetsSlo(r.metrics, slo);
+    out.probes.push_back(SloProbe{.qps = qps,
+                                  .ttft_ms = SloTtft(r.metrics, slo),
+                                  .tpot_ms = SloTpot(r.metrics, slo),
+                                  .meets = meets});
+    if (meets && qps >= out.max_qps) {
+      out.found = true;
+      out.max_qps = qps;
+      out.at_max = r.metrics;
+    }
+    return meets;
+  };
+  double high = kHighestRateFraction * out.capacity_qps;
+  double low = kLowestRateFraction * out.capacity_qps;
+  PROJECTOR_ASSIGN_OR_RETURN(const bool high_meets, probe(high));
+  if (high_meets) return out;
+  PROJECTOR_ASSIGN_OR_RETURN(const bool low_meets, probe(low));
+  if (!low_meets) {
+    const SloProbe& p = out.probes.back();
+    out.why_not = absl::StrFormat(
+        "no arrival rate meets the target: even at %.3g req/s the p%d TTFT is %.1f ms (target "
+        "%.1f) and the p%d TPOT %.1f ms (target %.1f); a lone request's prefill or decode step "
+        "is already slower, so the deployment (GPU, TP, precision) must change",
+        low, slo.percentile, p.ttft_ms, slo.ttft_ms, slo.percentile, p.tpot_ms, slo.tpot_ms);
+    return out;
+  }
+  while (high / low > kRateTolerance) {
+    const double mid = std::sqrt(low * high);
+    PROJECTOR_ASSIGN_OR_RETURN(const bool meets, probe(mid));
+    (meets ? low : high) = mid;
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(const ServeOptions& base,
+                                                                const WorkloadSpec& workload,
+                                                                const SloTarget& slo,
+                                                                int64_t num_gpus) {
+  PROJECTOR_RETURN_IF_ERROR(ValidateSloTarget(slo));
+  if (num_gpus < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("num-gpus: must be >= 1, got ", num_gpus));
+  }
+  const ModelSpec& model = base.deployment.model;
+  std::vector<ServingLayout> layouts;
+  for (int64_t tp : PowersOfTwo(std::min(num_gpus, base.deployment.hw.gpus_per_node))) {
+    if (model.num_attention_heads % tp != 0) continue;
+    for (int64_t pp : PowersOfTwo(std::min(num_gpus / tp, model.num_layers))) {
+      if (num_gpus % (tp * pp) != 0) continue;
+      ServingLayout layout;
+      layout.tp = tp;
+      layout.pp = pp;
+      layout.replicas = num_gpus / (tp * pp);
+      ServeOptions options = base;
+      options.deployment.tp = tp;
+      options.deployment.pp = pp;
+      options.replicas = layout.replicas;
+      absl::StatusOr<SloSearchResult> r = MaxQpsUnderSlo(options, workload, slo);
+      if (!r.ok()) {
+        if (r.status().code() != absl::StatusCode::kFailedPrecondition &&
+            r.status().code() != absl::StatusCode::kInvalidArgument) {
+          return r.status();
+        }
+        layout.fits = false;
+        layout.problem = std::string(r.status().message());
+      } else {
+        layout.result = *std::move(r);
+        if (layout.result.found) {
+          layout.output_tokens_per_s_per_gpu = layout.result.at_max.output_tokens_per_s_per_gpu;
+        }
+      }
+      layouts.push_back(std::move(layout));
+    }
+  }
+  std::stable_sort(layouts.begin(), layouts.end(),
+                   [](const ServingLayout& a, const ServingLayout& b) {
+                     if (a.result.found != b.result.found) return a.result.found;
+                     return a.output_tokens_per_s_per_gpu > b.output_tokens_per_s_per_gpu;
+                   });
+  return layouts;
+}
+
+}  // namespace projector

@@ -1,0 +1,76 @@
+// Serving under a latency target: the highest Poisson arrival rate whose TTFT and TPOT
+// percentiles both meet it (bisection over the rate, every probe a whole simulation of the same
+// seeded workload), and the search over layouts (TP x PP x replicas of a GPU budget) for the most
+// output tokens per second per GPU at that rate.
+#ifndef PROJECTOR_SERVING_SLO_SEARCH_H_
+#define PROJECTOR_SERVING_SLO_SEARCH_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "serving/serve.h"
+#include "serving/workload.h"
+
+namespace projector {
+
+struct SloTarget {
+  double ttft_ms = 0;
+  double tpot_ms = 0;
+  int percentile = 90;  // 50, 90 or 99
+};
+
+// kInvalidArgument naming the flag for a target <= 0 or a percentile other than 50, 90, 99.
+absl::Status ValidateSloTarget(const SloTarget& slo);
+
+// The chosen percentile of TTFT and TPOT and whether both meet the target.
+double SloTtft(const ServeMetrics& m, const SloTarget& slo);
+double SloTpot(const ServeMetrics& m, const SloTarget& slo);
+bool MeetsSlo(const ServeMetrics& m, const SloTarget& slo);
+
+struct SloProbe {
+  double qps = 0;
+  double ttft_ms = 0;  // at the target's percentile
+  double tpot_ms = 0;
+  bool meets = false;
+};
+
+struct SloSearchResult {
+  bool found = false;
+  double max_qps = 0;      // the highest rate probed that meets the target
+  ServeMetrics at_max;     // the run at that rate
+  double capacity_qps = 0; // requests/s with every request at once (the rate's upper bound)
+  std::vector<SloProbe> probes;
+  std::string why_not;     // when nothing meets: which percentile misses at the lowest rate
+};
+
+// Rates from capacity/1024 to 1.25 x capacity, bisected (geometric) to 1% of the rate. `workload`
+// gives the lengths, request count and seed; its arrival process is replaced by Poisson arrivals
+// at each probed rate. Errors of Serve pass through.
+absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const ServeOptions& options,
+                                               const WorkloadSpec& workload,
+                                               const SloTarget& slo);
+
+struct ServingLayout {
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t replicas = 1;
+  bool fits = true;
+  std::string problem;  // why it was not evaluated (does not fit, TP does not divide ...)
+  SloSearchResult result;
+  double output_tokens_per_s_per_gpu = 0;  // at the highest rate meeting the target
+};
+
+// Every TP (powers of two within a node that divide the heads) x PP (powers of two up to the
+// layers) whose product divides `num_gpus`, the rest as replicas; each with its highest rate
+// under the target. Sorted best first: layouts meeting the target by output tokens/s per GPU,
+// then the others.
+absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(const ServeOptions& base,
+                                                                const WorkloadSpec& workload,
+                                                                const SloTarget& slo,
+                                                                int64_t num_gpus);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_SERVING_SLO_SEARCH_H_

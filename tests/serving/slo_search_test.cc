@@ -1,0 +1,101 @@
+#include "serving/slo_search.h"
+
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "hw_profiles/hardware_profile.h"
+#include "models/model_spec.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector {
+namespace {
+
+using ::projector::testing::IsOk;
+using ::projector::testing::StatusIs;
+using ::testing::HasSubstr;
+
+ServeOptions Llama8bOnH100() {
+  ServeOptions o;
+  o.deployment.model = *ResolveModel("llama3.1-8b");
+  o.deployment.hw = *ResolveHardwareProfile("h100-sxm");
+  return o;
+}
+
+WorkloadSpec Workload() {
+  WorkloadSpec w;
+  w.num_requests = 400;
+  w.input = {.distribution = LengthDistribution::kFixed, .mean = 1024};
+  w.output = {.distribution = LengthDistribution::kFixed, .mean = 128};
+  w.seed = 5;
+  return w;
+}
+
+// The rate found meets the target, the next probe above it (within 1%) does not, and the rate
+// is below the deployment's capacity (every request at once).
+TEST(SloSearchTest, BisectsToTheHighestRateMeetingTheTarget) {
+  const SloTarget slo{.ttft_ms = 200, .tpot_ms = 15, .percentile = 90};
+  absl::StatusOr<SloSearchResult> r = MaxQpsUnderSlo(Llama8bOnH100(), Workload(), slo);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_TRUE(r->found);
+  EXPECT_TRUE(MeetsSlo(r->at_max, slo));
+  EXPECT_LT(r->max_qps, r->capacity_qps);
+  double lowest_failing = 1e30;
+  for (const SloProbe& p : r->probes) {
+    if (!p.meets) lowest_failing = std::min(lowest_failing, p.qps);
+    if (p.meets) {
+      EXPECT_LE(p.qps, r->max_qps);
+    }
+  }
+  EXPECT_LE(lowest_failing / r->max_qps, 1.0101);
+}
+
+// A target no rate can miss is met at 1.25 x capacity; one below a lone request's latency is
+// met by no rate, and the reason names the percentile and the target.
+TEST(SloSearchTest, LooseAndImpossibleTargets) {
+  absl::StatusOr<SloSearchResult> loose =
+      MaxQpsUnderSlo(Llama8bOnH100(), Workload(), {.ttft_ms = 1e9, .tpot_ms = 1e9});
+  ASSERT_THAT(loose, IsOk());
+  EXPECT_TRUE(loose->found);
+  EXPECT_DOUBLE_EQ(loose->max_qps, 1.25 * loose->capacity_qps);
+  EXPECT_EQ(loose->probes.size(), 1u);
+  absl::StatusOr<SloSearchResult> none =
+      MaxQpsUnderSlo(Llama8bOnH100(), Workload(), {.ttft_ms = 1, .tpot_ms = 1});
+  ASSERT_THAT(none, IsOk());
+  EXPECT_FALSE(none->found);
+  EXPECT_THAT(none->why_not, HasSubstr("p90 TTFT"));
+  EXPECT_THAT(none->why_not, HasSubstr("target 1.0"));
+}
+
+TEST(SloSearchTest, BadTargetsAreRefused) {
+  EXPECT_THAT(ValidateSloTarget({.ttft_ms = 0, .tpot_ms = 10}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("slo-ttft")));
+  EXPECT_THAT(ValidateSloTarget({.ttft_ms = 10, .tpot_ms = -1}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("slo-tpot")));
+  EXPECT_THAT(ValidateSloTarget({.ttft_ms = 10, .tpot_ms = 10, .percentile = 95}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("50, 90 or 99")));
+}
+
+// 8 GPUs for Llama-3.1-8B: every power-of-two TP x PP that divides 8 (TP up to the 8 GPUs of a
+// node), the rest replicas; ranked by output tokens/s per GPU at the highest rate meeting the
+// target, which a layout search must not get worse than the layout it ranks first.
+TEST(SloSearchTest, LayoutSearchCoversEveryDivisorAndRanksByTokensPerGpu) {
+  WorkloadSpec w = Workload();
+  w.num_requests = 200;
+  absl::StatusOr<std::vector<ServingLayout>> layouts =
+      SearchServingLayouts(Llama8bOnH100(), w, {.ttft_ms = 300, .tpot_ms = 20}, 8);
+  ASSERT_THAT(layouts, IsOk());
+  EXPECT_EQ(layouts->size(), 10u);  // (tp, pp) with tp*pp | 8: 4 + 3 + 2 + 1
+  for (size_t i = 1; i < layouts->size(); ++i) {
+    if ((*layouts)[i].result.found) {
+      EXPECT_GE((*layouts)[i - 1].output_tokens_per_s_per_gpu,
+                (*layouts)[i].output_tokens_per_s_per_gpu);
+    }
+  }
+  const ServingLayout& best = layouts->front();
+  ASSERT_TRUE(best.result.found);
+  EXPECT_EQ(best.tp * best.pp * best.replicas, 8);
+}
+
+}  // namespace
+}  // namespace projector
