@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/status_macros.h"
+#include "report/html_report.h"
 #include "report/serve_report.h"
 #include "serving/serve.h"
 #include "serving/serve_flags.h"
@@ -37,6 +38,8 @@ constexpr char kUsage[] =
 constexpr FlagSpec kOutputFlags[] = {
     {"help", "Show this help", "", FlagArity::kSwitch},
     {"format", "Output format: text or json", "FORMAT"},
+    {"html", "Also write a one-file HTML report (charts over time, latency distributions)",
+     "FILE"},
     {"validate",
      "Instead of one projection: published serving results against the projection, one case "
      "per line (calibration/serving_public.jsonl)",
@@ -100,8 +103,14 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
                        : LayoutSearchText(job, slo, layouts));
     return absl::OkStatus();
   }
+  PROJECTOR_ASSIGN_OR_RETURN(const std::string html_path, OutputFileFlag(*flags, "html"));
   PROJECTOR_ASSIGN_OR_RETURN(const ServeResult result, Serve(job.options, job.requests));
   io.out << (as_json ? ServeJson(job, result).dump(2) + "\n" : ServeText(job, result));
+  if (!html_path.empty()) {
+    PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("html", html_path, ServeHtml(job, result)));
+    NoteStream(as_json, io.out, io.err)
+        << "html: report written to " << html_path << " (open in a browser)\n";
+  }
   return absl::OkStatus();
 }
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "core/number_format.h"
 #include "report/report.h"
+#include "report/serve_report.h"
 #include "report/validate_report.h"
 
 namespace projector {
@@ -942,6 +943,146 @@ std::string SearchHtml(const Scenario& base, const SearchResult& result, int64_t
                           HtmlEscape(ReproduceCommand(base, r.candidate)));
   }
   out += "</table>\n</body></html>\n";
+  return out;
+}
+
+namespace {
+
+// At most this many points per line of a serving chart.
+constexpr size_t kServeChartPoints = 400;
+
+struct Series {
+  std::string_view label;
+  std::string_view color;
+  std::vector<std::pair<double, double>> points;  // (x, y), x ascending
+};
+
+// Every `stride`-th point, so a line keeps at most kServeChartPoints points (and its last).
+std::vector<std::pair<double, double>> Thin(std::vector<std::pair<double, double>> points) {
+  if (points.size() <= kServeChartPoints) return points;
+  const size_t stride = (points.size() + kServeChartPoints - 1) / kServeChartPoints;
+  std::vector<std::pair<double, double>> out;
+  for (size_t i = 0; i < points.size(); i += stride) out.push_back(points[i]);
+  if (out.back() != points.back()) out.push_back(points.back());
+  return out;
+}
+
+// Lines over shared axes from 0: x to the largest x, y to `y_max` (the largest y when 0).
+void LineChart(std::string& out, std::string_view title, const std::vector<Series>& series,
+               std::string_view x_label, double y_max = 0) {
+  double x_max = 0;
+  double top = y_max;
+  for (const Series& s : series) {
+    for (const auto& [x, y] : s.points) {
+      x_max = std::max(x_max, x);
+      if (y_max <= 0) top = std::max(top, y);
+    }
+  }
+  if (y_max <= 0) top *= 1.1;
+  if (!(top > 0)) top = 1;
+  if (!(x_max > 0)) x_max = 1;
+  constexpr double kLeft = 70, kTop = 12, kW = 880, kH = 220;
+  auto px = [&](double x) { return kLeft + x / x_max * kW; };
+  auto py = [&](double y) { return kTop + kH - y / top * kH; };
+  Put(out, {"<h2>", title, "</h2>\n"});
+  std::vector<std::pair<std::string_view, std::string_view>> legend;
+  for (const Series& s : series) legend.emplace_back(s.label, s.color);
+  Legend(out, legend);
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", kTop + kH + 40);
+  const double ytick = TickStep(top, 5);
+  for (double v = 0; v <= top * 1.0001; v += ytick) {
+    Line(out, kLeft, py(v), kLeft + kW, py(v), kGridColor);
+    Text(out, kLeft - 6, py(v) + 4, CompactFigure(v), "end", "#667");
+  }
+  const double xtick = TickStep(x_max, 8);
+  for (double v = 0; v <= x_max * 1.0001; v += xtick) {
+    Text(out, px(v), kTop + kH + 14, CompactFigure(v), "middle", "#667");
+  }
+  Text(out, kLeft + kW / 2, kTop + kH + 32, x_label, "middle");
+  for (const Series& s : series) {
+    std::string points;
+    for (const auto& [x, y] : Thin(s.points)) {
+      absl::StrAppendFormat(&points, "%.1f,%.1f ", px(x), py(std::min(y, top)));
+    }
+    absl::StrAppendFormat(&out,
+                          "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" "
+                          "stroke-width=\"1.6\"/>",
+                          points, s.color);
+  }
+  out += "</svg>\n";
+}
+
+// (value, cumulative share) of ascending values.
+std::vector<std::pair<double, double>> Cdf(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  std::vector<std::pair<double, double>> out;
+  const double n = static_cast<double>(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    out.emplace_back(values[i], static_cast<double>(i + 1) / n);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ServeHtml(const ServeJob& job, const ServeResult& r) {
+  const ServeMetrics& m = r.metrics;
+  const Deployment& d = job.options.deployment;
+  std::string out;
+  const std::string title =
+      HtmlEscape(absl::StrFormat("Serving: %s on %s", d.model.name, d.hw.gpu.name));
+  PageStart(out, title);
+  const std::string text = ServeText(job, r);
+  Put(out, {"<h1>", title, "</h1>\n<pre>", HtmlEscape(text.substr(0, text.find("\n\n"))),
+            "</pre>\n"});
+  out += "<div class=\"cards\">";
+  Card(out, absl::StrFormat("%.1f", m.output_tokens_per_s_per_gpu), "output tokens/s per GPU");
+  Card(out, absl::StrFormat("%.2f", m.requests_per_s), "requests/s");
+  Card(out, absl::StrFormat("%.1f / %.1f", m.ttft_ms.p50, m.ttft_ms.p99), "TTFT p50 / p99 (ms)");
+  Card(out, absl::StrFormat("%.2f / %.2f", m.tpot_ms.p50, m.tpot_ms.p99), "TPOT p50 / p99 (ms)");
+  Card(out, absl::StrFormat("%.0f", m.e2e_ms.p50), "end-to-end p50 (ms)");
+  Card(out, Figure(static_cast<double>(m.completed)), "completed requests");
+  Card(out, absl::StrFormat("%.0f%%", 100.0 * m.peak_kv_utilization), "peak KV-cache use");
+  Card(out, Figure(static_cast<double>(m.preemptions)), "preemptions",
+       m.preemptions > 0 ? "bad" : "");
+  out += "</div>\n";
+
+  const std::vector<PassSample>& passes = r.first_replica.passes;
+  Series running{"running (holding KV blocks)", kForwardColor, {}};
+  Series waiting{"waiting", kTailColor, {}};
+  Series kv{"KV-cache use (%)", kWeightGradColor, {}};
+  Series tokens{"new tokens per pass", kBackwardColor, {}};
+  for (const PassSample& p : passes) {
+    running.points.emplace_back(p.time_s, p.running);
+    waiting.points.emplace_back(p.time_s, p.waiting);
+    kv.points.emplace_back(p.time_s, r.kv.blocks > 0 ? 100.0 * static_cast<double>(
+                                                                 p.kv_blocks_used) /
+                                                             static_cast<double>(r.kv.blocks)
+                                                       : 0.0);
+    tokens.points.emplace_back(p.time_s, p.batch_tokens);
+  }
+  LineChart(out, "Requests in the engine over time (replica 0)", {running, waiting},
+            "time (s)");
+  LineChart(out, "KV-cache use over time (replica 0)", {kv}, "time (s)", 100.0);
+  LineChart(out, "New tokens per pass (replica 0)", {tokens}, "time (s)");
+
+  std::vector<double> ttft, tpot, e2e;
+  for (const RequestRecord& q : r.first_replica.requests) {
+    ttft.push_back(1e3 * (q.first_token_s - q.arrival_s));
+    e2e.push_back(1e3 * (q.finish_s - q.arrival_s));
+    if (q.output_tokens > 1) {
+      tpot.push_back(1e3 * (q.finish_s - q.first_token_s) /
+                     static_cast<double>(q.output_tokens - 1));
+    }
+  }
+  LineChart(out, "TTFT distribution (replica 0; share of requests at or below)",
+            {{"TTFT", kForwardColor, Cdf(ttft)}}, "TTFT (ms)", 1.0);
+  LineChart(out, "TPOT distribution (replica 0)", {{"TPOT", kBackwardColor, Cdf(tpot)}},
+            "TPOT (ms)", 1.0);
+  LineChart(out, "End-to-end latency distribution (replica 0)",
+            {{"end-to-end", kCommColor, Cdf(e2e)}}, "end-to-end latency (ms)", 1.0);
+  Put(out, {"<h2>Full report</h2>\n<pre>", HtmlEscape(text), "</pre>\n"});
+  out += "</body></html>\n";
   return out;
 }
 

@@ -9,6 +9,8 @@
 
 #include "projection/projection.h"
 #include "scenario/scenario.h"
+#include "serving/serve.h"
+#include "serving/serve_flags.h"
 #include "studies/search.h"
 #include "studies/validate.h"
 #include "studies/what_if.h"
@@ -51,6 +53,12 @@ std::string ClockWhatIfHtml(const Scenario& scenario, const std::vector<ClockRow
 // line, layouts over it hollow, the memory/TGS Pareto front joined: the fastest layout for each
 // memory budget), and the top `top_k` layouts with their breakdown and `project` command.
 std::string SearchHtml(const Scenario& base, const SearchResult& result, int64_t top_k);
+
+// `project serve --html`: the deployment, engine and workload; headline cards (throughput per GPU,
+// TTFT and TPOT percentiles, completed requests, preemptions, peak KV use); replica 0 over time
+// (requests running and waiting, KV-cache use, new tokens per pass); the distributions (CDF) of
+// TTFT, TPOT and end-to-end latency over replica 0's requests; the pass anatomy; the text report.
+std::string ServeHtml(const ServeJob& job, const ServeResult& result);
 
 inline constexpr size_t kSearchPlotLimit = 5000;
 inline constexpr size_t kTimelineTooltipLimit = 4000;
