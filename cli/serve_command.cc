@@ -57,6 +57,7 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
   AddFlags(options, "Engine", ServeEngineFlags());
   AddFlags(options, "Workload", ServeWorkloadFlags());
   AddFlags(options, "Latency target", ServeSloFlags());
+  AddFlags(options, "Disaggregated serving", ServeDisaggregationFlags());
   PROJECTOR_ASSIGN_OR_RETURN(
       const std::optional<FlagValues> flags,
       ParseFlags(options, argc, argv, 1, "serve: ", " (see project serve --help)", io.out));
@@ -101,6 +102,19 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
         SearchServingLayouts(job.options, job.spec, slo.target, slo.num_gpus));
     io.out << (as_json ? LayoutSearchJson(job, slo, layouts).dump(2) + "\n"
                        : LayoutSearchText(job, slo, layouts));
+    return absl::OkStatus();
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const std::optional<DisaggregatedOptions> pools,
+                             DisaggregationFromFlags(*flags, job));
+  if (pools) {
+    if (slo.mode != SloMode::kNone || Given(*flags, "html")) {
+      return FlagError("disaggregate", "runs alone (no latency-target search or --html yet)");
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(const ServeResult aggregated, Serve(job.options, job.requests));
+    PROJECTOR_ASSIGN_OR_RETURN(const DisaggregatedResult split,
+                               ServeDisaggregated(*pools, job.requests));
+    io.out << (as_json ? DisaggregatedJson(job, *pools, aggregated, split).dump(2) + "\n"
+                       : DisaggregatedText(job, *pools, aggregated, split));
     return absl::OkStatus();
   }
   PROJECTOR_ASSIGN_OR_RETURN(const std::string html_path, OutputFileFlag(*flags, "html"));

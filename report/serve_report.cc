@@ -1,6 +1,7 @@
 #include "report/serve_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
@@ -313,6 +314,93 @@ nlohmann::json LayoutSearchJson(const ServeJob& job, const SloRequest& slo,
           {"target", TargetJson(slo.target)},
           {"workload", job.workload},
           {"layouts", rows}};
+}
+
+namespace {
+
+int64_t MeanPrompt(const ServeJob& job) {
+  double sum = 0;
+  for (const Request& r : job.requests) sum += static_cast<double>(r.prompt_tokens);
+  return job.requests.empty() ? 0
+                              : std::llround(sum / static_cast<double>(job.requests.size()));
+}
+
+std::string PoolLine(const PoolConfig& pool, const KvCacheSizing& kv) {
+  return absl::StrFormat("TP%d x %d replica%s on %s (%d GPUs), KV cache %s tokens per replica",
+                         pool.deployment.tp, pool.replicas, pool.replicas == 1 ? "" : "s",
+                         pool.deployment.hw.gpu.name, pool.deployment.NumGpus() * pool.replicas,
+                         FormatCount(kv.Tokens()));
+}
+
+nlohmann::json MetricsJson(const ServeMetrics& m, int64_t gpus) {
+  return {{"num_gpus", gpus},
+          {"ttft_ms", StatsJson(m.ttft_ms)},
+          {"tpot_ms", StatsJson(m.tpot_ms)},
+          {"e2e_ms", StatsJson(m.e2e_ms)},
+          {"requests_per_s", m.requests_per_s},
+          {"output_tokens_per_s", m.output_tokens_per_s},
+          {"output_tokens_per_s_per_gpu", m.output_tokens_per_s_per_gpu},
+          {"completed", m.completed},
+          {"preemptions", m.preemptions}};
+}
+
+}  // namespace
+
+std::string DisaggregatedText(const ServeJob& job, const DisaggregatedOptions& pools,
+                              const ServeResult& aggregated, const DisaggregatedResult& split) {
+  const Deployment& d = job.options.deployment;
+  std::string out = absl::StrCat("Disaggregated against aggregated serving of ", d.model.name,
+                                 " (medium level of detail)\n");
+  absl::StrAppend(&out, "  workload      ", job.workload, "\n");
+  absl::StrAppend(&out, "  aggregated    ", DeploymentLine(job), "\n");
+  absl::StrAppend(&out, "  prefill pool  ", PoolLine(pools.prefill, split.prefill_kv), "\n");
+  absl::StrAppend(&out, "  decode pool   ", PoolLine(pools.decode, split.decode_kv), "\n");
+  absl::StrAppendFormat(&out,
+                        "  KV transfer   %.2f ms mean, %.2f ms p99 per request (%.1f MB for the "
+                        "mean prompt), over the prefill GPUs' NICs\n\n",
+                        split.transfer_ms.mean, split.transfer_ms.p99,
+                        KvTransferBytes(pools.decode.deployment, MeanPrompt(job)).value() / 1e6);
+  const ServeMetrics& a = aggregated.metrics;
+  const ServeMetrics& b = split.metrics;
+  absl::StrAppendFormat(&out, "  %-28s %16s %16s\n", "", "aggregated", "disaggregated");
+  auto row = [&out](std::string_view name, double x, double y, int digits) {
+    absl::StrAppendFormat(&out, "  %-28s %16.*f %16.*f\n", std::string(name), digits, x, digits,
+                          y);
+  };
+  row("GPUs", static_cast<double>(aggregated.gpus), static_cast<double>(split.gpus), 0);
+  row("TTFT p50 (ms)", a.ttft_ms.p50, b.ttft_ms.p50, 1);
+  row("TTFT p90 (ms)", a.ttft_ms.p90, b.ttft_ms.p90, 1);
+  row("TTFT p99 (ms)", a.ttft_ms.p99, b.ttft_ms.p99, 1);
+  row("TPOT p50 (ms)", a.tpot_ms.p50, b.tpot_ms.p50, 2);
+  row("TPOT p90 (ms)", a.tpot_ms.p90, b.tpot_ms.p90, 2);
+  row("TPOT p99 (ms)", a.tpot_ms.p99, b.tpot_ms.p99, 2);
+  row("end-to-end p50 (ms)", a.e2e_ms.p50, b.e2e_ms.p50, 0);
+  row("end-to-end p99 (ms)", a.e2e_ms.p99, b.e2e_ms.p99, 0);
+  row("requests/s", a.requests_per_s, b.requests_per_s, 2);
+  row("output tokens/s per GPU", a.output_tokens_per_s_per_gpu, b.output_tokens_per_s_per_gpu,
+      1);
+  row("preemptions", static_cast<double>(a.preemptions), static_cast<double>(b.preemptions),
+      0);
+  return out;
+}
+
+nlohmann::json DisaggregatedJson(const ServeJob& job, const DisaggregatedOptions& pools,
+                                 const ServeResult& aggregated, const DisaggregatedResult& split) {
+  auto pool_json = [](const PoolConfig& p, const KvCacheSizing& kv, const ServeMetrics& m) {
+    return nlohmann::json{{"tp", p.deployment.tp},
+                          {"replicas", p.replicas},
+                          {"gpu", p.deployment.hw.gpu.name},
+                          {"kv_cache_tokens", kv.Tokens()},
+                          {"passes", m.passes},
+                          {"mean_batch_sequences", m.mean_batch_sequences},
+                          {"peak_kv_utilization", m.peak_kv_utilization}};
+  };
+  return {{"workload", job.workload},
+          {"aggregated", MetricsJson(aggregated.metrics, aggregated.gpus)},
+          {"disaggregated", MetricsJson(split.metrics, split.gpus)},
+          {"prefill_pool", pool_json(pools.prefill, split.prefill_kv, split.prefill_pool)},
+          {"decode_pool", pool_json(pools.decode, split.decode_kv, split.decode_pool)},
+          {"kv_transfer_ms", StatsJson(split.transfer_ms)}};
 }
 
 }  // namespace projector

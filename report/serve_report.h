@@ -23,6 +23,11 @@ std::string LayoutSearchText(const ServeJob& job, const SloRequest& slo,
                              const std::vector<ServingLayout>& layouts);
 nlohmann::json LayoutSearchJson(const ServeJob& job, const SloRequest& slo,
                                 const std::vector<ServingLayout>& layouts);
+// `project serve --disaggregate`: the aggregated deployment beside the prefill and decode pools.
+std::string DisaggregatedText(const ServeJob& job, const DisaggregatedOptions& pools,
+                              const ServeResult& aggregated, const DisaggregatedResult& split);
+nlohmann::json DisaggregatedJson(const ServeJob& job, const DisaggregatedOptions& pools,
+                                 const ServeResult& aggregated, const DisaggregatedResult& split);
 // `project serve --validate FILE`: every published figure against its projection, and the
 // median |error|.
 std::string ServeValidationText(const ServeValidation& v);

@@ -69,7 +69,14 @@ class ContinuousEngine {
         stage_times_(static_cast<size_t>(pp_)) {
     run_.kv = kv;
     live_.resize(requests.size());
-    for (size_t i = 0; i < requests.size(); ++i) live_[i].request = &requests[i];
+    for (size_t i = 0; i < requests.size(); ++i) {
+      Live& r = live_[i];
+      r.request = &requests[i];
+      if (requests[i].prefilled) {
+        r.computed = requests[i].prompt_tokens;
+        r.generated = 1;
+      }
+    }
     run_.passes.reserve(requests.size() * 2);
   }
 
@@ -118,7 +125,9 @@ class ContinuousEngine {
   // free; one held back until a slot frees is sent then.
   void Send(double now) {
     while (next_ < requests_.size() && requests_[next_].arrival_s <= now && SlotFree()) {
-      live_[next_].sent_s = std::max(requests_[next_].arrival_s, now);
+      Live& r = live_[next_];
+      r.sent_s = std::max(requests_[next_].arrival_s, now);
+      if (r.request->prefilled) r.first_token_s = r.sent_s;
       waiting_.push_back(static_cast<int32_t>(next_));
       ++in_system_;
       ++next_;

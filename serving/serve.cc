@@ -11,10 +11,8 @@
 #include "scenario/scenario.h"
 
 namespace projector {
-namespace {
 
-// The metrics over every replica's requests and passes.
-ServeMetrics Measure(std::span<const ReplicaRun> runs, int64_t gpus) {
+ServeMetrics MeasureRuns(std::span<const ReplicaRun> runs, int64_t gpus) {
   std::vector<double> ttft, tpot, e2e;
   ServeMetrics m;
   double input_tokens = 0, output_tokens = 0, batch_sequences = 0, batch_tokens = 0;
@@ -60,6 +58,8 @@ ServeMetrics Measure(std::span<const ReplicaRun> runs, int64_t gpus) {
   }
   return m;
 }
+
+namespace {
 
 PassBreakdown Sum(const PassBreakdown& a, const PassBreakdown& b) {
   return PassBreakdown{.linear = a.linear + b.linear,
@@ -152,7 +152,7 @@ absl::StatusOr<ServeResult> Serve(const ServeOptions& options, std::span<const R
   }
   ServeResult result;
   result.gpus = options.deployment.NumGpus() * options.replicas;
-  result.metrics = Measure(runs, result.gpus);
+  result.metrics = MeasureRuns(runs, result.gpus);
   result.kv = runs.front().kv;
   result.first_replica = std::move(runs.front());
   PROJECTOR_ASSIGN_OR_RETURN(result.anatomy, Anatomy(*cost, requests, result.metrics));

@@ -49,6 +49,9 @@ struct ServeMetrics {
   double peak_kv_utilization = 0;   // blocks in use over blocks held, at the fullest pass
 };
 
+// The metrics of replica runs whose GPUs number `gpus` in all.
+ServeMetrics MeasureRuns(std::span<const ReplicaRun> runs, int64_t gpus);
+
 struct ServeOptions {
   Deployment deployment;
   EngineConfig engine;

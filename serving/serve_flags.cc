@@ -81,6 +81,19 @@ constexpr FlagSpec kSloFlags[] = {
     {"num-gpus", "GPUs the layout search divides (with --search-layouts)", "N"},
 };
 
+constexpr FlagSpec kDisaggregationFlags[] = {
+    {"disaggregate",
+     "Also run separate prefill and decode pools (KV cache sent between them) and compare with "
+     "the aggregated deployment",
+     "", FlagArity::kSwitch},
+    {"prefill-tp", "Prefill pool: tensor-parallel GPUs per replica (default: --tp)", "N"},
+    {"prefill-replicas", "Prefill pool: replicas", "N", FlagArity::kValue, "1"},
+    {"prefill-gpu-arch", "Prefill pool: GPU profile (default: --gpu-arch)", "NAME|FILE"},
+    {"decode-tp", "Decode pool: tensor-parallel GPUs per replica (default: --tp)", "N"},
+    {"decode-replicas", "Decode pool: replicas", "N", FlagArity::kValue, "1"},
+    {"decode-gpu-arch", "Decode pool: GPU profile (default: --gpu-arch)", "NAME|FILE"},
+};
+
 absl::StatusOr<DType> ServingDType(const FlagValues& flags, absl::string_view name) {
   const std::string text = StringFlag(flags, name);
   absl::StatusOr<DType> d = ParseDType(text);
@@ -194,6 +207,61 @@ std::span<const FlagSpec> ServeDeploymentFlags() { return kDeploymentFlags; }
 std::span<const FlagSpec> ServeEngineFlags() { return kEngineFlags; }
 std::span<const FlagSpec> ServeWorkloadFlags() { return kWorkloadFlags; }
 std::span<const FlagSpec> ServeSloFlags() { return kSloFlags; }
+std::span<const FlagSpec> ServeDisaggregationFlags() { return kDisaggregationFlags; }
+
+namespace {
+
+// One pool: the job's deployment with the pool's TP, replicas and GPU, PP 1.
+absl::StatusOr<PoolConfig> PoolFromFlags(const FlagValues& flags, const ServeJob& job,
+                                         absl::string_view pool) {
+  PoolConfig out;
+  out.deployment = job.options.deployment;
+  out.deployment.pp = 1;
+  const std::string tp = absl::StrCat(pool, "-tp");
+  const std::string replicas = absl::StrCat(pool, "-replicas");
+  const std::string gpu = absl::StrCat(pool, "-gpu-arch");
+  PROJECTOR_ASSIGN_OR_RETURN(out.deployment.tp,
+                             IntFlag(flags, tp, {.min = 1, .max = 1024}, job.options.deployment.tp));
+  if (out.deployment.model.num_attention_heads % out.deployment.tp != 0) {
+    return FlagError(tp, absl::StrCat(out.deployment.model.name, " has ",
+                                      out.deployment.model.num_attention_heads,
+                                      " attention heads; tp must divide them"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(out.replicas, IntFlag(flags, replicas, {.min = 1, .max = 1 << 16}));
+  if (Given(flags, gpu)) {
+    absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(StringFlag(flags, gpu));
+    if (!hw.ok()) return FlagError(gpu, hw.status().message());
+    if (hw->gpu.MatrixPeak(out.deployment.weight_dtype, hw->gpu.sustained_clock).value() <= 0) {
+      return FlagError(gpu, absl::StrCat(hw->gpu.name, " has no ",
+                                         std::string(DTypeName(out.deployment.weight_dtype)),
+                                         " matrix rate"));
+    }
+    out.deployment.hw = *std::move(hw);
+    PROJECTOR_RETURN_IF_ERROR(ResolveServingKernels(out.deployment));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<DisaggregatedOptions>> DisaggregationFromFlags(
+    const FlagValues& flags, const ServeJob& job) {
+  PROJECTOR_ASSIGN_OR_RETURN(const bool on, BoolFlag(flags, "disaggregate"));
+  if (!on) {
+    for (const FlagSpec& f : kDisaggregationFlags) {
+      if (Given(flags, f.name)) return FlagError(f.name, "only with --disaggregate");
+    }
+    return std::nullopt;
+  }
+  if (job.options.engine.batching != BatchingMode::kContinuous) {
+    return FlagError("disaggregate", "the pools run continuous batching; drop --batching static");
+  }
+  DisaggregatedOptions o;
+  o.engine = job.options.engine;
+  PROJECTOR_ASSIGN_OR_RETURN(o.prefill, PoolFromFlags(flags, job, "prefill"));
+  PROJECTOR_ASSIGN_OR_RETURN(o.decode, PoolFromFlags(flags, job, "decode"));
+  return o;
+}
 
 absl::StatusOr<SloRequest> SloFromFlags(const FlagValues& flags) {
   SloRequest slo;

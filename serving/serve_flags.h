@@ -4,12 +4,14 @@
 #ifndef PROJECTOR_SERVING_SERVE_FLAGS_H_
 #define PROJECTOR_SERVING_SERVE_FLAGS_H_
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/flag_values.h"
+#include "serving/disaggregated.h"
 #include "serving/serve.h"
 #include "serving/slo_search.h"
 #include "serving/workload.h"
@@ -21,6 +23,8 @@ std::span<const FlagSpec> ServeEngineFlags();
 std::span<const FlagSpec> ServeWorkloadFlags();
 // --slo-ttft, --slo-tpot, --slo-percentile, --max-qps, --search-layouts, --num-gpus.
 std::span<const FlagSpec> ServeSloFlags();
+// --disaggregate and the pools' --prefill-* and --decode-* flags.
+std::span<const FlagSpec> ServeDisaggregationFlags();
 
 // Sets the declared defaults of the three groups on flags built by a program rather than parsed
 // from a command line (the parser registers them itself).
@@ -53,6 +57,12 @@ absl::StatusOr<SloRequest> SloFromFlags(const FlagValues& flags);
 // --concurrency or --trace (and not static batching), --qps <= 0, an output length of 0, an
 // unknown model or GPU, a precision the GPU has no rate for.
 absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_searched = false);
+
+// The prefill and decode pools --disaggregate asks for, over the job's deployment (each pool
+// its own TP, replicas and GPU; PP 1) and engine; nullopt without --disaggregate. FlagError for
+// a pool flag without --disaggregate, a bad TP or GPU, or with static batching.
+absl::StatusOr<std::optional<DisaggregatedOptions>> DisaggregationFromFlags(
+    const FlagValues& flags, const ServeJob& job);
 
 }  // namespace projector
 

@@ -21,6 +21,9 @@ struct Request {
   double arrival_s = 0;
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
+  // Arrives with its prompt's KV cache and its first token (a decode pool's request in
+  // disaggregated serving): it needs cache blocks for the prompt and decodes from there.
+  bool prefilled = false;
 };
 
 // How requests arrive. kPoisson: exponential gaps at `qps` (vLLM's benchmark_serving
