@@ -121,5 +121,65 @@ void BM_SloLayoutSearch_Llama70bOn8(benchmark::State& state) {
 }
 BENCHMARK(BM_SloLayoutSearch_Llama70bOn8)->Unit(benchmark::kMillisecond);
 
+// The seed's level-of-detail study (issue 26 point 6): scenarios A (an 80-layer model on one
+// GPU), B (TP4) and C (TP4 x PP2), 500 requests each, at the medium level (one cost per pass) and
+// the high level (every pass as events per layer and collective step). Counters: passes,
+// events, and at the high level the differences from the medium level's metrics (%).
+ServeJob LodJob(const char* gpu, const char* tp, const char* pp, const char* precision,
+                const char* qps, LevelOfDetail lod) {
+  ServeJob job = Job({{"model", "llama3.1-70b"}, {"gpu-arch", gpu}, {"tp", tp}, {"pp", pp},
+                      {"precision", precision}, {"qps", qps}, {"num-requests", "500"},
+                      {"input-len", "512"}, {"output-len", "128"}});
+  job.options.engine.lod = lod;
+  return job;
+}
+
+double DiffPct(double high, double medium) {
+  return medium != 0 ? 100.0 * (high - medium) / medium : 0.0;
+}
+
+void RunLod(benchmark::State& state, const ServeJob& job) {
+  ServeJob medium_job = job;
+  medium_job.options.engine.lod = LevelOfDetail::kMedium;
+  const absl::StatusOr<ServeResult> medium = Serve(medium_job.options, medium_job.requests);
+  absl::StatusOr<ServeResult> r;
+  for (auto _ : state) {
+    r = Serve(job.options, job.requests);
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+  }
+  if (!medium.ok()) {
+    state.SkipWithError("medium");
+    return;
+  }
+  state.counters["passes"] = static_cast<double>(r->metrics.passes);
+  state.counters["events"] = static_cast<double>(r->metrics.events);
+  state.counters["ttft_diff_pct"] = DiffPct(r->metrics.ttft_ms.mean, medium->metrics.ttft_ms.mean);
+  state.counters["tpot_diff_pct"] = DiffPct(r->metrics.tpot_ms.mean, medium->metrics.tpot_ms.mean);
+  state.counters["e2e_diff_pct"] = DiffPct(r->metrics.e2e_ms.mean, medium->metrics.e2e_ms.mean);
+  state.counters["tput_diff_pct"] =
+      DiffPct(r->metrics.output_tokens_per_s, medium->metrics.output_tokens_per_s);
+}
+
+void BM_Lod_ScenarioA(benchmark::State& state) {
+  const LevelOfDetail lod = state.range(0) == 0 ? LevelOfDetail::kMedium : LevelOfDetail::kHigh;
+  RunLod(state, LodJob("h200-sxm", "1", "1", "fp8", "2", lod));
+}
+BENCHMARK(BM_Lod_ScenarioA)->Arg(0)->Arg(1)->ArgName("high")->Unit(benchmark::kMillisecond);
+
+void BM_Lod_ScenarioB(benchmark::State& state) {
+  const LevelOfDetail lod = state.range(0) == 0 ? LevelOfDetail::kMedium : LevelOfDetail::kHigh;
+  RunLod(state, LodJob("h100-sxm", "4", "1", "bf16", "4", lod));
+}
+BENCHMARK(BM_Lod_ScenarioB)->Arg(0)->Arg(1)->ArgName("high")->Unit(benchmark::kMillisecond);
+
+void BM_Lod_ScenarioC(benchmark::State& state) {
+  const LevelOfDetail lod = state.range(0) == 0 ? LevelOfDetail::kMedium : LevelOfDetail::kHigh;
+  RunLod(state, LodJob("h100-sxm", "4", "2", "bf16", "8", lod));
+}
+BENCHMARK(BM_Lod_ScenarioC)->Arg(0)->Arg(1)->ArgName("high")->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace projector

@@ -29,6 +29,13 @@ void TaskGraph::Reserve(size_t tasks, size_t dependencies) {
   dependencies_.reserve(dependencies);
 }
 
+void TaskGraph::Clear() {
+  resource_order_.clear();
+  task_resource_.clear();
+  task_duration_.clear();
+  dependencies_.clear();
+}
+
 namespace {
 
 // Rows of a compressed adjacency: first[k] .. first[k + 1] for key k, from the keys of `items`.

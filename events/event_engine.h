@@ -40,6 +40,8 @@ class TaskGraph {
   void AddDependency(TaskId before, TaskId after);
   // Reserves room for this many tasks and dependencies (optional).
   void Reserve(size_t tasks, size_t dependencies);
+  // Removes every resource, task and dependency, keeping the memory for the next graph.
+  void Clear();
 
   size_t num_resources() const { return resource_order_.size(); }
   size_t num_tasks() const { return task_resource_.size(); }

@@ -42,6 +42,10 @@ std::string EngineLine(const EngineConfig& e) {
       e.chunked_prefill ? "on" : "off");
   absl::StrAppendFormat(&line, ", host overhead %g us per pass + %g us per request",
                         ToMicroseconds(e.pass_overhead), ToMicroseconds(e.request_overhead));
+  if (e.slow_gpu.gpu >= 0) {
+    absl::StrAppendFormat(&line, ", GPU %d of each replica %gx slower", e.slow_gpu.gpu,
+                          e.slow_gpu.factor);
+  }
   return line;
 }
 
@@ -49,7 +53,13 @@ std::string EngineLine(const EngineConfig& e) {
 
 std::string ServeText(const ServeJob& job, const ServeResult& r) {
   const ServeMetrics& m = r.metrics;
-  std::string out = "Serving projection (medium level of detail: one analytical cost per pass)\n";
+  std::string out =
+      job.options.engine.lod == LevelOfDetail::kHigh
+          ? absl::StrFormat("Serving projection (high level of detail: every pass replayed as "
+                            "events per layer and collective step, %s events)\n",
+                            FormatCount(m.events))
+          : std::string("Serving projection (medium level of detail: one analytical cost per "
+                        "pass)\n");
   absl::StrAppend(&out, "  deployment ", DeploymentLine(job), "\n");
   absl::StrAppend(&out, "  engine     ", EngineLine(job.options.engine), "\n");
   absl::StrAppend(&out, "  workload   ", job.workload, "\n");
@@ -105,7 +115,8 @@ nlohmann::json ServeJson(const ServeJob& job, const ServeResult& r) {
                                                : 0.0}});
   }
   return {
-      {"level_of_detail", "medium"},
+      {"level_of_detail", LevelOfDetailName(e.lod)},
+      {"events", m.events},
       {"deployment",
        {{"model", d.model.name},
         {"gpu", d.hw.gpu.name},

@@ -1,6 +1,7 @@
 #include "serving/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <utility>
@@ -8,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "serving/pass_events.h"
 
 namespace projector {
 namespace {
@@ -55,9 +57,20 @@ void AddToPass(const Live& r, int64_t new_tokens, BatchPass& pass) {
   if (completes) ++pass.emitting;
 }
 
+// Prices a pass at the configured level of detail: one analytical cost (medium) or the pass
+// replayed as events per layer and collective step (high).
+struct PassTimer {
+  PassCostModel& cost;
+  EventPassTimer* events = nullptr;  // set for the high level
+  absl::Status StageTimes(const BatchPass& pass, std::span<Seconds> out) {
+    return events != nullptr ? events->StageTimes(pass, out) : cost.StageTimes(pass, out);
+  }
+  const Deployment& deployment() const { return cost.deployment(); }
+};
+
 class ContinuousEngine {
  public:
-  ContinuousEngine(PassCostModel& cost, const EngineConfig& config,
+  ContinuousEngine(PassTimer& cost, const EngineConfig& config,
                    std::span<const Request> requests, const KvCacheSizing& kv)
       : cost_(cost),
         config_(config),
@@ -312,7 +325,7 @@ class ContinuousEngine {
   }
 
   ReplicaRun run_;
-  PassCostModel& cost_;
+  PassTimer& cost_;
   const EngineConfig& config_;
   std::span<const Request> requests_;
   const int64_t block_size_;
@@ -337,7 +350,7 @@ class ContinuousEngine {
 // and then decodes every request of the batch until the longest output is complete (the
 // finished ones keep their slots, as in a static batch). Pipeline stages run one batch at a
 // time.
-absl::StatusOr<ReplicaRun> RunStatic(PassCostModel& cost, const EngineConfig& config,
+absl::StatusOr<ReplicaRun> RunStatic(PassTimer& cost, const EngineConfig& config,
                                      std::span<const Request> requests, ReplicaRun run) {
   const int64_t pp = cost.deployment().pp;
   std::vector<Seconds> stage_times(static_cast<size_t>(pp));
@@ -434,6 +447,18 @@ absl::Status CheckServable(const EngineConfig& config, std::span<const Request> 
 
 }  // namespace
 
+std::string_view LevelOfDetailName(LevelOfDetail lod) {
+  return lod == LevelOfDetail::kMedium ? "medium" : "high";
+}
+
+absl::StatusOr<LevelOfDetail> ParseLevelOfDetail(std::string_view name) {
+  if (name == "medium") return LevelOfDetail::kMedium;
+  if (name == "high") return LevelOfDetail::kHigh;
+  return absl::InvalidArgumentError(absl::StrCat("unknown level of detail '",
+                                                 absl::string_view(name.data(), name.size()),
+                                                 "'; accepted: medium, high"));
+}
+
 std::string_view BatchingModeName(BatchingMode mode) {
   return mode == BatchingMode::kContinuous ? "continuous" : "static";
 }
@@ -459,6 +484,12 @@ absl::Status ValidateEngineConfig(const EngineConfig& config) {
     return absl::InvalidArgumentError(
         absl::StrCat("concurrency: must be >= 1 (or 0 for no limit), got ", config.concurrency));
   }
+  if (config.slow_gpu.gpu >= 0 &&
+      (config.lod != LevelOfDetail::kHigh || !(config.slow_gpu.factor >= 1.0) ||
+       !std::isfinite(config.slow_gpu.factor))) {
+    return absl::InvalidArgumentError(
+        "slow-gpu: a straggler needs --lod high and a factor >= 1");
+  }
   if (config.pass_overhead.value() < 0 || config.request_overhead.value() < 0) {
     return absl::InvalidArgumentError("pass-overhead-us and request-overhead-us must be >= 0");
   }
@@ -468,17 +499,29 @@ absl::Status ValidateEngineConfig(const EngineConfig& config) {
 absl::StatusOr<ReplicaRun> RunReplica(PassCostModel& cost, const EngineConfig& config,
                                       std::span<const Request> requests) {
   PROJECTOR_RETURN_IF_ERROR(ValidateEngineConfig(config));
+  if (config.slow_gpu.gpu >= cost.deployment().NumGpus()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "slow-gpu: GPU ", config.slow_gpu.gpu, " is not in a replica of ",
+        cost.deployment().NumGpus(), " GPUs (0 to ", cost.deployment().NumGpus() - 1, ")"));
+  }
   PROJECTOR_ASSIGN_OR_RETURN(
       const KvCacheSizing kv,
       SizeKvCache(cost.deployment(), config.kv, config.max_batched_tokens, config.max_num_seqs));
   PROJECTOR_RETURN_IF_ERROR(CheckServable(config, requests, kv));
   ReplicaRun run;
   run.kv = kv;
+  EventPassTimer events(cost, config.slow_gpu);
+  PassTimer timer{.cost = cost,
+                  .events = config.lod == LevelOfDetail::kHigh ? &events : nullptr};
+  absl::StatusOr<ReplicaRun> result;
   if (config.batching == BatchingMode::kStatic) {
-    return RunStatic(cost, config, requests, std::move(run));
+    result = RunStatic(timer, config, requests, std::move(run));
+  } else {
+    ContinuousEngine engine(timer, config, requests, kv);
+    result = engine.Run();
   }
-  ContinuousEngine engine(cost, config, requests, kv);
-  return engine.Run();
+  if (result.ok()) result->events = events.events();
+  return result;
 }
 
 }  // namespace projector

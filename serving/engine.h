@@ -20,11 +20,17 @@
 #include "core/units.h"
 #include "serving/kv_cache.h"
 #include "serving/pass_cost.h"
+#include "serving/pass_events.h"
 #include "serving/workload.h"
 
 namespace projector {
 
 enum class BatchingMode { kContinuous, kStatic };
+// How a pass is priced: medium, one analytical cost per pass (serving/pass_cost.h); high, the
+// pass replayed as events per layer and per collective step (serving/pass_events.h).
+enum class LevelOfDetail { kMedium, kHigh };
+std::string_view LevelOfDetailName(LevelOfDetail lod);
+absl::StatusOr<LevelOfDetail> ParseLevelOfDetail(std::string_view name);
 std::string_view BatchingModeName(BatchingMode mode);
 absl::StatusOr<BatchingMode> ParseBatchingMode(std::string_view name);
 
@@ -44,6 +50,9 @@ struct EngineConfig {
   // prefills only whenever there are any, else decodes only (vLLM V0 without chunked prefill,
   // SGLang without --enable-mixed-chunk).
   bool mixed_batches = true;
+  LevelOfDetail lod = LevelOfDetail::kMedium;
+  // A straggler GPU of every replica (high level of detail only; serving/pass_events.h).
+  SlowGpu slow_gpu;
   KvCacheConfig kv;
   // Requests in the system at once (a benchmark client's --max-concurrency): a request is sent
   // when it has arrived and fewer than this many are unfinished; 0 = no limit.
@@ -83,6 +92,7 @@ struct ReplicaRun {
   std::vector<PassSample> passes;       // in completion order
   int64_t preemptions = 0;
   KvCacheSizing kv;
+  int64_t events = 0;  // simulated at the high level of detail (0 at medium)
 };
 
 // Runs `requests` (arrival order) through one replica. kFailedPrecondition when the model does

@@ -117,17 +117,17 @@ absl::StatusOr<PassCostModel::LinearCost> PassCostModel::Linear(int64_t tokens) 
         backends_.collective->Estimate(InferenceTpAllReduce(ctx, tokens)));
     all_reduce = e.time;
   }
-  const bool has_dense = deployment_.model.NumDenseLayers() > 0;
-  const bool has_moe = deployment_.model.NumMoeLayers() > 0;
-  if (has_dense) {
-    PROJECTOR_ASSIGN_OR_RETURN(OpList ops, InferenceLayerOps(ctx, tokens, false));
-    PROJECTOR_ASSIGN_OR_RETURN(cost.dense_linear, TimeOpList(ops, nullptr));
-    cost.dense_comm = all_reduce * 2.0;
-  }
-  if (has_moe) {
-    PROJECTOR_ASSIGN_OR_RETURN(OpList ops, InferenceLayerOps(ctx, tokens, true));
-    PROJECTOR_ASSIGN_OR_RETURN(cost.moe_linear, TimeOpList(ops, nullptr));
-    cost.moe_comm = all_reduce * 2.0;
+  for (const bool moe : {false, true}) {
+    if ((moe ? deployment_.model.NumMoeLayers() : deployment_.model.NumDenseLayers()) == 0) {
+      continue;
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(OpList ops, InferenceLayerOps(ctx, tokens, moe));
+    PROJECTOR_RETURN_IF_ERROR(TimeOpList(ops, nullptr).status());
+    LayerParts& parts = moe ? cost.moe : cost.dense;
+    for (const Op& op : ops) {
+      (op.module == "attention" ? parts.attention_linear : parts.mlp_linear) += op.time;
+    }
+    parts.all_reduce = all_reduce;
   }
   PROJECTOR_ASSIGN_OR_RETURN(OpList embedding, InferenceEmbeddingOps(ctx, tokens));
   PROJECTOR_ASSIGN_OR_RETURN(cost.embedding, TimeOpList(embedding, &cost.embedding_comm));
@@ -143,6 +143,11 @@ absl::StatusOr<PassCostModel::LinearCost> PassCostModel::Linear(int64_t tokens) 
   }
   linear_.emplace(tokens, cost);
   return cost;
+}
+
+absl::StatusOr<PassCostModel::LayerParts> PassCostModel::Parts(int64_t tokens, bool moe) {
+  PROJECTOR_ASSIGN_OR_RETURN(const LinearCost linear, Linear(tokens));
+  return moe ? linear.moe : linear.dense;
 }
 
 absl::StatusOr<Seconds> PassCostModel::PrefillAttention(const PrefillChunk& chunk) {
@@ -191,8 +196,8 @@ absl::StatusOr<PassBreakdown> PassCostModel::Breakdown(const BatchPass& pass, in
   const double dense = D(layers.count - layers.moe);
   const double moe = D(layers.moe);
   PassBreakdown b;
-  b.linear = linear.dense_linear * dense + linear.moe_linear * moe;
-  b.tp_comm = linear.dense_comm * dense + linear.moe_comm * moe;
+  b.linear = linear.dense.Linear() * dense + linear.moe.Linear() * moe;
+  b.tp_comm = (linear.dense.all_reduce * dense + linear.moe.all_reduce * moe) * 2.0;
   Seconds prefill(0);
   for (const PrefillChunk& chunk : pass.prefills) {
     PROJECTOR_ASSIGN_OR_RETURN(const Seconds t, PrefillAttention(chunk));

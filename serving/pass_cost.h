@@ -99,6 +99,21 @@ class PassCostModel {
   // The same with the breakdown of one stage.
   absl::StatusOr<PassBreakdown> Breakdown(const BatchPass& pass, int64_t stage);
 
+  // One layer's token-linear work at `tokens` new tokens, split where its TP all-reduces fall:
+  // the attention module's ops (before the first all-reduce), the rest (norms and the MLP or
+  // experts, before the second), and one all-reduce.
+  struct LayerParts {
+    Seconds attention_linear;
+    Seconds mlp_linear;
+    Seconds all_reduce;
+    Seconds Linear() const { return attention_linear + mlp_linear; }
+  };
+  absl::StatusOr<LayerParts> Parts(int64_t tokens, bool moe);
+  // One layer's attention kernel for one prefill chunk, and the decode attention over the
+  // decoding requests' caches (0 without any).
+  absl::StatusOr<Seconds> PrefillAttention(const PrefillChunk& chunk);
+  absl::StatusOr<Seconds> DecodeAttention(int64_t sequences, int64_t kv_tokens);
+
   const Deployment& deployment() const { return deployment_; }
   const std::vector<StageLayers>& stages() const { return stages_; }
   // Distinct token counts priced so far (the memo's size), for the report and benchmarks.
@@ -108,14 +123,11 @@ class PassCostModel {
   PassCostModel(Deployment deployment, BackendSet backends);
 
   struct LinearCost {
-    Seconds dense_linear, dense_comm;  // one dense layer
-    Seconds moe_linear, moe_comm;      // one MoE layer
+    LayerParts dense, moe;  // one layer of each kind
     Seconds embedding, embedding_comm;
     Seconds pp_send;
   };
   absl::StatusOr<LinearCost> Linear(int64_t tokens);
-  absl::StatusOr<Seconds> PrefillAttention(const PrefillChunk& chunk);
-  absl::StatusOr<Seconds> DecodeAttention(int64_t sequences, int64_t kv_tokens);
   // The output head's compute and its logits gather.
   absl::StatusOr<std::pair<Seconds, Seconds>> Output(int64_t sequences);
   absl::StatusOr<Seconds> TimeOpList(OpList& ops, Seconds* comm);

@@ -39,6 +39,7 @@ ServeMetrics MeasureRuns(std::span<const ReplicaRun> runs, int64_t gpus) {
       }
     }
     m.passes += static_cast<int64_t>(run.passes.size());
+    m.events += run.events;
     m.preemptions += run.preemptions;
   }
   m.ttft_ms = Summarize(ttft);

@@ -1,7 +1,9 @@
 #include "serving/serve_flags.h"
 
+#include <cmath>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/dtype.h"
@@ -42,6 +44,14 @@ constexpr FlagSpec kEngineFlags[] = {
     {"block-size", "Tokens per KV-cache block", "N", FlagArity::kValue, "16"},
     {"pass-overhead-us", "Host time per pass not hidden behind the GPU", "US", FlagArity::kValue,
      "0"},
+    {"lod",
+     "Level of detail: medium (one analytical cost per pass) or high (each pass replayed as "
+     "events per layer and per collective step)",
+     "LEVEL", FlagArity::kValue, "medium"},
+    {"slow-gpu",
+     "With --lod high: GPU R of every replica (stage R/tp, TP rank R%tp) computes FACTOR times "
+     "as long",
+     "R:FACTOR"},
     {"request-overhead-us", "Host time per request in a pass not hidden behind the GPU", "US",
      FlagArity::kValue, "0"},
 };
@@ -145,6 +155,26 @@ absl::StatusOr<EngineConfig> EngineFromFlags(const FlagValues& flags) {
   absl::StatusOr<BatchingMode> mode = ParseBatchingMode(StringFlag(flags, "batching"));
   if (!mode.ok()) return FlagError("batching", mode.status().message());
   e.batching = *mode;
+  absl::StatusOr<LevelOfDetail> lod = ParseLevelOfDetail(StringFlag(flags, "lod"));
+  if (!lod.ok()) return FlagError("lod", lod.status().message());
+  e.lod = *lod;
+  if (Given(flags, "slow-gpu")) {
+    const std::string text = StringFlag(flags, "slow-gpu");
+    const size_t colon = text.find(':');
+    double gpu = -1;
+    double factor = 0;
+    if (colon == std::string::npos ||
+        !absl::SimpleAtod(absl::string_view(text).substr(0, colon), &gpu) ||
+        !absl::SimpleAtod(absl::string_view(text).substr(colon + 1), &factor) || gpu < 0 ||
+        gpu != std::floor(gpu) || !(factor >= 1.0) || !std::isfinite(factor)) {
+      return FlagError("slow-gpu", absl::StrCat("'", text, "' is not R:FACTOR with a GPU index "
+                                                "R >= 0 and a FACTOR >= 1 (e.g. 3:1.5)"));
+    }
+    if (e.lod != LevelOfDetail::kHigh) {
+      return FlagError("slow-gpu", "a straggler is an event-level effect: add --lod high");
+    }
+    e.slow_gpu = SlowGpu{.gpu = static_cast<int64_t>(gpu), .factor = factor};
+  }
   PROJECTOR_ASSIGN_OR_RETURN(e.max_num_seqs,
                              IntFlag(flags, "max-num-seqs", {.min = 1, .max = 1 << 20}));
   PROJECTOR_ASSIGN_OR_RETURN(e.max_batched_tokens,

@@ -42,6 +42,21 @@ TEST(EventEngineTest, OneStreamRunsItsTasksBackToBack) {
   EXPECT_EQ(r.events, 3);
 }
 
+// A cleared graph is empty and builds the next graph from id 0.
+TEST(EventEngineTest, ClearEmptiesTheGraphForTheNext) {
+  TaskGraph g;
+  const ResourceId s = g.AddResource(ResourceOrder::kInOrder);
+  g.AddDependency(g.AddTask(s, Us(1)), g.AddTask(s, Us(2)));
+  g.Clear();
+  EXPECT_EQ(g.num_resources(), 0u);
+  EXPECT_EQ(g.num_tasks(), 0u);
+  EXPECT_EQ(g.num_dependencies(), 0u);
+  const ResourceId again = g.AddResource(ResourceOrder::kInOrder);
+  EXPECT_EQ(again, 0u);
+  EXPECT_EQ(g.AddTask(again, Us(5)), 0u);
+  EXPECT_DOUBLE_EQ(ToMicroseconds(MustRun(g).makespan), 5);
+}
+
 // A compute stream and a communication stream: A (2 µs, compute) feeds B (3 µs, comm), which
 // feeds C (1 µs, compute). D (4 µs, compute, independent) was issued between A and C, so the
 // compute stream runs A 0-2, D 2-6, and C waits for both B (5) and D (6): 6-7.

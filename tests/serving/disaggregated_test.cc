@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "hw_profiles/hardware_profile.h"
 #include "models/model_spec.h"
+#include "tests/testing/serving_fixtures.h"
 #include "tests/testing/status_matchers.h"
 
 namespace projector {
@@ -17,11 +18,7 @@ using ::projector::testing::StatusIs;
 using ::testing::HasSubstr;
 
 Deployment Llama70bOnH100(int64_t tp) {
-  Deployment d;
-  d.model = *ResolveModel("llama3.1-70b");
-  d.hw = *ResolveHardwareProfile("h100-sxm");
-  d.tp = tp;
-  return d;
+  return testing::LibraryDeployment("llama3.1-70b", "h100-sxm", tp);
 }
 
 double PassSeconds(const Deployment& d, const BatchPass& pass) {

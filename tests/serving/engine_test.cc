@@ -10,6 +10,7 @@
 #include "models/model_spec.h"
 #include "profilers/inference_profiler.h"
 #include "serving/serve.h"
+#include "tests/testing/serving_fixtures.h"
 #include "tests/testing/status_matchers.h"
 
 namespace projector {
@@ -22,12 +23,7 @@ using ::testing::HasSubstr;
 constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
 
 Deployment Llama8bOnH100(int64_t tp = 1, int64_t pp = 1) {
-  Deployment d;
-  d.model = *ResolveModel("llama3.1-8b");
-  d.hw = *ResolveHardwareProfile("h100-sxm");
-  d.tp = tp;
-  d.pp = pp;
-  return d;
+  return testing::LibraryDeployment("llama3.1-8b", "h100-sxm", tp, pp);
 }
 
 std::unique_ptr<PassCostModel> Cost(const Deployment& d) {

@@ -1,0 +1,140 @@
+#include "serving/pass_events.h"
+
+#include <algorithm>
+
+#include "absl/status/status.h"
+#include "core/status_macros.h"
+
+namespace projector {
+namespace {
+
+using events::ResourceId;
+using events::ResourceOrder;
+using events::TaskGraph;
+using events::TaskId;
+
+constexpr TaskId kNone = ~TaskId{0};
+
+// Builds one stage's graph: `tp` compute streams (resources 0 .. tp-1) and the ring links from
+// each rank to the next (tp .. 2tp-1).
+class StageBuilder {
+ public:
+  StageBuilder(TaskGraph& graph, std::vector<TaskId>& last, std::vector<TaskId>& inbox,
+               int64_t tp, int64_t slow_rank, double slow_factor)
+      : graph_(graph),
+        last_(last),
+        inbox_(inbox),
+        tp_(static_cast<size_t>(tp)),
+        slow_rank_(slow_rank),
+        slow_factor_(slow_factor) {
+    graph_.Clear();
+    for (size_t r = 0; r < 2 * tp_; ++r) {
+      graph_.AddResource(r < tp_ ? ResourceOrder::kInOrder : ResourceOrder::kFirstReady);
+    }
+    last_.assign(tp_, kNone);
+    inbox_.assign(tp_, kNone);
+  }
+
+  // A task of `duration` on every rank's stream, after the rank's last ring step when an
+  // all-reduce came before it.
+  void Compute(Seconds duration) {
+    for (size_t r = 0; r < tp_; ++r) {
+      const bool slow = static_cast<int64_t>(r) == slow_rank_;
+      const TaskId t =
+          graph_.AddTask(static_cast<ResourceId>(r), slow ? duration * slow_factor_ : duration);
+      if (inbox_[r] != kNone) graph_.AddDependency(inbox_[r], t);
+      last_[r] = t;
+    }
+    std::fill(inbox_.begin(), inbox_.end(), kNone);
+  }
+
+  // A ring all-reduce of `total` (its medium-level time): 2(tp - 1) steps of total/steps, each
+  // a transfer from every rank to the next. The first step waits for both ends' compute; each
+  // later step forwards what the sender received in the step before.
+  void AllReduce(Seconds total) {
+    if (tp_ < 2) return;
+    const size_t steps = 2 * (tp_ - 1);
+    const Seconds step = total / static_cast<double>(steps);
+    std::vector<TaskId>& received = scratch_;
+    received.assign(tp_, kNone);
+    for (size_t k = 0; k < steps; ++k) {
+      for (size_t r = 0; r < tp_; ++r) {
+        const size_t next = (r + 1) % tp_;
+        const TaskId t = graph_.AddTask(static_cast<ResourceId>(tp_ + r), step);
+        if (k == 0) {
+          graph_.AddDependency(last_[r], t);
+          graph_.AddDependency(last_[next], t);
+        } else {
+          graph_.AddDependency(inbox_[r], t);
+        }
+        received[next] = t;
+      }
+      inbox_.swap(received);
+    }
+  }
+
+ private:
+  TaskGraph& graph_;
+  std::vector<TaskId>& last_;
+  std::vector<TaskId>& inbox_;
+  std::vector<TaskId> scratch_;
+  const size_t tp_;
+  const int64_t slow_rank_;  // -1: none on this stage
+  const double slow_factor_;
+};
+
+}  // namespace
+
+absl::StatusOr<Seconds> EventPassTimer::SimulateStage(const BatchPass& pass, int64_t stage) {
+  const Deployment& d = cost_.deployment();
+  const StageLayers& layers = cost_.stages()[static_cast<size_t>(stage)];
+  PROJECTOR_ASSIGN_OR_RETURN(const PassBreakdown whole, cost_.Breakdown(pass, stage));
+  const int64_t tokens = pass.NewTokens();
+  const bool slow_here = slow_.gpu >= 0 && slow_.gpu / d.tp == stage;
+  StageBuilder b(graph_, last_, inbox_, d.tp, slow_here ? slow_.gpu % d.tp : -1, slow_.factor);
+  // The embedding or output head's share of the breakdown, with its collectives.
+  Seconds layer_comm(0);
+  std::vector<Seconds> chunks;
+  chunks.reserve(pass.prefills.size());
+  for (const PrefillChunk& c : pass.prefills) {
+    PROJECTOR_ASSIGN_OR_RETURN(const Seconds t, cost_.PrefillAttention(c));
+    chunks.push_back(t);
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const Seconds decode,
+                             cost_.DecodeAttention(pass.decode_sequences, pass.decode_kv_tokens));
+  std::vector<PassCostModel::LayerParts> parts;
+  for (int64_t l = layers.first; l < layers.first + layers.count; ++l) {
+    PROJECTOR_ASSIGN_OR_RETURN(const PassCostModel::LayerParts p,
+                               cost_.Parts(tokens, d.model.IsMoeLayer(l)));
+    layer_comm += p.all_reduce * 2.0;
+    parts.push_back(p);
+  }
+  const Seconds head_comm = whole.tp_comm - layer_comm;
+  const bool first = stage == 0;
+  if (first) b.Compute(whole.head + head_comm);  // the embedding lookup and its all-reduce
+  for (const PassCostModel::LayerParts& p : parts) {
+    b.Compute(p.attention_linear);
+    for (Seconds t : chunks) b.Compute(t);
+    if (pass.decode_sequences > 0) b.Compute(decode);
+    b.AllReduce(p.all_reduce);
+    b.Compute(p.mlp_linear);
+    b.AllReduce(p.all_reduce);
+  }
+  if (!first && stage == d.pp - 1) b.Compute(whole.head + head_comm);
+  PROJECTOR_RETURN_IF_ERROR(simulator_.Run(graph_, result_));
+  events_ += result_.events;
+  return result_.makespan + whole.pp_send;
+}
+
+absl::Status EventPassTimer::StageTimes(const BatchPass& pass, std::span<Seconds> out) {
+  const int64_t pp = cost_.deployment().pp;
+  if (static_cast<int64_t>(out.size()) != pp) {
+    return absl::InternalError("StageTimes: one slot per pipeline stage");
+  }
+  for (int64_t s = 0; s < pp; ++s) {
+    PROJECTOR_ASSIGN_OR_RETURN(out[static_cast<size_t>(s)], SimulateStage(pass, s));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace projector
