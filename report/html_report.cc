@@ -1052,6 +1052,7 @@ std::string ServeHtml(const ServeJob& job, const ServeResult& r) {
   Series waiting{"waiting", kTailColor, {}};
   Series kv{"KV-cache use (%)", kWeightGradColor, {}};
   Series tokens{"new tokens per pass", kBackwardColor, {}};
+  Series preempted{"preemptions so far", kTailColor, {}};
   for (const PassSample& p : passes) {
     running.points.emplace_back(p.time_s, p.running);
     waiting.points.emplace_back(p.time_s, p.waiting);
@@ -1060,10 +1061,14 @@ std::string ServeHtml(const ServeJob& job, const ServeResult& r) {
                                                              static_cast<double>(r.kv.blocks)
                                                        : 0.0);
     tokens.points.emplace_back(p.time_s, p.batch_tokens);
+    preempted.points.emplace_back(p.time_s, static_cast<double>(p.preemptions));
   }
   LineChart(out, "Requests in the engine over time (replica 0)", {running, waiting},
             "time (s)");
   LineChart(out, "KV-cache use over time (replica 0)", {kv}, "time (s)", 100.0);
+  if (m.preemptions > 0) {
+    LineChart(out, "Preemptions over time (replica 0, cumulative)", {preempted}, "time (s)");
+  }
   LineChart(out, "New tokens per pass (replica 0)", {tokens}, "time (s)");
 
   std::vector<double> ttft, tpot, e2e;

@@ -56,7 +56,8 @@ std::string SearchHtml(const Scenario& base, const SearchResult& result, int64_t
 
 // `project serve --html`: the deployment, engine and workload; headline cards (throughput per GPU,
 // TTFT and TPOT percentiles, completed requests, preemptions, peak KV use); replica 0 over time
-// (requests running and waiting, KV-cache use, new tokens per pass); the distributions (CDF) of
+// (requests running and waiting, KV-cache use, preemptions when there are any, new tokens per
+// pass); the distributions (CDF) of
 // TTFT, TPOT and end-to-end latency over replica 0's requests; the pass anatomy; the text report.
 std::string ServeHtml(const ServeJob& job, const ServeResult& result);
 

@@ -109,6 +109,7 @@ nlohmann::json ServeJson(const ServeJob& job, const ServeResult& r) {
                         {"waiting", p.waiting},
                         {"batch_sequences", p.batch_sequences},
                         {"batch_tokens", p.batch_tokens},
+                        {"preemptions", p.preemptions},
                         {"kv_utilization", r.kv.blocks > 0
                                                ? static_cast<double>(p.kv_blocks_used) /
                                                      static_cast<double>(r.kv.blocks)

@@ -311,7 +311,8 @@ class ContinuousEngine {
                                      .waiting = static_cast<int32_t>(waiting_.size()),
                                      .batch_sequences = static_cast<int32_t>(batch.items.size()),
                                      .batch_tokens = static_cast<int32_t>(tokens),
-                                     .kv_blocks_used = run_.kv.blocks - free_blocks_});
+                                     .kv_blocks_used = run_.kv.blocks - free_blocks_,
+                                     .preemptions = run_.preemptions});
   }
 
   void Finish(int32_t index, double now) {
@@ -407,7 +408,8 @@ absl::StatusOr<ReplicaRun> RunStatic(PassTimer& cost, const EngineConfig& config
                                       .waiting = 0,
                                       .batch_sequences = static_cast<int32_t>(sequences),
                                       .batch_tokens = static_cast<int32_t>(pass.NewTokens()),
-                                      .kv_blocks_used = blocks});
+                                      .kv_blocks_used = blocks,
+                                      .preemptions = 0});
     };
     record(1);
     for (int64_t step = 2; step <= longest; ++step) {

@@ -85,6 +85,7 @@ struct PassSample {
   int32_t batch_sequences = 0;
   int32_t batch_tokens = 0;  // new tokens of the pass
   int64_t kv_blocks_used = 0;
+  int64_t preemptions = 0;  // so far in this replica
 };
 
 struct ReplicaRun {
