@@ -48,6 +48,36 @@ constexpr FlagSpec kOutputFlags[] = {
      "PCT"},
 };
 
+// --disaggregate: the pools beside the aggregated deployment, the highest rate of the pools
+// under a target (--max-qps), or every split of --num-gpus between them (--search-layouts).
+absl::Status RunDisaggregated(const FlagValues& flags, const ServeJob& job, const SloRequest& slo,
+                              const DisaggregatedOptions& pools, bool as_json, const Output& io) {
+  if (Given(flags, "html")) return FlagError("html", "not with --disaggregate yet");
+  if (slo.mode == SloMode::kMaxQps) {
+    PROJECTOR_ASSIGN_OR_RETURN(const SloSearchResult r,
+                               MaxQpsUnderSlo(pools, job.spec, slo.target));
+    io.out << (as_json ? SloSearchJson(job, slo.target, r, &pools).dump(2) + "\n"
+                       : SloSearchText(job, slo.target, r, &pools));
+    return absl::OkStatus();
+  }
+  if (slo.mode == SloMode::kSearchLayouts) {
+    for (const char* name : {"prefill-replicas", "decode-replicas"}) {
+      if (Given(flags, name)) return FlagError(name, "--search-layouts chooses it; drop it");
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(const std::vector<PoolSplit> splits,
+                               SearchPoolSplits(pools, job.spec, slo.target, slo.num_gpus));
+    io.out << (as_json ? PoolSplitJson(job, slo, pools, splits).dump(2) + "\n"
+                       : PoolSplitText(job, slo, pools, splits));
+    return absl::OkStatus();
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const ServeResult aggregated, Serve(job.options, job.requests));
+  PROJECTOR_ASSIGN_OR_RETURN(const DisaggregatedResult split,
+                             ServeDisaggregated(pools, job.requests));
+  io.out << (as_json ? DisaggregatedJson(job, pools, aggregated, split).dump(2) + "\n"
+                     : DisaggregatedText(job, pools, aggregated, split));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
@@ -89,6 +119,9 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
   PROJECTOR_ASSIGN_OR_RETURN(const SloRequest slo, SloFromFlags(*flags));
   PROJECTOR_ASSIGN_OR_RETURN(const ServeJob job,
                              ServeJobFromFlags(*flags, slo.mode != SloMode::kNone));
+  PROJECTOR_ASSIGN_OR_RETURN(const std::optional<DisaggregatedOptions> pools,
+                             DisaggregationFromFlags(*flags, job));
+  if (pools) return RunDisaggregated(*flags, job, slo, *pools, as_json, io);
   if (slo.mode == SloMode::kMaxQps) {
     PROJECTOR_ASSIGN_OR_RETURN(const SloSearchResult r,
                                MaxQpsUnderSlo(job.options, job.spec, slo.target));
@@ -102,19 +135,6 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
         SearchServingLayouts(job.options, job.spec, slo.target, slo.num_gpus));
     io.out << (as_json ? LayoutSearchJson(job, slo, layouts).dump(2) + "\n"
                        : LayoutSearchText(job, slo, layouts));
-    return absl::OkStatus();
-  }
-  PROJECTOR_ASSIGN_OR_RETURN(const std::optional<DisaggregatedOptions> pools,
-                             DisaggregationFromFlags(*flags, job));
-  if (pools) {
-    if (slo.mode != SloMode::kNone || Given(*flags, "html")) {
-      return FlagError("disaggregate", "runs alone (no latency-target search or --html yet)");
-    }
-    PROJECTOR_ASSIGN_OR_RETURN(const ServeResult aggregated, Serve(job.options, job.requests));
-    PROJECTOR_ASSIGN_OR_RETURN(const DisaggregatedResult split,
-                               ServeDisaggregated(*pools, job.requests));
-    io.out << (as_json ? DisaggregatedJson(job, *pools, aggregated, split).dump(2) + "\n"
-                       : DisaggregatedText(job, *pools, aggregated, split));
     return absl::OkStatus();
   }
   PROJECTOR_ASSIGN_OR_RETURN(const std::string html_path, OutputFileFlag(*flags, "html"));

@@ -255,9 +255,19 @@ nlohmann::json TargetJson(const SloTarget& slo) {
 
 }  // namespace
 
-std::string SloSearchText(const ServeJob& job, const SloTarget& slo, const SloSearchResult& r) {
+std::string PoolsLine(const DisaggregatedOptions& pools) {
+  auto pool = [](const PoolConfig& p) {
+    return absl::StrFormat("TP%d x %d on %s", p.deployment.tp, p.replicas,
+                           p.deployment.hw.gpu.name);
+  };
+  return absl::StrCat("prefill pool ", pool(pools.prefill), ", decode pool ", pool(pools.decode));
+}
+
+std::string SloSearchText(const ServeJob& job, const SloTarget& slo, const SloSearchResult& r,
+                          const DisaggregatedOptions* pools) {
   std::string out = absl::StrCat("Highest arrival rate under ", TargetPhrase(slo), "\n");
-  absl::StrAppend(&out, "  deployment ", DeploymentLine(job), "\n");
+  absl::StrAppend(&out, "  deployment ",
+                  pools != nullptr ? PoolsLine(*pools) : DeploymentLine(job), "\n");
   absl::StrAppend(&out, "  engine     ", EngineLine(job.options.engine), "\n");
   absl::StrAppend(&out, "  workload   ", job.workload, "\n");
   absl::StrAppendFormat(&out, "  capacity   %.3g req/s with every request at once\n\n",
@@ -273,12 +283,70 @@ std::string SloSearchText(const ServeJob& job, const SloTarget& slo, const SloSe
   return out;
 }
 
-nlohmann::json SloSearchJson(const ServeJob& job, const SloTarget& slo, const SloSearchResult& r) {
+nlohmann::json SloSearchJson(const ServeJob& job, const SloTarget& slo, const SloSearchResult& r,
+                             const DisaggregatedOptions* pools) {
   nlohmann::json out = SloResultJson(slo, r);
   out["target"] = TargetJson(slo);
   out["workload"] = job.workload;
-  out["deployment"] = DeploymentLine(job);
+  out["deployment"] = pools != nullptr ? PoolsLine(*pools) : DeploymentLine(job);
   return out;
+}
+
+std::string PoolSplitText(const ServeJob& job, const SloRequest& slo,
+                          const DisaggregatedOptions& pools, const std::vector<PoolSplit>& splits) {
+  const Deployment& d = job.options.deployment;
+  std::string out = absl::StrFormat(
+      "Prefill/decode splits of %d GPUs for %s under %s\n  prefill replicas TP%d on %s, decode "
+      "replicas TP%d on %s\n",
+      slo.num_gpus, d.model.name, TargetPhrase(slo.target), pools.prefill.deployment.tp,
+      pools.prefill.deployment.hw.gpu.name, pools.decode.deployment.tp,
+      pools.decode.deployment.hw.gpu.name);
+  absl::StrAppend(&out, "  workload   ", job.workload, "\n\n");
+  absl::StrAppendFormat(&out, "  %4s %8s %8s %12s %14s %14s %16s\n", "rank", "prefill",
+                        "decode", "max req/s",
+                        absl::StrFormat("p%d TTFT ms", slo.target.percentile),
+                        absl::StrFormat("p%d TPOT ms", slo.target.percentile), "out tok/s/GPU");
+  int rank = 0;
+  for (const PoolSplit& p : splits) {
+    if (!p.fits) {
+      absl::StrAppendFormat(&out, "  %4s %8d %8d  not evaluated: %s\n", "-", p.prefill_replicas,
+                            p.decode_replicas, p.problem);
+    } else if (!p.result.found) {
+      absl::StrAppendFormat(&out, "  %4s %8d %8d  no rate meets the target\n", "-",
+                            p.prefill_replicas, p.decode_replicas);
+    } else {
+      absl::StrAppendFormat(&out, "  %4d %8d %8d %12.4g %14.1f %14.2f %16.1f\n", ++rank,
+                            p.prefill_replicas, p.decode_replicas, p.result.max_qps,
+                            SloTtft(p.result.at_max, slo.target),
+                            SloTpot(p.result.at_max, slo.target), p.output_tokens_per_s_per_gpu);
+    }
+  }
+  if (rank == 0) absl::StrAppend(&out, "\nNo split meets the target.\n");
+  return out;
+}
+
+nlohmann::json PoolSplitJson(const ServeJob& job, const SloRequest& slo,
+                             const DisaggregatedOptions& pools,
+                             const std::vector<PoolSplit>& splits) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const PoolSplit& p : splits) {
+    nlohmann::json row = {{"prefill_replicas", p.prefill_replicas},
+                          {"decode_replicas", p.decode_replicas},
+                          {"fits", p.fits}};
+    if (!p.fits) {
+      row["problem"] = p.problem;
+    } else {
+      row["result"] = SloResultJson(slo.target, p.result);
+      row["output_tokens_per_s_per_gpu"] = p.output_tokens_per_s_per_gpu;
+    }
+    rows.push_back(row);
+  }
+  return {{"num_gpus", slo.num_gpus},
+          {"prefill_tp", pools.prefill.deployment.tp},
+          {"decode_tp", pools.decode.deployment.tp},
+          {"target", TargetJson(slo.target)},
+          {"workload", job.workload},
+          {"splits", rows}};
 }
 
 std::string LayoutSearchText(const ServeJob& job, const SloRequest& slo,

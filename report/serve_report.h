@@ -17,8 +17,18 @@ std::string ServeText(const ServeJob& job, const ServeResult& result);
 nlohmann::json ServeJson(const ServeJob& job, const ServeResult& result);
 // `project serve --max-qps` and `--search-layouts`: the highest rate under the latency target
 // and its probes; every layout ranked.
-std::string SloSearchText(const ServeJob& job, const SloTarget& slo, const SloSearchResult& r);
-nlohmann::json SloSearchJson(const ServeJob& job, const SloTarget& slo, const SloSearchResult& r);
+// With `pools`, the search ran over those prefill and decode pools instead of the job's
+// deployment.
+std::string SloSearchText(const ServeJob& job, const SloTarget& slo, const SloSearchResult& r,
+                          const DisaggregatedOptions* pools = nullptr);
+nlohmann::json SloSearchJson(const ServeJob& job, const SloTarget& slo, const SloSearchResult& r,
+                             const DisaggregatedOptions* pools = nullptr);
+// `project serve --disaggregate --search-layouts`: every prefill/decode split ranked.
+std::string PoolSplitText(const ServeJob& job, const SloRequest& slo,
+                          const DisaggregatedOptions& pools, const std::vector<PoolSplit>& splits);
+nlohmann::json PoolSplitJson(const ServeJob& job, const SloRequest& slo,
+                             const DisaggregatedOptions& pools,
+                             const std::vector<PoolSplit>& splits);
 std::string LayoutSearchText(const ServeJob& job, const SloRequest& slo,
                              const std::vector<ServingLayout>& layouts);
 nlohmann::json LayoutSearchJson(const ServeJob& job, const SloRequest& slo,

@@ -21,13 +21,30 @@ double Pick(const LatencyStats& s, int percentile) {
   return percentile == 50 ? s.p50 : percentile == 99 ? s.p99 : s.p90;
 }
 
-absl::StatusOr<ServeResult> RunAt(const ServeOptions& options, WorkloadSpec workload,
-                                  ArrivalKind arrival, double qps) {
+absl::StatusOr<ServeMetrics> RunAt(const ServeRunner& run, WorkloadSpec workload,
+                                   ArrivalKind arrival, double qps) {
   workload.arrival = arrival;
   workload.qps = qps > 0 ? qps : 1.0;
   PROJECTOR_RETURN_IF_ERROR(ValidateWorkload(workload));
   const std::vector<Request> requests = GenerateRequests(workload);
-  return Serve(options, requests);
+  return run(requests);
+}
+
+// Whether a search error means the candidate cannot run (it does not fit, or its layout is
+// invalid) rather than an internal failure.
+bool CandidateError(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kFailedPrecondition ||
+         s.code() == absl::StatusCode::kInvalidArgument;
+}
+
+// Candidates meeting the target first, by output tokens/s per GPU at their highest rate.
+template <typename Candidate>
+void RankByTokensPerGpu(std::vector<Candidate>& candidates) {
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     if (a.result.found != b.result.found) return a.result.found;
+                     return a.output_tokens_per_s_per_gpu > b.output_tokens_per_s_per_gpu;
+                   });
 }
 
 // Powers of two from 1 to `limit`.
@@ -62,26 +79,24 @@ bool MeetsSlo(const ServeMetrics& m, const SloTarget& slo) {
   return SloTtft(m, slo) <= slo.ttft_ms && SloTpot(m, slo) <= slo.tpot_ms;
 }
 
-absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const ServeOptions& options,
-                                               const WorkloadSpec& workload,
-                                               const SloTarget& slo) {
+absl::StatusOr<SloSearchResult> MaxRateUnderSlo(const ServeRunner& run,
+                                                const WorkloadSpec& workload,
+                                                const SloTarget& slo) {
   PROJECTOR_RETURN_IF_ERROR(ValidateSloTarget(slo));
   SloSearchResult out;
-  PROJECTOR_ASSIGN_OR_RETURN(const ServeResult offline,
-                             RunAt(options, workload, ArrivalKind::kAllAtOnce, 0));
-  out.capacity_qps = offline.metrics.requests_per_s;
+  PROJECTOR_ASSIGN_OR_RETURN(const ServeMetrics offline,
+                             RunAt(run, workload, ArrivalKind::kAllAtOnce, 0));
+  out.capacity_qps = offline.requests_per_s;
   auto probe = [&](double qps) -> absl::StatusOr<bool> {
-    PROJECTOR_ASSIGN_OR_RETURN(const ServeResult r,
-                               RunAt(options, workload, ArrivalKind::kPoisson, qps));
-    const bool meets = MeetsSlo(r.metrics, slo);
-    out.probes.push_back(SloProbe{.qps = qps,
-                                  .ttft_ms = SloTtft(r.metrics, slo),
-                                  .tpot_ms = SloTpot(r.metrics, slo),
-                                  .meets = meets});
+    PROJECTOR_ASSIGN_OR_RETURN(const ServeMetrics m,
+                               RunAt(run, workload, ArrivalKind::kPoisson, qps));
+    const bool meets = MeetsSlo(m, slo);
+    out.probes.push_back(SloProbe{
+        .qps = qps, .ttft_ms = SloTtft(m, slo), .tpot_ms = SloTpot(m, slo), .meets = meets});
     if (meets && qps >= out.max_qps) {
       out.found = true;
       out.max_qps = qps;
-      out.at_max = r.metrics;
+      out.at_max = m;
     }
     return meets;
   };
@@ -105,6 +120,28 @@ absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const ServeOptions& options,
     (meets ? low : high) = mid;
   }
   return out;
+}
+
+absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const ServeOptions& options,
+                                               const WorkloadSpec& workload,
+                                               const SloTarget& slo) {
+  const ServeRunner run = [&options](std::span<const Request> requests)
+      -> absl::StatusOr<ServeMetrics> {
+    PROJECTOR_ASSIGN_OR_RETURN(const ServeResult r, Serve(options, requests));
+    return r.metrics;
+  };
+  return MaxRateUnderSlo(run, workload, slo);
+}
+
+absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const DisaggregatedOptions& pools,
+                                               const WorkloadSpec& workload,
+                                               const SloTarget& slo) {
+  const ServeRunner run = [&pools](std::span<const Request> requests)
+      -> absl::StatusOr<ServeMetrics> {
+    PROJECTOR_ASSIGN_OR_RETURN(const DisaggregatedResult r, ServeDisaggregated(pools, requests));
+    return r.metrics;
+  };
+  return MaxRateUnderSlo(run, workload, slo);
 }
 
 absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(const ServeOptions& base,
@@ -131,10 +168,7 @@ absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(const ServeOptio
       options.replicas = layout.replicas;
       absl::StatusOr<SloSearchResult> r = MaxQpsUnderSlo(options, workload, slo);
       if (!r.ok()) {
-        if (r.status().code() != absl::StatusCode::kFailedPrecondition &&
-            r.status().code() != absl::StatusCode::kInvalidArgument) {
-          return r.status();
-        }
+        if (!CandidateError(r.status())) return r.status();
         layout.fits = false;
         layout.problem = std::string(r.status().message());
       } else {
@@ -146,12 +180,46 @@ absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(const ServeOptio
       layouts.push_back(std::move(layout));
     }
   }
-  std::stable_sort(layouts.begin(), layouts.end(),
-                   [](const ServingLayout& a, const ServingLayout& b) {
-                     if (a.result.found != b.result.found) return a.result.found;
-                     return a.output_tokens_per_s_per_gpu > b.output_tokens_per_s_per_gpu;
-                   });
+  RankByTokensPerGpu(layouts);
   return layouts;
+}
+
+absl::StatusOr<std::vector<PoolSplit>> SearchPoolSplits(const DisaggregatedOptions& pools,
+                                                        const WorkloadSpec& workload,
+                                                        const SloTarget& slo, int64_t num_gpus) {
+  PROJECTOR_RETURN_IF_ERROR(ValidateSloTarget(slo));
+  const int64_t prefill_gpus = pools.prefill.deployment.NumGpus();
+  const int64_t decode_gpus = pools.decode.deployment.NumGpus();
+  std::vector<PoolSplit> splits;
+  for (int64_t p = 1; p * prefill_gpus < num_gpus; ++p) {
+    const int64_t rest = num_gpus - p * prefill_gpus;
+    if (rest % decode_gpus != 0) continue;
+    PoolSplit split;
+    split.prefill_replicas = p;
+    split.decode_replicas = rest / decode_gpus;
+    DisaggregatedOptions options = pools;
+    options.prefill.replicas = split.prefill_replicas;
+    options.decode.replicas = split.decode_replicas;
+    absl::StatusOr<SloSearchResult> r = MaxQpsUnderSlo(options, workload, slo);
+    if (!r.ok()) {
+      if (!CandidateError(r.status())) return r.status();
+      split.fits = false;
+      split.problem = std::string(r.status().message());
+    } else {
+      split.result = *std::move(r);
+      if (split.result.found) {
+        split.output_tokens_per_s_per_gpu = split.result.at_max.output_tokens_per_s_per_gpu;
+      }
+    }
+    splits.push_back(std::move(split));
+  }
+  if (splits.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num-gpus: ", num_gpus, " GPUs do not split into prefill replicas of ", prefill_gpus,
+        " GPUs and decode replicas of ", decode_gpus, " (at least one of each)"));
+  }
+  RankByTokensPerGpu(splits);
+  return splits;
 }
 
 }  // namespace projector

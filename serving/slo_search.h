@@ -6,10 +6,13 @@
 #define PROJECTOR_SERVING_SLO_SEARCH_H_
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "serving/disaggregated.h"
 #include "serving/serve.h"
 #include "serving/workload.h"
 
@@ -45,10 +48,21 @@ struct SloSearchResult {
   std::string why_not;     // when nothing meets: which percentile misses at the lowest rate
 };
 
+// Serves a set of requests and measures them (an aggregated or a disaggregated deployment).
+using ServeRunner = std::function<absl::StatusOr<ServeMetrics>(std::span<const Request>)>;
+
 // Rates from capacity/1024 to 1.25 x capacity, bisected (geometric) to 1% of the rate. `workload`
 // gives the lengths, request count and seed; its arrival process is replaced by Poisson arrivals
-// at each probed rate. Errors of Serve pass through.
+// at each probed rate. Errors of the runner pass through.
+absl::StatusOr<SloSearchResult> MaxRateUnderSlo(const ServeRunner& run,
+                                                const WorkloadSpec& workload,
+                                                const SloTarget& slo);
+// The same for an aggregated deployment (Serve) and for prefill and decode pools
+// (ServeDisaggregated).
 absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const ServeOptions& options,
+                                               const WorkloadSpec& workload,
+                                               const SloTarget& slo);
+absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const DisaggregatedOptions& pools,
                                                const WorkloadSpec& workload,
                                                const SloTarget& slo);
 
@@ -70,6 +84,24 @@ absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(const ServeOptio
                                                                 const WorkloadSpec& workload,
                                                                 const SloTarget& slo,
                                                                 int64_t num_gpus);
+
+// One split of a GPU budget between a prefill and a decode pool (their TP and GPUs as given).
+struct PoolSplit {
+  int64_t prefill_replicas = 0;
+  int64_t decode_replicas = 0;
+  bool fits = true;
+  std::string problem;
+  SloSearchResult result;
+  double output_tokens_per_s_per_gpu = 0;
+};
+
+// Every split of `num_gpus` into prefill replicas of pools.prefill's TP and decode replicas of
+// pools.decode's TP (at least one each, no GPU left over), each at its highest rate under the
+// target, ranked as SearchServingLayouts ranks. kInvalidArgument when no split uses the budget
+// exactly.
+absl::StatusOr<std::vector<PoolSplit>> SearchPoolSplits(const DisaggregatedOptions& pools,
+                                                        const WorkloadSpec& workload,
+                                                        const SloTarget& slo, int64_t num_gpus);
 
 }  // namespace projector
 

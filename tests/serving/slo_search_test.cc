@@ -97,5 +97,35 @@ TEST(SloSearchTest, LayoutSearchCoversEveryDivisorAndRanksByTokensPerGpu) {
   EXPECT_EQ(best.tp * best.pp * best.replicas, 8);
 }
 
+// 16 GPUs in TP4 prefill and TP2 decode replicas: 1 + 6, 2 + 4, 3 + 2 (4 + 0 leaves no decode
+// pool), each ranked by its tokens per GPU; 10 GPUs cannot hold a TP8 prefill and a TP4 decode
+// replica without a remainder.
+TEST(SloSearchTest, PoolSplitsUseTheWholeBudget) {
+  DisaggregatedOptions pools;
+  pools.prefill.deployment = Llama8bOnH100().deployment;
+  pools.prefill.deployment.tp = 4;
+  pools.decode.deployment = Llama8bOnH100().deployment;
+  pools.decode.deployment.tp = 2;
+  WorkloadSpec w = Workload();
+  w.num_requests = 150;
+  absl::StatusOr<std::vector<PoolSplit>> splits =
+      SearchPoolSplits(pools, w, {.ttft_ms = 500, .tpot_ms = 20}, 16);
+  ASSERT_THAT(splits, IsOk());
+  ASSERT_EQ(splits->size(), 3u);
+  for (const PoolSplit& p : *splits) {
+    EXPECT_EQ(4 * p.prefill_replicas + 2 * p.decode_replicas, 16);
+  }
+  for (size_t i = 1; i < splits->size(); ++i) {
+    if ((*splits)[i].result.found) {
+      EXPECT_GE((*splits)[i - 1].output_tokens_per_s_per_gpu,
+                (*splits)[i].output_tokens_per_s_per_gpu);
+    }
+  }
+  pools.prefill.deployment.tp = 8;
+  pools.decode.deployment.tp = 4;
+  EXPECT_THAT(SearchPoolSplits(pools, w, {.ttft_ms = 500, .tpot_ms = 20}, 10),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("do not split")));
+}
+
 }  // namespace
 }  // namespace projector
