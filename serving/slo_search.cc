@@ -37,6 +37,21 @@ bool CandidateError(const absl::Status& s) {
          s.code() == absl::StatusCode::kInvalidArgument;
 }
 
+// A candidate's search: its result and tokens per GPU, or why it could not run (it does not fit,
+// its layout is invalid); other errors end the whole search.
+template <typename Candidate>
+absl::Status Record(absl::StatusOr<SloSearchResult> r, Candidate& c) {
+  if (!r.ok()) {
+    if (!CandidateError(r.status())) return r.status();
+    c.fits = false;
+    c.problem = std::string(r.status().message());
+    return absl::OkStatus();
+  }
+  c.result = *std::move(r);
+  if (c.result.found) c.output_tokens_per_s_per_gpu = c.result.at_max.output_tokens_per_s_per_gpu;
+  return absl::OkStatus();
+}
+
 // Candidates meeting the target first, by output tokens/s per GPU at their highest rate.
 template <typename Candidate>
 void RankByTokensPerGpu(std::vector<Candidate>& candidates) {
@@ -166,17 +181,7 @@ absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(const ServeOptio
       options.deployment.tp = tp;
       options.deployment.pp = pp;
       options.replicas = layout.replicas;
-      absl::StatusOr<SloSearchResult> r = MaxQpsUnderSlo(options, workload, slo);
-      if (!r.ok()) {
-        if (!CandidateError(r.status())) return r.status();
-        layout.fits = false;
-        layout.problem = std::string(r.status().message());
-      } else {
-        layout.result = *std::move(r);
-        if (layout.result.found) {
-          layout.output_tokens_per_s_per_gpu = layout.result.at_max.output_tokens_per_s_per_gpu;
-        }
-      }
+      PROJECTOR_RETURN_IF_ERROR(Record(MaxQpsUnderSlo(options, workload, slo), layout));
       layouts.push_back(std::move(layout));
     }
   }
@@ -200,17 +205,7 @@ absl::StatusOr<std::vector<PoolSplit>> SearchPoolSplits(const DisaggregatedOptio
     DisaggregatedOptions options = pools;
     options.prefill.replicas = split.prefill_replicas;
     options.decode.replicas = split.decode_replicas;
-    absl::StatusOr<SloSearchResult> r = MaxQpsUnderSlo(options, workload, slo);
-    if (!r.ok()) {
-      if (!CandidateError(r.status())) return r.status();
-      split.fits = false;
-      split.problem = std::string(r.status().message());
-    } else {
-      split.result = *std::move(r);
-      if (split.result.found) {
-        split.output_tokens_per_s_per_gpu = split.result.at_max.output_tokens_per_s_per_gpu;
-      }
-    }
+    PROJECTOR_RETURN_IF_ERROR(Record(MaxQpsUnderSlo(options, workload, slo), split));
     splits.push_back(std::move(split));
   }
   if (splits.empty()) {
