@@ -35,6 +35,12 @@ constexpr int64_t kShareGptMaxOutput = 1024;
 // --max_model_len 4096 and the default --gpu-memory-utilization 0.9.
 constexpr int64_t kVllm06MaxNumSeqs = 256;
 constexpr int64_t kVllm06MaxModelLen = 4096;
+// vLLM's host work between two passes (scheduling, input preparation, the sampled tokens' copy
+// and output processing) leaves the GPU idle for about 4 ms per decode step on Llama-3-8B and
+// one H100 (vLLM RFC #6854, "Multi-Step Scheduling", the profiles' ~4 ms bubbles; 5-13 ms
+// across its runs); --num-scheduler-steps N pays it once per N passes. The benchmark ran N = 10.
+constexpr double kVllmHostBubbleMs = 4.0;
+constexpr double kVllmSchedulerSteps = 10.0;
 // SGLang 0.3: prefill chunked at 8192 tokens (ServerArgs chunked_prefill_size), running
 // requests bounded by the KV pool only, prefill and decode in separate passes (mixed chunks are
 // opt-in, --enable-mixed-chunk), --mem-fraction-static 0.88 (the benchmark's setting). vLLM 0.6
@@ -63,6 +69,7 @@ absl::StatusOr<EngineConfig> EngineForCase(JsonObject& c, const std::string& eng
     e.max_num_seqs = kVllm06MaxNumSeqs;
     e.chunked_prefill = false;
     e.mixed_batches = false;
+    e.pass_overhead = Milliseconds(kVllmHostBubbleMs / kVllmSchedulerSteps);
     e.max_batched_tokens = std::max<int64_t>(kVllm06MaxModelLen, 2048);
   } else if (engine == "sglang") {
     e.max_num_seqs = int64_t{1} << 20;
