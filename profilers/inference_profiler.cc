@@ -45,8 +45,8 @@ struct ForwardContext {
 ForwardContext MakeForwardContext(const InferenceContext& ctx, int64_t tokens) {
   ForwardContext f;
   f.parallel.tp = ctx.tp;
-  f.parallel.etp = ctx.tp;
-  f.parallel.ep = 1;
+  f.parallel.etp = ctx.expert_parallel ? 1 : ctx.tp;
+  f.parallel.ep = ctx.expert_parallel ? ctx.tp : 1;
   f.parallel.dp = 1;
   f.parallel.sequence_parallel = false;
   f.training.seq_len = tokens;

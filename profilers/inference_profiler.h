@@ -29,6 +29,10 @@ struct InferenceContext {
   DType weight_dtype = DType::kBf16;
   // The KV cache's element type (bf16, fp16 or fp8).
   DType kv_dtype = DType::kBf16;
+  // MoE experts spread over the TP ranks whole (vLLM --enable-expert-parallel: E/tp experts per
+  // rank) instead of every expert's FFN split over them; either way the layer ends in the TP
+  // all-reduce.
+  bool expert_parallel = false;
 };
 
 // The activation dtype of an inference pass: fp16 under fp16 weights, else bf16.

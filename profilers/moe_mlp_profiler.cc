@@ -41,6 +41,9 @@ struct MoeShape {
   int64_t experts = 0, top_k = 0, hidden = 0;
   int64_t tokens_local = 0;     // T_l: the tokens this GPU routes
   int64_t local_experts = 0;    // E/EP
+  // Local experts that receive tokens: all of them in training; in an inference pass the ones
+  // its tokens choose (few tokens leave experts idle, and their weights unread).
+  int64_t active_experts = 0;
   int64_t pairs = 0;            // token-expert pairs the busiest rank's experts process
   int64_t rows_per_expert = 0;  // pairs over the local experts, rounded up
   int64_t expert_ffn_local = 0; // expert_ffn/ETP
@@ -66,18 +69,39 @@ absl::StatusOr<MoeShape> ResolveMoeShape(const ProfileContext& ctx,
   }
   PROJECTOR_RETURN_IF_ERROR(CheckDivisible("num_experts", E, "ep", parallel.ep));
   PROJECTOR_RETURN_IF_ERROR(CheckDivisible("expert_ffn_hidden", f_e, "etp", parallel.etp));
-  PROJECTOR_RETURN_IF_ERROR(CheckDivisible("tokens per micro-batch (micro_batch*seq_len/cp)",
-                                           dims.tokens, "tp (MoE tokens are split over TP)",
-                                           dims.tp));
-  s.tokens_local = dims.tokens / dims.tp;
   s.local_experts = E / parallel.ep;
-  // At least one row per local expert: a capacity is rounded up per expert (Megatron
+  // Token-expert pairs this rank's experts handle: Megatron splits the tokens over TP and each
+  // expert-TP rank of a group sees its group's tokens, etp·(T/tp)·k, which is T·k/ep with
+  // tp = ep·etp. An inference engine (dims.inference) routes all T tokens on every TP rank
+  // (vLLM's FusedMoE after the attention all-reduce) and keeps T·k/ep of the pairs: the same
+  // count without asking TP to divide the pass's tokens.
+  double pairs = 0;
+  if (dims.inference) {
+    s.tokens_local = dims.tokens;
+    pairs = D(dims.tokens * k) / D(parallel.ep);
+  } else {
+    PROJECTOR_RETURN_IF_ERROR(CheckDivisible("tokens per micro-batch (micro_batch*seq_len/cp)",
+                                             dims.tokens, "tp (MoE tokens are split over TP)",
+                                             dims.tp));
+    s.tokens_local = dims.tokens / dims.tp;
+    pairs = D(parallel.etp * s.tokens_local * k);
+  }
+  s.active_experts = s.local_experts;
+  if (dims.inference) {
+    // A fused MoE kernel (vLLM's fused_moe: moe_align_block_size pads each expert's rows to
+    // the block and launches none for an expert without tokens) reads only the experts its
+    // tokens chose. With T tokens each choosing k of E experts uniformly, an expert stays idle
+    // with probability (1 - k/E)^T.
+    const double idle = std::pow(1.0 - D(k) / D(E), D(dims.tokens));
+    s.active_experts = std::clamp<int64_t>(
+        static_cast<int64_t>(std::ceil(D(s.local_experts) * (1.0 - idle) - 1e-9)), 1,
+        s.local_experts);
+  }
+  // At least one row per active expert: a capacity is rounded up per expert (Megatron
   // get_capacity: ceil(tokens/experts · factor)), so a tiny factor still leaves one.
-  s.pairs = std::max(s.local_experts,
-                     static_cast<int64_t>(std::ceil(D(parallel.etp * s.tokens_local * k) *
-                                                        MoeExpertLoad(ctx.training) -
-                                                    1e-9)));
-  s.rows_per_expert = (s.pairs + s.local_experts - 1) / s.local_experts;
+  s.pairs = std::max(s.active_experts, static_cast<int64_t>(std::ceil(
+                                           pairs * MoeExpertLoad(ctx.training) - 1e-9)));
+  s.rows_per_expert = (s.pairs + s.active_experts - 1) / s.active_experts;
   s.expert_ffn_local = f_e / parallel.etp;
   s.gated = model.mlp == MlpKind::kSwiGlu;
   s.shared_ffn = moe.num_shared_experts *
@@ -151,12 +175,12 @@ void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
   const double rows_moved = D(s.pairs) * D(s.hidden) * e;
   const MemoryOp sort_chunks{.bytes = Bytes(2.0 * rows_moved), .flops = Flops(0)};
   if (s.local_experts > 1) b.Memory("sort_chunks", sort_chunks, sort_chunks);
-  b.SetLinearHostFanout(turbo ? s.local_experts : 1);
+  b.SetLinearHostFanout(turbo ? s.active_experts : 1);
   profiler_internal::AddMlpOps(
       b, {.fc1 = "expert_fc1", .act = "expert_act", .fc2 = "expert_fc2"}, s.rows_per_expert,
       s.hidden, s.expert_ffn_local, s.gated, dims.gemm_dtype, e,
-      s.rows_per_expert * s.local_experts, /*batch=*/turbo ? s.local_experts : 1,
-      /*repeat=*/turbo ? 1 : s.local_experts, profiler_internal::LinearInput::kCast,
+      s.rows_per_expert * s.active_experts, /*batch=*/turbo ? s.active_experts : 1,
+      /*repeat=*/turbo ? 1 : s.active_experts, profiler_internal::LinearInput::kCast,
       dims.eager_elementwise);
   b.SetLinearHostFanout(1);
   if (s.local_experts > 1) b.Memory("unsort_chunks", sort_chunks, sort_chunks);

@@ -28,9 +28,10 @@ std::string StatsRow(std::string_view name, const LatencyStats& s) {
 
 std::string DeploymentLine(const ServeJob& job) {
   const Deployment& d = job.options.deployment;
-  return absl::StrFormat("%s on %s, TP%d PP%d x %d replica%s (%d GPUs), weights %s, KV %s",
-                         d.model.name, d.hw.gpu.name, d.tp, d.pp, job.options.replicas,
-                         job.options.replicas == 1 ? "" : "s",
+  return absl::StrFormat("%s on %s, TP%d PP%d%s x %d replica%s (%d GPUs), weights %s, KV %s",
+                         d.model.name, d.hw.gpu.name, d.tp, d.pp,
+                         d.expert_parallel ? " (experts spread over TP)" : "",
+                         job.options.replicas, job.options.replicas == 1 ? "" : "s",
                          d.NumGpus() * job.options.replicas, DTypeName(d.weight_dtype),
                          DTypeName(d.kv_dtype));
 }
@@ -126,7 +127,8 @@ nlohmann::json ServeJson(const ServeJob& job, const ServeResult& r) {
         {"replicas", job.options.replicas},
         {"num_gpus", r.gpus},
         {"precision", DTypeName(d.weight_dtype)},
-        {"kv_precision", DTypeName(d.kv_dtype)}}},
+        {"kv_precision", DTypeName(d.kv_dtype)},
+        {"expert_parallel", d.expert_parallel}}},
       {"engine",
        {{"batching", BatchingModeName(e.batching)},
         {"max_num_seqs", e.max_num_seqs},

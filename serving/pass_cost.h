@@ -34,12 +34,16 @@ struct Deployment {
   int64_t pp = 1;
   DType weight_dtype = DType::kBf16;
   DType kv_dtype = DType::kBf16;
+  bool expert_parallel = false;  // InferenceContext::expert_parallel
   BackendSelection backends;
 
   int64_t NumGpus() const { return tp * pp; }
   InferenceContext Context() const {
-    return InferenceContext{
-        .model = model, .tp = tp, .weight_dtype = weight_dtype, .kv_dtype = kv_dtype};
+    return InferenceContext{.model = model,
+                            .tp = tp,
+                            .weight_dtype = weight_dtype,
+                            .kv_dtype = kv_dtype,
+                            .expert_parallel = expert_parallel};
   }
 };
 

@@ -28,6 +28,10 @@ constexpr FlagSpec kDeploymentFlags[] = {
      "DTYPE", FlagArity::kValue, "bf16"},
     {"kv-precision", "KV cache: auto (the activation dtype), bf16, fp16 or fp8", "DTYPE",
      FlagArity::kValue, "auto"},
+    {"expert-parallel",
+     "MoE: whole experts spread over the TP ranks (vLLM --enable-expert-parallel) instead of "
+     "every expert split over them",
+     "", FlagArity::kSwitch},
 };
 
 constexpr FlagSpec kEngineFlags[] = {
@@ -133,6 +137,17 @@ absl::StatusOr<Deployment> DeploymentFromFlags(const FlagValues& flags) {
   if (d.pp > d.model.num_layers) {
     return FlagError("pp", absl::StrCat(d.model.name, " has ", d.model.num_layers,
                                         " layers, fewer than ", d.pp, " stages"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(d.expert_parallel, BoolFlag(flags, "expert-parallel"));
+  if (d.expert_parallel) {
+    if (!d.model.moe.has_value()) {
+      return FlagError("expert-parallel", absl::StrCat(d.model.name, " has no experts"));
+    }
+    if (d.model.moe->num_experts % d.tp != 0) {
+      return FlagError("expert-parallel",
+                       absl::StrCat(d.model.name, "'s ", d.model.moe->num_experts,
+                                    " experts do not split over tp=", d.tp));
+    }
   }
   PROJECTOR_ASSIGN_OR_RETURN(d.weight_dtype, ServingDType(flags, "precision"));
   if (StringFlag(flags, "kv-precision") == "auto") {

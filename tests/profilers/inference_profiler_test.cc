@@ -81,6 +81,33 @@ TEST(InferenceLayerOpsTest, Fp8HasNoWeightCastsAndMoeNoAuxLoss) {
   EXPECT_EQ(Named(*moe_ops, "router_aux_loss"), nullptr);
 }
 
+// Qwen3-30B-A3B routes each token to 8 of 128 experts. One decode token touches 8 experts
+// (128·(1 − (1 − 8/128)^1) = 8), one row each; 64 tokens leave an expert idle with probability
+// (15/16)^64 = 0.0161, so ceil(128·0.9839) = 126 experts run, ceil(512/126) = 5 rows each. Split
+// by TP4 every expert's FFN is 768/4 = 192 wide; spread by expert parallelism each rank holds
+// 32 whole experts (768), of which a token touches 32·(1 − 15/16) = 2.
+TEST(InferenceLayerOpsTest, MoeRunsOnlyTheExpertsItsTokensChoose) {
+  const ModelSpec m = *ResolveModel("qwen3-30b-a3b");
+  absl::StatusOr<OpList> one = InferenceLayerOps({.model = m, .tp = 4}, 1, true);
+  ASSERT_THAT(one, IsOk());
+  const Op* fc1 = Named(*one, "expert_fc1");
+  ASSERT_NE(fc1, nullptr);
+  EXPECT_EQ(fc1->gemm.batch, 8);
+  EXPECT_EQ(fc1->gemm.m, 1);
+  EXPECT_EQ(fc1->gemm.n, 2 * 192);
+  absl::StatusOr<OpList> many = InferenceLayerOps({.model = m, .tp = 4}, 64, true);
+  ASSERT_THAT(many, IsOk());
+  EXPECT_EQ(Named(*many, "expert_fc1")->gemm.batch, 126);
+  EXPECT_EQ(Named(*many, "expert_fc1")->gemm.m, 5);
+  absl::StatusOr<OpList> ep =
+      InferenceLayerOps({.model = m, .tp = 4, .expert_parallel = true}, 1, true);
+  ASSERT_THAT(ep, IsOk());
+  EXPECT_EQ(Named(*ep, "expert_fc1")->gemm.batch, 2);
+  EXPECT_EQ(Named(*ep, "expert_fc1")->gemm.n, 2 * 768);
+  // Any token count works under TP (a training micro-batch must split over TP).
+  EXPECT_THAT(InferenceLayerOps({.model = m, .tp = 4}, 13, true), IsOk());
+}
+
 TEST(InferenceLayerOpsTest, RejectsBadInput) {
   const ModelSpec m = testing::Llama31_8B();
   EXPECT_THAT(InferenceLayerOps({.model = m, .tp = 1}, 0, false),
