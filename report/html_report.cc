@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "core/number_format.h"
 #include "report/report.h"
+#include "report/scale_report.h"
 #include "report/serve_report.h"
 #include "report/validate_report.h"
 
@@ -1087,6 +1088,119 @@ std::string ServeHtml(const ServeJob& job, const ServeResult& r) {
   LineChart(out, "End-to-end latency distribution (replica 0)",
             {{"end-to-end", kCommColor, Cdf(e2e)}}, "end-to-end latency (ms)", 1.0);
   Put(out, {"<h2>Full report</h2>\n<pre>", HtmlEscape(text), "</pre>\n"});
+  out += "</body></html>\n";
+  return out;
+}
+
+namespace {
+
+// One line per series over evenly spaced categories (the GPU counts), y from 0 to `top`, with a
+// dashed guide at `guide` (skipped when <= 0) and a label under each category.
+void CategoryChart(std::string& out, std::string_view title, const std::vector<std::string>& labels,
+                   const std::vector<Series>& series, double top, double guide,
+                   std::string_view x_label, std::string_view y_label) {
+  constexpr double kLeft = 70, kTop = 12, kW = 880, kH = 240;
+  const double n = static_cast<double>(std::max<size_t>(labels.size(), 1));
+  auto px = [&](double i) { return kLeft + (n > 1 ? i / (n - 1) : 0.5) * kW; };
+  auto py = [&](double y) { return kTop + kH - std::min(y, top) / top * kH; };
+  Put(out, {"<h2>", title, "</h2>\n"});
+  std::vector<std::pair<std::string_view, std::string_view>> legend;
+  for (const Series& s : series) legend.emplace_back(s.label, s.color);
+  Legend(out, legend);
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", kTop + kH + 44);
+  const double ytick = TickStep(top, 5);
+  for (double v = 0; v <= top * 1.0001; v += ytick) {
+    Line(out, kLeft, py(v), kLeft + kW, py(v), kGridColor);
+    Text(out, kLeft - 6, py(v) + 4, CompactFigure(v), "end", "#667");
+  }
+  Text(out, 14, kTop + kH / 2, y_label, "start", "#667");
+  if (guide > 0) Line(out, kLeft, py(guide), kLeft + kW, py(guide), kLimitColor, "6 4");
+  for (size_t i = 0; i < labels.size(); ++i) {
+    Text(out, px(static_cast<double>(i)), kTop + kH + 14, labels[i], "middle", "#667");
+  }
+  Text(out, kLeft + kW / 2, kTop + kH + 34, x_label, "middle");
+  for (const Series& s : series) {
+    std::string points;
+    for (const auto& [x, y] : s.points) absl::StrAppendFormat(&points, "%.1f,%.1f ", px(x), py(y));
+    absl::StrAppendFormat(&out,
+                          "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" "
+                          "stroke-width=\"2\"/>",
+                          points, s.color);
+    for (const auto& [x, y] : s.points) {
+      absl::StrAppendFormat(&out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>",
+                            px(x), py(y), s.color);
+    }
+  }
+  out += "</svg>\n";
+}
+
+}  // namespace
+
+std::string ScaleHtml(const Scenario& base, const ScaleResult& r) {
+  std::string out;
+  const std::string title = HtmlEscape(absl::StrFormat(
+      "%s scaling: %s on %s", ScalingModeName(r.mode) == "strong" ? "Strong" : "Weak",
+      base.model.name, base.hw.name));
+  PageStart(out, title);
+  Put(out, {"<h1>", title, "</h1>\n"});
+  out += "<div class=\"cards\">";
+  Card(out, r.breakdown_point ? Figure(static_cast<double>(*r.breakdown_point)) : "none",
+       "breakdown point (GPUs, efficiency < 70%)", r.breakdown_point ? "bad" : "good");
+  Card(out, absl::StrFormat("%.4f", r.serial_fraction), "Amdahl serial fraction");
+  Card(out, std::isfinite(r.max_speedup) ? absl::StrFormat("%.0fx", r.max_speedup) : "unbounded",
+       r.points.empty() ? std::string("maximum speedup")
+                        : absl::StrCat("maximum speedup over ", FormatCount(r.points.front().num_gpus),
+                                       " GPUs"));
+  if (!r.growing_term.empty()) {
+    Card(out,
+         absl::StrFormat("%.1f%% &rarr; %.1f%%", 100 * r.growing_from, 100 * r.growing_to),
+         HtmlEscape(absl::StrCat("growing term: ", r.growing_term)));
+  }
+  out += "</div>\n";
+  std::vector<std::string> labels;
+  Series efficiency{"scaling efficiency (%)", kForwardColor, {}};
+  Series tgs{"tokens/s per GPU", kWeightGradColor, {}};
+  double top_tgs = 0;
+  for (size_t i = 0; i < r.points.size(); ++i) {
+    const ScalePoint& p = r.points[i];
+    labels.push_back(FormatCount(p.num_gpus));
+    if (!p.found) continue;
+    efficiency.points.emplace_back(static_cast<double>(i), 100 * p.efficiency);
+    tgs.points.emplace_back(static_cast<double>(i), p.best.metrics.tokens_per_s_per_gpu);
+    top_tgs = std::max(top_tgs, p.best.metrics.tokens_per_s_per_gpu);
+  }
+  double top_eff = 100;
+  for (const auto& pt : efficiency.points) top_eff = std::max(top_eff, pt.second);
+  CategoryChart(out, "Scaling efficiency against the smallest count (dashed: 70%)", labels,
+                {efficiency}, top_eff * 1.05, 100 * kBreakdownEfficiency, "GPUs", "%");
+  CategoryChart(out, "Tokens per second per GPU", labels, {tgs}, std::max(top_tgs, 1.0) * 1.1, 0,
+                "GPUs", "TGS");
+  // The step of each count, stacked by term.
+  out += "<h2>Step breakdown per GPU count (share of the step)</h2>\n";
+  std::vector<std::pair<std::string_view, std::string_view>> legend;
+  for (size_t t = 0; t < kNumBreakdownTerms; ++t) {
+    legend.emplace_back(BreakdownTermName(static_cast<int>(t)), kTermColors[t]);
+  }
+  Legend(out, legend);
+  constexpr double kRow = 22, kLeft = 90, kW = 860;
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">",
+                        kRow * static_cast<double>(r.points.size()) + 10);
+  for (size_t i = 0; i < r.points.size(); ++i) {
+    const ScalePoint& p = r.points[i];
+    const double y = 4 + kRow * static_cast<double>(i);
+    Text(out, kLeft - 8, y + 14, FormatCount(p.num_gpus), "end", "#667");
+    if (!p.found || p.best.metrics.step_time.value() <= 0) continue;
+    double x = kLeft;
+    for (size_t t = 0; t < kNumBreakdownTerms; ++t) {
+      const double w = p.best.metrics.breakdown[t] / p.best.metrics.step_time * kW;
+      Rect(out, x, y, w, kRow - 6, kTermColors[t],
+           absl::StrFormat("%s %.1f ms", BreakdownTermName(static_cast<int>(t)),
+                           Ms(p.best.metrics.breakdown[t])));
+      x += w;
+    }
+  }
+  out += "</svg>\n";
+  Put(out, {"<h2>Every count</h2>\n<pre>", HtmlEscape(ScaleText(base, r)), "</pre>\n"});
   out += "</body></html>\n";
   return out;
 }

@@ -11,6 +11,7 @@
 #include "scenario/scenario.h"
 #include "serving/serve.h"
 #include "serving/serve_flags.h"
+#include "studies/scale.h"
 #include "studies/search.h"
 #include "studies/validate.h"
 #include "studies/what_if.h"
@@ -60,6 +61,12 @@ std::string SearchHtml(const Scenario& base, const SearchResult& result, int64_t
 // pass); the distributions (CDF) of
 // TTFT, TPOT and end-to-end latency over replica 0's requests; the pass anatomy; the text report.
 std::string ServeHtml(const ServeJob& job, const ServeResult& result);
+
+// `project scale --html`: the job, headline cards (breakdown point, Amdahl's serial fraction and
+// maximum speedup, the growing term), the scaling efficiency against the GPU count with the 70%
+// line, tokens/s per GPU against the GPU count, the step breakdown of each count (stacked), and
+// the table with each count's best layout.
+std::string ScaleHtml(const Scenario& base, const ScaleResult& result);
 
 inline constexpr size_t kSearchPlotLimit = 5000;
 inline constexpr size_t kTimelineTooltipLimit = 4000;
