@@ -26,6 +26,7 @@
 #include "report/report.h"
 #include "report/what_if_report.h"
 #include "scenario/scenario_flags.h"
+#include "studies/bottlenecks.h"
 #include "studies/fit_advice.h"
 #include "studies/lod_high.h"
 #include "studies/profile_mode.h"
@@ -275,8 +276,11 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
   if (!projection.fits_in_memory) {
     PROJECTOR_ASSIGN_OR_RETURN(advice, AdviseFit(scenario, projection));
   }
+  PROJECTOR_ASSIGN_OR_RETURN(const std::vector<Bottleneck> bottlenecks,
+                             AnalyzeBottlenecks(scenario, projection));
   if (as_json) {
     nlohmann::json j = ProjectionJson(scenario, projection);
+    j["bottlenecks"] = BottlenecksJson(bottlenecks, projection.tokens_per_s_per_gpu);
     if (advice) j["fit_advice"] = FitAdviceJson(*advice);
     if (high) j["lod_high"] = HighLodJson(*high);
     io.out << j.dump(2) << "\n";
@@ -284,7 +288,8 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
     // --html keeps the ops for the page; the text lists them only when asked.
     if (!outputs.show_ops) projection.op_tables.clear();
     if (advice) io.out << FitAdviceText(*advice);
-    io.out << ProjectionText(scenario, projection) << OpsText(projection);
+    io.out << ProjectionText(scenario, projection)
+           << BottlenecksText(bottlenecks, projection.tokens_per_s_per_gpu) << OpsText(projection);
     if (high) io.out << HighLodText(*high);
   }
   std::ostream& note = NoteStream(as_json, io.out, io.err);

@@ -227,6 +227,53 @@ nlohmann::json FitAdviceJson(const FitAdvice& advice) {
           {"changes", changes}};
 }
 
+std::string BottlenecksText(const std::vector<Bottleneck>& bottlenecks, double tgs) {
+  std::string out = "\nBottlenecks (most severe first; every recommendation re-projected)\n";
+  if (bottlenecks.empty()) {
+    return out + "  none at or above its threshold\n";
+  }
+  for (const Bottleneck& b : bottlenecks) {
+    absl::StrAppendFormat(&out, "  [%s] %s: %s", SeverityName(b.severity),
+                          BottleneckKindName(b.kind), b.detail);
+    if (b.kind != BottleneckKind::kCompute) {
+      absl::StrAppendFormat(&out, " (high at %.0f%%)", 100 * b.threshold);
+    }
+    out += "\n";
+    if (b.recommendations.empty()) {
+      out += "      no change of the catalogue helps\n";
+      continue;
+    }
+    for (const Reprojected& r : b.recommendations) {
+      absl::StrAppendFormat(&out, "      %-40s TGS %9.1f (%+6.1f%%)  peak %6.1f GiB%s\n",
+                            r.flags, r.tokens_per_s_per_gpu,
+                            tgs > 0 ? 100 * (r.tokens_per_s_per_gpu - tgs) / tgs : 0.0,
+                            GiB(r.peak_memory), r.fits ? "" : "  DOES NOT FIT");
+    }
+  }
+  return out;
+}
+
+nlohmann::json BottlenecksJson(const std::vector<Bottleneck>& bottlenecks, double tgs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Bottleneck& b : bottlenecks) {
+    nlohmann::json recs = nlohmann::json::array();
+    for (const Reprojected& r : b.recommendations) {
+      recs.push_back({{"flags", r.flags},
+                      {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+                      {"change_pct", tgs > 0 ? 100 * (r.tokens_per_s_per_gpu - tgs) / tgs : 0.0},
+                      {"peak_bytes", r.peak_memory.value()},
+                      {"fits", r.fits}});
+    }
+    out.push_back({{"kind", BottleneckKindName(b.kind)},
+                   {"severity", SeverityName(b.severity)},
+                   {"value", b.value},
+                   {"threshold", b.threshold},
+                   {"detail", b.detail},
+                   {"recommendations", recs}});
+  }
+  return out;
+}
+
 std::string ProjectionText(const Scenario& scenario, const Projection& p) {
   std::string out;
   absl::StrAppendFormat(&out, "Projection: %s\n", p.scenario_name);

@@ -10,6 +10,7 @@
 #include "nlohmann/json.hpp"
 #include "projection/projection.h"
 #include "scenario/scenario.h"
+#include "studies/bottlenecks.h"
 #include "studies/fit_advice.h"
 
 namespace projector {
@@ -57,6 +58,14 @@ std::string FitAdviceText(const FitAdvice& advice);
 // {"peak_bytes", "capacity_bytes", "over_bytes", "changes": [{"flags", "peak_bytes",
 // "tokens_per_s_per_gpu"}]}.
 nlohmann::json FitAdviceJson(const FitAdvice& advice);
+
+// The bottleneck section (AnalyzeBottlenecks): each bottleneck with its severity, what it
+// measured against its threshold, and its re-projected recommendations with the TGS each gives
+// (against `tgs`, the projection's) and whether it fits.
+std::string BottlenecksText(const std::vector<Bottleneck>& bottlenecks, double tgs);
+// [{"kind", "severity", "value", "threshold", "detail", "recommendations": [{"flags",
+// "tokens_per_s_per_gpu", "change_pct", "peak_bytes", "fits"}]}].
+nlohmann::json BottlenecksJson(const std::vector<Bottleneck>& bottlenecks, double tgs);
 
 // The replayed step (ProjectionOptions::keep_timeline) in the Chrome trace event format that
 // Perfetto (ui.perfetto.dev) and chrome://tracing open: {"traceEvents": [...], "displayTimeUnit":

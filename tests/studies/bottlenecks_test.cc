@@ -1,0 +1,148 @@
+#include "studies/bottlenecks.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/backend_registry.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "hw_profiles/hardware_profile.h"
+#include "models/model_spec.h"
+#include "projection/projection.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector {
+namespace {
+
+using ::projector::testing::IsOk;
+
+// Llama-3.1-70B on one node of 8 H100, TP8 with sequence parallelism, PP1, seq 8192.
+Scenario Llama70bTp8() {
+  Scenario s;
+  s.name = "b";
+  s.model = *ResolveModel("llama3.1-70b");
+  s.hw = *ResolveHardwareProfile("h100-sxm");
+  s.num_gpus = 8;
+  s.parallel.tp = 8;
+  s.parallel.dp = 1;
+  s.parallel.sequence_parallel = true;
+  s.training.seq_len = 8192;
+  s.training.global_batch = 8;
+  s.training.recompute = Recompute::kFull;
+  EXPECT_THAT(ResolveKernels(s, "test"), IsOk());
+  return s;
+}
+
+Projection ProjectOf(const Scenario& s) {
+  const BackendSet backends = *MakeBackendSet(s.backends, s.hw);
+  absl::StatusOr<Projection> p = Project(s, RefsOf(backends));
+  EXPECT_THAT(p, IsOk());
+  return *p;
+}
+
+// A projection whose step of 1 s splits as given (the rest is compute), its peak at `memory` of
+// the usable HBM and its MFU at `mfu`.
+Projection Shaped(Projection p, double memory, double mfu,
+                  std::initializer_list<std::pair<Seconds StepBreakdown::*, double>> shares) {
+  p.step_time = Seconds(1);
+  p.breakdown = StepBreakdown{};
+  double rest = 1.0;
+  for (const auto& [member, share] : shares) {
+    p.breakdown.*member = Seconds(share);
+    rest -= share;
+  }
+  p.breakdown.compute = Seconds(rest);
+  p.peak_memory_per_gpu = p.memory.capacity * memory;
+  p.mfu = mfu;
+  return p;
+}
+
+std::optional<Bottleneck> Find(const std::vector<Bottleneck>& all, BottleneckKind kind) {
+  for (const Bottleneck& b : all) {
+    if (b.kind == kind) return b;
+  }
+  return std::nullopt;
+}
+
+// Each rule at its thresholds: high at the high threshold, medium just under it and at the
+// medium threshold, absent just under that.
+TEST(BottlenecksTest, EachRuleAtItsThresholds) {
+  const Scenario s = Llama70bTp8();
+  const Projection base = ProjectOf(s);
+  struct Rule {
+    BottleneckKind kind;
+    Seconds StepBreakdown::*member;  // null: memory capacity
+    double medium, high;
+  };
+  const Rule rules[] = {
+      {BottleneckKind::kNetwork, &StepBreakdown::exposed_tp_comm, 0.15, 0.30},
+      {BottleneckKind::kPipelineBubble, &StepBreakdown::pipeline_bubble, 0.05, 0.15},
+      {BottleneckKind::kHost, &StepBreakdown::exposed_host, 0.03, 0.10},
+      {BottleneckKind::kMemoryCapacity, nullptr, 0.90, 1.00},
+  };
+  for (const Rule& r : rules) {
+    auto analyze = [&](double v) {
+      const Projection p = r.member == nullptr ? Shaped(base, v, 0.5, {})
+                                               : Shaped(base, 0.5, 0.5, {{r.member, v}});
+      absl::StatusOr<std::vector<Bottleneck>> all = AnalyzeBottlenecks(s, p);
+      EXPECT_THAT(all, IsOk());
+      return Find(*all, r.kind);
+    };
+    const std::string name(BottleneckKindName(r.kind));
+    ASSERT_TRUE(analyze(r.high).has_value()) << name;
+    EXPECT_EQ(analyze(r.high)->severity, Severity::kHigh) << name;
+    EXPECT_DOUBLE_EQ(analyze(r.high)->value, r.high) << name;
+    EXPECT_EQ(analyze(r.high - 1e-9)->severity, Severity::kMedium) << name;
+    EXPECT_EQ(analyze(r.medium)->severity, Severity::kMedium) << name;
+    EXPECT_FALSE(analyze(r.medium - 1e-9).has_value()) << name;
+  }
+  // Compute dominates from half the step; its severity is medium under 30% MFU.
+  absl::StatusOr<std::vector<Bottleneck>> slow = AnalyzeBottlenecks(s, Shaped(base, 0.5, 0.29, {}));
+  ASSERT_THAT(slow, IsOk());
+  EXPECT_EQ(Find(*slow, BottleneckKind::kCompute)->severity, Severity::kMedium);
+  absl::StatusOr<std::vector<Bottleneck>> fast = AnalyzeBottlenecks(s, Shaped(base, 0.5, 0.31, {}));
+  EXPECT_EQ(Find(*fast, BottleneckKind::kCompute)->severity, Severity::kLow);
+  absl::StatusOr<std::vector<Bottleneck>> split = AnalyzeBottlenecks(
+      s, Shaped(base, 0.5, 0.5, {{&StepBreakdown::exposed_dp_comm, 0.51}}));
+  EXPECT_FALSE(Find(*split, BottleneckKind::kCompute).has_value());
+  // Most severe first.
+  absl::StatusOr<std::vector<Bottleneck>> mixed = AnalyzeBottlenecks(
+      s, Shaped(base, 0.5, 0.5, {{&StepBreakdown::pipeline_bubble, 0.06},
+                                 {&StepBreakdown::exposed_tp_comm, 0.31}}));
+  ASSERT_THAT(mixed, IsOk());
+  EXPECT_EQ(mixed->front().kind, BottleneckKind::kNetwork);
+}
+
+// A recommendation is the change re-projected: TP communication overlap on the real TP8 step
+// gives exactly the TGS of projecting the scenario with it, and only changes that raise TGS are
+// listed (for memory, only those that lower the peak).
+TEST(BottlenecksTest, RecommendationsAreReprojected) {
+  const Scenario s = Llama70bTp8();
+  const Projection base = ProjectOf(s);
+  absl::StatusOr<std::vector<Bottleneck>> all = AnalyzeBottlenecks(
+      s, Shaped(base, 0.5, 0.5, {{&StepBreakdown::exposed_tp_comm, 0.35}}));
+  ASSERT_THAT(all, IsOk());
+  const std::optional<Bottleneck> network = Find(*all, BottleneckKind::kNetwork);
+  ASSERT_TRUE(network.has_value());
+  Scenario overlapped = s;
+  overlapped.training.tp_comm_overlap = true;
+  const double expected = ProjectOf(overlapped).tokens_per_s_per_gpu;
+  const auto it = std::find_if(network->recommendations.begin(), network->recommendations.end(),
+                               [](const Reprojected& r) { return r.flags == "--tp-comm-overlap"; });
+  ASSERT_NE(it, network->recommendations.end());
+  EXPECT_DOUBLE_EQ(it->tokens_per_s_per_gpu, expected);
+  for (const Bottleneck& b : *all) {
+    for (const Reprojected& r : b.recommendations) {
+      if (b.kind == BottleneckKind::kMemoryCapacity) {
+        EXPECT_LT(r.peak_memory.value(), base.peak_memory_per_gpu.value());
+      } else {
+        EXPECT_GT(r.tokens_per_s_per_gpu, base.tokens_per_s_per_gpu) << r.flags;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace projector
