@@ -46,38 +46,57 @@ void RunServe(benchmark::State& state, const ServeJob& job) {
 
 // Llama-3.1-70B, TP8 on 8 H100, 10,000 requests arriving at 10 req/s, lognormal lengths.
 void BM_Serve_Llama70bTp8_10kRequests(benchmark::State& state) {
-  static const ServeJob job =
-      Job({{"model", "llama3.1-70b"}, {"gpu-arch", "h100-sxm"}, {"tp", "8"}, {"qps", "10"},
-           {"num-requests", "10000"}, {"input-len", "1024"}, {"input-dist", "lognormal"},
-           {"input-spread", "1"}, {"output-len", "256"}, {"output-dist", "lognormal"},
-           {"output-spread", "1"}});
+  static const ServeJob job = Job({{"model", "llama3.1-70b"},
+                                   {"gpu-arch", "h100-sxm"},
+                                   {"tp", "8"},
+                                   {"qps", "10"},
+                                   {"num-requests", "10000"},
+                                   {"input-len", "1024"},
+                                   {"input-dist", "lognormal"},
+                                   {"input-spread", "1"},
+                                   {"output-len", "256"},
+                                   {"output-dist", "lognormal"},
+                                   {"output-spread", "1"}});
   RunServe(state, job);
 }
 BENCHMARK(BM_Serve_Llama70bTp8_10kRequests)->Unit(benchmark::kMillisecond);
 
 // Scenario A: an 80-layer model on one GPU (Llama-3.1-70B in fp8 on an H200), 2,000 requests.
 void BM_Serve_ScenarioA_80LayersOneGpu(benchmark::State& state) {
-  static const ServeJob job =
-      Job({{"model", "llama3.1-70b"}, {"gpu-arch", "h200-sxm"}, {"precision", "fp8"},
-           {"qps", "2"}, {"num-requests", "2000"}, {"input-len", "512"}, {"output-len", "128"}});
+  static const ServeJob job = Job({{"model", "llama3.1-70b"},
+                                   {"gpu-arch", "h200-sxm"},
+                                   {"precision", "fp8"},
+                                   {"qps", "2"},
+                                   {"num-requests", "2000"},
+                                   {"input-len", "512"},
+                                   {"output-len", "128"}});
   RunServe(state, job);
 }
 BENCHMARK(BM_Serve_ScenarioA_80LayersOneGpu)->Unit(benchmark::kMillisecond);
 
 // Scenario B: TP4 (Llama-3.1-70B on 4 H100).
 void BM_Serve_ScenarioB_Tp4(benchmark::State& state) {
-  static const ServeJob job =
-      Job({{"model", "llama3.1-70b"}, {"gpu-arch", "h100-sxm"}, {"tp", "4"}, {"qps", "4"},
-           {"num-requests", "2000"}, {"input-len", "512"}, {"output-len", "128"}});
+  static const ServeJob job = Job({{"model", "llama3.1-70b"},
+                                   {"gpu-arch", "h100-sxm"},
+                                   {"tp", "4"},
+                                   {"qps", "4"},
+                                   {"num-requests", "2000"},
+                                   {"input-len", "512"},
+                                   {"output-len", "128"}});
   RunServe(state, job);
 }
 BENCHMARK(BM_Serve_ScenarioB_Tp4)->Unit(benchmark::kMillisecond);
 
 // Scenario C: TP4 x PP2 (Llama-3.1-70B on 8 H100).
 void BM_Serve_ScenarioC_Tp4Pp2(benchmark::State& state) {
-  static const ServeJob job =
-      Job({{"model", "llama3.1-70b"}, {"gpu-arch", "h100-sxm"}, {"tp", "4"}, {"pp", "2"},
-           {"qps", "8"}, {"num-requests", "2000"}, {"input-len", "512"}, {"output-len", "128"}});
+  static const ServeJob job = Job({{"model", "llama3.1-70b"},
+                                   {"gpu-arch", "h100-sxm"},
+                                   {"tp", "4"},
+                                   {"pp", "2"},
+                                   {"qps", "8"},
+                                   {"num-requests", "2000"},
+                                   {"input-len", "512"},
+                                   {"output-len", "128"}});
   RunServe(state, job);
 }
 BENCHMARK(BM_Serve_ScenarioC_Tp4Pp2)->Unit(benchmark::kMillisecond);
@@ -85,9 +104,13 @@ BENCHMARK(BM_Serve_ScenarioC_Tp4Pp2)->Unit(benchmark::kMillisecond);
 // The SLO search (issue 26 point 8: under 10 s): the highest rate at which Llama-3.1-70B TP8 on
 // 8 H100 keeps p90 TTFT <= 500 ms and p90 TPOT <= 50 ms, 1,000 requests per probe.
 void BM_SloSearch_Llama70bTp8(benchmark::State& state) {
-  static const ServeJob job =
-      Job({{"model", "llama3.1-70b"}, {"gpu-arch", "h100-sxm"}, {"tp", "8"}, {"qps", "1"},
-           {"num-requests", "1000"}, {"input-len", "1024"}, {"output-len", "256"}});
+  static const ServeJob job = Job({{"model", "llama3.1-70b"},
+                                   {"gpu-arch", "h100-sxm"},
+                                   {"tp", "8"},
+                                   {"qps", "1"},
+                                   {"num-requests", "1000"},
+                                   {"input-len", "1024"},
+                                   {"output-len", "256"}});
   const SloTarget slo{.ttft_ms = 500, .tpot_ms = 50, .percentile = 90};
   int64_t probes = 0;
   for (auto _ : state) {
@@ -105,9 +128,12 @@ BENCHMARK(BM_SloSearch_Llama70bTp8)->Unit(benchmark::kMillisecond);
 
 // The layout search over 8 H100 for the same target (10 layouts, a bisection each).
 void BM_SloLayoutSearch_Llama70bOn8(benchmark::State& state) {
-  static const ServeJob job =
-      Job({{"model", "llama3.1-70b"}, {"gpu-arch", "h100-sxm"}, {"qps", "1"},
-           {"num-requests", "1000"}, {"input-len", "1024"}, {"output-len", "256"}});
+  static const ServeJob job = Job({{"model", "llama3.1-70b"},
+                                   {"gpu-arch", "h100-sxm"},
+                                   {"qps", "1"},
+                                   {"num-requests", "1000"},
+                                   {"input-len", "1024"},
+                                   {"output-len", "256"}});
   const SloTarget slo{.ttft_ms = 500, .tpot_ms = 50, .percentile = 90};
   for (auto _ : state) {
     absl::StatusOr<std::vector<ServingLayout>> r =
@@ -127,9 +153,15 @@ BENCHMARK(BM_SloLayoutSearch_Llama70bOn8)->Unit(benchmark::kMillisecond);
 // events, and at the high level the differences from the medium level's metrics (%).
 ServeJob LodJob(const char* gpu, const char* tp, const char* pp, const char* precision,
                 const char* qps, LevelOfDetail lod) {
-  ServeJob job = Job({{"model", "llama3.1-70b"}, {"gpu-arch", gpu}, {"tp", tp}, {"pp", pp},
-                      {"precision", precision}, {"qps", qps}, {"num-requests", "500"},
-                      {"input-len", "512"}, {"output-len", "128"}});
+  ServeJob job = Job({{"model", "llama3.1-70b"},
+                      {"gpu-arch", gpu},
+                      {"tp", tp},
+                      {"pp", pp},
+                      {"precision", precision},
+                      {"qps", qps},
+                      {"num-requests", "500"},
+                      {"input-len", "512"},
+                      {"output-len", "128"}});
   job.options.engine.lod = lod;
   return job;
 }

@@ -86,8 +86,8 @@ absl::Status RunScaleCommand(int argc, char** argv, const Output& io) {
     io.err << "\rscale: " << done << " of " << total << " GPU counts projected" << std::flush;
     progress_shown = true;
   };
-  absl::StatusOr<ScaleResult> result = RunScaling(
-      base, counts, weak ? ScalingMode::kWeak : ScalingMode::kStrong, search, progress);
+  absl::StatusOr<ScaleResult> result =
+      RunScaling(base, counts, weak ? ScalingMode::kWeak : ScalingMode::kStrong, search, progress);
   if (progress_shown) io.err << "\n";
   if (!result.ok()) {
     const std::string message(result.status().message());

@@ -38,8 +38,7 @@ constexpr char kUsage[] =
 constexpr FlagSpec kOutputFlags[] = {
     {"help", "Show this help", "", FlagArity::kSwitch},
     {"format", "Output format: text or json", "FORMAT"},
-    {"html", "Also write a one-file HTML report (charts over time, latency distributions)",
-     "FILE"},
+    {"html", "Also write a one-file HTML report (charts over time, latency distributions)", "FILE"},
     {"validate",
      "Instead of one projection: published serving results against the projection, one case "
      "per line (calibration/serving_public.jsonl)",
@@ -96,8 +95,9 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
   if (Given(*flags, "validate")) {
     for (const std::string& name : flags->GivenNames()) {
       if (name != "validate" && name != "format" && name != "max-median-error-pct") {
-        return FlagError(name, "--validate takes each case's deployment and workload from the "
-                               "file; drop this flag");
+        return FlagError(name,
+                         "--validate takes each case's deployment and workload from the "
+                         "file; drop this flag");
       }
     }
     absl::StatusOr<ServeValidation> v = ValidateServingCases(StringFlag(*flags, "validate"));
@@ -106,9 +106,9 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
     if (Given(*flags, "max-median-error-pct")) {
       PROJECTOR_ASSIGN_OR_RETURN(const double floor, NumberFlag(*flags, "max-median-error-pct"));
       if (v->median_abs_error_pct > floor) {
-        return absl::OutOfRangeError(absl::StrFormat(
-            "accuracy floor not met: median |error| %.1f%% > %.1f%%", v->median_abs_error_pct,
-            floor));
+        return absl::OutOfRangeError(
+            absl::StrFormat("accuracy floor not met: median |error| %.1f%% > %.1f%%",
+                            v->median_abs_error_pct, floor));
       }
     }
     return absl::OkStatus();

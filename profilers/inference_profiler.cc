@@ -92,8 +92,7 @@ Bytes KvBytesPerTokenPerLayer(const InferenceContext& ctx) {
   return Bytes(D(KvElementsPerTokenPerLayer(ctx)) * BytesPerElement(ctx.kv_dtype));
 }
 
-absl::StatusOr<OpList> InferenceLayerOps(const InferenceContext& ctx, int64_t tokens,
-                                         bool is_moe) {
+absl::StatusOr<OpList> InferenceLayerOps(const InferenceContext& ctx, int64_t tokens, bool is_moe) {
   if (tokens < 1) {
     return absl::InvalidArgumentError(absl::StrCat("tokens per pass must be >= 1, got ", tokens));
   }
@@ -109,11 +108,11 @@ absl::StatusOr<OpList> InferenceLayerOps(const InferenceContext& ctx, int64_t to
   write.name = "kv_cache_write";
   write.module = "attention";
   write.kind = OpKind::kMemory;
-  write.memory = MemoryOp{
-      .bytes = Bytes(elements * (BytesPerElement(InferenceActivationDType(ctx)) +
-                                 BytesPerElement(ctx.kv_dtype))),
-      .flops = Flops(0),
-      .launches = 1};
+  write.memory =
+      MemoryOp{.bytes = Bytes(elements * (BytesPerElement(InferenceActivationDType(ctx)) +
+                                          BytesPerElement(ctx.kv_dtype))),
+               .flops = Flops(0),
+               .launches = 1};
   write.bytes = write.memory.bytes;
   return ops;
 }
@@ -152,12 +151,11 @@ MemoryOp DecodeAttentionOp(const InferenceContext& ctx, int64_t sequences, int64
 }
 
 CollectiveOp InferenceTpAllReduce(const InferenceContext& ctx, int64_t tokens) {
-  return CollectiveOp{
-      .kind = CollectiveKind::kAllReduce,
-      .bytes = Bytes(D(tokens) * D(ctx.model.hidden_size) *
-                     BytesPerElement(InferenceActivationDType(ctx))),
-      .group = ProcessGroup{.size = ctx.tp, .stride = 1},
-      .routing = {}};
+  return CollectiveOp{.kind = CollectiveKind::kAllReduce,
+                      .bytes = Bytes(D(tokens) * D(ctx.model.hidden_size) *
+                                     BytesPerElement(InferenceActivationDType(ctx))),
+                      .group = ProcessGroup{.size = ctx.tp, .stride = 1},
+                      .routing = {}};
 }
 
 absl::StatusOr<OpList> InferenceOutputOps(const InferenceContext& ctx, int64_t sequences) {

@@ -52,8 +52,7 @@ Bytes KvBytesPerTokenPerLayer(const InferenceContext& ctx);
 // ("kv_cache_write": read K and V in the activation dtype, write them into their cache blocks).
 // kInvalidArgument for tokens < 1, a head or FFN count TP does not divide, or is_moe on a dense
 // model.
-absl::StatusOr<OpList> InferenceLayerOps(const InferenceContext& ctx, int64_t tokens,
-                                         bool is_moe);
+absl::StatusOr<OpList> InferenceLayerOps(const InferenceContext& ctx, int64_t tokens, bool is_moe);
 
 // Flash-attention forward of one prefill chunk: `new_tokens` queries attending causally
 // (bottom-right aligned) over the `context` tokens already cached and themselves, heads split

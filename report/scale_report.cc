@@ -51,8 +51,7 @@ std::string ScaleText(const Scenario& base, const ScaleResult& r) {
     absl::StrAppendFormat(&out, "  %8s %8d %10.1f %10.1f %9.1f%% %8.1f %9.1f  %s\n",
                           FormatCount(p.num_gpus), p.global_batch, m.tokens_per_s_per_gpu,
                           ToMilliseconds(m.step_time), 100 * p.efficiency, p.speedup,
-                          m.peak_memory_per_gpu.value() / kGib,
-                          CandidateLabel(p.best.candidate));
+                          m.peak_memory_per_gpu.value() / kGib, CandidateLabel(p.best.candidate));
   }
   absl::StrAppend(&out, "\n", Summary(r));
   return out;
@@ -61,8 +60,8 @@ std::string ScaleText(const Scenario& base, const ScaleResult& r) {
 nlohmann::json ScaleJson(const Scenario& base, const ScaleResult& r) {
   nlohmann::json points = nlohmann::json::array();
   for (const ScalePoint& p : r.points) {
-    nlohmann::json j = {{"num_gpus", p.num_gpus}, {"global_batch", p.global_batch},
-                        {"found", p.found}};
+    nlohmann::json j = {
+        {"num_gpus", p.num_gpus}, {"global_batch", p.global_batch}, {"found", p.found}};
     if (!p.found) {
       j["why_not"] = p.why_not;
     } else {
@@ -92,11 +91,11 @@ nlohmann::json ScaleJson(const Scenario& base, const ScaleResult& r) {
           {"gpu", base.hw.name},
           {"seq_len", base.training.seq_len},
           {"points", points},
-          {"breakdown_point", r.breakdown_point ? nlohmann::json(*r.breakdown_point)
-                                                : nlohmann::json(nullptr)},
+          {"breakdown_point",
+           r.breakdown_point ? nlohmann::json(*r.breakdown_point) : nlohmann::json(nullptr)},
           {"serial_fraction", r.serial_fraction},
-          {"max_speedup", std::isfinite(r.max_speedup) ? nlohmann::json(r.max_speedup)
-                                                       : nlohmann::json(nullptr)},
+          {"max_speedup",
+           std::isfinite(r.max_speedup) ? nlohmann::json(r.max_speedup) : nlohmann::json(nullptr)},
           {"growing_term", r.growing_term},
           {"elapsed_s", r.elapsed_s}};
 }

@@ -22,25 +22,24 @@ nlohmann::json StatsJson(const LatencyStats& s) {
 }
 
 std::string StatsRow(std::string_view name, const LatencyStats& s) {
-  return absl::StrFormat("  %-22s %10.2f %10.2f %10.2f %10.2f\n", std::string(name), s.mean,
-                         s.p50, s.p90, s.p99);
+  return absl::StrFormat("  %-22s %10.2f %10.2f %10.2f %10.2f\n", std::string(name), s.mean, s.p50,
+                         s.p90, s.p99);
 }
 
 std::string DeploymentLine(const ServeJob& job) {
   const Deployment& d = job.options.deployment;
   return absl::StrFormat("%s on %s, TP%d PP%d%s x %d replica%s (%d GPUs), weights %s, KV %s",
                          d.model.name, d.hw.gpu.name, d.tp, d.pp,
-                         d.expert_parallel ? " (experts spread over TP)" : "",
-                         job.options.replicas, job.options.replicas == 1 ? "" : "s",
-                         d.NumGpus() * job.options.replicas, DTypeName(d.weight_dtype),
-                         DTypeName(d.kv_dtype));
+                         d.expert_parallel ? " (experts spread over TP)" : "", job.options.replicas,
+                         job.options.replicas == 1 ? "" : "s", d.NumGpus() * job.options.replicas,
+                         DTypeName(d.weight_dtype), DTypeName(d.kv_dtype));
 }
 
 std::string EngineLine(const EngineConfig& e) {
-  std::string line = absl::StrFormat(
-      "%s batching, max %d requests and %d tokens per pass, chunked prefill %s",
-      BatchingModeName(e.batching), e.max_num_seqs, e.max_batched_tokens,
-      e.chunked_prefill ? "on" : "off");
+  std::string line =
+      absl::StrFormat("%s batching, max %d requests and %d tokens per pass, chunked prefill %s",
+                      BatchingModeName(e.batching), e.max_num_seqs, e.max_batched_tokens,
+                      e.chunked_prefill ? "on" : "off");
   absl::StrAppendFormat(&line, ", host overhead %g us per pass + %g us per request",
                         ToMicroseconds(e.pass_overhead), ToMicroseconds(e.request_overhead));
   if (e.slow_gpu.gpu >= 0) {
@@ -54,13 +53,14 @@ std::string EngineLine(const EngineConfig& e) {
 
 std::string ServeText(const ServeJob& job, const ServeResult& r) {
   const ServeMetrics& m = r.metrics;
-  std::string out =
-      job.options.engine.lod == LevelOfDetail::kHigh
-          ? absl::StrFormat("Serving projection (high level of detail: every pass replayed as "
-                            "events per layer and collective step, %s events)\n",
-                            FormatCount(m.events))
-          : std::string("Serving projection (medium level of detail: one analytical cost per "
-                        "pass)\n");
+  std::string out = job.options.engine.lod == LevelOfDetail::kHigh
+                        ? absl::StrFormat(
+                              "Serving projection (high level of detail: every pass replayed as "
+                              "events per layer and collective step, %s events)\n",
+                              FormatCount(m.events))
+                        : std::string(
+                              "Serving projection (medium level of detail: one analytical cost per "
+                              "pass)\n");
   absl::StrAppend(&out, "  deployment ", DeploymentLine(job), "\n");
   absl::StrAppend(&out, "  engine     ", EngineLine(job.options.engine), "\n");
   absl::StrAppend(&out, "  workload   ", job.workload, "\n");
@@ -70,8 +70,8 @@ std::string ServeText(const ServeJob& job, const ServeResult& r) {
   absl::StrAppend(&out, StatsRow("TPOT", m.tpot_ms));
   absl::StrAppend(&out, StatsRow("end-to-end", m.e2e_ms));
   absl::StrAppend(&out, "\nThroughput\n");
-  absl::StrAppendFormat(&out, "  completed requests     %s in %.2f s\n",
-                        FormatCount(m.completed), m.duration_s);
+  absl::StrAppendFormat(&out, "  completed requests     %s in %.2f s\n", FormatCount(m.completed),
+                        m.duration_s);
   absl::StrAppendFormat(&out, "  requests/s             %.2f\n", m.requests_per_s);
   absl::StrAppendFormat(&out, "  input tokens/s         %.1f\n", m.input_tokens_per_s);
   absl::StrAppendFormat(&out, "  output tokens/s        %.1f (%.1f per GPU)\n",
@@ -102,7 +102,8 @@ nlohmann::json ServeJson(const ServeJob& job, const ServeResult& r) {
   const EngineConfig& e = job.options.engine;
   nlohmann::json timeline = nlohmann::json::array();
   const std::vector<PassSample>& passes = r.first_replica.passes;
-  const size_t stride = std::max<size_t>(1, (passes.size() + kTimelinePoints - 1) / kTimelinePoints);
+  const size_t stride =
+      std::max<size_t>(1, (passes.size() + kTimelinePoints - 1) / kTimelinePoints);
   for (size_t i = 0; i < passes.size(); i += stride) {
     const PassSample& p = passes[i];
     timeline.push_back({{"time_s", p.time_s},
@@ -111,10 +112,9 @@ nlohmann::json ServeJson(const ServeJob& job, const ServeResult& r) {
                         {"batch_sequences", p.batch_sequences},
                         {"batch_tokens", p.batch_tokens},
                         {"preemptions", p.preemptions},
-                        {"kv_utilization", r.kv.blocks > 0
-                                               ? static_cast<double>(p.kv_blocks_used) /
-                                                     static_cast<double>(r.kv.blocks)
-                                               : 0.0}});
+                        {"kv_utilization", r.kv.blocks > 0 ? static_cast<double>(p.kv_blocks_used) /
+                                                                 static_cast<double>(r.kv.blocks)
+                                                           : 0.0}});
   }
   return {
       {"level_of_detail", LevelOfDetailName(e.lod)},
@@ -268,8 +268,8 @@ std::string PoolsLine(const DisaggregatedOptions& pools) {
 std::string SloSearchText(const ServeJob& job, const SloTarget& slo, const SloSearchResult& r,
                           const DisaggregatedOptions* pools) {
   std::string out = absl::StrCat("Highest arrival rate under ", TargetPhrase(slo), "\n");
-  absl::StrAppend(&out, "  deployment ",
-                  pools != nullptr ? PoolsLine(*pools) : DeploymentLine(job), "\n");
+  absl::StrAppend(&out, "  deployment ", pools != nullptr ? PoolsLine(*pools) : DeploymentLine(job),
+                  "\n");
   absl::StrAppend(&out, "  engine     ", EngineLine(job.options.engine), "\n");
   absl::StrAppend(&out, "  workload   ", job.workload, "\n");
   absl::StrAppendFormat(&out, "  capacity   %.3g req/s with every request at once\n\n",
@@ -304,9 +304,8 @@ std::string PoolSplitText(const ServeJob& job, const SloRequest& slo,
       pools.prefill.deployment.hw.gpu.name, pools.decode.deployment.tp,
       pools.decode.deployment.hw.gpu.name);
   absl::StrAppend(&out, "  workload   ", job.workload, "\n\n");
-  absl::StrAppendFormat(&out, "  %4s %8s %8s %12s %14s %14s %16s\n", "rank", "prefill",
-                        "decode", "max req/s",
-                        absl::StrFormat("p%d TTFT ms", slo.target.percentile),
+  absl::StrAppendFormat(&out, "  %4s %8s %8s %12s %14s %14s %16s\n", "rank", "prefill", "decode",
+                        "max req/s", absl::StrFormat("p%d TTFT ms", slo.target.percentile),
                         absl::StrFormat("p%d TPOT ms", slo.target.percentile), "out tok/s/GPU");
   int rank = 0;
   for (const PoolSplit& p : splits) {
@@ -358,7 +357,8 @@ std::string LayoutSearchText(const ServeJob& job, const SloRequest& slo,
                                     d.hw.gpu.name, d.model.name, TargetPhrase(slo.target));
   absl::StrAppend(&out, "  workload   ", job.workload, "\n\n");
   absl::StrAppendFormat(&out, "  %4s %4s %4s %8s %12s %14s %14s %16s\n", "rank", "TP", "PP",
-                        "replicas", "max req/s", absl::StrFormat("p%d TTFT ms", slo.target.percentile),
+                        "replicas", "max req/s",
+                        absl::StrFormat("p%d TTFT ms", slo.target.percentile),
                         absl::StrFormat("p%d TPOT ms", slo.target.percentile), "out tok/s/GPU");
   int rank = 0;
   for (const ServingLayout& l : layouts) {
@@ -366,8 +366,8 @@ std::string LayoutSearchText(const ServeJob& job, const SloRequest& slo,
       absl::StrAppendFormat(&out, "  %4s %4d %4d %8d  not evaluated: %s\n", "-", l.tp, l.pp,
                             l.replicas, l.problem);
     } else if (!l.result.found) {
-      absl::StrAppendFormat(&out, "  %4s %4d %4d %8d  no rate meets the target\n", "-", l.tp,
-                            l.pp, l.replicas);
+      absl::StrAppendFormat(&out, "  %4s %4d %4d %8d  no rate meets the target\n", "-", l.tp, l.pp,
+                            l.replicas);
     } else {
       absl::StrAppendFormat(&out, "  %4d %4d %4d %8d %12.4g %14.1f %14.2f %16.1f\n", ++rank, l.tp,
                             l.pp, l.replicas, l.result.max_qps,
@@ -403,8 +403,7 @@ namespace {
 int64_t MeanPrompt(const ServeJob& job) {
   double sum = 0;
   for (const Request& r : job.requests) sum += static_cast<double>(r.prompt_tokens);
-  return job.requests.empty() ? 0
-                              : std::llround(sum / static_cast<double>(job.requests.size()));
+  return job.requests.empty() ? 0 : std::llround(sum / static_cast<double>(job.requests.size()));
 }
 
 std::string PoolLine(const PoolConfig& pool, const KvCacheSizing& kv) {
@@ -446,8 +445,7 @@ std::string DisaggregatedText(const ServeJob& job, const DisaggregatedOptions& p
   const ServeMetrics& b = split.metrics;
   absl::StrAppendFormat(&out, "  %-28s %16s %16s\n", "", "aggregated", "disaggregated");
   auto row = [&out](std::string_view name, double x, double y, int digits) {
-    absl::StrAppendFormat(&out, "  %-28s %16.*f %16.*f\n", std::string(name), digits, x, digits,
-                          y);
+    absl::StrAppendFormat(&out, "  %-28s %16.*f %16.*f\n", std::string(name), digits, x, digits, y);
   };
   row("GPUs", static_cast<double>(aggregated.gpus), static_cast<double>(split.gpus), 0);
   row("TTFT p50 (ms)", a.ttft_ms.p50, b.ttft_ms.p50, 1);
@@ -459,10 +457,8 @@ std::string DisaggregatedText(const ServeJob& job, const DisaggregatedOptions& p
   row("end-to-end p50 (ms)", a.e2e_ms.p50, b.e2e_ms.p50, 0);
   row("end-to-end p99 (ms)", a.e2e_ms.p99, b.e2e_ms.p99, 0);
   row("requests/s", a.requests_per_s, b.requests_per_s, 2);
-  row("output tokens/s per GPU", a.output_tokens_per_s_per_gpu, b.output_tokens_per_s_per_gpu,
-      1);
-  row("preemptions", static_cast<double>(a.preemptions), static_cast<double>(b.preemptions),
-      0);
+  row("output tokens/s per GPU", a.output_tokens_per_s_per_gpu, b.output_tokens_per_s_per_gpu, 1);
+  row("preemptions", static_cast<double>(a.preemptions), static_cast<double>(b.preemptions), 0);
   return out;
 }
 

@@ -22,9 +22,9 @@ absl::Status CheckPools(const DisaggregatedOptions& o) {
         "batching: disaggregated pools run continuous batching; drop --batching static");
   }
   if (o.prefill.replicas < 1 || o.decode.replicas < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "prefill-replicas and decode-replicas: each pool needs >= 1 replica, got ",
-        o.prefill.replicas, " and ", o.decode.replicas));
+    return absl::InvalidArgumentError(
+        absl::StrCat("prefill-replicas and decode-replicas: each pool needs >= 1 replica, got ",
+                     o.prefill.replicas, " and ", o.decode.replicas));
   }
   if (o.prefill.deployment.model.name != o.decode.deployment.model.name) {
     return absl::InvalidArgumentError("both pools serve the same model");
@@ -96,14 +96,15 @@ absl::StatusOr<DisaggregatedResult> ServeDisaggregated(const DisaggregatedOption
   for (const ReplicaRun& run : prefill_runs) {
     std::vector<const RequestRecord*> order;
     for (const RequestRecord& r : run.requests) order.push_back(&r);
-    std::stable_sort(order.begin(), order.end(), [](const RequestRecord* a, const RequestRecord* b) {
-      return a->finish_s < b->finish_s;
-    });
+    std::stable_sort(
+        order.begin(), order.end(),
+        [](const RequestRecord* a, const RequestRecord* b) { return a->finish_s < b->finish_s; });
     double nic_free = 0;
     for (const RequestRecord* r : order) {
-      const Seconds t = KvTransferTime(
-          options.prefill.deployment.hw, options.prefill.deployment.tp,
-          options.decode.deployment.tp, KvTransferBytes(options.decode.deployment, r->prompt_tokens));
+      const Seconds t =
+          KvTransferTime(options.prefill.deployment.hw, options.prefill.deployment.tp,
+                         options.decode.deployment.tp,
+                         KvTransferBytes(options.decode.deployment, r->prompt_tokens));
       const double start = std::max(r->finish_s, nic_free);
       nic_free = start + t.value();
       landed.push_back(Landed{.first = *r, .landed_s = nic_free});
@@ -151,12 +152,12 @@ absl::StatusOr<DisaggregatedResult> ServeDisaggregated(const DisaggregatedOption
   ReplicaRun whole;
   whole.requests = std::move(merged);
   result.metrics = MeasureRuns(std::span<const ReplicaRun>(&whole, 1), result.gpus);
-  result.prefill_pool = MeasureRuns(prefill_runs, options.prefill.deployment.NumGpus() *
-                                                      options.prefill.replicas);
+  result.prefill_pool =
+      MeasureRuns(prefill_runs, options.prefill.deployment.NumGpus() * options.prefill.replicas);
   result.prefill_kv = prefill_runs.front().kv;
   if (!decode_runs.empty()) {
-    result.decode_pool = MeasureRuns(decode_runs, options.decode.deployment.NumGpus() *
-                                                      options.decode.replicas);
+    result.decode_pool =
+        MeasureRuns(decode_runs, options.decode.deployment.NumGpus() * options.decode.replicas);
     result.decode_kv = decode_runs.front().kv;
   }
   // Passes and preemptions are the pools'; the end-to-end view has no passes of its own.

@@ -27,12 +27,12 @@ struct DisaggregatedOptions {
 };
 
 struct DisaggregatedResult {
-  ServeMetrics metrics;         // the requests end to end, throughput over both pools' GPUs
-  ServeMetrics prefill_pool;    // the prefill pool's own passes and cache
+  ServeMetrics metrics;       // the requests end to end, throughput over both pools' GPUs
+  ServeMetrics prefill_pool;  // the prefill pool's own passes and cache
   ServeMetrics decode_pool;
   KvCacheSizing prefill_kv;
   KvCacheSizing decode_kv;
-  LatencyStats transfer_ms;     // cache ready on the prefill side to landed on the decode side
+  LatencyStats transfer_ms;  // cache ready on the prefill side to landed on the decode side
   int64_t gpus = 0;
 };
 

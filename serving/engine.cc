@@ -70,8 +70,8 @@ struct PassTimer {
 
 class ContinuousEngine {
  public:
-  ContinuousEngine(PassTimer& cost, const EngineConfig& config,
-                   std::span<const Request> requests, const KvCacheSizing& kv)
+  ContinuousEngine(PassTimer& cost, const EngineConfig& config, std::span<const Request> requests,
+                   const KvCacheSizing& kv)
       : cost_(cost),
         config_(config),
         requests_(requests),
@@ -130,9 +130,7 @@ class ContinuousEngine {
   }
 
  private:
-  bool SlotFree() const {
-    return config_.concurrency == 0 || in_system_ < config_.concurrency;
-  }
+  bool SlotFree() const { return config_.concurrency == 0 || in_system_ < config_.concurrency; }
 
   // Requests that have arrived by `now` enter the waiting queue while a concurrency slot is
   // free; one held back until a slot frees is sent then.
@@ -394,7 +392,8 @@ absl::StatusOr<ReplicaRun> RunStatic(PassTimer& cost, const EngineConfig& config
     }
     const int64_t sequences = static_cast<int64_t>(batch.size());
     pass.Clear();
-    for (const Request& r : batch) pass.prefills.push_back({.new_tokens = r.prompt_tokens, .context = 0});
+    for (const Request& r : batch)
+      pass.prefills.push_back({.new_tokens = r.prompt_tokens, .context = 0});
     pass.emitting = sequences;
     PROJECTOR_ASSIGN_OR_RETURN(now, run_pass(now, sequences));
     auto record = [&](int64_t step) {
@@ -431,17 +430,17 @@ absl::Status CheckServable(const EngineConfig& config, std::span<const Request> 
   for (const Request& r : requests) {
     const int64_t length = r.prompt_tokens + r.output_tokens;
     if (BlocksFor(length, kv.block_size) > kv.blocks) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "request ", r.id, " needs ", length, " tokens of KV cache (prompt ", r.prompt_tokens,
-          " + output ", r.output_tokens, "), more than the ", kv.Tokens(),
-          " the deployment holds; shorten it or add GPUs (--tp, --pp)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("request ", r.id, " needs ", length, " tokens of KV cache (prompt ",
+                       r.prompt_tokens, " + output ", r.output_tokens, "), more than the ",
+                       kv.Tokens(), " the deployment holds; shorten it or add GPUs (--tp, --pp)"));
     }
     if (config.batching == BatchingMode::kContinuous && !config.chunked_prefill &&
         r.prompt_tokens + r.output_tokens > config.max_batched_tokens) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "request ", r.id, ": prompt and output of ", length,
-          " tokens exceed --max-batched-tokens ", config.max_batched_tokens,
-          " without chunked prefill (a preempted request prefills both again)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("request ", r.id, ": prompt and output of ", length,
+                       " tokens exceed --max-batched-tokens ", config.max_batched_tokens,
+                       " without chunked prefill (a preempted request prefills both again)"));
     }
   }
   return absl::OkStatus();
@@ -468,9 +467,9 @@ std::string_view BatchingModeName(BatchingMode mode) {
 absl::StatusOr<BatchingMode> ParseBatchingMode(std::string_view name) {
   if (name == "continuous") return BatchingMode::kContinuous;
   if (name == "static") return BatchingMode::kStatic;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown batching '", absl::string_view(name.data(), name.size()),
-                   "'; accepted: continuous, static"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown batching '",
+                                                 absl::string_view(name.data(), name.size()),
+                                                 "'; accepted: continuous, static"));
 }
 
 absl::Status ValidateEngineConfig(const EngineConfig& config) {
@@ -489,8 +488,7 @@ absl::Status ValidateEngineConfig(const EngineConfig& config) {
   if (config.slow_gpu.gpu >= 0 &&
       (config.lod != LevelOfDetail::kHigh || !(config.slow_gpu.factor >= 1.0) ||
        !std::isfinite(config.slow_gpu.factor))) {
-    return absl::InvalidArgumentError(
-        "slow-gpu: a straggler needs --lod high and a factor >= 1");
+    return absl::InvalidArgumentError("slow-gpu: a straggler needs --lod high and a factor >= 1");
   }
   if (config.pass_overhead.value() < 0 || config.request_overhead.value() < 0) {
     return absl::InvalidArgumentError("pass-overhead-us and request-overhead-us must be >= 0");
@@ -513,8 +511,7 @@ absl::StatusOr<ReplicaRun> RunReplica(PassCostModel& cost, const EngineConfig& c
   ReplicaRun run;
   run.kv = kv;
   EventPassTimer events(cost, config.slow_gpu);
-  PassTimer timer{.cost = cost,
-                  .events = config.lod == LevelOfDetail::kHigh ? &events : nullptr};
+  PassTimer timer{.cost = cost, .events = config.lod == LevelOfDetail::kHigh ? &events : nullptr};
   absl::StatusOr<ReplicaRun> result;
   if (config.batching == BatchingMode::kStatic) {
     result = RunStatic(timer, config, requests, std::move(run));

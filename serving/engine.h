@@ -80,8 +80,8 @@ struct RequestRecord {
 // The engine after one pass completed.
 struct PassSample {
   double time_s = 0;
-  int32_t running = 0;       // requests holding KV blocks
-  int32_t waiting = 0;       // sent, not yet admitted
+  int32_t running = 0;  // requests holding KV blocks
+  int32_t waiting = 0;  // sent, not yet admitted
   int32_t batch_sequences = 0;
   int32_t batch_tokens = 0;  // new tokens of the pass
   int64_t kv_blocks_used = 0;

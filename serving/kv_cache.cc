@@ -30,23 +30,20 @@ struct StageRoom {
 absl::StatusOr<StageRoom> RoomOf(const Deployment& d, const StageLayers& layers, bool first,
                                  bool last, Bytes budget, Bytes activations, Bytes runtime,
                                  int64_t block_size) {
-  PROJECTOR_ASSIGN_OR_RETURN(
-      const Bytes weights,
-      InferenceWeightBytes(d.Context(), layers.first, layers.count, first, last));
+  PROJECTOR_ASSIGN_OR_RETURN(const Bytes weights, InferenceWeightBytes(d.Context(), layers.first,
+                                                                       layers.count, first, last));
   StageRoom room;
   room.weights = weights;
   room.free = budget - weights - activations - runtime;
-  room.per_block =
-      KvBytesPerTokenPerLayer(d.Context()) * (D(block_size) * D(layers.count));
+  room.per_block = KvBytesPerTokenPerLayer(d.Context()) * (D(block_size) * D(layers.count));
   return room;
 }
 
 // The sizing, with 0 blocks when some stage has no room (`shortfall`: what the worst one lacks
 // for a single block).
 absl::StatusOr<KvCacheSizing> ComputeSizing(const Deployment& deployment,
-                                            const KvCacheConfig& config,
-                                            int64_t max_batched_tokens, int64_t max_num_seqs,
-                                            Bytes& shortfall) {
+                                            const KvCacheConfig& config, int64_t max_batched_tokens,
+                                            int64_t max_num_seqs, Bytes& shortfall) {
   if (!(config.memory_utilization > 0 && config.memory_utilization <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "gpu-memory-utilization: a fraction of HBM in (0, 1], got ", config.memory_utilization));
@@ -117,7 +114,8 @@ Bytes PeakActivationBytes(const Deployment& deployment, int64_t max_batched_toke
   const InferenceContext ctx = deployment.Context();
   const double e = BytesPerElement(InferenceActivationDType(ctx));
   const double tp = D(deployment.tp);
-  const double qkv = D(m.num_attention_heads * m.QkHeadDim() + 2 * m.num_kv_heads * m.QkHeadDim()) / tp;
+  const double qkv =
+      D(m.num_attention_heads * m.QkHeadDim() + 2 * m.num_kv_heads * m.QkHeadDim()) / tp;
   double ffn = 3.0 * D(m.ffn_hidden_size) / tp;
   if (m.moe.has_value()) {
     const double routed = 3.0 * D(m.moe->top_k) * D(m.moe->expert_ffn_hidden) / tp;
@@ -129,7 +127,6 @@ Bytes PeakActivationBytes(const Deployment& deployment, int64_t max_batched_toke
   const double logits = sampled * D(PaddedVocabSize(m, deployment.tp)) * (e + 4.0);
   return Bytes(e * D(max_batched_tokens) * per_token + logits);
 }
-
 
 absl::StatusOr<KvCacheSizing> SizeKvCache(const Deployment& deployment, const KvCacheConfig& config,
                                           int64_t max_batched_tokens, int64_t max_num_seqs) {
@@ -152,18 +149,17 @@ absl::StatusOr<KvCacheSizing> SizeKvCache(const Deployment& deployment, const Kv
       "HBM, leaving no room for a single KV block (%.1f GiB short)%s",
       deployment.model.name, deployment.hw.gpu.name, deployment.tp, deployment.pp, sizing.stage,
       sizing.weights.value() / kGib, sizing.activations.value() / kGib, max_batched_tokens,
-      sizing.runtime.value() / kGib, 100.0 * config.memory_utilization,
-      sizing.hbm.value() / kGib, worst_shortfall.value() / kGib, suggestion));
+      sizing.runtime.value() / kGib, 100.0 * config.memory_utilization, sizing.hbm.value() / kGib,
+      worst_shortfall.value() / kGib, suggestion));
 }
 
 std::string DescribeKvCache(const KvCacheSizing& s) {
   return absl::StrFormat(
       "%s blocks of %d tokens (%s tokens); per GPU: %.1f GiB HBM, %.1f GiB budget, %.1f GiB "
       "weights, %.1f GiB activations, %.1f GiB runtime, %.1f GiB KV cache",
-      FormatCount(s.blocks), s.block_size, FormatCount(s.Tokens()),
-      s.hbm.value() / kGib, s.budget.value() / kGib, s.weights.value() / kGib,
-      s.activations.value() / kGib, s.runtime.value() / kGib,
-      s.per_block.value() * D(s.blocks) / kGib);
+      FormatCount(s.blocks), s.block_size, FormatCount(s.Tokens()), s.hbm.value() / kGib,
+      s.budget.value() / kGib, s.weights.value() / kGib, s.activations.value() / kGib,
+      s.runtime.value() / kGib, s.per_block.value() * D(s.blocks) / kGib);
 }
 
 }  // namespace projector

@@ -20,9 +20,9 @@ absl::Status CheckSplits(const Deployment& d) {
         absl::StrCat("tp and pp must be >= 1, got tp=", d.tp, " pp=", d.pp));
   }
   if (m.num_attention_heads % d.tp != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tp: ", m.name, " has ", m.num_attention_heads,
-        " attention heads, which tp=", d.tp, " does not divide"));
+    return absl::InvalidArgumentError(absl::StrCat("tp: ", m.name, " has ", m.num_attention_heads,
+                                                   " attention heads, which tp=", d.tp,
+                                                   " does not divide"));
   }
   if (d.pp > m.num_layers) {
     return absl::InvalidArgumentError(absl::StrCat("pp: ", m.name, " has ", m.num_layers,
@@ -112,9 +112,8 @@ absl::StatusOr<PassCostModel::LinearCost> PassCostModel::Linear(int64_t tokens) 
   LinearCost cost;
   Seconds all_reduce(0);
   if (deployment_.tp > 1) {
-    PROJECTOR_ASSIGN_OR_RETURN(
-        const CollectiveEstimate e,
-        backends_.collective->Estimate(InferenceTpAllReduce(ctx, tokens)));
+    PROJECTOR_ASSIGN_OR_RETURN(const CollectiveEstimate e,
+                               backends_.collective->Estimate(InferenceTpAllReduce(ctx, tokens)));
     all_reduce = e.time;
   }
   for (const bool moe : {false, true}) {
@@ -132,12 +131,11 @@ absl::StatusOr<PassCostModel::LinearCost> PassCostModel::Linear(int64_t tokens) 
   PROJECTOR_ASSIGN_OR_RETURN(OpList embedding, InferenceEmbeddingOps(ctx, tokens));
   PROJECTOR_ASSIGN_OR_RETURN(cost.embedding, TimeOpList(embedding, &cost.embedding_comm));
   if (deployment_.pp > 1) {
-    const CollectiveOp send{
-        .kind = CollectiveKind::kSendRecv,
-        .bytes = Bytes(D(tokens) * D(deployment_.model.hidden_size) *
-                       BytesPerElement(InferenceActivationDType(ctx))),
-        .group = ProcessGroup{.size = 2, .stride = deployment_.tp},
-        .routing = {}};
+    const CollectiveOp send{.kind = CollectiveKind::kSendRecv,
+                            .bytes = Bytes(D(tokens) * D(deployment_.model.hidden_size) *
+                                           BytesPerElement(InferenceActivationDType(ctx))),
+                            .group = ProcessGroup{.size = 2, .stride = deployment_.tp},
+                            .routing = {}};
     PROJECTOR_ASSIGN_OR_RETURN(const CollectiveEstimate e, backends_.collective->Estimate(send));
     cost.pp_send = e.time;
   }

@@ -81,12 +81,12 @@ struct BatchPass {
 
 // Where a pass's time goes on one stage (each summed over the stage's layers).
 struct PassBreakdown {
-  Seconds linear;            // projections, MLP or experts, norms, RoPE, KV write
+  Seconds linear;  // projections, MLP or experts, norms, RoPE, KV write
   Seconds prefill_attention;
   Seconds decode_attention;
-  Seconds tp_comm;           // the two all-reduces per layer (and the embedding's, logits gather)
-  Seconds head;              // embedding lookup (first stage) and output head with sampling (last)
-  Seconds pp_send;           // hand-off of the hidden states to the next stage
+  Seconds tp_comm;  // the two all-reduces per layer (and the embedding's, logits gather)
+  Seconds head;     // embedding lookup (first stage) and output head with sampling (last)
+  Seconds pp_send;  // hand-off of the hidden states to the next stage
   Seconds Total() const {
     return linear + prefill_attention + decode_attention + tp_comm + head + pp_send;
   }

@@ -19,8 +19,8 @@ constexpr TaskId kNone = ~TaskId{0};
 // each rank to the next (tp .. 2tp-1).
 class StageBuilder {
  public:
-  StageBuilder(TaskGraph& graph, std::vector<TaskId>& last, std::vector<TaskId>& inbox,
-               int64_t tp, int64_t slow_rank, double slow_factor)
+  StageBuilder(TaskGraph& graph, std::vector<TaskId>& last, std::vector<TaskId>& inbox, int64_t tp,
+               int64_t slow_rank, double slow_factor)
       : graph_(graph),
         last_(last),
         inbox_(inbox),

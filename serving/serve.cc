@@ -34,8 +34,8 @@ ServeMetrics MeasureRuns(std::span<const ReplicaRun> runs, int64_t gpus) {
       batch_tokens += p.batch_tokens;
       if (run.kv.blocks > 0) {
         m.peak_kv_utilization =
-            std::max(m.peak_kv_utilization, static_cast<double>(p.kv_blocks_used) /
-                                                static_cast<double>(run.kv.blocks));
+            std::max(m.peak_kv_utilization,
+                     static_cast<double>(p.kv_blocks_used) / static_cast<double>(run.kv.blocks));
       }
     }
     m.passes += static_cast<int64_t>(run.passes.size());

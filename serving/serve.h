@@ -44,7 +44,7 @@ struct ServeMetrics {
   double total_tokens_per_s_per_gpu = 0;
   int64_t preemptions = 0;
   int64_t passes = 0;
-  int64_t events = 0;  // simulated at the high level of detail
+  int64_t events = 0;               // simulated at the high level of detail
   double mean_batch_sequences = 0;  // requests per pass
   double mean_batch_tokens = 0;     // new tokens per pass
   double peak_kv_utilization = 0;   // blocks in use over blocks held, at the fullest pass

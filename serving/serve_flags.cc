@@ -22,8 +22,8 @@ constexpr FlagSpec kDeploymentFlags[] = {
     {"gpu-clock-mhz", "Sustained GPU clock what-if", "MHZ"},
     {"tp", "Tensor-parallel GPUs per replica", "N", FlagArity::kValue, "1"},
     {"pp", "Pipeline stages per replica", "N", FlagArity::kValue, "1"},
-    {"replicas", "Independent replicas behind a round-robin load balancer", "N",
-     FlagArity::kValue, "1"},
+    {"replicas", "Independent replicas behind a round-robin load balancer", "N", FlagArity::kValue,
+     "1"},
     {"precision", "Weights and GEMMs: bf16, fp16 or fp8 (activations quantised per tensor)",
      "DTYPE", FlagArity::kValue, "bf16"},
     {"kv-precision", "KV cache: auto (the activation dtype), bf16, fp16 or fp8", "DTYPE",
@@ -35,16 +35,15 @@ constexpr FlagSpec kDeploymentFlags[] = {
 };
 
 constexpr FlagSpec kEngineFlags[] = {
-    {"batching", "continuous (vLLM-style, per pass) or static (fixed batches to the end)",
-     "MODE", FlagArity::kValue, "continuous"},
-    {"max-num-seqs", "Requests per pass (static batching: the batch size)", "N",
-     FlagArity::kValue, "256"},
+    {"batching", "continuous (vLLM-style, per pass) or static (fixed batches to the end)", "MODE",
+     FlagArity::kValue, "continuous"},
+    {"max-num-seqs", "Requests per pass (static batching: the batch size)", "N", FlagArity::kValue,
+     "256"},
     {"max-batched-tokens", "New tokens per pass (the chunked-prefill budget)", "N",
      FlagArity::kValue, "8192"},
-    {"chunked-prefill", "Split long prompts over passes: true or false", "BOOL",
-     FlagArity::kValue, "true"},
-    {"gpu-memory-utilization", "Fraction of HBM the engine may use", "F", FlagArity::kValue,
-     "0.9"},
+    {"chunked-prefill", "Split long prompts over passes: true or false", "BOOL", FlagArity::kValue,
+     "true"},
+    {"gpu-memory-utilization", "Fraction of HBM the engine may use", "F", FlagArity::kValue, "0.9"},
     {"block-size", "Tokens per KV-cache block", "N", FlagArity::kValue, "16"},
     {"pass-overhead-us", "Host time per pass not hidden behind the GPU", "US", FlagArity::kValue,
      "0"},
@@ -112,7 +111,8 @@ absl::StatusOr<DType> ServingDType(const FlagValues& flags, absl::string_view na
   const std::string text = StringFlag(flags, name);
   absl::StatusOr<DType> d = ParseDType(text);
   if (!d.ok() || (*d != DType::kBf16 && *d != DType::kFp16 && *d != DType::kFp8)) {
-    return FlagError(name, absl::StrCat("'", text, "' is not a serving precision; accepted: bf16, "
+    return FlagError(name, absl::StrCat("'", text,
+                                        "' is not a serving precision; accepted: bf16, "
                                         "fp16, fp8"));
   }
   return *d;
@@ -156,9 +156,9 @@ absl::StatusOr<Deployment> DeploymentFromFlags(const FlagValues& flags) {
     PROJECTOR_ASSIGN_OR_RETURN(d.kv_dtype, ServingDType(flags, "kv-precision"));
   }
   if (hw.gpu.MatrixPeak(d.weight_dtype, hw.gpu.sustained_clock).value() <= 0) {
-    return FlagError("precision", absl::StrCat(hw.gpu.name, " has no ",
-                                               std::string(DTypeName(d.weight_dtype)),
-                                               " matrix rate; use bf16 or fp16"));
+    return FlagError("precision",
+                     absl::StrCat(hw.gpu.name, " has no ", std::string(DTypeName(d.weight_dtype)),
+                                  " matrix rate; use bf16 or fp16"));
   }
   d.hw = hw;
   PROJECTOR_RETURN_IF_ERROR(ResolveServingKernels(d));
@@ -182,7 +182,8 @@ absl::StatusOr<EngineConfig> EngineFromFlags(const FlagValues& flags) {
         !absl::SimpleAtod(absl::string_view(text).substr(0, colon), &gpu) ||
         !absl::SimpleAtod(absl::string_view(text).substr(colon + 1), &factor) || gpu < 0 ||
         gpu != std::floor(gpu) || !(factor >= 1.0) || !std::isfinite(factor)) {
-      return FlagError("slow-gpu", absl::StrCat("'", text, "' is not R:FACTOR with a GPU index "
+      return FlagError("slow-gpu", absl::StrCat("'", text,
+                                                "' is not R:FACTOR with a GPU index "
                                                 "R >= 0 and a FACTOR >= 1 (e.g. 3:1.5)"));
     }
     if (e.lod != LevelOfDetail::kHigh) {
@@ -195,8 +196,7 @@ absl::StatusOr<EngineConfig> EngineFromFlags(const FlagValues& flags) {
   PROJECTOR_ASSIGN_OR_RETURN(e.max_batched_tokens,
                              IntFlag(flags, "max-batched-tokens", {.min = 1, .max = 1 << 24}));
   PROJECTOR_ASSIGN_OR_RETURN(e.chunked_prefill, BoolFlag(flags, "chunked-prefill", true));
-  PROJECTOR_ASSIGN_OR_RETURN(e.kv.memory_utilization,
-                             NumberFlag(flags, "gpu-memory-utilization"));
+  PROJECTOR_ASSIGN_OR_RETURN(e.kv.memory_utilization, NumberFlag(flags, "gpu-memory-utilization"));
   if (!(e.kv.memory_utilization > 0 && e.kv.memory_utilization <= 1)) {
     return FlagError("gpu-memory-utilization",
                      absl::StrCat("a fraction of HBM in (0, 1], got ", e.kv.memory_utilization));
@@ -265,8 +265,8 @@ absl::StatusOr<PoolConfig> PoolFromFlags(const FlagValues& flags, const ServeJob
   const std::string tp = absl::StrCat(pool, "-tp");
   const std::string replicas = absl::StrCat(pool, "-replicas");
   const std::string gpu = absl::StrCat(pool, "-gpu-arch");
-  PROJECTOR_ASSIGN_OR_RETURN(out.deployment.tp,
-                             IntFlag(flags, tp, {.min = 1, .max = 1024}, job.options.deployment.tp));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      out.deployment.tp, IntFlag(flags, tp, {.min = 1, .max = 1024}, job.options.deployment.tp));
   if (out.deployment.model.num_attention_heads % out.deployment.tp != 0) {
     return FlagError(tp, absl::StrCat(out.deployment.model.name, " has ",
                                       out.deployment.model.num_attention_heads,
@@ -277,9 +277,9 @@ absl::StatusOr<PoolConfig> PoolFromFlags(const FlagValues& flags, const ServeJob
     absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(StringFlag(flags, gpu));
     if (!hw.ok()) return FlagError(gpu, hw.status().message());
     if (hw->gpu.MatrixPeak(out.deployment.weight_dtype, hw->gpu.sustained_clock).value() <= 0) {
-      return FlagError(gpu, absl::StrCat(hw->gpu.name, " has no ",
-                                         std::string(DTypeName(out.deployment.weight_dtype)),
-                                         " matrix rate"));
+      return FlagError(
+          gpu, absl::StrCat(hw->gpu.name, " has no ",
+                            std::string(DTypeName(out.deployment.weight_dtype)), " matrix rate"));
     }
     out.deployment.hw = *std::move(hw);
     PROJECTOR_RETURN_IF_ERROR(ResolveServingKernels(out.deployment));
@@ -289,8 +289,8 @@ absl::StatusOr<PoolConfig> PoolFromFlags(const FlagValues& flags, const ServeJob
 
 }  // namespace
 
-absl::StatusOr<std::optional<DisaggregatedOptions>> DisaggregationFromFlags(
-    const FlagValues& flags, const ServeJob& job) {
+absl::StatusOr<std::optional<DisaggregatedOptions>> DisaggregationFromFlags(const FlagValues& flags,
+                                                                            const ServeJob& job) {
   PROJECTOR_ASSIGN_OR_RETURN(const bool on, BoolFlag(flags, "disaggregate"));
   if (!on) {
     for (const FlagSpec& f : kDisaggregationFlags) {
@@ -341,13 +341,13 @@ absl::StatusOr<SloRequest> SloFromFlags(const FlagValues& flags) {
     if (!Given(flags, "num-gpus")) {
       return FlagError("num-gpus", "required with --search-layouts: the GPUs to divide");
     }
-    PROJECTOR_ASSIGN_OR_RETURN(slo.num_gpus,
-                               IntFlag(flags, "num-gpus", {.min = 1, .max = 4096}));
+    PROJECTOR_ASSIGN_OR_RETURN(slo.num_gpus, IntFlag(flags, "num-gpus", {.min = 1, .max = 4096}));
     for (const char* name : {"tp", "pp", "replicas"}) {
       if (Given(flags, name)) return FlagError(name, "--search-layouts chooses it; drop it");
     }
   } else if (Given(flags, "num-gpus")) {
-    return FlagError("num-gpus", "only with --search-layouts (--tp, --pp, --replicas set the GPUs)");
+    return FlagError("num-gpus",
+                     "only with --search-layouts (--tp, --pp, --replicas set the GPUs)");
   }
   return slo;
 }
@@ -369,8 +369,9 @@ absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_se
                              IntFlag(flags, "replicas", {.min = 1, .max = 1 << 16}));
   if (Given(flags, "trace")) {
     if (rate_searched) {
-      return FlagError("trace", "the latency-target search draws Poisson arrivals at each rate; "
-                                "give lengths (--input-len, --output-len) instead of a trace");
+      return FlagError("trace",
+                       "the latency-target search draws Poisson arrivals at each rate; "
+                       "give lengths (--input-len, --output-len) instead of a trace");
     }
     for (const char* name : {"qps", "num-requests", "input-len", "output-len", "seed"}) {
       if (Given(flags, name)) {
@@ -382,8 +383,8 @@ absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_se
     if (!trace.ok()) return WithFlag("trace", trace.status());
     job.requests = *std::move(trace);
     job.from_trace = true;
-    job.workload = absl::StrCat("trace ", path, " (", FormatCount(static_cast<int64_t>(
-                                                          job.requests.size())), " requests)");
+    job.workload = absl::StrCat(
+        "trace ", path, " (", FormatCount(static_cast<int64_t>(job.requests.size())), " requests)");
     return job;
   }
   WorkloadSpec& w = job.spec;
@@ -395,12 +396,14 @@ absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_se
   w.seed = static_cast<uint64_t>(seed);
   const std::string arrival = StringFlag(flags, "arrival");
   if (arrival != "poisson" && arrival != "fixed") {
-    return FlagError("arrival", absl::StrCat("'", arrival, "' is not an arrival process; "
+    return FlagError("arrival", absl::StrCat("'", arrival,
+                                             "' is not an arrival process; "
                                              "accepted: poisson, fixed"));
   }
   if (rate_searched) {
     for (const char* name : {"qps", "concurrency"}) {
-      if (Given(flags, name)) return FlagError(name, "the latency-target search sets the rate; drop it");
+      if (Given(flags, name))
+        return FlagError(name, "the latency-target search sets the rate; drop it");
     }
     w.arrival = ArrivalKind::kPoisson;
   } else if (Given(flags, "qps")) {
@@ -409,26 +412,25 @@ absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_se
       return FlagError("qps", absl::StrCat("requests per second > 0, got ", w.qps));
     }
     w.arrival = arrival == "poisson" ? ArrivalKind::kPoisson : ArrivalKind::kFixedRate;
-  } else if (Given(flags, "concurrency") ||
-             job.options.engine.batching == BatchingMode::kStatic) {
+  } else if (Given(flags, "concurrency") || job.options.engine.batching == BatchingMode::kStatic) {
     w.arrival = ArrivalKind::kAllAtOnce;
   } else {
-    return FlagError("qps", "give an arrival rate (--qps R), a closed-loop client "
-                            "(--concurrency N) or a trace (--trace FILE)");
+    return FlagError("qps",
+                     "give an arrival rate (--qps R), a closed-loop client "
+                     "(--concurrency N) or a trace (--trace FILE)");
   }
   PROJECTOR_RETURN_IF_ERROR(ValidateWorkload(w));
   job.requests = GenerateRequests(w);
-  std::string arrivals =
-      rate_searched ? std::string("poisson at the searched rate")
-      : w.arrival == ArrivalKind::kAllAtOnce
-          ? std::string("all at once")
-          : absl::StrFormat("%s at %g req/s", ArrivalKindName(w.arrival), w.qps);
+  std::string arrivals = rate_searched ? std::string("poisson at the searched rate")
+                         : w.arrival == ArrivalKind::kAllAtOnce
+                             ? std::string("all at once")
+                             : absl::StrFormat("%s at %g req/s", ArrivalKindName(w.arrival), w.qps);
   if (job.options.engine.concurrency > 0) {
     absl::StrAppend(&arrivals, ", at most ", job.options.engine.concurrency, " in flight");
   }
-  job.workload = absl::StrCat(arrivals, ", ", FormatCount(w.num_requests), " requests, input ",
-                              LengthPhrase(w.input), ", output ", LengthPhrase(w.output),
-                              ", seed ", seed);
+  job.workload =
+      absl::StrCat(arrivals, ", ", FormatCount(w.num_requests), " requests, input ",
+                   LengthPhrase(w.input), ", output ", LengthPhrase(w.output), ", seed ", seed);
   return job;
 }
 

@@ -53,7 +53,8 @@ struct SloRequest {
 absl::StatusOr<SloRequest> SloFromFlags(const FlagValues& flags);
 
 // The job the flags describe. Under a latency-target search (`rate_searched`) the rate is the
-// search's: --qps, --concurrency and --trace are refused and the arrivals are Poisson. FlagError naming the flag for a bad or missing value: no --qps,
+// search's: --qps, --concurrency and --trace are refused and the arrivals are Poisson. FlagError
+// naming the flag for a bad or missing value: no --qps,
 // --concurrency or --trace (and not static batching), --qps <= 0, an output length of 0, an
 // unknown model or GPU, a precision the GPU has no rate for.
 absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_searched = false);
@@ -61,8 +62,8 @@ absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_se
 // The prefill and decode pools --disaggregate asks for, over the job's deployment (each pool
 // its own TP, replicas and GPU; PP 1) and engine; nullopt without --disaggregate. FlagError for
 // a pool flag without --disaggregate, a bad TP or GPU, or with static batching.
-absl::StatusOr<std::optional<DisaggregatedOptions>> DisaggregationFromFlags(
-    const FlagValues& flags, const ServeJob& job);
+absl::StatusOr<std::optional<DisaggregatedOptions>> DisaggregationFromFlags(const FlagValues& flags,
+                                                                            const ServeJob& job);
 
 }  // namespace projector
 

@@ -77,7 +77,8 @@ absl::StatusOr<EngineConfig> EngineForCase(JsonObject& c, const std::string& eng
     e.mixed_batches = false;
     e.kv.memory_utilization = kSglangMemFraction;
   } else {
-    return c.FieldError("engine", absl::StrCat("'", engine, "' is not a modelled engine; "
+    return c.FieldError("engine", absl::StrCat("'", engine,
+                                               "' is not a modelled engine; "
                                                "accepted: trtllm, vllm, sglang"));
   }
   return e;
@@ -144,8 +145,8 @@ absl::StatusOr<CaseRun> ReadCase(const nlohmann::json& doc, const std::string& o
     spec.arrival = ArrivalKind::kAllAtOnce;
     spec.num_requests = count.value_or(*batch);
     if (kind == "fixed_concurrency") run.options.engine.concurrency = *batch;
-    run.summary.workload = absl::StrFormat("%s %d, %d in / %d out", kind, *batch,
-                                           input.value_or(0), output.value_or(0));
+    run.summary.workload = absl::StrFormat("%s %d, %d in / %d out", kind, *batch, input.value_or(0),
+                                           output.value_or(0));
   } else {
     if (!count) return w.FieldError("num_requests", "required for this kind");
     spec.num_requests = *count;
@@ -162,15 +163,15 @@ absl::StatusOr<CaseRun> ReadCase(const nlohmann::json& doc, const std::string& o
   }
   PROJECTOR_RETURN_IF_ERROR(ValidateWorkload(spec));
   run.requests = GenerateRequests(spec);
-  run.summary.deployment = absl::StrFormat("%s %s TP%d PP%d %s", d.model.name, d.hw.gpu.name,
-                                           d.tp, d.pp, DTypeName(d.weight_dtype));
+  run.summary.deployment = absl::StrFormat("%s %s TP%d PP%d %s", d.model.name, d.hw.gpu.name, d.tp,
+                                           d.pp, DTypeName(d.weight_dtype));
 
   PROJECTOR_ASSIGN_OR_RETURN(JsonObject m, c.Object("measured"));
   const bool has_total = m.Has("output_tokens_per_s") && !m.json()["output_tokens_per_s"].is_null();
-  for (const char* key : {"output_tokens_per_s", "output_tokens_per_s_per_gpu",
-                          "total_tokens_per_s", "requests_per_s", "ttft_ms_mean", "ttft_ms_p50",
-                          "ttft_ms_p99", "tpot_ms_mean", "tpot_ms_p50", "e2e_ms_mean",
-                          "e2e_ms_p50"}) {
+  for (const char* key :
+       {"output_tokens_per_s", "output_tokens_per_s_per_gpu", "total_tokens_per_s",
+        "requests_per_s", "ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p99", "tpot_ms_mean",
+        "tpot_ms_p50", "e2e_ms_mean", "e2e_ms_p50"}) {
     PROJECTOR_ASSIGN_OR_RETURN(const std::optional<double> value, m.OptionalNumber(key));
     if (!value) continue;
     // The per-GPU throughput restates the total when both are published.
@@ -213,9 +214,8 @@ absl::StatusOr<ServeValidation> ValidateServingCases(const std::string& path) {
     PROJECTOR_ASSIGN_OR_RETURN(CaseRun run, ReadCase(doc, origin));
     absl::StatusOr<ServeResult> result = Serve(run.options, run.requests);
     if (!result.ok()) {
-      return absl::Status(result.status().code(),
-                          absl::StrCat(origin, " (", run.summary.id, "): ",
-                                       result.status().message()));
+      return absl::Status(result.status().code(), absl::StrCat(origin, " (", run.summary.id,
+                                                               "): ", result.status().message()));
     }
     for (const auto& [metric, measured] : run.measured) {
       ServeFigure f{.case_id = run.summary.id,

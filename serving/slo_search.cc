@@ -87,8 +87,12 @@ absl::Status ValidateSloTarget(const SloTarget& slo) {
   return absl::OkStatus();
 }
 
-double SloTtft(const ServeMetrics& m, const SloTarget& slo) { return Pick(m.ttft_ms, slo.percentile); }
-double SloTpot(const ServeMetrics& m, const SloTarget& slo) { return Pick(m.tpot_ms, slo.percentile); }
+double SloTtft(const ServeMetrics& m, const SloTarget& slo) {
+  return Pick(m.ttft_ms, slo.percentile);
+}
+double SloTpot(const ServeMetrics& m, const SloTarget& slo) {
+  return Pick(m.tpot_ms, slo.percentile);
+}
 
 bool MeetsSlo(const ServeMetrics& m, const SloTarget& slo) {
   return SloTtft(m, slo) <= slo.ttft_ms && SloTpot(m, slo) <= slo.tpot_ms;
@@ -138,10 +142,9 @@ absl::StatusOr<SloSearchResult> MaxRateUnderSlo(const ServeRunner& run,
 }
 
 absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const ServeOptions& options,
-                                               const WorkloadSpec& workload,
-                                               const SloTarget& slo) {
-  const ServeRunner run = [&options](std::span<const Request> requests)
-      -> absl::StatusOr<ServeMetrics> {
+                                               const WorkloadSpec& workload, const SloTarget& slo) {
+  const ServeRunner run =
+      [&options](std::span<const Request> requests) -> absl::StatusOr<ServeMetrics> {
     PROJECTOR_ASSIGN_OR_RETURN(const ServeResult r, Serve(options, requests));
     return r.metrics;
   };
@@ -149,10 +152,9 @@ absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const ServeOptions& options,
 }
 
 absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const DisaggregatedOptions& pools,
-                                               const WorkloadSpec& workload,
-                                               const SloTarget& slo) {
-  const ServeRunner run = [&pools](std::span<const Request> requests)
-      -> absl::StatusOr<ServeMetrics> {
+                                               const WorkloadSpec& workload, const SloTarget& slo) {
+  const ServeRunner run =
+      [&pools](std::span<const Request> requests) -> absl::StatusOr<ServeMetrics> {
     PROJECTOR_ASSIGN_OR_RETURN(const DisaggregatedResult r, ServeDisaggregated(pools, requests));
     return r.metrics;
   };

@@ -41,11 +41,11 @@ struct SloProbe {
 
 struct SloSearchResult {
   bool found = false;
-  double max_qps = 0;      // the highest rate probed that meets the target
-  ServeMetrics at_max;     // the run at that rate
-  double capacity_qps = 0; // requests/s with every request at once (the rate's upper bound)
+  double max_qps = 0;       // the highest rate probed that meets the target
+  ServeMetrics at_max;      // the run at that rate
+  double capacity_qps = 0;  // requests/s with every request at once (the rate's upper bound)
   std::vector<SloProbe> probes;
-  std::string why_not;     // when nothing meets: which percentile misses at the lowest rate
+  std::string why_not;  // when nothing meets: which percentile misses at the lowest rate
 };
 
 // Serves a set of requests and measures them (an aggregated or a disaggregated deployment).
@@ -55,16 +55,13 @@ using ServeRunner = std::function<absl::StatusOr<ServeMetrics>(std::span<const R
 // gives the lengths, request count and seed; its arrival process is replaced by Poisson arrivals
 // at each probed rate. Errors of the runner pass through.
 absl::StatusOr<SloSearchResult> MaxRateUnderSlo(const ServeRunner& run,
-                                                const WorkloadSpec& workload,
-                                                const SloTarget& slo);
+                                                const WorkloadSpec& workload, const SloTarget& slo);
 // The same for an aggregated deployment (Serve) and for prefill and decode pools
 // (ServeDisaggregated).
 absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const ServeOptions& options,
-                                               const WorkloadSpec& workload,
-                                               const SloTarget& slo);
+                                               const WorkloadSpec& workload, const SloTarget& slo);
 absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const DisaggregatedOptions& pools,
-                                               const WorkloadSpec& workload,
-                                               const SloTarget& slo);
+                                               const WorkloadSpec& workload, const SloTarget& slo);
 
 struct ServingLayout {
   int64_t tp = 1;

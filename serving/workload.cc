@@ -97,8 +97,8 @@ std::string_view LengthDistributionName(LengthDistribution d) {
 }
 
 absl::StatusOr<LengthDistribution> ParseLengthDistribution(std::string_view name) {
-  for (LengthDistribution d : {LengthDistribution::kFixed, LengthDistribution::kUniform,
-                               LengthDistribution::kLognormal}) {
+  for (LengthDistribution d :
+       {LengthDistribution::kFixed, LengthDistribution::kUniform, LengthDistribution::kLognormal}) {
     if (name == LengthDistributionName(d)) return d;
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown length distribution '",
@@ -180,24 +180,24 @@ absl::StatusOr<std::vector<Request>> LoadRequestTrace(const std::string& path) {
       const absl::string_view cell =
           c < cells.size() ? absl::StripAsciiWhitespace(cells[c]) : absl::string_view();
       if (!absl::SimpleAtod(cell, &values[k]) || !std::isfinite(values[k])) {
-        return absl::InvalidArgumentError(absl::StrCat(where, "column ", kColumns[k], ": '",
-                                                       cell, "' is not a number"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "column ", kColumns[k], ": '", cell, "' is not a number"));
       }
     }
     if (values[0] < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, "column arrival_s: arrival times are seconds >= 0, got ", values[0]));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "column arrival_s: arrival times are seconds >= 0, got ", values[0]));
     }
     if (!requests.empty() && values[0] < requests.back().arrival_s) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, "column arrival_s: ", values[0], " is before the previous row's ",
-          requests.back().arrival_s, "; rows must be in arrival order"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "column arrival_s: ", values[0], " is before the previous row's ",
+                       requests.back().arrival_s, "; rows must be in arrival order"));
     }
     for (int k = 1; k < 3; ++k) {
       if (values[k] < 1 || values[k] != std::floor(values[k]) || values[k] > 1e9) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, "column ", kColumns[k], ": a token count is a whole number >= 1, got ",
-            values[k]));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "column ", kColumns[k],
+                         ": a token count is a whole number >= 1, got ", values[k]));
       }
     }
     requests.push_back(Request{.id = static_cast<int64_t>(requests.size()),

@@ -207,8 +207,7 @@ absl::StatusOr<std::vector<Bottleneck>> AnalyzeBottlenecks(const Scenario& scena
   if (p.step_time.value() <= 0) return out;
   const StepBreakdown& b = p.breakdown;
   auto add = [&](BottleneckKind kind, Severity severity, double value, double threshold,
-                 std::string detail,
-                 const std::vector<ScenarioChange>& changes) -> absl::Status {
+                 std::string detail, const std::vector<ScenarioChange>& changes) -> absl::Status {
     Bottleneck x{.kind = kind,
                  .severity = severity,
                  .value = value,
@@ -222,27 +221,25 @@ absl::StatusOr<std::vector<Bottleneck>> AnalyzeBottlenecks(const Scenario& scena
   const double capacity = p.memory.capacity.value();
   const double memory = capacity > 0 ? p.peak_memory_per_gpu.value() / capacity : 0;
   if (memory >= kMemoryMedium) {
-    PROJECTOR_RETURN_IF_ERROR(add(
-        BottleneckKind::kMemoryCapacity, Grade(memory, kMemoryMedium, kMemoryHigh), memory,
-        kMemoryHigh,
-        absl::StrFormat("peak %.1f GiB per GPU, %.0f%% of the %.1f GiB usable",
-                        p.peak_memory_per_gpu / Gibibytes(1), 100 * memory,
-                        p.memory.capacity / Gibibytes(1)),
-        MemoryChanges(scenario)));
+    PROJECTOR_RETURN_IF_ERROR(
+        add(BottleneckKind::kMemoryCapacity, Grade(memory, kMemoryMedium, kMemoryHigh), memory,
+            kMemoryHigh,
+            absl::StrFormat("peak %.1f GiB per GPU, %.0f%% of the %.1f GiB usable",
+                            p.peak_memory_per_gpu / Gibibytes(1), 100 * memory,
+                            p.memory.capacity / Gibibytes(1)),
+            MemoryChanges(scenario)));
   }
   const Seconds comm = b.exposed_tp_comm + b.exposed_cp_comm + b.exposed_ep_comm +
                        b.exposed_dp_comm + b.exposed_fsdp_comm + b.p2p;
   const double r_comm = comm / p.step_time;
   if (r_comm >= kNetworkMedium) {
     PROJECTOR_RETURN_IF_ERROR(add(
-        BottleneckKind::kNetwork, Grade(r_comm, kNetworkMedium, kNetworkHigh), r_comm,
-        kNetworkHigh,
-        absl::StrFormat("exposed communication %.1f%% of the step: %s", 100 * r_comm,
-                        TermList(p, {&StepBreakdown::exposed_tp_comm,
-                                     &StepBreakdown::exposed_cp_comm,
-                                     &StepBreakdown::exposed_ep_comm,
-                                     &StepBreakdown::exposed_dp_comm,
-                                     &StepBreakdown::exposed_fsdp_comm, &StepBreakdown::p2p})),
+        BottleneckKind::kNetwork, Grade(r_comm, kNetworkMedium, kNetworkHigh), r_comm, kNetworkHigh,
+        absl::StrFormat(
+            "exposed communication %.1f%% of the step: %s", 100 * r_comm,
+            TermList(p, {&StepBreakdown::exposed_tp_comm, &StepBreakdown::exposed_cp_comm,
+                         &StepBreakdown::exposed_ep_comm, &StepBreakdown::exposed_dp_comm,
+                         &StepBreakdown::exposed_fsdp_comm, &StepBreakdown::p2p})),
         NetworkChanges(scenario)));
   }
   const double bubble = b.pipeline_bubble / p.step_time;
@@ -251,17 +248,15 @@ absl::StatusOr<std::vector<Bottleneck>> AnalyzeBottlenecks(const Scenario& scena
         BottleneckKind::kPipelineBubble, Grade(bubble, kBubbleMedium, kBubbleHigh), bubble,
         kBubbleHigh,
         absl::StrFormat("pipeline bubble %.1f%% of the step (PP %d, VPP %d, %d micro-batches)",
-                        100 * bubble, scenario.parallel.pp, scenario.parallel.vpp,
-                        p.micro_batches),
+                        100 * bubble, scenario.parallel.pp, scenario.parallel.vpp, p.micro_batches),
         BubbleChanges(scenario)));
   }
   const double host = b.exposed_host / p.step_time;
   if (host >= kHostMedium) {
-    PROJECTOR_RETURN_IF_ERROR(add(BottleneckKind::kHost, Grade(host, kHostMedium, kHostHigh), host,
-                                  kHostHigh,
-                                  absl::StrFormat("the GPU waits for the host %.1f%% of the step",
-                                                  100 * host),
-                                  HostChanges(scenario)));
+    PROJECTOR_RETURN_IF_ERROR(
+        add(BottleneckKind::kHost, Grade(host, kHostMedium, kHostHigh), host, kHostHigh,
+            absl::StrFormat("the GPU waits for the host %.1f%% of the step", 100 * host),
+            HostChanges(scenario)));
   }
   const double compute = b.compute / p.step_time;
   if (compute >= kComputeDominant) {

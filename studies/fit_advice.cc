@@ -16,9 +16,9 @@ absl::StatusOr<FitAdvice> AdviseFit(const Scenario& scenario, const Projection& 
                    .capacity = projection.memory.capacity,
                    .changes = {}};
   const std::vector<ScenarioChange> changes = MemoryChanges(scenario);
-  const auto full_recompute = std::find_if(changes.begin(), changes.end(), [](const ScenarioChange& c) {
-    return c.flags == "--recompute full";
-  });
+  const auto full_recompute =
+      std::find_if(changes.begin(), changes.end(),
+                   [](const ScenarioChange& c) { return c.flags == "--recompute full"; });
   auto try_change = [&](const std::vector<const ScenarioChange*>& parts) -> absl::Status {
     PROJECTOR_ASSIGN_OR_RETURN(const std::optional<Reprojected> r, Reproject(scenario, parts));
     if (!r || !r->fits) return absl::OkStatus();

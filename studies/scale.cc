@@ -23,8 +23,8 @@ absl::Status CheckCounts(std::span<const int64_t> counts) {
           absl::StrCat("num-gpus: every GPU count must be >= 1, got ", counts[i]));
     }
     if (i > 0 && counts[i] <= counts[i - 1]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "num-gpus: GPU counts must rise, got ", counts[i - 1], " then ", counts[i]));
+      return absl::InvalidArgumentError(
+          absl::StrCat("num-gpus: GPU counts must rise, got ", counts[i - 1], " then ", counts[i]));
     }
   }
   return absl::OkStatus();
@@ -87,8 +87,8 @@ absl::StatusOr<ScaleResult> RunScaling(const Scenario& base, std::span<const int
     if (mode == ScalingMode::kWeak) {
       if (base.training.global_batch * n % n0 != 0) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "num-gpus: weak scaling grows the global batch ", base.training.global_batch,
-            " by N/", n0, ", which is not whole at N = ", n));
+            "num-gpus: weak scaling grows the global batch ", base.training.global_batch, " by N/",
+            n0, ", which is not whole at N = ", n));
       }
       s.training.global_batch = base.training.global_batch * n / n0;
     }

@@ -30,11 +30,11 @@ inline constexpr double kBreakdownEfficiency = 0.70;
 struct ScalePoint {
   int64_t num_gpus = 0;
   int64_t global_batch = 0;
-  bool found = false;        // a layout fits the memory limit
-  std::string why_not;       // when none does
-  RankedLayout best;         // the best layout (when found)
-  double efficiency = 0;     // TGS / TGS at the smallest count with a layout
-  double speedup = 0;        // throughput / throughput at that count (in units of it)
+  bool found = false;     // a layout fits the memory limit
+  std::string why_not;    // when none does
+  RankedLayout best;      // the best layout (when found)
+  double efficiency = 0;  // TGS / TGS at the smallest count with a layout
+  double speedup = 0;     // throughput / throughput at that count (in units of it)
 };
 
 struct ScaleResult {

@@ -46,11 +46,11 @@ std::vector<ScenarioChange> MemoryChanges(const Scenario& s) {
                    }});
   }
   for (int64_t f : {2, 4, 8}) {
-    out.push_back({absl::StrCat("--tp ", s.parallel.tp * f, " --sequence-parallel"),
-                   [f](Scenario& c) {
-                     c.parallel.sequence_parallel = true;
-                     return TakeFromDp(c, c.parallel.tp, f);
-                   }});
+    out.push_back(
+        {absl::StrCat("--tp ", s.parallel.tp * f, " --sequence-parallel"), [f](Scenario& c) {
+           c.parallel.sequence_parallel = true;
+           return TakeFromDp(c, c.parallel.tp, f);
+         }});
     out.push_back({absl::StrCat("--pp ", s.parallel.pp * f),
                    [f](Scenario& c) { return TakeFromDp(c, c.parallel.pp, f); }});
   }
@@ -65,8 +65,8 @@ std::vector<ScenarioChange> MemoryChanges(const Scenario& s) {
   return out;
 }
 
-absl::StatusOr<std::optional<Reprojected>> Reproject(
-    const Scenario& scenario, std::span<const ScenarioChange* const> parts) {
+absl::StatusOr<std::optional<Reprojected>> Reproject(const Scenario& scenario,
+                                                     std::span<const ScenarioChange* const> parts) {
   Scenario c = scenario;
   std::string flags;
   for (const ScenarioChange* part : parts) {

@@ -28,8 +28,8 @@ TEST(KvCacheTest, ElementsPerTokenFollowKvHeadsPerGpu) {
   EXPECT_EQ(KvElementsPerTokenPerLayer({.model = m, .tp = 8}), 256);
   EXPECT_EQ(KvElementsPerTokenPerLayer({.model = m, .tp = 16}), 256);
   // fp8 KV: one byte per element.
-  EXPECT_DOUBLE_EQ(
-      KvBytesPerTokenPerLayer({.model = m, .tp = 1, .kv_dtype = DType::kFp8}).value(), 2048.0);
+  EXPECT_DOUBLE_EQ(KvBytesPerTokenPerLayer({.model = m, .tp = 1, .kv_dtype = DType::kFp8}).value(),
+                   2048.0);
   EXPECT_DOUBLE_EQ(KvBytesPerTokenPerLayer({.model = m, .tp = 1}).value(), 4096.0);
 }
 
@@ -177,13 +177,12 @@ TEST(InferenceWeightBytesTest, WholeModelIsTwoBytesPerParameter) {
   absl::StatusOr<Bytes> w8 = InferenceWeightBytes({.model = m, .tp = 8}, 0, 32, true, true);
   ASSERT_THAT(w8, IsOk());
   const double norms = 32.0 * 2 * 4096;
-  EXPECT_THAT(w8->value(),
-              IsNearRel(2.0 * ((m.TotalParameters() + 2.0 * 768 * 4096 - 4096 - norms) / 8 +
-                               norms),
-                        1e-7));
+  EXPECT_THAT(
+      w8->value(),
+      IsNearRel(2.0 * ((m.TotalParameters() + 2.0 * 768 * 4096 - 4096 - norms) / 8 + norms), 1e-7));
   // FP8 layers with bf16 embedding and head.
-  absl::StatusOr<Bytes> f8 = InferenceWeightBytes(
-      {.model = m, .tp = 1, .weight_dtype = DType::kFp8}, 0, 32, true, true);
+  absl::StatusOr<Bytes> f8 =
+      InferenceWeightBytes({.model = m, .tp = 1, .weight_dtype = DType::kFp8}, 0, 32, true, true);
   ASSERT_THAT(f8, IsOk());
   const double table = 128256.0 * 4096;
   EXPECT_THAT(f8->value(), IsNearRel((m.TotalParameters() - 2 * table) + 2.0 * 2 * table, 1e-5));

@@ -40,8 +40,8 @@ TEST(KvTransferTest, BytesAreTheWholeCacheOfThePrompt) {
 TEST(KvTransferTest, TimeOverTheSendingGpusNics) {
   const HardwareProfile hw = *ResolveHardwareProfile("h100-sxm");
   const double per_gpu = hw.scale_out.per_nic_bandwidth.value() *
-                         static_cast<double>(hw.scale_out.nics_per_node) *
-                         hw.scale_out.efficiency / static_cast<double>(hw.gpus_per_node);
+                         static_cast<double>(hw.scale_out.nics_per_node) * hw.scale_out.efficiency /
+                         static_cast<double>(hw.gpus_per_node);
   const Bytes bytes(1e9);
   EXPECT_NEAR(KvTransferTime(hw, 4, 8, bytes).value(),
               hw.scale_out.latency.value() + 1e9 / (4 * per_gpu), 1e-12);
@@ -56,17 +56,17 @@ TEST(DisaggregatedTest, OneRequestByHand) {
   DisaggregatedOptions o;
   o.prefill = {.deployment = Llama70bOnH100(8), .replicas = 1};
   o.decode = {.deployment = Llama70bOnH100(4), .replicas = 1};
-  const std::vector<Request> one = {{.id = 0, .arrival_s = 0, .prompt_tokens = 1000,
-                                     .output_tokens = 20}};
+  const std::vector<Request> one = {
+      {.id = 0, .arrival_s = 0, .prompt_tokens = 1000, .output_tokens = 20}};
   absl::StatusOr<DisaggregatedResult> r = ServeDisaggregated(o, one);
   ASSERT_THAT(r, IsOk());
   BatchPass prefill;
   prefill.prefills.push_back({.new_tokens = 1000, .context = 0});
   prefill.emitting = 1;
   const double ttft = PassSeconds(o.prefill.deployment, prefill);
-  const double transfer = KvTransferTime(o.prefill.deployment.hw, 8, 4,
-                                         KvTransferBytes(o.decode.deployment, 1000))
-                              .value();
+  const double transfer =
+      KvTransferTime(o.prefill.deployment.hw, 8, 4, KvTransferBytes(o.decode.deployment, 1000))
+          .value();
   double decode = 0;
   for (int64_t k = 1; k < 20; ++k) {
     BatchPass step;
@@ -106,8 +106,8 @@ TEST(DisaggregatedTest, BadPoolsAreRefused) {
   DisaggregatedOptions o;
   o.prefill = {.deployment = Llama70bOnH100(4), .replicas = 0};
   o.decode = {.deployment = Llama70bOnH100(4), .replicas = 1};
-  const std::vector<Request> one = {{.id = 0, .arrival_s = 0, .prompt_tokens = 10,
-                                     .output_tokens = 2}};
+  const std::vector<Request> one = {
+      {.id = 0, .arrival_s = 0, .prompt_tokens = 10, .output_tokens = 2}};
   EXPECT_THAT(ServeDisaggregated(o, one),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("replica")));
   o.prefill.replicas = 1;

@@ -61,8 +61,8 @@ BatchPass Decode(int64_t kv_tokens) {
 TEST(EngineTest, SingleRequestIsOnePrefillThenDecodes) {
   const Deployment d = Llama8bOnH100();
   std::unique_ptr<PassCostModel> cost = Cost(d);
-  const std::vector<Request> one = {{.id = 0, .arrival_s = 0, .prompt_tokens = 1000,
-                                     .output_tokens = 50}};
+  const std::vector<Request> one = {
+      {.id = 0, .arrival_s = 0, .prompt_tokens = 1000, .output_tokens = 50}};
   absl::StatusOr<ReplicaRun> run = RunReplica(*cost, EngineConfig{}, one);
   ASSERT_THAT(run, IsOk());
   const RequestRecord& r = run->requests[0];
@@ -248,8 +248,8 @@ TEST(EngineTest, StaticBatchesRunToTheLongestOutput) {
 // load two batches are in flight at once, so the replica (twice the GPUs) serves well over
 // 1.5 times the tokens per second of one stage.
 TEST(EngineTest, PipelineStagesOverlapBatches) {
-  const std::vector<Request> one = {{.id = 0, .arrival_s = 0, .prompt_tokens = 512,
-                                     .output_tokens = 2}};
+  const std::vector<Request> one = {
+      {.id = 0, .arrival_s = 0, .prompt_tokens = 512, .output_tokens = 2}};
   std::unique_ptr<PassCostModel> pp2 = Cost(Llama8bOnH100(1, 2));
   absl::StatusOr<ReplicaRun> lone = RunReplica(*pp2, EngineConfig{}, one);
   ASSERT_THAT(lone, IsOk());
@@ -292,8 +292,8 @@ TEST(EngineTest, SameWorkloadSameResult) {
 TEST(EngineTest, BadInputIsRefused) {
   const Deployment d = Llama8bOnH100();
   std::unique_ptr<PassCostModel> cost = Cost(d);
-  const std::vector<Request> huge = {{.id = 7, .arrival_s = 0, .prompt_tokens = 5000000,
-                                      .output_tokens = 10}};
+  const std::vector<Request> huge = {
+      {.id = 7, .arrival_s = 0, .prompt_tokens = 5000000, .output_tokens = 10}};
   EXPECT_THAT(RunReplica(*cost, EngineConfig{}, huge),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("request 7 needs")));
   EngineConfig bad;
@@ -303,8 +303,8 @@ TEST(EngineTest, BadInputIsRefused) {
   EngineConfig no_chunk;
   no_chunk.chunked_prefill = false;
   no_chunk.max_batched_tokens = 256;
-  const std::vector<Request> long_prompt = {{.id = 3, .arrival_s = 0, .prompt_tokens = 1000,
-                                             .output_tokens = 10}};
+  const std::vector<Request> long_prompt = {
+      {.id = 3, .arrival_s = 0, .prompt_tokens = 1000, .output_tokens = 10}};
   EXPECT_THAT(RunReplica(*cost, no_chunk, long_prompt),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("max-batched-tokens")));
   Deployment odd = d;

@@ -95,8 +95,8 @@ TEST(WorkloadTest, ValidationNamesTheField) {
   EXPECT_THAT(ValidateWorkload(w), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("qps")));
   w = Spec();
   w.output.mean = 0;
-  EXPECT_THAT(ValidateWorkload(w), StatusIs(absl::StatusCode::kInvalidArgument,
-                                            HasSubstr("output_len")));
+  EXPECT_THAT(ValidateWorkload(w),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("output_len")));
   w = Spec();
   w.num_requests = 0;
   EXPECT_THAT(ValidateWorkload(w),
@@ -104,8 +104,8 @@ TEST(WorkloadTest, ValidationNamesTheField) {
   w = Spec();
   w.input.distribution = LengthDistribution::kUniform;
   w.input.spread = 1.5;
-  EXPECT_THAT(ValidateWorkload(w), StatusIs(absl::StatusCode::kInvalidArgument,
-                                            HasSubstr("input_len")));
+  EXPECT_THAT(ValidateWorkload(w),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input_len")));
   EXPECT_THAT(ValidateWorkload(Spec()), IsOk());
   EXPECT_THAT(ParseLengthDistribution("gauss"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lognormal")));
@@ -133,19 +133,21 @@ TEST(TraceTest, ReadsColumnsInAnyOrder) {
 TEST(TraceTest, BadRowsNameLineAndColumn) {
   EXPECT_THAT(LoadRequestTrace(WriteTrace("t1.csv", "arrival_s,prompt_tokens\n0,1\n")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("output_tokens")));
+  EXPECT_THAT(LoadRequestTrace(WriteTrace(
+                  "t2.csv", "arrival_s,prompt_tokens,output_tokens\n0,1,2\n0.1,abc,3\n")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("t2.csv:3: column prompt_tokens: 'abc' is not a number")));
   EXPECT_THAT(
-      LoadRequestTrace(WriteTrace("t2.csv", "arrival_s,prompt_tokens,output_tokens\n0,1,2\n0.1,abc,3\n")),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("t2.csv:3: column prompt_tokens: 'abc' is not a number")));
-  EXPECT_THAT(
-      LoadRequestTrace(WriteTrace("t3.csv", "arrival_s,prompt_tokens,output_tokens\n1,1,2\n0.5,1,3\n")),
+      LoadRequestTrace(
+          WriteTrace("t3.csv", "arrival_s,prompt_tokens,output_tokens\n1,1,2\n0.5,1,3\n")),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("t3.csv:3: column arrival_s")));
   EXPECT_THAT(
       LoadRequestTrace(WriteTrace("t4.csv", "arrival_s,prompt_tokens,output_tokens\n0,1,0\n")),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("column output_tokens")));
   EXPECT_THAT(LoadRequestTrace(WriteTrace("t5.csv", "arrival_s,prompt_tokens,output_tokens\n")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no requests")));
-  EXPECT_THAT(LoadRequestTrace("/nonexistent/trace.csv"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("cannot read")));
+  EXPECT_THAT(LoadRequestTrace("/nonexistent/trace.csv"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("cannot read")));
 }
 
 }  // namespace

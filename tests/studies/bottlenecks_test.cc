@@ -84,8 +84,8 @@ TEST(BottlenecksTest, EachRuleAtItsThresholds) {
   };
   for (const Rule& r : rules) {
     auto analyze = [&](double v) {
-      const Projection p = r.member == nullptr ? Shaped(base, v, 0.5, {})
-                                               : Shaped(base, 0.5, 0.5, {{r.member, v}});
+      const Projection p =
+          r.member == nullptr ? Shaped(base, v, 0.5, {}) : Shaped(base, 0.5, 0.5, {{r.member, v}});
       absl::StatusOr<std::vector<Bottleneck>> all = AnalyzeBottlenecks(s, p);
       EXPECT_THAT(all, IsOk());
       return Find(*all, r.kind);
@@ -104,13 +104,14 @@ TEST(BottlenecksTest, EachRuleAtItsThresholds) {
   EXPECT_EQ(Find(*slow, BottleneckKind::kCompute)->severity, Severity::kMedium);
   absl::StatusOr<std::vector<Bottleneck>> fast = AnalyzeBottlenecks(s, Shaped(base, 0.5, 0.31, {}));
   EXPECT_EQ(Find(*fast, BottleneckKind::kCompute)->severity, Severity::kLow);
-  absl::StatusOr<std::vector<Bottleneck>> split = AnalyzeBottlenecks(
-      s, Shaped(base, 0.5, 0.5, {{&StepBreakdown::exposed_dp_comm, 0.51}}));
+  absl::StatusOr<std::vector<Bottleneck>> split =
+      AnalyzeBottlenecks(s, Shaped(base, 0.5, 0.5, {{&StepBreakdown::exposed_dp_comm, 0.51}}));
   EXPECT_FALSE(Find(*split, BottleneckKind::kCompute).has_value());
   // Most severe first.
   absl::StatusOr<std::vector<Bottleneck>> mixed = AnalyzeBottlenecks(
-      s, Shaped(base, 0.5, 0.5, {{&StepBreakdown::pipeline_bubble, 0.06},
-                                 {&StepBreakdown::exposed_tp_comm, 0.31}}));
+      s,
+      Shaped(base, 0.5, 0.5,
+             {{&StepBreakdown::pipeline_bubble, 0.06}, {&StepBreakdown::exposed_tp_comm, 0.31}}));
   ASSERT_THAT(mixed, IsOk());
   EXPECT_EQ(mixed->front().kind, BottleneckKind::kNetwork);
 }
@@ -121,8 +122,8 @@ TEST(BottlenecksTest, EachRuleAtItsThresholds) {
 TEST(BottlenecksTest, RecommendationsAreReprojected) {
   const Scenario s = Llama70bTp8();
   const Projection base = ProjectOf(s);
-  absl::StatusOr<std::vector<Bottleneck>> all = AnalyzeBottlenecks(
-      s, Shaped(base, 0.5, 0.5, {{&StepBreakdown::exposed_tp_comm, 0.35}}));
+  absl::StatusOr<std::vector<Bottleneck>> all =
+      AnalyzeBottlenecks(s, Shaped(base, 0.5, 0.5, {{&StepBreakdown::exposed_tp_comm, 0.35}}));
   ASSERT_THAT(all, IsOk());
   const std::optional<Bottleneck> network = Find(*all, BottleneckKind::kNetwork);
   ASSERT_TRUE(network.has_value());

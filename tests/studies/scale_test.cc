@@ -88,8 +88,8 @@ TEST(ScaleTest, StrongAndWeakScalingOfARealJob) {
   EXPECT_DOUBLE_EQ(strong->points[0].efficiency, 1.0);
   EXPECT_GE(strong->serial_fraction, 0.0);
   int calls = 0;
-  absl::StatusOr<ScaleResult> weak = RunScaling(Llama8b(), counts, ScalingMode::kWeak,
-                                                SmallSpace(), [&calls](int64_t, int64_t) { ++calls; });
+  absl::StatusOr<ScaleResult> weak = RunScaling(Llama8b(), counts, ScalingMode::kWeak, SmallSpace(),
+                                                [&calls](int64_t, int64_t) { ++calls; });
   ASSERT_THAT(weak, IsOk());
   EXPECT_EQ(weak->points[1].global_batch, 128);
   EXPECT_EQ(weak->points[2].global_batch, 256);
@@ -97,9 +97,9 @@ TEST(ScaleTest, StrongAndWeakScalingOfARealJob) {
 }
 
 TEST(ScaleTest, CountsMustRise) {
-  EXPECT_THAT(RunScaling(Llama8b(), std::vector<int64_t>{16, 8}, ScalingMode::kStrong,
-                         SmallSpace()),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must rise")));
+  EXPECT_THAT(
+      RunScaling(Llama8b(), std::vector<int64_t>{16, 8}, ScalingMode::kStrong, SmallSpace()),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must rise")));
   EXPECT_THAT(RunScaling(Llama8b(), std::vector<int64_t>{}, ScalingMode::kStrong, SmallSpace()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at least one")));
 }
