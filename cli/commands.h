@@ -25,6 +25,8 @@ absl::Status RunValidateCommand(int argc, char** argv, const Output& io);
 absl::Status RunSearchCommand(int argc, char** argv, const Output& io);
 // `project network show|route --network FILE`: a network file's links, diameter, bisection, routes.
 absl::Status RunNetworkCommand(int argc, char** argv, const Output& io);
+// `project compare A B | A --flags | --gpu-arch a,b,c`: projections side by side.
+absl::Status RunCompareCommand(int argc, char** argv, const Output& io);
 // `project scale ...`: one job over a list of GPU counts, each at its best layout.
 absl::Status RunScaleCommand(int argc, char** argv, const Output& io);
 // `project serve ...`: an inference deployment under a request workload.

@@ -25,6 +25,8 @@ int Run(int argc, char** argv, const Output& io) {
     status = RunCalibrateCommand(argc, argv, io);
   } else if (sub == "network") {
     status = RunNetworkCommand(argc, argv, io);
+  } else if (sub == "compare") {
+    status = RunCompareCommand(argc, argv, io);
   } else if (sub == "scale") {
     status = RunScaleCommand(argc, argv, io);
   } else if (sub == "serve") {
@@ -32,10 +34,11 @@ int Run(int argc, char** argv, const Output& io) {
   } else if (!sub.empty() && sub[0] != '-') {
     // Not a flag and no subcommand: a mistyped one ("serch").
     const std::vector<std::string> commands = {"estimate", "validate", "search", "calibrate",
-                                               "network",  "serve",  "scale"};
+                                               "network",  "serve",  "scale",   "compare"};
     status = absl::InvalidArgumentError(absl::StrCat(
         "unknown command '", sub, "'", DidYouMean(sub, commands),
-        "; accepted: estimate, validate, search, scale, calibrate, network, serve, or flags alone "
+        "; accepted: estimate, validate, search, scale, compare, calibrate, network, serve, or flags "
+        "alone "
         "for one "
         "projection (see project --help)"));
   } else {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/number_format.h"
+#include "report/compare_report.h"
 #include "report/report.h"
 #include "report/scale_report.h"
 #include "report/serve_report.h"
@@ -1201,6 +1202,49 @@ std::string ScaleHtml(const Scenario& base, const ScaleResult& r) {
   }
   out += "</svg>\n";
   Put(out, {"<h2>Every count</h2>\n<pre>", HtmlEscape(ScaleText(base, r)), "</pre>\n"});
+  out += "</body></html>\n";
+  return out;
+}
+
+std::string CompareHtml(const Comparison& c) {
+  std::string out;
+  const std::string title = absl::StrFormat("Comparison of %d projections", c.sides.size());
+  PageStart(out, title);
+  Put(out, {"<h1>", title, "</h1>\n"});
+  out += "<div class=\"cards\">";
+  for (size_t i = 0; i < c.sides.size(); ++i) {
+    const CompareSide& s = c.sides[i];
+    Card(out, absl::StrFormat("%.1f", s.projection.tokens_per_s_per_gpu),
+         HtmlEscape(absl::StrFormat("%c: %s TGS (%s, %s)", static_cast<char>('A' + i), s.name,
+                                    s.scenario.hw.name, s.projection.layout)));
+  }
+  out += "</div>\n<h2>Step time by term, on one scale</h2>\n";
+  std::vector<std::pair<std::string_view, std::string_view>> legend;
+  for (size_t t = 0; t < kNumBreakdownTerms; ++t) {
+    legend.emplace_back(kBreakdownTerms[t].short_name, kTermColors[t]);
+  }
+  Legend(out, legend);
+  double longest = 0;
+  for (const CompareSide& s : c.sides) longest = std::max(longest, s.projection.step_time.value());
+  constexpr double kRow = 30, kLeft = 40, kW = 820;
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">",
+                        kRow * static_cast<double>(c.sides.size()) + 30);
+  for (size_t i = 0; i < c.sides.size(); ++i) {
+    const Projection& p = c.sides[i].projection;
+    const double y = 6 + kRow * static_cast<double>(i);
+    Text(out, kLeft - 10, y + 16, std::string(1, static_cast<char>('A' + i)), "end");
+    double x = kLeft;
+    for (size_t t = 0; t < kNumBreakdownTerms; ++t) {
+      const Seconds v = p.breakdown.*kBreakdownTerms[t].member;
+      const double w = longest > 0 ? v.value() / longest * kW : 0;
+      Rect(out, x, y, w, kRow - 8, kTermColors[t],
+           absl::StrFormat("%s %.1f ms", kBreakdownTerms[t].short_name, Ms(v)));
+      x += w;
+    }
+    Text(out, x + 6, y + 16, absl::StrFormat("%.1f ms", Ms(p.step_time)), "start", "#667");
+  }
+  out += "</svg>\n";
+  Put(out, {"<h2>Side by side</h2>\n<pre>", HtmlEscape(CompareText(c)), "</pre>\n"});
   out += "</body></html>\n";
   return out;
 }

@@ -11,6 +11,7 @@
 #include "scenario/scenario.h"
 #include "serving/serve.h"
 #include "serving/serve_flags.h"
+#include "studies/compare.h"
 #include "studies/scale.h"
 #include "studies/search.h"
 #include "studies/validate.h"
@@ -67,6 +68,10 @@ std::string ServeHtml(const ServeJob& job, const ServeResult& result);
 // line, tokens/s per GPU against the GPU count, the step breakdown of each count (stacked), and
 // the table with each count's best layout.
 std::string ScaleHtml(const Scenario& base, const ScaleResult& result);
+
+// `project compare --html`: the sides, their headline figures, the step of each side stacked by
+// term on one scale, and what sets the first two apart.
+std::string CompareHtml(const Comparison& c);
 
 inline constexpr size_t kSearchPlotLimit = 5000;
 inline constexpr size_t kTimelineTooltipLimit = 4000;
