@@ -2,6 +2,7 @@
 // a run driven by a measured profile (--profiling-mode profile|both) or measuring one
 // (--profiling-mode measure).
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
@@ -74,6 +75,10 @@ constexpr FlagSpec kOutputFlags[] = {
      "Level of detail: medium (default: the analytical projection) or high (also replay the step "
      "as events on the discrete-event engine and compare; docs/event_engine.md)",
      "medium|high"},
+    {"out",
+     "Also write scenario.json (the resolved configuration), projection.json (the results) and "
+     "bottlenecks.json into this directory (created if missing; docs/input_files.md)",
+     "DIR"},
     {"slow-rank",
      "With --lod high: global rank R computes FACTOR times as long as its peers (a straggler); "
      "the report gives the step with and without it",
@@ -171,6 +176,7 @@ absl::Status RunProfileMode(absl::string_view mode, const FlagValues& flags, con
 struct ProjectionOutputs {
   std::string trace_path;  // --trace, empty when not asked
   std::string html_path;   // --html
+  std::string out_dir;     // --out
   bool show_ops = false;
   bool require_fit = false;           // --require-fit: exit 3 when it does not fit
   bool lod_high = false;              // --lod high
@@ -245,6 +251,24 @@ absl::Status CheckTimelineSize(const Scenario& scenario, const ProjectionOutputs
                                    passes, kMaxTimelinePasses));
 }
 
+// --out DIR: the resolved scenario, the projection and its bottlenecks as three JSON files.
+absl::Status WriteExports(const std::string& dir, const Scenario& scenario,
+                          const Projection& projection, const std::vector<Bottleneck>& bottlenecks) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error || !std::filesystem::is_directory(dir)) {
+    return FlagError("out", absl::StrCat("cannot create the directory '", dir, "'"));
+  }
+  const std::filesystem::path root(dir);
+  PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("out", (root / "scenario.json").string(),
+                                            ScenarioToJson(scenario).dump(2) + "\n"));
+  PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("out", (root / "projection.json").string(),
+                                            ProjectionJson(scenario, projection).dump(2) + "\n"));
+  return WriteOutputFile(
+      "out", (root / "bottlenecks.json").string(),
+      BottlenecksJson(bottlenecks, projection.tokens_per_s_per_gpu).dump(2) + "\n");
+}
+
 absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs& outputs,
                               bool as_json, const Output& io) {
   absl::StatusOr<BackendSet> backends = MakeBackendSet(scenario.backends, scenario.hw);
@@ -278,6 +302,9 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
   }
   PROJECTOR_ASSIGN_OR_RETURN(const std::vector<Bottleneck> bottlenecks,
                              AnalyzeBottlenecks(scenario, projection));
+  if (!outputs.out_dir.empty()) {
+    PROJECTOR_RETURN_IF_ERROR(WriteExports(outputs.out_dir, scenario, projection, bottlenecks));
+  }
   if (as_json) {
     nlohmann::json j = ProjectionJson(scenario, projection);
     j["bottlenecks"] = BottlenecksJson(bottlenecks, projection.tokens_per_s_per_gpu);
@@ -299,6 +326,10 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
          << "open in ui.perfetto.dev or chrome://tracing)\n";
   }
   if (page) note << "html: report written to " << outputs.html_path << " (open in a browser)\n";
+  if (!outputs.out_dir.empty()) {
+    note << "out: scenario.json, projection.json and bottlenecks.json written to "
+         << outputs.out_dir << "\n";
+  }
   if (advice && outputs.require_fit) {
     return absl::OutOfRangeError(absl::StrFormat(
         "--require-fit: the projection does not fit: peak %.1f GiB per GPU against %.1f GiB",
@@ -369,6 +400,7 @@ absl::Status RunProjectCommand(int argc, char** argv, const Output& io) {
   outputs.require_fit = Given(flags, "require-fit");
   PROJECTOR_ASSIGN_OR_RETURN(outputs.trace_path, OutputFileFlag(flags, "trace", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.html_path, OutputFileFlag(flags, "html", mode));
+  PROJECTOR_ASSIGN_OR_RETURN(outputs.out_dir, OutputFileFlag(flags, "out", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.lod_high, LodHighFlag(flags));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.slow_rank, SlowRankFlag(flags, outputs.lod_high));
   if (outputs.lod_high && mode != "simulate") {
