@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "core/progress.h"
+#include "core/status_macros.h"
 #include "core/suggest.h"
 
 namespace projector {
@@ -107,6 +109,18 @@ absl::StatusOr<std::optional<FlagValues>> ParseFlags(cxxopts::Options& options, 
   const std::span<char*> args(argv, static_cast<size_t>(argc));
   return ParseFlags(options, args.subspan(static_cast<size_t>(first)), command, hint, out,
                     help_groups);
+}
+
+const FlagSpec kProgressFlags[2] = {
+    {"quiet", "No progress bar on stderr", "", FlagArity::kSwitch},
+    {"progress", "A progress bar on stderr even when it is not a terminal", "", FlagArity::kSwitch},
+};
+
+absl::StatusOr<bool> ProgressFlag(const FlagValues& flags) {
+  PROJECTOR_ASSIGN_OR_RETURN(const bool quiet, BoolFlag(flags, "quiet"));
+  PROJECTOR_ASSIGN_OR_RETURN(const bool forced, BoolFlag(flags, "progress"));
+  if (quiet && forced) return FlagError("quiet", "give --quiet or --progress, not both");
+  return ProgressWanted(quiet, forced);
 }
 
 absl::StatusOr<bool> WantsJson(const FlagValues& flags) {

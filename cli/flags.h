@@ -46,6 +46,11 @@ absl::Status WriteOutputFile(absl::string_view flag, const std::string& path,
 // on `err` under --format json (stdout stays one JSON document).
 std::ostream& NoteStream(bool as_json, std::ostream& out, std::ostream& err);
 
+// --quiet and --progress: the progress bar of a long run (core/progress.h).
+extern const FlagSpec kProgressFlags[2];
+// Whether to draw it: --quiet never, --progress always, else when stderr is a terminal.
+absl::StatusOr<bool> ProgressFlag(const FlagValues& flags);
+
 // 0 OK; 2 bad input (kInvalidArgument, kNotFound, kFailedPrecondition, kUnimplemented); 3 a
 // check the user asked for failed (kOutOfRange: an accuracy floor); 1 anything else.
 int ExitCodeFor(const absl::Status& status);

@@ -1,7 +1,5 @@
 // `project scale`: the same job over a list of GPU counts, each at its best layout (studies/
 // scale.h), with efficiency, breakdown point, Amdahl's fit and the growing term.
-#include <unistd.h>
-
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "core/progress.h"
 #include "core/status_macros.h"
 #include "report/html_report.h"
 #include "report/scale_report.h"
@@ -48,6 +47,7 @@ absl::Status RunScaleCommand(int argc, char** argv, const Output& io) {
   cxxopts::Options options("project scale", kDescription);
   AddFlags(options, "", kOutputFlags);
   AddFlags(options, "", SearchRunFlags());
+  AddFlags(options, "", kProgressFlags);
   for (std::span<const FlagSpec> job :
        {SearchJobFlags(), PrecisionAndRoutingFlags(), KernelAndCommFlags(), StackFlags()}) {
     AddFlags(options, kJob, job);
@@ -78,17 +78,12 @@ absl::Status RunScaleCommand(int argc, char** argv, const Output& io) {
     opts.exact_top = 1;
     return opts;
   };
-  // Progress on a terminal only (a log or a pipe stays clean).
-  const bool terminal = isatty(STDERR_FILENO) != 0;
-  bool progress_shown = false;
-  auto progress = [&io, &progress_shown, terminal](int64_t done, int64_t total) {
-    if (!terminal) return;
-    io.err << "\rscale: " << done << " of " << total << " GPU counts projected" << std::flush;
-    progress_shown = true;
-  };
+  PROJECTOR_ASSIGN_OR_RETURN(const bool show_progress, ProgressFlag(*parsed));
+  ProgressBar bar(io.err, "scale", show_progress);
   absl::StatusOr<ScaleResult> result =
-      RunScaling(base, counts, weak ? ScalingMode::kWeak : ScalingMode::kStrong, search, progress);
-  if (progress_shown) io.err << "\n";
+      RunScaling(base, counts, weak ? ScalingMode::kWeak : ScalingMode::kStrong, search,
+                 [&bar](int64_t done, int64_t total) { bar.Update(done, total); });
+  bar.Finish();
   if (!result.ok()) {
     const std::string message(result.status().message());
     return message.starts_with("num-gpus: ") ? FlagError("num-gpus", message.substr(10))

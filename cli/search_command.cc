@@ -43,6 +43,7 @@ constexpr FlagSpec kOutputFlags[] = {
 void AddSearchFlags(cxxopts::Options& options) {
   AddFlags(options, "", kOutputFlags);
   AddFlags(options, "", SearchRunFlags());
+  AddFlags(options, "", kProgressFlags);
   for (std::span<const FlagSpec> job :
        {SearchJobFlags(), PrecisionAndRoutingFlags(), KernelAndCommFlags(), StackFlags()}) {
     AddFlags(options, kJob, job);
@@ -78,7 +79,8 @@ absl::Status RunSearchCommand(int argc, char** argv, const Output& io) {
                              ScenarioFromFlags(flags, ScenarioUse::kSearchBase));
   bool progress_shown = false;
   PROJECTOR_ASSIGN_OR_RETURN(SearchOptions opts, SearchOptionsFromFlags(flags, base));
-  opts.progress = ProgressLine(io.err, progress_shown);
+  PROJECTOR_ASSIGN_OR_RETURN(const bool show_progress, ProgressFlag(flags));
+  if (show_progress) opts.progress = ProgressLine(io.err, progress_shown);
   opts.exact_top = top_k;
   absl::StatusOr<SearchResult> result = SearchLayouts(base, opts);
   if (progress_shown) io.err << "\n";

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "core/progress.h"
 #include "core/status_macros.h"
 #include "report/html_report.h"
 #include "report/serve_report.h"
@@ -63,8 +64,13 @@ absl::Status RunDisaggregated(const FlagValues& flags, const ServeJob& job, cons
     for (const char* name : {"prefill-replicas", "decode-replicas"}) {
       if (Given(flags, name)) return FlagError(name, "--search-layouts chooses it; drop it");
     }
-    PROJECTOR_ASSIGN_OR_RETURN(const std::vector<PoolSplit> splits,
-                               SearchPoolSplits(pools, job.spec, slo.target, slo.num_gpus));
+    PROJECTOR_ASSIGN_OR_RETURN(const bool show_progress, ProgressFlag(flags));
+    ProgressBar bar(io.err, "serve: splits", show_progress);
+    absl::StatusOr<std::vector<PoolSplit>> found =
+        SearchPoolSplits(pools, job.spec, slo.target, slo.num_gpus,
+                         [&bar](int64_t done, int64_t total) { bar.Update(done, total); });
+    bar.Finish();
+    PROJECTOR_ASSIGN_OR_RETURN(const std::vector<PoolSplit> splits, std::move(found));
     io.out << (as_json ? PoolSplitJson(job, slo, pools, splits).dump(2) + "\n"
                        : PoolSplitText(job, slo, pools, splits));
     return absl::OkStatus();
@@ -82,6 +88,7 @@ absl::Status RunDisaggregated(const FlagValues& flags, const ServeJob& job, cons
 absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
   cxxopts::Options options("project serve", kUsage);
   AddFlags(options, "", kOutputFlags);
+  AddFlags(options, "", kProgressFlags);
   AddFlags(options, "Deployment", ServeDeploymentFlags());
   AddFlags(options, "Engine", ServeEngineFlags());
   AddFlags(options, "Workload", ServeWorkloadFlags());
@@ -130,9 +137,13 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
     return absl::OkStatus();
   }
   if (slo.mode == SloMode::kSearchLayouts) {
-    PROJECTOR_ASSIGN_OR_RETURN(
-        const std::vector<ServingLayout> layouts,
-        SearchServingLayouts(job.options, job.spec, slo.target, slo.num_gpus));
+    PROJECTOR_ASSIGN_OR_RETURN(const bool show_progress, ProgressFlag(*flags));
+    ProgressBar bar(io.err, "serve: layouts", show_progress);
+    absl::StatusOr<std::vector<ServingLayout>> found =
+        SearchServingLayouts(job.options, job.spec, slo.target, slo.num_gpus,
+                             [&bar](int64_t done, int64_t total) { bar.Update(done, total); });
+    bar.Finish();
+    PROJECTOR_ASSIGN_OR_RETURN(const std::vector<ServingLayout> layouts, std::move(found));
     io.out << (as_json ? LayoutSearchJson(job, slo, layouts).dump(2) + "\n"
                        : LayoutSearchText(job, slo, layouts));
     return absl::OkStatus();

@@ -161,10 +161,9 @@ absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const DisaggregatedOptions& pools
   return MaxRateUnderSlo(run, workload, slo);
 }
 
-absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(const ServeOptions& base,
-                                                                const WorkloadSpec& workload,
-                                                                const SloTarget& slo,
-                                                                int64_t num_gpus) {
+absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(
+    const ServeOptions& base, const WorkloadSpec& workload, const SloTarget& slo,
+    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress) {
   PROJECTOR_RETURN_IF_ERROR(ValidateSloTarget(slo));
   if (num_gpus < 1) {
     return absl::InvalidArgumentError(absl::StrCat("num-gpus: must be >= 1, got ", num_gpus));
@@ -179,21 +178,25 @@ absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(const ServeOptio
       layout.tp = tp;
       layout.pp = pp;
       layout.replicas = num_gpus / (tp * pp);
-      ServeOptions options = base;
-      options.deployment.tp = tp;
-      options.deployment.pp = pp;
-      options.replicas = layout.replicas;
-      PROJECTOR_RETURN_IF_ERROR(Record(MaxQpsUnderSlo(options, workload, slo), layout));
       layouts.push_back(std::move(layout));
     }
+  }
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    ServingLayout& layout = layouts[i];
+    ServeOptions options = base;
+    options.deployment.tp = layout.tp;
+    options.deployment.pp = layout.pp;
+    options.replicas = layout.replicas;
+    PROJECTOR_RETURN_IF_ERROR(Record(MaxQpsUnderSlo(options, workload, slo), layout));
+    if (progress) progress(static_cast<int64_t>(i + 1), static_cast<int64_t>(layouts.size()));
   }
   RankByTokensPerGpu(layouts);
   return layouts;
 }
 
-absl::StatusOr<std::vector<PoolSplit>> SearchPoolSplits(const DisaggregatedOptions& pools,
-                                                        const WorkloadSpec& workload,
-                                                        const SloTarget& slo, int64_t num_gpus) {
+absl::StatusOr<std::vector<PoolSplit>> SearchPoolSplits(
+    const DisaggregatedOptions& pools, const WorkloadSpec& workload, const SloTarget& slo,
+    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress) {
   PROJECTOR_RETURN_IF_ERROR(ValidateSloTarget(slo));
   const int64_t prefill_gpus = pools.prefill.deployment.NumGpus();
   const int64_t decode_gpus = pools.decode.deployment.NumGpus();
@@ -204,11 +207,14 @@ absl::StatusOr<std::vector<PoolSplit>> SearchPoolSplits(const DisaggregatedOptio
     PoolSplit split;
     split.prefill_replicas = p;
     split.decode_replicas = rest / decode_gpus;
-    DisaggregatedOptions options = pools;
-    options.prefill.replicas = split.prefill_replicas;
-    options.decode.replicas = split.decode_replicas;
-    PROJECTOR_RETURN_IF_ERROR(Record(MaxQpsUnderSlo(options, workload, slo), split));
     splits.push_back(std::move(split));
+  }
+  for (size_t i = 0; i < splits.size(); ++i) {
+    DisaggregatedOptions options = pools;
+    options.prefill.replicas = splits[i].prefill_replicas;
+    options.decode.replicas = splits[i].decode_replicas;
+    PROJECTOR_RETURN_IF_ERROR(Record(MaxQpsUnderSlo(options, workload, slo), splits[i]));
+    if (progress) progress(static_cast<int64_t>(i + 1), static_cast<int64_t>(splits.size()));
   }
   if (splits.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(

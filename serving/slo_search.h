@@ -77,10 +77,10 @@ struct ServingLayout {
 // layers) whose product divides `num_gpus`, the rest as replicas; each with its highest rate
 // under the target. Sorted best first: layouts meeting the target by output tokens/s per GPU,
 // then the others.
-absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(const ServeOptions& base,
-                                                                const WorkloadSpec& workload,
-                                                                const SloTarget& slo,
-                                                                int64_t num_gpus);
+// `progress(done, total)` after each layout.
+absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(
+    const ServeOptions& base, const WorkloadSpec& workload, const SloTarget& slo,
+    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress = {});
 
 // One split of a GPU budget between a prefill and a decode pool (their TP and GPUs as given).
 struct PoolSplit {
@@ -96,9 +96,9 @@ struct PoolSplit {
 // pools.decode's TP (at least one each, no GPU left over), each at its highest rate under the
 // target, ranked as SearchServingLayouts ranks. kInvalidArgument when no split uses the budget
 // exactly.
-absl::StatusOr<std::vector<PoolSplit>> SearchPoolSplits(const DisaggregatedOptions& pools,
-                                                        const WorkloadSpec& workload,
-                                                        const SloTarget& slo, int64_t num_gpus);
+absl::StatusOr<std::vector<PoolSplit>> SearchPoolSplits(
+    const DisaggregatedOptions& pools, const WorkloadSpec& workload, const SloTarget& slo,
+    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress = {});
 
 }  // namespace projector
 
