@@ -17,8 +17,9 @@ set(layer_studies 7)
 set(layer_serving 7)
 set(layer_report 8)
 set(layer_cli 9)
+set(layer_python 10)
 set(folders core models hw_profiles network backends profilers scenario projection events studies
-    serving report cli)
+    serving report cli python)
 
 set(violations "")
 foreach(folder IN LISTS folders)

@@ -1,0 +1,65 @@
+#include "cli/dispatch.h"
+
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "core/suggest.h"
+
+namespace projector {
+namespace {
+
+int Dispatch(int argc, char** argv, const Output& io) {
+  const std::string sub = argc > 1 ? argv[1] : "";
+  absl::Status status;
+  if (sub == "estimate") {
+    status = RunEstimateCommand(argc, argv, io);
+  } else if (sub == "validate") {
+    status = RunValidateCommand(argc, argv, io);
+  } else if (sub == "search") {
+    status = RunSearchCommand(argc, argv, io);
+  } else if (sub == "calibrate") {
+    status = RunCalibrateCommand(argc, argv, io);
+  } else if (sub == "network") {
+    status = RunNetworkCommand(argc, argv, io);
+  } else if (sub == "compare") {
+    status = RunCompareCommand(argc, argv, io);
+  } else if (sub == "scale") {
+    status = RunScaleCommand(argc, argv, io);
+  } else if (sub == "serve") {
+    status = RunServeCommand(argc, argv, io);
+  } else if (!sub.empty() && sub[0] != '-') {
+    // Not a flag and no subcommand: a mistyped one ("serch").
+    const std::vector<std::string> commands = {"estimate", "validate", "search", "calibrate",
+                                               "network",  "serve",  "scale",   "compare"};
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "unknown command '", sub, "'", DidYouMean(sub, commands),
+        "; accepted: estimate, validate, search, scale, compare, calibrate, network, serve, or "
+        "flags alone for one projection (see project --help)"));
+  } else {
+    status = RunProjectCommand(argc, argv, io);
+  }
+  if (status.ok()) return 0;
+  io.err << "project: error: " << status.message() << "\n";
+  return ExitCodeFor(status);
+}
+
+}  // namespace
+
+int RunCommandLine(int argc, char** argv, const Output& io) {
+  try {
+    return Dispatch(argc, argv, io);
+  } catch (const std::exception& e) {
+    io.err << "project: internal error: " << e.what() << "\n";
+    return 1;
+  } catch (...) {
+    io.err << "project: internal error: unknown exception\n";
+    return 1;
+  }
+}
+
+}  // namespace projector
+

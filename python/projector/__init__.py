@@ -1,0 +1,231 @@
+"""projector from Python: the performance projection tool's commands as functions.
+
+Every function runs the same command line as the `project` executable (no second
+implementation): keyword arguments are its flags with dashes as underscores, results are
+objects over exactly the command's JSON document, bad input raises InputError with the
+command line's message. The GIL is released while a command runs.
+
+    import projector
+    r = projector.project(model="llama3.1-70b", gpu_arch="h100-sxm", num_gpus=64, tp=8,
+                          seq_len=8192, global_batch=128, sequence_parallel=True)
+    r.tokens_per_s_per_gpu, r.step_time_s, r.to_dict(), r.to_json()
+    projector.search(model="llama3.1-8b", gpu_arch="h100-sxm", num_gpus=8, seq_len=2048,
+                     global_batch=64).records()          # one dict per layout, for pandas
+    projector.serve(model="llama3.1-8b", gpu_arch="h100-sxm", qps=4).ttft_ms["p90"]
+
+A model, GPU profile or scenario may be a library name, a file path or a dict (written to a
+temporary JSON file for the call). Fields of each document: docs/ (the command's JSON).
+"""
+
+import json
+import os
+import re
+import tempfile
+
+from . import _projector
+
+__all__ = [
+    "InputError", "CheckFailed", "InternalError", "Result", "run", "project", "search",
+    "validate", "scale", "compare", "serve", "estimate_gemm", "estimate_attention",
+    "estimate_collective",
+]
+
+
+class InputError(ValueError):
+    """Bad input (the command line's exit code 2): `message` as `project` prints it, `field` the
+    flag ("--tp") or JSON pointer ("/training/seq_len") it names, `file` the file it names."""
+
+    def __init__(self, message, field=None, file=None):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.file = file
+
+
+class CheckFailed(RuntimeError):
+    """A check the call asked for failed (exit code 3: an accuracy floor, --require-fit)."""
+
+    def __init__(self, message, result=None):
+        super().__init__(message)
+        self.message = message
+        self.result = result
+
+
+class InternalError(RuntimeError):
+    """Anything else (exit code 1)."""
+
+
+_FLAG = re.compile(r"^--([a-z0-9-]+): ")
+_FILE = re.compile(r"^(?:--[a-z0-9-]+: )?([^\s:]+\.(?:jsonl|json|yaml|yml|csv))(?::\d+)?: (/[^\s:]*)?")
+
+
+def _input_error(message):
+    field = None
+    file = None
+    m = _FILE.match(message)
+    if m:
+        file = m.group(1)
+        field = m.group(2)
+    m = _FLAG.match(message)
+    if m and field is None:
+        field = "--" + m.group(1)
+    return InputError(message, field=field, file=file)
+
+
+def run(*args):
+    """Runs `project ARGS...` and returns what it prints on stdout; raises on failure."""
+    code, out, err = _projector.run([str(a) for a in args])
+    if code == 0:
+        return out
+    message = err.strip()
+    for line in message.splitlines():
+        if line.startswith("project: error: "):
+            message = line[len("project: error: "):]
+    if code == 2:
+        raise _input_error(message)
+    if code == 3:
+        raise CheckFailed(message, result=out)
+    raise InternalError(message)
+
+
+class Result:
+    """A command's JSON document: top-level fields as attributes and items."""
+
+    def __init__(self, document):
+        self._doc = document
+
+    def __getattr__(self, name):
+        try:
+            return self._doc[name]
+        except KeyError:
+            raise AttributeError(
+                f"no field {name!r}; fields: {', '.join(sorted(self._doc))}") from None
+
+    def __getitem__(self, key):
+        return self._doc[key]
+
+    def __contains__(self, key):
+        return key in self._doc
+
+    def keys(self):
+        return self._doc.keys()
+
+    def to_dict(self):
+        """The document as plain Python data (a deep copy)."""
+        return json.loads(json.dumps(self._doc))
+
+    def to_json(self, indent=2):
+        """The document as JSON text, as `--format json` prints it."""
+        return json.dumps(self._doc, indent=indent)
+
+    def records(self):
+        """The document's rows as a list of flat dicts (search layouts, scale points, validate
+        cases, serve timeline, compare sides), which pandas.DataFrame takes directly."""
+        for key in ("layouts", "points", "cases", "figures", "sides", "splits", "timeline"):
+            rows = self._doc.get(key) if isinstance(self._doc, dict) else None
+            if isinstance(rows, list):
+                return [_flatten(r) for r in rows]
+        return [_flatten(self._doc)]
+
+    def __repr__(self):
+        return f"Result({', '.join(sorted(self._doc)[:8])}{', ...' if len(self._doc) > 8 else ''})"
+
+
+def _flatten(row, prefix=""):
+    out = {}
+    for key, value in row.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+class _Args:
+    """Keyword arguments as command-line flags; dict values become temporary JSON files."""
+
+    def __init__(self, kwargs):
+        self.argv = []
+        self._files = []
+        for key, value in kwargs.items():
+            if value is None:
+                continue
+            flag = "--" + key.replace("_", "-")
+            if value is True:
+                self.argv.append(flag)
+            elif value is False:
+                self.argv.append(f"{flag}=false")
+            elif isinstance(value, dict):
+                self.argv += [flag, self._file(value)]
+            elif isinstance(value, (list, tuple)):
+                self.argv += [flag, ",".join(str(v) for v in value)]
+            else:
+                self.argv += [flag, str(value)]
+
+    def _file(self, document):
+        handle, path = tempfile.mkstemp(suffix=".json", prefix="projector-")
+        with os.fdopen(handle, "w") as f:
+            json.dump(document, f)
+        self._files.append(path)
+        return path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for path in self._files:
+            os.unlink(path)
+
+
+def _json_command(words, kwargs):
+    with _Args(kwargs) as a:
+        return Result(json.loads(run(*words, *a.argv, "--format", "json")))
+
+
+def project(scenario=None, **flags):
+    """One projection (`project`): scenario is a scenario file or dict; flags override it."""
+    if scenario is not None:
+        flags = {"scenario": scenario, **flags}
+    return _json_command([], flags)
+
+
+def search(**flags):
+    """The layout search (`project search`); .records() gives one row per ranked layout."""
+    return _json_command(["search"], {"quiet": True, **flags})
+
+
+def validate(cases, **flags):
+    """Projected against measured over a cases file (`project validate --cases FILE`)."""
+    return _json_command(["validate"], {"cases": cases, **flags})
+
+
+def scale(num_gpus, **flags):
+    """One job over GPU counts (`project scale`); .records() gives one row per count."""
+    return _json_command(["scale"], {"num_gpus": num_gpus, "quiet": True, **flags})
+
+
+def compare(*files, **flags):
+    """Projections side by side (`project compare`): files, a file and flags, or gpu_arch=[...]."""
+    with _Args(flags) as a:
+        return Result(json.loads(run("compare", *files, *a.argv, "--format", "json")))
+
+
+def serve(**flags):
+    """An inference deployment under a workload (`project serve`)."""
+    return _json_command(["serve"], {"quiet": True, **flags})
+
+
+def estimate_gemm(**flags):
+    """One GEMM (`project estimate gemm`)."""
+    return _json_command(["estimate", "gemm"], flags)
+
+
+def estimate_attention(**flags):
+    """One flash-attention call (`project estimate attention`)."""
+    return _json_command(["estimate", "attention"], flags)
+
+
+def estimate_collective(**flags):
+    """One collective (`project estimate collective`)."""
+    return _json_command(["estimate", "collective"], flags)

@@ -1,0 +1,85 @@
+"""The Python module against the command line it wraps: same documents, typed errors."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import projector
+
+PROJECT = os.environ.get("PROJECTOR_EXE", "")
+CASES = os.environ.get("PROJECTOR_CALIBRATION", "")
+
+
+def test_project_matches_the_command_line_json():
+    r = projector.project(model="llama3.1-8b", gpu_arch="h100-sxm", num_gpus=8, seq_len=4096,
+                          global_batch=16)
+    cli = json.loads(subprocess.run(
+        [PROJECT, "--model", "llama3.1-8b", "--gpu-arch", "h100-sxm", "--num-gpus", "8",
+         "--seq-len", "4096", "--global-batch", "16", "--format", "json"],
+        check=True, capture_output=True, text=True).stdout)
+    assert r.to_dict() == cli
+    assert r.tokens_per_s_per_gpu == cli["tokens_per_s_per_gpu"]
+    assert json.loads(r.to_json()) == cli
+    assert "bottlenecks" in r
+
+
+def test_switches_lists_and_dicts_become_flags():
+    # A library model edited as a dict: Llama-3.1-8B cut to 4 layers.
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "models", "llama3.1-8b.json")) as f:
+        model = json.load(f)
+    model["name"] = "llama-4-layers"
+    model["num_layers"] = 4
+    r = projector.project(model=model, gpu_arch="h100-sxm", num_gpus=8, tp=2,
+                          sequence_parallel=True, seq_len=2048, global_batch=8)
+    full = projector.project(model="llama3.1-8b", gpu_arch="h100-sxm", num_gpus=8, tp=2,
+                             sequence_parallel=True, seq_len=2048, global_batch=8)
+    assert r.model == "llama-4-layers"
+    assert "SP" in r.layout
+    assert r.tokens_per_s_per_gpu > full.tokens_per_s_per_gpu
+
+
+def test_search_records_feed_a_dataframe():
+    s = projector.search(model="llama3.1-8b", gpu_arch="h100-sxm", num_gpus=8, seq_len=2048,
+                         global_batch=64, tp_values=[1, 2], pp_values=[1])
+    rows = s.records()
+    assert len(rows) >= 1
+    assert {"tp", "pp", "tokens_per_s_per_gpu"} <= set(rows[0])
+    assert rows[0]["tokens_per_s_per_gpu"] >= rows[-1]["tokens_per_s_per_gpu"]
+
+
+def test_serve_and_scale():
+    r = projector.serve(model="llama3.1-8b", gpu_arch="h100-sxm", qps=4, num_requests=50)
+    assert r.completed == 50
+    assert r.ttft_ms["p90"] >= r.ttft_ms["p50"]
+    s = projector.scale(num_gpus=[8, 16], model="llama3.1-8b", gpu_arch="h100-sxm", seq_len=2048,
+                        global_batch=64, tp_values=[1, 2], pp_values=[1])
+    assert [p["num_gpus"] for p in s.records()] == [8, 16]
+
+
+def test_validate_runs_the_cases_file():
+    v = projector.validate(cases=CASES)
+    assert v.summary["projected"] > 300
+
+
+def test_bad_input_raises_input_error_with_the_flag():
+    with pytest.raises(projector.InputError) as e:
+        projector.project(model="llama3.1-8b", gpu_arch="h100-sxm", num_gpus=8, tp=3)
+    assert e.value.field == "--tp" or "tp" in e.value.message
+    with pytest.raises(projector.InputError) as e:
+        projector.project(model="llama3.1-8b", seqlen=4096)
+    assert "did you mean --seq-len" in e.value.message
+    with pytest.raises(projector.InputError) as e:
+        projector.serve(model="llama3.1-8b", gpu_arch="h100-sxm", qps=0)
+    assert e.value.field == "--qps"
+
+
+def test_a_bad_file_names_file_and_field(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"model": "llama3.1-8b", "gpu": "h100-sxm", "num_gpus": 8,'
+                   ' "training": {"seq_len": -1}}')
+    with pytest.raises(projector.InputError) as e:
+        projector.project(scenario=str(bad))
+    assert e.value.file is not None and e.value.file.endswith("bad.json")
+    assert e.value.field is not None and e.value.field.startswith("/training")
