@@ -28,6 +28,7 @@ constexpr char kDescription[] =
 constexpr FlagSpec kOutputFlags[] = {
     {"help", "Show this help", "", FlagArity::kSwitch},
     {"format", "Output format: text or json", "FORMAT"},
+    kPlotsFlag,
     {"html", "Also write the comparison as an HTML page", "FILE"},
 };
 
@@ -118,6 +119,12 @@ absl::Status RunCompareCommand(int argc, char** argv, const Output& io) {
   PROJECTOR_ASSIGN_OR_RETURN(std::vector<CompareSide> sides, Sides(files, *flags));
   PROJECTOR_ASSIGN_OR_RETURN(const Comparison c, CompareScenarios(std::move(sides)));
   io.out << (as_json ? CompareJson(c).dump(2) + "\n" : CompareText(c));
+  if (Given(*flags, "plots")) {
+    PROJECTOR_ASSIGN_OR_RETURN(const std::string plots_dir, OutputFileFlag(*flags, "plots"));
+    PROJECTOR_ASSIGN_OR_RETURN(const size_t plots, WritePlots(plots_dir, CompareHtml(c)));
+    NoteStream(as_json, io.out, io.err)
+        << "plots: " << plots << " SVG charts written to " << plots_dir << "\n";
+  }
   if (!html_path.empty()) {
     PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("html", html_path, CompareHtml(c)));
     NoteStream(as_json, io.out, io.err)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -10,6 +11,7 @@
 #include "core/progress.h"
 #include "core/status_macros.h"
 #include "core/suggest.h"
+#include "report/html_report.h"
 
 namespace projector {
 namespace {
@@ -109,6 +111,20 @@ absl::StatusOr<std::optional<FlagValues>> ParseFlags(cxxopts::Options& options, 
   const std::span<char*> args(argv, static_cast<size_t>(argc));
   return ParseFlags(options, args.subspan(static_cast<size_t>(first)), command, hint, out,
                     help_groups);
+}
+
+absl::StatusOr<size_t> WritePlots(const std::string& dir, const std::string& html) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error || !std::filesystem::is_directory(dir)) {
+    return FlagError("plots", absl::StrCat("cannot create the directory '", dir, "'"));
+  }
+  const std::vector<SvgFile> files = ChartsOf(html);
+  for (const SvgFile& f : files) {
+    PROJECTOR_RETURN_IF_ERROR(
+        WriteOutputFile("plots", (std::filesystem::path(dir) / f.name).string(), f.svg));
+  }
+  return files.size();
 }
 
 const FlagSpec kProgressFlags[2] = {

@@ -46,6 +46,12 @@ absl::Status WriteOutputFile(absl::string_view flag, const std::string& path,
 // on `err` under --format json (stdout stays one JSON document).
 std::ostream& NoteStream(bool as_json, std::ostream& out, std::ostream& err);
 
+// --plots DIR: the charts of `html` (ChartsOf) as SVG files in DIR (created if missing); the
+// number written, or FlagError naming --plots when DIR cannot be made or written.
+absl::StatusOr<size_t> WritePlots(const std::string& dir, const std::string& html);
+inline constexpr FlagSpec kPlotsFlag = {
+    "plots", "Also write the report's charts as SVG files into this directory", "DIR"};
+
 // --quiet and --progress: the progress bar of a long run (core/progress.h).
 extern const FlagSpec kProgressFlags[2];
 // Whether to draw it: --quiet never, --progress always, else when stderr is a terminal.

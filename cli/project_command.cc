@@ -75,6 +75,7 @@ constexpr FlagSpec kOutputFlags[] = {
      "Level of detail: medium (default: the analytical projection) or high (also replay the step "
      "as events on the discrete-event engine and compare; docs/event_engine.md)",
      "medium|high"},
+    kPlotsFlag,
     {"out",
      "Also write scenario.json (the resolved configuration), projection.json (the results) and "
      "bottlenecks.json into this directory (created if missing; docs/input_files.md)",
@@ -177,6 +178,7 @@ struct ProjectionOutputs {
   std::string trace_path;  // --trace, empty when not asked
   std::string html_path;   // --html
   std::string out_dir;     // --out
+  std::string plots_dir;   // --plots
   bool show_ops = false;
   bool require_fit = false;           // --require-fit: exit 3 when it does not fit
   bool lod_high = false;              // --lod high
@@ -276,7 +278,7 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
     return absl::InvalidArgumentError(absl::StrCat("backends: ", backends.status().message()));
   }
   PROJECTOR_RETURN_IF_ERROR(CheckTimelineSize(scenario, outputs));
-  const bool page = !outputs.html_path.empty();
+  const bool page = !outputs.html_path.empty() || !outputs.plots_dir.empty();
   const ProjectionOptions options{.keep_ops = outputs.show_ops || page,
                                   .keep_timeline = !outputs.trace_path.empty() || page};
   std::optional<HighLodResult> high;
@@ -292,9 +294,15 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
         high ? HighLodTraceJson(scenario, *high) : TimelineTraceJson(scenario, projection);
     PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("trace", outputs.trace_path, trace.dump() + "\n"));
   }
+  size_t plots = 0;
   if (page) {
-    PROJECTOR_RETURN_IF_ERROR(
-        WriteOutputFile("html", outputs.html_path, ProjectionHtml(scenario, projection)));
+    const std::string html = ProjectionHtml(scenario, projection);
+    if (!outputs.html_path.empty()) {
+      PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("html", outputs.html_path, html));
+    }
+    if (!outputs.plots_dir.empty()) {
+      PROJECTOR_ASSIGN_OR_RETURN(plots, WritePlots(outputs.plots_dir, html));
+    }
   }
   std::optional<FitAdvice> advice;
   if (!projection.fits_in_memory) {
@@ -325,7 +333,12 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
          << " events written to " << outputs.trace_path << (high ? " (the event replay; " : " (")
          << "open in ui.perfetto.dev or chrome://tracing)\n";
   }
-  if (page) note << "html: report written to " << outputs.html_path << " (open in a browser)\n";
+  if (!outputs.html_path.empty()) {
+    note << "html: report written to " << outputs.html_path << " (open in a browser)\n";
+  }
+  if (!outputs.plots_dir.empty()) {
+    note << "plots: " << plots << " SVG charts written to " << outputs.plots_dir << "\n";
+  }
   if (!outputs.out_dir.empty()) {
     note << "out: scenario.json, projection.json and bottlenecks.json written to "
          << outputs.out_dir << "\n";
@@ -401,6 +414,7 @@ absl::Status RunProjectCommand(int argc, char** argv, const Output& io) {
   PROJECTOR_ASSIGN_OR_RETURN(outputs.trace_path, OutputFileFlag(flags, "trace", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.html_path, OutputFileFlag(flags, "html", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.out_dir, OutputFileFlag(flags, "out", mode));
+  PROJECTOR_ASSIGN_OR_RETURN(outputs.plots_dir, OutputFileFlag(flags, "plots", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.lod_high, LodHighFlag(flags));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.slow_rank, SlowRankFlag(flags, outputs.lod_high));
   if (outputs.lod_high && mode != "simulate") {

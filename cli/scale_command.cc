@@ -38,6 +38,7 @@ constexpr FlagSpec kOutputFlags[] = {
     {"format", "Output format: text or json", "FORMAT"},
     {"strong", "Strong scaling: the global batch stays (the default)", "", FlagArity::kSwitch},
     {"weak", "Weak scaling: the global batch grows with the GPU count", "", FlagArity::kSwitch},
+    kPlotsFlag,
     {"html", "Also write the study as an HTML page with the scaling curve", "FILE"},
 };
 
@@ -90,6 +91,12 @@ absl::Status RunScaleCommand(int argc, char** argv, const Output& io) {
                                              : result.status();
   }
   io.out << (as_json ? ScaleJson(base, *result).dump(2) + "\n" : ScaleText(base, *result));
+  if (Given(*parsed, "plots")) {
+    PROJECTOR_ASSIGN_OR_RETURN(const std::string plots_dir, OutputFileFlag(*parsed, "plots"));
+    PROJECTOR_ASSIGN_OR_RETURN(const size_t plots, WritePlots(plots_dir, ScaleHtml(base, *result)));
+    NoteStream(as_json, io.out, io.err)
+        << "plots: " << plots << " SVG charts written to " << plots_dir << "\n";
+  }
   if (!html_path.empty()) {
     PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("html", html_path, ScaleHtml(base, *result)));
     NoteStream(as_json, io.out, io.err)

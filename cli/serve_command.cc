@@ -39,6 +39,7 @@ constexpr char kUsage[] =
 constexpr FlagSpec kOutputFlags[] = {
     {"help", "Show this help", "", FlagArity::kSwitch},
     {"format", "Output format: text or json", "FORMAT"},
+    kPlotsFlag,
     {"html", "Also write a one-file HTML report (charts over time, latency distributions)", "FILE"},
     {"validate",
      "Instead of one projection: published serving results against the projection, one case "
@@ -151,6 +152,12 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
   PROJECTOR_ASSIGN_OR_RETURN(const std::string html_path, OutputFileFlag(*flags, "html"));
   PROJECTOR_ASSIGN_OR_RETURN(const ServeResult result, Serve(job.options, job.requests));
   io.out << (as_json ? ServeJson(job, result).dump(2) + "\n" : ServeText(job, result));
+  if (Given(*flags, "plots")) {
+    PROJECTOR_ASSIGN_OR_RETURN(const std::string plots_dir, OutputFileFlag(*flags, "plots"));
+    PROJECTOR_ASSIGN_OR_RETURN(const size_t plots, WritePlots(plots_dir, ServeHtml(job, result)));
+    NoteStream(as_json, io.out, io.err)
+        << "plots: " << plots << " SVG charts written to " << plots_dir << "\n";
+  }
   if (!html_path.empty()) {
     PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("html", html_path, ServeHtml(job, result)));
     NoteStream(as_json, io.out, io.err)

@@ -1,6 +1,9 @@
 #include "report/html_report.h"
 
 #include <algorithm>
+#include <map>
+#include <cstdio>
+#include <cctype>
 #include <numeric>
 #include <cmath>
 #include <initializer_list>
@@ -1247,6 +1250,96 @@ std::string CompareHtml(const Comparison& c) {
   Put(out, {"<h2>Side by side</h2>\n<pre>", HtmlEscape(CompareText(c)), "</pre>\n"});
   out += "</body></html>\n";
   return out;
+}
+
+namespace {
+
+// The text of an HTML fragment without its tags, entities as they are (already escaped).
+std::string StripTags(std::string_view html) {
+  std::string out;
+  bool in_tag = false;
+  for (char c : html) {
+    if (c == '<') in_tag = true;
+    if (!in_tag) out += c;
+    if (c == '>') in_tag = false;
+  }
+  return out;
+}
+
+std::string Slug(std::string_view title) {
+  std::string out;
+  for (char c : title) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? std::string("chart") : out;
+}
+
+// The (colour, label) items of the legend paragraph `p` (Legend's markup).
+std::vector<std::pair<std::string, std::string>> LegendItems(std::string_view p) {
+  std::vector<std::pair<std::string, std::string>> items;
+  constexpr std::string_view kSwatch = "<span class=\"sw\" style=\"background:";
+  for (size_t at = p.find(kSwatch); at != std::string_view::npos; at = p.find(kSwatch, at + 1)) {
+    const size_t color_start = at + kSwatch.size();
+    const size_t color_end = p.find('"', color_start);
+    const size_t label_start = p.find("</span>", color_end) + 7;
+    size_t label_end = p.find(" &nbsp;", label_start);
+    if (color_end == std::string_view::npos || label_end == std::string_view::npos) break;
+    items.emplace_back(std::string(p.substr(color_start, color_end - color_start)),
+                       std::string(p.substr(label_start, label_end - label_start)));
+  }
+  return items;
+}
+
+}  // namespace
+
+std::vector<SvgFile> ChartsOf(const std::string& html) {
+  std::vector<SvgFile> files;
+  std::map<std::string, int> seen;
+  constexpr double kHeader = 52;
+  for (size_t start = html.find("<svg viewBox=\""); start != std::string::npos;
+       start = html.find("<svg viewBox=\"", start + 1)) {
+    const size_t end = html.find("</svg>", start);
+    const size_t open_end = html.find('>', start);
+    if (end == std::string::npos || open_end == std::string::npos) break;
+    double w = 1000, h = 300;
+    std::sscanf(html.c_str() + start, "<svg viewBox=\"0 0 %lf %lf\"", &w, &h);
+    const size_t h2 = html.rfind("<h2>", start);
+    const size_t h2_end = h2 == std::string::npos ? h2 : html.find("</h2>", h2);
+    const std::string title =
+        h2 == std::string::npos ? "chart" : StripTags(html.substr(h2 + 4, h2_end - h2 - 4));
+    const size_t p = html.rfind("<p>", start);
+    std::vector<std::pair<std::string, std::string>> legend;
+    if (p != std::string::npos && (h2 == std::string::npos || p > h2)) {
+      legend = LegendItems(std::string_view(html).substr(p, start - p));
+    }
+    std::string svg = absl::StrFormat(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f %.0f\" "
+        "font-family=\"system-ui,-apple-system,Segoe UI,Roboto,sans-serif\" font-size=\"11\">"
+        "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>"
+        "<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"600\" fill=\"#1d2330\">%s</text>",
+        w, h + kHeader, title);
+    double x = 10;
+    for (const auto& [color, label] : legend) {
+      absl::StrAppendFormat(&svg,
+                            "<rect x=\"%.0f\" y=\"31\" width=\"11\" height=\"11\" rx=\"2\" "
+                            "fill=\"%s\"/><text x=\"%.0f\" y=\"41\" fill=\"#1d2330\">%s</text>",
+                            x, color, x + 15, label);
+      x += 15 + 6.2 * static_cast<double>(StripTags(label).size()) + 16;
+    }
+    absl::StrAppendFormat(&svg, "<g transform=\"translate(0,%.0f)\">", kHeader);
+    svg += html.substr(open_end + 1, end - open_end - 1);
+    svg += "</g></svg>\n";
+    std::string name = Slug(title);
+    const int n = ++seen[name];
+    if (n > 1) absl::StrAppend(&name, "-", n);
+    files.push_back(SvgFile{.name = name + ".svg", .svg = std::move(svg)});
+  }
+  return files;
 }
 
 }  // namespace projector

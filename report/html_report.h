@@ -73,6 +73,15 @@ std::string ScaleHtml(const Scenario& base, const ScaleResult& result);
 // term on one scale, and what sets the first two apart.
 std::string CompareHtml(const Comparison& c);
 
+// The charts of a page as standalone SVG files (`--plots DIR`): each <svg> of `html` with the
+// <h2> title above it and its legend drawn inside, a white background and the page's font, named
+// after the title ("where-the-step-goes.svg"; repeated titles get -2, -3).
+struct SvgFile {
+  std::string name;
+  std::string svg;
+};
+std::vector<SvgFile> ChartsOf(const std::string& html);
+
 inline constexpr size_t kSearchPlotLimit = 5000;
 inline constexpr size_t kTimelineTooltipLimit = 4000;
 inline constexpr size_t kTopOps = 12;

@@ -70,3 +70,31 @@ TEST(ServeReportTest, HtmlHasTheChartsAndNoScript) {
 
 }  // namespace
 }  // namespace projector
+
+namespace projector {
+namespace {
+
+// Each <svg> of a page becomes a file named after the <h2> above it, with that title and the
+// legend drawn inside, the page's coordinates shifted under them; a repeated title gets -2.
+TEST(ChartsOfTest, EverySvgWithItsTitleAndLegend) {
+  const std::string html =
+      "<h2>Where the step goes</h2>\n<p><span class=\"sw\" style=\"background:#4e79a7\"></span>"
+      "compute &nbsp; <span class=\"sw\" style=\"background:#e15759\"></span>tp_comm &nbsp; </p>"
+      "<svg viewBox=\"0 0 1000 120\" role=\"img\"><rect x=\"1\"/></svg>\n"
+      "<h2>Where the step goes</h2>\n<svg viewBox=\"0 0 500 50\" role=\"img\"><line/></svg>";
+  const std::vector<SvgFile> files = ChartsOf(html);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].name, "where-the-step-goes.svg");
+  EXPECT_EQ(files[1].name, "where-the-step-goes-2.svg");
+  EXPECT_THAT(files[0].svg,
+              HasSubstr("xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 1000 172\""));
+  EXPECT_THAT(files[0].svg, HasSubstr(">Where the step goes</text>"));
+  EXPECT_THAT(files[0].svg, HasSubstr("fill=\"#e15759\"/><text"));
+  EXPECT_THAT(files[0].svg, HasSubstr(">tp_comm</text>"));
+  EXPECT_THAT(files[0].svg,
+              HasSubstr("<g transform=\"translate(0,52)\"><rect x=\"1\"/></g></svg>"));
+  EXPECT_THAT(files[1].svg, Not(HasSubstr("tp_comm")));
+}
+
+}  // namespace
+}  // namespace projector
