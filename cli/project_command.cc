@@ -294,9 +294,11 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
         high ? HighLodTraceJson(scenario, *high) : TimelineTraceJson(scenario, projection);
     PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("trace", outputs.trace_path, trace.dump() + "\n"));
   }
+  PROJECTOR_ASSIGN_OR_RETURN(const std::vector<Bottleneck> bottlenecks,
+                             AnalyzeBottlenecks(scenario, projection));
   size_t plots = 0;
   if (page) {
-    const std::string html = ProjectionHtml(scenario, projection);
+    const std::string html = ProjectionHtml(scenario, projection, &bottlenecks);
     if (!outputs.html_path.empty()) {
       PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("html", outputs.html_path, html));
     }
@@ -308,8 +310,6 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
   if (!projection.fits_in_memory) {
     PROJECTOR_ASSIGN_OR_RETURN(advice, AdviseFit(scenario, projection));
   }
-  PROJECTOR_ASSIGN_OR_RETURN(const std::vector<Bottleneck> bottlenecks,
-                             AnalyzeBottlenecks(scenario, projection));
   if (!outputs.out_dir.empty()) {
     PROJECTOR_RETURN_IF_ERROR(WriteExports(outputs.out_dir, scenario, projection, bottlenecks));
   }

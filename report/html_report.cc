@@ -643,10 +643,59 @@ std::string HtmlEscape(std::string_view text) {
   return out;
 }
 
-std::string ProjectionHtml(const Scenario& scenario, const Projection& p) {
+// The bottlenecks: value over the high threshold as a bar (the threshold a dashed line at 100%),
+// coloured by severity, and the recommendations of each.
+void BottlenecksSection(std::string& out, const std::vector<Bottleneck>& bottlenecks, double tgs) {
+  out += "<h2>Bottlenecks (value against the high threshold)</h2>\n";
+  if (bottlenecks.empty()) {
+    out += "<p class=\"note\">None at or above its threshold.</p>\n";
+    return;
+  }
+  Legend(out, {{"high", kLimitColor}, {"medium", kBackwardColor}, {"low", kForwardColor}});
+  constexpr double kRow = 26, kLeft = 150, kW = 700;
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">",
+                        kRow * static_cast<double>(bottlenecks.size()) + 30);
+  // Bars to 150% of the threshold; the threshold itself at 100%.
+  constexpr double kScale = 1.5;
+  for (size_t i = 0; i < bottlenecks.size(); ++i) {
+    const Bottleneck& b = bottlenecks[i];
+    const double y = 6 + kRow * static_cast<double>(i);
+    const double ratio = b.threshold > 0 ? b.value / b.threshold : 0;
+    const std::string_view color = b.severity == Severity::kHigh     ? kLimitColor
+                                   : b.severity == Severity::kMedium ? kBackwardColor
+                                                                     : kForwardColor;
+    Text(out, kLeft - 8, y + 14, BottleneckKindName(b.kind), "end");
+    Rect(out, kLeft, y, std::min(ratio, kScale) / kScale * kW, kRow - 8, color,
+         HtmlEscape(b.detail));
+    Text(out, kLeft + std::min(ratio, kScale) / kScale * kW + 6, y + 14,
+         absl::StrFormat("%.0f%% of the threshold", 100 * ratio), "start", "#667");
+  }
+  const double x100 = kLeft + kW / kScale;
+  Line(out, x100, 0, x100, kRow * static_cast<double>(bottlenecks.size()) + 6, kGuideColor, "6 4");
+  Text(out, x100, kRow * static_cast<double>(bottlenecks.size()) + 22, "high threshold",
+       "middle", "#667");
+  out += "</svg>\n<table class=\"grid\"><tr><th>bottleneck</th><th>change</th>"
+         "<th class=\"n\">TGS</th><th class=\"n\">vs now</th><th>fits</th></tr>";
+  for (const Bottleneck& b : bottlenecks) {
+    for (const Reprojected& r : b.recommendations) {
+      absl::StrAppendFormat(&out,
+                            "<tr><td>%s</td><td><code>%s</code></td><td class=\"n\">%.1f</td>"
+                            "<td class=\"n\">%+.1f%%</td><td>%s</td></tr>",
+                            BottleneckKindName(b.kind), HtmlEscape(r.flags),
+                            r.tokens_per_s_per_gpu,
+                            tgs > 0 ? 100 * (r.tokens_per_s_per_gpu - tgs) / tgs : 0.0,
+                            r.fits ? "yes" : "no");
+    }
+  }
+  out += "</table>\n";
+}
+
+std::string ProjectionHtml(const Scenario& scenario, const Projection& p,
+                           const std::vector<Bottleneck>* bottlenecks) {
   std::string out;
   PageStart(out, absl::StrCat("Projection: ", HtmlEscape(p.scenario_name)));
   Headline(out, scenario, p);
+  if (bottlenecks != nullptr) BottlenecksSection(out, *bottlenecks, p.tokens_per_s_per_gpu);
   BreakdownSection(out, p);
   ModulesSection(out, p);
   MemorySection(out, p);

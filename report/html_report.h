@@ -11,6 +11,7 @@
 #include "scenario/scenario.h"
 #include "serving/serve.h"
 #include "serving/serve_flags.h"
+#include "studies/bottlenecks.h"
 #include "studies/compare.h"
 #include "studies/scale.h"
 #include "studies/search.h"
@@ -34,7 +35,10 @@ namespace projector {
 //     shape, time, TFLOP/s and GB/s;
 //   defaults used, and the full text report (ProjectionText + OpsText) in a folded block.
 // Every string that comes from an input file is escaped.
-std::string ProjectionHtml(const Scenario& scenario, const Projection& projection);
+// With `bottlenecks`, a section after the headline: each bottleneck's value against its high
+// threshold as a bar coloured by severity, and its re-projected recommendations.
+std::string ProjectionHtml(const Scenario& scenario, const Projection& projection,
+                           const std::vector<Bottleneck>* bottlenecks = nullptr);
 
 // `project validate --html`: the accuracy of a whole case file on one page. Headline cards
 // (cases, projected, median |error|, mean error, share within 10/20/30%, inconsistent and
