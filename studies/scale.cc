@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <limits>
+#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -79,8 +81,10 @@ absl::StatusOr<ScaleResult> RunScaling(const Scenario& base, std::span<const int
   ScaleResult result;
   result.mode = mode;
   const int64_t n0 = gpu_counts.front();
-  for (size_t i = 0; i < gpu_counts.size(); ++i) {
-    const int64_t n = gpu_counts[i];
+  // The scenario and search options of every count, checked before any search runs.
+  std::vector<Scenario> scenarios;
+  std::vector<SearchOptions> searches;
+  for (const int64_t n : gpu_counts) {
     Scenario s = base;
     s.num_gpus = n;
     s.parallel.dp = n;
@@ -92,16 +96,38 @@ absl::StatusOr<ScaleResult> RunScaling(const Scenario& base, std::span<const int
       }
       s.training.global_batch = base.training.global_batch * n / n0;
     }
-    ScalePoint point;
-    point.num_gpus = n;
-    point.global_batch = s.training.global_batch;
     PROJECTOR_ASSIGN_OR_RETURN(SearchOptions opts, options(s));
-    PROJECTOR_ASSIGN_OR_RETURN(const SearchResult found, SearchLayouts(s, opts));
-    if (!found.ranked.empty() && found.ranked.front().fits_memory) {
+    // The counts run side by side, one thread each (a search's own threads gain little).
+    opts.threads = 1;
+    opts.progress = nullptr;
+    scenarios.push_back(std::move(s));
+    searches.push_back(std::move(opts));
+  }
+  const size_t workers = std::max<size_t>(1, std::thread::hardware_concurrency());
+  std::vector<std::future<absl::StatusOr<SearchResult>>> running(gpu_counts.size());
+  size_t launched = 0;
+  auto launch = [&]() {
+    const size_t i = launched++;
+    running[i] = std::async(std::launch::async, [&scenarios, &searches, i]() {
+      return SearchLayouts(scenarios[i], searches[i]);
+    });
+  };
+  while (launched < std::min(workers, gpu_counts.size())) launch();
+  for (size_t i = 0; i < gpu_counts.size(); ++i) {
+    absl::StatusOr<SearchResult> found = running[i].get();
+    if (launched < gpu_counts.size()) launch();
+    if (!found.ok()) {
+      for (size_t j = i + 1; j < launched; ++j) running[j].wait();
+      return found.status();
+    }
+    ScalePoint point;
+    point.num_gpus = gpu_counts[i];
+    point.global_batch = scenarios[i].training.global_batch;
+    if (!found->ranked.empty() && found->ranked.front().fits_memory) {
       point.found = true;
-      point.best = found.ranked.front();
+      point.best = found->ranked.front();
     } else {
-      point.why_not = found.ranked.empty()
+      point.why_not = found->ranked.empty()
                           ? "no valid layout (the global batch or the model does not split)"
                           : "no layout fits the memory limit";
     }
