@@ -37,13 +37,18 @@ namespace projector {
 namespace {
 
 constexpr char kUsage[] =
-    "Projects LLM training throughput (tokens/GPU/s) for a model, GPU, cluster and layout.\n"
+    "Projects LLM training throughput (tokens/GPU/s) for a model, GPU, cluster and layout, and "
+    "inference serving.\n"
     "\n"
     "  project [flags]                          project one training step\n"
     "  project estimate gemm|attention|collective [flags]   time one op\n"
     "  project validate --cases FILE.jsonl      projected vs measured over benchmark cases\n"
     "  project search --model M --gpu-arch G --num-gpus N --seq-len S --global-batch B\n"
     "                                           rank every valid layout under a memory limit\n"
+    "  project scale ... --num-gpus 64,128,...  one job over GPU counts, each at its best layout\n"
+    "  project compare A.json B.json            projections side by side, term by term\n"
+    "  project serve --model M --gpu-arch G --qps R   an inference deployment under requests\n"
+    "  project network show|route|export|validate     network files and collectives\n"
     "  project calibrate --profile FILE         fit efficiency constants to a measured profile\n"
     "\n"
     "Example:\n"
