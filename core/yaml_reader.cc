@@ -72,6 +72,10 @@ absl::StatusOr<nlohmann::json> ReadYamlFile(const std::string& path) {
   return ParseYamlText(text, path);
 }
 
+absl::StatusOr<nlohmann::json> ReadConfigFile(const std::string& path) {
+  return IsYamlPath(path) ? ReadYamlFile(path) : ReadJsonFile(path);
+}
+
 bool IsYamlPath(std::string_view path) {
   const std::string lower = absl::AsciiStrToLower(std::string(path));
   return absl::EndsWith(lower, ".yaml") || absl::EndsWith(lower, ".yml");

@@ -20,6 +20,10 @@ absl::StatusOr<nlohmann::json> ReadYamlFile(const std::string& path);
 absl::StatusOr<nlohmann::json> ParseYamlText(std::string_view text, std::string_view origin);
 // True for a path ending in .yaml or .yml (any case).
 bool IsYamlPath(std::string_view path);
+// An input file of the tool (scenario, model, hardware profile, overlay): YAML when IsYamlPath,
+// else JSON (ReadJsonFile). Either way the loaders check the same fields with the same
+// "<file>: <json-pointer>: <problem>" messages.
+absl::StatusOr<nlohmann::json> ReadConfigFile(const std::string& path);
 
 }  // namespace projector
 

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "core/file_memo.h"
 #include "core/json_reader.h"
+#include "core/yaml_reader.h"
 #include "core/status_macros.h"
 #include "core/suggest.h"
 #include "core/training_config.h"
@@ -478,7 +479,7 @@ std::string ToLower(std::string_view s) {
 
 bool LooksLikePath(std::string_view s) {
   return s.find('/') != std::string_view::npos ||
-         (s.size() >= 5 && s.substr(s.size() - 5) == ".json");
+         (s.size() >= 5 && s.substr(s.size() - 5) == ".json") || IsYamlPath(s);
 }
 
 // Rule of the validator: `value` must satisfy `range`.
@@ -549,7 +550,7 @@ const AttentionKernelSpec* GpuSpec::FindAttentionKernel(std::string_view kernel)
 }
 
 absl::StatusOr<HardwareProfile> LoadHardwareProfileFile(const std::string& path) {
-  PROJECTOR_ASSIGN_OR_RETURN(json doc, ReadJsonFile(path));
+  PROJECTOR_ASSIGN_OR_RETURN(json doc, ReadConfigFile(path));
   return ParseHardwareProfile(doc, path, path);
 }
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/json_reader.h"
+#include "core/yaml_reader.h"
 #include "core/status_macros.h"
 
 namespace projector {
@@ -112,7 +113,7 @@ void ScaleComputeEfficiencies(double scale, HardwareProfile& hw) {
 }
 
 absl::Status ApplyHwOverlayFile(const std::string& path, HardwareProfile& hw) {
-  PROJECTOR_ASSIGN_OR_RETURN(json value, ReadJsonFile(path));
+  PROJECTOR_ASSIGN_OR_RETURN(json value, ReadConfigFile(path));
   return ApplyHwOverlay(value, path, hw);
 }
 

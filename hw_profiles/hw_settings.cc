@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/json_reader.h"
+#include "core/yaml_reader.h"
 #include "core/status_macros.h"
 #include "core/suggest.h"
 
@@ -126,7 +127,7 @@ absl::Status ApplyHwSettings(std::span<const HwSetting> settings, HardwareProfil
         absl::StrCat("--hw-set: the hardware profile '", hw.name,
                      "' was not loaded from a file; give --gpu-arch a library name or a file"));
   }
-  PROJECTOR_ASSIGN_OR_RETURN(json doc, ReadJsonFile(hw.source_file));
+  PROJECTOR_ASSIGN_OR_RETURN(json doc, ReadConfigFile(hw.source_file));
   std::vector<std::string> texts;
   for (const HwSetting& s : settings) {
     const bool per_gpu_scale_up = s.pointer == "/scale_up/per_gpu_bandwidth_gbs";

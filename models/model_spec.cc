@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "core/file_memo.h"
 #include "core/json_reader.h"
+#include "core/yaml_reader.h"
 #include "core/status_macros.h"
 #include "core/suggest.h"
 
@@ -749,7 +750,7 @@ absl::Status ValidateModel(const ModelSpec& model, const std::string& origin) {
 absl::StatusOr<ModelSpec> LoadModelFile(const std::string& path) {
   // Parsed once per file contents: a calibration file resolves the same library model per case.
   return LoadFileMemoised<ModelSpec>(path, [](const std::string& p) -> absl::StatusOr<ModelSpec> {
-    PROJECTOR_ASSIGN_OR_RETURN(json value, ReadJsonFile(p));
+    PROJECTOR_ASSIGN_OR_RETURN(json value, ReadConfigFile(p));
     return ParseModelJson(value, p, "");
   });
 }
@@ -775,7 +776,8 @@ std::vector<std::string> ListLibraryModels() {
 }
 
 absl::StatusOr<ModelSpec> ResolveModel(const std::string& name_or_path) {
-  if (absl::StrContains(name_or_path, '/') || absl::EndsWith(name_or_path, ".json")) {
+  if (absl::StrContains(name_or_path, '/') || absl::EndsWith(name_or_path, ".json") ||
+      IsYamlPath(name_or_path)) {
     return LoadModelFile(name_or_path);
   }
   const std::vector<std::string> names = ListLibraryModels();

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/json_reader.h"
+#include "core/yaml_reader.h"
 #include "core/status_macros.h"
 #include "scenario/training_defaults.h"
 
@@ -925,7 +926,7 @@ absl::Status ValidateScenario(const Scenario& s, const std::string& origin) {
 }
 
 absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path) {
-  PROJECTOR_ASSIGN_OR_RETURN(json root, ReadJsonFile(path));
+  PROJECTOR_ASSIGN_OR_RETURN(json root, ReadConfigFile(path));
   PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, JsonObject::Make(root, path, ""));
   std::string base = DirOf(path);
   Scenario s;
