@@ -25,7 +25,8 @@ import tempfile
 from . import _projector
 
 __all__ = [
-    "InputError", "CheckFailed", "InternalError", "Result", "run", "project", "search",
+    "InputError", "CheckFailed", "InternalError", "Result", "Projection", "ServeResult",
+    "Latency", "run", "project", "search",
     "validate", "scale", "compare", "serve", "estimate_gemm", "estimate_attention",
     "estimate_collective",
 ]
@@ -131,6 +132,75 @@ class Result:
         return f"Result({', '.join(sorted(self._doc)[:8])}{', ...' if len(self._doc) > 8 else ''})"
 
 
+class Projection(Result):
+    """`project`'s document with its headline figures typed."""
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return float(self._doc["tokens_per_s_per_gpu"])
+
+    @property
+    def step_time_s(self) -> float:
+        return float(self._doc["step_time_s"])
+
+    @property
+    def mfu(self) -> float:
+        return float(self._doc["mfu"])
+
+    @property
+    def peak_memory_gib(self) -> float:
+        return float(self._doc["peak_memory_bytes"]) / 2**30
+
+    @property
+    def fits_in_memory(self) -> bool:
+        return bool(self._doc["fits_in_memory"])
+
+
+class Latency:
+    """Mean and percentiles of one serving latency, in ms."""
+
+    def __init__(self, stats):
+        self.count = int(stats["count"])
+        self.mean = float(stats["mean"])
+        self.p50 = float(stats["p50"])
+        self.p90 = float(stats["p90"])
+        self.p99 = float(stats["p99"])
+
+    def __getitem__(self, key):
+        return getattr(self, key)
+
+    def __repr__(self):
+        return f"Latency(mean={self.mean:.2f}, p50={self.p50:.2f}, p90={self.p90:.2f}, p99={self.p99:.2f})"
+
+
+class ServeResult(Result):
+    """`project serve`'s document with its latencies and throughput typed."""
+
+    @property
+    def ttft_ms(self) -> Latency:
+        return Latency(self._doc["ttft_ms"])
+
+    @property
+    def tpot_ms(self) -> Latency:
+        return Latency(self._doc["tpot_ms"])
+
+    @property
+    def e2e_ms(self) -> Latency:
+        return Latency(self._doc["e2e_ms"])
+
+    @property
+    def completed(self) -> int:
+        return int(self._doc["completed"])
+
+    @property
+    def requests_per_s(self) -> float:
+        return float(self._doc["requests_per_s"])
+
+    @property
+    def output_tokens_per_s_per_gpu(self) -> float:
+        return float(self._doc["output_tokens_per_s_per_gpu"])
+
+
 def _flatten(row, prefix=""):
     out = {}
     for key, value in row.items():
@@ -178,16 +248,16 @@ class _Args:
             os.unlink(path)
 
 
-def _json_command(words, kwargs):
+def _json_command(words, kwargs, kind=None):
     with _Args(kwargs) as a:
-        return Result(json.loads(run(*words, *a.argv, "--format", "json")))
+        return (kind or Result)(json.loads(run(*words, *a.argv, "--format", "json")))
 
 
 def project(scenario=None, **flags):
     """One projection (`project`): scenario is a scenario file or dict; flags override it."""
     if scenario is not None:
         flags = {"scenario": scenario, **flags}
-    return _json_command([], flags)
+    return _json_command([], flags, Projection)
 
 
 def search(**flags):
@@ -212,8 +282,10 @@ def compare(*files, **flags):
 
 
 def serve(**flags):
-    """An inference deployment under a workload (`project serve`)."""
-    return _json_command(["serve"], {"quiet": True, **flags})
+    """An inference deployment under a workload (`project serve`); a ServeResult unless a
+    latency-target search or a disaggregated comparison was asked for (their documents differ)."""
+    searched = any(flags.get(k) for k in ("max_qps", "search_layouts", "disaggregate"))
+    return _json_command(["serve"], {"quiet": True, **flags}, None if searched else ServeResult)
 
 
 def estimate_gemm(**flags):

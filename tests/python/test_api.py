@@ -19,7 +19,10 @@ def test_project_matches_the_command_line_json():
          "--seq-len", "4096", "--global-batch", "16", "--format", "json"],
         check=True, capture_output=True, text=True).stdout)
     assert r.to_dict() == cli
+    assert isinstance(r, projector.Projection)
     assert r.tokens_per_s_per_gpu == cli["tokens_per_s_per_gpu"]
+    assert isinstance(r.fits_in_memory, bool)
+    assert r.peak_memory_gib == cli["peak_memory_bytes"] / 2**30
     assert json.loads(r.to_json()) == cli
     assert "bottlenecks" in r
 
@@ -52,7 +55,9 @@ def test_search_records_feed_a_dataframe():
 def test_serve_and_scale():
     r = projector.serve(model="llama3.1-8b", gpu_arch="h100-sxm", qps=4, num_requests=50)
     assert r.completed == 50
-    assert r.ttft_ms["p90"] >= r.ttft_ms["p50"]
+    assert isinstance(r.ttft_ms, projector.Latency)
+    assert r.ttft_ms.p90 >= r.ttft_ms.p50 == r["ttft_ms"]["p50"]
+    assert r.tpot_ms["p99"] >= r.tpot_ms.mean > 0
     s = projector.scale(num_gpus=[8, 16], model="llama3.1-8b", gpu_arch="h100-sxm", seq_len=2048,
                         global_batch=64, tp_values=[1, 2], pp_values=[1])
     assert [p["num_gpus"] for p in s.records()] == [8, 16]
