@@ -6,7 +6,7 @@
 namespace projector {
 namespace {
 
-constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+constexpr double kGib = Gibibytes(1).value();  // core/units.h
 
 // Side letters: A, B, C, ...
 std::string Letter(size_t i) { return std::string(1, static_cast<char>('A' + i)); }

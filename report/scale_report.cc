@@ -9,7 +9,7 @@
 namespace projector {
 namespace {
 
-constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+constexpr double kGib = Gibibytes(1).value();  // core/units.h
 
 std::string Summary(const ScaleResult& r) {
   std::string out;

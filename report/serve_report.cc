@@ -13,7 +13,7 @@
 namespace projector {
 namespace {
 
-constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+constexpr double kGib = Gibibytes(1).value();  // core/units.h
 // The timeline in the JSON keeps at most this many evenly spaced passes.
 constexpr size_t kTimelinePoints = 200;
 

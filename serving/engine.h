@@ -36,9 +36,9 @@ absl::StatusOr<BatchingMode> ParseBatchingMode(std::string_view name);
 
 // vLLM's default cap on the sequences of one pass (--max-num-seqs 256, vLLM engine arguments).
 inline constexpr int64_t kDefaultMaxNumSeqs = 256;
-// Tokens per pass with chunked prefill: 8192, the budget vLLM's V1 engine gives its OpenAI
-// server on 80 GB-class GPUs (--max-num-batched-tokens; smaller GPUs and older versions use
-// less).
+// Tokens per pass with chunked prefill: 8192, a common --max-num-batched-tokens for 80 GB-class
+// GPUs (vLLM's own default depends on its version, GPU and entry point; no single stored source
+// states it, so the report prints the budget in effect and the flag sets another).
 inline constexpr int64_t kDefaultMaxBatchedTokens = 8192;
 
 struct EngineConfig {

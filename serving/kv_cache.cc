@@ -17,7 +17,7 @@
 namespace projector {
 namespace {
 
-constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+constexpr double kGib = Gibibytes(1).value();  // core/units.h
 double D(int64_t v) { return static_cast<double>(v); }
 
 // The room one stage leaves for the cache: budget − weights − activations − runtime.
@@ -56,7 +56,7 @@ absl::StatusOr<KvCacheSizing> ComputeSizing(const Deployment& deployment,
   sizing.hbm = deployment.hw.gpu.hbm_capacity;
   sizing.budget = sizing.hbm * config.memory_utilization;
   sizing.activations = PeakActivationBytes(deployment, max_batched_tokens, max_num_seqs);
-  sizing.runtime = Bytes(kWorkspaceFixedGib * kGib);
+  sizing.runtime = Gibibytes(kWorkspaceFixedGib);
   sizing.block_size = config.block_size;
   const std::vector<StageLayers> stages = SplitStages(deployment.model, deployment.pp);
   int64_t blocks = std::numeric_limits<int64_t>::max();
