@@ -13,7 +13,8 @@ int64_t TokensPerGpu(const ModelSpec& /*model*/, const ParallelConfig& parallel,
   return training.micro_batch * training.seq_len / cp;
 }
 
-absl::StatusOr<LayerProfile> ProfileLayer(const ProfileContext& ctx, bool is_moe) {
+absl::StatusOr<LayerProfile> ProfileLayer(const ProfileContext& ctx, bool is_moe,
+                                          const ModuleProfile* attention) {
   if (is_moe && !ctx.model.moe.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat("model ", ctx.model.name, ": MoE layer requested but the model has no MoE"));
@@ -21,8 +22,12 @@ absl::StatusOr<LayerProfile> ProfileLayer(const ProfileContext& ctx, bool is_moe
   LayerProfile layer;
   layer.is_moe = is_moe;
   layer.modules.reserve(3);
-  PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile attention, ProfileAttention(ctx));
-  layer.modules.push_back(std::move(attention));
+  if (attention != nullptr) {
+    layer.modules.push_back(*attention);
+  } else {
+    PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile own, ProfileAttention(ctx));
+    layer.modules.push_back(std::move(own));
+  }
   PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile norms, ProfileNorms(ctx, is_moe));
   layer.modules.push_back(std::move(norms));
   if (is_moe) {

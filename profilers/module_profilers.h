@@ -110,7 +110,10 @@ struct LayerProfile {
   bool is_moe = false;
   std::vector<ModuleProfile> modules;
 };
-absl::StatusOr<LayerProfile> ProfileLayer(const ProfileContext& ctx, bool is_moe);
+// `attention`: the ProfileAttention(ctx) of another layer kind, copied rather than built again
+// (a layer's attention does not depend on its MLP).
+absl::StatusOr<LayerProfile> ProfileLayer(const ProfileContext& ctx, bool is_moe,
+                                          const ModuleProfile* attention = nullptr);
 
 // Times every op of every module through the backends.
 absl::Status TimeLayer(const BackendRefs& backends, LayerProfile& layer);

@@ -105,12 +105,15 @@ absl::Status ComposeLayerKinds(const Scenario& scenario, const BackendRefs& back
                      .recompute = tr.recompute, .run = run};
   kinds.moe_layers = scenario.model.NumMoeLayers();
   kinds.dense_layers = scenario.model.num_layers - kinds.moe_layers;
+  std::optional<ModuleProfile> attention;  // timed; the same in both layer kinds
   for (const bool is_moe : {false, true}) {
     const int64_t count = is_moe ? kinds.moe_layers : kinds.dense_layers;
     if (count <= 0) continue;
     std::optional<ComposedLayer>& kind = is_moe ? kinds.moe : kinds.dense;
-    PROJECTOR_ASSIGN_OR_RETURN(LayerProfile lp, ProfileLayer(ctx, is_moe));
+    PROJECTOR_ASSIGN_OR_RETURN(LayerProfile lp,
+                               ProfileLayer(ctx, is_moe, attention ? &*attention : nullptr));
     PROJECTOR_RETURN_IF_ERROR(TimeLayer(backends, lp));
+    if (!attention) attention = lp.modules.front();
     PROJECTOR_ASSIGN_OR_RETURN(kind, AdjustedCompose(is_moe ? "moe" : "dense", lp, lctx, backends,
                                                      options));
     if (options.keep_ops) {
@@ -322,7 +325,8 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                 .hbm_capacity = scenario.hw.gpu.hbm_capacity,
                 .interference = lctx.interference,
                 .run = run,
-                .abandon_at = options.abandon_at};
+                .abandon_at = options.abandon_at,
+                .abandon_above_memory = options.abandon_above_memory};
   std::vector<TimelineEvent> timeline;
   if (options.keep_timeline) in.timeline = &timeline;
   PROJECTOR_ASSIGN_OR_RETURN(StepResult step, ComposeStep(in, backends));
@@ -347,6 +351,13 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   p.step_lower_bound = step.lower_bound;
   if (step.abandoned) {
     p.abandoned = true;
+    return p;
+  }
+  if (step.over_memory_limit) {
+    p.over_memory_limit = true;
+    p.memory = std::move(step.memory);
+    p.peak_memory_per_gpu = p.memory.peak;
+    p.fits_in_memory = p.memory.fits;
     return p;
   }
   PROJECTOR_RETURN_IF_ERROR(SetThroughput(scenario, step, p));

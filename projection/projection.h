@@ -38,6 +38,12 @@ struct ProjectionOptions {
   // Projection then holds only abandoned, step_lower_bound, micro_batches, layer_kinds,
   // embedding and output_layer.
   Seconds abandon_at{std::numeric_limits<double>::infinity()};
+  // Abandon the projection before its pipeline replay when its peak memory per GPU is above
+  // this (a search's memory limit: such a layout is removed whatever its step). The memory
+  // model reads no time, so the figure is the full projection's. The Projection then holds
+  // over_memory_limit, memory, peak_memory_per_gpu, fits_in_memory (false) and what
+  // abandon_at leaves.
+  std::optional<Bytes> abandon_above_memory = std::nullopt;
 };
 
 // The forward, backward and (zero bubble) weight-gradient passes a step's replay holds over all
@@ -134,6 +140,7 @@ struct Projection {
   bool p2p_overlapped = false;
 
   bool abandoned = false;    // see ProjectionOptions::abandon_at
+  bool over_memory_limit = false;  // see ProjectionOptions::abandon_above_memory
   Seconds step_lower_bound;  // set when ProjectionOptions::abandon_at is finite
 };
 
@@ -167,6 +174,13 @@ struct CompositionKey {
   double moe_imbalance = 1.0;
   int64_t quantized_micro_batches = 0;  // micro-batches per step under fp8/fp4, else 0
   auto operator<=>(const CompositionKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const CompositionKey& k) {
+    return H::combine(std::move(h), k.tp, k.cp, k.ep, k.etp, k.sequence_parallel, k.fsdp,
+                      k.turbo_grouped_gemm, k.deepep, k.moe_a2a_overlap, k.pipelined,
+                      k.zero_bubble, k.stack, k.micro_batch, k.recompute, k.recompute_layers,
+                      k.moe_imbalance, k.quantized_micro_batches);
+  }
 };
 CompositionKey CompositionKeyOf(const Scenario& scenario);
 

@@ -825,6 +825,15 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
       return out;
     }
   }
+  // What each pipeline rank holds in memory; the footprint reads no time, so a layout over the
+  // caller's limit stops here.
+  std::vector<StageMemoryInput> mem(static_cast<size_t>(p));
+  for (int64_t r = 0; r < p; ++r) mem[static_cast<size_t>(r)] = StageMemoryOf(costs, par, r, p, v, m);
+  out.memory = EstimateMemory(mem, MemoryConfigOf(in, v, m, grad_bytes));
+  if (in.abandon_above_memory && out.memory.peak > *in.abandon_above_memory) {
+    out.over_memory_limit = true;
+    return out;
+  }
   PROJECTOR_ASSIGN_OR_RETURN(const PipelineRun run, RunPipeline(in, backends, std::move(schedule)));
   const PipelineTimeline& tl = run.timeline;
   out.pipeline_time = tl.makespan;
@@ -837,11 +846,9 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
 
   // DP gradient sync, parameter gather and optimizer per pipeline rank; the last to finish
   // ends the step.
-  std::vector<StageMemoryInput> mem(static_cast<size_t>(p));
   std::optional<RankTail> last;
   std::vector<size_t> order;
   for (int64_t r = 0; r < p; ++r) {
-    mem[static_cast<size_t>(r)] = StageMemoryOf(costs, par, r, p, v, m);
     PROJECTOR_ASSIGN_OR_RETURN(RankTail tail,
                                SyncRankGradients(in, backends, costs, tl, r, v, grad_bytes, order));
     PROJECTOR_ASSIGN_OR_RETURN(tail.optimizer,
@@ -856,7 +863,6 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   out.breakdown.optimizer = Max0(step_end - tl.makespan - out.breakdown.exposed_dp_comm);
   out.dp_comm_total = last->dp_comm_total;
   out.step_time = out.breakdown.Total();
-  out.memory = EstimateMemory(mem, MemoryConfigOf(in, v, m, grad_bytes));
   return out;
 }
 

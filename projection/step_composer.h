@@ -144,6 +144,8 @@ struct StepInputs {
   // Stop before the pipeline replay when PipelineLowerBound of the step's passes is at least
   // this (a search that has this many better layouts already); infinite: always replay.
   Seconds abandon_at{std::numeric_limits<double>::infinity()};
+  // Stop before the pipeline replay when the peak memory per GPU is above this; none: replay.
+  std::optional<Bytes> abandon_above_memory = std::nullopt;
 };
 
 struct StepResult {
@@ -163,6 +165,9 @@ struct StepResult {
   // abandoned: the lower bound reached StepInputs::abandon_at, and only micro_batches, chunks
   // and lower_bound are set.
   bool abandoned = false;
+  // over_memory_limit: the peak memory exceeded StepInputs::abandon_above_memory, and only
+  // micro_batches, chunks, memory and lower_bound are set.
+  bool over_memory_limit = false;
   Seconds lower_bound;  // PipelineLowerBound of the passes (set when abandon_at is finite)
 };
 

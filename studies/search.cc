@@ -1,6 +1,7 @@
 #include "studies/search.h"
 
 #include <algorithm>
+#include <thread>
 #include <chrono>
 #include <limits>
 #include <map>
@@ -447,17 +448,19 @@ std::string LargestOverhead(const LayoutMetrics& metrics) {
                              metrics.step_time.value());
 }
 
-LayoutEvaluator ProjectionEvaluator(const BackendRefs& backends) {
+LayoutEvaluator ProjectionEvaluator(const BackendRefs& backends,
+                                    std::optional<Bytes> memory_limit) {
   LayoutEvaluator e;
   e.compose = [&backends](
                   const Scenario& scenario) -> absl::StatusOr<std::shared_ptr<const ComposedModel>> {
     PROJECTOR_ASSIGN_OR_RETURN(ComposedModel composed, ComposeModel(scenario, backends));
     return std::make_shared<const ComposedModel>(std::move(composed));
   };
-  e.project = [&backends](const Scenario& scenario, const ComposedModel* composed,
-                          Seconds abandon_at) -> absl::StatusOr<LayoutMetrics> {
+  e.project = [&backends, memory_limit](const Scenario& scenario, const ComposedModel* composed,
+                                        Seconds abandon_at) -> absl::StatusOr<LayoutMetrics> {
     ProjectionOptions options;
     options.abandon_at = abandon_at;
+    options.abandon_above_memory = memory_limit;
     PROJECTOR_ASSIGN_OR_RETURN(Projection proj, composed != nullptr
                                                     ? Project(scenario, backends, *composed, options)
                                                     : Project(scenario, backends, options));
@@ -533,53 +536,63 @@ absl::Status CheckSearchSpace(const Scenario& base, const SearchSpace& space) {
   return absl::OkStatus();
 }
 
-// Counts the evaluated and removed candidates and ranks the survivors by the objective; returns
-// the index of the candidate with the lowest peak memory (candidates.size() when none).
-size_t RankSurvivors(const std::vector<SearchCandidate>& candidates, const Evaluations& e,
-                     const SearchOptions& options, SearchResult& result) {
-  std::vector<size_t> ranked_idx;
-  ranked_idx.reserve(candidates.size());
-  size_t lowest_peak_idx = candidates.size();
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    switch (e.outcome[i]) {
-      case Outcome::kInvalid:
-        ++result.removed[static_cast<int>(SearchConstraint::kScenarioValidation)];
+// The candidates of one pass and what became of them.
+struct EvaluatedPass {
+  const std::vector<SearchCandidate>& candidates;
+  const Evaluations& e;
+};
+
+// The candidate with the lowest peak memory among those projected, for the memory hint.
+struct LowestPeak {
+  const SearchCandidate* candidate = nullptr;
+  const LayoutMetrics* metrics = nullptr;
+};
+
+// Counts the evaluated and removed candidates of every pass and ranks the survivors by the
+// objective (ties in pass order, then enumeration order).
+LowestPeak RankSurvivors(std::initializer_list<EvaluatedPass> passes, const SearchOptions& options,
+                         SearchResult& result) {
+  std::vector<RankedLayout> survivors;
+  LowestPeak lowest;
+  for (const EvaluatedPass& pass : passes) {
+    for (size_t i = 0; i < pass.candidates.size(); ++i) {
+      switch (pass.e.outcome[i]) {
+        case Outcome::kInvalid:
+          ++result.removed[static_cast<int>(SearchConstraint::kScenarioValidation)];
+          continue;
+        case Outcome::kError:
+          ++result.candidates_evaluated;
+          ++result.removed[static_cast<int>(SearchConstraint::kProjectionError)];
+          continue;
+        case Outcome::kPruned:
+          ++result.removed[static_cast<int>(SearchConstraint::kBound)];
+          continue;
+        case Outcome::kPending:
+          continue;
+        case Outcome::kOk:
+          break;
+      }
+      ++result.candidates_evaluated;
+      const LayoutMetrics& m = pass.e.metrics[i];
+      if (lowest.metrics == nullptr || m.peak_memory_per_gpu < lowest.metrics->peak_memory_per_gpu) {
+        lowest = {.candidate = &pass.candidates[i], .metrics = &m};
+      }
+      if (options.memory_limit && m.peak_memory_per_gpu > *options.memory_limit) {
+        ++result.removed[static_cast<int>(SearchConstraint::kMemory)];
         continue;
-      case Outcome::kError:
-        ++result.candidates_evaluated;
-        ++result.removed[static_cast<int>(SearchConstraint::kProjectionError)];
-        continue;
-      case Outcome::kPruned:
-        ++result.removed[static_cast<int>(SearchConstraint::kBound)];
-        continue;
-      case Outcome::kPending:
-        continue;
-      case Outcome::kOk:
-        break;
+      }
+      survivors.push_back(RankedLayout{.candidate = pass.candidates[i],
+                                       .metrics = m,
+                                       .fits_memory = !(m.peak_memory_per_gpu > result.memory_check)});
     }
-    ++result.candidates_evaluated;
-    if (lowest_peak_idx == candidates.size() ||
-        e.metrics[i].peak_memory_per_gpu < e.metrics[lowest_peak_idx].peak_memory_per_gpu) {
-      lowest_peak_idx = i;
-    }
-    if (options.memory_limit && e.metrics[i].peak_memory_per_gpu > *options.memory_limit) {
-      ++result.removed[static_cast<int>(SearchConstraint::kMemory)];
-      continue;
-    }
-    ranked_idx.push_back(i);
   }
-  std::stable_sort(ranked_idx.begin(), ranked_idx.end(), [&](size_t a, size_t b) {
-    return ObjectiveKey(e.metrics[a], options.objective) <
-           ObjectiveKey(e.metrics[b], options.objective);
-  });
-  result.ranked.reserve(ranked_idx.size());
-  for (size_t i : ranked_idx) {
-    result.ranked.push_back(
-        RankedLayout{.candidate = candidates[i],
-                     .metrics = e.metrics[i],
-                     .fits_memory = !(e.metrics[i].peak_memory_per_gpu > result.memory_check)});
-  }
-  return lowest_peak_idx;
+  std::stable_sort(survivors.begin(), survivors.end(),
+                   [&](const RankedLayout& a, const RankedLayout& b) {
+                     return ObjectiveKey(a.metrics, options.objective) <
+                            ObjectiveKey(b.metrics, options.objective);
+                   });
+  result.ranked = std::move(survivors);
+  return lowest;
 }
 
 // The first/last stage splits of a layout with pp > 1 (each stage at least max(1, vpp) layers),
@@ -642,13 +655,20 @@ namespace {
 // The alternative splits of each layout with pp > 1 evaluated (or bounded) in the first pass whose
 // lower bound (first the busiest stage's passes with every layer at the cheaper kind's cost, then
 // StepLowerBound) is below `threshold`; the others are counted under kBound.
-std::vector<SearchCandidate> AlternativeSplits(const Scenario& base,
-                                               const std::vector<SearchCandidate>& evaluated,
-                                               const Evaluations& e, Seconds threshold,
-                                               SearchResult& result) {
-  std::vector<SearchCandidate> out;
-  int64_t& pruned = result.removed[static_cast<int>(SearchConstraint::kBound)];
-  for (size_t i = 0; i < evaluated.size(); ++i) {
+struct SplitsFound {
+  std::vector<SearchCandidate> splits;
+  int64_t enumerated = 0;
+  int64_t pruned = 0;
+};
+
+// AlternativeSplits of evaluated[begin, end).
+SplitsFound AlternativeSplitsOf(const Scenario& base, const std::vector<SearchCandidate>& evaluated,
+                                const Evaluations& e, Seconds threshold, size_t begin,
+                                size_t end) {
+  SplitsFound found;
+  std::vector<SearchCandidate>& out = found.splits;
+  int64_t& pruned = found.pruned;
+  for (size_t i = begin; i < end; ++i) {
     const bool timed = e.outcome[i] == Outcome::kOk || e.outcome[i] == Outcome::kPruned;
     if (!timed || evaluated[i].parallel.pp < 2) continue;
     const LayoutMetrics& m = e.metrics[i];
@@ -665,14 +685,14 @@ std::vector<SearchCandidate> AlternativeSplits(const Scenario& base,
                                pass(m.embedding) + pass(m.output);
     if (!(all_passes * (mb / static_cast<double>(p.pp)) < threshold)) {
       const int64_t n = CountAlternativeSplits(base.model.num_layers, p);
-      result.splits_enumerated += n;
+      found.enumerated += n;
       pruned += n;
       continue;
     }
     SearchCandidate alt = evaluated[i];
     ForEachAlternativeSplit(
         base.model.num_layers, evaluated[i].parallel, [&](int64_t first, int64_t last, int64_t mid) {
-          ++result.splits_enumerated;
+          ++found.enumerated;
           const Seconds busiest =
               std::max({cheapest * static_cast<double>(first) + pass(m.embedding),
                         cheapest * static_cast<double>(mid),
@@ -686,6 +706,31 @@ std::vector<SearchCandidate> AlternativeSplits(const Scenario& base,
           }
           out.push_back(alt);
         });
+  }
+  return found;
+}
+
+// The alternative splits, found over `threads` slices of `evaluated` side by side and joined in
+// enumeration order; the enumerated and pruned ones are counted into `result`.
+std::vector<SearchCandidate> AlternativeSplits(const Scenario& base,
+                                               const std::vector<SearchCandidate>& evaluated,
+                                               const Evaluations& e, Seconds threshold,
+                                               int threads, SearchResult& result) {
+  const size_t slices = static_cast<size_t>(std::max(1, threads));
+  std::vector<SplitsFound> found(slices);
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < slices; ++t) {
+    pool.emplace_back([&, t] {
+      found[t] = AlternativeSplitsOf(base, evaluated, e, threshold, evaluated.size() * t / slices,
+                                     evaluated.size() * (t + 1) / slices);
+    });
+  }
+  for (std::thread& worker : pool) worker.join();
+  std::vector<SearchCandidate> out;
+  for (SplitsFound& f : found) {
+    out.insert(out.end(), f.splits.begin(), f.splits.end());
+    result.splits_enumerated += f.enumerated;
+    result.removed[static_cast<int>(SearchConstraint::kBound)] += f.pruned;
   }
   return out;
 }
@@ -722,8 +767,7 @@ std::string MemoryHint(const Scenario& base, const SearchSpace& space) {
 // order that removed any), with what to relax.
 absl::Status NoSurvivorError(const Scenario& base, const SearchOptions& options,
                              const SearchResult& result, const Evaluations& e,
-                             const std::vector<SearchCandidate>& candidates,
-                             size_t lowest_peak_idx) {
+                             const LowestPeak& lowest) {
   int last = -1;
   for (int k = 0; k < kNumSearchConstraints; ++k) {
     if (result.removed[static_cast<size_t>(k)] > 0) last = k;
@@ -734,11 +778,11 @@ absl::Status NoSurvivorError(const Scenario& base, const SearchOptions& options,
   const ConstraintInfo& info = kConstraints[last];
   std::string detail;
   const auto constraint = static_cast<SearchConstraint>(last);
-  if (constraint == SearchConstraint::kMemory && lowest_peak_idx < candidates.size()) {
+  if (constraint == SearchConstraint::kMemory && lowest.metrics != nullptr) {
     detail = absl::StrFormat(" (limit %.1f GB; the lowest peak was %.1f GB, %s)",
                              ToGb(*options.memory_limit),
-                             ToGb(e.metrics[lowest_peak_idx].peak_memory_per_gpu),
-                             CandidateLabel(candidates[lowest_peak_idx]));
+                             ToGb(lowest.metrics->peak_memory_per_gpu),
+                             CandidateLabel(*lowest.candidate));
   } else if (constraint == SearchConstraint::kProjectionError) {
     detail = absl::StrCat(" (first: ", e.first_error, ")");
   } else if (constraint == SearchConstraint::kScenarioValidation) {
@@ -779,26 +823,26 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
   TopSteps* pruning = options.prune && timed_objective ? &top : nullptr;
   Evaluations e =
       EvaluateCandidates(base, candidates, evaluate, options, pruning, start, "layouts");
+  // The second pass: every other pipeline split of the layouts the first one timed.
+  std::vector<SearchCandidate> splits;
+  Evaluations more;
   if (options.explore_splits && timed_objective) {
-    const std::vector<SearchCandidate> splits = AlternativeSplits(
+    splits = AlternativeSplits(
         base, candidates, e,
-        pruning ? top.Threshold() : Seconds(std::numeric_limits<double>::infinity()), result);
+        pruning ? top.Threshold() : Seconds(std::numeric_limits<double>::infinity()),
+        result.threads, result);
     result.candidates_enumerated += result.splits_enumerated;
     if (!splits.empty()) {
-      const Evaluations more =
-          EvaluateCandidates(base, splits, evaluate, options, pruning, start, "splits");
-      candidates.insert(candidates.end(), splits.begin(), splits.end());
-      e.outcome.insert(e.outcome.end(), more.outcome.begin(), more.outcome.end());
-      e.metrics.insert(e.metrics.end(), more.metrics.begin(), more.metrics.end());
+      more = EvaluateCandidates(base, splits, evaluate, options, pruning, start, "splits");
       if (e.first_error.empty()) e.first_error = more.first_error;
       if (e.first_invalid.empty()) e.first_invalid = more.first_invalid;
     }
   }
   result.first_projection_error = e.first_error;
-  const size_t lowest_peak_idx = RankSurvivors(candidates, e, options, result);
+  const LowestPeak lowest = RankSurvivors({{candidates, e}, {splits, more}}, options, result);
   result.elapsed_s = ElapsedSeconds(start);
   if (!result.ranked.empty()) return result;
-  return NoSurvivorError(base, options, result, e, candidates, lowest_peak_idx);
+  return NoSurvivorError(base, options, result, e, lowest);
 }
 
 absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOptions& options) {
@@ -818,7 +862,7 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
     refs.emplace(s.attention_kernel_used, RefsOf(kept));
   }
   std::map<std::string, LayoutEvaluator> evaluators;
-  for (const auto& [kernel, r] : refs) evaluators.emplace(kernel, ProjectionEvaluator(r));
+  for (const auto& [kernel, r] : refs) evaluators.emplace(kernel, ProjectionEvaluator(r, options.memory_limit));
   LayoutEvaluator by_kernel;
   by_kernel.compose = [&evaluators](const Scenario& scenario) {
     return evaluators.at(scenario.attention_kernel_used).compose(scenario);

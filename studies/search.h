@@ -193,8 +193,11 @@ struct LayoutEvaluator {
                                               Seconds abandon_at)>
       project;
 };
-// The evaluator the tool uses: Project(scenario, backends). `backends` must outlive it.
-LayoutEvaluator ProjectionEvaluator(const BackendRefs& backends);
+// The evaluator the tool uses: Project(scenario, backends). `backends` must outlive it. With a
+// `memory_limit`, a layout whose peak memory is above it is not replayed (its metrics hold the
+// peak memory and the passes): the search removes it whatever its step.
+LayoutEvaluator ProjectionEvaluator(const BackendRefs& backends,
+                                    std::optional<Bytes> memory_limit = std::nullopt);
 
 // The memory limit used when the user gives none: the GPU's HBM less a reserve for what the
 // projection's memory model does not count (see search.cc for the figures and their sources).

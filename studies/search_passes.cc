@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "projection/projection.h"
@@ -41,31 +42,43 @@ PassOrder OneByOne(size_t n) {
   return p;
 }
 
-// The candidates grouped by the CompositionKey of their scenario (enumeration order inside).
+// The candidates grouped by the CompositionKey of their scenario: groups in the order their
+// first candidate was enumerated, enumeration order inside.
 PassOrder ByComposition(const Scenario& base, const std::vector<SearchCandidate>& candidates) {
   Scenario scratch = base;
-  std::vector<std::pair<CompositionKey, size_t>> keyed;
-  keyed.reserve(candidates.size());
+  absl::flat_hash_map<CompositionKey, size_t> group_of;
+  std::vector<size_t> group(candidates.size());
+  std::vector<size_t> sizes;
   for (size_t i = 0; i < candidates.size(); ++i) {
     ApplyCandidate(candidates[i], base.training.moe_imbalance, scratch);
-    keyed.emplace_back(CompositionKeyOf(scratch), i);
+    const auto [it, added] = group_of.try_emplace(CompositionKeyOf(scratch), sizes.size());
+    if (added) sizes.push_back(0);
+    group[i] = it->second;
+    ++sizes[it->second];
   }
-  std::sort(keyed.begin(), keyed.end());
   PassOrder p;
-  p.order.reserve(keyed.size());
-  for (size_t i = 0; i < keyed.size(); ++i) {
-    if (i == 0 || keyed[i].first != keyed[i - 1].first) p.group_starts.push_back(i);
-    p.order.push_back(keyed[i].second);
+  p.group_starts.resize(sizes.size());
+  for (size_t g = 0, start = 0; g < sizes.size(); start += sizes[g], ++g) {
+    p.group_starts[g] = start;
   }
+  std::vector<size_t> next = p.group_starts;
+  p.order.resize(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) p.order[next[group[i]]++] = i;
   return p;
 }
 
-// The candidates by their lower bound, lowest first (ties in enumeration order), one per group.
+// The candidates the bound pass left pending by their lower bound, lowest first (ties in
+// enumeration order), one per group.
 PassOrder ByLowerBound(const Evaluations& e) {
-  PassOrder p = OneByOne(e.outcome.size());
-  std::stable_sort(p.order.begin(), p.order.end(), [&e](size_t a, size_t b) {
-    return e.metrics[a].step_lower_bound < e.metrics[b].step_lower_bound;
-  });
+  std::vector<std::pair<double, size_t>> bounds;
+  for (size_t i = 0; i < e.outcome.size(); ++i) {
+    if (e.outcome[i] == Outcome::kPending) bounds.emplace_back(e.metrics[i].step_lower_bound.value(), i);
+  }
+  std::sort(bounds.begin(), bounds.end());
+  PassOrder p;
+  p.order.reserve(bounds.size());
+  for (const auto& [bound, i] : bounds) p.order.push_back(i);
+  p.group_starts = OneByOne(bounds.size()).order;
   return p;
 }
 

@@ -27,6 +27,35 @@ TEST(ProjectTest, TgsIsGlobalTokensOverStepTimeOverGpus) {
   EXPECT_GT(p->breakdown.compute.value(), 0.0);
 }
 
+// The memory model reads no time, so a projection stopped for memory before its pipeline replay
+// reports the peak the full projection reports; under the limit it runs to the end unchanged.
+TEST(ProjectTest, AbandonAboveMemoryStopsBeforeTheReplayWithTheSamePeak) {
+  FakeBackends fakes;
+  Scenario s = ToyScenario();
+  s.parallel.pp = 2;
+  s.parallel.dp = 4;
+  auto full = Project(s, fakes.Refs());
+  ASSERT_THAT(full, IsOk());
+  ASSERT_GT(full->peak_memory_per_gpu.value(), 0.0);
+
+  ProjectionOptions below;
+  below.abandon_above_memory = full->peak_memory_per_gpu * 0.999;
+  auto stopped = Project(s, fakes.Refs(), below);
+  ASSERT_THAT(stopped, IsOk());
+  EXPECT_TRUE(stopped->over_memory_limit);
+  EXPECT_EQ(stopped->peak_memory_per_gpu.value(), full->peak_memory_per_gpu.value());
+  EXPECT_EQ(stopped->memory.stages.size(), full->memory.stages.size());
+  EXPECT_EQ(stopped->step_time.value(), 0.0);  // never replayed
+
+  ProjectionOptions at;
+  at.abandon_above_memory = full->peak_memory_per_gpu;  // not above: replayed
+  auto kept = Project(s, fakes.Refs(), at);
+  ASSERT_THAT(kept, IsOk());
+  EXPECT_FALSE(kept->over_memory_limit);
+  EXPECT_EQ(kept->step_time.value(), full->step_time.value());
+  EXPECT_EQ(kept->peak_memory_per_gpu.value(), full->peak_memory_per_gpu.value());
+}
+
 TEST(ProjectTest, MfuIsModelFlopsOverStepOverPeak) {
   FakeBackends fakes;
   Scenario s = ToyScenario();
