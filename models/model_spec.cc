@@ -669,15 +669,6 @@ double CountParameters(const ModelSpec& m, bool active_only) {
 
 }  // namespace
 
-bool ModelSpec::IsMoeLayer(int64_t layer_idx) const {
-  if (!moe.has_value() || layer_idx < 0 || layer_idx >= num_layers) return false;
-  if (!moe->layer_pattern.empty()) {
-    return static_cast<size_t>(layer_idx) < moe->layer_pattern.size() &&
-           moe->layer_pattern[static_cast<size_t>(layer_idx)];
-  }
-  return layer_idx >= moe->num_dense_layers;
-}
-
 int64_t ModelSpec::NumMoeLayers() const {
   if (!moe.has_value()) return 0;
   int64_t count = 0;

@@ -80,7 +80,14 @@ struct ModelSpec {
   // kind) and the shared output head and loss. Training only; not in Total/ActiveParameters.
   int64_t mtp_layers = 0;
 
-  bool IsMoeLayer(int64_t layer_idx) const;
+  bool IsMoeLayer(int64_t layer_idx) const {
+    if (!moe.has_value() || layer_idx < 0 || layer_idx >= num_layers) return false;
+    if (!moe->layer_pattern.empty()) {
+      return static_cast<size_t>(layer_idx) < moe->layer_pattern.size() &&
+             moe->layer_pattern[static_cast<size_t>(layer_idx)];
+    }
+    return layer_idx >= moe->num_dense_layers;
+  }
   int64_t NumMoeLayers() const;
   int64_t NumDenseLayers() const { return num_layers - NumMoeLayers(); }
   // Attention head dims seen by the attention kernel (MLA: nope+rope / v).

@@ -379,36 +379,42 @@ void ModuleOpBuilder::AddOpSacRecompute(size_t first, size_t end) {
 void ModuleOpBuilder::Finish(Recompute recompute) {
   const size_t first = start_;
   const size_t end = start_ + forward_count_;
+  // Recompute and backward ops start as a copy of their forward op made in place (push_back of
+  // an element of the list itself, which the vector allows even when it grows); the forward op
+  // is read again by index after each.
+  auto copy_forward = [this](size_t at) -> Op& {
+    ops_.push_back(ops_[at]);
+    return ops_.back();
+  };
   if (recompute == Recompute::kSelective && op_sac_) {
     AddOpSacRecompute(first, end);
   } else if (recompute != Recompute::kNone) {
     for (size_t i = first; i < end; ++i) {
       if (recompute == Recompute::kSelective && !pending_[i - first].attention_core) continue;
       if (!pending_[i - first].recomputed) continue;
-      Op copy = ops_[i];
-      copy.phase = OpPhase::kRecompute;
-      ops_.push_back(copy);
+      copy_forward(i).phase = OpPhase::kRecompute;
     }
   }
   for (size_t idx = forward_count_; idx-- > 0;) {
-    const Op fwd = ops_[first + idx];
+    const size_t at = first + idx;
     const Pending& p = pending_[idx];
-    switch (fwd.kind) {
+    switch (ops_[at].kind) {
       case OpKind::kGemm: {
-        const GemmShape& f = fwd.gemm;
+        const GemmShape f = ops_[at].gemm;
+        const int64_t repeat = ops_[at].repeat;
+        const int64_t host_fanout = ops_[at].host_fanout;
         // Memory-bound companions of a quantised GEMM's backward, run `repeat` times like it.
         auto add_memory = [&](std::string_view name, const MemoryOp& m, OpPhase phase) {
-          Op op;
+          Op& op = ops_.emplace_back();
           op.name = name;
           op.module = module_;
           op.kind = OpKind::kMemory;
           op.phase = phase;
           op.memory = m;
-          op.repeat = fwd.repeat;
-          op.host_fanout = fwd.host_fanout;
-          op.flops = m.flops * D(fwd.repeat);
-          op.bytes = m.bytes * D(fwd.repeat);
-          ops_.push_back(op);
+          op.repeat = repeat;
+          op.host_fanout = host_fanout;
+          op.flops = m.flops * D(repeat);
+          op.bytes = m.bytes * D(repeat);
         };
         if (p.output_grad_cat.launches > 0) {
           add_memory("output_grad_cat", p.output_grad_cat, OpPhase::kBackwardDgrad);
@@ -417,47 +423,43 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
           add_memory("grad_fp8_cast", p.grad_cast, OpPhase::kBackwardDgrad);
           ops_.back().host_fanout = p.grad_cast_host_fanout;
         }
-        Op dgrad = fwd;
+        Op& dgrad = copy_forward(at);
         dgrad.phase = OpPhase::kBackwardDgrad;
         dgrad.host_extra = 0;  // the module's forward call was counted once
         dgrad.gemm = GemmShape{.m = f.m, .n = f.k, .k = f.n, .batch = f.batch, .dtype = f.dtype,
                                .transpose_b = true, .block_scaled = f.block_scaled};
-        dgrad.flops = GemmFlops(dgrad.gemm) * D(fwd.repeat);
-        dgrad.bytes = GemmBytes(dgrad.gemm, false) * D(fwd.repeat);
-        ops_.push_back(dgrad);
+        dgrad.flops = GemmFlops(dgrad.gemm) * D(repeat);
+        dgrad.bytes = GemmBytes(dgrad.gemm, false) * D(repeat);
         if (p.input_grad_sum.launches > 0) {
           add_memory("input_grad_sum", p.input_grad_sum, OpPhase::kBackwardDgrad);
         }
         if (p.input_transpose.bytes.value() > 0) {
           add_memory("input_fp8_transpose", p.input_transpose, OpPhase::kBackwardWgrad);
         }
-        Op wgrad = fwd;
+        Op& wgrad = copy_forward(at);
         wgrad.phase = OpPhase::kBackwardWgrad;
         wgrad.host_extra = 0;
         wgrad.gemm = GemmShape{.m = f.k, .n = f.n, .k = f.m, .batch = f.batch, .dtype = f.dtype,
                                .transpose_a = true, .block_scaled = f.block_scaled};
-        wgrad.flops = GemmFlops(wgrad.gemm) * D(fwd.repeat);
-        wgrad.bytes = GemmBytes(wgrad.gemm, true) * D(fwd.repeat);
-        ops_.push_back(wgrad);
+        wgrad.flops = GemmFlops(wgrad.gemm) * D(repeat);
+        wgrad.bytes = GemmBytes(wgrad.gemm, true) * D(repeat);
         break;
       }
       case OpKind::kAttention: {
-        Op bwd = fwd;
+        Op& bwd = copy_forward(at);
         bwd.phase = OpPhase::kBackwardDgrad;
         bwd.attention_pass = AttentionPass::kBackward;
-        bwd.flops = AttentionFlops(fwd.attention, AttentionPass::kBackward);
+        bwd.flops = AttentionFlops(bwd.attention, AttentionPass::kBackward);
         bwd.bytes = p.backward_bytes;
-        ops_.push_back(bwd);
         break;
       }
       case OpKind::kMemory: {
         if (!p.has_backward) break;
-        Op bwd = fwd;
+        Op& bwd = copy_forward(at);
         bwd.phase = p.backward_phase;
         bwd.memory = p.backward_memory;
         bwd.flops = p.backward_memory.flops;
         bwd.bytes = p.backward_memory.bytes;
-        ops_.push_back(bwd);
         break;
       }
       case OpKind::kCollective:
