@@ -13,11 +13,12 @@
 namespace projector {
 namespace {
 
+// A layer kind's times per micro-batch, without its per-module times (Project adds them when it
+// projects to the end).
 LayerKindTimes KindTimes(const ComposedLayer& layer, int64_t count, Recompute recompute) {
   LayerKindTimes k;
   k.is_moe = layer.is_moe;
   k.count = count;
-  k.modules = layer.modules;
   k.forward = layer.Forward();
   k.backward = layer.Backward();
   k.recompute = layer.Recompute();
@@ -332,14 +333,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   PROJECTOR_ASSIGN_OR_RETURN(StepResult step, ComposeStep(in, backends));
 
   Projection p;
-  p.scenario_name = scenario.name;
-  p.layout = LayoutSummary(par);
-  // How the EP All-to-All runs, where there is one.
-  if (par.ep > 1 && par.deepep) p.layout += " DeepEP";
-  if (par.ep > 1 && tr.moe_a2a_overlap) p.layout += " A2A-overlap";
-  p.num_gpus = scenario.num_gpus;
   p.micro_batches = step.micro_batches;
-  p.schedule = par.vpp > 1 ? "interleaved" : PipelineScheduleName(par.pipeline_schedule);
   if (composed.dense) {
     p.layer_kinds.push_back(KindTimes(*composed.dense, composed.dense_layers, tr.recompute));
   }
@@ -360,6 +354,16 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
     p.fits_in_memory = p.memory.fits;
     return p;
   }
+  for (LayerKindTimes& kind : p.layer_kinds) {
+    kind.modules = (kind.is_moe ? composed.moe : composed.dense)->modules;
+  }
+  p.scenario_name = scenario.name;
+  p.layout = LayoutSummary(par);
+  // How the EP All-to-All runs, where there is one.
+  if (par.ep > 1 && par.deepep) p.layout += " DeepEP";
+  if (par.ep > 1 && tr.moe_a2a_overlap) p.layout += " A2A-overlap";
+  p.num_gpus = scenario.num_gpus;
+  p.schedule = par.vpp > 1 ? "interleaved" : PipelineScheduleName(par.pipeline_schedule);
   PROJECTOR_RETURN_IF_ERROR(SetThroughput(scenario, step, p));
   p.memory = std::move(step.memory);
   p.peak_memory_per_gpu = p.memory.peak;

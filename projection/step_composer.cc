@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <optional>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -331,11 +332,12 @@ absl::StatusOr<std::vector<ChunkAssignment>> AssignLayers(const ModelSpec& model
                                                           const TrainingConfig& training) {
   const int64_t p = std::max<int64_t>(1, parallel.pp), v = std::max<int64_t>(1, parallel.vpp);
   const int64_t layers = model.num_layers;
-  std::vector<int64_t> per_vs(static_cast<size_t>(p * v), 0);
+  // Inline: a search calls this for every layout and split it bounds.
+  absl::InlinedVector<int64_t, 64> per_vs(static_cast<size_t>(p * v), 0);
   bool uneven = p > 1 && (parallel.first_stage_layers > 0 || parallel.last_stage_layers > 0);
   if (uneven) {
-    std::vector<int64_t> per_rank(static_cast<size_t>(p), 0);
-    std::vector<bool> fixed(static_cast<size_t>(p), false);
+    absl::InlinedVector<int64_t, 32> per_rank(static_cast<size_t>(p), 0);
+    absl::InlinedVector<bool, 32> fixed(static_cast<size_t>(p), false);
     int64_t rest = layers;
     if (parallel.first_stage_layers > 0) {
       per_rank[0] = parallel.first_stage_layers;

@@ -44,14 +44,28 @@ PassOrder OneByOne(size_t n) {
 
 // The candidates grouped by the CompositionKey of their scenario: groups in the order their
 // first candidate was enumerated, enumeration order inside.
-PassOrder ByComposition(const Scenario& base, const std::vector<SearchCandidate>& candidates) {
-  Scenario scratch = base;
+PassOrder ByComposition(const Scenario& base, const std::vector<SearchCandidate>& candidates,
+                        int threads) {
+  // The keys on `threads` slices side by side, then grouped in order.
+  std::vector<CompositionKey> keys(candidates.size());
+  std::vector<std::thread> pool;
+  const size_t slices = static_cast<size_t>(std::max(1, threads));
+  for (size_t t = 0; t < slices; ++t) {
+    pool.emplace_back([&, t] {
+      Scenario scratch = base;
+      for (size_t i = candidates.size() * t / slices; i < candidates.size() * (t + 1) / slices;
+           ++i) {
+        ApplyCandidate(candidates[i], base.training.moe_imbalance, scratch);
+        keys[i] = CompositionKeyOf(scratch);
+      }
+    });
+  }
+  for (std::thread& worker : pool) worker.join();
   absl::flat_hash_map<CompositionKey, size_t> group_of;
   std::vector<size_t> group(candidates.size());
   std::vector<size_t> sizes;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    ApplyCandidate(candidates[i], base.training.moe_imbalance, scratch);
-    const auto [it, added] = group_of.try_emplace(CompositionKeyOf(scratch), sizes.size());
+    const auto [it, added] = group_of.try_emplace(keys[i], sizes.size());
     if (added) sizes.push_back(0);
     group[i] = it->second;
     ++sizes[it->second];
@@ -309,7 +323,7 @@ Evaluations EvaluateCandidates(const Scenario& base, const std::vector<SearchCan
     RunPass(queue, PassMode::kFull, OneByOne(candidates.size()), threads, options, start, what);
     return out;
   }
-  RunPass(queue, PassMode::kBound, ByComposition(base, candidates), threads, options, start, what);
+  RunPass(queue, PassMode::kBound, ByComposition(base, candidates, threads), threads, options, start, what);
   queue.top = top;
   RunPass(queue, PassMode::kPruned, ByLowerBound(out), threads, options, start, what);
   return out;

@@ -7,17 +7,16 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
+#include "backends/simulate/memo_cache.h"
 #include "backends/simulate/network_placement.h"
 
 namespace projector {
@@ -64,8 +63,6 @@ constexpr double kRdmaWarmupSeconds = 260e-6;
 constexpr double kRdmaWarmupBytes = 32.0 * 1024 * 1024;
 constexpr double kRdmaWarmupExponent = 2.5;
 
-// The memo table is cleared when it grows past this (parameter sweeps call with many sizes).
-constexpr size_t kMaxCacheEntries = size_t{1} << 12;
 
 constexpr Algo kAllReduceAlgos[] = {Algo::kRing, Algo::kTree, Algo::kDirect,
                                     Algo::kHalvingDoubling, Algo::kHierarchical};
@@ -412,8 +409,7 @@ class HierarchicalCollectiveBackend final : public CollectiveBackend {
   std::string fabric_error_;
   std::string network_error_;
 
-  mutable absl::Mutex mu_;
-  mutable absl::flat_hash_map<Key, CollectiveEstimate> cache_ ABSL_GUARDED_BY(mu_);
+  MemoCache<Key, CollectiveEstimate> cache_;
 };
 
 HierarchicalCollectiveBackend::HierarchicalCollectiveBackend(const HardwareProfile& hw)
@@ -515,16 +511,10 @@ Cost HierarchicalCollectiveBackend::Evaluate(CollectiveKind kind, Algo algo,
 absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Estimate(
     const CollectiveOp& op, CollectiveAlgorithm algorithm) const {
   const Key key{op, algorithm};
-  {
-    absl::ReaderMutexLock lock(&mu_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
-  }
+  if (std::optional<CollectiveEstimate> hit = cache_.Find(key)) return *hit;
   absl::StatusOr<CollectiveEstimate> result = Compute(op, algorithm);
   if (!result.ok()) return result;
-  absl::MutexLock lock(&mu_);
-  if (cache_.size() >= kMaxCacheEntries) cache_.clear();
-  cache_.emplace(key, *result);
+  cache_.Insert(key, *result);
   return result;
 }
 
