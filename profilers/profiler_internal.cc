@@ -1,6 +1,7 @@
 #include "profilers/profiler_internal.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -205,7 +206,7 @@ ModuleOpBuilder::ModuleOpBuilder(std::string_view module, OpList& ops, size_t ca
 
 Op& ModuleOpBuilder::AddForward(std::string_view name, OpKind kind) {
   PROJECTOR_CHECK(forward_count_ < kMaxForwardOps);
-  pending_[forward_count_] = Pending{};
+  std::construct_at(&pending_[forward_count_]);  // the slot's lifetime starts here
   pending_[forward_count_].attention_core = in_attention_core_ || kind == OpKind::kAttention;
   ++forward_count_;
   Op& op = ops_.emplace_back();

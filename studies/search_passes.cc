@@ -18,6 +18,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The most composed models the bound pass keeps for the pruned pass (a few KB each: a model's
+// layer kinds, end modules and their collectives). A MoE search's split pass has thousands of
+// groups and projects ~10^5 candidates to the end; its first pass has ~10^6 groups and keeps none.
+constexpr size_t kKeptCompositions = 1 << 16;
+
 // How a pass over the candidates projects them.
 enum class PassMode {
   kFull,    // to the end (no pruning)
@@ -62,6 +67,7 @@ PassOrder ByComposition(const Scenario& base, const std::vector<SearchCandidate>
   }
   for (std::thread& worker : pool) worker.join();
   absl::flat_hash_map<CompositionKey, size_t> group_of;
+  group_of.reserve(candidates.size() / 2);
   std::vector<size_t> group(candidates.size());
   std::vector<size_t> sizes;
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -115,6 +121,10 @@ struct EvaluationQueue {
   // which layouts are projected does not depend on how the workers interleave.
   Seconds threshold{std::numeric_limits<double>::infinity()};
   int64_t group_end = 0;         // the groups of this batch end here
+  // The bound pass's composed models by group, and each candidate's group, kept for the pruned
+  // pass when there are few groups (kKeptCompositions); empty otherwise.
+  std::vector<std::shared_ptr<const ComposedModel>> kept_models;
+  std::vector<uint32_t> model_of;
   std::atomic<int64_t> next{0};  // the next group
   std::atomic<int64_t> done{0};  // candidates
   std::atomic<int> running{0};
@@ -175,8 +185,9 @@ struct EvaluationQueue {
     if (top != nullptr) top->Add(*m);
   }
 
-  // The candidates of one group; in the bound pass they share the first valid one's model.
-  void EvaluateGroup(size_t begin, size_t end, Scenario& scenario,
+  // The candidates of group g; in the bound pass they share the first valid one's model, in the
+  // pruned pass the model the bound pass kept for them.
+  void EvaluateGroup(int64_t g, size_t begin, size_t end, Scenario& scenario,
                      std::optional<TrainingStack>& resolved_stack) {
     std::shared_ptr<const ComposedModel> composed;
     for (size_t k = begin; k < end; ++k) {
@@ -197,6 +208,10 @@ struct EvaluationQueue {
           continue;
         }
         composed = *std::move(c);
+        if (!kept_models.empty()) kept_models[static_cast<size_t>(g)] = composed;
+      }
+      if (mode == PassMode::kPruned && !model_of.empty()) {
+        composed = kept_models[model_of[idx]];
       }
       EvaluateOne(idx, scenario, composed.get());
     }
@@ -225,7 +240,7 @@ struct EvaluationQueue {
       for (int64_t g = first; g < last; ++g) {
         const size_t b = starts[static_cast<size_t>(g)];
         const size_t e = GroupEnd(g);
-        EvaluateGroup(b, e, scenario, resolved_stack);
+        EvaluateGroup(g, b, e, scenario, resolved_stack);
       }
       done.fetch_add(static_cast<int64_t>(end - begin), std::memory_order_relaxed);
     }
@@ -323,7 +338,19 @@ Evaluations EvaluateCandidates(const Scenario& base, const std::vector<SearchCan
     RunPass(queue, PassMode::kFull, OneByOne(candidates.size()), threads, options, start, what);
     return out;
   }
-  RunPass(queue, PassMode::kBound, ByComposition(base, candidates, threads), threads, options, start, what);
+  const PassOrder groups = ByComposition(base, candidates, threads);
+  if (groups.group_starts.size() <= kKeptCompositions) {
+    queue.kept_models.resize(groups.group_starts.size());
+    queue.model_of.resize(candidates.size());
+    for (size_t g = 0; g < groups.group_starts.size(); ++g) {
+      const size_t end = g + 1 < groups.group_starts.size() ? groups.group_starts[g + 1]
+                                                           : groups.order.size();
+      for (size_t k = groups.group_starts[g]; k < end; ++k) {
+        queue.model_of[groups.order[k]] = static_cast<uint32_t>(g);
+      }
+    }
+  }
+  RunPass(queue, PassMode::kBound, groups, threads, options, start, what);
   queue.top = top;
   RunPass(queue, PassMode::kPruned, ByLowerBound(out), threads, options, start, what);
   return out;
