@@ -3,6 +3,7 @@
 #ifndef PROJECTOR_MODELS_MODEL_SPEC_H_
 #define PROJECTOR_MODELS_MODEL_SPEC_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -89,6 +90,18 @@ struct ModelSpec {
     return layer_idx >= moe->num_dense_layers;
   }
   int64_t NumMoeLayers() const;
+  // MoE layers among the `count` layers from `first` (closed form without a layer pattern).
+  int64_t MoeLayersIn(int64_t first, int64_t count) const {
+    if (!moe.has_value() || count <= 0) return 0;
+    if (moe->layer_pattern.empty()) {
+      const int64_t begin = std::max(first, std::max<int64_t>(moe->num_dense_layers, 0));
+      const int64_t end = std::min(first + count, num_layers);
+      return std::max<int64_t>(0, end - begin);
+    }
+    int64_t n = 0;
+    for (int64_t i = first; i < first + count; ++i) n += IsMoeLayer(i) ? 1 : 0;
+    return n;
+  }
   int64_t NumDenseLayers() const { return num_layers - NumMoeLayers(); }
   // Attention head dims seen by the attention kernel (MLA: nope+rope / v).
   int64_t QkHeadDim() const;

@@ -130,7 +130,7 @@ class CommBuilder {
       e = collective_.Estimate(c, algorithm);
     }
     if (!e.ok()) return e.status();
-    Op op;
+    Op& op = ops_.emplace_back();
     op.name = name;
     op.module = module;
     op.kind = OpKind::kCollective;
@@ -141,7 +141,6 @@ class CommBuilder {
     op.repeat = repeat;
     op.bytes = bytes * static_cast<double>(repeat);
     op.time = e->time * static_cast<double>(repeat);
-    ops_.push_back(op);
     // A DeepEP-style kernel runs on its own SM budget, NCCL's on its channels.
     const bool ep_dispatch = dim == CommDim::kEp && kind == CollectiveKind::kAllToAll &&
                              e->algorithm == CollectiveAlgorithm::kPxn;

@@ -398,11 +398,10 @@ absl::StatusOr<std::vector<ChunkAssignment>> AssignLayers(const ModelSpec& model
                        ? std::min(training.recompute_layers, a.num_layers)
                        : a.num_layers;
     }
-    for (int64_t i = 0; i < a.num_layers; ++i) {
-      bool moe = model.moe.has_value() && model.IsMoeLayer(next_layer + i);
-      (moe ? a.moe_layers : a.dense_layers) += 1;
-      if (i < recomputed) (moe ? a.recomputed_moe : a.recomputed_dense) += 1;
-    }
+    a.moe_layers = model.MoeLayersIn(next_layer, a.num_layers);
+    a.dense_layers = a.num_layers - a.moe_layers;
+    a.recomputed_moe = model.MoeLayersIn(next_layer, recomputed);
+    a.recomputed_dense = recomputed - a.recomputed_moe;
     a.has_embedding = vs == 0;
     a.has_output = vs == p * v - 1;
     if (a.has_output) {

@@ -264,6 +264,22 @@ TEST(ModelSpecTest, LeadingDenseLayersAreNotMoe) {
   EXPECT_EQ(model.NumDenseLayers(), 3);
 }
 
+// The closed form counts what IsMoeLayer says layer by layer, over every range (inside, across
+// the leading dense layers, past the last layer, empty).
+TEST(ModelSpecTest, MoeLayersInCountsWhatIsMoeLayerSays) {
+  const ModelSpec model = MustResolve("deepseek-v3");
+  for (int64_t first = 0; first <= 63; ++first) {
+    for (int64_t count = 0; count <= 64; ++count) {
+      int64_t brute = 0;
+      for (int64_t i = first; i < first + count; ++i) brute += model.IsMoeLayer(i) ? 1 : 0;
+      ASSERT_EQ(model.MoeLayersIn(first, count), brute) << first << " +" << count;
+    }
+  }
+  EXPECT_EQ(model.MoeLayersIn(0, 61), 58);  // 3 dense layers first (DeepSeek-V3)
+  EXPECT_EQ(model.MoeLayersIn(0, 3), 0);
+  EXPECT_EQ(MustResolve("llama3.1-8b").MoeLayersIn(0, 32), 0);
+}
+
 TEST(ModelSpecTest, LayerPatternPlacesMoeLayers) {
   json value = TinyModelJson();
   value["moe"] = {{"num_experts", 8},
