@@ -589,6 +589,10 @@ bool UnevenSplitAccepted(int64_t layers, int64_t pp, int64_t vpp, int64_t first,
   return (first == 0 || first >= vpp) && (last == 0 || last >= vpp) && middle >= vpp;
 }
 
+bool InterleavedMicroBatchesFit(const ParallelConfig& parallel, int64_t micro_batches) {
+  return parallel.vpp <= 1 || parallel.pp <= 1 || micro_batches % parallel.pp == 0;
+}
+
 bool LayersSplitEvenly(int64_t layers, int64_t virtual_stages) {
   return layers % virtual_stages == 0 || (virtual_stages > 2 && (layers + 2) % virtual_stages == 0);
 }
@@ -841,6 +845,17 @@ absl::Status ValidateBatchShape(const Scenario& s, const std::string& origin) {
                         absl::StrFormat("global batch %d is not divisible by micro_batch·dp = "
                                         "%d·%d = %d",
                                         t.global_batch, t.micro_batch, p.dp, t.micro_batch * p.dp));
+  }
+  if (!InterleavedMicroBatchesFit(p, t.global_batch / (t.micro_batch * p.dp))) {
+    return Precondition(
+        origin, "/training/global_batch",
+        absl::StrFormat("the interleaved schedule (vpp %d) needs the micro-batches per step, "
+                        "global_batch / (micro_batch·dp) = %d, divisible by pp %d (Megatron-LM "
+                        "runs them in groups of pp per model chunk; with a shorter last group "
+                        "its order waits on itself); accepted: a global batch that is a multiple "
+                        "of micro_batch·dp·pp = %d, or vpp 1",
+                        p.vpp, t.global_batch / (t.micro_batch * p.dp), p.pp,
+                        t.micro_batch * p.dp * p.pp));
   }
   if (t.global_batch / (t.micro_batch * p.dp) > kMaxMicroBatchesPerStep) {
     return JsonFieldError(

@@ -91,6 +91,16 @@ absl::Status ValidateMoeRouting(const Scenario& scenario, const std::string& ori
 // layer's slot (Megatron's account_for_embedding/loss_in_pipeline_split).
 bool LayersSplitEvenly(int64_t layers, int64_t virtual_stages);
 
+// Whether `micro_batches` per step run under the layout's pipeline schedule: any count without
+// interleaving; with vpp > 1 a multiple of pp. Megatron-LM's interleaved 1F1B takes the
+// micro-batches in groups of pp per model chunk (get_schedule_table) with a warm-up of
+// 2·(pp − rank − 1) + (vpp − 1)·pp passes, and its releases up to 2024 refused other counts
+// ("number of microbatches is not divisible by pipeline-model-parallel-size when using
+// interleaved schedule"); with a shorter last group that order waits on itself (pp 8, vpp 2,
+// 12 micro-batches: rank 0's forward of micro-batch 9 on its second chunk needs rank 7's, which
+// waits for rank 0's backward of micro-batch 0).
+bool InterleavedMicroBatchesFit(const ParallelConfig& parallel, int64_t micro_batches);
+
 // An uneven pipeline split for a layer count that pp does not divide: {first, last} stage
 // layers with the pp − 2 middle stages at m layers each, m as small as any split allows
 // (ceil(layers/pp), the critical stage), and the rest shared by the first and last stage, the

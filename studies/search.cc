@@ -80,8 +80,10 @@ constexpr ConstraintInfo kConstraints[kNumSearchConstraints] = {
      "DeepEP with EP 1, legacy GEMM with one local expert, or MoE switches on a dense model "
      "(duplicates)",
      "add --deepep-values off and --grouped-gemm-values turbo"},
-    {"global_batch", "global batch not divisible by micro_batch·DP",
-     "choose --global-batch divisible by micro_batch·DP or smaller --micro-batch-values"},
+    {"global_batch",
+     "global batch not divisible by micro_batch·DP (by micro_batch·DP·PP when interleaved)",
+     "choose --global-batch divisible by micro_batch·DP (·PP with VPP > 1) or smaller "
+     "--micro-batch-values"},
     {"sharding_without_dp", "distributed optimizer / FSDP with DP·CP 1 (duplicate of plain DP)",
      "add --sharding-values dp"},
     {"scenario_validation", "rejected by scenario validation",
@@ -291,7 +293,8 @@ std::optional<SearchConstraint> FirstViolatedConstraint(const Scenario& base,
   } else if (p.deepep || !p.turbo_grouped_gemm) {
     return SearchConstraint::kMoeSwitchRedundant;
   }
-  if (base.training.global_batch % (c.micro_batch * p.dp) != 0) {
+  if (base.training.global_batch % (c.micro_batch * p.dp) != 0 ||
+      !InterleavedMicroBatchesFit(p, base.training.global_batch / (c.micro_batch * p.dp))) {
     return SearchConstraint::kGlobalBatch;
   }
   // The distributed optimizer and FSDP shard over the DP·CP group (Megatron shards the
