@@ -28,6 +28,9 @@
 #include "report/what_if_report.h"
 #include "scenario/scenario_flags.h"
 #include "studies/bottlenecks.h"
+#ifdef PROJECTOR_HAVE_CHAKRA
+#include "studies/chakra_writer.h"
+#endif
 #include "studies/fit_advice.h"
 #include "studies/lod_high.h"
 #include "studies/profile_mode.h"
@@ -35,6 +38,29 @@
 
 namespace projector {
 namespace {
+
+#ifdef PROJECTOR_HAVE_CHAKRA
+constexpr bool kChakraBuilt = true;
+absl::StatusOr<ChakraExportSummary> ExportChakra(const Scenario& scenario,
+                                                 const Projection& projection,
+                                                 const std::string& prefix) {
+  return WriteChakraTraces(scenario, projection, prefix);
+}
+#else
+constexpr bool kChakraBuilt = false;
+// What --chakra-out reports in a build without protobuf.
+struct ChakraExportSummary {
+  int64_t ranks = 0, nodes = 0, groups = 0;
+  std::string groups_file;
+};
+absl::StatusOr<ChakraExportSummary> ExportChakra(const Scenario&, const Projection&,
+                                                 const std::string&) {
+  return FlagError("chakra-out",
+                   "this build has no Chakra export: install Debian's protobuf-compiler and "
+                   "libprotobuf-dev (tools/bootstrap.sh does) and build again");
+}
+#endif
+
 
 constexpr char kUsage[] =
     "Projects LLM training throughput (tokens/GPU/s) for a model, GPU, cluster and layout, and "
@@ -72,6 +98,11 @@ constexpr FlagSpec kOutputFlags[] = {
      "Also write the replayed step (every forward/backward/weight-gradient pass per pipeline rank, "
      "then the gradient sync and optimizer) as a Chrome trace for ui.perfetto.dev",
      "FILE"},
+    {"chakra-out",
+     "Also write the step as Chakra execution traces that ASTRA-sim replays: PREFIX.<rank>.et per "
+     "GPU (every op, collective and pipeline send/receive of its program) and "
+     "PREFIX.comm_groups.json (docs/event_engine.md)",
+     "PREFIX"},
     {"html",
      "Also write the projection as a self-contained HTML page with charts: step breakdown, "
      "per-module times, memory per stage, pipeline timeline, slowest ops",
@@ -181,6 +212,7 @@ absl::Status RunProfileMode(absl::string_view mode, const FlagValues& flags, con
 // The flags of a projection's extra outputs.
 struct ProjectionOutputs {
   std::string trace_path;  // --trace, empty when not asked
+  std::string chakra_prefix;  // --chakra-out
   std::string html_path;   // --html
   std::string out_dir;     // --out
   std::string plots_dir;   // --plots
@@ -220,6 +252,9 @@ absl::Status RunClockSweep(const Scenario& scenario, const std::vector<double>& 
   if (!outputs.trace_path.empty()) {
     return FlagError("trace", "one projection per trace; give a single --gpu-clock-mhz");
   }
+  if (!outputs.chakra_prefix.empty()) {
+    return FlagError("chakra-out", "one projection per export; give a single --gpu-clock-mhz");
+  }
   if (outputs.lod_high) {
     return FlagError("lod", "high replays one projection; give a single --gpu-clock-mhz");
   }
@@ -247,10 +282,14 @@ absl::Status RunClockSweep(const Scenario& scenario, const std::vector<double>& 
 
 // A trace or page keeps every pass of the replayed step; refuse one beyond kMaxTimelinePasses.
 absl::Status CheckTimelineSize(const Scenario& scenario, const ProjectionOutputs& outputs) {
-  if (outputs.trace_path.empty() && outputs.html_path.empty()) return absl::OkStatus();
+  if (outputs.trace_path.empty() && outputs.html_path.empty() && outputs.chakra_prefix.empty()) {
+    return absl::OkStatus();
+  }
   const double passes = ReplayedPasses(scenario);
   if (passes <= kMaxTimelinePasses) return absl::OkStatus();
-  return FlagError(outputs.trace_path.empty() ? "html" : "trace",
+  return FlagError(!outputs.trace_path.empty()  ? "trace"
+                   : !outputs.html_path.empty() ? "html"
+                                                : "chakra-out",
                    absl::StrFormat("the step replays %.0f passes (pp·vpp·micro-batches·passes per "
                                    "micro-batch), more than the %d a trace or page keeps; project "
                                    "fewer micro-batches (a smaller global batch) to see the "
@@ -284,8 +323,9 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
   }
   PROJECTOR_RETURN_IF_ERROR(CheckTimelineSize(scenario, outputs));
   const bool page = !outputs.html_path.empty() || !outputs.plots_dir.empty();
-  const ProjectionOptions options{.keep_ops = outputs.show_ops || page,
-                                  .keep_timeline = !outputs.trace_path.empty() || page};
+  const bool chakra = !outputs.chakra_prefix.empty();
+  const ProjectionOptions options{.keep_ops = outputs.show_ops || page || chakra,
+                                  .keep_timeline = !outputs.trace_path.empty() || page || chakra};
   std::optional<HighLodResult> high;
   if (outputs.lod_high) {
     PROJECTOR_ASSIGN_OR_RETURN(
@@ -298,6 +338,11 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
     const nlohmann::json trace =
         high ? HighLodTraceJson(scenario, *high) : TimelineTraceJson(scenario, projection);
     PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("trace", outputs.trace_path, trace.dump() + "\n"));
+  }
+  std::optional<ChakraExportSummary> chakra_export;
+  if (chakra) {
+    PROJECTOR_ASSIGN_OR_RETURN(chakra_export,
+                               ExportChakra(scenario, projection, outputs.chakra_prefix));
   }
   PROJECTOR_ASSIGN_OR_RETURN(const std::vector<Bottleneck> bottlenecks,
                              AnalyzeBottlenecks(scenario, projection));
@@ -341,6 +386,12 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
   if (!outputs.html_path.empty()) {
     note << "html: report written to " << outputs.html_path << " (open in a browser)\n";
   }
+  if (chakra_export) {
+    note << "chakra: " << chakra_export->ranks << " execution traces (" << chakra_export->nodes
+         << " nodes) written to " << outputs.chakra_prefix << ".<rank>.et, "
+         << chakra_export->groups << " communicator groups to " << chakra_export->groups_file
+         << "\n";
+  }
   if (!outputs.plots_dir.empty()) {
     note << "plots: " << plots << " SVG charts written to " << outputs.plots_dir << "\n";
   }
@@ -363,6 +414,7 @@ bool PrintedLibraryListing(const FlagValues& flags, const Output& io) {
     io.out << "project " << PROJECTOR_VERSION << "\n"
            << "GPU measurement: "
            << (runtimes.empty() ? "none (simulate and profile modes only)" : runtimes)
+           << "\nChakra trace export: " << (kChakraBuilt ? "yes (protobuf)" : "not built (no protobuf)")
            << "\nMPI: not built (issue 29)\n";
   } else if (Given(flags, "list-models")) {
     io.out << ModelLibraryText();
@@ -417,6 +469,7 @@ absl::Status RunProjectCommand(int argc, char** argv, const Output& io) {
   outputs.show_ops = Given(flags, "show-ops");
   outputs.require_fit = Given(flags, "require-fit");
   PROJECTOR_ASSIGN_OR_RETURN(outputs.trace_path, OutputFileFlag(flags, "trace", mode));
+  PROJECTOR_ASSIGN_OR_RETURN(outputs.chakra_prefix, OutputFileFlag(flags, "chakra-out", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.html_path, OutputFileFlag(flags, "html", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.out_dir, OutputFileFlag(flags, "out", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.plots_dir, OutputFileFlag(flags, "plots", mode));

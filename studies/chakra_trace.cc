@@ -1,0 +1,411 @@
+#include "studies/chakra_trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/status_macros.h"
+#include "core/training_config.h"
+#include "projection/layer_composer.h"
+#include "projection/memory_model.h"
+#include "projection/step_composer.h"
+
+namespace projector {
+namespace {
+
+uint64_t Micros(Seconds t) {
+  return static_cast<uint64_t>(std::llround(std::max(0.0, t.value()) * 1e6));
+}
+
+std::optional<ChakraCollective> ChakraKind(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return ChakraCollective::kAllReduce;
+    case CollectiveKind::kAllGather:
+      return ChakraCollective::kAllGather;
+    case CollectiveKind::kReduceScatter:
+      return ChakraCollective::kReduceScatter;
+    case CollectiveKind::kAllToAll:
+      return ChakraCollective::kAllToAll;
+    case CollectiveKind::kBroadcast:
+      return ChakraCollective::kBroadcast;
+    case CollectiveKind::kSendRecv:
+      return std::nullopt;  // a ring step: a send and a receive
+  }
+  return std::nullopt;
+}
+
+const OpTable* FindTable(const Projection& p, std::string_view group) {
+  for (const OpTable& t : p.op_tables) {
+    if (t.group == group) return &t;
+  }
+  return nullptr;
+}
+
+// One layer kind's (or end module's) op table with, for each compute op, the collectives to
+// issue after it: those of the same module and phase, after its last compute op.
+struct LaidOutTable {
+  const OpTable* table = nullptr;
+  std::vector<std::vector<const Op*>> after;  // by op index
+  std::vector<const Op*> trailing;            // collectives with no compute op of their kind
+};
+
+LaidOutTable LayOut(const OpTable* table) {
+  LaidOutTable out;
+  out.table = table;
+  if (table == nullptr) return out;
+  const OpList& ops = table->ops;
+  out.after.resize(ops.size());
+  for (const Op& c : ops) {
+    if (c.kind != OpKind::kCollective) continue;
+    std::optional<size_t> last;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].kind != OpKind::kCollective && ops[i].module == c.module &&
+          ops[i].phase == c.phase) {
+        last = i;
+      }
+    }
+    if (last) {
+      out.after[*last].push_back(&c);
+    } else {
+      out.trailing.push_back(&c);
+    }
+  }
+  return out;
+}
+
+// Which phases one pass runs of a layer.
+struct PassPhases {
+  bool forward = false;
+  bool recompute = false;
+  bool dgrad = false;
+  bool wgrad = false;
+  bool Has(OpPhase p) const {
+    switch (p) {
+      case OpPhase::kForward:
+        return forward;
+      case OpPhase::kRecompute:
+        return recompute;
+      case OpPhase::kBackwardDgrad:
+        return dgrad;
+      case OpPhase::kBackwardWgrad:
+        return wgrad;
+    }
+    return false;
+  }
+};
+
+// Builds one rank's program.
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const Scenario& s, const Projection& p, int64_t rank, ChakraGroups& groups)
+      : s_(s), p_(p), rank_(rank), groups_(groups) {}
+
+  absl::StatusOr<std::vector<ChakraNode>> Build() {
+    const ParallelConfig& par = s_.parallel;
+    pp_ = std::max<int64_t>(1, par.pp);
+    v_ = std::max<int64_t>(1, par.vpp);
+    pp_stride_ = par.PpGroup().stride;
+    stage_ = rank_ / pp_stride_;
+    PROJECTOR_ASSIGN_OR_RETURN(chunks_, AssignLayers(s_.model, par, s_.training));
+    dense_ = LayOut(FindTable(p_, "dense layer"));
+    moe_ = LayOut(FindTable(p_, "moe layer"));
+    embedding_ = LayOut(FindTable(p_, "embedding"));
+    output_ = LayOut(FindTable(p_, "output"));
+    layer_input_bytes_ = LayerInputBytes(s_.model, par, s_.training).value();
+
+    std::vector<const TimelineEvent*> passes;
+    const TimelineEvent* optimizer = nullptr;
+    for (const TimelineEvent& e : p_.timeline) {
+      if (e.rank != stage_) continue;
+      if (e.kind == TimelineKind::kForward || e.kind == TimelineKind::kBackward ||
+          e.kind == TimelineKind::kWeightGrad) {
+        passes.push_back(&e);
+      } else if (e.kind == TimelineKind::kOptimizer) {
+        optimizer = &e;
+      }
+    }
+    std::stable_sort(
+        passes.begin(), passes.end(),
+        [](const TimelineEvent* a, const TimelineEvent* b) { return a->start < b->start; });
+    for (const TimelineEvent* e : passes) {
+      PROJECTOR_RETURN_IF_ERROR(Pass(*e));
+    }
+    Tail(optimizer);
+    return std::move(nodes_);
+  }
+
+ private:
+  uint64_t Add(ChakraNode n, bool chain) {
+    n.id = static_cast<uint64_t>(nodes_.size());
+    if (last_) n.data_deps.push_back(*last_);
+    nodes_.push_back(std::move(n));
+    if (chain) last_ = nodes_.back().id;
+    return nodes_.back().id;
+  }
+
+  // Global rank of virtual stage vs's pipeline rank in this rank's TP·CP·DP position.
+  int64_t RankOfStage(int64_t vs) const { return rank_ + (vs % pp_ - stage_) * pp_stride_; }
+
+  // A tag both sides compute: the activation from virtual stage vs to vs + 1 of micro-batch mb
+  // (gradient: +1).
+  int32_t Tag(int64_t mb, int64_t vs, bool gradient) const {
+    return static_cast<int32_t>(2 * (mb * pp_ * v_ + vs) + (gradient ? 1 : 0));
+  }
+
+  void P2p(ChakraNodeType type, int64_t peer, int32_t tag, std::string name) {
+    ChakraNode n;
+    n.name = std::move(name);
+    n.type = type;
+    n.comm_size = static_cast<int64_t>(layer_input_bytes_);
+    n.comm_src = static_cast<int32_t>(type == ChakraNodeType::kSend ? rank_ : peer);
+    n.comm_dst = static_cast<int32_t>(type == ChakraNodeType::kSend ? peer : rank_);
+    n.comm_tag = tag;
+    Add(std::move(n), /*chain=*/type == ChakraNodeType::kRecv);
+  }
+
+  void Collective(const Op& op, const std::string& prefix) {
+    const std::optional<ChakraCollective> kind = ChakraKind(op.collective.kind);
+    const ProcessGroup& g = op.collective.group;
+    if (!kind) {
+      // A ring step of the group: send to the next member, receive from the previous one.
+      const int64_t k = (rank_ / g.stride) % g.size;
+      const int64_t base = rank_ - k * g.stride;
+      const int64_t next = base + ((k + 1) % g.size) * g.stride;
+      const int64_t prev = base + ((k + g.size - 1) % g.size) * g.stride;
+      const int32_t tag = kRingTagBase + ring_steps_++;
+      for (const bool send : {true, false}) {
+        ChakraNode n;
+        n.name = prefix + std::string(op.name) + (send ? " send" : " recv");
+        n.type = send ? ChakraNodeType::kSend : ChakraNodeType::kRecv;
+        n.comm_size = static_cast<int64_t>(op.bytes.value());
+        n.comm_src = static_cast<int32_t>(send ? rank_ : prev);
+        n.comm_dst = static_cast<int32_t>(send ? next : rank_);
+        n.comm_tag = tag;
+        Add(std::move(n), /*chain=*/!send);
+      }
+      return;
+    }
+    ChakraNode n;
+    n.name = prefix + std::string(op.name);
+    n.type = ChakraNodeType::kCollective;
+    n.comm_type = *kind;
+    n.comm_size = static_cast<int64_t>(op.bytes.value());
+    n.pg_name = groups_.NameOf(rank_, g);
+    n.duration_us = Micros(op.time);
+    Add(std::move(n), /*chain=*/true);
+  }
+
+  void Compute(const Op& op, const std::string& prefix) {
+    ChakraNode n;
+    n.name = prefix + std::string(op.name);
+    n.type = ChakraNodeType::kCompute;
+    n.num_ops = static_cast<int64_t>(op.flops.value());
+    n.tensor_size = static_cast<uint64_t>(op.bytes.value());
+    n.duration_us = Micros(op.time);
+    Add(std::move(n), /*chain=*/true);
+  }
+
+  // The ops of one table a pass runs, in table order, collectives after their module's last op.
+  void Module(const LaidOutTable& t, const PassPhases& phases, const std::string& prefix) {
+    if (t.table == nullptr) return;
+    const OpList& ops = t.table->ops;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].kind == OpKind::kCollective || !phases.Has(ops[i].phase)) continue;
+      Compute(ops[i], prefix);
+      for (const Op* c : t.after[i]) Collective(*c, prefix);
+    }
+    for (const Op* c : t.trailing) {
+      if (phases.Has(c->phase)) Collective(*c, prefix);
+    }
+  }
+
+  absl::Status Pass(const TimelineEvent& e) {
+    const int64_t c = e.chunk, mb = e.micro_batch;
+    const int64_t vs = c * pp_ + stage_, stages = pp_ * v_;
+    const ChunkAssignment& a = chunks_[static_cast<size_t>(stage_ * v_ + c)];
+    const bool zero_bubble = s_.parallel.pipeline_schedule == PipelineSchedule::kZeroBubbleH1;
+    const std::string prefix = absl::StrFormat("mb%d c%d ", mb, c);
+    if (e.kind == TimelineKind::kForward) {
+      if (vs > 0)
+        P2p(ChakraNodeType::kRecv, RankOfStage(vs - 1), Tag(mb, vs - 1, false),
+            prefix + "recv activation");
+      const PassPhases f{.forward = true};
+      if (a.has_embedding) Module(embedding_, f, prefix + "embedding ");
+      for (int64_t l = 0; l < a.num_layers; ++l) Layer(a.first_layer + l, f, prefix);
+      for (int64_t m = 0; m < a.mtp_layers; ++m) Layer(s_.model.num_layers - 1, f, prefix + "mtp ");
+      if (a.has_output) {
+        for (int64_t h = 0; h <= a.mtp_layers; ++h) Module(output_, f, prefix + "output ");
+      }
+      if (vs < stages - 1)
+        P2p(ChakraNodeType::kSend, RankOfStage(vs + 1), Tag(mb, vs, false),
+            prefix + "send activation");
+      return absl::OkStatus();
+    }
+    const bool weight_pass = e.kind == TimelineKind::kWeightGrad;
+    if (!weight_pass && vs < stages - 1) {
+      P2p(ChakraNodeType::kRecv, RankOfStage(vs + 1), Tag(mb, vs, true), prefix + "recv gradient");
+    }
+    const PassPhases b{.forward = false,
+                       .recompute = !weight_pass,
+                       .dgrad = !weight_pass,
+                       .wgrad = weight_pass || !zero_bubble};
+    const PassPhases no_recompute{
+        .forward = false, .recompute = false, .dgrad = b.dgrad, .wgrad = b.wgrad};
+    if (a.has_output) {
+      for (int64_t h = 0; h <= a.mtp_layers; ++h) Module(output_, b, prefix + "output ");
+    }
+    for (int64_t m = 0; m < a.mtp_layers; ++m) {
+      Layer(s_.model.num_layers - 1, m < a.recomputed_mtp ? b : no_recompute, prefix + "mtp ");
+    }
+    // Full recompute re-runs the chunk's first recomputed_* layers of each kind.
+    int64_t dense_seen = 0, moe_seen = 0;
+    std::vector<bool> recomputed(static_cast<size_t>(a.num_layers));
+    for (int64_t l = 0; l < a.num_layers; ++l) {
+      const bool moe = s_.model.IsMoeLayer(a.first_layer + l);
+      recomputed[static_cast<size_t>(l)] =
+          moe ? moe_seen++ < a.recomputed_moe : dense_seen++ < a.recomputed_dense;
+    }
+    for (int64_t l = a.num_layers; l-- > 0;) {
+      Layer(a.first_layer + l, recomputed[static_cast<size_t>(l)] ? b : no_recompute, prefix);
+    }
+    if (a.has_embedding) Module(embedding_, b, prefix + "embedding ");
+    if (!weight_pass && vs > 0) {
+      P2p(ChakraNodeType::kSend, RankOfStage(vs - 1), Tag(mb, vs - 1, true),
+          prefix + "send gradient");
+    }
+    return absl::OkStatus();
+  }
+
+  void Layer(int64_t layer, const PassPhases& phases, const std::string& prefix) {
+    // Under selective recompute the table's recompute ops are the attention core's: every layer.
+    PassPhases run = phases;
+    if (s_.training.recompute == Recompute::kSelective && (phases.dgrad || phases.wgrad)) {
+      run.recompute = phases.dgrad;
+    }
+    Module(s_.model.IsMoeLayer(layer) ? moe_ : dense_, run,
+           absl::StrCat(prefix, "layer ", layer, " "));
+  }
+
+  void Tail(const TimelineEvent* optimizer) {
+    const ParallelConfig& par = s_.parallel;
+    const ProcessGroup dp = par.DpCpGroup();
+    const double params = static_cast<size_t>(stage_) < p_.memory.stages.size()
+                              ? p_.memory.stages[static_cast<size_t>(stage_)].parameters
+                              : 0.0;
+    if (dp.size > 1 && params > 0) {
+      ChakraNode n;
+      n.name = par.distributed_optimizer ? "dp gradient reduce-scatter" : "dp gradient all-reduce";
+      n.type = ChakraNodeType::kCollective;
+      n.comm_type = par.distributed_optimizer ? ChakraCollective::kReduceScatter
+                                              : ChakraCollective::kAllReduce;
+      n.comm_size = static_cast<int64_t>(params * GradReduceBytesPerParam(s_.training));
+      n.pg_name = groups_.NameOf(rank_, dp);
+      Add(std::move(n), /*chain=*/true);
+    }
+    ChakraNode opt;
+    opt.name = "optimizer step";
+    opt.type = ChakraNodeType::kCompute;
+    if (optimizer != nullptr) opt.duration_us = Micros(optimizer->end - optimizer->start);
+    Add(std::move(opt), /*chain=*/true);
+    if (dp.size > 1 && params > 0 && par.distributed_optimizer) {
+      ChakraNode n;
+      n.name = "dp parameter all-gather";
+      n.type = ChakraNodeType::kCollective;
+      n.comm_type = ChakraCollective::kAllGather;
+      n.comm_size = static_cast<int64_t>(params * kWeightBytesPerParam);
+      n.pg_name = groups_.NameOf(rank_, dp);
+      Add(std::move(n), /*chain=*/true);
+    }
+  }
+
+  // Tags of ring steps inside layers, above every pipeline tag CheckChakraExport allows.
+  static constexpr int32_t kRingTagBase = 1 << 30;
+
+  const Scenario& s_;
+  const Projection& p_;
+  const int64_t rank_;
+  ChakraGroups& groups_;
+  int64_t pp_ = 1, v_ = 1, pp_stride_ = 1, stage_ = 0;
+  std::vector<ChunkAssignment> chunks_;
+  LaidOutTable dense_, moe_, embedding_, output_;
+  double layer_input_bytes_ = 0;
+  std::vector<ChakraNode> nodes_;
+  std::optional<uint64_t> last_;
+  int32_t ring_steps_ = 0;
+};
+
+absl::Status ExportError(std::string message) {
+  return absl::InvalidArgumentError(absl::StrCat("--chakra-out: ", message));
+}
+
+}  // namespace
+
+std::string ChakraGroups::NameOf(int64_t rank, const ProcessGroup& group) {
+  const int64_t k = (rank / group.stride) % group.size;
+  const int64_t first = rank - k * group.stride;
+  const auto key = std::make_tuple(group.size, group.stride, first);
+  auto it = names_.find(key);
+  if (it != names_.end()) return it->second;
+  std::string name = absl::StrCat(names_.size());
+  std::vector<int64_t>& members = groups_[name];
+  for (int64_t j = 0; j < group.size; ++j) members.push_back(first + j * group.stride);
+  names_.emplace(key, name);
+  return name;
+}
+
+absl::Status CheckChakraExport(const Scenario& scenario, const Projection& projection) {
+  if (scenario.parallel.fsdp) {
+    return ExportError(
+        "FSDP layouts are not exported yet (their per-layer parameter gathers "
+        "follow the FSDP unit schedule); export the layout without --fsdp");
+  }
+  if (projection.op_tables.empty() || projection.timeline.empty()) {
+    return ExportError("the projection was made without its op tables or replayed timeline");
+  }
+  const int64_t stages =
+      std::max<int64_t>(1, scenario.parallel.pp) * std::max<int64_t>(1, scenario.parallel.vpp);
+  if (2 * (projection.micro_batches * stages + stages) >= (int64_t{1} << 30)) {
+    return ExportError(absl::StrFormat(
+        "%d micro-batches on %d virtual stages need more pipeline tags than 32 bits hold; "
+        "export fewer micro-batches (a smaller global batch)",
+        projection.micro_batches, stages));
+  }
+  // Every rank of a pipeline stage runs the same program; count one per stage.
+  const int64_t pp = std::max<int64_t>(1, scenario.parallel.pp);
+  const int64_t per_stage = scenario.num_gpus / pp;
+  ChakraGroups scratch;
+  int64_t total = 0;
+  for (int64_t stage = 0; stage < pp; ++stage) {
+    PROJECTOR_ASSIGN_OR_RETURN(
+        const std::vector<ChakraNode> program,
+        ChakraRankProgram(scenario, projection, stage * scenario.parallel.PpGroup().stride,
+                          scratch));
+    total += static_cast<int64_t>(program.size()) * per_stage;
+  }
+  if (total > kMaxChakraNodes) {
+    return ExportError(absl::StrFormat(
+        "the traces would hold %d nodes over %d ranks, more than the %d an export writes; "
+        "export a smaller run (fewer GPUs, or fewer micro-batches: a smaller global batch)",
+        total, scenario.num_gpus, kMaxChakraNodes));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ChakraNode>> ChakraRankProgram(const Scenario& scenario,
+                                                          const Projection& projection,
+                                                          int64_t rank, ChakraGroups& groups) {
+  if (rank < 0 || rank >= scenario.num_gpus) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("chakra: rank %d is not one of the %d GPUs", rank, scenario.num_gpus));
+  }
+  return ProgramBuilder(scenario, projection, rank, groups).Build();
+}
+
+}  // namespace projector
