@@ -116,14 +116,20 @@ absl::StatusOr<ScaleResult> RunScaling(const Scenario& base, std::span<const int
   for (size_t i = 0; i < gpu_counts.size(); ++i) {
     absl::StatusOr<SearchResult> found = running[i].get();
     if (launched < gpu_counts.size()) launch();
-    if (!found.ok()) {
+    // A count where no layout is valid or fits (the search says why) is a point of the study,
+    // not its end: the curve starts at the first count that has one.
+    const bool none_here =
+        !found.ok() && found.status().code() == absl::StatusCode::kFailedPrecondition;
+    if (!found.ok() && !none_here) {
       for (size_t j = i + 1; j < launched; ++j) running[j].wait();
       return found.status();
     }
     ScalePoint point;
     point.num_gpus = gpu_counts[i];
     point.global_batch = scenarios[i].training.global_batch;
-    if (!found->ranked.empty() && found->ranked.front().fits_memory) {
+    if (none_here) {
+      point.why_not = std::string(found.status().message());
+    } else if (!found->ranked.empty() && found->ranked.front().fits_memory) {
       point.found = true;
       point.best = found->ranked.front();
     } else {

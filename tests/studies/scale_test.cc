@@ -96,6 +96,23 @@ TEST(ScaleTest, StrongAndWeakScalingOfARealJob) {
   EXPECT_EQ(calls, 3);
 }
 
+// A count with no valid layout is a point that says why (the search's message), not the end of
+// the study: on one GPU the space's only sharding, the distributed optimizer, has no DP group to
+// shard over; the curve starts at the next count.
+TEST(ScaleTest, ACountWhereNothingFitsIsReportedAndTheCurveGoesOn) {
+  const std::vector<int64_t> counts = {1, 8, 16};
+  absl::StatusOr<ScaleResult> r =
+      RunScaling(Llama8b(), counts, ScalingMode::kStrong, SmallSpace());
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->points.size(), 3u);
+  EXPECT_FALSE(r->points[0].found);
+  EXPECT_THAT(r->points[0].why_not, HasSubstr("no valid layout among 4 candidates"));
+  EXPECT_THAT(r->points[0].why_not, HasSubstr("sharding_without_dp"));
+  EXPECT_TRUE(r->points[1].found);
+  EXPECT_DOUBLE_EQ(r->points[1].efficiency, 1.0);  // against the first count that fits
+  EXPECT_TRUE(r->points[2].found);
+}
+
 TEST(ScaleTest, CountsMustRise) {
   EXPECT_THAT(
       RunScaling(Llama8b(), std::vector<int64_t>{16, 8}, ScalingMode::kStrong, SmallSpace()),
