@@ -26,6 +26,7 @@ from . import _projector
 
 __all__ = [
     "InputError", "CheckFailed", "InternalError", "Result", "Projection", "ServeResult",
+    "SearchResult", "ScaleResult", "ScalePoint", "ValidateResult", "CompareResult",
     "Latency", "run", "project", "search",
     "validate", "scale", "compare", "serve", "estimate_gemm", "estimate_attention",
     "estimate_collective",
@@ -201,6 +202,100 @@ class ServeResult(Result):
         return float(self._doc["output_tokens_per_s_per_gpu"])
 
 
+class SearchResult(Result):
+    """`project search`'s document: the ranked layouts, best first, and how many were looked at."""
+
+    @property
+    def best(self) -> dict:
+        """The best layout's row (the first of `layouts`)."""
+        return self._doc["layouts"][0]
+
+    @property
+    def best_command(self) -> str:
+        """The `project` command that projects the best layout."""
+        return self._doc["best_command"]
+
+    @property
+    def candidates_enumerated(self) -> int:
+        return int(self._doc["candidates_enumerated"])
+
+    @property
+    def candidates_evaluated(self) -> int:
+        return int(self._doc["candidates_evaluated"])
+
+    @property
+    def removed(self) -> dict:
+        """Candidates removed, by constraint name."""
+        return dict(self._doc["removed"])
+
+
+class ScalePoint(Result):
+    """One GPU count of a scaling study."""
+
+    @property
+    def num_gpus(self) -> int:
+        return int(self._doc["num_gpus"])
+
+    @property
+    def found(self) -> bool:
+        """Whether a layout fits at this count (else `why_not` says why)."""
+        return bool(self._doc["found"])
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return float(self._doc.get("tokens_per_s_per_gpu", 0.0))
+
+    @property
+    def efficiency(self) -> float:
+        return float(self._doc.get("efficiency", 0.0))
+
+
+class ScaleResult(Result):
+    """`project scale`'s document: one point per GPU count, the breakdown point and Amdahl's fit."""
+
+    @property
+    def points(self) -> list:
+        return [ScalePoint(p) for p in self._doc["points"]]
+
+    @property
+    def breakdown_point(self):
+        """The first GPU count under 70% efficiency, or None."""
+        return self._doc.get("breakdown_point")
+
+    @property
+    def serial_fraction(self) -> float:
+        return float(self._doc["serial_fraction"])
+
+
+class ValidateResult(Result):
+    """`project validate`'s document: every case, the summary and the tables by group."""
+
+    @property
+    def median_abs_error_pct(self) -> float:
+        return float(self._doc["summary"]["median_abs_error_pct"])
+
+    @property
+    def within_20_pct(self) -> float:
+        """The share of cases within 20% of their measurement, in %."""
+        return float(self._doc["summary"]["within_20_pct"])
+
+    @property
+    def count(self) -> int:
+        return int(self._doc["summary"]["count"])
+
+
+class CompareResult(Result):
+    """`project compare`'s document: the sides, term by term, and the causes of the difference."""
+
+    @property
+    def sides(self) -> list:
+        return [Result(side) for side in self._doc["sides"]]
+
+    @property
+    def causes(self) -> list:
+        return list(self._doc["causes"])
+
+
 def _flatten(row, prefix=""):
     out = {}
     for key, value in row.items():
@@ -262,23 +357,23 @@ def project(scenario=None, **flags):
 
 def search(**flags):
     """The layout search (`project search`); .records() gives one row per ranked layout."""
-    return _json_command(["search"], {"quiet": True, **flags})
+    return _json_command(["search"], {"quiet": True, **flags}, SearchResult)
 
 
 def validate(cases, **flags):
     """Projected against measured over a cases file (`project validate --cases FILE`)."""
-    return _json_command(["validate"], {"cases": cases, **flags})
+    return _json_command(["validate"], {"cases": cases, **flags}, ValidateResult)
 
 
 def scale(num_gpus, **flags):
     """One job over GPU counts (`project scale`); .records() gives one row per count."""
-    return _json_command(["scale"], {"num_gpus": num_gpus, "quiet": True, **flags})
+    return _json_command(["scale"], {"num_gpus": num_gpus, "quiet": True, **flags}, ScaleResult)
 
 
 def compare(*files, **flags):
     """Projections side by side (`project compare`): files, a file and flags, or gpu_arch=[...]."""
     with _Args(flags) as a:
-        return Result(json.loads(run("compare", *files, *a.argv, "--format", "json")))
+        return CompareResult(json.loads(run("compare", *files, *a.argv, "--format", "json")))
 
 
 def serve(**flags):

@@ -50,6 +50,11 @@ def test_search_records_feed_a_dataframe():
     assert len(rows) >= 1
     assert {"tp", "pp", "tokens_per_s_per_gpu"} <= set(rows[0])
     assert rows[0]["tokens_per_s_per_gpu"] >= rows[-1]["tokens_per_s_per_gpu"]
+    assert isinstance(s, projector.SearchResult)
+    assert s.best == s.layouts[0] and s.best["rank"] == 1
+    assert s.best_command.startswith("project ")
+    assert s.candidates_enumerated >= s.candidates_evaluated >= len(rows)
+    assert sum(s.removed.values()) + len(rows) == s.candidates_enumerated
 
 
 def test_serve_and_scale():
@@ -61,11 +66,27 @@ def test_serve_and_scale():
     s = projector.scale(num_gpus=[8, 16], model="llama3.1-8b", gpu_arch="h100-sxm", seq_len=2048,
                         global_batch=64, tp_values=[1, 2], pp_values=[1])
     assert [p["num_gpus"] for p in s.records()] == [8, 16]
+    assert isinstance(s, projector.ScaleResult)
+    assert [p.num_gpus for p in s.points] == [8, 16]
+    assert all(p.found for p in s.points) and s.points[0].efficiency == 1.0
+    assert s.breakdown_point is None or s.breakdown_point in (8, 16)
+    assert s.serial_fraction >= 0
 
 
 def test_validate_runs_the_cases_file():
     v = projector.validate(cases=CASES)
     assert v.summary["projected"] > 300
+    assert isinstance(v, projector.ValidateResult)
+    assert v.count == v.summary["count"] and 0 < v.median_abs_error_pct < 100
+    assert 0 <= v.within_20_pct <= 100
+
+
+def test_compare_across_gpus():
+    c = projector.compare(model="llama3.1-8b", gpu_arch=["h100-sxm", "mi300x"], num_gpus=8,
+                          seq_len=2048, global_batch=16)
+    assert isinstance(c, projector.CompareResult)
+    assert [side.gpu for side in c.sides] == ["h100-sxm", "mi300x"]
+    assert isinstance(c.causes, list)
 
 
 def test_bad_input_raises_input_error_with_the_flag():
