@@ -1,6 +1,7 @@
 #include "report/lod_report.h"
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -90,6 +91,48 @@ std::string HighLodText(const HighLodResult& r) {
   return out;
 }
 
+namespace {
+
+// Counter tracks of link use: per link, the transfers on it (0 or 1: a link carries one at a
+// time), and over all links how many are busy; one sample at every start and end, ends first at
+// equal times.
+void AppendLinkCounters(const HighLodResult& r, nlohmann::json& events) {
+  struct Edge {
+    Seconds at;
+    int delta;
+    int32_t link;
+  };
+  std::vector<Edge> edges;
+  for (const ReplayedTask& t : r.timeline) {
+    if (t.what != ReplayedTask::What::kTransfer) continue;
+    edges.push_back({t.start, +1, t.resource});
+    edges.push_back({t.end, -1, t.resource});
+  }
+  std::stable_sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
+    return a.at < b.at || (a.at == b.at && a.delta < b.delta);
+  });
+  std::map<int32_t, int> on_link;
+  int busy_links = 0;
+  for (const Edge& e : edges) {
+    int& n = on_link[e.link];
+    const bool was_busy = n > 0;
+    n += e.delta;
+    busy_links += (n > 0) - (was_busy ? 1 : 0);
+    events.push_back({{"ph", "C"},
+                      {"pid", 0},
+                      {"name", absl::StrCat("link use: ", r.resource_use[static_cast<size_t>(e.link)].name)},
+                      {"ts", ToMicroseconds(e.at)},
+                      {"args", {{"transfers", n}}}});
+    events.push_back({{"ph", "C"},
+                      {"pid", 0},
+                      {"name", "links busy"},
+                      {"ts", ToMicroseconds(e.at)},
+                      {"args", {{"links", busy_links}}}});
+  }
+}
+
+}  // namespace
+
 nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r) {
   const bool interleaved = scenario.parallel.vpp > 1;
   nlohmann::json events = nlohmann::json::array();
@@ -131,6 +174,7 @@ nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r
     }
     events.push_back(std::move(ev));
   }
+  AppendLinkCounters(r, events);
   return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
 }
 

@@ -40,10 +40,30 @@ TEST(LodReportTest, TheTraceHasAStreamPerRankAndALinkPerDirection) {
   const nlohmann::json trace = HighLodTraceJson(*s, *r);
   std::map<std::string, int> by_cat;
   int threads = 0;
+  std::map<std::string, int> counter_samples;
+  int most_links_busy = 0;
   for (const nlohmann::json& e : trace["traceEvents"]) {
     if (e["ph"] == "X") ++by_cat[e["cat"].get<std::string>()];
     if (e["name"] == "thread_name") ++threads;
+    if (e["ph"] != "C") continue;
+    ++counter_samples[e["name"].get<std::string>()];
+    if (e["name"] == "links busy") {
+      most_links_busy = std::max(most_links_busy, e["args"]["links"].get<int>());
+    } else {
+      const int n = e["args"]["transfers"].get<int>();
+      EXPECT_TRUE(n == 0 || n == 1) << "a link carries one transfer at a time";
+    }
   }
+  // Link-use counters: a sample at each transfer's start and end, per link and over all links.
+  EXPECT_EQ(counter_samples.size(), 8u + 1u);
+  EXPECT_EQ(counter_samples["links busy"], 2 * 224);
+  int per_link = 0;
+  for (const auto& [name, samples] : counter_samples) {
+    if (name != "links busy") per_link += samples;
+  }
+  EXPECT_EQ(per_link, 2 * 224);
+  EXPECT_GE(most_links_busy, 2);
+  EXPECT_LE(most_links_busy, 8);
   EXPECT_EQ(by_cat["pass"], 256);
   EXPECT_EQ(by_cat["p2p"], 224);
   EXPECT_EQ(by_cat["tail"], 4);
