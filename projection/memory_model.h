@@ -100,6 +100,9 @@ struct MemoryFootprint {
 MemoryFootprint EstimateMemory(const std::vector<StageMemoryInput>& stages,
                               const MemoryModelConfig& config);
 
+// One stage of EstimateMemory (its `stage` index left 0).
+StageMemory EstimateStageMemory(const StageMemoryInput& in, const MemoryModelConfig& config);
+
 }  // namespace projector
 
 #endif  // PROJECTOR_PROJECTION_MEMORY_MODEL_H_

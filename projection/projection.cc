@@ -345,6 +345,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   p.step_lower_bound = step.lower_bound;
   if (step.abandoned) {
     p.abandoned = true;
+    p.peak_memory_per_gpu = step.memory.peak;
     return p;
   }
   if (step.over_memory_limit) {

@@ -36,7 +36,7 @@ struct ProjectionOptions {
   // Abandon the projection before its pipeline replay when the step's lower bound
   // (PipelineLowerBound of the passes) is at least this: a search's K-th best step so far. The
   // Projection then holds only abandoned, step_lower_bound, micro_batches, layer_kinds,
-  // embedding and output_layer.
+  // embedding and output_layer (and peak_memory_per_gpu, with abandon_above_memory).
   Seconds abandon_at{std::numeric_limits<double>::infinity()};
   // Abandon the projection before its pipeline replay when its peak memory per GPU is above
   // this (a search's memory limit: such a layout is removed whatever its step). The memory

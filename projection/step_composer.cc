@@ -823,6 +823,15 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
     out.lower_bound = PipelineLowerBound(schedule);
     if (out.lower_bound >= in.abandon_at) {
       out.abandoned = true;
+      // The peak too, where the caller has a memory limit (a search that may prune the layout
+      // later for memory rather than time): stage by stage, as EstimateMemory takes it.
+      if (in.abandon_above_memory) {
+        const MemoryModelConfig config = MemoryConfigOf(in, v, m, grad_bytes);
+        for (int64_t r = 0; r < p; ++r) {
+          out.memory.peak = std::max(
+              out.memory.peak, EstimateStageMemory(StageMemoryOf(costs, par, r, p, v, m), config).total);
+        }
+      }
       return out;
     }
   }

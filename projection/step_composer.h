@@ -163,7 +163,7 @@ struct StepResult {
   std::vector<ChunkTimes> chunk_times;
   MemoryFootprint memory;
   // abandoned: the lower bound reached StepInputs::abandon_at, and only micro_batches, chunks
-  // and lower_bound are set.
+  // and lower_bound are set (and memory.peak, with abandon_above_memory).
   bool abandoned = false;
   // over_memory_limit: the peak memory exceeded StepInputs::abandon_above_memory, and only
   // micro_batches, chunks, memory and lower_bound are set.

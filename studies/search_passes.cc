@@ -117,6 +117,7 @@ struct EvaluationQueue {
   PassMode mode = PassMode::kFull;
   const PassOrder* pass = nullptr;
   TopSteps* top = nullptr;  // kPruned: updated with every layout projected
+  std::optional<Bytes> memory_limit;  // the search's
   // kPruned: the TopSteps threshold when the batch began. Every decision of a batch uses it, so
   // which layouts are projected does not depend on how the workers interleave.
   Seconds threshold{std::numeric_limits<double>::infinity()};
@@ -197,6 +198,12 @@ struct EvaluationQueue {
         if (out.outcome[idx] != Outcome::kPending) continue;
         if (out.metrics[idx].step_lower_bound >= threshold) {
           out.outcome[idx] = Outcome::kPruned;
+          continue;
+        }
+        // The bound pass found its peak above the limit: removed for memory with that peak, as
+        // projecting it again would remove it (the memory model reads no time).
+        if (memory_limit && out.metrics[idx].peak_memory_per_gpu > *memory_limit) {
+          out.outcome[idx] = Outcome::kOk;
           continue;
         }
       }
@@ -334,6 +341,7 @@ Evaluations EvaluateCandidates(const Scenario& base, const std::vector<SearchCan
   out.metrics.resize(candidates.size());
   const int threads = WorkerThreads(options, candidates.size());
   EvaluationQueue queue(base, candidates, evaluate, out);
+  queue.memory_limit = options.memory_limit;
   if (top == nullptr) {
     RunPass(queue, PassMode::kFull, OneByOne(candidates.size()), threads, options, start, what);
     return out;

@@ -27,8 +27,9 @@ TEST(ProjectTest, TgsIsGlobalTokensOverStepTimeOverGpus) {
   EXPECT_GT(p->breakdown.compute.value(), 0.0);
 }
 
-// The memory model reads no time, so a projection stopped for memory before its pipeline replay
-// reports the peak the full projection reports; under the limit it runs to the end unchanged.
+// The memory model reads no time, so a projection stopped for memory before its pipeline replay,
+// or at its lower bound with a memory limit given, reports the peak the full projection reports;
+// under the limit it runs to the end unchanged.
 TEST(ProjectTest, AbandonAboveMemoryStopsBeforeTheReplayWithTheSamePeak) {
   FakeBackends fakes;
   Scenario s = ToyScenario();
@@ -46,6 +47,15 @@ TEST(ProjectTest, AbandonAboveMemoryStopsBeforeTheReplayWithTheSamePeak) {
   EXPECT_EQ(stopped->peak_memory_per_gpu.value(), full->peak_memory_per_gpu.value());
   EXPECT_EQ(stopped->memory.stages.size(), full->memory.stages.size());
   EXPECT_EQ(stopped->step_time.value(), 0.0);  // never replayed
+
+  // Stopped at its lower bound instead (a search's bound pass), it still carries that peak.
+  ProjectionOptions bounded;
+  bounded.abandon_at = Seconds(0);
+  bounded.abandon_above_memory = full->peak_memory_per_gpu * 2;
+  auto at_bound = Project(s, fakes.Refs(), bounded);
+  ASSERT_THAT(at_bound, IsOk());
+  EXPECT_TRUE(at_bound->abandoned);
+  EXPECT_EQ(at_bound->peak_memory_per_gpu.value(), full->peak_memory_per_gpu.value());
 
   ProjectionOptions at;
   at.abandon_above_memory = full->peak_memory_per_gpu;  // not above: replayed
