@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <variant>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "core/suggest.h"
+#include "core/yaml_reader.h"
 
 namespace projector {
 namespace {
@@ -23,19 +25,6 @@ using nlohmann::json;
 // Debian's Abseil 20220623 has its own absl::string_view, which StrCat needs.
 absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
-std::string EscapePointerToken(std::string_view key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -61,11 +50,29 @@ std::string_view JsonTypeName(const nlohmann::json& value) {
   }
 }
 
+std::string EscapePointerToken(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 absl::Status JsonFieldError(std::string_view origin, std::string_view pointer,
                             std::string_view problem) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(AbslView(origin), ": ", pointer.empty() ? "/" : AbslView(pointer), ": ",
-                   AbslView(problem)));
+  // A YAML file's message says where in it, as its syntax errors do: "<file>:<line>:<column>:".
+  std::string where(origin);
+  if (const std::optional<std::pair<int, int>> at = YamlPositionOf(origin, pointer)) {
+    where = absl::StrCat(where, ":", at->first, ":", at->second);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      where, ": ", pointer.empty() ? "/" : AbslView(pointer), ": ", AbslView(problem)));
 }
 
 namespace {

@@ -32,6 +32,9 @@ absl::Status JsonFieldError(std::string_view origin, std::string_view pointer,
 
 // A view of one JSON object. Each accessor marks its key as known; CheckNoUnknownKeys() then
 // fails on any other key. Accessors return kInvalidArgument naming origin and pointer.
+// `key` as one JSON-pointer token (RFC 6901: "~" as "~0", "/" as "~1").
+std::string EscapePointerToken(std::string_view key);
+
 class JsonObject {
  public:
   // kInvalidArgument if `value` is not an object.

@@ -1,12 +1,16 @@
 #include "core/yaml_reader.h"
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "core/json_reader.h"
 #include "core/status_macros.h"
 #include "yaml-cpp/yaml.h"
@@ -30,7 +34,17 @@ nlohmann::json ScalarToJson(const YAML::Node& node) {
   return text;
 }
 
-nlohmann::json NodeToJson(const YAML::Node& node) {
+// Where a value sits in its file, 1-based.
+using Positions = std::map<std::string, std::pair<int, int>, std::less<>>;
+
+void Record(Positions& positions, const std::string& pointer, const YAML::Mark& mark) {
+  if (!mark.is_null()) positions[pointer] = {mark.line + 1, mark.column + 1};
+}
+
+// The JSON value of `node` at JSON pointer `pointer`, recording where each value (a map entry:
+// its key) sits.
+nlohmann::json NodeToJson(const YAML::Node& node, const std::string& pointer,
+                          Positions& positions) {
   switch (node.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
@@ -39,13 +53,20 @@ nlohmann::json NodeToJson(const YAML::Node& node) {
       return ScalarToJson(node);
     case YAML::NodeType::Sequence: {
       nlohmann::json array = nlohmann::json::array();
-      for (const YAML::Node& item : node) array.push_back(NodeToJson(item));
+      for (const YAML::Node& item : node) {
+        const std::string at = absl::StrCat(pointer, "/", array.size());
+        Record(positions, at, item.Mark());
+        array.push_back(NodeToJson(item, at, positions));
+      }
       return array;
     }
     case YAML::NodeType::Map: {
       nlohmann::json object = nlohmann::json::object();
       for (const auto& entry : node) {
-        object[entry.first.as<std::string>()] = NodeToJson(entry.second);
+        const std::string key = entry.first.as<std::string>();
+        const std::string at = absl::StrCat(pointer, "/", EscapePointerToken(key));
+        Record(positions, at, entry.first.Mark());
+        object[key] = NodeToJson(entry.second, at, positions);
       }
       return object;
     }
@@ -53,11 +74,45 @@ nlohmann::json NodeToJson(const YAML::Node& node) {
   return nullptr;
 }
 
+// The positions of the YAML files read so far, by origin: what JsonFieldError adds to a message.
+struct PositionRegistry {
+  absl::Mutex mu;
+  std::map<std::string, Positions, std::less<>> by_origin ABSL_GUARDED_BY(mu);
+};
+
+PositionRegistry& Registry() {
+  static PositionRegistry* registry = new PositionRegistry();
+  return *registry;
+}
+
 }  // namespace
+
+std::optional<std::pair<int, int>> YamlPositionOf(std::string_view origin,
+                                                  std::string_view pointer) {
+  PositionRegistry& r = Registry();
+  absl::MutexLock lock(&r.mu);
+  auto file = r.by_origin.find(origin);
+  if (file == r.by_origin.end()) return std::nullopt;
+  // The value itself, else the nearest enclosing one (a missing field: its object).
+  std::string at(pointer);
+  while (true) {
+    auto it = file->second.find(at);
+    if (it != file->second.end()) return it->second;
+    const size_t slash = at.rfind('/');
+    if (slash == std::string::npos || at.empty()) return std::nullopt;
+    at.resize(slash);
+    if (at.empty()) return std::nullopt;
+  }
+}
 
 absl::StatusOr<nlohmann::json> ParseYamlText(std::string_view text, std::string_view origin) {
   try {
-    return NodeToJson(YAML::Load(std::string(text)));
+    Positions positions;
+    nlohmann::json value = NodeToJson(YAML::Load(std::string(text)), "", positions);
+    PositionRegistry& r = Registry();
+    absl::MutexLock lock(&r.mu);
+    r.by_origin[std::string(origin)] = std::move(positions);
+    return value;
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) {
       return absl::InvalidArgumentError(absl::StrCat(std::string(origin), ": YAML: ", e.msg));

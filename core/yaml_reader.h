@@ -5,8 +5,10 @@
 #ifndef PROJECTOR_CORE_YAML_READER_H_
 #define PROJECTOR_CORE_YAML_READER_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
@@ -18,6 +20,11 @@ namespace projector {
 absl::StatusOr<nlohmann::json> ReadYamlFile(const std::string& path);
 // Parses YAML text; `origin` names it in messages.
 absl::StatusOr<nlohmann::json> ParseYamlText(std::string_view text, std::string_view origin);
+// Where the value at JSON pointer `pointer` (or, when it has none, the nearest value enclosing
+// it) sits in the YAML text last parsed under `origin`, as (line, column), 1-based; nullopt when
+// `origin` is no YAML text read so far. JsonFieldError adds it to its messages.
+std::optional<std::pair<int, int>> YamlPositionOf(std::string_view origin,
+                                                  std::string_view pointer);
 // True for a path ending in .yaml or .yml (any case).
 bool IsYamlPath(std::string_view path);
 // An input file of the tool (scenario, model, hardware profile, overlay): YAML when IsYamlPath,

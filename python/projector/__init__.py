@@ -35,13 +35,16 @@ __all__ = [
 
 class InputError(ValueError):
     """Bad input (the command line's exit code 2): `message` as `project` prints it, `field` the
-    flag ("--tp") or JSON pointer ("/training/seq_len") it names, `file` the file it names."""
+    flag ("--tp") or JSON pointer ("/training/seq_len") it names, `file` the file it names, and
+    `line`, `column` where in that file (YAML files and syntax errors; else None)."""
 
-    def __init__(self, message, field=None, file=None):
+    def __init__(self, message, field=None, file=None, line=None, column=None):
         super().__init__(message)
         self.message = message
         self.field = field
         self.file = file
+        self.line = line
+        self.column = column
 
 
 class CheckFailed(RuntimeError):
@@ -58,20 +61,24 @@ class InternalError(RuntimeError):
 
 
 _FLAG = re.compile(r"^--([a-z0-9-]+): ")
-_FILE = re.compile(r"^(?:--[a-z0-9-]+: )?([^\s:]+\.(?:jsonl|json|yaml|yml|csv))(?::\d+)?: (/[^\s:]*)?")
+_FILE = re.compile(r"^(?:--[a-z0-9-]+: )?([^\s:]+\.(?:jsonl|json|yaml|yml|csv))"
+                   r"(?::(\d+))?(?::(\d+))?: (/[^\s:]*)?")
 
 
 def _input_error(message):
     field = None
     file = None
+    line = column = None
     m = _FILE.match(message)
     if m:
         file = m.group(1)
-        field = m.group(2)
+        line = int(m.group(2)) if m.group(2) else None
+        column = int(m.group(3)) if m.group(3) else None
+        field = m.group(4)
     m = _FLAG.match(message)
     if m and field is None:
         field = "--" + m.group(1)
-    return InputError(message, field=field, file=file)
+    return InputError(message, field=field, file=file, line=line, column=column)
 
 
 def run(*args):

@@ -139,7 +139,7 @@ TEST(NetworkFileTest, AstraListsOfDifferentLengths) {
                         "topology: [Ring, Switch]\nnpus_count: [4]\n"
                         "bandwidth: [50, 50]\nlatency: [500, 500]\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("a.yml: /npus_count"), HasSubstr("1 entries"))));
+                       AllOf(HasSubstr("a.yml:2:1: /npus_count"), HasSubstr("1 entries"))));
   EXPECT_THAT(LoadError("b.yml",
                         "topology: [Ring, Swich]\nnpus_count: [4, 2]\n"
                         "bandwidth: [50, 50]\nlatency: [500, 500]\n"),

@@ -109,3 +109,13 @@ def test_a_bad_file_names_file_and_field(tmp_path):
         projector.project(scenario=str(bad))
     assert e.value.file is not None and e.value.file.endswith("bad.json")
     assert e.value.field is not None and e.value.field.startswith("/training")
+
+
+def test_a_bad_yaml_file_names_line_and_column(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: llama3.1-8b\ngpu: h100-sxm\nnum_gpus: 8\ntraining:\n  seq_len: -1\n")
+    with pytest.raises(projector.InputError) as e:
+        projector.project(scenario=str(bad))
+    assert e.value.file.endswith("bad.yaml")
+    assert (e.value.line, e.value.column) == (5, 3)
+    assert e.value.field == "/training/seq_len"
