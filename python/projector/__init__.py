@@ -28,7 +28,7 @@ __all__ = [
     "InputError", "CheckFailed", "InternalError", "Result", "Projection", "ServeResult",
     "SearchResult", "ScaleResult", "ScalePoint", "ValidateResult", "CompareResult",
     "Latency", "run", "project", "search",
-    "validate", "scale", "compare", "serve", "estimate_gemm", "estimate_attention",
+    "validate", "scale", "compare", "serve", "network", "estimate_gemm", "estimate_attention",
     "estimate_collective",
 ]
 
@@ -388,6 +388,14 @@ def serve(**flags):
     latency-target search or a disaggregated comparison was asked for (their documents differ)."""
     searched = any(flags.get(k) for k in ("max_qps", "search_layouts", "disaggregate"))
     return _json_command(["serve"], {"quiet": True, **flags}, None if searched else ServeResult)
+
+
+def network(action, **flags):
+    """A network (`project network show|route|export|validate`): action and its flags, e.g.
+    network("route", network="networks/mesh4x4.json", from_=1, to=7); a trailing underscore
+    spares a Python keyword."""
+    flags = {k[:-1] if k.endswith("_") else k: v for k, v in flags.items()}
+    return _json_command(["network", action], flags)
 
 
 def estimate_gemm(**flags):

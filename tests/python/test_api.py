@@ -119,3 +119,14 @@ def test_a_bad_yaml_file_names_line_and_column(tmp_path):
     assert e.value.file.endswith("bad.yaml")
     assert (e.value.line, e.value.column) == (5, 3)
     assert e.value.field == "/training/seq_len"
+
+
+def test_network_route_and_high_level_of_detail():
+    here = os.path.dirname(os.path.abspath(__file__))
+    mesh = os.path.join(here, "..", "..", "networks", "mesh4x4.json")
+    r = projector.network("route", network=mesh, from_=1, to=7)
+    assert r.hop_count == 3  # XY routing on the 4x4 mesh: 1, 2, 3, 7
+    assert [h["to"] for h in r.hops] == [2, 3, 7]
+    high = projector.project(model="llama3.1-8b", gpu_arch="h100-sxm", num_gpus=16, pp=2,
+                             seq_len=2048, global_batch=16, lod="high")
+    assert high.lod_high["events"] > 0
