@@ -11,6 +11,14 @@ namespace {
 
 constexpr double kGib = Gibibytes(1).value();  // core/units.h
 
+// The count the efficiencies and the fit are taken against: the first with a layout.
+const ScalePoint* BaseCount(const ScaleResult& r) {
+  for (const ScalePoint& p : r.points) {
+    if (p.found) return &p;
+  }
+  return nullptr;
+}
+
 std::string Summary(const ScaleResult& r) {
   std::string out;
   absl::StrAppend(&out, "  breakdown point (efficiency under ",
@@ -23,7 +31,7 @@ std::string Summary(const ScaleResult& r) {
       r.serial_fraction,
       std::isfinite(r.max_speedup) ? absl::StrFormat("%.0fx", r.max_speedup)
                                    : std::string("unbounded"),
-      r.points.empty() ? std::string("?") : FormatCount(r.points.front().num_gpus));
+      BaseCount(r) == nullptr ? std::string("?") : FormatCount(BaseCount(r)->num_gpus));
   if (!r.growing_term.empty()) {
     absl::StrAppendFormat(&out, "  growing term: %s, %.1f%% -> %.1f%% of the step\n",
                           r.growing_term, 100 * r.growing_from, 100 * r.growing_to);
@@ -43,8 +51,13 @@ std::string ScaleText(const Scenario& base, const ScaleResult& r) {
                         "step ms", "effic.", "speedup", "mem GiB", "best layout");
   for (const ScalePoint& p : r.points) {
     if (!p.found) {
-      absl::StrAppendFormat(&out, "  %8s %8d  %s\n", FormatCount(p.num_gpus), p.global_batch,
-                            p.why_not);
+      // The search's reason, from its constraint on (the message before it names the count's
+      // candidates, which the table's row already gives).
+      const size_t constraint = p.why_not.find("constraint '");
+      absl::StrAppendFormat(&out, "  %8s %8d  no layout: %s\n", FormatCount(p.num_gpus),
+                            p.global_batch,
+                            constraint == std::string::npos ? p.why_not
+                                                            : p.why_not.substr(constraint));
       continue;
     }
     const LayoutMetrics& m = p.best.metrics;
