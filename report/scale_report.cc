@@ -21,6 +21,7 @@ const ScalePoint* BaseCount(const ScaleResult& r) {
 
 std::string Summary(const ScaleResult& r) {
   std::string out;
+  const ScalePoint* base = BaseCount(r);
   absl::StrAppend(&out, "  breakdown point (efficiency under ",
                   absl::StrFormat("%.0f%%", 100 * kBreakdownEfficiency), "): ",
                   r.breakdown_point ? absl::StrCat(FormatCount(*r.breakdown_point), " GPUs")
@@ -31,7 +32,7 @@ std::string Summary(const ScaleResult& r) {
       r.serial_fraction,
       std::isfinite(r.max_speedup) ? absl::StrFormat("%.0fx", r.max_speedup)
                                    : std::string("unbounded"),
-      BaseCount(r) == nullptr ? std::string("?") : FormatCount(BaseCount(r)->num_gpus));
+      base == nullptr ? std::string("?") : FormatCount(base->num_gpus));
   if (!r.growing_term.empty()) {
     absl::StrAppendFormat(&out, "  growing term: %s, %.1f%% -> %.1f%% of the step\n",
                           r.growing_term, 100 * r.growing_from, 100 * r.growing_to);

@@ -23,6 +23,11 @@ uint64_t Micros(Seconds t) {
   return static_cast<uint64_t>(std::llround(std::max(0.0, t.value()) * 1e6));
 }
 
+// The lowest rank of the group of `rank` with `group.size` members `group.stride` apart.
+int64_t FirstMemberOf(int64_t rank, const ProcessGroup& group) {
+  return rank - ((rank / group.stride) % group.size) * group.stride;
+}
+
 std::optional<ChakraCollective> ChakraKind(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce:
@@ -159,11 +164,12 @@ class ProgramBuilder {
     return static_cast<int32_t>(2 * (mb * pp_ * v_ + vs) + (gradient ? 1 : 0));
   }
 
-  void P2p(ChakraNodeType type, int64_t peer, int32_t tag, std::string name) {
+  // A send to, or a receive from, `peer`; a receive joins the chain, a send hangs off it.
+  void P2p(ChakraNodeType type, int64_t peer, int32_t tag, double bytes, std::string name) {
     ChakraNode n;
     n.name = std::move(name);
     n.type = type;
-    n.comm_size = static_cast<int64_t>(layer_input_bytes_);
+    n.comm_size = static_cast<int64_t>(bytes);
     n.comm_src = static_cast<int32_t>(type == ChakraNodeType::kSend ? rank_ : peer);
     n.comm_dst = static_cast<int32_t>(type == ChakraNodeType::kSend ? peer : rank_);
     n.comm_tag = tag;
@@ -173,32 +179,30 @@ class ProgramBuilder {
   void Collective(const Op& op, const std::string& prefix) {
     const std::optional<ChakraCollective> kind = ChakraKind(op.collective.kind);
     const ProcessGroup& g = op.collective.group;
+    const std::string name = prefix + std::string(op.name);
     if (!kind) {
       // A ring step of the group: send to the next member, receive from the previous one.
-      const int64_t k = (rank_ / g.stride) % g.size;
-      const int64_t base = rank_ - k * g.stride;
-      const int64_t next = base + ((k + 1) % g.size) * g.stride;
-      const int64_t prev = base + ((k + g.size - 1) % g.size) * g.stride;
+      const int64_t base = FirstMemberOf(rank_, g);
+      const int64_t k = (rank_ - base) / g.stride;
       const int32_t tag = kRingTagBase + ring_steps_++;
-      for (const bool send : {true, false}) {
-        ChakraNode n;
-        n.name = prefix + std::string(op.name) + (send ? " send" : " recv");
-        n.type = send ? ChakraNodeType::kSend : ChakraNodeType::kRecv;
-        n.comm_size = static_cast<int64_t>(op.bytes.value());
-        n.comm_src = static_cast<int32_t>(send ? rank_ : prev);
-        n.comm_dst = static_cast<int32_t>(send ? next : rank_);
-        n.comm_tag = tag;
-        Add(std::move(n), /*chain=*/!send);
-      }
+      P2p(ChakraNodeType::kSend, base + ((k + 1) % g.size) * g.stride, tag, op.bytes.value(),
+          name + " send");
+      P2p(ChakraNodeType::kRecv, base + ((k + g.size - 1) % g.size) * g.stride, tag,
+          op.bytes.value(), name + " recv");
       return;
     }
+    CollectiveNode(name, *kind, op.bytes.value(), g, Micros(op.time));
+  }
+
+  void CollectiveNode(std::string name, ChakraCollective kind, double bytes,
+                      const ProcessGroup& group, uint64_t duration_us) {
     ChakraNode n;
-    n.name = prefix + std::string(op.name);
+    n.name = std::move(name);
     n.type = ChakraNodeType::kCollective;
-    n.comm_type = *kind;
-    n.comm_size = static_cast<int64_t>(op.bytes.value());
-    n.pg_name = groups_.NameOf(rank_, g);
-    n.duration_us = Micros(op.time);
+    n.comm_type = kind;
+    n.comm_size = static_cast<int64_t>(bytes);
+    n.pg_name = groups_.NameOf(rank_, group);
+    n.duration_us = duration_us;
     Add(std::move(n), /*chain=*/true);
   }
 
@@ -234,7 +238,7 @@ class ProgramBuilder {
     const std::string prefix = absl::StrFormat("mb%d c%d ", mb, c);
     if (e.kind == TimelineKind::kForward) {
       if (vs > 0)
-        P2p(ChakraNodeType::kRecv, RankOfStage(vs - 1), Tag(mb, vs - 1, false),
+        P2p(ChakraNodeType::kRecv, RankOfStage(vs - 1), Tag(mb, vs - 1, false), layer_input_bytes_,
             prefix + "recv activation");
       const PassPhases f{.forward = true};
       if (a.has_embedding) Module(embedding_, f, prefix + "embedding ");
@@ -244,13 +248,14 @@ class ProgramBuilder {
         for (int64_t h = 0; h <= a.mtp_layers; ++h) Module(output_, f, prefix + "output ");
       }
       if (vs < stages - 1)
-        P2p(ChakraNodeType::kSend, RankOfStage(vs + 1), Tag(mb, vs, false),
+        P2p(ChakraNodeType::kSend, RankOfStage(vs + 1), Tag(mb, vs, false), layer_input_bytes_,
             prefix + "send activation");
       return absl::OkStatus();
     }
     const bool weight_pass = e.kind == TimelineKind::kWeightGrad;
     if (!weight_pass && vs < stages - 1) {
-      P2p(ChakraNodeType::kRecv, RankOfStage(vs + 1), Tag(mb, vs, true), prefix + "recv gradient");
+      P2p(ChakraNodeType::kRecv, RankOfStage(vs + 1), Tag(mb, vs, true), layer_input_bytes_,
+          prefix + "recv gradient");
     }
     const PassPhases b{.forward = false,
                        .recompute = !weight_pass,
@@ -277,7 +282,7 @@ class ProgramBuilder {
     }
     if (a.has_embedding) Module(embedding_, b, prefix + "embedding ");
     if (!weight_pass && vs > 0) {
-      P2p(ChakraNodeType::kSend, RankOfStage(vs - 1), Tag(mb, vs - 1, true),
+      P2p(ChakraNodeType::kSend, RankOfStage(vs - 1), Tag(mb, vs - 1, true), layer_input_bytes_,
           prefix + "send gradient");
     }
     return absl::OkStatus();
@@ -299,29 +304,21 @@ class ProgramBuilder {
     const double params = static_cast<size_t>(stage_) < p_.memory.stages.size()
                               ? p_.memory.stages[static_cast<size_t>(stage_)].parameters
                               : 0.0;
-    if (dp.size > 1 && params > 0) {
-      ChakraNode n;
-      n.name = par.distributed_optimizer ? "dp gradient reduce-scatter" : "dp gradient all-reduce";
-      n.type = ChakraNodeType::kCollective;
-      n.comm_type = par.distributed_optimizer ? ChakraCollective::kReduceScatter
-                                              : ChakraCollective::kAllReduce;
-      n.comm_size = static_cast<int64_t>(params * GradReduceBytesPerParam(s_.training));
-      n.pg_name = groups_.NameOf(rank_, dp);
-      Add(std::move(n), /*chain=*/true);
+    const bool sync = dp.size > 1 && params > 0;
+    if (sync) {
+      const bool sharded = par.distributed_optimizer;
+      CollectiveNode(sharded ? "dp gradient reduce-scatter" : "dp gradient all-reduce",
+                     sharded ? ChakraCollective::kReduceScatter : ChakraCollective::kAllReduce,
+                     params * GradReduceBytesPerParam(s_.training), dp, 0);
     }
     ChakraNode opt;
     opt.name = "optimizer step";
     opt.type = ChakraNodeType::kCompute;
     if (optimizer != nullptr) opt.duration_us = Micros(optimizer->end - optimizer->start);
     Add(std::move(opt), /*chain=*/true);
-    if (dp.size > 1 && params > 0 && par.distributed_optimizer) {
-      ChakraNode n;
-      n.name = "dp parameter all-gather";
-      n.type = ChakraNodeType::kCollective;
-      n.comm_type = ChakraCollective::kAllGather;
-      n.comm_size = static_cast<int64_t>(params * kWeightBytesPerParam);
-      n.pg_name = groups_.NameOf(rank_, dp);
-      Add(std::move(n), /*chain=*/true);
+    if (sync && par.distributed_optimizer) {
+      CollectiveNode("dp parameter all-gather", ChakraCollective::kAllGather,
+                     params * kWeightBytesPerParam, dp, 0);
     }
   }
 
@@ -348,8 +345,7 @@ absl::Status ExportError(std::string message) {
 }  // namespace
 
 std::string ChakraGroups::NameOf(int64_t rank, const ProcessGroup& group) {
-  const int64_t k = (rank / group.stride) % group.size;
-  const int64_t first = rank - k * group.stride;
+  const int64_t first = FirstMemberOf(rank, group);
   const auto key = std::make_tuple(group.size, group.stride, first);
   auto it = names_.find(key);
   if (it != names_.end()) return it->second;

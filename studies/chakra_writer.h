@@ -15,7 +15,8 @@
 
 namespace projector {
 
-// The schema version written in GlobalMetadata (Chakra's execution-trace format).
+// The schema version written in GlobalMetadata: Chakra's execution-trace format 0.0.4, the
+// version string mlcommons/chakra's converters write and its feeder reads (a label, not a figure).
 inline constexpr char kChakraSchemaVersion[] = "0.0.4";
 
 struct ChakraExportSummary {

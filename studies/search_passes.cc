@@ -38,6 +38,11 @@ struct PassOrder {
   std::vector<size_t> group_starts;  // the first entry of each group, ascending
 };
 
+// One past the last entry of group g of `p`.
+size_t EndOfGroup(const PassOrder& p, size_t g) {
+  return g + 1 < p.group_starts.size() ? p.group_starts[g + 1] : p.order.size();
+}
+
 // Enumeration order, one candidate per group.
 PassOrder OneByOne(size_t n) {
   PassOrder p;
@@ -225,11 +230,7 @@ struct EvaluationQueue {
   }
 
   // One past the last entry of group g.
-  size_t GroupEnd(int64_t g) const {
-    const std::vector<size_t>& starts = pass->group_starts;
-    return static_cast<size_t>(g + 1) < starts.size() ? starts[static_cast<size_t>(g + 1)]
-                                                      : pass->order.size();
-  }
+  size_t GroupEnd(int64_t g) const { return EndOfGroup(*pass, static_cast<size_t>(g)); }
 
   void Work() {
     Scenario scenario = base;
@@ -351,9 +352,7 @@ Evaluations EvaluateCandidates(const Scenario& base, const std::vector<SearchCan
     queue.kept_models.resize(groups.group_starts.size());
     queue.model_of.resize(candidates.size());
     for (size_t g = 0; g < groups.group_starts.size(); ++g) {
-      const size_t end = g + 1 < groups.group_starts.size() ? groups.group_starts[g + 1]
-                                                           : groups.order.size();
-      for (size_t k = groups.group_starts[g]; k < end; ++k) {
+      for (size_t k = groups.group_starts[g]; k < EndOfGroup(groups, g); ++k) {
         queue.model_of[groups.order[k]] = static_cast<uint32_t>(g);
       }
     }
