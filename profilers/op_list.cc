@@ -45,6 +45,8 @@ std::string_view OpPhaseName(OpPhase p) {
       return "backward_wgrad";
     case OpPhase::kRecompute:
       return "recompute";
+    case OpPhase::kOncePerStep:
+      return "once_per_step";
   }
   return "?";
 }

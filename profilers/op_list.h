@@ -19,7 +19,10 @@
 namespace projector {
 
 enum class OpKind { kGemm, kAttention, kMemory, kCollective };
-enum class OpPhase { kForward, kBackwardDgrad, kBackwardWgrad, kRecompute };
+// kOncePerStep: work done once per step, in the forward of the step's first micro-batch
+// only (Transformer Engine casts a weight to fp8 there and reuses the cached copy for the
+// step's other micro-batches); the step composer adds it once to each stage's first forward.
+enum class OpPhase { kForward, kBackwardDgrad, kBackwardWgrad, kRecompute, kOncePerStep };
 // Which parallel dimension a collective runs over.
 enum class CommDim { kNone, kTp, kCp, kEp, kDp, kPp };
 // Where an op's time came from (profile mode marks measured and scaled terms).

@@ -166,17 +166,13 @@ absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
   if (dims.act_dtype == DType::kTf32) dims.act_dtype = DType::kFp32;
   dims.act_bytes = BytesPerElement(dims.act_dtype);
   dims.quantized = BytesPerElement(dims.gemm_dtype) < dims.act_bytes;
-  // TE casts a weight on the first micro-batch of a step and reuses the cached fp8 copy for
-  // the other global_batch/(micro_batch·dp) micro-batches. Under FSDP the gathered full weight
-  // is freed after each micro-batch's forward (reshard), so its fp8 copy is made every
-  // micro-batch (and is not cached across them: llm-foundry/Composer call te.Linear without
+  // TE casts a weight on the first micro-batch of a step (is_first_microbatch) and reuses the
+  // cached fp8 copy for the step's other micro-batches. Under FSDP the gathered full weight is
+  // freed after each micro-batch's forward (reshard), so its fp8 copy is made every micro-batch
+  // (and is not cached across them: llm-foundry/Composer call te.Linear without
   // is_first_microbatch).
-  const int64_t per_step = training.micro_batch * std::max<int64_t>(parallel.dp, 1);
-  const double micro_batches =
-      std::max(1.0, D(training.global_batch) / D(per_step));
   dims.weight_cast_cached = !parallel.fsdp;
   dims.fp8_recipe = ctx.run.fp8_recipe;
-  dims.weight_casts_per_micro_batch = dims.weight_cast_cached ? 1.0 / micro_batches : 1.0;
   dims.eager_elementwise = ctx.run.eager_elementwise;
   dims.pytorch_modules = RunsPyTorchAttention(ctx.run.stack);
   dims.op_sac = ctx.run.stack == TrainingStack::kTorchTitan;
@@ -193,7 +189,6 @@ ModuleOpBuilder::ModuleOpBuilder(std::string_view module, OpList& ops, size_t ca
       act_bytes_(dims.act_bytes),
       quantized_(dims.quantized),
       fp8_recipe_(dims.fp8_recipe),
-      weight_casts_per_micro_batch_(dims.weight_casts_per_micro_batch),
       weight_cast_cached_(dims.weight_cast_cached),
       pytorch_modules_(dims.pytorch_modules),
       te_modules_(dims.te_modules),
@@ -231,8 +226,9 @@ int64_t ModuleOpBuilder::CastHostFanout() const {
 }
 
 void ModuleOpBuilder::AddCast(std::string_view name, Bytes bytes_per_repeat,
-                              double elements_per_repeat, int64_t repeat, bool recomputed) {
+                              double elements_per_repeat, int64_t repeat, bool once_per_step) {
   Op& op = AddForward(name, OpKind::kMemory);
+  if (once_per_step) op.phase = OpPhase::kOncePerStep;
   op.memory = CastOp(bytes_per_repeat, elements_per_repeat);
   op.host_fanout = CastHostFanout();
   op.repeat = repeat;
@@ -240,13 +236,14 @@ void ModuleOpBuilder::AddCast(std::string_view name, Bytes bytes_per_repeat,
   op.bytes = op.memory.bytes * D(repeat);
   Pending& p = pending_[forward_count_ - 1];
   p.has_backward = false;
-  p.recomputed = recomputed;
+  p.recomputed = !once_per_step;
 }
 
 // A quantised layer (TE Linear / LayerNormLinear, see the top of this file), per repeat, with
 // c the recipe's bytes per quantised element (QuantizationOf; e + 2q under delayed scaling):
-//   forward   weight_fp8_cast   in·out·batch elements, c bytes each, once per step
-//                               (weight_casts_per_micro_batch of it per micro-batch);
+//   forward   weight_fp8_cast   in·out·batch elements, c bytes each, once per step in the
+//                               first micro-batch (OpPhase::kOncePerStep), or in every
+//                               micro-batch and its recompute when not cached (FSDP);
 //             input_fp8_cast    m·in·batch elements, c bytes each (kCast only);
 //   backward  grad_fp8_cast     m·out·batch elements of dY, c bytes each, before dgrad;
 //             input_fp8_transpose  m·in·batch fp8 elements, 2q bytes each, before wgrad
@@ -261,16 +258,16 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
   const Fp8Quantization recipe = QuantizationOf(fp8_recipe_, act_bytes_, q);
   const double cast = recipe.bytes_per_element;
   if (quantized && !inference_) {
-    const double weights = D(in) * D(out) * D(batch) * weight_casts_per_micro_batch_;
+    const double weights = D(in) * D(out) * D(batch);
     // A weight cast once per step is not redone when full recompute re-runs the forward
     // (is_first_microbatch is false by then); a per-micro-batch (FSDP) cast is.
     AddCast("weight_fp8_cast", Bytes(cast * weights), weights, repeat,
-            /*recomputed=*/!weight_cast_cached_);
+            /*once_per_step=*/weight_cast_cached_);
   }
   if (quantized) {
     if (input == LinearInput::kCast) {
       const double x = D(m) * D(in) * D(batch);
-      AddCast("input_fp8_cast", Bytes(cast * x), x, repeat, /*recomputed=*/true);
+      AddCast("input_fp8_cast", Bytes(cast * x), x, repeat, /*once_per_step=*/false);
     }
   }
   Op& op = AddForward(name, OpKind::kGemm);

@@ -34,11 +34,10 @@ struct LayerDims {
   // FP8/FP4 training (gemm_dtype narrower than act_dtype): the quantisation work of every
   // low-precision linear layer (see Fp8Casts).
   bool quantized = false;
-  // Weight casts per micro-batch: 1/(micro-batches per step) when Transformer Engine caches the
-  // fp8 weight over gradient accumulation, 1 under FSDP (the full weight exists only for one
-  // micro-batch; see ResolveDims).
-  double weight_casts_per_micro_batch = 1.0;
-  // True when that cast is cached for the step, so full recompute does not redo it.
+  // True when Transformer Engine casts each fp8 weight once per step, in the first
+  // micro-batch's forward (OpPhase::kOncePerStep), and reuses the cached copy over the
+  // step's gradient accumulation; false under FSDP, where the full weight exists for one
+  // micro-batch only and is cast in every micro-batch's forward (see ResolveDims).
   bool weight_cast_cached = false;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // the run's (RunChoices::fp8_recipe)
   // Elementwise work runs as eager PyTorch ops (RunsEagerElementwise: a PyTorch-native stack
@@ -259,9 +258,10 @@ class ModuleOpBuilder {
   };
   Op& AddForward(std::string_view name, OpKind kind);
   void AddOpSacRecompute(size_t first, size_t end);
-  // A memory-bound forward op without backward, run `repeat` times.
+  // A memory-bound forward op without backward, run `repeat` times: in every micro-batch's
+  // forward and its recompute, or once per step (OpPhase::kOncePerStep, not recomputed).
   void AddCast(std::string_view name, Bytes bytes_per_repeat, double elements_per_repeat,
-               int64_t repeat, bool recomputed);
+               int64_t repeat, bool once_per_step);
   // The kernels of one quantisation (QuantizationOf) over the current GroupedLinear's experts
   // (linear_host_fanout_): one multi-tensor kernel the host still prepares per expert, or
   // kernels per expert.
@@ -272,7 +272,6 @@ class ModuleOpBuilder {
   double act_bytes_;
   bool quantized_;
   Fp8Recipe fp8_recipe_;
-  double weight_casts_per_micro_batch_;
   bool weight_cast_cached_;
   bool pytorch_modules_;  // LayerDims::pytorch_modules
   bool te_modules_;       // LayerDims::te_modules

@@ -54,6 +54,7 @@ struct ModuleSums {
   std::string_view module;
   Seconds fwd, bwd, rec;
   Seconds fwd_cs, bwd_cs, rec_cs;
+  Seconds first_mb, first_mb_cs;  // kOncePerStep: once per step
   Seconds mem_fwd, mem_bwd, mem_rec;  // memory-bound kernels
   Seconds wgrad;                      // weight-gradient ops (part of bwd)
   Seconds attention_fwd, attention_bwd, attention_rec;  // flash-attention kernels
@@ -92,6 +93,10 @@ ModuleSums SumModule(const ModuleProfile& m) {
         s.rec_cs += op.clock_scaled_time;
         if (op.kind == OpKind::kMemory) s.mem_rec += op.time;
         if (op.kind == OpKind::kAttention) s.attention_rec += op.time;
+        break;
+      case OpPhase::kOncePerStep:
+        s.first_mb += op.time;
+        s.first_mb_cs += op.clock_scaled_time;
         break;
     }
   }
@@ -314,6 +319,8 @@ ShardedBlocks SumModules(const LayerProfile& timed_layer, ComposedLayer& out) {
     out.backward_compute += s.bwd;
     out.backward_weight_grad += s.wgrad;
     out.recompute_compute += s.rec;
+    out.once_per_step_compute += s.first_mb;
+    out.once_per_step_clock_scaled += s.first_mb_cs;
     out.forward_clock_scaled += s.fwd_cs;
     out.backward_clock_scaled += s.bwd_cs;
     out.recompute_clock_scaled += s.rec_cs;
@@ -568,6 +575,11 @@ absl::StatusOr<ComposedEndModule> ComposeEndModule(const ModuleProfile& timed_mo
   const TrainingConfig& tr = ctx.training;
   ComposedEndModule out;
   ModuleSums s = SumModule(timed_module);
+  if (s.first_mb.value() > 0) {
+    return absl::InternalError(absl::StrCat("layer composer: the ", std::string(timed_module.module),
+                                            " module has once-per-step ops, which only layers "
+                                            "compose"));
+  }
   out.forward_compute = s.fwd;
   out.backward_compute = s.bwd;
   out.backward_weight_grad = s.wgrad;

@@ -120,6 +120,10 @@ struct ComposedLayer {
   // The part of backward_compute in weight-gradient ops: a zero-bubble schedule's W.
   Seconds backward_weight_grad;
   Seconds recompute_compute;  // the layer's kRecompute ops
+  // Once per step, in the first micro-batch's forward only: the layer's kOncePerStep ops
+  // (the fp8 weight casts), and the part of them that scales with 1/clock.
+  Seconds once_per_step_compute;
+  Seconds once_per_step_clock_scaled;
   // Parts of the compute that scale with 1/clock.
   Seconds forward_clock_scaled;
   Seconds backward_clock_scaled;

@@ -232,7 +232,7 @@ class PipelineReplay {
     if (op.kind == OpKind::kBackward) {
       return zero_bubble_ ? (t.backward - t.weight_grad).value() : t.backward.value();
     }
-    return t.forward.value();
+    return op.micro_batch == 0 ? (t.forward + t.first_forward_extra).value() : t.forward.value();
   }
 
   void Record(const ScheduledOp& op, int64_t r, size_t idx, double start, double dur) {
@@ -307,11 +307,16 @@ Seconds PipelineLowerBound(const PipelineSpec& spec) {
   thread_local std::vector<Seconds> fill_by_chunk;
   fill_by_chunk.assign(static_cast<size_t>(v), Seconds(0));
   for (int64_t r = 0; r < p; ++r) {
-    Seconds busy;
-    for (int64_t c = 0; c < v; ++c) busy += chunk(r, c).forward + chunk(r, c).backward;
+    Seconds busy, once;  // once: the first micro-batch's extra forward work
+    for (int64_t c = 0; c < v; ++c) {
+      busy += chunk(r, c).forward + chunk(r, c).backward;
+      once += chunk(r, c).first_forward_extra;
+    }
     const Seconds fill = *std::min_element(fill_by_chunk.begin(), fill_by_chunk.end());
-    bound = std::max(bound, fill + busy * m + (drains ? drain : Seconds(0)));
-    for (int64_t c = 0; c < v; ++c) fill_by_chunk[static_cast<size_t>(c)] += chunk(r, c).forward;
+    bound = std::max(bound, fill + busy * m + once + (drains ? drain : Seconds(0)));
+    for (int64_t c = 0; c < v; ++c) {
+      fill_by_chunk[static_cast<size_t>(c)] += chunk(r, c).forward + chunk(r, c).first_forward_extra;
+    }
     drain += chunk(r, 0).backward;
   }
   return bound;

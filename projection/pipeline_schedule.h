@@ -29,6 +29,9 @@ struct ChunkTimes {
   // The part of `backward` that computes weight gradients (wgrad GEMMs, embedding grad): a
   // zero-bubble schedule runs it as its own op W after the rest (B); 1F1B runs them as one.
   Seconds weight_grad;
+  // Added once, to the step's first micro-batch's forward (work cached for the others: the
+  // fp8 weight casts, OpPhase::kOncePerStep).
+  Seconds first_forward_extra = Seconds(0);
 };
 
 struct PipelineSpec {
@@ -87,8 +90,9 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
 
 // A lower bound on the makespan SimulatePipeline gives for `spec` (whatever its P2P), without
 // replaying it: every rank r runs its m·vpp forward and backward passes one after another
-// (busy_r = m · sum over its chunks of f + b); its first pass, a forward of some chunk c, waits
-// for that chunk's forwards on ranks 0..r−1 (fill_r = min over c of the sum of f over j < r);
+// (busy_r = m · sum over its chunks of f + b, plus their first_forward_extra once); its first
+// pass, a forward of some chunk c, waits for that chunk's first forwards on ranks 0..r−1
+// (fill_r = min over c of the sum of f + first_forward_extra over j < r);
 // and its last pass is a backward, after which chunk 0's backward of the same micro-batch still
 // runs on ranks r−1..0 (drain_r = the sum of chunk 0's b over j < r; 0 under zb-h1, whose last
 // pass on a rank may be a weight-gradient pass that nothing waits for). The bound is

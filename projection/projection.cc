@@ -292,9 +292,6 @@ CompositionKey CompositionKeyOf(const Scenario& scenario) {
   k.recompute = t.recompute;
   k.recompute_layers = t.recompute_layers;
   k.moe_imbalance = t.moe_imbalance;
-  if (t.precision == DType::kFp8 || t.precision == DType::kFp4) {
-    k.quantized_micro_batches = MicroBatches(p, t);
-  }
   return k;
 }
 

@@ -158,9 +158,10 @@ struct ComposedModel {
 // What ComposeModel reads of a scenario beyond its model, hardware, backends and the training
 // settings a search keeps fixed: the layout except the pipeline depth (only whether there is
 // one, and through the stack), its virtual stages, its first/last stage layers and the
-// distributed optimizer, which only the step composer reads; and the micro-batches per step
-// under fp8/fp4, whose quantised weight copies are cast once per step. Two scenarios that differ
-// only in these fields (a search's candidates) compose the same model when their keys are equal.
+// distributed optimizer, which only the step composer reads (the fp8/fp4 weight casts, once per
+// step, are a layer's kOncePerStep time, which it adds once whatever the micro-batch count).
+// Two scenarios that differ only in these fields (a search's candidates) compose the same model
+// when their keys are equal.
 struct CompositionKey {
   int64_t tp = 1, cp = 1, ep = 1, etp = 1;
   bool sequence_parallel = false, fsdp = false, turbo_grouped_gemm = true, deepep = false;
@@ -172,14 +173,13 @@ struct CompositionKey {
   Recompute recompute = Recompute::kNone;
   int64_t recompute_layers = 0;
   double moe_imbalance = 1.0;
-  int64_t quantized_micro_batches = 0;  // micro-batches per step under fp8/fp4, else 0
   auto operator<=>(const CompositionKey&) const = default;
   template <typename H>
   friend H AbslHashValue(H h, const CompositionKey& k) {
     return H::combine(std::move(h), k.tp, k.cp, k.ep, k.etp, k.sequence_parallel, k.fsdp,
                       k.turbo_grouped_gemm, k.deepep, k.moe_a2a_overlap, k.pipelined,
                       k.zero_bubble, k.stack, k.micro_batch, k.recompute, k.recompute_layers,
-                      k.moe_imbalance, k.quantized_micro_batches);
+                      k.moe_imbalance);
   }
 };
 CompositionKey CompositionKeyOf(const Scenario& scenario);

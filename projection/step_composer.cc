@@ -26,6 +26,8 @@ constexpr bool kFsdpReshardAfterForward = true;
 struct ChunkCost {
   Seconds forward, backward;
   Seconds weight_grad;  // the part of `backward` in weight-gradient ops
+  // Once per step, on the chunk's first forward: its layers' kOncePerStep ops.
+  Seconds first_forward_extra, first_forward_clock_scaled;
   Seconds compute, tp, cp, ep, host, fsdp, fsdp_copies;
   // The compute-stream windows a DP collective can overlap (backward incl. recompute).
   OverlapWindow forward_window, backward_window;
@@ -79,6 +81,8 @@ void AddLayers(const ComposedLayer& k, int64_t n, int64_t n_recomputed, Recomput
   c.forward += k.Forward() * dn;
   c.backward += k.Backward() * dn + k.Recompute() * dr;
   c.weight_grad += k.backward_weight_grad * dn;
+  c.first_forward_extra += k.once_per_step_compute * dn;
+  c.first_forward_clock_scaled += k.once_per_step_clock_scaled * dn;
   c.compute += (k.forward_compute + k.backward_compute) * dn + k.recompute_compute * dr;
   c.tp += (k.forward_comm.tp + k.backward_comm.tp) * dn + k.recompute_comm.tp * dr;
   c.cp += (k.forward_comm.cp + k.backward_comm.cp) * dn + k.recompute_comm.cp * dr;
@@ -575,7 +579,12 @@ PipelineSpec ChunkSchedule(const ParallelConfig& par, const std::vector<ChunkCos
   spec.micro_batches = m;
   spec.schedule = par.pipeline_schedule;
   spec.chunks.reserve(costs.size());
-  for (const ChunkCost& c : costs) spec.chunks.push_back({c.forward, c.backward, c.weight_grad});
+  for (const ChunkCost& c : costs) {
+    spec.chunks.push_back({.forward = c.forward,
+                           .backward = c.backward,
+                           .weight_grad = c.weight_grad,
+                           .first_forward_extra = c.first_forward_extra});
+  }
   return spec;
 }
 
@@ -624,15 +633,15 @@ void BreakDownCriticalRank(const PipelineRun& run, const std::vector<ChunkCost>&
   Seconds busy;
   for (int64_t c = 0; c < v; ++c) {
     const ChunkCost& cc = costs[static_cast<size_t>(crit * v + c)];
-    out.breakdown.compute += cc.compute * dm;
+    out.breakdown.compute += cc.compute * dm + cc.first_forward_extra;
     out.breakdown.exposed_tp_comm += cc.tp * dm;
     out.breakdown.exposed_cp_comm += cc.cp * dm;
     out.breakdown.exposed_ep_comm += cc.ep * dm;
     out.breakdown.exposed_host += cc.host * dm;
     out.breakdown.exposed_fsdp_comm += cc.fsdp * dm;
     out.breakdown.fsdp_copies += cc.fsdp_copies * dm;
-    out.clock_scaled += cc.clock_scaled * dm;
-    busy += (cc.forward + cc.backward) * dm;
+    out.clock_scaled += cc.clock_scaled * dm + cc.first_forward_clock_scaled;
+    busy += (cc.forward + cc.backward) * dm + cc.first_forward_extra;
   }
   out.breakdown.p2p = Max0(tl.makespan - run.makespan_without_p2p);
   out.breakdown.pipeline_bubble = Max0(tl.makespan - busy - out.breakdown.p2p);

@@ -430,7 +430,7 @@ void OpsSection(std::string& out, const Projection& p) {
     Seconds total(0);
     for (const Op& op : t.ops) {
       ops.push_back(&op);
-      total += op.time;
+      if (op.phase != OpPhase::kOncePerStep) total += op.time;  // the micro-batch's own time
     }
     std::stable_sort(ops.begin(), ops.end(),
                      [](const Op* a, const Op* b) { return a->time > b->time; });

@@ -544,10 +544,15 @@ nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& p) 
 std::string OpsText(const Projection& p) {
   std::string out;
   for (const OpTable& t : p.op_tables) {
-    Seconds total(0);
-    for (const Op& op : t.ops) total += op.time;
-    absl::StrAppendFormat(&out, "\nOps: %s (x%d), one micro-batch, %.3f ms before overlap\n",
-                          t.group, t.count, Ms(total));
+    Seconds total(0), once(0);
+    for (const Op& op : t.ops) (op.phase == OpPhase::kOncePerStep ? once : total) += op.time;
+    absl::StrAppendFormat(&out, "\nOps: %s (x%d), one micro-batch, %.3f ms before overlap", t.group,
+                          t.count, Ms(total));
+    if (once.value() > 0) {
+      absl::StrAppendFormat(&out, " (+ %.3f ms once per step, in the first micro-batch)",
+                            Ms(once));
+    }
+    out += "\n";
     absl::StrAppendFormat(&out, "  %-10s %-24s %-14s %-38s %9s %8s %8s %6s %5s\n", "module",
                           "op", "phase", "shape", "ms", "TFLOP/s", "GB/s", "share", "clk");
     for (const Op& op : t.ops) {

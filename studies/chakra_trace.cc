@@ -91,6 +91,7 @@ struct PassPhases {
   bool recompute = false;
   bool dgrad = false;
   bool wgrad = false;
+  bool first_micro_batch = false;  // the step's first micro-batch: its once-per-step ops too
   bool Has(OpPhase p) const {
     switch (p) {
       case OpPhase::kForward:
@@ -101,6 +102,8 @@ struct PassPhases {
         return dgrad;
       case OpPhase::kBackwardWgrad:
         return wgrad;
+      case OpPhase::kOncePerStep:
+        return forward && first_micro_batch;
     }
     return false;
   }
@@ -240,7 +243,7 @@ class ProgramBuilder {
       if (vs > 0)
         P2p(ChakraNodeType::kRecv, RankOfStage(vs - 1), Tag(mb, vs - 1, false), layer_input_bytes_,
             prefix + "recv activation");
-      const PassPhases f{.forward = true};
+      const PassPhases f{.forward = true, .first_micro_batch = mb == 0};
       if (a.has_embedding) Module(embedding_, f, prefix + "embedding ");
       for (int64_t l = 0; l < a.num_layers; ++l) Layer(a.first_layer + l, f, prefix);
       for (int64_t m = 0; m < a.mtp_layers; ++m) Layer(s_.model.num_layers - 1, f, prefix + "mtp ");

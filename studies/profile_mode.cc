@@ -388,7 +388,8 @@ class MeasuredModuleTimes final : public LayerTimeAdjuster {
       if (row == nullptr) continue;
       Seconds current(0);
       for (const Op& op : module.ops) {
-        if (op.phase != OpPhase::kRecompute && IsBackward(op.phase) == backward) current += op.time;
+        // The phase as ModulePhaseTime sums it (once-per-step ops are not in a module's pass).
+        if (backward ? IsBackward(op.phase) : op.phase == OpPhase::kForward) current += op.time;
       }
       if (current.value() <= 0) continue;
       const double factor = Microseconds(row->projected_us) / current;

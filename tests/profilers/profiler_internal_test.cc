@@ -21,14 +21,13 @@ using profiler_internal::LinearInput;
 using profiler_internal::ModuleOpBuilder;
 using Case = ::projector::testing::ProfilerCase;
 
-// bf16 activations, fp8 GEMMs, the weight cast cached over 8 micro-batches.
+// bf16 activations, fp8 GEMMs, the weight cast once per step (cached) or per micro-batch.
 LayerDims Fp8Dims(bool cached = true) {
   LayerDims dims;
   dims.gemm_dtype = DType::kFp8;
   dims.act_dtype = DType::kBf16;
   dims.act_bytes = 2.0;
   dims.quantized = true;
-  dims.weight_casts_per_micro_batch = cached ? 1.0 / 8.0 : 1.0;
   dims.weight_cast_cached = cached;
   return dims;
 }
@@ -43,7 +42,7 @@ std::vector<std::string_view> Names(const OpList& ops, OpPhase phase) {
 
 // x[512, 1024] · W[1024, 2048] in fp8 from a bf16 input (e = 2, q = 1 byte). A cast reads bf16
 // and writes the fp8 copy and its transpose: e + 2q = 4 bytes per element.
-//   weight_fp8_cast 1024·2048 = 2,097,152 elements · 4 B / 8 micro-batches = 1,048,576 B
+//   weight_fp8_cast 1024·2048 = 2,097,152 elements · 4 B, once per step     = 8,388,608 B
 //   input_fp8_cast  512·1024  =   524,288 elements · 4 B                   = 2,097,152 B
 //   grad_fp8_cast   512·2048  = 1,048,576 elements of dY · 4 B             = 4,194,304 B
 TEST(ModuleOpBuilderTest, QuantisedLinearCastsWeightInputAndGradient) {
@@ -51,18 +50,18 @@ TEST(ModuleOpBuilderTest, QuantisedLinearCastsWeightInputAndGradient) {
   ModuleOpBuilder b("mlp", ops, 8, Fp8Dims());
   b.Linear("fc", 512, 1024, 2048, DType::kFp8);
   b.Finish(Recompute::kNone);
-  EXPECT_THAT(Names(ops, OpPhase::kForward),
-              ::testing::ElementsAre("weight_fp8_cast", "input_fp8_cast", "fc"));
+  EXPECT_THAT(Names(ops, OpPhase::kOncePerStep), ::testing::ElementsAre("weight_fp8_cast"));
+  EXPECT_THAT(Names(ops, OpPhase::kForward), ::testing::ElementsAre("input_fp8_cast", "fc"));
   EXPECT_THAT(Names(ops, OpPhase::kBackwardDgrad), ::testing::ElementsAre("grad_fp8_cast", "fc"));
   EXPECT_THAT(Names(ops, OpPhase::kBackwardWgrad), ::testing::ElementsAre("fc"));
-  const Op* weight = FindOp(ops, "weight_fp8_cast", OpPhase::kForward);
+  const Op* weight = FindOp(ops, "weight_fp8_cast", OpPhase::kOncePerStep);
   const Op* input = FindOp(ops, "input_fp8_cast", OpPhase::kForward);
   const Op* grad = FindOp(ops, "grad_fp8_cast", OpPhase::kBackwardDgrad);
   ASSERT_NE(weight, nullptr);
   ASSERT_NE(input, nullptr);
   ASSERT_NE(grad, nullptr);
   EXPECT_EQ(weight->kind, OpKind::kMemory);
-  EXPECT_THAT(weight->bytes.value(), IsNearRel(1048576.0, 1e-12));
+  EXPECT_THAT(weight->bytes.value(), IsNearRel(8388608.0, 1e-12));
   EXPECT_THAT(input->bytes.value(), IsNearRel(2097152.0, 1e-12));
   EXPECT_THAT(grad->bytes.value(), IsNearRel(4194304.0, 1e-12));
   EXPECT_THAT(input->memory.bytes.value(), IsNearRel(2097152.0, 1e-12));
@@ -80,7 +79,7 @@ TEST(ModuleOpBuilderTest, FusedNormInputIsTransposedBeforeWgrad) {
   ModuleOpBuilder b("attention", ops, 8, Fp8Dims());
   b.Linear("qkv", 512, 1024, 2048, DType::kFp8, 1, 1, LinearInput::kFusedNorm);
   b.Finish(Recompute::kNone);
-  EXPECT_THAT(Names(ops, OpPhase::kForward), ::testing::ElementsAre("weight_fp8_cast", "qkv"));
+  EXPECT_THAT(Names(ops, OpPhase::kForward), ::testing::ElementsAre("qkv"));
   EXPECT_THAT(Names(ops, OpPhase::kBackwardWgrad),
               ::testing::ElementsAre("input_fp8_transpose", "qkv"));
   EXPECT_THAT(FindOp(ops, "input_fp8_transpose", OpPhase::kBackwardWgrad)->bytes.value(),
@@ -88,7 +87,9 @@ TEST(ModuleOpBuilderTest, FusedNormInputIsTransposedBeforeWgrad) {
   // Backward order: dY cast, dgrad, input transpose, wgrad.
   std::vector<std::string_view> backward;
   for (const Op& op : ops) {
-    if (op.phase != OpPhase::kForward) backward.push_back(op.name);
+    if (op.phase != OpPhase::kForward && op.phase != OpPhase::kOncePerStep) {
+      backward.push_back(op.name);
+    }
   }
   EXPECT_THAT(backward,
               ::testing::ElementsAre("grad_fp8_cast", "qkv", "input_fp8_transpose", "qkv"));
@@ -101,8 +102,9 @@ TEST(ModuleOpBuilderTest, SecondLinearOnTheSameInputCastsNoInput) {
   b.Linear("k_rope", 512, 1024, 64, DType::kFp8, 1, 1, LinearInput::kSameAsPrevious);
   b.Finish(Recompute::kNone);
   EXPECT_THAT(Names(ops, OpPhase::kForward),
-              ::testing::ElementsAre("weight_fp8_cast", "input_fp8_cast", "kv_down",
-                                     "weight_fp8_cast", "k_rope"));
+              ::testing::ElementsAre("input_fp8_cast", "kv_down", "k_rope"));
+  EXPECT_THAT(Names(ops, OpPhase::kOncePerStep),
+              ::testing::ElementsAre("weight_fp8_cast", "weight_fp8_cast"));
   EXPECT_EQ(CountPhase(ops, OpPhase::kBackwardWgrad), 2);
 }
 
@@ -138,9 +140,10 @@ TEST(ModuleOpBuilderTest, GroupedGemmCastsEveryExpert) {
   ModuleOpBuilder bt("moe", turbo, 8, Fp8Dims());
   bt.Linear("expert_fc1", 128, 1024, 2048, DType::kFp8, /*batch=*/4, /*repeat=*/1);
   bt.Finish(Recompute::kNone);
-  for (std::string_view name : {"weight_fp8_cast", "input_fp8_cast"}) {
-    const Op* l = FindOp(legacy, name, OpPhase::kForward);
-    const Op* t = FindOp(turbo, name, OpPhase::kForward);
+  for (auto [name, phase] : {std::pair{"weight_fp8_cast", OpPhase::kOncePerStep},
+                             std::pair{"input_fp8_cast", OpPhase::kForward}}) {
+    const Op* l = FindOp(legacy, name, phase);
+    const Op* t = FindOp(turbo, name, phase);
     ASSERT_NE(l, nullptr);
     ASSERT_NE(t, nullptr);
     EXPECT_EQ(l->repeat, 4);
@@ -331,9 +334,9 @@ TEST(ModuleOpBuilderTest, Bf16LinearHasNoCasts) {
   for (const Op& op : ops) EXPECT_EQ(op.kind, OpKind::kGemm) << op.name;
 }
 
-// Micro-batches per step = global_batch/(micro_batch·dp) = 64/(2·4) = 8: TE casts a weight once
-// per step, 1/8 per micro-batch. FSDP casts every micro-batch. bf16 casts nothing.
-TEST(ResolveDimsTest, Fp8WeightCastsPerMicroBatch) {
+// TE casts a weight once per step (cached over the step's micro-batches); FSDP casts it every
+// micro-batch; bf16 casts nothing.
+TEST(ResolveDimsTest, Fp8WeightCastCachedForTheStepExceptUnderFsdp) {
   Case c(testing::Llama31_8B());
   c.training.precision = DType::kFp8;
   c.training.micro_batch = 2;
@@ -343,7 +346,6 @@ TEST(ResolveDimsTest, Fp8WeightCastsPerMicroBatch) {
   ASSERT_THAT(dims, IsOk());
   EXPECT_TRUE(dims->quantized);
   EXPECT_TRUE(dims->weight_cast_cached);
-  EXPECT_THAT(dims->weight_casts_per_micro_batch, IsNearRel(1.0 / 8.0, 1e-12));
   EXPECT_EQ(dims->act_dtype, DType::kBf16);
   EXPECT_THAT(profiler_internal::NormOutputBytes(*dims, true), IsNearRel(1.0, 1e-12));
   EXPECT_THAT(profiler_internal::NormOutputBytes(*dims, false), IsNearRel(2.0, 1e-12));
@@ -352,7 +354,6 @@ TEST(ResolveDimsTest, Fp8WeightCastsPerMicroBatch) {
   dims = profiler_internal::ResolveDims(c.Ctx());
   ASSERT_THAT(dims, IsOk());
   EXPECT_FALSE(dims->weight_cast_cached);
-  EXPECT_THAT(dims->weight_casts_per_micro_batch, IsNearRel(1.0, 1e-12));
 
   c.training.precision = DType::kBf16;
   dims = profiler_internal::ResolveDims(c.Ctx());

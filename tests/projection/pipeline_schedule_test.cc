@@ -88,6 +88,32 @@ TEST(PipelineScheduleTest, OneHeavyStageDominatesTheSteadyState) {
   EXPECT_THAT(tl->makespan.value(), IsNearRel(expected, 1e-12));
 }
 
+// Work done once per step on each stage's first forward (fp8 weight casts), e = 0.5 ms, 1F1B over
+// p = 4 uniform stages (f 1, b 2 ms), m = 8. F0 takes f + e on every stage, so the last stage
+// starts at 3(f + e) = 4.5 ms and then runs its m(f + b) + e = 24.5 ms without a stall (the
+// earlier stages' extra lies before its warm-up forwards are needed), and B7 drains back over
+// 3b = 6 ms: 35 ms = (m + p − 1)(f + b) + p·e. The lower bound counts the same fill and extra.
+TEST(PipelineScheduleTest, OncePerStepWorkDelaysTheFirstForwardOfEveryStage) {
+  const Seconds f = Milliseconds(1), b = Milliseconds(2), e = Milliseconds(0.5);
+  PipelineSpec s = Uniform(4, 1, 8, f, b);
+  for (ChunkTimes& c : s.chunks) c.first_forward_extra = e;
+  auto tl = SimulatePipeline(s);
+  ASSERT_THAT(tl, IsOk());
+  EXPECT_THAT(tl->makespan.value(), IsNearRel(35e-3, 1e-12));
+  EXPECT_THAT(tl->makespan.value(),
+              IsNearRel((OneFOneBClosedForm(8, 4, f, b) + e * 4.0).value(), 1e-12));
+  EXPECT_THAT(PipelineLowerBound(s).value(), IsNearRel(35e-3, 1e-12));
+  // Each rank's busy time holds the extra once.
+  EXPECT_THAT(tl->rank_busy[0].value(), IsNearRel(8 * 3e-3 + 0.5e-3, 1e-12));
+  // One stage: m(f + b) + e, exactly.
+  PipelineSpec one = Uniform(1, 1, 8, f, b);
+  one.chunks[0].first_forward_extra = e;
+  auto t1 = SimulatePipeline(one);
+  ASSERT_THAT(t1, IsOk());
+  EXPECT_THAT(t1->makespan.value(), IsNearRel(24.5e-3, 1e-12));
+  EXPECT_THAT(PipelineLowerBound(one).value(), IsNearRel(24.5e-3, 1e-12));
+}
+
 TEST(PipelineScheduleTest, BlockingP2pAddsTwoTransfersPerStageBoundaryOnTheFill) {
   PipelineSpec s = Uniform(2, 1, 1, Milliseconds(1), Milliseconds(2));
   s.p2p = Milliseconds(0.5);
