@@ -46,6 +46,15 @@ StageMemory EstimateStageMemory(const StageMemoryInput& in, const MemoryModelCon
   return s;
 }
 
+Bytes SplitInvariantStateBytes(const StageMemory& s, bool fsdp) {
+  return fsdp ? s.optimizer_state : s.weights + s.gradients + s.optimizer_state;
+}
+
+Bytes PeakLowerBoundOverSplits(Bytes split_invariant_sum, int64_t stages) {
+  const Bytes mean = split_invariant_sum / static_cast<double>(std::max<int64_t>(1, stages));
+  return Gibibytes(kWorkspaceFixedGib) + mean * (1.0 + kFragmentationShare);
+}
+
 MemoryFootprint EstimateMemory(const std::vector<StageMemoryInput>& stages,
                               const MemoryModelConfig& config) {
   MemoryFootprint out;

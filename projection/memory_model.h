@@ -103,6 +103,16 @@ MemoryFootprint EstimateMemory(const std::vector<StageMemoryInput>& stages,
 // One stage of EstimateMemory (its `stage` index left 0).
 StageMemory EstimateStageMemory(const StageMemoryInput& in, const MemoryModelConfig& config);
 
+// The state of a stage that costs the same per parameter on every stage: bf16 weights and
+// gradients (unless FSDP, whose gathered layers and unit buffers depend on the largest layer),
+// and the optimizer state. Summed over the stages, it is the same whatever the split of the
+// layers between them.
+Bytes SplitInvariantStateBytes(const StageMemory& s, bool fsdp);
+// The least peak any split of the same layers over `stages` pipeline stages can have, given the
+// stages' SplitInvariantStateBytes summed: the busiest stage holds at least their mean, with
+// the workspace that much live memory brings (fixed part and fragmentation share).
+Bytes PeakLowerBoundOverSplits(Bytes split_invariant_sum, int64_t stages);
+
 }  // namespace projector
 
 #endif  // PROJECTOR_PROJECTION_MEMORY_MODEL_H_

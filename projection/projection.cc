@@ -343,12 +343,14 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   if (step.abandoned) {
     p.abandoned = true;
     p.peak_memory_per_gpu = step.memory.peak;
+    p.split_peak_lower_bound = step.split_peak_lower_bound;
     return p;
   }
   if (step.over_memory_limit) {
     p.over_memory_limit = true;
     p.memory = std::move(step.memory);
     p.peak_memory_per_gpu = p.memory.peak;
+    p.split_peak_lower_bound = step.split_peak_lower_bound;
     p.fits_in_memory = p.memory.fits;
     return p;
   }
@@ -365,6 +367,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   PROJECTOR_RETURN_IF_ERROR(SetThroughput(scenario, step, p));
   p.memory = std::move(step.memory);
   p.peak_memory_per_gpu = p.memory.peak;
+  p.split_peak_lower_bound = step.split_peak_lower_bound;
   p.fits_in_memory = p.memory.fits;
   p.measured_tokens_per_s_per_gpu = scenario.measured_tokens_per_s_per_gpu;
   if (p.measured_tokens_per_s_per_gpu.has_value() && *p.measured_tokens_per_s_per_gpu > 0) {

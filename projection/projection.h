@@ -116,6 +116,9 @@ struct Projection {
 
   MemoryFootprint memory;
   Bytes peak_memory_per_gpu;
+  // The least peak any other first/last-stage split of the layout can have (set with
+  // peak_memory_per_gpu; StepResult::split_peak_lower_bound).
+  Bytes split_peak_lower_bound;
   bool fits_in_memory = true;
 
   std::optional<double> measured_tokens_per_s_per_gpu;

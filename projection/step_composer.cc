@@ -836,10 +836,13 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
       // later for memory rather than time): stage by stage, as EstimateMemory takes it.
       if (in.abandon_above_memory) {
         const MemoryModelConfig config = MemoryConfigOf(in, v, m, grad_bytes);
+        Bytes invariant;
         for (int64_t r = 0; r < p; ++r) {
-          out.memory.peak = std::max(
-              out.memory.peak, EstimateStageMemory(StageMemoryOf(costs, par, r, p, v, m), config).total);
+          const StageMemory s = EstimateStageMemory(StageMemoryOf(costs, par, r, p, v, m), config);
+          out.memory.peak = std::max(out.memory.peak, s.total);
+          invariant += SplitInvariantStateBytes(s, config.fsdp);
         }
+        out.split_peak_lower_bound = PeakLowerBoundOverSplits(invariant, p);
       }
       return out;
     }
@@ -848,7 +851,13 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   // caller's limit stops here.
   std::vector<StageMemoryInput> mem(static_cast<size_t>(p));
   for (int64_t r = 0; r < p; ++r) mem[static_cast<size_t>(r)] = StageMemoryOf(costs, par, r, p, v, m);
-  out.memory = EstimateMemory(mem, MemoryConfigOf(in, v, m, grad_bytes));
+  const MemoryModelConfig memory_config = MemoryConfigOf(in, v, m, grad_bytes);
+  out.memory = EstimateMemory(mem, memory_config);
+  Bytes invariant;
+  for (const StageMemory& s : out.memory.stages) {
+    invariant += SplitInvariantStateBytes(s, memory_config.fsdp);
+  }
+  out.split_peak_lower_bound = PeakLowerBoundOverSplits(invariant, p);
   if (in.abandon_above_memory && out.memory.peak > *in.abandon_above_memory) {
     out.over_memory_limit = true;
     return out;

@@ -168,6 +168,9 @@ struct StepResult {
   // over_memory_limit: the peak memory exceeded StepInputs::abandon_above_memory, and only
   // micro_batches, chunks, memory and lower_bound are set.
   bool over_memory_limit = false;
+  // The least peak memory any other first/last-stage split of this layout can have
+  // (PeakLowerBoundOverSplits); set wherever memory.peak is.
+  Bytes split_peak_lower_bound;
   Seconds lower_bound;  // PipelineLowerBound of the passes (set when abandon_at is finite)
 };
 

@@ -473,6 +473,7 @@ LayoutEvaluator ProjectionEvaluator(const BackendRefs& backends,
     m.mfu = proj.mfu;
     m.tflops_per_gpu = proj.tflops_per_gpu;
     m.peak_memory_per_gpu = proj.peak_memory_per_gpu;
+    m.split_peak_lower_bound = proj.split_peak_lower_bound;
     for (size_t t = 0; t < kNumBreakdownTerms; ++t) {
       m.breakdown[t] = proj.breakdown.*kBreakdownTerms[t].member;
     }
@@ -657,17 +658,32 @@ namespace {
 
 // The alternative splits of each layout with pp > 1 evaluated (or bounded) in the first pass whose
 // lower bound (first the busiest stage's passes with every layer at the cheaper kind's cost, then
-// StepLowerBound) is below `threshold`; the others are counted under kBound.
+// StepLowerBound) is below `threshold`; the others are counted under kBound. A layout whose
+// splits all lie over the memory limit (SplitMemoryCheck) has its splits counted under kMemory.
 struct SplitsFound {
   std::vector<SearchCandidate> splits;
   int64_t enumerated = 0;
   int64_t pruned = 0;
+  int64_t over_memory = 0;
+};
+
+// When the splits of a layout need no projection to be removed for memory: the least peak any
+// of them can have (LayoutMetrics::split_peak_lower_bound) is over the search's limit, and over
+// the lowest peak the first pass evaluated, so that none of them would have been the lowest the
+// search reports when nothing fits either.
+struct SplitMemoryCheck {
+  std::optional<Bytes> limit;
+  Bytes lowest_first_pass_peak{std::numeric_limits<double>::infinity()};
+  bool AllOver(const LayoutMetrics& m) const {
+    return limit && m.split_peak_lower_bound > *limit &&
+           m.split_peak_lower_bound > lowest_first_pass_peak;
+  }
 };
 
 // AlternativeSplits of evaluated[begin, end).
 SplitsFound AlternativeSplitsOf(const Scenario& base, const std::vector<SearchCandidate>& evaluated,
-                                const Evaluations& e, Seconds threshold, size_t begin,
-                                size_t end) {
+                                const Evaluations& e, Seconds threshold,
+                                const SplitMemoryCheck& memory, size_t begin, size_t end) {
   SplitsFound found;
   std::vector<SearchCandidate>& out = found.splits;
   int64_t& pruned = found.pruned;
@@ -686,10 +702,17 @@ SplitsFound AlternativeSplitsOf(const Scenario& base, const std::vector<SearchCa
                                                                          base.model.NumMoeLayers()) +
                                pass(m.moe_layer) * static_cast<double>(base.model.NumMoeLayers()) +
                                pass(m.embedding) + pass(m.output);
-    if (!(all_passes * (mb / static_cast<double>(p.pp)) < threshold)) {
+    auto remove_every_split = [&](int64_t& removed) {
       const int64_t n = CountAlternativeSplits(base.model.num_layers, p);
       found.enumerated += n;
-      pruned += n;
+      removed += n;
+    };
+    if (!(all_passes * (mb / static_cast<double>(p.pp)) < threshold)) {
+      remove_every_split(pruned);
+      continue;
+    }
+    if (memory.AllOver(m)) {
+      remove_every_split(found.over_memory);
       continue;
     }
     SearchCandidate alt = evaluated[i];
@@ -718,13 +741,22 @@ SplitsFound AlternativeSplitsOf(const Scenario& base, const std::vector<SearchCa
 std::vector<SearchCandidate> AlternativeSplits(const Scenario& base,
                                                const std::vector<SearchCandidate>& evaluated,
                                                const Evaluations& e, Seconds threshold,
-                                               int threads, SearchResult& result) {
+                                               std::optional<Bytes> memory_limit, int threads,
+                                               SearchResult& result) {
+  SplitMemoryCheck memory{.limit = memory_limit};
+  for (size_t i = 0; i < e.outcome.size(); ++i) {
+    if (e.outcome[i] == Outcome::kOk) {
+      memory.lowest_first_pass_peak =
+          std::min(memory.lowest_first_pass_peak, e.metrics[i].peak_memory_per_gpu);
+    }
+  }
   const size_t slices = static_cast<size_t>(std::max(1, threads));
   std::vector<SplitsFound> found(slices);
   std::vector<std::thread> pool;
   for (size_t t = 0; t < slices; ++t) {
     pool.emplace_back([&, t] {
-      found[t] = AlternativeSplitsOf(base, evaluated, e, threshold, evaluated.size() * t / slices,
+      found[t] = AlternativeSplitsOf(base, evaluated, e, threshold, memory,
+                                     evaluated.size() * t / slices,
                                      evaluated.size() * (t + 1) / slices);
     });
   }
@@ -734,6 +766,7 @@ std::vector<SearchCandidate> AlternativeSplits(const Scenario& base,
     out.insert(out.end(), f.splits.begin(), f.splits.end());
     result.splits_enumerated += f.enumerated;
     result.removed[static_cast<int>(SearchConstraint::kBound)] += f.pruned;
+    result.removed[static_cast<int>(SearchConstraint::kMemory)] += f.over_memory;
   }
   return out;
 }
@@ -833,7 +866,7 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
     splits = AlternativeSplits(
         base, candidates, e,
         pruning ? top.Threshold() : Seconds(std::numeric_limits<double>::infinity()),
-        result.threads, result);
+        pruning ? options.memory_limit : std::nullopt, result.threads, result);
     result.candidates_enumerated += result.splits_enumerated;
     if (!splits.empty()) {
       more = EvaluateCandidates(base, splits, evaluate, options, pruning, start, "splits");

@@ -150,6 +150,9 @@ struct LayoutMetrics {
   double mfu = 0;
   double tflops_per_gpu = 0;
   Bytes peak_memory_per_gpu;
+  // The least peak any other first/last-stage split of this layout can have
+  // (Projection::split_peak_lower_bound).
+  Bytes split_peak_lower_bound;
   // Step breakdown terms, in kBreakdownTerms order (short names): compute, tp_comm, cp_comm,
   // ep_comm, pipeline_bubble, p2p, dp_comm, fsdp_comm, optimizer.
   std::array<Seconds, kNumBreakdownTerms> breakdown{};

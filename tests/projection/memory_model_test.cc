@@ -67,6 +67,31 @@ TEST(MemoryModelTest, FsdpShardsEverythingAndHoldsTwoGatheredLayers) {
   EXPECT_DOUBLE_EQ(s.optimizer_state.value(), 12 * sharded);
 }
 
+// Two stages of 1e9 and 3e9 parameters (a split of 4e9), plain DP: 18 B each, 72e9 B summed;
+// any split of them over 2 stages peaks at least at the mean, 36e9 B, with its 5% fragmentation
+// and the fixed 2 GiB: 2 GiB + 37.8e9 B. The uneven split's own peak (54e9 B of state on stage
+// 1, plus its activations) is above it, and so is the even split's. Under FSDP only the sharded
+// optimizer state counts (the gathered layers depend on the largest layer of each stage).
+TEST(MemoryModelTest, PeakLowerBoundOverSplitsIsTheMeanParameterState) {
+  StageMemoryInput light = OneBillionParams(), heavy = OneBillionParams();
+  heavy.dense_parameters = 3e9;
+  const MemoryModelConfig plain{.dense_shard = 8, .hbm_capacity = Gigabytes(192)};
+  MemoryFootprint uneven = EstimateMemory({light, heavy}, plain);
+  Bytes sum;
+  for (const StageMemory& s : uneven.stages) sum += SplitInvariantStateBytes(s, false);
+  EXPECT_DOUBLE_EQ(sum.value(), 72e9);
+  const Bytes bound = PeakLowerBoundOverSplits(sum, 2);
+  EXPECT_THAT(bound.value(), IsNearRel(Gibibytes(2).value() + 1.05 * 36e9, 1e-12));
+  StageMemoryInput even = OneBillionParams();
+  even.dense_parameters = 2e9;
+  EXPECT_GT(uneven.peak, bound);
+  EXPECT_GT(EstimateMemory({even, even}, plain).peak, bound);
+
+  const MemoryModelConfig fsdp{.fsdp = true, .dense_shard = 8, .hbm_capacity = Gigabytes(192)};
+  MemoryFootprint sharded = EstimateMemory({light, heavy}, fsdp);
+  EXPECT_DOUBLE_EQ(SplitInvariantStateBytes(sharded.stages[1], true).value(), 12 * 3e9 / 8);
+}
+
 TEST(MemoryModelTest, DeferredWeightGradsKeepTheirWorkingSet) {
   // ZB-H1 rank 2 of 4 under full recompute, right after a B: 1 micro-batch before its B (its
   // layer inputs, 1 GiB) and 3 past B waiting for W, each keeping the rebuilt 5 GiB.

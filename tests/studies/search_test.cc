@@ -1,5 +1,6 @@
 #include "studies/search.h"
 
+#include <atomic>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -594,6 +595,55 @@ TEST(SearchTest, PruningKeepsTheExhaustiveTopK) {
   int64_t removed = 0;
   for (int64_t n : pruned->removed) removed += n;
   EXPECT_EQ(removed + static_cast<int64_t>(pruned->ranked.size()), pruned->candidates_enumerated);
+}
+
+// Llama-3.1-70B on 8 H100 (80 layers) fits no layout without FSDP: PP2 with the distributed
+// optimizer holds 2 + 4 + 12/dp bytes for each of its 70.6e9/(tp·2) parameters per GPU.
+//   TP2 PP2 DP2: 17.6e9 · 12 B = 211 GB (196 GiB) of state; its peak, ~215 GiB, is the lowest;
+//   TP1 PP2 DP4: 35.3e9 ·  9 B = 318 GB (296 GiB): any split of it peaks at least at
+//                2 GiB + 1.05 · 296 GiB ≈ 313 GiB (PeakLowerBoundOverSplits), over the limit
+//                and over the lowest peak, so its 78 other splits (first stage 1..79 layers but
+//                the evaluated 40) are removed for memory without a projection.
+// The search then reports exactly what projecting every split reports.
+TEST(SearchTest, SplitsWhoseStateAloneIsOverTheLimitAreRemovedUnprojected) {
+  Scenario base = TinyScenarioWith("llama3.1-70b");
+  base.num_gpus = 8;
+  base.training.seq_len = 4096;
+  base.training.global_batch = 16;
+  SearchSpace space = DefaultSearchSpace(base);
+  space.tp = {1, 2};
+  space.pp = {2};
+  space.vpp = {1};
+  space.cp = {1};
+  space.micro_batch = {1};
+  space.recompute = {Recompute::kFull};
+  space.sequence_parallel = {false};
+  space.sharding = {DpSharding::kDistributedOptimizer};
+  auto set = MakeBackendSet(base.backends, base.hw);
+  ASSERT_THAT(set, IsOk());
+  SearchOptions o;
+  o.space = space;
+  o.threads = 2;
+  o.memory_limit = DefaultMemoryLimit(base.hw);
+  const BackendRefs refs = RefsOf(*set);  // ProjectionEvaluator keeps a reference to it
+  const LayoutEvaluator projection = ProjectionEvaluator(refs, o.memory_limit);
+  std::atomic<int64_t> projected{0};
+  LayoutEvaluator counting = projection;
+  counting.project = [&](const Scenario& s, const ComposedModel* c, Seconds at) {
+    ++projected;
+    return projection.project(s, c, at);
+  };
+  auto pruned = SearchLayouts(base, o, counting);
+  const int64_t projected_pruned = projected.exchange(0);
+  o.prune = false;
+  auto every = SearchLayouts(base, o, counting);
+  const int64_t projected_every = projected.load();
+  ASSERT_FALSE(pruned.ok());
+  ASSERT_FALSE(every.ok());
+  EXPECT_THAT(std::string(pruned.status().message()), HasSubstr("lowest peak was"));
+  EXPECT_EQ(pruned.status().message(), every.status().message());
+  EXPECT_EQ(projected_every, 2 + 2 * 78);
+  EXPECT_EQ(projected_every - projected_pruned, 78);
 }
 
 // The two cases: the search's best is at least as fast as the layout people run by hand.
