@@ -890,7 +890,8 @@ std::string SearchHtml(const Scenario& base, const SearchResult& result, int64_t
   Card(out, Figure(static_cast<double>(result.candidates_enumerated)), "layouts enumerated");
   Card(out, Figure(static_cast<double>(result.candidates_evaluated)), "projected");
   Card(out,
-       result.memory_limit ? absl::StrFormat("%.1f GB", result.memory_limit->value() * 1e-9)
+       result.memory_limit
+           ? absl::StrFormat("%.1f GiB", result.memory_limit->value() / Gibibytes(1).value())
                            : std::string("none"),
        "memory limit");
   Card(out, std::string(SearchObjectiveName(result.objective)), "objective");

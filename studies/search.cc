@@ -133,7 +133,8 @@ double ObjectiveKey(const LayoutMetrics& m, SearchObjective objective) {
   return 0;
 }
 
-double ToGb(Bytes b) { return b.value() / 1e9; }
+// Memory in GiB, as every view shows it (the --memory-limit-gb flag alone takes decimal GB).
+double ToGib(Bytes b) { return b.value() / Gibibytes(1).value(); }
 
 }  // namespace
 
@@ -815,9 +816,9 @@ absl::Status NoSurvivorError(const Scenario& base, const SearchOptions& options,
   std::string detail;
   const auto constraint = static_cast<SearchConstraint>(last);
   if (constraint == SearchConstraint::kMemory && lowest.metrics != nullptr) {
-    detail = absl::StrFormat(" (limit %.1f GB; the lowest peak was %.1f GB, %s)",
-                             ToGb(*options.memory_limit),
-                             ToGb(lowest.metrics->peak_memory_per_gpu),
+    detail = absl::StrFormat(" (limit %.1f GiB; the lowest peak was %.1f GiB, %s)",
+                             ToGib(*options.memory_limit),
+                             ToGib(lowest.metrics->peak_memory_per_gpu),
                              CandidateLabel(*lowest.candidate));
   } else if (constraint == SearchConstraint::kProjectionError) {
     detail = absl::StrCat(" (first: ", e.first_error, ")");
