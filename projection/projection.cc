@@ -93,7 +93,34 @@ Flops ModelFlopsPerStep(const ModelSpec& model, const TrainingConfig& training) 
   return Flops(tokens * (6.0 * matmul_params + attention));
 }
 
+void ComputeByClass::Add(const Op& op, double times) {
+  KernelClassTotals* into = nullptr;
+  switch (op.kind) {
+    case OpKind::kGemm:
+      into = &gemm;
+      break;
+    case OpKind::kAttention:
+      into = &attention;
+      break;
+    case OpKind::kMemory:
+      into = &memory_bound;
+      break;
+    case OpKind::kCollective:
+      return;
+  }
+  into->time += op.time * times;
+  into->flops += op.flops * times;
+  into->bytes += op.bytes * times;
+}
+
 namespace {
+
+// Adds the per-micro-batch ops of `module` (once-per-step ops left out), `times` over.
+void AddToClasses(const ModuleProfile& module, double times, ComputeByClass& into) {
+  for (const Op& op : module.ops) {
+    if (op.phase != OpPhase::kOncePerStep) into.Add(op, times);
+  }
+}
 
 // Each distinct layer kind of the model (dense, MoE), profiled, timed and composed once, not
 // once per layer; with keep_ops, their op tables.
@@ -117,6 +144,12 @@ absl::Status ComposeLayerKinds(const Scenario& scenario, const BackendRefs& back
     if (!attention) attention = lp.modules.front();
     PROJECTOR_ASSIGN_OR_RETURN(kind, AdjustedCompose(is_moe ? "moe" : "dense", lp, lctx, backends,
                                                      options));
+    // The MTP modules are layers of the last layer's kind.
+    const bool mtp_kind = scenario.model.mtp_layers > 0 && scenario.model.MtpIsMoe() == is_moe;
+    for (const ModuleProfile& m : lp.modules) {
+      AddToClasses(m, static_cast<double>(count + (mtp_kind ? scenario.model.mtp_layers : 0)),
+                   kinds.compute_by_class);
+    }
     if (options.keep_ops) {
       kinds.op_tables.push_back(MakeOpTable(is_moe ? "moe layer" : "dense layer", count,
                                             lp.modules, kind->comm_ops));
@@ -140,6 +173,11 @@ absl::Status ComposeEnds(const Scenario& scenario, const BackendRefs& backends,
     options.adjuster->AdjustModule("embedding", emb);
     options.adjuster->AdjustModule("output", outl);
   }
+  // The output head runs once more per MTP module (their own head below, when it differs).
+  const double mtp = static_cast<double>(scenario.model.mtp_layers);
+  const bool own_mtp_head = scenario.model.mtp_layers > 0 && run.train_metric_passes > 0;
+  AddToClasses(emb, 1.0, ends.compute_by_class);
+  AddToClasses(outl, own_mtp_head ? 1.0 : 1.0 + mtp, ends.compute_by_class);
   PROJECTOR_ASSIGN_OR_RETURN(ends.embedding,
                              ComposeEndModule(emb, /*is_output=*/false, lctx, backends.collective));
   PROJECTOR_ASSIGN_OR_RETURN(ends.output,
@@ -150,10 +188,11 @@ absl::Status ComposeEnds(const Scenario& scenario, const BackendRefs& backends,
   }
   // An MTP module's pass of the output head runs without the training metrics
   // (OutputHead::kMtp); it differs from the main head only when there are metric passes.
-  if (scenario.model.mtp_layers > 0 && run.train_metric_passes > 0) {
+  if (own_mtp_head) {
     PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile head, ProfileOutputLayer(end_ctx, OutputHead::kMtp));
     PROJECTOR_RETURN_IF_ERROR(TimeOps(backends, head.ops));
     if (options.adjuster != nullptr) options.adjuster->AdjustModule("output", head);
+    AddToClasses(head, mtp, ends.compute_by_class);
     PROJECTOR_ASSIGN_OR_RETURN(
         ends.mtp_output, ComposeEndModule(head, /*is_output=*/true, lctx, backends.collective));
   }
@@ -337,6 +376,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   if (composed.moe) {
     p.layer_kinds.push_back(KindTimes(*composed.moe, composed.moe_layers, tr.recompute));
   }
+  p.compute_by_class = composed.compute_by_class;
   p.embedding = EndTimes("embedding", in.embedding);
   p.output_layer = EndTimes("output", in.output);
   p.step_lower_bound = step.lower_bound;

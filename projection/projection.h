@@ -82,6 +82,20 @@ struct NetworkGroupUse {
   Seconds time;
 };
 
+// One class of kernels: its time, FLOPs and HBM bytes for one micro-batch through every layer
+// (the MTP modules included) and both end modules, forward, backward and the recompute the
+// training runs, before any overlap; the once-per-step ops (fp8 weight casts) are left out.
+struct KernelClassTotals {
+  Seconds time;
+  Flops flops;
+  Bytes bytes;
+};
+// The model's compute by class of kernel: GEMMs, attention kernels, memory-bound kernels.
+struct ComputeByClass {
+  KernelClassTotals gemm, attention, memory_bound;
+  void Add(const Op& op, double times);  // by op.kind; collectives are ignored
+};
+
 struct Projection {
   std::string scenario_name;
   std::string layout;  // "TP8 PP16 VPP4 CP1 EP1 DP128 SP"
@@ -113,6 +127,8 @@ struct Projection {
   std::vector<LayerKindTimes> layer_kinds;  // dense and/or MoE, whichever exist
   ModuleTimes embedding;
   ModuleTimes output_layer;
+
+  ComputeByClass compute_by_class;
 
   MemoryFootprint memory;
   Bytes peak_memory_per_gpu;
@@ -156,6 +172,7 @@ struct ComposedModel {
   ComposedEndModule embedding, output;
   std::optional<ComposedEndModule> mtp_output;
   std::vector<OpTable> op_tables;  // with ProjectionOptions::keep_ops
+  ComputeByClass compute_by_class;
 };
 
 // What ComposeModel reads of a scenario beyond its model, hardware, backends and the training

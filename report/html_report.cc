@@ -688,6 +688,20 @@ void BottlenecksSection(std::string& out, const std::vector<Bottleneck>& bottlen
     }
   }
   out += "</table>\n";
+  for (const Bottleneck& b : bottlenecks) {
+    if (b.kernel_classes.empty()) continue;
+    out += "<h3>Compute by class of kernel</h3>\n<table class=\"grid\"><tr><th>kernels</th>"
+           "<th class=\"n\">share of compute</th><th class=\"n\">achieved</th>"
+           "<th class=\"n\">peak</th><th class=\"n\">of peak</th></tr>";
+    for (const KernelClassUse& c : b.kernel_classes) {
+      absl::StrAppendFormat(&out,
+                            "<tr><td>%s</td><td class=\"n\">%.1f%%</td><td class=\"n\">%.0f %s</td>"
+                            "<td class=\"n\">%.0f %s</td><td class=\"n\">%.0f%%</td></tr>",
+                            c.kernel_class, 100 * c.share, c.achieved, c.unit, c.peak, c.unit,
+                            c.peak > 0 ? 100 * c.achieved / c.peak : 0.0);
+    }
+    out += "</table>\n";
+  }
 }
 
 std::string ProjectionHtml(const Scenario& scenario, const Projection& p,

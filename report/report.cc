@@ -264,12 +264,24 @@ nlohmann::json BottlenecksJson(const std::vector<Bottleneck>& bottlenecks, doubl
                       {"peak_bytes", r.peak_memory.value()},
                       {"fits", r.fits}});
     }
-    out.push_back({{"kind", BottleneckKindName(b.kind)},
-                   {"severity", SeverityName(b.severity)},
-                   {"value", b.value},
-                   {"threshold", b.threshold},
-                   {"detail", b.detail},
-                   {"recommendations", recs}});
+    nlohmann::json entry = {{"kind", BottleneckKindName(b.kind)},
+                            {"severity", SeverityName(b.severity)},
+                            {"value", b.value},
+                            {"threshold", b.threshold},
+                            {"detail", b.detail},
+                            {"recommendations", recs}};
+    if (!b.kernel_classes.empty()) {
+      nlohmann::json classes = nlohmann::json::array();
+      for (const KernelClassUse& c : b.kernel_classes) {
+        classes.push_back({{"class", c.kernel_class},
+                           {"share_of_compute", c.share},
+                           {"achieved", c.achieved},
+                           {"peak", c.peak},
+                           {"unit", c.unit}});
+      }
+      entry["kernel_classes"] = std::move(classes);
+    }
+    out.push_back(std::move(entry));
   }
   return out;
 }

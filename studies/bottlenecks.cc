@@ -206,6 +206,32 @@ std::string_view SeverityName(Severity severity) {
   return "?";
 }
 
+std::vector<KernelClassUse> KernelClassUses(const Scenario& scenario, const Projection& p) {
+  const ComputeByClass& c = p.compute_by_class;
+  const double total = (c.gemm.time + c.attention.time + c.memory_bound.time).value();
+  std::vector<KernelClassUse> out;
+  if (total <= 0) return out;
+  const GpuSpec& gpu = scenario.hw.gpu;
+  const DType precision = scenario.training.precision;
+  const DType attention_dtype =
+      precision == DType::kFp8 || precision == DType::kFp4 ? DType::kBf16 : precision;
+  auto tflops = [](const KernelClassTotals& k) { return k.flops.value() / k.time.value() * 1e-12; };
+  auto add = [&](std::string_view name, const KernelClassTotals& k, double achieved, double peak,
+                 std::string_view unit) {
+    if (k.time.value() <= 0) return;
+    out.push_back({.kernel_class = name, .share = k.time.value() / total, .achieved = achieved,
+                   .peak = peak, .unit = unit});
+  };
+  add("gemm", c.gemm, tflops(c.gemm), gpu.MatrixPeak(precision, gpu.peak_clock).value() * 1e-12,
+      "TFLOP/s");
+  add("attention", c.attention, tflops(c.attention),
+      gpu.MatrixPeak(attention_dtype, gpu.peak_clock).value() * 1e-12, "TFLOP/s");
+  add("memory_bound", c.memory_bound,
+      c.memory_bound.bytes.value() / c.memory_bound.time.value() * 1e-9,
+      gpu.hbm_bandwidth.value() * 1e-9, "GB/s");
+  return out;
+}
+
 absl::StatusOr<std::vector<Bottleneck>> AnalyzeBottlenecks(const Scenario& scenario,
                                                            const Projection& p) {
   std::vector<Bottleneck> out;
@@ -218,7 +244,8 @@ absl::StatusOr<std::vector<Bottleneck>> AnalyzeBottlenecks(const Scenario& scena
                  .value = value,
                  .threshold = threshold,
                  .detail = std::move(detail),
-                 .recommendations = {}};
+                 .recommendations = {},
+                 .kernel_classes = {}};
     PROJECTOR_ASSIGN_OR_RETURN(x.recommendations, Recommend(scenario, p, kind, changes));
     out.push_back(std::move(x));
     return absl::OkStatus();
@@ -265,14 +292,21 @@ absl::StatusOr<std::vector<Bottleneck>> AnalyzeBottlenecks(const Scenario& scena
   }
   const double compute = b.compute / p.step_time;
   if (compute >= kComputeDominant) {
+    const std::vector<KernelClassUse> classes = KernelClassUses(scenario, p);
+    std::string by_class;
+    for (const KernelClassUse& c : classes) {
+      absl::StrAppendFormat(&by_class, "%s%s %.0f%% at %.0f of %.0f %s", by_class.empty() ? "" : ", ",
+                            c.kernel_class, 100 * c.share, c.achieved, c.peak, c.unit);
+    }
     PROJECTOR_RETURN_IF_ERROR(add(
         BottleneckKind::kCompute, p.mfu < kLowMfu ? Severity::kMedium : Severity::kLow, compute,
         1.0,
         absl::StrFormat("compute %.1f%% of the step at %.1f%% MFU (%.0f of %.0f TFLOP/s per GPU; "
-                        "%.0f%% of the step scales with the clock)",
+                        "%.0f%% of the step scales with the clock); by kernel: %s",
                         100 * compute, 100 * p.mfu, p.tflops_per_gpu,
-                        p.peak_flops_per_gpu.value() / 1e12, 100 * p.clock_scaled_share),
+                        p.peak_flops_per_gpu.value() / 1e12, 100 * p.clock_scaled_share, by_class),
         ComputeChanges(scenario)));
+    out.back().kernel_classes = classes;
   }
   std::stable_sort(out.begin(), out.end(), [](const Bottleneck& a, const Bottleneck& b2) {
     return a.severity > b2.severity;

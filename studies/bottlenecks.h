@@ -12,7 +12,9 @@
 //   host overhead    exposed host time: high >= 10%, medium >= 3%;
 //   compute          compute share >= 50%: the step is compute-bound; severity medium when its
 //                    MFU is under 30%, low otherwise (the kernels, precision or batch shape are
-//                    what is left to improve).
+//                    what is left to improve). It says where the compute goes by class of
+//                    kernel (KernelClassUses): GEMMs and attention against the matrix peak,
+//                    memory-bound kernels against the HBM bandwidth.
 #ifndef PROJECTOR_STUDIES_BOTTLENECKS_H_
 #define PROJECTOR_STUDIES_BOTTLENECKS_H_
 
@@ -33,6 +35,20 @@ std::string_view BottleneckKindName(BottleneckKind kind);  // "memory_capacity",
 enum class Severity { kLow, kMedium, kHigh };
 std::string_view SeverityName(Severity severity);
 
+// One class of kernel in the model's compute (Projection::compute_by_class): its share of the
+// compute time and the rate it achieves against its peak: TFLOP/s against the GPU's matrix peak
+// at the datasheet clock (the GEMMs' precision; attention runs in bf16 under fp8/fp4) for GEMMs
+// and attention, GB/s against the datasheet HBM bandwidth for memory-bound kernels.
+struct KernelClassUse {
+  std::string_view kernel_class;  // "gemm", "attention", "memory_bound"
+  double share = 0;               // of the compute time
+  double achieved = 0;            // in `unit`
+  double peak = 0;                // in `unit`
+  std::string_view unit;          // "TFLOP/s" or "GB/s"
+};
+// The classes with compute time, in that order.
+std::vector<KernelClassUse> KernelClassUses(const Scenario& scenario, const Projection& projection);
+
 struct Bottleneck {
   BottleneckKind kind = BottleneckKind::kCompute;
   Severity severity = Severity::kLow;
@@ -41,6 +57,8 @@ struct Bottleneck {
   std::string detail;    // "exposed communication 34.1% of the step: dp_comm 20.3%, tp_comm 13.8%"
   // Re-projected changes, fastest first (at most kMaxRecommendations).
   std::vector<Reprojected> recommendations;
+  // kCompute: where the compute goes (KernelClassUses).
+  std::vector<KernelClassUse> kernel_classes;
 };
 
 inline constexpr size_t kMaxRecommendations = 3;

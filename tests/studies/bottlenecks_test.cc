@@ -116,6 +116,71 @@ TEST(BottlenecksTest, EachRuleAtItsThresholds) {
   EXPECT_EQ(mixed->front().kind, BottleneckKind::kNetwork);
 }
 
+// The compute by class of kernel, by hand on an H100 (132 SMs · 4096 bf16 FLOP/clk · 1830 MHz =
+// 989.39 TFLOP/s; fp8 twice that; HBM 3.35 TB/s): GEMMs 0.6 s at 500 TFLOP/s, attention 0.2 s at
+// 400 TFLOP/s, memory-bound kernels 0.2 s at 2 TB/s give shares 60/20/20% of the compute. Under
+// fp8 the GEMMs are judged against the fp8 peak, attention (bf16) against the bf16 one.
+TEST(BottlenecksTest, ComputeSplitsByKernelClassAgainstEachPeak) {
+  Scenario s = Llama70bTp8();
+  Projection p;
+  p.compute_by_class.gemm = {.time = Seconds(0.6), .flops = Flops(0.6 * 500e12), .bytes = Bytes(0)};
+  p.compute_by_class.attention = {.time = Seconds(0.2), .flops = Flops(0.2 * 400e12),
+                                  .bytes = Bytes(0)};
+  p.compute_by_class.memory_bound = {.time = Seconds(0.2), .flops = Flops(0),
+                                     .bytes = Bytes(0.2 * 2e12)};
+  const double bf16_peak = 132.0 * 4096.0 * 1830e6 * 1e-12;
+  std::vector<KernelClassUse> c = KernelClassUses(s, p);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].kernel_class, "gemm");
+  EXPECT_DOUBLE_EQ(c[0].share, 0.6);
+  EXPECT_DOUBLE_EQ(c[0].achieved, 500.0);
+  EXPECT_NEAR(c[0].peak, bf16_peak, 1e-9);
+  EXPECT_EQ(c[0].unit, "TFLOP/s");
+  EXPECT_EQ(c[1].kernel_class, "attention");
+  EXPECT_DOUBLE_EQ(c[1].share, 0.2);
+  EXPECT_DOUBLE_EQ(c[1].achieved, 400.0);
+  EXPECT_EQ(c[2].kernel_class, "memory_bound");
+  EXPECT_DOUBLE_EQ(c[2].achieved, 2000.0);
+  EXPECT_DOUBLE_EQ(c[2].peak, 3350.0);
+  EXPECT_EQ(c[2].unit, "GB/s");
+  s.training.precision = DType::kFp8;
+  c = KernelClassUses(s, p);
+  EXPECT_NEAR(c[0].peak, 2 * bf16_peak, 1e-9);
+  EXPECT_NEAR(c[1].peak, bf16_peak, 1e-9);
+  // No compute, no classes.
+  EXPECT_TRUE(KernelClassUses(s, Projection{}).empty());
+}
+
+// The projection's totals by class are its op tables' ops, each table counted as many times as
+// it runs per micro-batch (80 layers of Llama-3.1-70B, the embedding and the output once).
+TEST(BottlenecksTest, ComputeByClassSumsTheOpTables) {
+  const Scenario s = Llama70bTp8();
+  const BackendSet backends = *MakeBackendSet(s.backends, s.hw);
+  ProjectionOptions options;
+  options.keep_ops = true;
+  absl::StatusOr<Projection> p = Project(s, RefsOf(backends), options);
+  ASSERT_THAT(p, IsOk());
+  ComputeByClass expected;
+  for (const OpTable& t : p->op_tables) {
+    for (const Op& op : t.ops) expected.Add(op, static_cast<double>(t.count));
+  }
+  const ComputeByClass& got = p->compute_by_class;
+  EXPECT_GT(got.gemm.flops.value(), 0);
+  EXPECT_GT(got.attention.time.value(), 0);
+  EXPECT_GT(got.memory_bound.bytes.value(), 0);
+  EXPECT_DOUBLE_EQ(got.gemm.flops.value(), expected.gemm.flops.value());
+  EXPECT_DOUBLE_EQ(got.gemm.time.value(), expected.gemm.time.value());
+  EXPECT_DOUBLE_EQ(got.attention.flops.value(), expected.attention.flops.value());
+  EXPECT_DOUBLE_EQ(got.memory_bound.bytes.value(), expected.memory_bound.bytes.value());
+  // The compute bottleneck names the classes.
+  absl::StatusOr<std::vector<Bottleneck>> all = AnalyzeBottlenecks(s, *p);
+  ASSERT_THAT(all, IsOk());
+  const std::optional<Bottleneck> compute = Find(*all, BottleneckKind::kCompute);
+  ASSERT_TRUE(compute.has_value());
+  EXPECT_EQ(compute->kernel_classes.size(), 3u);
+  EXPECT_THAT(compute->detail, ::testing::HasSubstr("by kernel: gemm"));
+}
+
 // A recommendation is the change re-projected: TP communication overlap on the real TP8 step
 // gives exactly the TGS of projecting the scenario with it, and only changes that raise TGS are
 // listed (for memory, only those that lower the peak).
