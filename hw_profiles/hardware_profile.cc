@@ -658,10 +658,11 @@ absl::Status ValidateGpuRelations(const HardwareProfile& hw, const std::string& 
         absl::StrCat(ToMegahertz(g.sustained_clock), " MHz exceeds peak_clock_mhz ",
                      ToMegahertz(g.peak_clock), "; the sustained clock must be <= the peak clock"));
   }
-  if (g.matrix_flops_per_clock_per_cu[DTypeIndex(DType::kBf16)] <= 0) {
+  if (g.matrix_flops_per_clock_per_cu[DTypeIndex(DType::kBf16)] <= 0 &&
+      g.matrix_flops_per_clock_per_cu[DTypeIndex(DType::kFp16)] <= 0) {
     return JsonFieldError(origin, "/gpu/matrix_flops_per_clock_per_cu/bf16",
-                          "must be > 0; every profile needs a bf16 matrix rate (the training "
-                          "dtype the projection defaults to)");
+                          "must be > 0 (or fp16, for a GPU without bf16 tensor cores such as "
+                          "Volta); every profile needs a 16-bit matrix rate");
   }
   if (g.compute_units % g.num_xcds != 0) {
     return JsonFieldError(origin, "/gpu/num_xcds",

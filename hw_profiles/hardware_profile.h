@@ -182,7 +182,8 @@ inline constexpr GpuAlias kGpuAliases[] = {
     {"a100", "a100-sxm-80gb"}, {"a100-80gb", "a100-sxm-80gb"}, {"a100-40gb", "a100-sxm-40gb"},
     {"h100", "h100-sxm"},      {"h100-sxm5", "h100-sxm"},      {"h200", "h200-sxm"},
     {"h800", "h800-sxm"},      {"mi300", "mi300x"},            {"mi325", "mi325x"},
-    {"mi355", "mi355x"}};
+    {"mi355", "mi355x"},       {"v100", "v100-sxm2-32gb"},     {"v100-32gb", "v100-sxm2-32gb"},
+    {"v100-16gb", "v100-sxm2-16gb"}, {"rtx-a6000", "a6000"}};
 // The profile an alias names; empty when `name` (lower case) is not an alias.
 std::string_view GpuAliasTarget(std::string_view name);
 

@@ -920,9 +920,16 @@ absl::Status ValidateKernelsAndRecompute(const Scenario& s, const std::string& o
   }
   double rate = s.hw.gpu.matrix_flops_per_clock_per_cu[DTypeIndex(t.precision)];
   if (rate <= 0) {
+    // What the GPU has a matrix rate for (fp32, on the CUDA cores, always).
+    std::string supported;
+    for (DType d : kAllDTypes) {
+      if (s.hw.gpu.matrix_flops_per_clock_per_cu[DTypeIndex(d)] > 0) {
+        absl::StrAppend(&supported, supported.empty() ? "" : ", ", std::string(DTypeName(d)));
+      }
+    }
     return absl::UnimplementedError(
-        absl::StrFormat("%s: /training/precision: %s has no %s matrix rate; use bf16", origin,
-                        s.hw.name, DTypeName(t.precision)));
+        absl::StrFormat("%s: /training/precision: %s has no %s matrix rate; accepted: %s", origin,
+                        s.hw.name, DTypeName(t.precision), supported));
   }
   return ValidateFp8Recipe(s, origin);
 }
