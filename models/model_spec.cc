@@ -1,6 +1,7 @@
 #include "models/model_spec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <initializer_list>
@@ -431,7 +432,8 @@ absl::StatusOr<ModelSpec> ParseLibraryModel(JsonObject& obj) {
   PROJECTOR_RETURN_IF_ERROR(CheckKeys(
       obj, {"name", "source", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
             "num_kv_heads", "head_dim", "vocab_size", "mlp", "norm", "tied_embeddings", "qk_norm",
-            "attention_bias", "linear_bias", "position_embedding", "moe", "mla", "mtp_layers"}));
+            "attention_bias", "linear_bias", "position_embedding", "attention",
+            "output_positions_fraction", "moe", "mla", "mtp_layers"}));
   ModelSpec m;
   PROJECTOR_ASSIGN_OR_RETURN(m.name, obj.String("name"));
   if (m.name.empty()) return obj.FieldError("name", "must be a non-empty string");
@@ -460,6 +462,15 @@ absl::StatusOr<ModelSpec> ParseLibraryModel(JsonObject& obj) {
                              obj.EnumOr("position_embedding", PositionEmbeddingNames(), "rope"));
   for (PositionEmbedding p : kPositionEmbeddings) {
     if (PositionEmbeddingName(p) == position) m.position_embedding = p;
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(std::string attention,
+                             obj.EnumOr("attention", {"causal", "bidirectional"}, "causal"));
+  m.causal_attention = attention == "causal";
+  PROJECTOR_ASSIGN_OR_RETURN(m.output_positions_fraction,
+                             obj.NumberOr("output_positions_fraction", 1.0));
+  if (!(m.output_positions_fraction > 0 && m.output_positions_fraction <= 1)) {
+    return obj.FieldError("output_positions_fraction",
+                          absl::StrCat("must be in (0, 1], got ", m.output_positions_fraction));
   }
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> moe, obj.OptionalObject("moe"));
   if (moe.has_value()) {
@@ -668,6 +679,12 @@ double CountParameters(const ModelSpec& m, bool active_only) {
 }
 
 }  // namespace
+
+int64_t ModelSpec::OutputRows(int64_t tokens) const {
+  if (output_positions_fraction >= 1.0) return tokens;
+  return std::max<int64_t>(
+      1, static_cast<int64_t>(std::ceil(static_cast<double>(tokens) * output_positions_fraction)));
+}
 
 int64_t ModelSpec::NumMoeLayers() const {
   if (!moe.has_value()) return 0;

@@ -73,6 +73,14 @@ struct ModelSpec {
   // family have none.
   bool linear_bias = false;
   PositionEmbedding position_embedding = PositionEmbedding::kRope;
+  // Causal (decoder: GPT, Llama) or bidirectional (encoder: BERT) self-attention; a
+  // bidirectional kernel computes every tile of the score matrix.
+  bool causal_attention = true;
+  // Share of each sequence's positions the output head computes logits for: 1 for a language
+  // model; BERT's masked-LM head gathers its max_predictions_per_seq positions first.
+  double output_positions_fraction = 1.0;
+  // Rows the output head computes logits for out of `tokens` positions (at least one).
+  int64_t OutputRows(int64_t tokens) const;
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
   // Multi-token prediction modules trained beside the model (DeepSeek-V3 D = 1, report arXiv

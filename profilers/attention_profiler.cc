@@ -161,7 +161,7 @@ double CoreActivationBytes(const ProfileContext& ctx, const AttentionShape& s, d
 }
 
 AttentionShape KernelShape(const LayerDims& dims, int64_t q_heads, int64_t kv_heads,
-                           int64_t qk_dim, int64_t v_dim) {
+                           int64_t qk_dim, int64_t v_dim, bool causal) {
   // With CP the local seq_len/CP queries (Megatron's load-balanced pair of chunks) attend over
   // the gathered keys/values. AttentionFlops halves the product for causal masking, which is
   // the average causal work per rank under that load balancing.
@@ -172,7 +172,7 @@ AttentionShape KernelShape(const LayerDims& dims, int64_t q_heads, int64_t kv_he
                         .seq_kv = dims.seq_kv,
                         .qk_head_dim = qk_dim,
                         .v_head_dim = v_dim,
-                        .causal = true,
+                        .causal = causal,
                         .dtype = dims.act_dtype};
 }
 
@@ -237,7 +237,7 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   // Only rotary embeddings are a kernel of their own: ALiBi's bias is added to the scores
   // inside the attention kernel, and learned embeddings are added once to the token embedding.
   if (rope) AddRope(b, T, a_l * d, g_l * d, e, dims.eager_elementwise, a_l > g_l);
-  const AttentionShape shape = KernelShape(dims, a_l, g_l, d, d);
+  const AttentionShape shape = KernelShape(dims, a_l, g_l, d, d, ctx.model.causal_attention);
   if (eager_llama) AddEagerRepeatKv(b, T, a_l, g_l, d, e);
   AddAttentionCore(b, ctx, shape, e, dims.attention_dropout);
   if (eager_llama) AddEagerSdpaLayout(b, T, a_l, g_l, d, e);
@@ -332,7 +332,7 @@ absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerD
   b.Linear("kv_up_proj", T, kl, a_l * (nope + v), dt, 1, 1, LinearInput::kFusedNorm);
   AddRope(b, T, a_l * rope, rope, e, dims.eager_elementwise, true);
   // After kv_up every head has its own K and V: kv heads = q heads.
-  const AttentionShape shape = KernelShape(dims, a_l, a_l, nope + rope, v);
+  const AttentionShape shape = KernelShape(dims, a_l, a_l, nope + rope, v, ctx.model.causal_attention);
   AddAttentionCore(b, ctx, shape, e, dims.attention_dropout);
   b.Linear("o_proj", T, a_l * v, h, dt);
   b.Finish(ctx.recompute);

@@ -65,7 +65,9 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx, Outp
   const double e = dims.act_bytes;
   const bool layer_norm = model.norm == NormKind::kLayerNorm;
   const double norm_n = D(dims.sp_tokens) * D(h);
-  const double logits = D(dims.tokens) * D(v_l);
+  // The rows the head computes logits for: every position, or a masked-LM head's gathered ones.
+  const int64_t rows = model.OutputRows(dims.tokens);
+  const double logits = D(rows) * D(v_l);
 
   ModuleProfile profile;
   profile.module = "output";
@@ -78,7 +80,7 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx, Outp
   const profiler_internal::EagerKernels norm = profiler_internal::NormKernels(e, e, eager_norm);
   b.Memory("final_norm", norm.Forward(norm_n, (layer_norm ? 7.0 : 4.0) * norm_n),
            norm.Backward(norm_n, (layer_norm ? 14.0 : 8.0) * norm_n));
-  b.Linear("output_proj", dims.tokens, h, v_l, dims.act_dtype);
+  b.Linear("output_proj", rows, h, v_l, dims.act_dtype);
   b.PlainTorchLinear();  // Megatron's own ColumnParallelLinear, not a TE module
   const CrossEntropyTraffic ce =
       CrossEntropyBytesPerLogit(ctx.run.loss_kernel);

@@ -79,6 +79,9 @@ Flops ModelFlopsPerStep(const ModelSpec& model, const TrainingConfig& training) 
   if (!model.tied_embeddings) {
     matmul_params -= static_cast<double>(model.vocab_size) * static_cast<double>(model.hidden_size);
   }
+  // A masked-LM head computes logits for its share of the positions only.
+  matmul_params -= (1.0 - model.output_positions_fraction) * static_cast<double>(model.vocab_size) *
+                   static_cast<double>(model.hidden_size);
   // Multi-token prediction: each module's own weights and one more pass of the output head.
   const double mtp = static_cast<double>(model.mtp_layers);
   matmul_params += model.MtpParameters(/*active_only=*/true) +

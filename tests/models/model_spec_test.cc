@@ -69,6 +69,32 @@ TEST(ParseModelJsonTest, ReadsLibraryFormatWithDefaults) {
   EXPECT_FALSE(model->mla.has_value());
   EXPECT_EQ(model->NumMoeLayers(), 0);
   EXPECT_EQ(model->NumDenseLayers(), 4);
+  EXPECT_TRUE(model->causal_attention);
+  EXPECT_DOUBLE_EQ(model->output_positions_fraction, 1.0);
+  EXPECT_EQ(model->OutputRows(4096), 4096);
+}
+
+// An encoder: bidirectional attention and a masked-LM head on a share of the positions; each
+// field refused with its path and what is accepted.
+TEST(ParseModelJsonTest, EncoderAttentionAndOutputPositions) {
+  json value = TinyModelJson();
+  value["attention"] = "bidirectional";
+  value["output_positions_fraction"] = 0.25;
+  absl::StatusOr<ModelSpec> model = ParseModelJson(value, "enc.json", "");
+  ASSERT_THAT(model, IsOk());
+  EXPECT_FALSE(model->causal_attention);
+  EXPECT_EQ(model->OutputRows(100), 25);
+  EXPECT_EQ(model->OutputRows(101), 26);  // ceil(25.25)
+  value["attention"] = "sideways";
+  EXPECT_THAT(ParseModelJson(value, "enc.json", ""),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("enc.json"), HasSubstr("/attention"),
+                             HasSubstr("bidirectional"))));
+  value["attention"] = "causal";
+  value["output_positions_fraction"] = 0;
+  EXPECT_THAT(ParseModelJson(value, "enc.json", ""),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/output_positions_fraction"), HasSubstr("(0, 1]"))));
 }
 
 TEST(ParseModelJsonTest, GeluDefaultsToLayerNorm) {

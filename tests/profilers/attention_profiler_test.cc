@@ -123,6 +123,30 @@ TEST(ProfileAttentionTest, ContextParallelDividesQueries) {
   EXPECT_THAT(bwd->flops.value(), IsNearRel(2.5 * core->flops.value(), 1e-12));
 }
 
+// An encoder's bidirectional attention computes the whole score matrix: twice the causal
+// kernel's FLOPs, 4·b·a·s²·d forward (QKᵀ and P·V, 2·s²·d each per head), for the same shape.
+TEST(ProfileAttentionTest, BidirectionalAttentionComputesEveryTile) {
+  Case causal = Llama(1);
+  Case encoder = Llama(1);
+  encoder.model.causal_attention = false;
+  absl::StatusOr<ModuleProfile> c = ProfileAttention(causal.Ctx());
+  absl::StatusOr<ModuleProfile> e = ProfileAttention(encoder.Ctx());
+  ASSERT_THAT(c, IsOk());
+  ASSERT_THAT(e, IsOk());
+  const Op* c_core = FindOp(c->ops, "attention_core", OpPhase::kForward);
+  const Op* e_core = FindOp(e->ops, "attention_core", OpPhase::kForward);
+  ASSERT_NE(c_core, nullptr);
+  ASSERT_NE(e_core, nullptr);
+  EXPECT_TRUE(c_core->attention.causal);
+  EXPECT_FALSE(e_core->attention.causal);
+  EXPECT_THAT(e_core->flops.value(), IsNearRel(2.0 * c_core->flops.value(), 1e-12));
+  const AttentionShape& s = e_core->attention;
+  EXPECT_THAT(e_core->flops.value(),
+              IsNearRel(4.0 * D(s.batch) * D(s.num_q_heads) * D(s.seq_q) * D(s.seq_kv) *
+                            D(s.qk_head_dim),
+                        1e-12));
+}
+
 // FP8 training runs the projections in fp8; the attention kernel stays bf16.
 TEST(ProfileAttentionTest, Fp8GemmsBf16Attention) {
   Case c = Llama(1);

@@ -1,5 +1,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "models/model_spec.h"
 #include "profilers/module_profilers.h"
 #include "tests/testing/models_and_op_queries.h"
 #include "tests/testing/status_matchers.h"
@@ -139,6 +140,36 @@ TEST(ProfileOutputLayerTest, TiedEmbeddingsCountedOnceOnOneStage) {
   EXPECT_THAT(last_stage->dense_parameters, IsNearRel(2 * 2048 + 51200.0 * 2048, 1e-12));
   // The GEMMs run either way.
   EXPECT_NE(FindOp(same_stage->ops, "output_proj", OpPhase::kBackwardWgrad), nullptr);
+}
+
+// BERT-Large's masked-LM head (output_positions_fraction 0.15625): micro-batch 64 x seq 128 =
+// 8,192 positions, of which ceil(8192 · 0.15625) = 1,280 get logits (20 per sequence, as
+// max_predictions_per_seq); the loss runs over those 1,280 rows of the (padded) vocabulary, while
+// the final norm still covers every position.
+TEST(ProfileOutputLayerTest, MaskedLmHeadComputesLogitsForItsPositionsOnly) {
+  absl::StatusOr<ModelSpec> bert = ResolveModel("bert-large");
+  ASSERT_THAT(bert, IsOk());
+  EXPECT_DOUBLE_EQ(bert->output_positions_fraction, 0.15625);
+  EXPECT_FALSE(bert->causal_attention);
+  Case c(*bert);
+  c.training.seq_len = 128;
+  c.training.micro_batch = 64;
+  c.training.precision = DType::kFp16;
+  absl::StatusOr<ModuleProfile> p = ProfileOutputLayer(c.Ctx());
+  ASSERT_THAT(p, IsOk());
+  const Op* proj = FindOp(p->ops, "output_proj", OpPhase::kForward);
+  ASSERT_NE(proj, nullptr);
+  EXPECT_EQ(proj->gemm.m, 1280);
+  EXPECT_EQ(proj->gemm.k, 1024);
+  const double v = static_cast<double>(proj->gemm.n);  // the padded vocabulary
+  EXPECT_GE(v, 30522);
+  EXPECT_THAT(FindOp(p->ops, "cross_entropy", OpPhase::kForward)->bytes.value(),
+              IsNearRel(14.0 * 1280 * v, 1e-12));
+  // LayerNorm over all 8,192 positions: read x, write y and 7 FLOPs per element.
+  EXPECT_THAT(FindOp(p->ops, "final_norm", OpPhase::kForward)->flops.value(),
+              IsNearRel(7.0 * 8192 * 1024, 1e-12));
+  EXPECT_EQ(bert->OutputRows(8192), 1280);
+  EXPECT_EQ(bert->OutputRows(1), 1);
 }
 
 TEST(ProfileOutputLayerTest, ZeroVocabIsInvalid) {
