@@ -987,7 +987,93 @@ absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path) {
   return s;
 }
 
+absl::StatusOr<double> ClassicCaseTokensPerSecondPerGpu(const json& value,
+                                                        const std::string& origin) {
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, JsonObject::Make(value, origin, ""));
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject measured, obj.Object("measured"));
+  PROJECTOR_ASSIGN_OR_RETURN(double throughput, measured.PositiveNumber("throughput"));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string unit,
+                             measured.Enum("unit", {"sequences/s", "tokens/s", "images/s"}));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string scope, measured.Enum("scope", {"total", "per_gpu"}));
+  PROJECTOR_RETURN_IF_ERROR(measured.CheckNoUnknownKeys());
+  PROJECTOR_ASSIGN_OR_RETURN(int64_t num_gpus, obj.PositiveInt("num_gpus"));
+  if (unit == "images/s") {
+    return measured.FieldError("unit", "images/s: an image model's throughput has no tokens; "
+                                       "convolutional networks are not modelled yet");
+  }
+  double per_gpu = scope == "total" ? throughput / static_cast<double>(num_gpus) : throughput;
+  if (unit == "sequences/s") {
+    PROJECTOR_ASSIGN_OR_RETURN(int64_t seq_len, obj.PositiveInt("seq_len"));
+    per_gpu *= static_cast<double>(seq_len);
+  }
+  return per_gpu;
+}
+
+namespace {
+
+// A case of ../shared/calibration/classic_public.jsonl (framework, a library model by name,
+// per_gpu_batch, measured throughput with its unit and scope): data parallelism over every GPU,
+// one micro-batch of per_gpu_batch per GPU and step.
+absl::StatusOr<Scenario> ScenarioFromClassicCase(const json& value, const std::string& origin) {
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, JsonObject::Make(value, origin, ""));
+  Scenario s;
+  PROJECTOR_ASSIGN_OR_RETURN(s.name, obj.String("id"));
+  PROJECTOR_RETURN_IF_ERROR(obj.String("source").status());
+  PROJECTOR_RETURN_IF_ERROR(obj.StringOr("notes", "").status());
+  PROJECTOR_ASSIGN_OR_RETURN(std::string framework,
+                             obj.Enum("framework", {"tensorflow", "pytorch"}));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string model, obj.String("model"));
+  obj.Accept("image_size");
+  if (value.contains("image_size") && !value["image_size"].is_null()) {
+    return absl::UnimplementedError(absl::StrCat(
+        origin, ": /model: ", model,
+        " is an image model; convolutional networks are not modelled yet (transformers only)"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(s.model, ResolveModel(model));
+  PROJECTOR_ASSIGN_OR_RETURN(s.hw, GpuFromJson(obj, "gpu", ""));
+  PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, obj.PositiveInt("num_gpus"));
+  PROJECTOR_ASSIGN_OR_RETURN(s.hw.gpus_per_node, obj.PositiveInt("gpus_per_node"));
+  PROJECTOR_ASSIGN_OR_RETURN(std::string precision,
+                             obj.Enum("precision", {"amp-fp16", "fp16", "fp32", "amp-bf16", "bf16"}));
+  s.training.precision = precision.ends_with("fp32")   ? DType::kFp32
+                         : precision.ends_with("bf16") ? DType::kBf16
+                                                       : DType::kFp16;
+  PROJECTOR_ASSIGN_OR_RETURN(s.training.micro_batch, obj.PositiveInt("per_gpu_batch"));
+  PROJECTOR_ASSIGN_OR_RETURN(s.training.seq_len, obj.PositiveInt("seq_len"));
+  s.training.global_batch = s.training.micro_batch * s.num_gpus;
+  PROJECTOR_ASSIGN_OR_RETURN(s.measured_tokens_per_s_per_gpu,
+                             ClassicCaseTokensPerSecondPerGpu(value, origin));
+  obj.Accept("measured");
+  PROJECTOR_RETURN_IF_ERROR(obj.CheckNoUnknownKeys());
+  s.parallel.dp = s.num_gpus;
+  s.parallel.distributed_optimizer = false;
+  s.defaults_used.push_back(absl::StrFormat(
+      "framework %s: plain data parallelism (Horovod or DDP all-reduce, no sharded optimizer), "
+      "one micro-batch of %d per GPU and step (the schema has no gradient accumulation, which "
+      "would spread the all-reduce and the optimizer step over more micro-batches: both are "
+      "counted every micro-batch here)",
+      framework, s.training.micro_batch));
+  if (framework == "tensorflow") {
+    // TF1's BERT writes attention as matmuls (modeling.py attention_layer: tf.matmul for the
+    // scores and the context); XLA fuses the softmax and dropout around them.
+    PROJECTOR_RETURN_IF_ERROR(SetAttentionKernel("unfused", s.training));
+    s.defaults_used.push_back(
+        "framework tensorflow: attention as two GEMMs around the softmax (TF1 BERT's "
+        "modeling.py; no fused attention kernel), the rest as the Megatron stack's fused kernels "
+        "(XLA's fusions)");
+  }
+  s.defaults_used.push_back(absl::StrFormat("interconnect from hw profile %s", s.hw.name));
+  PROJECTOR_RETURN_IF_ERROR(ResolveKernels(s, origin));
+  PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, origin));
+  return s;
+}
+
+}  // namespace
+
 absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& origin) {
+  if (value.is_object() && value.contains("per_gpu_batch")) {
+    return ScenarioFromClassicCase(value, origin);
+  }
   PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, JsonObject::Make(value, origin, ""));
   Scenario s;
   PROJECTOR_ASSIGN_OR_RETURN(s.name, obj.String("id"));

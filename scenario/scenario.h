@@ -135,7 +135,13 @@ absl::Status ResolveKernels(Scenario& scenario, const std::string& origin);
 // "measured_tokens_per_s_per_gpu"}.
 absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path);
 // One case object of a calibration JSONL file (`origin` is "file:line").
+// Also reads the classic schema (../shared/calibration/classic_public.jsonl: framework, a library
+// model by name, per_gpu_batch, measured throughput with unit and scope), told apart by its
+// per_gpu_batch; an image model's case is kUnimplemented.
 absl::StatusOr<Scenario> ScenarioFromCase(const nlohmann::json& value, const std::string& origin);
+// A classic case's measured throughput in tokens/s per GPU (sequences x seq_len, per GPU).
+absl::StatusOr<double> ClassicCaseTokensPerSecondPerGpu(const nlohmann::json& value,
+                                                        const std::string& origin);
 // "FILE:ID": the case with that id.
 absl::StatusOr<Scenario> LoadCalibrationCase(const std::string& file_colon_id);
 

@@ -305,13 +305,22 @@ void ReadCaseFields(const json& value, int64_t line_no, ValidationCase& c) {
   c.num_gpus = value.value("num_gpus", int64_t{0});
   c.gpus_per_node = value.value("gpus_per_node", int64_t{0});
   c.precision = value.value("precision", "");
-  c.seq_len = value.value("seq_len", int64_t{0});
+  // null in the classic schema's image cases
+  c.seq_len = value.contains("seq_len") && value["seq_len"].is_number_integer()
+                  ? value["seq_len"].get<int64_t>()
+                  : 0;
   if (value.contains("model") && value["model"].is_object()) {
     c.model = value["model"].value("name", "");
     const bool moe = value["model"].contains("moe") && value["model"]["moe"].is_object();
     c.model_family = moe ? "moe" : "dense";
+  } else if (value.contains("model") && value["model"].is_string()) {  // the classic schema
+    c.model = value["model"].get<std::string>();
+    c.model_family = "dense";
   }
-  if (value.contains("measured") && value["measured"].is_object()) {
+  if (value.contains("per_gpu_batch")) {
+    c.measured_tokens_per_s_per_gpu =
+        ClassicCaseTokensPerSecondPerGpu(value, "").value_or(0.0);
+  } else if (value.contains("measured") && value["measured"].is_object()) {
     c.measured_tokens_per_s_per_gpu = value["measured"].value("tokens_per_s_per_gpu", 0.0);
   }
 }

@@ -589,6 +589,31 @@ TEST(ScenarioTest, CalibrationCaseLoadsById) {
   EXPECT_NEAR(*s->measured_tokens_per_s_per_gpu, 9287.93, 1e-6);
 }
 
+// A classic case (DeepLearningExamples' BERT-Large on a DGX-1V 32 GB, 8 GPUs, batch 64 at seq
+// 128): 1,443.05 sequences/s in all = 1443.05 · 128 / 8 = 23,088.8 tokens/s per GPU; plain DP
+// over the 8 GPUs, one micro-batch of 64 per GPU and step, fp16 (amp), TF1's attention as GEMMs.
+TEST(ScenarioTest, ClassicCaseLoadsAsDataParallelTraining) {
+  auto s = LoadCalibrationCase(std::string(PROJECTOR_CALIBRATION_DIR) +
+                               "/classic_public.jsonl:dle_tf1_bertL_v100-32gb_amp_p1_bs64_8gpu");
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->model.name, "bert-large");
+  EXPECT_EQ(s->hw.name, "v100-sxm2-32gb");
+  EXPECT_EQ(s->parallel.dp, 8);
+  EXPECT_FALSE(s->parallel.distributed_optimizer);
+  EXPECT_EQ(s->training.micro_batch, 64);
+  EXPECT_EQ(s->training.global_batch, 512);
+  EXPECT_EQ(s->training.seq_len, 128);
+  EXPECT_EQ(s->training.precision, DType::kFp16);
+  EXPECT_EQ(s->training.attention_kernel, AttentionKernel::kUnfused);
+  ASSERT_TRUE(s->measured_tokens_per_s_per_gpu.has_value());
+  EXPECT_NEAR(*s->measured_tokens_per_s_per_gpu, 1443.05 * 128 / 8, 1e-9);
+  // An image model is not modelled yet: refused with the reason, not projected as something else.
+  EXPECT_THAT(LoadCalibrationCase(std::string(PROJECTOR_CALIBRATION_DIR) +
+                                  "/classic_public.jsonl:dle_tf1_rn50_v100-16gb_amp_xla_bs256_1gpu"),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       AllOf(HasSubstr("resnet50 is an image model"), HasSubstr("/model"))));
+}
+
 TEST(ScenarioTest, CalibrationCaseUnknownId) {
   EXPECT_THAT(LoadCalibrationCase(std::string(PROJECTOR_CALIBRATION_DIR) + "/public.jsonl:nope"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no case with id 'nope'")));
