@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
+#include "scenario/training_defaults.h"
 
 namespace projector {
 namespace {
@@ -20,6 +21,7 @@ constexpr double kMemoryMedium = 0.90, kMemoryHigh = 1.00;
 constexpr double kNetworkMedium = 0.15, kNetworkHigh = 0.30;
 constexpr double kBubbleMedium = 0.05, kBubbleHigh = 0.15;
 constexpr double kHostMedium = 0.03, kHostHigh = 0.10;
+constexpr double kMemoryBoundMedium = 0.15, kMemoryBoundHigh = 0.30;
 constexpr double kComputeDominant = 0.50;
 constexpr double kLowMfu = 0.30;
 
@@ -131,6 +133,31 @@ std::vector<ScenarioChange> HostChanges(const Scenario& s) {
   return out;
 }
 
+// What cuts memory-bound work: no recompute (it re-runs the forward's elementwise kernels), the
+// selective one instead of the full one, and compiled elementwise kernels on an eager stack.
+std::vector<ScenarioChange> MemoryBandwidthChanges() {
+  std::vector<ScenarioChange> out;
+  out.push_back({"--recompute none", [](Scenario& c) {
+                   if (c.training.recompute == Recompute::kNone) return false;
+                   c.training.recompute = Recompute::kNone;
+                   return true;
+                 }});
+  out.push_back({"--recompute selective", [](Scenario& c) {
+                   if (c.training.recompute != Recompute::kFull) return false;
+                   c.training.recompute = Recompute::kSelective;
+                   return true;
+                 }});
+  out.push_back({"--torch-compile", [](Scenario& c) {
+                   if (c.training.torch_compile ||
+                       ResolvedStack(c.training, c.parallel) == TrainingStack::kMegatron) {
+                     return false;
+                   }
+                   c.training.torch_compile = true;
+                   return true;
+                 }});
+  return out;
+}
+
 std::vector<ScenarioChange> ComputeChanges(const Scenario& s) {
   std::vector<ScenarioChange> out;
   out.push_back({"--precision fp8", [](Scenario& c) {
@@ -188,6 +215,8 @@ std::string_view BottleneckKindName(BottleneckKind kind) {
       return "pipeline_bubble";
     case BottleneckKind::kHost:
       return "host";
+    case BottleneckKind::kMemoryBandwidth:
+      return "memory_bandwidth";
     case BottleneckKind::kCompute:
       return "compute";
   }
@@ -291,8 +320,20 @@ absl::StatusOr<std::vector<Bottleneck>> AnalyzeBottlenecks(const Scenario& scena
             HostChanges(scenario)));
   }
   const double compute = b.compute / p.step_time;
+  const std::vector<KernelClassUse> classes = KernelClassUses(scenario, p);
+  for (const KernelClassUse& c : classes) {
+    if (c.kernel_class != "memory_bound") continue;
+    const double share = c.share * compute;
+    if (share < kMemoryBoundMedium) break;
+    PROJECTOR_RETURN_IF_ERROR(add(
+        BottleneckKind::kMemoryBandwidth, Grade(share, kMemoryBoundMedium, kMemoryBoundHigh),
+        share, kMemoryBoundHigh,
+        absl::StrFormat("memory-bound kernels %.1f%% of the step (norms, activations, casts, "
+                        "permutations, the loss) at %.0f of %.0f GB/s",
+                        100 * share, c.achieved, c.peak),
+        MemoryBandwidthChanges()));
+  }
   if (compute >= kComputeDominant) {
-    const std::vector<KernelClassUse> classes = KernelClassUses(scenario, p);
     std::string by_class;
     for (const KernelClassUse& c : classes) {
       absl::StrAppendFormat(&by_class, "%s%s %.0f%% at %.0f of %.0f %s", by_class.empty() ? "" : ", ",

@@ -10,6 +10,9 @@
 //                    >= 30% (the seed's threshold), medium >= 15%;
 //   pipeline bubble  high >= 15%, medium >= 5%;
 //   host overhead    exposed host time: high >= 10%, medium >= 3%;
+//   memory bandwidth the memory-bound kernels' time (norms, activations, casts, permutations, the
+//                    loss: ComputeByClass::memory_bound's share of the compute, times the
+//                    compute's share of the step): high >= 30%, medium >= 15%;
 //   compute          compute share >= 50%: the step is compute-bound; severity medium when its
 //                    MFU is under 30%, low otherwise (the kernels, precision or batch shape are
 //                    what is left to improve). It says where the compute goes by class of
@@ -29,7 +32,14 @@
 
 namespace projector {
 
-enum class BottleneckKind { kMemoryCapacity, kNetwork, kPipelineBubble, kHost, kCompute };
+enum class BottleneckKind {
+  kMemoryCapacity,
+  kNetwork,
+  kPipelineBubble,
+  kHost,
+  kMemoryBandwidth,
+  kCompute
+};
 std::string_view BottleneckKindName(BottleneckKind kind);  // "memory_capacity", "network", ...
 
 enum class Severity { kLow, kMedium, kHigh };

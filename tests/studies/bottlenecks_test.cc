@@ -151,6 +151,32 @@ TEST(BottlenecksTest, ComputeSplitsByKernelClassAgainstEachPeak) {
   EXPECT_TRUE(KernelClassUses(s, Projection{}).empty());
 }
 
+// Memory bandwidth: the memory-bound kernels' share of the compute times the compute's share of
+// the step (here all of it): high from 30%, medium from 15%, absent under it.
+TEST(BottlenecksTest, MemoryBandwidthRuleAtItsThresholds) {
+  const Scenario s = Llama70bTp8();
+  const Projection base = ProjectOf(s);
+  auto analyze = [&](double memory_share) {
+    Projection p = Shaped(base, 0.5, 0.5, {});
+    p.compute_by_class.gemm = {.time = Seconds(1.0 - memory_share), .flops = Flops(1e12),
+                               .bytes = Bytes(0)};
+    p.compute_by_class.attention = {};
+    p.compute_by_class.memory_bound = {.time = Seconds(memory_share), .flops = Flops(0),
+                                       .bytes = Bytes(1e9)};
+    absl::StatusOr<std::vector<Bottleneck>> all = AnalyzeBottlenecks(s, p);
+    EXPECT_THAT(all, IsOk());
+    return Find(*all, BottleneckKind::kMemoryBandwidth);
+  };
+  ASSERT_TRUE(analyze(0.30).has_value());
+  EXPECT_EQ(analyze(0.30)->severity, Severity::kHigh);
+  EXPECT_DOUBLE_EQ(analyze(0.30)->value, 0.30);
+  EXPECT_DOUBLE_EQ(analyze(0.30)->threshold, 0.30);
+  EXPECT_EQ(analyze(0.30 - 1e-9)->severity, Severity::kMedium);
+  EXPECT_EQ(analyze(0.15)->severity, Severity::kMedium);
+  EXPECT_FALSE(analyze(0.15 - 1e-9).has_value());
+  EXPECT_THAT(analyze(0.30)->detail, ::testing::HasSubstr("memory-bound kernels 30.0% of the step"));
+}
+
 // The projection's totals by class are its op tables' ops, each table counted as many times as
 // it runs per micro-batch (80 layers of Llama-3.1-70B, the embedding and the output once).
 TEST(BottlenecksTest, ComputeByClassSumsTheOpTables) {
