@@ -454,6 +454,20 @@ absl::Status ReadGpuCountAndDp(const FlagValues& flags, bool layout_changed, Sce
   return absl::OkStatus();
 }
 
+// Without --precision (and without a file that states one), a GPU without bf16 tensor cores
+// (Volta) trains in fp16, as its mixed-precision recipes do (AMP with loss scaling).
+void DefaultPrecisionForGpu(const FlagValues& flags, bool from_file, Scenario& s) {
+  if (from_file || Given(flags, "precision")) return;
+  const auto& rate = s.hw.gpu.matrix_flops_per_clock_per_cu;
+  if (s.training.precision != DType::kBf16 || rate[DTypeIndex(DType::kBf16)] > 0 ||
+      rate[DTypeIndex(DType::kFp16)] <= 0) {
+    return;
+  }
+  s.training.precision = DType::kFp16;
+  s.defaults_used.push_back(absl::StrCat("precision=fp16 (auto: ", s.hw.name,
+                                         " has no bf16 tensor cores; --precision to set)"));
+}
+
 absl::StatusOr<Scenario> ProjectionScenarioFromFlags(const FlagValues& flags) {
   PROJECTOR_ASSIGN_OR_RETURN(Scenario s, StartingScenario(flags));
   const bool from_file = Given(flags, "scenario") || Given(flags, "case");
@@ -461,6 +475,7 @@ absl::StatusOr<Scenario> ProjectionScenarioFromFlags(const FlagValues& flags) {
   PROJECTOR_RETURN_IF_ERROR(ReadClockAndMeasurement(flags, s));
   PROJECTOR_ASSIGN_OR_RETURN(const bool layout_changed, ReadLayoutFlags(flags, s));
   PROJECTOR_RETURN_IF_ERROR(ReadTrainingSettings(flags, s.training));
+  DefaultPrecisionForGpu(flags, from_file, s);
   ReadBackendFlags(flags, s.backends);
   PROJECTOR_RETURN_IF_ERROR(ReadGpuCountAndDp(flags, layout_changed, s));
   PROJECTOR_RETURN_IF_ERROR(ReadNetworkFlag(flags, s));
@@ -545,6 +560,7 @@ absl::StatusOr<Scenario> SearchBaseFromFlags(const FlagValues& flags) {
       IntFlag(flags, "global-batch", {.max = kMaxGlobalBatch, .beyond = kBeyondRun},
               from(s.training.global_batch)));
   PROJECTOR_RETURN_IF_ERROR(ReadTrainingSettings(flags, s.training));
+  DefaultPrecisionForGpu(flags, from_file, s);
   PROJECTOR_RETURN_IF_ERROR(ValidateSearchRouting(s));
   s.parallel.dp = s.num_gpus;
   PROJECTOR_RETURN_IF_ERROR(ReadNetworkFlag(flags, s));

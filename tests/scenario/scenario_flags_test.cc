@@ -24,6 +24,30 @@ TEST(ScenarioFlagsTest, NoFlagsIsTheDefaultScenarioWithItsDefaultsNoted) {
   EXPECT_THAT(s->defaults_used, Contains(HasSubstr("(not given: the built-in default)")));
 }
 
+// A V100 has no bf16 tensor cores: without --precision it trains in fp16, and says so; a given
+// --precision bf16 is refused with the precisions it has; an H100 keeps bf16.
+TEST(ScenarioFlagsTest, PrecisionDefaultsToFp16WhereThereIsNoBf16) {
+  absl::StatusOr<Scenario> v100 = ScenarioFromFlags(
+      GivenFlags({{"model", "gpt2-xl"}, {"gpu-arch", "v100"}, {"num-gpus", "8"}}));
+  ASSERT_THAT(v100, IsOk());
+  EXPECT_EQ(v100->training.precision, DType::kFp16);
+  EXPECT_THAT(v100->defaults_used, Contains(HasSubstr("precision=fp16 (auto: v100-sxm2-32gb")));
+  EXPECT_THAT(ScenarioFromFlags(GivenFlags(
+                  {{"model", "gpt2-xl"}, {"gpu-arch", "v100"}, {"precision", "bf16"}})),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("has no bf16 matrix rate; accepted: fp32, fp16")));
+  absl::StatusOr<Scenario> search =
+      ScenarioFromFlags(GivenFlags({{"model", "gpt2-xl"}, {"gpu-arch", "v100"}, {"num-gpus", "8"},
+                                    {"seq-len", "1024"}, {"global-batch", "64"}}),
+                        ScenarioUse::kSearchBase);
+  ASSERT_THAT(search, IsOk());
+  EXPECT_EQ(search->training.precision, DType::kFp16);
+  absl::StatusOr<Scenario> h100 = ScenarioFromFlags(
+      GivenFlags({{"model", "gpt2-xl"}, {"gpu-arch", "h100"}, {"num-gpus", "8"}}));
+  ASSERT_THAT(h100, IsOk());
+  EXPECT_EQ(h100->training.precision, DType::kBf16);
+}
+
 // DP is what the GPU count leaves: 64 / (tp 8 · pp 2 · cp 1) = 4.
 TEST(ScenarioFlagsTest, DataParallelIsDerivedFromTheGpuCount) {
   absl::StatusOr<Scenario> s = ScenarioFromFlags(GivenFlags({{"model", "llama3.1-8b"},
