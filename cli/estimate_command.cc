@@ -6,7 +6,11 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/status_macros.h"
+#include "backends/backend_registry.h"
 #include "core/suggest.h"
+#include "models/convnet_spec.h"
+#include "projection/projection.h"
+#include "studies/convnet_training.h"
 #include "report/estimate_report.h"
 #include "scenario/network_flags.h"
 #include "scenario/scenario_flags.h"
@@ -23,9 +27,18 @@ constexpr FlagSpec kCommonFlags[] = {
     {"gpu-clock-mhz", "Sustained clock override", "MHZ"},
 };
 
+constexpr FlagSpec kConvNetFlags[] = {
+    {"model", "Convolutional network: a name of models/convnets (resnet50) or a file", "NAME|FILE"},
+    {"batch", "Images per GPU and step (one micro-batch)", "N"},
+    {"num-gpus", "GPUs training data-parallel (default 1)", "N"},
+    {"precision", "fp16 (default), bf16 or fp32", "DTYPE"},
+};
+
 void AddOpFlags(cxxopts::Options& options, const std::string& kind) {
   AddFlags(options, "", kCommonFlags);
-  if (kind == "gemm") {
+  if (kind == "convnet") {
+    AddFlags(options, "", kConvNetFlags);
+  } else if (kind == "gemm") {
     AddFlags(options, "", GemmEstimateFlags());
   } else if (kind == "attention") {
     AddFlags(options, "", AttentionEstimateFlags());
@@ -40,7 +53,9 @@ constexpr char kEstimateUsage[] =
     "  project estimate attention --gpu-arch G --batch B --heads H --seq-q S --head-dim D\n"
     "  project estimate collective --gpu-arch G --op allreduce --bytes 1GB --ranks N\n"
     "  project estimate collective --network FILE --op allreduce --bytes 1GiB [--ranks N]\n"
-    "                              [--algorithm A] [--congestion aware|unaware]\n\n"
+    "                              [--algorithm A] [--congestion aware|unaware]\n"
+    "  project estimate convnet --model resnet50 --gpu-arch G --batch 256 [--num-gpus 8]\n"
+    "                           [--precision fp16]   (a data-parallel training step)\n\n"
     "`project estimate OP --help` lists the flags of one op.\n";
 
 // cxxopts needs long flags of two or more letters: --m/--n/--k are read as --gemm-m/n/k.
@@ -82,6 +97,31 @@ absl::Status PrintNetworkCollective(const FlagValues& flags, const NetworkSpec& 
   return absl::OkStatus();
 }
 
+// `estimate convnet`: a convolutional network's data-parallel training step.
+absl::Status PrintConvNetTraining(const FlagValues& flags, const HardwareProfile& hw,
+                                  bool as_json, const Output& io) {
+  if (!Given(flags, "model")) return FlagError("model", "required; e.g. --model resnet50");
+  absl::StatusOr<ConvNetSpec> spec = ResolveConvNet(StringFlag(flags, "model"));
+  if (!spec.ok()) return WithFlag("model", spec.status());
+  PROJECTOR_ASSIGN_OR_RETURN(const int64_t batch, IntFlag(flags, "batch", {}, std::nullopt));
+  PROJECTOR_ASSIGN_OR_RETURN(const int64_t gpus, IntFlag(flags, "num-gpus", {}, int64_t{1}));
+  DType precision = DType::kFp16;
+  if (Given(flags, "precision")) {
+    const std::string v = StringFlag(flags, "precision");
+    if (v != "fp16" && v != "bf16" && v != "fp32") {
+      return FlagError("precision", absl::StrCat("unknown precision '", v,
+                                                 "'; accepted: fp16, bf16, fp32"));
+    }
+    precision = *ParseDType(v);
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const BackendSet set, MakeBackendSet(BackendSelection{}, hw));
+  absl::StatusOr<ConvNetTraining> t =
+      ProjectConvNetTraining(*spec, hw, RefsOf(set), batch, gpus, precision);
+  if (!t.ok()) return t.status();
+  io.out << (as_json ? ConvNetTrainingJson(*t).dump(2) + "\n" : ConvNetTrainingText(*t));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunEstimateCommand(int argc, char** argv, const Output& io) {
@@ -95,11 +135,11 @@ absl::Status RunEstimateCommand(int argc, char** argv, const Output& io) {
     io.out << kEstimateUsage;
     return absl::OkStatus();
   }
-  if (kind != "gemm" && kind != "attention" && kind != "collective") {
-    const std::vector<std::string> ops = {"gemm", "attention", "collective"};
-    return absl::InvalidArgumentError(absl::StrCat("estimate: unknown op '", kind, "'",
-                                                   DidYouMean(kind, ops),
-                                                   "; accepted: gemm, attention, collective"));
+  if (kind != "gemm" && kind != "attention" && kind != "collective" && kind != "convnet") {
+    const std::vector<std::string> ops = {"gemm", "attention", "collective", "convnet"};
+    return absl::InvalidArgumentError(absl::StrCat(
+        "estimate: unknown op '", kind, "'", DidYouMean(kind, ops),
+        "; accepted: gemm, attention, collective, convnet"));
   }
   cxxopts::Options options(absl::StrCat("project estimate ", kind), "Estimate one op.");
   AddOpFlags(options, kind);
@@ -116,6 +156,7 @@ absl::Status RunEstimateCommand(int argc, char** argv, const Output& io) {
     if (network) return PrintNetworkCollective(*flags, *network, as_json, io);
   }
   PROJECTOR_ASSIGN_OR_RETURN(const HardwareProfile hw, HardwareFromFlags(*flags));
+  if (kind == "convnet") return PrintConvNetTraining(*flags, hw, as_json, io);
   if (kind == "gemm") {
     PROJECTOR_ASSIGN_OR_RETURN(const GemmOpEstimate e, EstimateGemmFromFlags(*flags, hw));
     io.out << (as_json ? GemmEstimateJson(e).dump(2) + "\n" : GemmEstimateText(e));

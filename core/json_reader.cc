@@ -382,4 +382,18 @@ absl::Status JsonObject::CheckNoUnknownKeys() const {
   return absl::OkStatus();
 }
 
+std::vector<std::string> JsonFileStems(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) return names;
+  for (const auto& entry : it) {
+    std::error_code type_ec;
+    if (!entry.is_regular_file(type_ec) || entry.path().extension() != ".json") continue;
+    names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 }  // namespace projector

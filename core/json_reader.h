@@ -92,6 +92,10 @@ class JsonObject {
   std::vector<std::string> known_;
 };
 
+// Sorted stems of the regular *.json files in `dir` (a library directory: models, GPU profiles);
+// empty when it cannot be read.
+std::vector<std::string> JsonFileStems(const std::string& dir);
+
 // JSON type name for messages ("string", "number", ...).
 std::string_view JsonTypeName(const nlohmann::json& value);
 

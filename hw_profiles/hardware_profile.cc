@@ -749,18 +749,7 @@ std::string HardwareLibraryDir() {
   return PROJECTOR_DEFAULT_HW_PROFILES_DIR;
 }
 
-std::vector<std::string> ListLibraryGpus() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(HardwareLibraryDir(), ec);
-  if (ec) return names;
-  for (const auto& entry : it) {
-    const std::filesystem::path& p = entry.path();
-    if (p.extension() == ".json" && entry.is_regular_file(ec)) names.push_back(p.stem().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> ListLibraryGpus() { return JsonFileStems(HardwareLibraryDir()); }
 
 std::vector<std::string> ListLibraryAttentionKernels() {
   std::vector<std::string> names;

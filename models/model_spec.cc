@@ -769,19 +769,7 @@ std::string ModelLibraryDir() {
   return PROJECTOR_DEFAULT_MODELS_DIR;
 }
 
-std::vector<std::string> ListLibraryModels() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(ModelLibraryDir(), ec);
-  if (ec) return names;
-  for (const auto& entry : it) {
-    std::error_code type_ec;
-    if (!entry.is_regular_file(type_ec) || entry.path().extension() != ".json") continue;
-    names.push_back(entry.path().stem().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> ListLibraryModels() { return JsonFileStems(ModelLibraryDir()); }
 
 absl::StatusOr<ModelSpec> ResolveModel(const std::string& name_or_path) {
   if (absl::StrContains(name_or_path, '/') || absl::EndsWith(name_or_path, ".json") ||

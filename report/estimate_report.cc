@@ -17,6 +17,47 @@ std::string_view PassName(AttentionPass pass) {
 
 }  // namespace
 
+std::string ConvNetTrainingText(const ConvNetTraining& t) {
+  const auto ms = [](Seconds s) { return s.value() * 1e3; };
+  return absl::StrFormat(
+      "%s training on %d x %s, %d images per GPU and step, %s (data parallel)\n"
+      "  model       %.3f G multiply-adds per image forward, %.2f M parameters\n"
+      "  forward     %10.3f ms\n"
+      "  backward    %10.3f ms\n"
+      "  all-reduce  %10.3f ms of fp32 gradients, %.3f ms exposed after the backward\n"
+      "  optimizer   %10.3f ms (SGD with momentum, fp32 master weights)\n"
+      "  step        %10.3f ms\n"
+      "  images/s    %10.1f per GPU, %.1f in all\n"
+      "  TFLOP/s     %10.1f per GPU (MFU %.1f%%)\n"
+      "  activations %10.2f GiB per GPU\n",
+      t.network, t.num_gpus, t.gpu, t.images_per_gpu, DTypeName(t.precision),
+      t.forward_macs_per_image * 1e-9, t.parameters * 1e-6, ms(t.forward), ms(t.backward),
+      ms(t.allreduce), ms(t.exposed_allreduce), ms(t.optimizer), ms(t.step),
+      t.images_per_s_per_gpu, t.images_per_s_per_gpu * static_cast<double>(t.num_gpus),
+      t.model_tflops_per_gpu, 100.0 * t.mfu, t.activations.value() / Gibibytes(1).value());
+}
+
+json ConvNetTrainingJson(const ConvNetTraining& t) {
+  return {{"op", "convnet"},
+          {"network", t.network},
+          {"gpu", t.gpu},
+          {"num_gpus", t.num_gpus},
+          {"images_per_gpu", t.images_per_gpu},
+          {"precision", std::string(DTypeName(t.precision))},
+          {"forward_macs_per_image", t.forward_macs_per_image},
+          {"parameters", t.parameters},
+          {"forward_s", t.forward.value()},
+          {"backward_s", t.backward.value()},
+          {"allreduce_s", t.allreduce.value()},
+          {"exposed_allreduce_s", t.exposed_allreduce.value()},
+          {"optimizer_s", t.optimizer.value()},
+          {"step_s", t.step.value()},
+          {"images_per_s_per_gpu", t.images_per_s_per_gpu},
+          {"model_tflops_per_gpu", t.model_tflops_per_gpu},
+          {"mfu", t.mfu},
+          {"activation_bytes", t.activations.value()}};
+}
+
 std::string GemmEstimateText(const GemmOpEstimate& r) {
   const GemmShape& s = r.shape;
   const GemmEstimate& e = r.estimate;

@@ -6,10 +6,14 @@
 #include <string>
 
 #include "nlohmann/json.hpp"
+#include "studies/convnet_training.h"
 #include "studies/estimate.h"
 
 namespace projector {
 
+// `project estimate convnet`: a convolutional network's data-parallel training step.
+std::string ConvNetTrainingText(const ConvNetTraining& t);
+nlohmann::json ConvNetTrainingJson(const ConvNetTraining& t);
 std::string GemmEstimateText(const GemmOpEstimate& e);
 nlohmann::json GemmEstimateJson(const GemmOpEstimate& e);
 std::string AttentionEstimateText(const AttentionOpEstimate& e);

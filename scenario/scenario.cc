@@ -997,10 +997,6 @@ absl::StatusOr<double> ClassicCaseTokensPerSecondPerGpu(const json& value,
   PROJECTOR_ASSIGN_OR_RETURN(std::string scope, measured.Enum("scope", {"total", "per_gpu"}));
   PROJECTOR_RETURN_IF_ERROR(measured.CheckNoUnknownKeys());
   PROJECTOR_ASSIGN_OR_RETURN(int64_t num_gpus, obj.PositiveInt("num_gpus"));
-  if (unit == "images/s") {
-    return measured.FieldError("unit", "images/s: an image model's throughput has no tokens; "
-                                       "convolutional networks are not modelled yet");
-  }
   double per_gpu = scope == "total" ? throughput / static_cast<double>(num_gpus) : throughput;
   if (unit == "sequences/s") {
     PROJECTOR_ASSIGN_OR_RETURN(int64_t seq_len, obj.PositiveInt("seq_len"));
@@ -1010,6 +1006,16 @@ absl::StatusOr<double> ClassicCaseTokensPerSecondPerGpu(const json& value,
 }
 
 namespace {
+
+// A classic case's precision: automatic mixed precision ("amp-fp16") trains its GEMMs in the
+// 16-bit type.
+absl::StatusOr<DType> ClassicPrecision(JsonObject& obj) {
+  PROJECTOR_ASSIGN_OR_RETURN(std::string precision,
+                             obj.Enum("precision", {"amp-fp16", "fp16", "fp32", "amp-bf16", "bf16"}));
+  return precision.ends_with("fp32")   ? DType::kFp32
+         : precision.ends_with("bf16") ? DType::kBf16
+                                       : DType::kFp16;
+}
 
 // A case of ../shared/calibration/classic_public.jsonl (framework, a library model by name,
 // per_gpu_batch, measured throughput with its unit and scope): data parallelism over every GPU,
@@ -1024,20 +1030,17 @@ absl::StatusOr<Scenario> ScenarioFromClassicCase(const json& value, const std::s
                              obj.Enum("framework", {"tensorflow", "pytorch"}));
   PROJECTOR_ASSIGN_OR_RETURN(std::string model, obj.String("model"));
   obj.Accept("image_size");
-  if (value.contains("image_size") && !value["image_size"].is_null()) {
+  if (IsImageCase(value)) {
     return absl::UnimplementedError(absl::StrCat(
         origin, ": /model: ", model,
-        " is an image model; convolutional networks are not modelled yet (transformers only)"));
+        " is an image model: `project estimate convnet` projects its training (and `validate` "
+        "its case); `project` projects transformers"));
   }
   PROJECTOR_ASSIGN_OR_RETURN(s.model, ResolveModel(model));
   PROJECTOR_ASSIGN_OR_RETURN(s.hw, GpuFromJson(obj, "gpu", ""));
   PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, obj.PositiveInt("num_gpus"));
   PROJECTOR_ASSIGN_OR_RETURN(s.hw.gpus_per_node, obj.PositiveInt("gpus_per_node"));
-  PROJECTOR_ASSIGN_OR_RETURN(std::string precision,
-                             obj.Enum("precision", {"amp-fp16", "fp16", "fp32", "amp-bf16", "bf16"}));
-  s.training.precision = precision.ends_with("fp32")   ? DType::kFp32
-                         : precision.ends_with("bf16") ? DType::kBf16
-                                                       : DType::kFp16;
+  PROJECTOR_ASSIGN_OR_RETURN(s.training.precision, ClassicPrecision(obj));
   PROJECTOR_ASSIGN_OR_RETURN(s.training.micro_batch, obj.PositiveInt("per_gpu_batch"));
   PROJECTOR_ASSIGN_OR_RETURN(s.training.seq_len, obj.PositiveInt("seq_len"));
   s.training.global_batch = s.training.micro_batch * s.num_gpus;
@@ -1069,6 +1072,41 @@ absl::StatusOr<Scenario> ScenarioFromClassicCase(const json& value, const std::s
 }
 
 }  // namespace
+
+bool IsImageCase(const json& value) {
+  return value.is_object() && value.contains("per_gpu_batch") && value.contains("image_size") &&
+         !value["image_size"].is_null();
+}
+
+absl::StatusOr<ConvNetCase> ConvNetCaseFromJson(const json& value, const std::string& origin) {
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, JsonObject::Make(value, origin, ""));
+  ConvNetCase c;
+  PROJECTOR_RETURN_IF_ERROR(obj.String("id").status());
+  PROJECTOR_RETURN_IF_ERROR(obj.String("source").status());
+  PROJECTOR_RETURN_IF_ERROR(obj.StringOr("notes", "").status());
+  PROJECTOR_RETURN_IF_ERROR(obj.Enum("framework", {"tensorflow", "pytorch"}).status());
+  PROJECTOR_ASSIGN_OR_RETURN(std::string model, obj.String("model"));
+  absl::StatusOr<ConvNetSpec> spec = ResolveConvNet(model);
+  if (!spec.ok()) return obj.FieldError("model", std::string(spec.status().message()));
+  c.spec = *std::move(spec);
+  PROJECTOR_ASSIGN_OR_RETURN(const int64_t image_size, obj.PositiveInt("image_size"));
+  if (image_size != c.spec.image_size) {
+    return obj.FieldError("image_size", absl::StrCat(c.spec.name, " is defined at ",
+                                                     c.spec.image_size, "x", c.spec.image_size,
+                                                     "; got ", image_size));
+  }
+  obj.Accept("seq_len");
+  PROJECTOR_ASSIGN_OR_RETURN(c.hw, GpuFromJson(obj, "gpu", ""));
+  PROJECTOR_ASSIGN_OR_RETURN(c.num_gpus, obj.PositiveInt("num_gpus"));
+  PROJECTOR_ASSIGN_OR_RETURN(c.hw.gpus_per_node, obj.PositiveInt("gpus_per_node"));
+  PROJECTOR_ASSIGN_OR_RETURN(c.precision, ClassicPrecision(obj));
+  PROJECTOR_ASSIGN_OR_RETURN(c.images_per_gpu, obj.PositiveInt("per_gpu_batch"));
+  PROJECTOR_ASSIGN_OR_RETURN(c.measured_images_per_s_per_gpu,
+                             ClassicCaseTokensPerSecondPerGpu(value, origin));
+  obj.Accept("measured");
+  PROJECTOR_RETURN_IF_ERROR(obj.CheckNoUnknownKeys());
+  return c;
+}
 
 absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& origin) {
   if (value.is_object() && value.contains("per_gpu_batch")) {

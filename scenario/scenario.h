@@ -16,6 +16,7 @@
 #include "core/training_config.h"
 #include "hw_profiles/hardware_profile.h"
 #include "models/model_spec.h"
+#include "models/convnet_spec.h"
 #include "nlohmann/json.hpp"
 
 namespace projector {
@@ -139,7 +140,21 @@ absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path);
 // model by name, per_gpu_batch, measured throughput with unit and scope), told apart by its
 // per_gpu_batch; an image model's case is kUnimplemented.
 absl::StatusOr<Scenario> ScenarioFromCase(const nlohmann::json& value, const std::string& origin);
-// A classic case's measured throughput in tokens/s per GPU (sequences x seq_len, per GPU).
+// An image model's case of the classic schema (image_size set): the network, the GPU and the
+// data-parallel run it describes; `project estimate convnet` and `validate` project it.
+struct ConvNetCase {
+  ConvNetSpec spec;
+  HardwareProfile hw;
+  int64_t num_gpus = 1;
+  int64_t images_per_gpu = 1;
+  DType precision = DType::kFp16;
+  double measured_images_per_s_per_gpu = 0;
+};
+bool IsImageCase(const nlohmann::json& value);
+absl::StatusOr<ConvNetCase> ConvNetCaseFromJson(const nlohmann::json& value,
+                                                const std::string& origin);
+// A classic case's measured throughput in samples/s per GPU: tokens (sequences x seq_len) for a
+// language model, images for an image model.
 absl::StatusOr<double> ClassicCaseTokensPerSecondPerGpu(const nlohmann::json& value,
                                                         const std::string& origin);
 // "FILE:ID": the case with that id.

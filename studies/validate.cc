@@ -1,5 +1,7 @@
 #include "studies/validate.h"
 
+#include "studies/convnet_training.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -68,6 +70,7 @@ std::string DominantTerms(const Projection& p) {
 struct ParsedCase {
   ValidationCase result;
   std::optional<Scenario> scenario;
+  std::optional<ConvNetCase> convnet;  // an image model's case (projected without a Scenario)
 };
 
 // Cases with equal keys share one BackendSet: same GPU, node size, clock and attention kernel.
@@ -378,6 +381,16 @@ absl::StatusOr<std::optional<ParsedCase>> ParseCaseLine(const json& value,
                                                         const std::string& origin,
                                                         int64_t line_no,
                                                         const ValidationOptions& options) {
+  if (IsImageCase(value)) {
+    // The what-ifs are a transformer projection's switches; an image case takes none of them.
+    PROJECTOR_ASSIGN_OR_RETURN(ConvNetCase convnet, ConvNetCaseFromJson(value, origin));
+    ParsedCase pc;
+    ReadCaseFields(value, line_no, pc.result);
+    if (!Selected(options, value, pc.result)) return std::nullopt;
+    pc.result.layout = absl::StrCat("DP", convnet.num_gpus);
+    pc.convnet = std::move(convnet);
+    return pc;
+  }
   absl::StatusOr<Scenario> scenario = ScenarioFromCase(value, origin);
   // Schema errors (types, missing or unknown fields) fail the run; a valid case whose layout
   // or feature the tool cannot project is listed instead.
@@ -442,6 +455,29 @@ absl::StatusOr<std::vector<ParsedCase>> ParseCasesFile(const std::string& path,
   return parsed;
 }
 
+// An image model's case through the convolutional network's data-parallel training step.
+void ProjectConvNetCase(const ConvNetCase& cc, const BackendSet& set, ValidationCase& c) {
+  absl::StatusOr<ConvNetTraining> t = ProjectConvNetTraining(
+      cc.spec, cc.hw, RefsOf(set), cc.images_per_gpu, cc.num_gpus, cc.precision);
+  if (!t.ok()) {
+    c.status = "unsupported";
+    c.reason = std::string(t.status().message());
+    return;
+  }
+  c.status = "ok";
+  c.projected_tokens_per_s_per_gpu = t->images_per_s_per_gpu;
+  c.error_pct = 100.0 * (t->images_per_s_per_gpu - c.measured_tokens_per_s_per_gpu) /
+                c.measured_tokens_per_s_per_gpu;
+  const double step = t->step.value();
+  c.dominant_terms = absl::StrFormat("compute %.0f%%, dp %.0f%%",
+                                     100.0 * (t->forward + t->backward).value() / step,
+                                     100.0 * t->exposed_allreduce.value() / step);
+  c.stack = "convnet";
+  c.attention_kernel = "-";
+  c.loss_kernel = "-";
+  c.fits_in_memory = t->activations < cc.hw.gpu.hbm_capacity;
+}
+
 // Projects every projectable case on `threads` workers (all cores when <= 0), one backend set
 // per distinct hardware (backends are immutable and shared across threads).
 absl::Status ProjectCases(std::vector<ParsedCase>& parsed, int threads) {
@@ -454,10 +490,20 @@ absl::Status ProjectCases(std::vector<ParsedCase>& parsed, int threads) {
     if (!set.ok()) return set.status();
     backends.emplace(key, *std::move(set));
   }
+  for (ParsedCase& pc : parsed) {
+    if (!pc.convnet || backends.count(pc.convnet->hw.name)) continue;
+    auto set = MakeBackendSet(BackendSelection{}, pc.convnet->hw);
+    if (!set.ok()) return set.status();
+    backends.emplace(pc.convnet->hw.name, *std::move(set));
+  }
   std::atomic<size_t> next{0};
   auto worker = [&]() {
     for (size_t i = next++; i < parsed.size(); i = next++) {
       ParsedCase& pc = parsed[i];
+      if (pc.convnet) {
+        ProjectConvNetCase(*pc.convnet, backends.at(pc.convnet->hw.name), pc.result);
+        continue;
+      }
       if (!pc.scenario) continue;
       const BackendSet& set = backends.at(HardwareKey(*pc.scenario));
       auto projection = Project(*pc.scenario, RefsOf(set));
