@@ -326,6 +326,9 @@ std::string ProjectionText(const Scenario& scenario, const Projection& p) {
   out += "\nThroughput\n";
   absl::StrAppendFormat(&out, "  tokens/s/GPU (TGS)  %.1f\n", p.tokens_per_s_per_gpu);
   absl::StrAppendFormat(&out, "  tokens/s total      %.4g\n", p.tokens_per_s);
+  // Sequences (samples) per second: the throughput encoder pre-training reports (BERT).
+  absl::StrAppendFormat(&out, "  sequences/s total   %.1f\n",
+                        p.tokens_per_s / static_cast<double>(scenario.training.seq_len));
   absl::StrAppendFormat(&out, "  TFLOP/s/GPU         %.1f (model FLOPs, recompute not counted)\n",
                         p.tflops_per_gpu);
   absl::StrAppendFormat(&out, "  MFU                 %.1f%% of %.0f TFLOP/s peak\n", p.mfu * 100.0,
@@ -410,6 +413,7 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"step_time_s", p.step_time.value()},
       {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
       {"tokens_per_s", p.tokens_per_s},
+      {"sequences_per_s", p.tokens_per_s / static_cast<double>(scenario.training.seq_len)},
       {"model_flops_per_step", p.model_flops_per_step.value()},
       {"tflops_per_gpu", p.tflops_per_gpu},
       {"peak_tflops_per_gpu", ToTeraFlopsPerSecond(p.peak_flops_per_gpu)},
