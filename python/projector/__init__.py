@@ -29,7 +29,7 @@ __all__ = [
     "SearchResult", "ScaleResult", "ScalePoint", "ValidateResult", "CompareResult",
     "Latency", "run", "project", "search",
     "validate", "scale", "compare", "serve", "network", "estimate_gemm", "estimate_attention",
-    "estimate_collective",
+    "estimate_collective", "estimate_convnet",
 ]
 
 
@@ -411,3 +411,9 @@ def estimate_attention(**flags):
 def estimate_collective(**flags):
     """One collective (`project estimate collective`)."""
     return _json_command(["estimate", "collective"], flags)
+
+
+def estimate_convnet(**flags):
+    """A convolutional network's data-parallel training step (`project estimate convnet`):
+    estimate_convnet(model="resnet50", gpu_arch="v100", batch=256, num_gpus=8)."""
+    return _json_command(["estimate", "convnet"], flags)

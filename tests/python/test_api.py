@@ -130,3 +130,10 @@ def test_network_route_and_high_level_of_detail():
     high = projector.project(model="llama3.1-8b", gpu_arch="h100-sxm", num_gpus=16, pp=2,
                              seq_len=2048, global_batch=16, lod="high")
     assert high.lod_high["events"] > 0
+
+
+def test_estimate_convnet_projects_resnet50():
+    r = projector.estimate_convnet(model="resnet50", gpu_arch="v100", batch=256, num_gpus=8)
+    assert r["forward_macs_per_image"] == 4089184256
+    assert r["parameters"] == 25557032
+    assert r["images_per_s_per_gpu"] > 0
