@@ -780,6 +780,13 @@ absl::StatusOr<ModelSpec> ResolveModel(const std::string& name_or_path) {
   // Library names are lower case; a name is matched whatever its case ("Llama3.1-8B").
   const std::string wanted = absl::AsciiStrToLower(name_or_path);
   if (std::find(names.begin(), names.end(), wanted) == names.end()) {
+    if (const std::vector<std::string> convnets = JsonFileStems(ModelLibraryDir() + "/convnets");
+        std::find(convnets.begin(), convnets.end(), wanted) != convnets.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown model '", name_or_path, "' among the transformers: it is a convolutional "
+          "network (models/convnets); `project estimate convnet --model ", wanted,
+          " --gpu-arch G --batch N --num-gpus N` projects its data-parallel training"));
+    }
     return absl::InvalidArgumentError(
         absl::StrCat("unknown model '", name_or_path, "'", DidYouMean(wanted, names), "; valid: ",
                      names.empty() ? std::string("(none found in ") + ModelLibraryDir() + ")"
