@@ -19,7 +19,8 @@ namespace {
 
 double D(int64_t v) { return static_cast<double>(v); }
 
-// The stem: a 7x7 stride-2 convolution (padding 3), then a 3x3 stride-2 max pool (padding 1).
+// The stem: a 7x7 stride-2 convolution (padding 3), then a 3x3 stride-2 max pool (padding 1);
+// every downsampling step strides by 2 (He et al., arXiv:1512.03385, Table 1).
 constexpr int64_t kStemKernel = 7;
 constexpr int64_t kStride = 2;
 
@@ -73,13 +74,13 @@ int64_t ConvNetFeatures(const ConvNetSpec& spec) {
 std::vector<ConvLayer> ConvLayers(const ConvNetSpec& spec) {
   std::vector<ConvLayer> out;
   out.push_back({.name = "stem",
+                 .role = ConvRole::kStem,
                  .in_channels = spec.in_channels,
                  .out_channels = spec.stem_channels,
                  .kernel = kStemKernel,
                  .stride = kStride,
                  .in_size = spec.image_size,
-                 .out_size = spec.image_size / kStride,
-                 .relu = true});
+                 .out_size = spec.image_size / kStride});
   int64_t size = ConvNetPooledStemSize(spec);
   int64_t channels = spec.stem_channels;
   for (size_t i = 0; i < spec.stages.size(); ++i) {
@@ -90,38 +91,38 @@ std::vector<ConvLayer> ConvLayers(const ConvNetSpec& spec) {
       const int64_t out_size = size / stride;
       const std::string prefix = absl::StrCat("s", i + 1, "b", b, "_");
       out.push_back({.name = prefix + "conv1",
+                     .role = ConvRole::kReduce,
                      .in_channels = channels,
                      .out_channels = stage.width,
                      .kernel = 1,
                      .stride = 1,
                      .in_size = size,
-                     .out_size = size,
-                     .relu = true});
+                     .out_size = size});
       out.push_back({.name = prefix + "conv2",
+                     .role = ConvRole::kSpatial,
                      .in_channels = stage.width,
                      .out_channels = stage.width,
                      .kernel = 3,
                      .stride = stride,
                      .in_size = size,
-                     .out_size = out_size,
-                     .relu = true});
+                     .out_size = out_size});
       out.push_back({.name = prefix + "conv3",
+                     .role = ConvRole::kExpand,
                      .in_channels = stage.width,
                      .out_channels = out_channels,
                      .kernel = 1,
                      .stride = 1,
                      .in_size = out_size,
-                     .out_size = out_size,
-                     .relu = false});
+                     .out_size = out_size});
       if (b == 0) {
         out.push_back({.name = prefix + "shortcut",
+                       .role = ConvRole::kShortcut,
                        .in_channels = channels,
                        .out_channels = out_channels,
                        .kernel = 1,
                        .stride = stride,
                        .in_size = size,
-                       .out_size = out_size,
-                       .relu = false});
+                       .out_size = out_size});
       }
       channels = out_channels;
       size = out_size;

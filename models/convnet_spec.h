@@ -31,16 +31,20 @@ struct ConvNetSpec {
   int64_t expansion = 4;
 };
 
+// What a convolution is in the network: the stem, a bottleneck block's 1x1 reduce, 3x3 and
+// 1x1 expand, or a block's projection shortcut.
+enum class ConvRole { kStem, kReduce, kSpatial, kExpand, kShortcut };
+
 // One convolution, in forward order, with its input and output resolution (square).
 struct ConvLayer {
   std::string name;  // "stem", "s2b0_conv2", "s2b0_shortcut", ...
+  ConvRole role = ConvRole::kStem;
   int64_t in_channels = 0;
   int64_t out_channels = 0;
   int64_t kernel = 1;
   int64_t stride = 1;
   int64_t in_size = 0;
   int64_t out_size = 0;
-  bool relu = true;  // BN then ReLU; false before the residual add (conv3, the shortcut)
   // Per image: out_size² output positions, each a dot product of in_channels·kernel² inputs.
   double MacsPerImage() const;
   // The implicit GEMM of a batch of `images`: M = images·out_size², N = out_channels,

@@ -62,16 +62,17 @@ absl::StatusOr<ModuleProfile> ProfileConvNet(const ConvNetSpec& spec, int64_t im
              Pass(kBnBackwardPasses * e, out, kBnFlopsPerElement));
     // Kept: the convolution's input (its wgrad reads it; a block's shortcut shares conv1's) and
     // the batch norm's input.
-    if (c.name.find("shortcut") == std::string::npos) {
+    if (c.role != ConvRole::kShortcut) {
       stored += n * D(c.in_size) * D(c.in_size) * D(c.in_channels);
     }
     stored += out;
-    if (c.name == "stem") {
+    if (c.role == ConvRole::kStem) {
       // 3x3 stride-2 max pool: reads the stem's output, writes a quarter of it; backward reads
       // the gradient and the input, writes the input's gradient.
       b.Memory("max_pool", Pass(1.25 * e, out, 1.0), Pass(2.25 * e, out, 1.0));
     }
-    if (!c.relu && c.name.find("conv3") != std::string::npos) {
+    // The block's sum: its expand convolution's output plus the shortcut, then ReLU.
+    if (c.role == ConvRole::kExpand) {
       b.Memory("residual_add", Pass(kAddForwardPasses * e, out, 2.0),
                Pass(kAddBackwardPasses * e, out, 1.0));
     }
@@ -81,11 +82,14 @@ absl::StatusOr<ModuleProfile> ProfileConvNet(const ConvNetSpec& spec, int64_t im
   const int64_t last = spec.image_size / 32;
   const double pooled_in = n * D(last) * D(last) * features;
   profiler_internal::ModuleOpBuilder head("convnet", profile.ops, 4, dims);
+  // Global average pool: reads the last stage's output once (its write, one value per channel,
+  // is 1/49 of that at 224x224); backward spreads the gradient back over it.
   head.Memory("avg_pool", Pass(e, pooled_in, 1.0), Pass(e, pooled_in, 1.0));
   head.Linear("classifier", images, ConvNetFeatures(spec), spec.classes, precision);
   const double logits = n * D(spec.classes);
   // Softmax cross-entropy in fp32: read the logits, write the probabilities (4 + 4); backward
-  // reads them and writes the logits' gradient.
+  // reads them and writes the logits' gradient. FLOPs per logit as the language models' loss
+  // (max, exp, sum, normalise, pick: 5; backward 2).
   head.Memory("softmax_loss", Pass(8.0, logits, 5.0), Pass(4.0 + e, logits, 2.0));
   head.Finish(Recompute::kNone);
   profile.dense_parameters = ConvNetParameters(spec);

@@ -987,7 +987,7 @@ absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path) {
   return s;
 }
 
-absl::StatusOr<double> ClassicCaseTokensPerSecondPerGpu(const json& value,
+absl::StatusOr<double> ClassicCaseSamplesPerSecondPerGpu(const json& value,
                                                         const std::string& origin) {
   PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, JsonObject::Make(value, origin, ""));
   PROJECTOR_ASSIGN_OR_RETURN(JsonObject measured, obj.Object("measured"));
@@ -1017,36 +1017,62 @@ absl::StatusOr<DType> ClassicPrecision(JsonObject& obj) {
                                        : DType::kFp16;
 }
 
-// A case of ../shared/calibration/classic_public.jsonl (framework, a library model by name,
-// per_gpu_batch, measured throughput with its unit and scope): data parallelism over every GPU,
-// one micro-batch of per_gpu_batch per GPU and step.
-absl::StatusOr<Scenario> ScenarioFromClassicCase(const json& value, const std::string& origin) {
-  PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, JsonObject::Make(value, origin, ""));
-  Scenario s;
-  PROJECTOR_ASSIGN_OR_RETURN(s.name, obj.String("id"));
+// The fields every case of the classic schema states (../shared/calibration/classic_public.jsonl):
+// the framework, the model by name, the GPUs, the precision, the images or sequences per GPU and
+// step, and the measured throughput; each reader adds its model kind's own fields.
+struct ClassicRun {
+  std::string id;
+  std::string framework;
+  std::string model;
+  HardwareProfile hw;
+  int64_t num_gpus = 1;
+  int64_t per_gpu_batch = 1;
+  DType precision = DType::kFp16;
+  double measured_samples_per_s_per_gpu = 0;
+};
+
+absl::StatusOr<ClassicRun> ReadClassicRun(JsonObject& obj, const json& value,
+                                          const std::string& origin) {
+  ClassicRun r;
+  PROJECTOR_ASSIGN_OR_RETURN(r.id, obj.String("id"));
   PROJECTOR_RETURN_IF_ERROR(obj.String("source").status());
   PROJECTOR_RETURN_IF_ERROR(obj.StringOr("notes", "").status());
-  PROJECTOR_ASSIGN_OR_RETURN(std::string framework,
-                             obj.Enum("framework", {"tensorflow", "pytorch"}));
-  PROJECTOR_ASSIGN_OR_RETURN(std::string model, obj.String("model"));
-  obj.Accept("image_size");
+  PROJECTOR_ASSIGN_OR_RETURN(r.framework, obj.Enum("framework", {"tensorflow", "pytorch"}));
+  PROJECTOR_ASSIGN_OR_RETURN(r.model, obj.String("model"));
+  PROJECTOR_ASSIGN_OR_RETURN(r.hw, GpuFromJson(obj, "gpu", ""));
+  PROJECTOR_ASSIGN_OR_RETURN(r.num_gpus, obj.PositiveInt("num_gpus"));
+  PROJECTOR_ASSIGN_OR_RETURN(r.hw.gpus_per_node, obj.PositiveInt("gpus_per_node"));
+  PROJECTOR_ASSIGN_OR_RETURN(r.precision, ClassicPrecision(obj));
+  PROJECTOR_ASSIGN_OR_RETURN(r.per_gpu_batch, obj.PositiveInt("per_gpu_batch"));
+  PROJECTOR_ASSIGN_OR_RETURN(r.measured_samples_per_s_per_gpu,
+                             ClassicCaseSamplesPerSecondPerGpu(value, origin));
+  obj.Accept("measured");
+  return r;
+}
+
+// A language model's classic case: data parallelism over every GPU, one micro-batch of
+// per_gpu_batch per GPU and step.
+absl::StatusOr<Scenario> ScenarioFromClassicCase(const json& value, const std::string& origin) {
+  PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, JsonObject::Make(value, origin, ""));
+  PROJECTOR_ASSIGN_OR_RETURN(const ClassicRun run, ReadClassicRun(obj, value, origin));
   if (IsImageCase(value)) {
     return absl::UnimplementedError(absl::StrCat(
-        origin, ": /model: ", model,
+        origin, ": /model: ", run.model,
         " is an image model: `project estimate convnet` projects its training (and `validate` "
         "its case); `project` projects transformers"));
   }
-  PROJECTOR_ASSIGN_OR_RETURN(s.model, ResolveModel(model));
-  PROJECTOR_ASSIGN_OR_RETURN(s.hw, GpuFromJson(obj, "gpu", ""));
-  PROJECTOR_ASSIGN_OR_RETURN(s.num_gpus, obj.PositiveInt("num_gpus"));
-  PROJECTOR_ASSIGN_OR_RETURN(s.hw.gpus_per_node, obj.PositiveInt("gpus_per_node"));
-  PROJECTOR_ASSIGN_OR_RETURN(s.training.precision, ClassicPrecision(obj));
-  PROJECTOR_ASSIGN_OR_RETURN(s.training.micro_batch, obj.PositiveInt("per_gpu_batch"));
+  obj.Accept("image_size");
+  Scenario s;
+  s.name = run.id;
+  const std::string& framework = run.framework;
+  PROJECTOR_ASSIGN_OR_RETURN(s.model, ResolveModel(run.model));
+  s.hw = run.hw;
+  s.num_gpus = run.num_gpus;
+  s.training.precision = run.precision;
+  s.training.micro_batch = run.per_gpu_batch;
   PROJECTOR_ASSIGN_OR_RETURN(s.training.seq_len, obj.PositiveInt("seq_len"));
   s.training.global_batch = s.training.micro_batch * s.num_gpus;
-  PROJECTOR_ASSIGN_OR_RETURN(s.measured_tokens_per_s_per_gpu,
-                             ClassicCaseTokensPerSecondPerGpu(value, origin));
-  obj.Accept("measured");
+  s.measured_tokens_per_s_per_gpu = run.measured_samples_per_s_per_gpu;
   PROJECTOR_RETURN_IF_ERROR(obj.CheckNoUnknownKeys());
   s.parallel.dp = s.num_gpus;
   s.parallel.distributed_optimizer = false;
@@ -1080,13 +1106,9 @@ bool IsImageCase(const json& value) {
 
 absl::StatusOr<ConvNetCase> ConvNetCaseFromJson(const json& value, const std::string& origin) {
   PROJECTOR_ASSIGN_OR_RETURN(JsonObject obj, JsonObject::Make(value, origin, ""));
+  PROJECTOR_ASSIGN_OR_RETURN(ClassicRun run, ReadClassicRun(obj, value, origin));
   ConvNetCase c;
-  PROJECTOR_RETURN_IF_ERROR(obj.String("id").status());
-  PROJECTOR_RETURN_IF_ERROR(obj.String("source").status());
-  PROJECTOR_RETURN_IF_ERROR(obj.StringOr("notes", "").status());
-  PROJECTOR_RETURN_IF_ERROR(obj.Enum("framework", {"tensorflow", "pytorch"}).status());
-  PROJECTOR_ASSIGN_OR_RETURN(std::string model, obj.String("model"));
-  absl::StatusOr<ConvNetSpec> spec = ResolveConvNet(model);
+  absl::StatusOr<ConvNetSpec> spec = ResolveConvNet(run.model);
   if (!spec.ok()) return obj.FieldError("model", std::string(spec.status().message()));
   c.spec = *std::move(spec);
   PROJECTOR_ASSIGN_OR_RETURN(const int64_t image_size, obj.PositiveInt("image_size"));
@@ -1096,15 +1118,12 @@ absl::StatusOr<ConvNetCase> ConvNetCaseFromJson(const json& value, const std::st
                                                      "; got ", image_size));
   }
   obj.Accept("seq_len");
-  PROJECTOR_ASSIGN_OR_RETURN(c.hw, GpuFromJson(obj, "gpu", ""));
-  PROJECTOR_ASSIGN_OR_RETURN(c.num_gpus, obj.PositiveInt("num_gpus"));
-  PROJECTOR_ASSIGN_OR_RETURN(c.hw.gpus_per_node, obj.PositiveInt("gpus_per_node"));
-  PROJECTOR_ASSIGN_OR_RETURN(c.precision, ClassicPrecision(obj));
-  PROJECTOR_ASSIGN_OR_RETURN(c.images_per_gpu, obj.PositiveInt("per_gpu_batch"));
-  PROJECTOR_ASSIGN_OR_RETURN(c.measured_images_per_s_per_gpu,
-                             ClassicCaseTokensPerSecondPerGpu(value, origin));
-  obj.Accept("measured");
   PROJECTOR_RETURN_IF_ERROR(obj.CheckNoUnknownKeys());
+  c.hw = std::move(run.hw);
+  c.num_gpus = run.num_gpus;
+  c.images_per_gpu = run.per_gpu_batch;
+  c.precision = run.precision;
+  c.measured_images_per_s_per_gpu = run.measured_samples_per_s_per_gpu;
   return c;
 }
 

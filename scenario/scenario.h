@@ -155,7 +155,7 @@ absl::StatusOr<ConvNetCase> ConvNetCaseFromJson(const nlohmann::json& value,
                                                 const std::string& origin);
 // A classic case's measured throughput in samples/s per GPU: tokens (sequences x seq_len) for a
 // language model, images for an image model.
-absl::StatusOr<double> ClassicCaseTokensPerSecondPerGpu(const nlohmann::json& value,
+absl::StatusOr<double> ClassicCaseSamplesPerSecondPerGpu(const nlohmann::json& value,
                                                         const std::string& origin);
 // "FILE:ID": the case with that id.
 absl::StatusOr<Scenario> LoadCalibrationCase(const std::string& file_colon_id);

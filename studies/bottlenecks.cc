@@ -14,9 +14,10 @@ namespace {
 // Thresholds of the rules (bottlenecks.h): {medium, high}. The network's high threshold, 30% of
 // the step in exposed communication, is the seed's (../shared/seeds/002, R_comm); the others are
 // this tool's reading choices, not measurements: high where a term takes as much of the step as a
-// layout change usually wins back (a bubble of 15%, host stalls of 10%, memory at 100% = does not
-// fit), medium at about a third of that (90% of memory: the caching allocator's headroom). They
-// only grade and order the findings; every recommendation is re-projected whatever the grade.
+// layout change usually wins back (a bubble of 15%, host stalls of 10%, memory-bound kernels at
+// 30% as the network's, memory at 100% = does not fit), medium at a third to a half of that (90%
+// of memory: the caching allocator's headroom). They only grade and order the findings; every
+// recommendation is re-projected whatever the grade.
 constexpr double kMemoryMedium = 0.90, kMemoryHigh = 1.00;
 constexpr double kNetworkMedium = 0.15, kNetworkHigh = 0.30;
 constexpr double kBubbleMedium = 0.05, kBubbleHigh = 0.15;

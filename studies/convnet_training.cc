@@ -16,6 +16,7 @@ constexpr double kGradientBytesPerParam = 4.0;
 // SGD with momentum over fp32 master weights: read the weight, gradient and momentum, write the
 // weight and momentum (5 x 4 B), and write the fp16/bf16 copy the next forward reads (2 B).
 constexpr double kOptimizerBytesPerParam = 22.0;
+// m = μ·m + g, then w = w − lr·m: two multiply-adds per parameter.
 constexpr double kOptimizerFlopsPerParam = 4.0;
 
 }  // namespace

@@ -322,7 +322,7 @@ void ReadCaseFields(const json& value, int64_t line_no, ValidationCase& c) {
   }
   if (value.contains("per_gpu_batch")) {
     c.measured_tokens_per_s_per_gpu =
-        ClassicCaseTokensPerSecondPerGpu(value, "").value_or(0.0);
+        ClassicCaseSamplesPerSecondPerGpu(value, "").value_or(0.0);
   } else if (value.contains("measured") && value["measured"].is_object()) {
     c.measured_tokens_per_s_per_gpu = value["measured"].value("tokens_per_s_per_gpu", 0.0);
   }
