@@ -40,6 +40,15 @@ TEST(ProfileConvNetTest, ResNet50GemmsAreTheNetworksMultiplyAdds) {
   const Op* bn = testing::FindOp(p->ops, "batch_norm", OpPhase::kForward);
   ASSERT_NE(bn, nullptr);
   EXPECT_THAT(bn->bytes.value(), IsNearRel(3.0 * 2.0 * 32 * 112 * 112 * 64, 1e-12));
+  // One max pool after the stem, one residual add per bottleneck block (3 + 4 + 6 + 3).
+  int pools = 0, adds = 0;
+  for (const Op& op : p->ops) {
+    if (op.phase != OpPhase::kForward) continue;
+    pools += op.name == "max_pool";
+    adds += op.name == "residual_add";
+  }
+  EXPECT_EQ(pools, 1);
+  EXPECT_EQ(adds, 16);
   EXPECT_DOUBLE_EQ(p->dense_parameters, 25557032.0);
   EXPECT_GT(p->activation_bytes.value(), 0);
 }
