@@ -61,7 +61,6 @@ absl::StatusOr<ChakraExportSummary> ExportChakra(const Scenario&, const Projecti
 }
 #endif
 
-
 constexpr char kUsage[] =
     "Projects LLM training throughput (tokens/GPU/s) for a model, GPU, cluster and layout, and "
     "inference serving.\n"
@@ -120,6 +119,11 @@ constexpr FlagSpec kOutputFlags[] = {
      "With --lod high: global rank R computes FACTOR times as long as its peers (a straggler); "
      "the report gives the step with and without it",
      "R:FACTOR"},
+    {"slow-link",
+     "With --lod high: the link between global ranks A and B carries data FACTOR times slower "
+     "(a pipeline link between adjacent stages, or a DP ring link); the report says what crosses "
+     "it and gives the step with and without it",
+     "A:B:FACTOR"},
 };
 constexpr FlagSpec kProfileFlags[] = {
     {"profile", "Measured profile file (--profiling-mode profile|both)", "FILE"},
@@ -211,15 +215,16 @@ absl::Status RunProfileMode(absl::string_view mode, const FlagValues& flags, con
 
 // The flags of a projection's extra outputs.
 struct ProjectionOutputs {
-  std::string trace_path;  // --trace, empty when not asked
+  std::string trace_path;     // --trace, empty when not asked
   std::string chakra_prefix;  // --chakra-out
-  std::string html_path;   // --html
-  std::string out_dir;     // --out
-  std::string plots_dir;   // --plots
+  std::string html_path;      // --html
+  std::string out_dir;        // --out
+  std::string plots_dir;      // --plots
   bool show_ops = false;
   bool require_fit = false;           // --require-fit: exit 3 when it does not fit
   bool lod_high = false;              // --lod high
   std::optional<SlowRank> slow_rank;  // --slow-rank
+  std::optional<SlowLink> slow_link;  // --slow-link
 };
 
 // --slow-rank R:FACTOR (with --lod high).
@@ -236,6 +241,24 @@ absl::StatusOr<std::optional<SlowRank>> SlowRankFlag(const FlagValues& flags, bo
   }
   PROJECTOR_ASSIGN_OR_RETURN(const double factor, ParseNumber(parts[1], "slow-rank"));
   return SlowRank{.rank = rank, .factor = factor};
+}
+
+// --slow-link A:B:FACTOR (with --lod high).
+absl::StatusOr<std::optional<SlowLink>> SlowLinkFlag(const FlagValues& flags, bool lod_high) {
+  if (!Given(flags, "slow-link")) return std::nullopt;
+  if (!lod_high) {
+    return FlagError("slow-link",
+                     "needs --lod high (a degraded link shows only in the event replay)");
+  }
+  const std::string text = StringFlag(flags, "slow-link");
+  const std::vector<std::string> parts = absl::StrSplit(text, ':');
+  int64_t a = 0, b = 0;
+  if (parts.size() != 3 || !absl::SimpleAtoi(parts[0], &a) || !absl::SimpleAtoi(parts[1], &b)) {
+    return FlagError("slow-link",
+                     absl::StrCat("'", text, "' is not RANK:RANK:FACTOR (e.g. 0:8:2)"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const double factor, ParseNumber(parts[2], "slow-link"));
+  return SlowLink{.a = a, .b = b, .factor = factor};
 }
 
 // --lod: medium (the default) or high.
@@ -299,7 +322,8 @@ absl::Status CheckTimelineSize(const Scenario& scenario, const ProjectionOutputs
 
 // --out DIR: the resolved scenario, the projection and its bottlenecks as three JSON files.
 absl::Status WriteExports(const std::string& dir, const Scenario& scenario,
-                          const Projection& projection, const std::vector<Bottleneck>& bottlenecks) {
+                          const Projection& projection,
+                          const std::vector<Bottleneck>& bottlenecks) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error || !std::filesystem::is_directory(dir)) {
@@ -328,8 +352,8 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
                                   .keep_timeline = !outputs.trace_path.empty() || page || chakra};
   std::optional<HighLodResult> high;
   if (outputs.lod_high) {
-    PROJECTOR_ASSIGN_OR_RETURN(
-        high, ProjectAtHighLod(scenario, RefsOf(*backends), options, outputs.slow_rank));
+    PROJECTOR_ASSIGN_OR_RETURN(high, ProjectAtHighLod(scenario, RefsOf(*backends), options,
+                                                      outputs.slow_rank, outputs.slow_link));
   }
   PROJECTOR_ASSIGN_OR_RETURN(Projection projection,
                              high ? absl::StatusOr<Projection>(high->medium)
@@ -414,7 +438,8 @@ bool PrintedLibraryListing(const FlagValues& flags, const Output& io) {
     io.out << "project " << PROJECTOR_VERSION << "\n"
            << "GPU measurement: "
            << (runtimes.empty() ? "none (simulate and profile modes only)" : runtimes)
-           << "\nChakra trace export: " << (kChakraBuilt ? "yes (protobuf)" : "not built (no protobuf)")
+           << "\nChakra trace export: "
+           << (kChakraBuilt ? "yes (protobuf)" : "not built (no protobuf)")
            << "\nMPI: not built (issue 29)\n";
   } else if (Given(flags, "list-models")) {
     io.out << ModelLibraryText();
@@ -475,6 +500,7 @@ absl::Status RunProjectCommand(int argc, char** argv, const Output& io) {
   PROJECTOR_ASSIGN_OR_RETURN(outputs.plots_dir, OutputFileFlag(flags, "plots", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.lod_high, LodHighFlag(flags));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.slow_rank, SlowRankFlag(flags, outputs.lod_high));
+  PROJECTOR_ASSIGN_OR_RETURN(outputs.slow_link, SlowLinkFlag(flags, outputs.lod_high));
   if (outputs.lod_high && mode != "simulate") {
     return FlagError("lod", "high replays a simulated projection; use --profiling-mode simulate");
   }

@@ -51,7 +51,7 @@ struct PipelineSpec {
 };
 
 struct PipelineTimeline {
-  Seconds makespan;                 // all ranks done
+  Seconds makespan;                  // all ranks done
   std::vector<Seconds> rank_finish;  // per rank: its last backward done
   std::vector<Seconds> rank_busy;    // per rank: sum of its forward and backward times
   // Per (rank · vpp + chunk): start and end of that chunk's last backward (the one after which
@@ -81,6 +81,11 @@ struct TimelineEvent {
   int32_t chunk = -1;        // -1 for the tail
   int32_t micro_batch = -1;  // -1 for the tail
   Seconds start, end;
+  // kGradReduce: the bucket's gradients are final once this fraction of `chunk`'s last backward
+  // (its last W under zero bubble) has run; chunk -1: after the rank's last pass (no
+  // overlap_grad_reduce).
+  double ready_fraction = 1;
+  bool expert_buffer = false;  // kGradReduce: a bucket of the expert weights' gradients
 };
 
 // kInvalidArgument for pp, vpp or micro_batches < 1, a chunk table of the wrong size, or a
@@ -102,8 +107,7 @@ Seconds PipelineLowerBound(const PipelineSpec& spec);
 
 // Closed forms for uniform stages (f, b = one micro-batch through one whole stage).
 Seconds OneFOneBClosedForm(int64_t micro_batches, int64_t pp, Seconds f, Seconds b);
-Seconds InterleavedClosedForm(int64_t micro_batches, int64_t pp, int64_t vpp, Seconds f,
-                              Seconds b);
+Seconds InterleavedClosedForm(int64_t micro_batches, int64_t pp, int64_t vpp, Seconds f, Seconds b);
 // ZB-H1 with m >= p and w <= min(f, b) (b = the input-gradient part, w = the weight-gradient
 // part; a longer W delays the next F or B a neighbour waits for): m(f + b + w) + (p − 1)(f+b−w).
 // Rank p−1 runs its m F and B ops back to back (its B needs only its own F) with its W's in between

@@ -59,15 +59,15 @@ absl::StatusOr<ComposedLayer> AdjustedCompose(std::string_view kind, LayerProfil
 }
 
 ModuleTimes EndTimes(std::string_view name, const ComposedEndModule& m) {
-  return {.module = name, .forward = m.Forward(), .backward = m.Backward(),
-          .recompute = Seconds(0)};
+  return {
+      .module = name, .forward = m.Forward(), .backward = m.Backward(), .recompute = Seconds(0)};
 }
 
 }  // namespace
 
 Flops ModelFlopsPerStep(const ModelSpec& model, const TrainingConfig& training) {
-  const double tokens = static_cast<double>(training.global_batch) *
-                        static_cast<double>(training.seq_len);
+  const double tokens =
+      static_cast<double>(training.global_batch) * static_cast<double>(training.seq_len);
   double matmul_params = model.ActiveParameters();
   // With an expert capacity below the balanced share, each expert takes `capacity_factor` of
   // its share and drops the rest (their expert GEMMs never run; balanced routing): count the
@@ -84,9 +84,9 @@ Flops ModelFlopsPerStep(const ModelSpec& model, const TrainingConfig& training) 
                    static_cast<double>(model.hidden_size);
   // Multi-token prediction: each module's own weights and one more pass of the output head.
   const double mtp = static_cast<double>(model.mtp_layers);
-  matmul_params += model.MtpParameters(/*active_only=*/true) +
-                   mtp * static_cast<double>(model.vocab_size) *
-                       static_cast<double>(model.hidden_size);
+  matmul_params +=
+      model.MtpParameters(/*active_only=*/true) +
+      mtp * static_cast<double>(model.vocab_size) * static_cast<double>(model.hidden_size);
   // Attention scores and values per token per layer, forward: 2·s·H·d_qk + 2·s·H·d_v; ×3 for
   // forward + backward; non-causal (PaLM appendix B).
   const double attention = 6.0 * (static_cast<double>(model.num_layers) + mtp) *
@@ -132,8 +132,11 @@ absl::Status ComposeLayerKinds(const Scenario& scenario, const BackendRefs& back
                                const LayerCompositionContext& lctx, const RunChoices& run,
                                ComposedModel& kinds) {
   const TrainingConfig& tr = scenario.training;
-  ProfileContext ctx{.model = scenario.model, .parallel = scenario.parallel, .training = tr,
-                     .recompute = tr.recompute, .run = run};
+  ProfileContext ctx{.model = scenario.model,
+                     .parallel = scenario.parallel,
+                     .training = tr,
+                     .recompute = tr.recompute,
+                     .run = run};
   kinds.moe_layers = scenario.model.NumMoeLayers();
   kinds.dense_layers = scenario.model.num_layers - kinds.moe_layers;
   std::optional<ModuleProfile> attention;  // timed; the same in both layer kinds
@@ -145,8 +148,8 @@ absl::Status ComposeLayerKinds(const Scenario& scenario, const BackendRefs& back
                                ProfileLayer(ctx, is_moe, attention ? &*attention : nullptr));
     PROJECTOR_RETURN_IF_ERROR(TimeLayer(backends, lp));
     if (!attention) attention = lp.modules.front();
-    PROJECTOR_ASSIGN_OR_RETURN(kind, AdjustedCompose(is_moe ? "moe" : "dense", lp, lctx, backends,
-                                                     options));
+    PROJECTOR_ASSIGN_OR_RETURN(
+        kind, AdjustedCompose(is_moe ? "moe" : "dense", lp, lctx, backends, options));
     // The MTP modules are layers of the last layer's kind.
     const bool mtp_kind = scenario.model.mtp_layers > 0 && scenario.model.MtpIsMoe() == is_moe;
     for (const ModuleProfile& m : lp.modules) {
@@ -154,8 +157,8 @@ absl::Status ComposeLayerKinds(const Scenario& scenario, const BackendRefs& back
                    kinds.compute_by_class);
     }
     if (options.keep_ops) {
-      kinds.op_tables.push_back(MakeOpTable(is_moe ? "moe layer" : "dense layer", count,
-                                            lp.modules, kind->comm_ops));
+      kinds.op_tables.push_back(
+          MakeOpTable(is_moe ? "moe layer" : "dense layer", count, lp.modules, kind->comm_ops));
     }
   }
   return absl::OkStatus();
@@ -166,8 +169,11 @@ absl::Status ComposeEnds(const Scenario& scenario, const BackendRefs& backends,
                          const ProjectionOptions& options, const LayerCompositionContext& lctx,
                          const RunChoices& run, ComposedModel& ends) {
   const TrainingConfig& tr = scenario.training;
-  ProfileContext end_ctx{.model = scenario.model, .parallel = scenario.parallel, .training = tr,
-                         .recompute = Recompute::kNone, .run = run};
+  ProfileContext end_ctx{.model = scenario.model,
+                         .parallel = scenario.parallel,
+                         .training = tr,
+                         .recompute = Recompute::kNone,
+                         .run = run};
   PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile emb, ProfileEmbedding(end_ctx));
   PROJECTOR_RETURN_IF_ERROR(TimeOps(backends, emb.ops));
   PROJECTOR_ASSIGN_OR_RETURN(ModuleProfile outl, ProfileOutputLayer(end_ctx));
@@ -267,13 +273,13 @@ namespace {
 // the group whose stride they cross.
 std::string GroupNames(const ParallelConfig& p, const CollectiveOp& op) {
   const std::pair<const char*, ProcessGroup> groups[] = {
-      {"TP", p.TpGroup()}, {"CP", p.CpGroup()},     {"DP", p.DpGroup()},
+      {"TP", p.TpGroup()},      {"CP", p.CpGroup()}, {"DP", p.DpGroup()},
       {"DP·CP", p.DpCpGroup()}, {"EP", p.EpGroup()}, {"PP", p.PpGroup()}};
   std::string names;
   for (const auto& [name, group] : groups) {
     if (group.size < 2 || (std::string_view(name) == "DP·CP" && p.cp == 1)) continue;
-    const bool same = op.kind == CollectiveKind::kSendRecv ? op.group.stride == group.stride
-                                                           : op.group == group;
+    const bool same =
+        op.kind == CollectiveKind::kSendRecv ? op.group.stride == group.stride : op.group == group;
     if (same) names += (names.empty() ? "" : "/") + std::string(name);
   }
   return names;
@@ -303,13 +309,15 @@ std::vector<NetworkGroupUse> NetworkUses(const ParallelConfig& p,
 LayerCompositionContext CompositionContext(const Scenario& scenario) {
   const ParallelConfig& par = scenario.parallel;
   const TrainingConfig& tr = scenario.training;
-  return {.model = scenario.model, .parallel = par, .training = tr,
-          .recompute = tr.recompute,
-          .tp_comm_overlap = tr.tp_comm_overlap,
-          .interference = MakeCommInterferenceModel(scenario.hw),
-          .weight_grad_deferred = par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1,
-          .host = {.per_dispatch = scenario.hw.gpu.host_op_dispatch,
-                   .cuda_graphs = tr.cuda_graphs}};
+  return {
+      .model = scenario.model,
+      .parallel = par,
+      .training = tr,
+      .recompute = tr.recompute,
+      .tp_comm_overlap = tr.tp_comm_overlap,
+      .interference = MakeCommInterferenceModel(scenario.hw),
+      .weight_grad_deferred = par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1,
+      .host = {.per_dispatch = scenario.hw.gpu.host_op_dispatch, .cuda_graphs = tr.cuda_graphs}};
 }
 
 }  // namespace
@@ -349,7 +357,8 @@ absl::StatusOr<ComposedModel> ComposeModel(const Scenario& scenario, const Backe
 }
 
 absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& backends,
-                                   const ComposedModel& composed, const ProjectionOptions& options) {
+                                   const ComposedModel& composed,
+                                   const ProjectionOptions& options) {
   const ParallelConfig& par = scenario.parallel;
   const TrainingConfig& tr = scenario.training;
   const LayerCompositionContext lctx = CompositionContext(scenario);
@@ -368,7 +377,11 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                 .abandon_at = options.abandon_at,
                 .abandon_above_memory = options.abandon_above_memory};
   std::vector<TimelineEvent> timeline;
-  if (options.keep_timeline) in.timeline = &timeline;
+  std::vector<RankTailParts> rank_tails;
+  if (options.keep_timeline) {
+    in.timeline = &timeline;
+    in.rank_tails = &rank_tails;
+  }
   PROJECTOR_ASSIGN_OR_RETURN(StepResult step, ComposeStep(in, backends));
 
   Projection p;
@@ -430,6 +443,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   }
   p.op_tables = composed.op_tables;
   p.timeline = std::move(timeline);
+  p.rank_tails = std::move(rank_tails);
   p.pipeline_time = step.pipeline_time;
   p.p2p_transfer = step.p2p_transfer;
   p.p2p_overlapped = step.p2p_overlapped;

@@ -66,9 +66,9 @@ struct LayerKindTimes {
   bool is_moe = false;
   int64_t count = 0;  // layers of this kind in the model
   std::vector<ModuleTimes> modules;
-  Seconds forward;    // compute + exposed TP/CP/EP communication
-  Seconds backward;   // dgrad + wgrad + exposed communication
-  Seconds recompute;  // extra forward under recompute (0 without)
+  Seconds forward;         // compute + exposed TP/CP/EP communication
+  Seconds backward;        // dgrad + wgrad + exposed communication
+  Seconds recompute;       // extra forward under recompute (0 without)
   Bytes activation_bytes;  // stored for backward per micro-batch, after recompute
 };
 
@@ -154,13 +154,14 @@ struct Projection {
   // and how the replay moved activations between stages (one transfer's time; on its own
   // stream, or a rendezvous on the receiving rank's timeline).
   std::vector<TimelineEvent> timeline;
+  std::vector<RankTailParts> rank_tails;  // by pipeline rank, with the timeline
   Seconds pipeline_time;  // the replayed schedule's makespan (before the ranks' tails)
   Seconds p2p_transfer;
   bool p2p_overlapped = false;
 
-  bool abandoned = false;    // see ProjectionOptions::abandon_at
+  bool abandoned = false;          // see ProjectionOptions::abandon_at
   bool over_memory_limit = false;  // see ProjectionOptions::abandon_above_memory
-  Seconds step_lower_bound;  // set when ProjectionOptions::abandon_at is finite
+  Seconds step_lower_bound;        // set when ProjectionOptions::abandon_at is finite
 };
 
 // Each distinct layer kind of the model (dense, MoE) and the end modules (embedding, output
@@ -186,8 +187,8 @@ struct CompositionKey {
   int64_t tp = 1, cp = 1, ep = 1, etp = 1;
   bool sequence_parallel = false, fsdp = false, turbo_grouped_gemm = true, deepep = false;
   bool moe_a2a_overlap = false;
-  bool pipelined = false;         // pp > 1
-  bool zero_bubble = false;       // weight gradients deferred
+  bool pipelined = false;    // pp > 1
+  bool zero_bubble = false;  // weight gradients deferred
   TrainingStack stack = TrainingStack::kMegatron;
   int64_t micro_batch = 1;
   Recompute recompute = Recompute::kNone;
@@ -197,9 +198,8 @@ struct CompositionKey {
   template <typename H>
   friend H AbslHashValue(H h, const CompositionKey& k) {
     return H::combine(std::move(h), k.tp, k.cp, k.ep, k.etp, k.sequence_parallel, k.fsdp,
-                      k.turbo_grouped_gemm, k.deepep, k.moe_a2a_overlap, k.pipelined,
-                      k.zero_bubble, k.stack, k.micro_batch, k.recompute, k.recompute_layers,
-                      k.moe_imbalance);
+                      k.turbo_grouped_gemm, k.deepep, k.moe_a2a_overlap, k.pipelined, k.zero_bubble,
+                      k.stack, k.micro_batch, k.recompute, k.recompute_layers, k.moe_imbalance);
   }
 };
 CompositionKey CompositionKeyOf(const Scenario& scenario);
@@ -223,8 +223,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                                    const ProjectionOptions& options = {});
 
 // Convenience: builds the backends from scenario.backends and scenario.hw, then projects.
-absl::StatusOr<Projection> Project(const Scenario& scenario,
-                                   const ProjectionOptions& options = {});
+absl::StatusOr<Projection> Project(const Scenario& scenario, const ProjectionOptions& options = {});
 
 // Model FLOPs of one training step by the formula documented on Projection.
 Flops ModelFlopsPerStep(const ModelSpec& model, const TrainingConfig& training);

@@ -45,14 +45,14 @@ struct ChunkCost {
 // the compute beside it.
 // One FSDP unit (a layer, or the embedding / output layer) in execution order.
 struct FsdpUnit {
-  OverlapWindow forward, backward;  // compute-stream time (backward incl. recompute)
-  TimedCollective gather, reduce;   // one AllGather, one ReduceScatter
+  OverlapWindow forward, backward;          // compute-stream time (backward incl. recompute)
+  TimedCollective gather, reduce;           // one AllGather, one ReduceScatter
   Seconds copies_forward, copies_backward;  // FsdpCopyBytesPerParam's kernels, per micro-batch
 };
 
 OverlapWindow Window(Seconds total, Seconds compute, Seconds memory_bound) {
-  return {.total = total, .compute_bound = Max0(compute - memory_bound),
-          .memory_bound = memory_bound};
+  return {
+      .total = total, .compute_bound = Max0(compute - memory_bound), .memory_bound = memory_bound};
 }
 OverlapWindow ForwardWindow(const ComposedLayer& k) {
   return Window(k.Forward(), k.forward_compute, k.forward_memory_bound);
@@ -135,8 +135,7 @@ absl::StatusOr<TimedCollective> Collective(const CollectiveBackend& backend,
   if (group.size <= 1 || bytes.value() <= 0) return TimedCollective{};
   const CollectiveOp op{.kind = kind, .bytes = bytes, .group = group};
   PROJECTOR_ASSIGN_OR_RETURN(CollectiveEstimate e, backend.Estimate(op));
-  return TimedCollective{.time = e.time,
-                         .slowdown = CollectiveSlowdown(interference, op, e)};
+  return TimedCollective{.time = e.time, .slowdown = CollectiveSlowdown(interference, op, e)};
 }
 
 // FSDP AllGather (bf16 weights) and ReduceScatter of the grads in the reduce dtype
@@ -210,8 +209,8 @@ FsdpExposure ExposeFsdp(const std::vector<FsdpUnit>& units) {
     if (i == 0) {
       x.forward += gather;
     } else if (const OverlapWindow& prev = units[i - 1].forward; prev.total.value() > 0) {
-      x.forward += OverlappedExposure(gather, InterferenceCost(gather, u.gather.slowdown, prev),
-                                      prev);
+      x.forward +=
+          OverlappedExposure(gather, InterferenceCost(gather, u.gather.slowdown, prev), prev);
     } else {
       x.forward += gather * (1.0 - kFsdpFallbackOverlap);
     }
@@ -229,9 +228,9 @@ FsdpExposure ExposeFsdp(const std::vector<FsdpUnit>& units) {
 // One gradient buffer (dense or expert) of one chunk, split into Megatron DDP buckets.
 struct BucketedBuffer {
   int64_t buckets = 0;
-  Seconds full;  // one full bucket's reduce
-  Seconds last;  // the remainder bucket's reduce
-  Seconds gather_full, gather_last;  // distributed optimizer param AllGather (bf16)
+  Seconds full;                                   // one full bucket's reduce
+  Seconds last;                                   // the remainder bucket's reduce
+  Seconds gather_full, gather_last;               // distributed optimizer param AllGather (bf16)
   CommSlowdown reduce_slowdown, gather_slowdown;  // of a full bucket's collective
   Seconds Total() const {
     if (buckets == 0) return Seconds(0);
@@ -251,8 +250,8 @@ absl::StatusOr<BucketedBuffer> BucketBuffer(const CollectiveBackend& backend,
                                             bool distributed_optimizer, double grad_bytes) {
   BucketedBuffer b;
   if (group.size <= 1 || params <= 0) return b;
-  double bucket = std::max(kDdpMinBucketParams,
-                           kDdpBucketParamsPerDpRank * static_cast<double>(group.size));
+  double bucket =
+      std::max(kDdpMinBucketParams, kDdpBucketParamsPerDpRank * static_cast<double>(group.size));
   // DrainBuckets replays every bucket; a model far beyond any real one (10^4 buckets is a
   // 400B-parameter chunk) is replayed with larger buckets instead of millions of them.
   bucket = std::max(bucket, params / kMaxReplayedBuckets);
@@ -262,24 +261,22 @@ absl::StatusOr<BucketedBuffer> BucketBuffer(const CollectiveBackend& backend,
   // Megatron reduces fp32 main grads under bf16 (accumulate_allreduce_grads_in_fp32 is forced
   // on for bf16; --grad-reduce-in-bf16 halves them): AllReduce, or ReduceScatter with the
   // distributed optimizer, of grad_bytes per parameter.
-  CollectiveKind kind = distributed_optimizer ? CollectiveKind::kReduceScatter
-                                              : CollectiveKind::kAllReduce;
-  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective f,
-                             Collective(backend, interference, kind, Bytes(full * grad_bytes),
-                                        group));
-  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective l,
-                             Collective(backend, interference, kind, Bytes(last * grad_bytes),
-                                        group));
+  CollectiveKind kind =
+      distributed_optimizer ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  PROJECTOR_ASSIGN_OR_RETURN(
+      TimedCollective f, Collective(backend, interference, kind, Bytes(full * grad_bytes), group));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      TimedCollective l, Collective(backend, interference, kind, Bytes(last * grad_bytes), group));
   b.full = f.time;
   b.last = l.time;
   b.reduce_slowdown = f.slowdown;
   if (distributed_optimizer) {
-    PROJECTOR_ASSIGN_OR_RETURN(TimedCollective gf,
-                               Collective(backend, interference, CollectiveKind::kAllGather,
-                                          Bytes(full * 2.0), group));
-    PROJECTOR_ASSIGN_OR_RETURN(TimedCollective gl,
-                               Collective(backend, interference, CollectiveKind::kAllGather,
-                                          Bytes(last * 2.0), group));
+    PROJECTOR_ASSIGN_OR_RETURN(
+        TimedCollective gf,
+        Collective(backend, interference, CollectiveKind::kAllGather, Bytes(full * 2.0), group));
+    PROJECTOR_ASSIGN_OR_RETURN(
+        TimedCollective gl,
+        Collective(backend, interference, CollectiveKind::kAllGather, Bytes(last * 2.0), group));
     b.gather_full = gf.time;
     b.gather_last = gl.time;
     b.gather_slowdown = gf.slowdown;
@@ -297,10 +294,13 @@ struct GradStream {
 // runs (the chunk's last backward, where the grads become final) and are reduced in order.
 // The part of each reduce before `compute_end` (the rank's last compute) overlaps the backward
 // `window` and slows it by InterferenceCost.
-// With `timeline`, each bucket's reduce is appended as a kGradReduce event of `rank`.
+// With `timeline`, each bucket's reduce is appended as a kGradReduce event of `rank`, ready
+// after its fraction of `chunk`'s last backward (-1: at the rank's last pass end), marked as
+// the expert weights' buffer or the dense one.
 GradStream DrainBuckets(const BucketedBuffer& b, Seconds start, Seconds end, GradStream stream,
                         Seconds compute_end, const OverlapWindow& window,
-                        std::vector<TimelineEvent>* timeline, int64_t rank) {
+                        std::vector<TimelineEvent>* timeline, int64_t rank, int64_t chunk,
+                        bool expert_buffer) {
   for (int64_t j = 0; j < b.buckets; ++j) {
     double frac = static_cast<double>(j + 1) / static_cast<double>(b.buckets);
     Seconds ready = start + (end - start) * frac;
@@ -309,8 +309,11 @@ GradStream DrainBuckets(const BucketedBuffer& b, Seconds start, Seconds end, Gra
     if (timeline != nullptr) {
       timeline->push_back({.kind = TimelineKind::kGradReduce,
                            .rank = static_cast<int32_t>(rank),
+                           .chunk = static_cast<int32_t>(chunk),
                            .start = begin,
-                           .end = stream.end});
+                           .end = stream.end,
+                           .ready_fraction = chunk < 0 ? 1.0 : frac,
+                           .expert_buffer = expert_buffer});
     }
     Seconds overlap = Max0(std::min(stream.end, compute_end) - begin);
     stream.interference += InterferenceCost(overlap, b.reduce_slowdown, window);
@@ -356,10 +359,10 @@ absl::StatusOr<std::vector<ChunkAssignment>> AssignLayers(const ModelSpec& model
     int64_t free_ranks = 0;
     for (bool f : fixed) free_ranks += f ? 0 : 1;
     if (rest < 0 || (free_ranks == 0 && rest != 0)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "uneven pipeline split: first_stage_layers ", parallel.first_stage_layers,
-          " + last_stage_layers ", parallel.last_stage_layers, " does not fit ", layers,
-          " layers on ", p, " stages"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("uneven pipeline split: first_stage_layers ", parallel.first_stage_layers,
+                       " + last_stage_layers ", parallel.last_stage_layers, " does not fit ",
+                       layers, " layers on ", p, " stages"));
     }
     int64_t seen = 0;
     for (int64_t r = 0; r < p; ++r) {
@@ -398,9 +401,8 @@ absl::StatusOr<std::vector<ChunkAssignment>> AssignLayers(const ModelSpec& model
     a.num_layers = per_vs[static_cast<size_t>(vs)];
     int64_t recomputed = 0;
     if (training.recompute == Recompute::kFull) {
-      recomputed = training.recompute_layers > 0
-                       ? std::min(training.recompute_layers, a.num_layers)
-                       : a.num_layers;
+      recomputed = training.recompute_layers > 0 ? std::min(training.recompute_layers, a.num_layers)
+                                                 : a.num_layers;
     }
     a.moe_layers = model.MoeLayersIn(next_layer, a.num_layers);
     a.dense_layers = a.num_layers - a.moe_layers;
@@ -512,8 +514,7 @@ absl::Status CostChunkLayers(const StepInputs& in, const ChunkAssignment& a, Chu
   if (mtp_kind == nullptr) {
     return absl::InternalError("step composer: the MTP layer kind was not composed");
   }
-  AddLayers(*mtp_kind, a.mtp_layers, selective ? a.mtp_layers : a.recomputed_mtp, tr.recompute,
-            c);
+  AddLayers(*mtp_kind, a.mtp_layers, selective ? a.mtp_layers : a.recomputed_mtp, tr.recompute, c);
   // The 2h -> h projection of each module: weights only (its GEMM is ~0.3% of a DeepSeek-V3
   // token's FLOPs and is not timed).
   c.dense_parameters += static_cast<double>(a.mtp_layers) * 2.0 *
@@ -547,8 +548,8 @@ Seconds AddChunkFsdp(const StepInputs& in, const ChunkAssignment& a, const FsdpU
   if (a.has_output) units.push_back(fsdp.output);
   for (int64_t l = 0; l < a.mtp_layers; ++l) {
     FsdpUnit u = in.model.MtpIsMoe() ? fsdp.moe : fsdp.dense;
-    u.backward = BackwardWindow(*MtpLayerKind(in), tr.recompute == Recompute::kSelective ||
-                                                       l < a.recomputed_mtp);
+    u.backward = BackwardWindow(*MtpLayerKind(in),
+                                tr.recompute == Recompute::kSelective || l < a.recomputed_mtp);
     units.push_back(u);
   }
   FsdpExposure x = ExposeFsdp(units);
@@ -621,8 +622,8 @@ absl::StatusOr<PipelineRun> RunPipeline(const StepInputs& in, const BackendRefs&
 
 // The rank with the most work, and the step breakdown of its chunks over all micro-batches
 // (compute, exposed TP/CP/EP/FSDP, copies), the P2P time and the bubble.
-void BreakDownCriticalRank(const PipelineRun& run, const std::vector<ChunkCost>& costs,
-                           int64_t p, int64_t v, int64_t m, StepResult& out) {
+void BreakDownCriticalRank(const PipelineRun& run, const std::vector<ChunkCost>& costs, int64_t p,
+                           int64_t v, int64_t m, StepResult& out) {
   const PipelineTimeline& tl = run.timeline;
   int64_t crit = 0;
   for (int64_t r = 1; r < p; ++r) {
@@ -676,6 +677,8 @@ struct RankTail {
   Seconds after_sync;
   Seconds optimizer;
   Seconds dp_comm_total;
+  Seconds reduce_slowdown;  // RankTailParts
+  Seconds param_gather;
 };
 
 // The DP gradient reduce of rank r's chunks in the order their gradients become final, bucket
@@ -701,22 +704,24 @@ absl::StatusOr<RankTail> SyncRankGradients(const StepInputs& in, const BackendRe
     for (size_t c : order) {
       const ChunkCost& cc = costs[static_cast<size_t>(r * v) + c];
       PROJECTOR_ASSIGN_OR_RETURN(
-          BucketedBuffer db, BucketBuffer(backends.collective, in.interference,
-                                          cc.dense_parameters, dense_group,
-                                          par.distributed_optimizer, grad_bytes));
+          BucketedBuffer db, BucketBuffer(backends.collective, in.interference, cc.dense_parameters,
+                                          dense_group, par.distributed_optimizer, grad_bytes));
       PROJECTOR_ASSIGN_OR_RETURN(
-          BucketedBuffer eb, BucketBuffer(backends.collective, in.interference,
-                                          cc.expert_parameters, expert_group,
-                                          par.distributed_optimizer, grad_bytes));
+          BucketedBuffer eb,
+          BucketBuffer(backends.collective, in.interference, cc.expert_parameters, expert_group,
+                       par.distributed_optimizer, grad_bytes));
       // Megatron overlap_grad_reduce: a bucket's reduce is issued as soon as the last
       // micro-batch's backward has produced all its grads. Without it, everything is
       // reduced after the rank's last backward (finish_grad_sync).
-      Seconds s = tr.overlap_grad_reduce ? tl.last_backward_start[static_cast<size_t>(r * v) + c]
-                                         : finish;
-      Seconds e = tr.overlap_grad_reduce ? tl.last_backward_end[static_cast<size_t>(r * v) + c]
-                                         : finish;
-      stream = DrainBuckets(db, s, e, stream, finish, cc.backward_window, in.timeline, r);
-      stream = DrainBuckets(eb, s, e, stream, finish, cc.backward_window, in.timeline, r);
+      Seconds s =
+          tr.overlap_grad_reduce ? tl.last_backward_start[static_cast<size_t>(r * v) + c] : finish;
+      Seconds e =
+          tr.overlap_grad_reduce ? tl.last_backward_end[static_cast<size_t>(r * v) + c] : finish;
+      const int64_t chunk = tr.overlap_grad_reduce ? static_cast<int64_t>(c) : -1;
+      stream =
+          DrainBuckets(db, s, e, stream, finish, cc.backward_window, in.timeline, r, chunk, false);
+      stream =
+          DrainBuckets(eb, s, e, stream, finish, cc.backward_window, in.timeline, r, chunk, true);
       comm_total += db.Total() + eb.Total() + db.GatherTotal() + eb.GatherTotal();
       if (!par.distributed_optimizer) continue;
       // overlap_param_gather: the gathers run under the next step's forward, except the
@@ -739,7 +744,9 @@ absl::StatusOr<RankTail> SyncRankGradients(const StepInputs& in, const BackendRe
   // with the stream's own end as the communication side).
   return RankTail{.after_sync = std::max(finish + stream.interference, stream.end) + gather_exposed,
                   .optimizer = Seconds(0),
-                  .dp_comm_total = comm_total};
+                  .dp_comm_total = comm_total,
+                  .reduce_slowdown = stream.interference,
+                  .param_gather = gather_exposed};
 }
 
 // Adam over the parameters this GPU of rank r updates (a DP shard of them when the optimizer
@@ -749,21 +756,24 @@ absl::StatusOr<Seconds> OptimizerStep(const StepInputs& in, const BackendRefs& b
   const ParallelConfig& par = in.parallel;
   const bool shard_optimizer = par.distributed_optimizer || par.fsdp;
   const double updated =
-      shard_optimizer
-          ? stage.dense_parameters / static_cast<double>(par.DpCpGroup().size) +
-                stage.expert_parameters / static_cast<double>(ExpertDpGroup(par).size)
-          : stage.dense_parameters + stage.expert_parameters;
+      shard_optimizer ? stage.dense_parameters / static_cast<double>(par.DpCpGroup().size) +
+                            stage.expert_parameters / static_cast<double>(ExpertDpGroup(par).size)
+                      : stage.dense_parameters + stage.expert_parameters;
   if (updated <= 0) return Seconds(0);
   PROJECTOR_ASSIGN_OR_RETURN(
-      MemoryEstimate e,
-      backends.memory.Estimate(MemoryOp{
-          .bytes = Bytes(updated * OptimizerBytesPerUpdatedParam(in.run.stack)),
-          .flops = Flops(updated * 12.0),
-          .launches = 2}));
+      MemoryEstimate e, backends.memory.Estimate(MemoryOp{
+                            .bytes = Bytes(updated * OptimizerBytesPerUpdatedParam(in.run.stack)),
+                            .flops = Flops(updated * 12.0),
+                            .launches = 2}));
   return e.time;
 }
 
 void RecordRankTail(const StepInputs& in, int64_t r, Seconds finish, const RankTail& tail) {
+  if (in.rank_tails != nullptr) {
+    in.rank_tails->push_back({.reduce_slowdown = tail.reduce_slowdown,
+                              .param_gather = tail.param_gather,
+                              .optimizer = tail.optimizer});
+  }
   if (in.timeline == nullptr) return;
   const int32_t rank = static_cast<int32_t>(r);
   if (tail.after_sync > finish) {
@@ -788,8 +798,7 @@ MemoryModelConfig MemoryConfigOf(const StepInputs& in, int64_t v, int64_t m, dou
       .expert_shard = ExpertDpGroup(par).size,
       .grad_bytes_per_param = grad_bytes,
       .fsdp_gradient_bytes_per_unit_param =
-          FsdpCopyBytesPerParam(in.run.fsdp_impl, grad_bytes, 1, m)
-              .gradient_working_set,
+          FsdpCopyBytesPerParam(in.run.fsdp_impl, grad_bytes, 1, m).gradient_working_set,
       .hbm_capacity = in.hbm_capacity};
 }
 
@@ -804,9 +813,9 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   out.micro_batches = MicroBatches(par, tr);
   const int64_t m = out.micro_batches;
   if (m < 1) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "global batch ", tr.global_batch, " is smaller than micro_batch ", tr.micro_batch,
-        " x DP ", par.dp, "; no full micro-batch per pipeline"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("global batch ", tr.global_batch, " is smaller than micro_batch ",
+                     tr.micro_batch, " x DP ", par.dp, "; no full micro-batch per pipeline"));
   }
   PROJECTOR_ASSIGN_OR_RETURN(out.chunks, AssignLayers(in.model, par, tr));
 
@@ -850,7 +859,8 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   // What each pipeline rank holds in memory; the footprint reads no time, so a layout over the
   // caller's limit stops here.
   std::vector<StageMemoryInput> mem(static_cast<size_t>(p));
-  for (int64_t r = 0; r < p; ++r) mem[static_cast<size_t>(r)] = StageMemoryOf(costs, par, r, p, v, m);
+  for (int64_t r = 0; r < p; ++r)
+    mem[static_cast<size_t>(r)] = StageMemoryOf(costs, par, r, p, v, m);
   const MemoryModelConfig memory_config = MemoryConfigOf(in, v, m, grad_bytes);
   out.memory = EstimateMemory(mem, memory_config);
   Bytes invariant;

@@ -124,6 +124,15 @@ inline constexpr double kDdpBucketParamsPerDpRank = 1e6;
 // Llama-3-70B); with known compute the per-layer max(0, comm − compute) is used instead.
 inline constexpr double kFsdpFallbackOverlap = 0.93;
 
+// What follows pipeline rank r's last pass, in the parts an event replay needs apart (the
+// bucket reduces themselves are kGradReduce timeline events): the step composer's tail is
+// max(finish + reduce_slowdown, last bucket reduce end) + param_gather, then the optimizer.
+struct RankTailParts {
+  Seconds reduce_slowdown;  // the backward slowed by the DP reduces that overlapped it
+  Seconds param_gather;     // distributed-optimizer parameter gathers left exposed
+  Seconds optimizer;        // the optimizer step
+};
+
 struct StepInputs {
   const ModelSpec& model;
   const ParallelConfig& parallel;
@@ -140,6 +149,8 @@ struct StepInputs {
   CommInterferenceModel interference{};
   // When set, receives every pass of the replayed schedule and each rank's tail (`--trace`).
   std::vector<TimelineEvent>* timeline = nullptr;
+  // With `timeline`: receives each pipeline rank's tail in its parts (the event replay's).
+  std::vector<RankTailParts>* rank_tails = nullptr;
   RunChoices run{};  // what the stack runs: its FSDP implementation and optimizer
   // Stop before the pipeline replay when PipelineLowerBound of the step's passes is at least
   // this (a search that has this many better layouts already); infinite: always replay.
@@ -154,8 +165,8 @@ struct StepResult {
   StepBreakdown breakdown;
   Seconds clock_scaled;  // compute time on the critical path that scales with 1/clock
   int64_t critical_rank = 0;
-  Seconds pipeline_time;    // the schedule's makespan, P2P included
-  Seconds p2p_transfer;     // one activation transfer between neighbouring stages
+  Seconds pipeline_time;        // the schedule's makespan, P2P included
+  Seconds p2p_transfer;         // one activation transfer between neighbouring stages
   bool p2p_overlapped = false;  // PipelineSpec::p2p_overlapped of the replay
   Seconds dp_comm_total;    // all DP gradient (+ param gather) communication of the critical rank
   Seconds fsdp_comm_total;  // all FSDP communication of the critical rank per step

@@ -13,10 +13,12 @@ namespace {
 
 constexpr char kReplayed[] =
     "every pass of every micro-batch and chunk on each pipeline rank's stream in the schedule's "
-    "order, the activation transfers between stages, each rank's gradient-sync and optimizer "
-    "tail";
+    "order, the activation transfers between stages, each DP gradient bucket's reduce on the "
+    "rank's DP stream from where its gradients are final, each rank's gradient-sync wait, "
+    "parameter gathers and optimizer";
 constexpr char kNotYet[] =
-    "the ops inside a pass as events, collectives as steps on the network's links, contention";
+    "the ops inside a pass as events, collectives as steps on the network's links, contention "
+    "between the DP reduces and the pipeline transfers";
 
 nlohmann::json ResourceUseJson(const HighLodResult& r) {
   nlohmann::json uses = nlohmann::json::array();
@@ -46,6 +48,9 @@ std::string HighLodText(const HighLodResult& r) {
                         r.DifferencePct());
   absl::StrAppendFormat(&out, "  pipeline    medium %12.3f ms   high %12.3f ms\n",
                         ToMilliseconds(r.medium.pipeline_time), ToMilliseconds(r.pipeline_time));
+  absl::StrAppendFormat(
+      &out, "  exposed DP  medium %12.3f ms   high %12.3f ms   (high: from the timeline)\n",
+      ToMilliseconds(r.medium.breakdown.exposed_dp_comm), ToMilliseconds(r.exposed_dp_comm));
   absl::StrAppendFormat(&out, "  events      %d (%d tasks on %d streams and links)\n", r.events,
                         r.tasks, r.resources);
   absl::StrAppendFormat(&out,
@@ -76,16 +81,24 @@ std::string HighLodText(const HighLodResult& r) {
   }
   if (!busiest.empty()) out += absl::StrCat("              busiest links: ", busiest, "\n");
   if (r.slow_rank) {
-    absl::StrAppendFormat(
-        &out, "  straggler   rank %d (pipeline stage %d) x%g: step %.3f ms, %+.2f%% over %.3f ms\n",
-        r.slow_rank->rank, r.slow_stage, r.slow_rank->factor, ToMilliseconds(r.step_time),
-        r.StragglerSlowdownPct(), ToMilliseconds(r.step_time_without_straggler));
+    absl::StrAppendFormat(&out, "  straggler   rank %d (pipeline stage %d) x%g\n",
+                          r.slow_rank->rank, r.slow_stage, r.slow_rank->factor);
+  }
+  if (r.slow_link) {
+    absl::StrAppendFormat(&out, "  slow link   ranks %d-%d x%g: %s\n", r.slow_link->a,
+                          r.slow_link->b, r.slow_link->factor, r.slow_link_carries);
+  }
+  if (r.slow_rank || r.slow_link) {
+    absl::StrAppendFormat(&out, "  disturbed   step %.3f ms, %+.2f%% over %.3f ms without\n",
+                          ToMilliseconds(r.step_time), r.DisturbedSlowdownPct(),
+                          ToMilliseconds(r.step_time_undisturbed));
   }
   absl::StrAppendFormat(&out, "  wall time   medium %9.3f ms   high %9.3f ms   high/medium %.2fx\n",
                         r.medium_wall_s * 1e3, r.high_wall_s * 1e3, r.Speedup());
   out +=
       "  replayed    each rank's passes (every micro-batch and chunk, in the schedule's order),\n"
-      "              the transfers between stages, each rank's gradient-sync and optimizer tail\n"
+      "              the transfers between stages, each DP gradient bucket's reduce on the\n"
+      "              rank's DP stream from where its gradients are final, each rank's tail\n"
       "  not yet     the ops inside a pass, collectives as steps on the network's links,\n"
       "              contention\n";
   return out;
@@ -118,11 +131,12 @@ void AppendLinkCounters(const HighLodResult& r, nlohmann::json& events) {
     const bool was_busy = n > 0;
     n += e.delta;
     busy_links += (n > 0) - (was_busy ? 1 : 0);
-    events.push_back({{"ph", "C"},
-                      {"pid", 0},
-                      {"name", absl::StrCat("link use: ", r.resource_use[static_cast<size_t>(e.link)].name)},
-                      {"ts", ToMicroseconds(e.at)},
-                      {"args", {{"transfers", n}}}});
+    events.push_back(
+        {{"ph", "C"},
+         {"pid", 0},
+         {"name", absl::StrCat("link use: ", r.resource_use[static_cast<size_t>(e.link)].name)},
+         {"ts", ToMicroseconds(e.at)},
+         {"args", {{"transfers", n}}}});
     events.push_back({{"ph", "C"},
                       {"pid", 0},
                       {"name", "links busy"},
@@ -167,6 +181,10 @@ nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r
         ev["name"] = absl::StrCat(PassName(t, interleaved), " r", t.rank, "→r", t.to_rank);
         ev["cat"] = "p2p";
         break;
+      case ReplayedTask::What::kGradReduce:
+        ev["name"] = t.chunk >= 0 ? absl::StrCat("DP reduce c", t.chunk) : "DP reduce";
+        ev["cat"] = "dp";
+        break;
       case ReplayedTask::What::kTail:
         ev["name"] = "DP sync + optimizer";
         ev["cat"] = "tail";
@@ -183,6 +201,8 @@ nlohmann::json HighLodJson(const HighLodResult& r) {
           {"medium_step_time_s", r.medium.step_time.value()},
           {"difference_pct", r.DifferencePct()},
           {"pipeline_time_s", r.pipeline_time.value()},
+          {"exposed_dp_comm_s", r.exposed_dp_comm.value()},
+          {"medium_exposed_dp_comm_s", r.medium.breakdown.exposed_dp_comm.value()},
           {"medium_pipeline_time_s", r.medium.pipeline_time.value()},
           {"tasks", r.tasks},
           {"resources", r.resources},
@@ -195,13 +215,21 @@ nlohmann::json HighLodJson(const HighLodResult& r) {
           {"resources_busy", ResourceUseJson(r)},
           {"replayed", kReplayed},
           {"not_yet", kNotYet},
-          {"straggler", r.slow_rank ? nlohmann::json{{"rank", r.slow_rank->rank},
-                                                     {"factor", r.slow_rank->factor},
-                                                     {"pipeline_stage", r.slow_stage},
-                                                     {"step_time_without_s",
-                                                      r.step_time_without_straggler.value()},
-                                                     {"slowdown_pct", r.StragglerSlowdownPct()}}
-                                    : nlohmann::json(nullptr)}};
+          {"straggler",
+           r.slow_rank ? nlohmann::json{{"rank", r.slow_rank->rank},
+                                        {"factor", r.slow_rank->factor},
+                                        {"pipeline_stage", r.slow_stage},
+                                        {"step_time_without_s", r.step_time_undisturbed.value()},
+                                        {"slowdown_pct", r.DisturbedSlowdownPct()}}
+                       : nlohmann::json(nullptr)},
+          {"slow_link",
+           r.slow_link ? nlohmann::json{{"a", r.slow_link->a},
+                                        {"b", r.slow_link->b},
+                                        {"factor", r.slow_link->factor},
+                                        {"carries", r.slow_link_carries},
+                                        {"step_time_without_s", r.step_time_undisturbed.value()},
+                                        {"slowdown_pct", r.DisturbedSlowdownPct()}}
+                       : nlohmann::json(nullptr)}};
 }
 
 }  // namespace projector

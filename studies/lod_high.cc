@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -18,9 +19,84 @@ double HighLodResult::DifferencePct() const {
   return medium_s > 0 ? (step_time.value() - medium_s) / medium_s * 100.0 : 0.0;
 }
 
-double HighLodResult::StragglerSlowdownPct() const {
-  const double base = step_time_without_straggler.value();
-  return slow_rank && base > 0 ? (step_time.value() - base) / base * 100.0 : 0.0;
+double HighLodResult::DisturbedSlowdownPct() const {
+  const double base = step_time_undisturbed.value();
+  return (slow_rank || slow_link) && base > 0 ? (step_time.value() - base) / base * 100.0 : 0.0;
+}
+
+namespace {
+
+// Whether in-stage positions i and j are neighbours on the ring of `group` (members
+// base + stride·k, k = 0..size−1, the ring in k order, closed).
+bool RingNeighbours(int64_t i, int64_t j, ProcessGroup group) {
+  if (group.size < 2 || group.stride < 1 || i % group.stride != j % group.stride) return false;
+  const int64_t d = std::abs(i / group.stride - j / group.stride);
+  return d == 1 || d == group.size - 1;
+}
+
+}  // namespace
+
+absl::StatusOr<SlowLinkEffect> ResolveSlowLink(const ParallelConfig& par, int64_t num_gpus,
+                                               bool has_experts, const SlowLink& link) {
+  for (const int64_t rank : {link.a, link.b}) {
+    if (rank < 0 || rank >= num_gpus) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--slow-link: rank %d does not exist; the ranks are 0 to %d", rank, num_gpus - 1));
+    }
+  }
+  if (link.a == link.b) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--slow-link: a link joins two different ranks; got %d:%d", link.a, link.b));
+  }
+  if (!(link.factor > 0 && std::isfinite(link.factor))) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--slow-link: the factor must be a finite number > 0 (2 = half the bandwidth), got %g",
+        link.factor));
+  }
+  const int64_t block = par.PpGroup().stride;  // tp·cp·dp GPUs per pipeline stage
+  const int64_t stage_a = link.a / block % par.pp, stage_b = link.b / block % par.pp;
+  const int64_t i = link.a % block, j = link.b % block;
+  SlowLinkEffect effect;
+  effect.factor = link.factor;
+  if (stage_a != stage_b) {
+    const int64_t d = std::abs(stage_a - stage_b);
+    // Adjacent stages exchange activations; the last and the first only when interleaving
+    // wraps the model around the pipeline.
+    const bool adjacent = d == 1 || (d == par.pp - 1 && par.vpp > 1);
+    if (i != j || !adjacent) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--slow-link: ranks %d (stage %d, position %d) and %d (stage %d, position %d) exchange "
+          "nothing in this layout; a pipeline link joins the same position of adjacent stages "
+          "(ranks r and r + %d), a DP ring neighbouring DP ranks of one stage",
+          link.a, stage_a, i, link.b, stage_b, j, block));
+    }
+    effect.p2p_rank_a = std::min(stage_a, stage_b);
+    effect.p2p_rank_b = std::max(stage_a, stage_b);
+    effect.carries = absl::StrFormat(
+        "the pipeline link between stages %d and %d (activations and their gradients, both ways)",
+        effect.p2p_rank_a, effect.p2p_rank_b);
+    return effect;
+  }
+  const ProcessGroup expert_group{.size = block / std::max<int64_t>(1, par.ep * par.etp),
+                                  .stride = std::max<int64_t>(1, par.ep * par.etp)};
+  effect.dense_ring = RingNeighbours(i, j, par.DpCpGroup());
+  effect.expert_ring = has_experts && RingNeighbours(i, j, expert_group);
+  if (!effect.dense_ring && !effect.expert_ring) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--slow-link: ranks %d and %d of stage %d are not neighbours on a DP ring; their "
+        "tensor-, context- or expert-parallel collectives run inside the passes, which the "
+        "event replay does not break into link steps yet. Replayed links: a pipeline link (the "
+        "same position of adjacent stages, ranks r and r + %d) and a DP ring (positions %d "
+        "apart in a stage)",
+        link.a, link.b, stage_a, block, par.tp));
+  }
+  effect.dp_stage = stage_a;
+  effect.carries = absl::StrFormat("stage %d's %s DP ring (its gradient bucket reduces%s)", stage_a,
+                                   effect.dense_ring && effect.expert_ring ? "dense and expert"
+                                   : effect.dense_ring                     ? "dense"
+                                                                           : "expert",
+                                   effect.dense_ring ? " and exposed parameter gathers" : "");
+  return effect;
 }
 
 double HighLodResult::Speedup() const {
@@ -75,6 +151,10 @@ struct StepGraph {
   std::vector<std::string> resource_names;  // by ResourceId
   std::vector<ReplayedTask> what;           // by TaskId (times filled after the run)
   std::vector<TaskId> last_pass;            // per rank
+  // Per rank: the task that follows its gradient sync (exposed parameter gathers and the
+  // optimizer), and how much of it is the gathers; kNone without one.
+  std::vector<TaskId> after_sync;
+  std::vector<Seconds> param_gather;
 };
 
 // The producer of pass (k, mb, stage) on another virtual stage: the previous stage's forward,
@@ -91,23 +171,84 @@ bool ProducerStage(TimelineKind k, int64_t stage, int64_t stages, int64_t& produ
   return false;
 }
 
-// `slow_stage` (-1: none) runs its passes `factor` times as long.
+// One DP gradient bucket's reduce of a rank (a kGradReduce event of the medium timeline): ready
+// after `fraction` of `chunk`'s last backward (chunk -1: after the rank's last pass).
+struct Bucket {
+  int32_t chunk;
+  double fraction;
+  Seconds reduce;
+  bool expert;  // of the expert weights' gradients
+};
+
+// A rank's passes, its buckets and, per chunk, the pass after which that chunk's gradients are
+// final (its last backward, or last W under zero bubble) and the bucket fractions in it.
+struct RankWork {
+  std::vector<const TimelineEvent*> passes;
+  std::vector<Bucket> buckets;
+  std::vector<const TimelineEvent*> final_pass;      // by chunk
+  std::vector<std::vector<double>> final_fractions;  // by chunk, sorted, distinct, ending in 1
+};
+
+std::vector<RankWork> CollectRankWork(const Projection& medium, int64_t pp, int64_t vpp) {
+  std::vector<RankWork> ranks(static_cast<size_t>(pp));
+  for (RankWork& w : ranks) {
+    w.final_pass.assign(static_cast<size_t>(vpp), nullptr);
+    w.final_fractions.resize(static_cast<size_t>(vpp));
+  }
+  for (const TimelineEvent& e : medium.timeline) {
+    if (e.rank < 0 || e.rank >= pp) continue;
+    RankWork& w = ranks[static_cast<size_t>(e.rank)];
+    if (IsPass(e.kind)) {
+      w.passes.push_back(&e);
+      if (e.kind != TimelineKind::kForward && e.chunk >= 0 && e.chunk < vpp) {
+        const TimelineEvent*& last = w.final_pass[static_cast<size_t>(e.chunk)];
+        if (last == nullptr || e.end > last->end) last = &e;
+      }
+    } else if (e.kind == TimelineKind::kGradReduce) {
+      const int32_t chunk = e.chunk < vpp ? e.chunk : -1;
+      w.buckets.push_back({.chunk = chunk,
+                           .fraction = e.ready_fraction,
+                           .reduce = e.end - e.start,
+                           .expert = e.expert_buffer});
+      if (chunk >= 0) w.final_fractions[static_cast<size_t>(chunk)].push_back(e.ready_fraction);
+    }
+  }
+  for (RankWork& w : ranks) {
+    for (std::vector<double>& f : w.final_fractions) {
+      f.push_back(1.0);
+      std::sort(f.begin(), f.end());
+      f.erase(std::unique(f.begin(), f.end()), f.end());
+    }
+  }
+  return ranks;
+}
+
+// What the replay slows: a straggler's stage (-1: none) runs its passes `stage_factor` times as
+// long; a slow link what SlowLinkEffect says.
+struct ReplaySlowdowns {
+  int64_t slow_stage = -1;
+  double stage_factor = 1;
+  SlowLinkEffect link;
+  // The factor on transfers between pipeline ranks a and b (either way).
+  double Transfer(int64_t a, int64_t b) const {
+    const bool on = (a == link.p2p_rank_a && b == link.p2p_rank_b) ||
+                    (a == link.p2p_rank_b && b == link.p2p_rank_a);
+    return on ? link.factor : 1.0;
+  }
+  // The factor on rank r's bucket reduces of the dense or expert gradients.
+  double Reduce(int64_t r, bool expert) const {
+    const bool on = r == link.dp_stage && (expert ? link.expert_ring : link.dense_ring);
+    return on ? link.factor : 1.0;
+  }
+};
+
 absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, int64_t vpp,
-                                         int64_t slow_stage, double factor) {
+                                         const ReplaySlowdowns& slow) {
   const int64_t m = medium.micro_batches, stages = pp * vpp;
   StepGraph out;
   TaskGraph& g = out.graph;
   // Each rank's passes in the schedule's order (the medium replay's start times), then its tail.
-  std::vector<std::vector<const TimelineEvent*>> passes(static_cast<size_t>(pp));
-  std::vector<Seconds> tail(static_cast<size_t>(pp), Seconds(0));
-  for (const TimelineEvent& e : medium.timeline) {
-    if (e.rank < 0 || e.rank >= pp) continue;
-    if (IsPass(e.kind)) {
-      passes[static_cast<size_t>(e.rank)].push_back(&e);
-    } else if (e.kind == TimelineKind::kGradSync || e.kind == TimelineKind::kOptimizer) {
-      tail[static_cast<size_t>(e.rank)] += e.end - e.start;
-    }
-  }
+  std::vector<RankWork> work = CollectRankWork(medium, pp, vpp);
   std::vector<ResourceId> stream(static_cast<size_t>(pp));
   for (int64_t r = 0; r < pp; ++r) {
     stream[r] = g.AddResource(ResourceOrder::kInOrder);
@@ -125,16 +266,21 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
     }
     return id;
   };
-  PassIndex index(m, stages);
+  PassIndex done(m, stages);     // a pass's last task (what depends on the pass waits for it)
+  PassIndex entry(m, stages);    // a pass's first task (what the pass waits for gates it)
   PassIndex receive(m, stages);  // the rendezvous receive before a pass, or kNone
   const bool transfers = medium.p2p_transfer.value() > 0;
   out.last_pass.assign(static_cast<size_t>(pp), PassIndex::kNone);
+  out.after_sync.assign(static_cast<size_t>(pp), PassIndex::kNone);
+  out.param_gather.assign(static_cast<size_t>(pp), Seconds(0));
   for (int64_t r = 0; r < pp; ++r) {
-    auto& list = passes[static_cast<size_t>(r)];
-    std::stable_sort(list.begin(), list.end(), [](const TimelineEvent* a, const TimelineEvent* b) {
-      return a->start < b->start;
-    });
-    for (const TimelineEvent* e : list) {
+    RankWork& w = work[static_cast<size_t>(r)];
+    std::stable_sort(
+        w.passes.begin(), w.passes.end(),
+        [](const TimelineEvent* a, const TimelineEvent* b) { return a->start < b->start; });
+    // Per chunk, the tasks of its final pass that end at each bucket fraction.
+    std::vector<std::vector<TaskId>> final_pieces(static_cast<size_t>(vpp));
+    for (const TimelineEvent* e : w.passes) {
       const int64_t stage = static_cast<int64_t>(e->chunk) * pp + r;
       if (e->micro_batch < 0 || e->micro_batch >= m || stage >= stages) {
         return absl::InternalError(absl::StrFormat(
@@ -144,22 +290,74 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
       int64_t producer = 0;
       if (transfers && !medium.p2p_overlapped && ProducerStage(e->kind, stage, stages, producer) &&
           producer % pp != r) {
-        receive.at(e->kind, e->micro_batch, stage) = g.AddTask(stream[r], medium.p2p_transfer);
+        receive.at(e->kind, e->micro_batch, stage) =
+            g.AddTask(stream[r], medium.p2p_transfer * slow.Transfer(producer % pp, r));
         out.what.push_back(Described(ReplayedTask::What::kReceive, *e));
       }
-      const Seconds pass = (e->end - e->start) * (r == slow_stage ? factor : 1.0);
-      const TaskId t = g.AddTask(stream[r], pass);
-      out.what.push_back(Described(ReplayedTask::What::kPass, *e));
-      index.at(e->kind, e->micro_batch, stage) = t;
-      out.last_pass[r] = t;
+      const Seconds pass = (e->end - e->start) * (r == slow.slow_stage ? slow.stage_factor : 1.0);
+      // The pass after which a chunk's gradients are final runs in pieces, one per bucket
+      // fraction, so that each bucket's reduce can start where its gradients are done.
+      const bool final_pass = w.final_pass[static_cast<size_t>(e->chunk)] == e;
+      const std::vector<double> whole = {1.0};
+      const std::vector<double>& cuts =
+          final_pass ? w.final_fractions[static_cast<size_t>(e->chunk)] : whole;
+      double before = 0;
+      for (size_t k = 0; k < cuts.size(); ++k) {
+        const TaskId t = g.AddTask(stream[r], pass * (cuts[k] - before));
+        before = cuts[k];
+        out.what.push_back(Described(ReplayedTask::What::kPass, *e));
+        if (k == 0) entry.at(e->kind, e->micro_batch, stage) = t;
+        if (final_pass) final_pieces[static_cast<size_t>(e->chunk)].push_back(t);
+        done.at(e->kind, e->micro_batch, stage) = t;
+        out.last_pass[r] = t;
+      }
     }
-    if (tail[r].value() > 0) {
-      g.AddTask(stream[r], tail[r]);
-      ReplayedTask tail_task;
-      tail_task.what = ReplayedTask::What::kTail;
-      tail_task.rank = static_cast<int32_t>(r);
-      tail_task.resource = static_cast<int32_t>(stream[r]);
+    // The DP gradient buckets, reduced in order on the rank's communication stream.
+    TaskId last_reduce = PassIndex::kNone;
+    if (!w.buckets.empty()) {
+      const ResourceId dp = g.AddResource(ResourceOrder::kInOrder);
+      out.resource_names.push_back(absl::StrCat("rank ", r, " DP stream"));
+      for (const Bucket& b : w.buckets) {
+        const TaskId t = g.AddTask(dp, b.reduce * slow.Reduce(r, b.expert));
+        ReplayedTask reduce;
+        reduce.what = ReplayedTask::What::kGradReduce;
+        reduce.rank = static_cast<int32_t>(r);
+        reduce.chunk = b.chunk;
+        reduce.resource = static_cast<int32_t>(dp);
+        out.what.push_back(reduce);
+        TaskId ready = out.last_pass[r];
+        if (b.chunk >= 0) {
+          const std::vector<double>& cuts = w.final_fractions[static_cast<size_t>(b.chunk)];
+          const auto at = std::lower_bound(cuts.begin(), cuts.end(), b.fraction);
+          const std::vector<TaskId>& pieces = final_pieces[static_cast<size_t>(b.chunk)];
+          const size_t k = static_cast<size_t>(at - cuts.begin());
+          if (k < pieces.size()) ready = pieces[k];
+        }
+        if (ready != PassIndex::kNone) g.AddDependency(ready, t);
+        last_reduce = t;
+      }
+    }
+    // The tail, as the step composer has it: the backward slowed by the reduces it hid, the wait
+    // for the last reduce, then the exposed parameter gathers and the optimizer.
+    const RankTailParts parts = static_cast<size_t>(r) < medium.rank_tails.size()
+                                    ? medium.rank_tails[static_cast<size_t>(r)]
+                                    : RankTailParts{};
+    ReplayedTask tail_task;
+    tail_task.what = ReplayedTask::What::kTail;
+    tail_task.rank = static_cast<int32_t>(r);
+    tail_task.resource = static_cast<int32_t>(stream[r]);
+    if (parts.reduce_slowdown.value() > 0) {
+      g.AddTask(stream[r], parts.reduce_slowdown);
       out.what.push_back(tail_task);
+    }
+    const Seconds gather = parts.param_gather * slow.Reduce(r, false);
+    const Seconds after = gather + parts.optimizer;
+    if (after.value() > 0 || last_reduce != PassIndex::kNone) {
+      const TaskId t = g.AddTask(stream[r], after);
+      out.what.push_back(tail_task);
+      if (last_reduce != PassIndex::kNone) g.AddDependency(last_reduce, t);
+      out.after_sync[r] = t;
+      out.param_gather[r] = gather;
     }
   }
   // Dependencies: a pass on its producer (through the transfer between ranks), a backward on
@@ -167,16 +365,16 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
   for (const TimelineEvent& e : medium.timeline) {
     if (!IsPass(e.kind) || e.rank < 0 || e.rank >= pp) continue;
     const int64_t r = e.rank, stage = static_cast<int64_t>(e.chunk) * pp + r;
-    const TaskId t = index.at(e.kind, e.micro_batch, stage);
+    const TaskId t = entry.at(e.kind, e.micro_batch, stage);
     if (e.kind == TimelineKind::kBackward) {
-      g.AddDependency(index.at(TimelineKind::kForward, e.micro_batch, stage), t);
+      g.AddDependency(done.at(TimelineKind::kForward, e.micro_batch, stage), t);
     }
     if (e.kind == TimelineKind::kWeightGrad) {
-      g.AddDependency(index.at(TimelineKind::kBackward, e.micro_batch, stage), t);
+      g.AddDependency(done.at(TimelineKind::kBackward, e.micro_batch, stage), t);
     }
     int64_t producer = 0;
     if (!ProducerStage(e.kind, stage, stages, producer)) continue;
-    const TaskId from = index.at(e.kind, e.micro_batch, producer);
+    const TaskId from = done.at(e.kind, e.micro_batch, producer);
     if (from == PassIndex::kNone) {
       return absl::InternalError("timeline lacks the producer of a pass");
     }
@@ -185,7 +383,7 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
       g.AddDependency(from, t);
     } else if (medium.p2p_overlapped) {
       const ResourceId on = link(from_rank, r);
-      const TaskId move = g.AddTask(on, medium.p2p_transfer);
+      const TaskId move = g.AddTask(on, medium.p2p_transfer * slow.Transfer(from_rank, r));
       ReplayedTask transfer = Described(ReplayedTask::What::kTransfer, e);
       transfer.rank = static_cast<int32_t>(from_rank);
       transfer.to_rank = e.rank;
@@ -207,7 +405,8 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
 absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
                                                const BackendRefs& backends,
                                                ProjectionOptions options,
-                                               std::optional<SlowRank> slow_rank) {
+                                               std::optional<SlowRank> slow_rank,
+                                               std::optional<SlowLink> slow_link) {
   if (slow_rank && (slow_rank->rank < 0 || slow_rank->rank >= scenario.num_gpus)) {
     return absl::InvalidArgumentError(
         absl::StrFormat("--slow-rank: rank %d does not exist; the ranks are 0 to %d",
@@ -217,6 +416,12 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
     return absl::InvalidArgumentError(absl::StrFormat(
         "--slow-rank: the factor must be a finite number > 0 (2 = twice as slow), got %g",
         slow_rank->factor));
+  }
+  ReplaySlowdowns slow;
+  if (slow_link) {
+    PROJECTOR_ASSIGN_OR_RETURN(slow.link,
+                               ResolveSlowLink(scenario.parallel, scenario.num_gpus,
+                                               scenario.model.moe.has_value(), *slow_link));
   }
   const double passes = ReplayedPasses(scenario);
   if (passes > kMaxTimelinePasses) {
@@ -236,25 +441,37 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
   const int64_t pp = scenario.parallel.pp, vpp = scenario.parallel.vpp;
   events::Simulator sim;
   events::SimulationResult run;
-  int64_t slow_stage = -1;
-  double factor = 1;
   if (slow_rank) {
     // Global rank r sits on pipeline stage r / (tp·cp·dp) (the layout's rank order).
-    slow_stage = slow_rank->rank / scenario.parallel.PpGroup().stride % pp;
-    factor = slow_rank->factor;
-    PROJECTOR_ASSIGN_OR_RETURN(StepGraph plain, BuildStepGraph(out.medium, pp, vpp, -1, 1.0));
-    PROJECTOR_RETURN_IF_ERROR(sim.Run(plain.graph, run));
-    out.step_time_without_straggler = run.makespan;
+    slow.slow_stage = slow_rank->rank / scenario.parallel.PpGroup().stride % pp;
+    slow.stage_factor = slow_rank->factor;
     out.slow_rank = slow_rank;
-    out.slow_stage = slow_stage;
+    out.slow_stage = slow.slow_stage;
   }
-  PROJECTOR_ASSIGN_OR_RETURN(StepGraph step,
-                             BuildStepGraph(out.medium, pp, vpp, slow_stage, factor));
+  if (slow_link) {
+    out.slow_link = slow_link;
+    out.slow_link_carries = slow.link.carries;
+  }
+  if (slow_rank || slow_link) {
+    PROJECTOR_ASSIGN_OR_RETURN(StepGraph plain, BuildStepGraph(out.medium, pp, vpp, {}));
+    PROJECTOR_RETURN_IF_ERROR(sim.Run(plain.graph, run));
+    out.step_time_undisturbed = run.makespan;
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(StepGraph step, BuildStepGraph(out.medium, pp, vpp, slow));
   PROJECTOR_RETURN_IF_ERROR(sim.Run(step.graph, run));
   out.high_wall_s = WallSeconds(high_start);
   out.step_time = run.makespan;
   for (TaskId t : step.last_pass) {
     if (t != PassIndex::kNone) out.pipeline_time = std::max(out.pipeline_time, run.tasks[t].finish);
+  }
+  Seconds last_tail_end(-1);
+  for (int64_t r = 0; r < pp; ++r) {
+    const TaskId t = step.after_sync[static_cast<size_t>(r)];
+    if (t == PassIndex::kNone || run.tasks[t].finish <= last_tail_end) continue;
+    last_tail_end = run.tasks[t].finish;
+    out.exposed_dp_comm =
+        std::max(Seconds(0), run.tasks[t].start + step.param_gather[static_cast<size_t>(r)] -
+                                 out.pipeline_time);
   }
   out.tasks = static_cast<int64_t>(step.graph.num_tasks());
   out.resources = static_cast<int64_t>(step.graph.num_resources());

@@ -27,10 +27,12 @@
 
 namespace projector {
 
-// One task of the replayed step, for its trace: a pass (its kind, micro-batch and chunk), the
-// rendezvous receive before one, a transfer on a link between two ranks, or a rank's tail.
+// One task of the replayed step, for its trace: a pass (its kind, micro-batch and chunk; the
+// pass after which a chunk's gradients are final runs as one task per gradient bucket it
+// completes), the rendezvous receive before one, a transfer on a link between two ranks, a DP
+// gradient bucket's reduce on the rank's DP stream (its chunk), or a rank's tail.
 struct ReplayedTask {
-  enum class What : uint8_t { kPass, kReceive, kTransfer, kTail };
+  enum class What : uint8_t { kPass, kReceive, kTransfer, kGradReduce, kTail };
   What what = What::kPass;
   TimelineKind pass = TimelineKind::kForward;  // kPass, kReceive and kTransfer: the pass fed
   int32_t rank = 0;                            // the rank it runs on (kTransfer: the sender)
@@ -51,6 +53,40 @@ struct SlowRank {
   double factor = 1;
 };
 
+// A degraded link (`--slow-link A:B:FACTOR`): the link between global ranks A and B carries
+// data FACTOR times slower (a bad cable, a NIC at a lower rate). Which transfers cross it follows
+// from the layout (rank order TP, CP, DP inside a pipeline stage, then PP):
+//   - A and B at the same position of adjacent pipeline stages: the activations and their
+//     gradients between those stages, both ways;
+//   - A and B neighbours in a stage's DP ring (the dense gradients' DP·CP group, stride TP; the
+//     expert gradients' group, stride EP·ETP): that stage's gradient bucket reduces on that
+//     ring, and its exposed parameter gathers. NCCL's ring moves every byte over every link of
+//     the ring, so a bandwidth-bound ring runs at its slowest link: the reduce takes FACTOR times
+//     as long (an upper bound for latency-bound buckets).
+// The folded replay makes the whole stage wait for its slowest replica, as synchronous training
+// does. TP, CP and EP peers are refused: their collectives run inside the passes, which the
+// replay does not break into link steps yet.
+struct SlowLink {
+  int64_t a = 0;
+  int64_t b = 0;
+  double factor = 1;
+};
+
+// What a slow link slows in the folded replay (ResolveSlowLink).
+struct SlowLinkEffect {
+  int64_t p2p_rank_a = -1, p2p_rank_b = -1;  // pipeline ranks whose transfers cross it
+  int64_t dp_stage = -1;                     // the pipeline rank whose DP ring crosses it
+  bool dense_ring = false, expert_ring = false;
+  double factor = 1;
+  std::string carries;  // for the report: "the pipeline link between stages 1 and 2 ..."
+};
+
+// kInvalidArgument naming --slow-link for a rank that does not exist, A = B, a factor that is
+// not finite and > 0, ranks that exchange nothing in this layout, or TP/CP/EP peers.
+// `has_experts`: the model has MoE layers (an expert DP ring exists).
+absl::StatusOr<SlowLinkEffect> ResolveSlowLink(const ParallelConfig& parallel, int64_t num_gpus,
+                                               bool has_experts, const SlowLink& link);
+
 // How long one resource of the replay (a rank's stream, a link direction) was busy.
 struct ResourceUse {
   std::string name;
@@ -61,6 +97,10 @@ struct HighLodResult {
   Projection medium;      // the analytical projection (with its timeline)
   Seconds step_time;      // the event replay's last rank tail end
   Seconds pipeline_time;  // its last pass end (before the tails)
+  // Exposed DP communication measured on the replayed timeline: on the rank whose tail ends
+  // last, how far its gradient sync and exposed parameter gathers end past pipeline_time (the
+  // medium projection's breakdown.exposed_dp_comm by its closed form).
+  Seconds exposed_dp_comm;
   int64_t tasks = 0;      // passes, transfers and tails
   int64_t resources = 0;  // compute streams and links
   // Symmetry: the replay simulates one rank per pipeline stage; the tp·cp·dp GPUs of a stage
@@ -70,16 +110,19 @@ struct HighLodResult {
   int64_t events = 0;                     // events the engine took
   std::vector<ReplayedTask> timeline;     // every task, as simulated
   std::vector<ResourceUse> resource_use;  // every stream and link, in id order
-  // With a straggler: its pipeline stage, and the replay's step time without it.
+  // With a straggler: its pipeline stage; with a slow link: what it carries; and the replay's
+  // step time without either.
   std::optional<SlowRank> slow_rank;
   int64_t slow_stage = -1;
-  Seconds step_time_without_straggler;
+  std::optional<SlowLink> slow_link;
+  std::string slow_link_carries;
+  Seconds step_time_undisturbed;
   double medium_wall_s = 0;      // the medium projection, timeline kept
   double high_wall_s = 0;        // building and simulating the events
   double DifferencePct() const;  // (high − medium) / medium step time · 100
   double Speedup() const;        // high wall time / medium wall time
-  // (step with the straggler − without) / without · 100; 0 without one.
-  double StragglerSlowdownPct() const;
+  // (step with the straggler and slow link − without) / without · 100; 0 without either.
+  double DisturbedSlowdownPct() const;
 };
 
 // The medium projection of `scenario` (its timeline kept), then its event replay. Refused
@@ -89,7 +132,8 @@ struct HighLodResult {
 absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
                                                const BackendRefs& backends,
                                                ProjectionOptions options = {},
-                                               std::optional<SlowRank> slow_rank = std::nullopt);
+                                               std::optional<SlowRank> slow_rank = std::nullopt,
+                                               std::optional<SlowLink> slow_link = std::nullopt);
 
 }  // namespace projector
 

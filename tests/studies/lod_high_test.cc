@@ -3,6 +3,7 @@
 // rounding, for every schedule and for P2P on its own stream or as a rendezvous.
 #include "studies/lod_high.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,11 +26,13 @@ using ::projector::testing::IsOk;
 using ::projector::testing::StatusIs;
 using ::testing::HasSubstr;
 
-// The flags' scenario, projected at the high level of detail.
-absl::StatusOr<HighLodResult> High(const std::vector<std::pair<const char*, const char*>>& given) {
+// The flags' scenario, projected at the high level of detail (with a straggler, a slow link).
+absl::StatusOr<HighLodResult> High(const std::vector<std::pair<const char*, const char*>>& given,
+                                   std::optional<SlowRank> slow_rank = std::nullopt,
+                                   std::optional<SlowLink> slow_link = std::nullopt) {
   PROJECTOR_ASSIGN_OR_RETURN(const Scenario s, ScenarioFromFlags(GivenFlags(given)));
   PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(s.backends, s.hw));
-  return ProjectAtHighLod(s, RefsOf(set));
+  return ProjectAtHighLod(s, RefsOf(set), {}, slow_rank, slow_link);
 }
 
 struct Layout {
@@ -52,6 +55,19 @@ TEST(HighLodTest, WithoutContentionTheEventReplayIsTheMediumStep) {
         {"pipeline-schedule", "zb-h1"}}},
       {"DP tail and distributed optimizer",
        {{"num-gpus", "64"}, {"pp", "2"}, {"tp", "8"}, {"global-batch", "32"}}},
+      {"DP reduced after the last pass (no overlap_grad_reduce)",
+       {{"num-gpus", "64"},
+        {"pp", "2"},
+        {"tp", "8"},
+        {"global-batch", "32"},
+        {"overlap-grad-reduce", "false"}}},
+      {"replicated optimizer, interleaved",
+       {{"num-gpus", "64"},
+        {"pp", "2"},
+        {"vpp", "2"},
+        {"tp", "8"},
+        {"global-batch", "32"},
+        {"distributed-optimizer", "false"}}},
   };
   for (const Layout& l : layouts) {
     std::vector<std::pair<const char*, const char*>> flags = {
@@ -63,6 +79,9 @@ TEST(HighLodTest, WithoutContentionTheEventReplayIsTheMediumStep) {
         << l.name;
     EXPECT_THAT(r->step_time.value(), IsNearRel(r->medium.step_time.value(), 1e-9)) << l.name;
     EXPECT_NEAR(r->DifferencePct(), 0.0, 1e-6) << l.name;
+    EXPECT_NEAR(r->exposed_dp_comm.value(), r->medium.breakdown.exposed_dp_comm.value(),
+                1e-9 * r->step_time.value())
+        << l.name;
     EXPECT_GT(r->events, 0) << l.name;
     EXPECT_EQ(r->events, r->tasks) << l.name;
     ASSERT_EQ(r->resource_use.size(), static_cast<size_t>(r->resources)) << l.name;
@@ -93,16 +112,81 @@ TEST(HighLodTest, CountsItsTasksAndResources) {
   EXPECT_EQ(r->tasks, 4 * 8 * 2 + 3 * 8 * 2 + 4);
 }
 
+// The DP gradient buckets as events (one stage, DP 8, Megatron's overlap_grad_reduce): the last
+// micro-batch's backward runs as one task per bucket it completes, and the buckets drain in
+// order on the rank's DP stream: bucket j starts at max(end of bucket j−1, end of the piece that
+// completes it). The DP stream is busy exactly the sum of the reduces, and the exposed DP
+// communication read off the timeline is the medium projection's.
+TEST(HighLodTest, GradientBucketsDrainOnTheDpStreamFromWhereTheyAreFinal) {
+  absl::StatusOr<HighLodResult> r = High({{"model", "llama3.1-8b"},
+                                          {"gpu-arch", "h100-sxm"},
+                                          {"num-gpus", "8"},
+                                          {"seq-len", "4096"},
+                                          {"global-batch", "32"}});
+  ASSERT_THAT(r, IsOk());
+  const int32_t last_mb = static_cast<int32_t>(r->medium.micro_batches - 1);
+  std::vector<double> fractions;
+  for (const TimelineEvent& e : r->medium.timeline) {
+    if (e.kind == TimelineKind::kGradReduce) fractions.push_back(e.ready_fraction);
+  }
+  std::vector<const ReplayedTask*> pieces, reduces;
+  for (const ReplayedTask& t : r->timeline) {
+    if (t.what == ReplayedTask::What::kPass && t.pass == TimelineKind::kBackward &&
+        t.micro_batch == last_mb) {
+      pieces.push_back(&t);
+    }
+    if (t.what == ReplayedTask::What::kGradReduce) reduces.push_back(&t);
+  }
+  ASSERT_GT(fractions.size(), 1u);
+  ASSERT_EQ(reduces.size(), fractions.size());
+  std::vector<double> cuts = fractions;
+  cuts.push_back(1.0);
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  ASSERT_EQ(pieces.size(), cuts.size());
+  // The pieces tile the pass in proportion to the fractions.
+  const double pass = (pieces.back()->end - pieces.front()->start).value();
+  for (size_t k = 0; k < cuts.size(); ++k) {
+    EXPECT_THAT((pieces[k]->end - pieces.front()->start).value(), IsNearRel(pass * cuts[k], 1e-9));
+  }
+  double busy = 0, previous_end = 0;
+  for (size_t j = 0; j < reduces.size(); ++j) {
+    const size_t k = static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), fractions[j]) -
+                                         cuts.begin());
+    const double ready = pieces[k]->end.value();
+    EXPECT_THAT(reduces[j]->start.value(), IsNearRel(std::max(previous_end, ready), 1e-12)) << j;
+    previous_end = reduces[j]->end.value();
+    busy += (reduces[j]->end - reduces[j]->start).value();
+  }
+  const ResourceUse& dp = r->resource_use[static_cast<size_t>(reduces.front()->resource)];
+  EXPECT_EQ(dp.name, "rank 0 DP stream");
+  EXPECT_THAT(dp.busy.value(), IsNearRel(busy, 1e-12));
+  EXPECT_GT(r->exposed_dp_comm.value(), 0);
+  EXPECT_THAT(r->exposed_dp_comm.value(),
+              IsNearRel(r->medium.breakdown.exposed_dp_comm.value(), 1e-9));
+
+  // Without overlap_grad_reduce every bucket waits for the rank's last pass.
+  absl::StatusOr<HighLodResult> late = High({{"model", "llama3.1-8b"},
+                                             {"gpu-arch", "h100-sxm"},
+                                             {"num-gpus", "8"},
+                                             {"seq-len", "4096"},
+                                             {"global-batch", "32"},
+                                             {"overlap-grad-reduce", "false"}});
+  ASSERT_THAT(late, IsOk());
+  for (const ReplayedTask& t : late->timeline) {
+    if (t.what == ReplayedTask::What::kGradReduce) {
+      EXPECT_GE(t.start.value(), late->pipeline_time.value() * (1 - 1e-12));
+    }
+  }
+}
+
 // A straggler. On one pipeline stage (pp 1, DP 8) every pass runs on the slow rank's stream back
 // to back, so a factor F adds (F − 1) · the passes' time and leaves the tail: step' = step +
 // (F − 1) · pipeline. Factor 1 changes nothing. Global rank 31 of TP8 · PP4 sits on stage
 // 31 / 8 = 3.
 TEST(HighLodTest, AStragglerSlowsItsStageAndTheStepWaitsForIt) {
-  auto run = [](std::vector<std::pair<const char*, const char*>> flags,
-                std::optional<SlowRank> slow) -> absl::StatusOr<HighLodResult> {
-    PROJECTOR_ASSIGN_OR_RETURN(const Scenario s, ScenarioFromFlags(GivenFlags(flags)));
-    PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(s.backends, s.hw));
-    return ProjectAtHighLod(s, RefsOf(set), {}, slow);
+  auto run = [](const std::vector<std::pair<const char*, const char*>>& flags, SlowRank slow) {
+    return High(flags, slow);
   };
   const std::vector<std::pair<const char*, const char*>> one_stage = {{"model", "llama3.1-8b"},
                                                                       {"gpu-arch", "h100-sxm"},
@@ -112,13 +196,13 @@ TEST(HighLodTest, AStragglerSlowsItsStageAndTheStepWaitsForIt) {
   absl::StatusOr<HighLodResult> twice = run(one_stage, SlowRank{.rank = 3, .factor = 2});
   ASSERT_THAT(twice, IsOk());
   EXPECT_EQ(twice->slow_stage, 0);
-  EXPECT_THAT(twice->step_time.value(), IsNearRel(twice->step_time_without_straggler.value() +
-                                                      twice->medium.pipeline_time.value(),
-                                                  1e-9));
+  EXPECT_THAT(
+      twice->step_time.value(),
+      IsNearRel(twice->step_time_undisturbed.value() + twice->medium.pipeline_time.value(), 1e-9));
   absl::StatusOr<HighLodResult> same = run(one_stage, SlowRank{.rank = 3, .factor = 1});
   ASSERT_THAT(same, IsOk());
   EXPECT_THAT(same->step_time.value(), IsNearRel(same->medium.step_time.value(), 1e-9));
-  EXPECT_NEAR(same->StragglerSlowdownPct(), 0.0, 1e-9);
+  EXPECT_NEAR(same->DisturbedSlowdownPct(), 0.0, 1e-9);
 
   absl::StatusOr<HighLodResult> last = run({{"model", "llama3.1-8b"},
                                             {"gpu-arch", "h100-sxm"},
@@ -130,8 +214,8 @@ TEST(HighLodTest, AStragglerSlowsItsStageAndTheStepWaitsForIt) {
                                            SlowRank{.rank = 31, .factor = 1.5});
   ASSERT_THAT(last, IsOk());
   EXPECT_EQ(last->slow_stage, 3);
-  EXPECT_GT(last->step_time, last->step_time_without_straggler);
-  EXPECT_GT(last->StragglerSlowdownPct(), 0.0);
+  EXPECT_GT(last->step_time, last->step_time_undisturbed);
+  EXPECT_GT(last->DisturbedSlowdownPct(), 0.0);
 
   EXPECT_THAT(run(one_stage, SlowRank{.rank = 8, .factor = 2}),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -139,6 +223,105 @@ TEST(HighLodTest, AStragglerSlowsItsStageAndTheStepWaitsForIt) {
   EXPECT_THAT(run(one_stage, SlowRank{.rank = 0, .factor = -1}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--slow-rank: the factor must be a finite number > 0")));
+}
+
+// Which transfers a slow link carries follows from the rank order (TP, CP, DP inside a stage,
+// then PP). TP2 · DP4 · PP4 on 32 GPUs: a stage is 8 ranks; ranks 0 and 8 are position 0 of
+// stages 0 and 1 (a pipeline link); 0 and 2 are neighbouring DP ranks of stage 0 (the dense DP
+// ring, stride TP = 2), as are 0 and 6 (the ring closes: DP index 0 and 3); 0 and 1 are TP
+// peers; 0 and 16 sit two stages apart, and 0 and 24 are the last and first stage, which
+// exchange activations only when interleaving wraps the model round.
+TEST(HighLodTest, ASlowLinkCarriesWhatTheLayoutSendsOverIt) {
+  ParallelConfig par;
+  par.tp = 2;
+  par.dp = 4;
+  par.pp = 4;
+  auto resolve = [&](int64_t a, int64_t b, bool experts = false) {
+    return ResolveSlowLink(par, 32, experts, SlowLink{.a = a, .b = b, .factor = 2});
+  };
+  absl::StatusOr<SlowLinkEffect> p2p = resolve(8, 0);
+  ASSERT_THAT(p2p, IsOk());
+  EXPECT_EQ(p2p->p2p_rank_a, 0);
+  EXPECT_EQ(p2p->p2p_rank_b, 1);
+  EXPECT_EQ(p2p->dp_stage, -1);
+  absl::StatusOr<SlowLinkEffect> ring = resolve(0, 2);
+  ASSERT_THAT(ring, IsOk());
+  EXPECT_EQ(ring->dp_stage, 0);
+  EXPECT_TRUE(ring->dense_ring);
+  EXPECT_FALSE(ring->expert_ring);
+  absl::StatusOr<SlowLinkEffect> closing = resolve(9, 15);
+  ASSERT_THAT(closing, IsOk());
+  EXPECT_EQ(closing->dp_stage, 1);
+  EXPECT_THAT(resolve(0, 1), StatusIs(absl::StatusCode::kInvalidArgument,
+                                      HasSubstr("are not neighbours on a DP ring")));
+  EXPECT_THAT(resolve(0, 16), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       HasSubstr("exchange nothing in this layout")));
+  EXPECT_THAT(resolve(0, 24), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       HasSubstr("exchange nothing in this layout")));
+  par.vpp = 2;
+  absl::StatusOr<SlowLinkEffect> wrap = resolve(0, 24);
+  ASSERT_THAT(wrap, IsOk());
+  EXPECT_EQ(wrap->p2p_rank_a, 0);
+  EXPECT_EQ(wrap->p2p_rank_b, 3);
+  // With experts (EP 2): the expert gradients' DP ring strides EP · ETP = 2 too, so 0 and 2 are
+  // on both rings; EP 4 strides 4: 0 and 4 only on the expert ring.
+  par.vpp = 1;
+  par.ep = 2;
+  absl::StatusOr<SlowLinkEffect> both = resolve(0, 2, true);
+  ASSERT_THAT(both, IsOk());
+  EXPECT_TRUE(both->dense_ring && both->expert_ring);
+  par.ep = 4;
+  absl::StatusOr<SlowLinkEffect> expert = resolve(0, 4, true);
+  ASSERT_THAT(expert, IsOk());
+  EXPECT_FALSE(expert->dense_ring);
+  EXPECT_TRUE(expert->expert_ring);
+  EXPECT_THAT(resolve(0, 32), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       HasSubstr("rank 32 does not exist; the ranks are 0 to 31")));
+  EXPECT_THAT(resolve(3, 3), StatusIs(absl::StatusCode::kInvalidArgument,
+                                      HasSubstr("a link joins two different ranks")));
+  EXPECT_THAT(ResolveSlowLink(par, 32, false, SlowLink{.a = 0, .b = 8, .factor = 0}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("the factor must be a finite number > 0")));
+}
+
+// A slow DP ring link in closed form. One stage, DP 8, no overlap_grad_reduce: every bucket is
+// ready when the last pass ends, so the reduces run back to back after it and nothing hides
+// them (no slowdown of the backward either); the exposed parameter gathers follow. A link F
+// times slower makes each reduce and gather F times as long, so the step grows by exactly
+// (F − 1) · (sum of the reduces + the exposed gathers) = (F − 1) · the exposed DP time.
+// A pipeline link F times slower only lengthens the step, and F = 1 changes nothing.
+TEST(HighLodTest, ASlowLinkSlowsWhatCrossesIt) {
+  auto run = [](const std::vector<std::pair<const char*, const char*>>& flags, SlowLink link) {
+    return High(flags, std::nullopt, link);
+  };
+  const std::vector<std::pair<const char*, const char*>> one_stage = {
+      {"model", "llama3.1-8b"}, {"gpu-arch", "h100-sxm"}, {"num-gpus", "8"},
+      {"seq-len", "4096"},      {"global-batch", "32"},   {"overlap-grad-reduce", "false"}};
+  absl::StatusOr<HighLodResult> r = run(one_stage, SlowLink{.a = 2, .b = 3, .factor = 3});
+  ASSERT_THAT(r, IsOk());
+  EXPECT_THAT(r->slow_link_carries, HasSubstr("stage 0's dense DP ring"));
+  ASSERT_GT(r->medium.breakdown.exposed_dp_comm.value(), 0);
+  EXPECT_THAT(r->step_time.value(), IsNearRel(r->step_time_undisturbed.value() +
+                                                  2.0 * r->medium.breakdown.exposed_dp_comm.value(),
+                                              1e-9));
+  EXPECT_THAT(r->exposed_dp_comm.value(),
+              IsNearRel(3.0 * r->medium.breakdown.exposed_dp_comm.value(), 1e-9));
+
+  const std::vector<std::pair<const char*, const char*>> two_stages = {{"model", "llama3.1-8b"},
+                                                                       {"gpu-arch", "h100-sxm"},
+                                                                       {"num-gpus", "16"},
+                                                                       {"pp", "2"},
+                                                                       {"tp", "8"},
+                                                                       {"seq-len", "4096"},
+                                                                       {"global-batch", "16"}};
+  absl::StatusOr<HighLodResult> p2p = run(two_stages, SlowLink{.a = 3, .b = 11, .factor = 4});
+  ASSERT_THAT(p2p, IsOk());
+  EXPECT_THAT(p2p->slow_link_carries, HasSubstr("pipeline link between stages 0 and 1"));
+  EXPECT_GT(p2p->step_time, p2p->step_time_undisturbed);
+  EXPECT_GT(p2p->DisturbedSlowdownPct(), 0.0);
+  absl::StatusOr<HighLodResult> same = run(two_stages, SlowLink{.a = 3, .b = 11, .factor = 1});
+  ASSERT_THAT(same, IsOk());
+  EXPECT_THAT(same->step_time.value(), IsNearRel(same->medium.step_time.value(), 1e-9));
 }
 
 TEST(HighLodTest, AStepBeyondTheReplayBudgetIsRefusedNamingTheFlag) {
