@@ -1,12 +1,12 @@
 #include "report/html_report.h"
 
 #include <algorithm>
-#include <map>
-#include <cstdio>
 #include <cctype>
-#include <numeric>
 #include <cmath>
+#include <cstdio>
 #include <initializer_list>
+#include <map>
+#include <numeric>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,9 +44,9 @@ pre{font-size:12px;background:#f5f6fa;padding:10px;overflow-x:auto}
 )";
 
 // One colour per StepBreakdown term, in kBreakdownTerms order.
-constexpr std::string_view kTermColors[] = {"#4e79a7", "#e15759", "#f28e2b", "#b07aa1", "#d37295",
-                                            "#bab0ac", "#9c755f", "#76b7b2", "#edc948", "#ff9da7",
-                                            "#59a14f"};
+constexpr std::string_view kTermColors[] = {"#4e79a7", "#e15759", "#f28e2b", "#b07aa1",
+                                            "#d37295", "#bab0ac", "#9c755f", "#76b7b2",
+                                            "#edc948", "#ff9da7", "#59a14f"};
 static_assert(std::size(kTermColors) == std::size(kBreakdownTerms));
 constexpr std::string_view kForwardColor = "#4e79a7";
 constexpr std::string_view kBackwardColor = "#f28e2b";
@@ -268,8 +268,9 @@ void ModulesSection(std::string& out, const Projection& p) {
                 rows, scale_ms);
   }
   ModuleChart(out, "embedding and output layer", {&p.embedding, &p.output_layer}, scale_ms);
-  out += "<p class=\"note\">Every chart on one scale: bars compare across layer kinds and the "
-         "end modules.</p>\n";
+  out +=
+      "<p class=\"note\">Every chart on one scale: bars compare across layer kinds and the "
+      "end modules.</p>\n";
 }
 
 void MemorySection(std::string& out, const Projection& p) {
@@ -415,9 +416,9 @@ void TimelineSection(std::string& out, const Scenario& scenario, const Projectio
       "<p class=\"note\">%d passes and transfers%s. The same replay as "
       "<code>--trace</code> (Perfetto) gives, with zoom.</p>\n",
       p.timeline.size(),
-      aggregate ? absl::StrFormat(", too many to draw one by one: each %.1f ms column shows the "
-                                  "kind that filled most of it, fainter where the rank idled",
-                                  Ms(p.step_time) / (kPlotW / kColumn))
+      aggregate  ? absl::StrFormat(", too many to draw one by one: each %.1f ms column shows the "
+                                    "kind that filled most of it, fainter where the rank idled",
+                                   Ms(p.step_time) / (kPlotW / kColumn))
       : tooltips ? "; hover a pass for its times"
                  : "");
 }
@@ -672,17 +673,17 @@ void BottlenecksSection(std::string& out, const std::vector<Bottleneck>& bottlen
   }
   const double x100 = kLeft + kW / kScale;
   Line(out, x100, 0, x100, kRow * static_cast<double>(bottlenecks.size()) + 6, kGuideColor, "6 4");
-  Text(out, x100, kRow * static_cast<double>(bottlenecks.size()) + 22, "high threshold",
-       "middle", "#667");
-  out += "</svg>\n<table class=\"grid\"><tr><th>bottleneck</th><th>change</th>"
-         "<th class=\"n\">TGS</th><th class=\"n\">vs now</th><th>fits</th></tr>";
+  Text(out, x100, kRow * static_cast<double>(bottlenecks.size()) + 22, "high threshold", "middle",
+       "#667");
+  out +=
+      "</svg>\n<table class=\"grid\"><tr><th>bottleneck</th><th>change</th>"
+      "<th class=\"n\">TGS</th><th class=\"n\">vs now</th><th>fits</th></tr>";
   for (const Bottleneck& b : bottlenecks) {
     for (const Reprojected& r : b.recommendations) {
       absl::StrAppendFormat(&out,
                             "<tr><td>%s</td><td><code>%s</code></td><td class=\"n\">%.1f</td>"
                             "<td class=\"n\">%+.1f%%</td><td>%s</td></tr>",
-                            BottleneckKindName(b.kind), HtmlEscape(r.flags),
-                            r.tokens_per_s_per_gpu,
+                            BottleneckKindName(b.kind), HtmlEscape(r.flags), r.tokens_per_s_per_gpu,
                             tgs > 0 ? 100 * (r.tokens_per_s_per_gpu - tgs) / tgs : 0.0,
                             r.fits ? "yes" : "no");
     }
@@ -690,9 +691,10 @@ void BottlenecksSection(std::string& out, const std::vector<Bottleneck>& bottlen
   out += "</table>\n";
   for (const Bottleneck& b : bottlenecks) {
     if (b.kernel_classes.empty()) continue;
-    out += "<h3>Compute by class of kernel</h3>\n<table class=\"grid\"><tr><th>kernels</th>"
-           "<th class=\"n\">share of compute</th><th class=\"n\">achieved</th>"
-           "<th class=\"n\">peak</th><th class=\"n\">of peak</th></tr>";
+    out +=
+        "<h3>Compute by class of kernel</h3>\n<table class=\"grid\"><tr><th>kernels</th>"
+        "<th class=\"n\">share of compute</th><th class=\"n\">achieved</th>"
+        "<th class=\"n\">peak</th><th class=\"n\">of peak</th></tr>";
     for (const KernelClassUse& c : b.kernel_classes) {
       absl::StrAppendFormat(&out,
                             "<tr><td>%s</td><td class=\"n\">%.1f%%</td><td class=\"n\">%.0f %s</td>"
@@ -906,7 +908,7 @@ std::string SearchHtml(const Scenario& base, const SearchResult& result, int64_t
   Card(out,
        result.memory_limit
            ? absl::StrFormat("%.1f GiB", result.memory_limit->value() / Gibibytes(1).value())
-                           : std::string("none"),
+           : std::string("none"),
        "memory limit");
   Card(out, std::string(SearchObjectiveName(result.objective)), "objective");
   Card(out, absl::StrFormat("%.2f s", result.elapsed_s),
@@ -1102,8 +1104,8 @@ std::string ServeHtml(const ServeJob& job, const ServeResult& r) {
       HtmlEscape(absl::StrFormat("Serving: %s on %s", d.model.name, d.hw.gpu.name));
   PageStart(out, title);
   const std::string text = ServeText(job, r);
-  Put(out, {"<h1>", title, "</h1>\n<pre>", HtmlEscape(text.substr(0, text.find("\n\n"))),
-            "</pre>\n"});
+  Put(out,
+      {"<h1>", title, "</h1>\n<pre>", HtmlEscape(text.substr(0, text.find("\n\n"))), "</pre>\n"});
   out += "<div class=\"cards\">";
   Card(out, absl::StrFormat("%.1f", m.output_tokens_per_s_per_gpu), "output tokens/s per GPU");
   Card(out, absl::StrFormat("%.2f", m.requests_per_s), "requests/s");
@@ -1114,6 +1116,10 @@ std::string ServeHtml(const ServeJob& job, const ServeResult& r) {
   Card(out, absl::StrFormat("%.0f%%", 100.0 * m.peak_kv_utilization), "peak KV-cache use");
   Card(out, Figure(static_cast<double>(m.preemptions)), "preemptions",
        m.preemptions > 0 ? "bad" : "");
+  if (m.prefix_caching) {
+    Card(out, absl::StrFormat("%.0f%%", 100.0 * m.prefix_cache.HitRate()),
+         "prefix-cache hit (prompt tokens)");
+  }
   out += "</div>\n";
 
   const std::vector<PassSample>& passes = r.first_replica.passes;
@@ -1125,15 +1131,14 @@ std::string ServeHtml(const ServeJob& job, const ServeResult& r) {
   for (const PassSample& p : passes) {
     running.points.emplace_back(p.time_s, p.running);
     waiting.points.emplace_back(p.time_s, p.waiting);
-    kv.points.emplace_back(p.time_s, r.kv.blocks > 0 ? 100.0 * static_cast<double>(
-                                                                 p.kv_blocks_used) /
-                                                             static_cast<double>(r.kv.blocks)
-                                                       : 0.0);
+    kv.points.emplace_back(p.time_s, r.kv.blocks > 0
+                                         ? 100.0 * static_cast<double>(p.kv_blocks_used) /
+                                               static_cast<double>(r.kv.blocks)
+                                         : 0.0);
     tokens.points.emplace_back(p.time_s, p.batch_tokens);
     preempted.points.emplace_back(p.time_s, static_cast<double>(p.preemptions));
   }
-  LineChart(out, "Requests in the engine over time (replica 0)", {running, waiting},
-            "time (s)");
+  LineChart(out, "Requests in the engine over time (replica 0)", {running, waiting}, "time (s)");
   LineChart(out, "KV-cache use over time (replica 0)", {kv}, "time (s)", 100.0);
   if (m.preemptions > 0) {
     LineChart(out, "Preemptions over time (replica 0, cumulative)", {preempted}, "time (s)");
@@ -1195,8 +1200,8 @@ void CategoryChart(std::string& out, std::string_view title, const std::vector<s
                           "stroke-width=\"2\"/>",
                           points, s.color);
     for (const auto& [x, y] : s.points) {
-      absl::StrAppendFormat(&out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>",
-                            px(x), py(y), s.color);
+      absl::StrAppendFormat(&out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>", px(x),
+                            py(y), s.color);
     }
   }
   out += "</svg>\n";
@@ -1217,11 +1222,10 @@ std::string ScaleHtml(const Scenario& base, const ScaleResult& r) {
   Card(out, absl::StrFormat("%.4f", r.serial_fraction), "Amdahl serial fraction");
   Card(out, std::isfinite(r.max_speedup) ? absl::StrFormat("%.0fx", r.max_speedup) : "unbounded",
        r.points.empty() ? std::string("maximum speedup")
-                        : absl::StrCat("maximum speedup over ", FormatCount(r.points.front().num_gpus),
-                                       " GPUs"));
+                        : absl::StrCat("maximum speedup over ",
+                                       FormatCount(r.points.front().num_gpus), " GPUs"));
   if (!r.growing_term.empty()) {
-    Card(out,
-         absl::StrFormat("%.1f%% &rarr; %.1f%%", 100 * r.growing_from, 100 * r.growing_to),
+    Card(out, absl::StrFormat("%.1f%% &rarr; %.1f%%", 100 * r.growing_from, 100 * r.growing_to),
          HtmlEscape(absl::StrCat("growing term: ", r.growing_term)));
   }
   out += "</div>\n";

@@ -42,6 +42,7 @@ std::string EngineLine(const EngineConfig& e) {
                       e.chunked_prefill ? "on" : "off");
   absl::StrAppendFormat(&line, ", host overhead %g us per pass + %g us per request",
                         ToMicroseconds(e.pass_overhead), ToMicroseconds(e.request_overhead));
+  if (e.prefix_caching) line += ", prefix caching on";
   if (e.slow_gpu.gpu >= 0) {
     absl::StrAppendFormat(&line, ", GPU %d of each replica %gx slower", e.slow_gpu.gpu,
                           e.slow_gpu.factor);
@@ -93,6 +94,15 @@ std::string ServeText(const ServeJob& job, const ServeResult& r) {
                         FormatCount(m.passes), m.mean_batch_sequences, m.mean_batch_tokens);
   absl::StrAppendFormat(&out, "  peak KV-cache use      %.1f%%\n", 100.0 * m.peak_kv_utilization);
   absl::StrAppendFormat(&out, "  preemptions            %s\n", FormatCount(m.preemptions));
+  if (m.prefix_caching) {
+    absl::StrAppendFormat(
+        &out, "  prefix cache           %.1f%% hit: %s of %s prompt tokens looked up, %s evicted\n",
+        100.0 * m.prefix_cache.HitRate(), FormatCount(m.prefix_cache.hit_tokens),
+        FormatCount(m.prefix_cache.query_tokens),
+        m.prefix_cache.evictions == 1
+            ? std::string("1 prefix")
+            : absl::StrCat(FormatCount(m.prefix_cache.evictions), " prefixes"));
+  }
   return out;
 }
 
@@ -164,6 +174,12 @@ nlohmann::json ServeJson(const ServeJob& job, const ServeResult& r) {
       {"mean_batch_tokens", m.mean_batch_tokens},
       {"peak_kv_utilization", m.peak_kv_utilization},
       {"preemptions", m.preemptions},
+      {"prefix_cache", m.prefix_caching
+                           ? nlohmann::json{{"query_tokens", m.prefix_cache.query_tokens},
+                                            {"hit_tokens", m.prefix_cache.hit_tokens},
+                                            {"hit_rate", m.prefix_cache.HitRate()},
+                                            {"evictions", m.prefix_cache.evictions}}
+                           : nlohmann::json(nullptr)},
       {"timeline", timeline},
   };
 }

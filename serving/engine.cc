@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -19,9 +20,11 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 // A request inside the engine.
 struct Live {
   const Request* request = nullptr;
-  int64_t computed = 0;   // tokens whose K and V are in the cache
-  int64_t generated = 0;  // output tokens emitted
-  int64_t blocks = 0;
+  int64_t computed = 0;       // tokens whose K and V are in the cache
+  int64_t generated = 0;      // output tokens emitted
+  int64_t blocks = 0;         // cache blocks it holds alone
+  int64_t shared_blocks = 0;  // its group's cached prefix blocks it reads (prefix caching)
+  int64_t cached_tokens = 0;  // prompt tokens the prefix cache gave it at its last admission
   int64_t preemptions = 0;
   bool in_flight = false;
   double sent_s = 0;
@@ -36,6 +39,16 @@ struct Live {
 struct Scheduled {
   int32_t index = 0;
   int64_t new_tokens = 0;
+};
+
+// A prefix group's cached KV blocks (prefix caching): the full blocks of its shared prefix,
+// kept after the request that computed them; evictable, least recently used first, when no
+// running request reads them.
+struct PrefixEntry {
+  int64_t blocks = 0;
+  int64_t refs = 0;      // running requests that read them
+  int64_t last_use = 0;  // the engine's use counter when last released
+  bool resident = false;
 };
 
 struct Batch {
@@ -124,7 +137,8 @@ class ContinuousEngine {
                                             .finish_s = r.finish_s,
                                             .prompt_tokens = r.request->prompt_tokens,
                                             .output_tokens = r.request->output_tokens,
-                                            .preemptions = r.preemptions});
+                                            .preemptions = r.preemptions,
+                                            .cached_tokens = r.cached_tokens});
     }
     return std::move(run_);
   }
@@ -156,12 +170,75 @@ class ContinuousEngine {
     return t;
   }
 
+  // Blocks a request needs beyond those it holds or reads to have `tokens` in the cache.
+  int64_t BlocksNeeded(const Live& r, int64_t tokens) const {
+    return BlocksFor(tokens, block_size_) - r.blocks - r.shared_blocks;
+  }
+
   bool TryAllocate(Live& r, int64_t new_tokens) {
-    const int64_t need = BlocksFor(r.computed + new_tokens, block_size_) - r.blocks;
-    if (need > free_blocks_) return false;
+    const int64_t need = BlocksNeeded(r, r.computed + new_tokens);
+    if (need > free_blocks_ && !EvictPrefixes(need)) return false;
     free_blocks_ -= need;
     r.blocks += need;
     return true;
+  }
+
+  // Drops cached prefixes no running request reads, least recently used first, until `need`
+  // blocks are free; false when they do not free enough.
+  bool EvictPrefixes(int64_t need) {
+    while (need > free_blocks_) {
+      PrefixEntry* oldest = nullptr;
+      for (auto& [group, entry] : prefixes_) {
+        if (entry.resident && entry.refs == 0 &&
+            (oldest == nullptr || entry.last_use < oldest->last_use)) {
+          oldest = &entry;
+        }
+      }
+      if (oldest == nullptr) return false;
+      free_blocks_ += oldest->blocks;
+      oldest->blocks = 0;
+      oldest->resident = false;
+      ++run_.prefix_cache.evictions;
+    }
+    return true;
+  }
+
+  // At admission (nothing of the request in the cache yet): the cached full blocks of its
+  // prefix, leaving at least one token to compute (the pass that emits its next token).
+  void LookUpPrefix(Live& r) {
+    if (!config_.prefix_caching || r.computed != 0 || r.request->prefix_group < 0) return;
+    const auto it = prefixes_.find(r.request->prefix_group);
+    if (it == prefixes_.end() || !it->second.resident) return;
+    r.shared_blocks = std::min(it->second.blocks, (r.Length() - 1) / block_size_);
+    if (r.shared_blocks == 0) return;
+    ++it->second.refs;
+    r.computed = r.shared_blocks * block_size_;
+  }
+
+  // The request stops reading its group's cached prefix (finished, preempted, or not admitted
+  // after all); the blocks stay cached.
+  void ReleasePrefix(Live& r) {
+    if (r.shared_blocks == 0) return;
+    PrefixEntry& entry = prefixes_[r.request->prefix_group];
+    --entry.refs;
+    entry.last_use = ++uses_;
+    r.shared_blocks = 0;
+  }
+
+  // Once a request has computed its prefix's full blocks and its group has none cached, those
+  // blocks become the group's cached prefix (the request reads them from then on).
+  void PublishPrefix(Live& r) {
+    if (!config_.prefix_caching || r.request->prefix_group < 0 || r.request->prefilled ||
+        r.shared_blocks > 0) {
+      return;
+    }
+    const int64_t full = r.request->prefix_tokens / block_size_;
+    if (full == 0 || r.computed < full * block_size_) return;
+    PrefixEntry& entry = prefixes_[r.request->prefix_group];
+    if (entry.resident) return;
+    entry = PrefixEntry{.blocks = full, .refs = 1, .last_use = ++uses_, .resident = true};
+    r.blocks -= full;
+    r.shared_blocks = full;
   }
 
   // vLLM's recompute preemption: the request's blocks are freed and it returns to the front of
@@ -171,6 +248,7 @@ class ContinuousEngine {
     Live& r = live_[static_cast<size_t>(index)];
     free_blocks_ += r.blocks;
     r.blocks = 0;
+    ReleasePrefix(r);
     r.computed = 0;
     ++r.preemptions;
     ++run_.preemptions;
@@ -181,6 +259,7 @@ class ContinuousEngine {
   // Frees blocks for running_[position] by preempting the latest admitted requests after it
   // that are not in flight, until `need` blocks are free or none is left.
   bool MakeRoom(size_t position, int64_t need, bool& preempted) {
+    EvictPrefixes(need);
     while (need > free_blocks_) {
       size_t victim = running_.size();
       for (size_t j = running_.size(); j-- > position + 1;) {
@@ -213,7 +292,7 @@ class ContinuousEngine {
       const int64_t remaining = r.Remaining();
       const int64_t take = std::min(remaining, budget);
       if (!config_.chunked_prefill && take < remaining) continue;
-      const int64_t need = BlocksFor(r.computed + take, block_size_) - r.blocks;
+      const int64_t need = BlocksNeeded(r, r.computed + take);
       if (!MakeRoom(i, need, preempted)) continue;
       TryAllocate(r, take);
       Add(running_[i], take);
@@ -230,10 +309,22 @@ class ContinuousEngine {
            static_cast<int64_t>(running_.size()) < per_pass * pp_) {
       const int32_t index = waiting_.front();
       Live& r = live_[static_cast<size_t>(index)];
+      const bool fresh = r.computed == 0;
+      LookUpPrefix(r);
       const int64_t remaining = r.Remaining();
       const int64_t take = std::min(remaining, budget);
-      if (!config_.chunked_prefill && take < remaining) break;
-      if (!TryAllocate(r, take)) break;
+      if ((!config_.chunked_prefill && take < remaining) || !TryAllocate(r, take)) {
+        if (fresh) {
+          ReleasePrefix(r);
+          r.computed = 0;
+        }
+        break;
+      }
+      if (fresh && config_.prefix_caching) {
+        r.cached_tokens = r.computed;
+        run_.prefix_cache.query_tokens += r.Length();
+        run_.prefix_cache.hit_tokens += r.computed;
+      }
       waiting_.pop_front();
       running_.push_back(index);
       Add(index, take);
@@ -299,6 +390,7 @@ class ContinuousEngine {
       Live& r = live_[static_cast<size_t>(item.index)];
       r.in_flight = false;
       r.computed += item.new_tokens;
+      PublishPrefix(r);
       if (r.computed < r.Length()) continue;
       ++r.generated;
       if (r.first_token_s < 0) r.first_token_s = now;
@@ -318,6 +410,7 @@ class ContinuousEngine {
     r.finish_s = now;
     free_blocks_ += r.blocks;
     r.blocks = 0;
+    ReleasePrefix(r);
     running_.erase(std::find(running_.begin(), running_.end(), index));
     --in_system_;
     ++finished_;
@@ -342,6 +435,8 @@ class ContinuousEngine {
   std::vector<Seconds> stage_times_;
   BatchPass pass_;
   std::vector<Scheduled> items_;
+  absl::flat_hash_map<int64_t, PrefixEntry> prefixes_;  // by prefix group
+  int64_t uses_ = 0;  // the prefix entries' use counter (LRU order)
 };
 
 // Static batching: batches of max_num_seqs requests in arrival order; a batch starts when its
@@ -492,6 +587,11 @@ absl::Status ValidateEngineConfig(const EngineConfig& config) {
   }
   if (config.pass_overhead.value() < 0 || config.request_overhead.value() < 0) {
     return absl::InvalidArgumentError("pass-overhead-us and request-overhead-us must be >= 0");
+  }
+  if (config.prefix_caching && config.batching == BatchingMode::kStatic) {
+    return absl::InvalidArgumentError(
+        "prefix-caching: needs continuous batching (a static batch preallocates every "
+        "request's cache and prefills its prompts together)");
   }
   return absl::OkStatus();
 }

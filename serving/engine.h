@@ -61,9 +61,15 @@ struct EngineConfig {
   // preparation, detokenisation), not hidden behind the GPU: per pass and per request in it.
   Seconds pass_overhead;
   Seconds request_overhead;
+  // Automatic prefix caching (vLLM --enable-prefix-caching; SGLang's radix cache): the full KV
+  // blocks of a shared prompt prefix (Request::prefix_group) stay cached after the request that
+  // computed them, and a later request of the group starts its prefill after them. Continuous
+  // batching only.
+  bool prefix_caching = false;
 };
 
-// kInvalidArgument naming the flag for limits < 1 or negative overheads.
+// kInvalidArgument naming the flag for limits < 1, negative overheads, or prefix caching with
+// static batching.
 absl::Status ValidateEngineConfig(const EngineConfig& config);
 
 // One request's life.
@@ -75,6 +81,7 @@ struct RequestRecord {
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
   int64_t preemptions = 0;
+  int64_t cached_tokens = 0;  // prompt tokens found in the prefix cache at its (last) admission
 };
 
 // The engine after one pass completed.
@@ -88,10 +95,24 @@ struct PassSample {
   int64_t preemptions = 0;  // so far in this replica
 };
 
+// The prefix cache of a replica (EngineConfig::prefix_caching), vLLM's hit-rate definition: of
+// the tokens looked up at every admission (a preempted request is looked up again), the share
+// found cached.
+struct PrefixCacheStats {
+  int64_t query_tokens = 0;
+  int64_t hit_tokens = 0;
+  int64_t evictions = 0;  // cached prefixes dropped to free blocks
+  double HitRate() const {
+    return query_tokens > 0 ? static_cast<double>(hit_tokens) / static_cast<double>(query_tokens)
+                            : 0.0;
+  }
+};
+
 struct ReplicaRun {
   std::vector<RequestRecord> requests;  // in request order
   std::vector<PassSample> passes;       // in completion order
   int64_t preemptions = 0;
+  PrefixCacheStats prefix_cache;
   KvCacheSizing kv;
   int64_t events = 0;  // simulated at the high level of detail (0 at medium)
 };

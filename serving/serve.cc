@@ -41,6 +41,9 @@ ServeMetrics MeasureRuns(std::span<const ReplicaRun> runs, int64_t gpus) {
     m.passes += static_cast<int64_t>(run.passes.size());
     m.events += run.events;
     m.preemptions += run.preemptions;
+    m.prefix_cache.query_tokens += run.prefix_cache.query_tokens;
+    m.prefix_cache.hit_tokens += run.prefix_cache.hit_tokens;
+    m.prefix_cache.evictions += run.prefix_cache.evictions;
   }
   m.ttft_ms = Summarize(ttft);
   m.tpot_ms = Summarize(tpot);
@@ -154,6 +157,7 @@ absl::StatusOr<ServeResult> Serve(const ServeOptions& options, std::span<const R
   ServeResult result;
   result.gpus = options.deployment.NumGpus() * options.replicas;
   result.metrics = MeasureRuns(runs, result.gpus);
+  result.metrics.prefix_caching = options.engine.prefix_caching;
   result.kv = runs.front().kv;
   result.first_replica = std::move(runs.front());
   PROJECTOR_ASSIGN_OR_RETURN(result.anatomy, Anatomy(*cost, requests, result.metrics));

@@ -48,6 +48,8 @@ struct ServeMetrics {
   double mean_batch_sequences = 0;  // requests per pass
   double mean_batch_tokens = 0;     // new tokens per pass
   double peak_kv_utilization = 0;   // blocks in use over blocks held, at the fullest pass
+  bool prefix_caching = false;
+  PrefixCacheStats prefix_cache;  // summed over the replicas
 };
 
 // The metrics of replica runs whose GPUs number `gpus` in all.

@@ -57,6 +57,10 @@ constexpr FlagSpec kEngineFlags[] = {
      "R:FACTOR"},
     {"request-overhead-us", "Host time per request in a pass not hidden behind the GPU", "US",
      FlagArity::kValue, "0"},
+    {"prefix-caching",
+     "Keep the KV blocks of shared prompt prefixes cached for later requests of their group "
+     "(vLLM --enable-prefix-caching, SGLang's radix cache); continuous batching",
+     "", FlagArity::kSwitch},
 };
 
 constexpr FlagSpec kWorkloadFlags[] = {
@@ -76,7 +80,16 @@ constexpr FlagSpec kWorkloadFlags[] = {
     {"output-spread", "Uniform: ± fraction of the mean; lognormal: coefficient of variation", "F",
      FlagArity::kValue, "0"},
     {"seed", "Random seed of the synthetic workload", "N", FlagArity::kValue, "0"},
-    {"trace", "Replay a CSV trace (arrival_s, prompt_tokens, output_tokens) instead", "FILE"},
+    {"shared-prefix-len",
+     "Tokens every prompt starts with, shared by its prefix group (a system prompt), before its "
+     "--input-len tokens",
+     "N", FlagArity::kValue, "0"},
+    {"prefix-groups", "Distinct shared prefixes; each request's drawn uniformly", "N",
+     FlagArity::kValue, "1"},
+    {"trace",
+     "Replay a CSV trace (arrival_s, prompt_tokens, output_tokens; optionally prefix_group, "
+     "prefix_tokens) instead",
+     "FILE"},
 };
 
 constexpr FlagSpec kSloFlags[] = {
@@ -214,6 +227,12 @@ absl::StatusOr<EngineConfig> EngineFromFlags(const FlagValues& flags) {
   if (Given(flags, "concurrency")) {
     PROJECTOR_ASSIGN_OR_RETURN(e.concurrency,
                                IntFlag(flags, "concurrency", {.min = 1, .max = 1 << 24}));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(e.prefix_caching, BoolFlag(flags, "prefix-caching"));
+  if (e.prefix_caching && e.batching == BatchingMode::kStatic) {
+    return FlagError("prefix-caching",
+                     "needs continuous batching (a static batch preallocates every request's "
+                     "cache and prefills its prompts together); drop --batching static");
   }
   return e;
 }
@@ -373,7 +392,8 @@ absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_se
                        "the latency-target search draws Poisson arrivals at each rate; "
                        "give lengths (--input-len, --output-len) instead of a trace");
     }
-    for (const char* name : {"qps", "num-requests", "input-len", "output-len", "seed"}) {
+    for (const char* name : {"qps", "num-requests", "input-len", "output-len", "seed",
+                             "shared-prefix-len", "prefix-groups"}) {
       if (Given(flags, name)) {
         return FlagError(name, "a trace gives the requests; drop it or --trace");
       }
@@ -394,6 +414,14 @@ absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_se
   PROJECTOR_ASSIGN_OR_RETURN(w.output, LengthFromFlags(flags, "output"));
   PROJECTOR_ASSIGN_OR_RETURN(const int64_t seed, IntFlag(flags, "seed", {.min = 0}));
   w.seed = static_cast<uint64_t>(seed);
+  PROJECTOR_ASSIGN_OR_RETURN(w.shared_prefix_len,
+                             IntFlag(flags, "shared-prefix-len", {.min = 0, .max = 1 << 24}));
+  PROJECTOR_ASSIGN_OR_RETURN(w.prefix_groups,
+                             IntFlag(flags, "prefix-groups", {.min = 1, .max = 1 << 24}));
+  if (w.prefix_groups > 1 && w.shared_prefix_len == 0) {
+    return FlagError("prefix-groups",
+                     "groups share a prefix: give its length with --shared-prefix-len N");
+  }
   const std::string arrival = StringFlag(flags, "arrival");
   if (arrival != "poisson" && arrival != "fixed") {
     return FlagError("arrival", absl::StrCat("'", arrival,
@@ -431,6 +459,11 @@ absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_se
   job.workload =
       absl::StrCat(arrivals, ", ", FormatCount(w.num_requests), " requests, input ",
                    LengthPhrase(w.input), ", output ", LengthPhrase(w.output), ", seed ", seed);
+  if (w.shared_prefix_len > 0) {
+    absl::StrAppend(&job.workload, ", each prompt after a shared prefix of ",
+                    FormatCount(w.shared_prefix_len), " tokens (", FormatCount(w.prefix_groups),
+                    w.prefix_groups == 1 ? " group)" : " groups)");
+  }
   return job;
 }
 

@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -116,6 +117,16 @@ absl::Status ValidateWorkload(const WorkloadSpec& spec) {
         absl::StrCat("num_requests: must be >= 1, got ", spec.num_requests));
   }
   if (absl::Status s = CheckLength(spec.input, "input_len"); !s.ok()) return s;
+  if (spec.shared_prefix_len < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shared_prefix_len: a prefix is >= 0 tokens (0: none), got ", spec.shared_prefix_len));
+  }
+  if (spec.prefix_groups < 1 || (spec.prefix_groups > 1 && spec.shared_prefix_len == 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prefix_groups: must be >= 1, and > 1 only with a shared prefix "
+                     "(shared_prefix_len > 0); got ",
+                     spec.prefix_groups, " groups of ", spec.shared_prefix_len, " tokens"));
+  }
   return CheckLength(spec.output, "output_len");
 }
 
@@ -124,6 +135,7 @@ std::vector<Request> GenerateRequests(const WorkloadSpec& spec) {
   // draws as they were.
   std::mt19937_64 arrivals(spec.seed);
   std::mt19937_64 lengths(spec.seed ^ 0x9e3779b97f4a7c15ULL);
+  std::mt19937_64 groups(spec.seed ^ 0xc2b2ae3d27d4eb4fULL);
   std::vector<Request> requests;
   requests.reserve(static_cast<size_t>(spec.num_requests));
   double t = 0;
@@ -138,6 +150,12 @@ std::vector<Request> GenerateRequests(const WorkloadSpec& spec) {
     r.arrival_s = t;
     r.prompt_tokens = DrawLength(spec.input, lengths);
     r.output_tokens = DrawLength(spec.output, lengths);
+    if (spec.shared_prefix_len > 0) {
+      const double pick = Uniform01(groups) * static_cast<double>(spec.prefix_groups);
+      r.prefix_group = std::min(static_cast<int64_t>(pick), spec.prefix_groups - 1);
+      r.prefix_tokens = spec.shared_prefix_len;
+      r.prompt_tokens += spec.shared_prefix_len;
+    }
     requests.push_back(r);
   }
   return requests;
@@ -147,7 +165,10 @@ absl::StatusOr<std::vector<Request>> LoadRequestTrace(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read the trace file"));
   constexpr absl::string_view kColumns[3] = {"arrival_s", "prompt_tokens", "output_tokens"};
+  constexpr absl::string_view kPrefixColumns[2] = {"prefix_group", "prefix_tokens"};
   int index[3] = {-1, -1, -1};
+  int prefix_index[2] = {-1, -1};
+  absl::flat_hash_map<int64_t, std::pair<int64_t, int64_t>> prefix_of_group;  // tokens, line
   bool header_seen = false;
   std::vector<Request> requests;
   std::string line;
@@ -164,6 +185,17 @@ absl::StatusOr<std::vector<Request>> LoadRequestTrace(const std::string& path) {
         for (int k = 0; k < 3; ++k) {
           if (absl::StripAsciiWhitespace(cells[c]) == kColumns[k]) index[k] = static_cast<int>(c);
         }
+        for (int k = 0; k < 2; ++k) {
+          if (absl::StripAsciiWhitespace(cells[c]) == kPrefixColumns[k]) {
+            prefix_index[k] = static_cast<int>(c);
+          }
+        }
+      }
+      if ((prefix_index[0] < 0) != (prefix_index[1] < 0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, "the header has column ", kPrefixColumns[prefix_index[0] < 0 ? 1 : 0],
+            " without ", kPrefixColumns[prefix_index[0] < 0 ? 0 : 1],
+            "; shared prefixes need both (the group and its length in tokens)"));
       }
       for (int k = 0; k < 3; ++k) {
         if (index[k] < 0) {
@@ -200,10 +232,42 @@ absl::StatusOr<std::vector<Request>> LoadRequestTrace(const std::string& path) {
                          ": a token count is a whole number >= 1, got ", values[k]));
       }
     }
-    requests.push_back(Request{.id = static_cast<int64_t>(requests.size()),
-                               .arrival_s = values[0],
-                               .prompt_tokens = static_cast<int64_t>(values[1]),
-                               .output_tokens = static_cast<int64_t>(values[2])});
+    Request request{.id = static_cast<int64_t>(requests.size()),
+                    .arrival_s = values[0],
+                    .prompt_tokens = static_cast<int64_t>(values[1]),
+                    .output_tokens = static_cast<int64_t>(values[2])};
+    if (prefix_index[0] >= 0) {
+      double prefix[2] = {0, 0};
+      for (int k = 0; k < 2; ++k) {
+        const size_t c = static_cast<size_t>(prefix_index[k]);
+        const absl::string_view cell =
+            c < cells.size() ? absl::StripAsciiWhitespace(cells[c]) : absl::string_view();
+        if (!absl::SimpleAtod(cell, &prefix[k]) || prefix[k] != std::floor(prefix[k]) ||
+            prefix[k] < -1 || prefix[k] > 1e12) {
+          return absl::InvalidArgumentError(absl::StrCat(where, "column ", kPrefixColumns[k], ": '",
+                                                         cell,
+                                                         "' is not a whole number (-1 or more)"));
+        }
+      }
+      const int64_t group = static_cast<int64_t>(prefix[0]);
+      const int64_t tokens = group < 0 ? 0 : static_cast<int64_t>(prefix[1]);
+      if (tokens < 0 || tokens > request.prompt_tokens) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "column prefix_tokens: a shared prefix is 0 to the prompt's ",
+                         request.prompt_tokens, " tokens, got ", tokens));
+      }
+      if (group >= 0 && tokens > 0) {
+        const auto [it, added] = prefix_of_group.try_emplace(group, tokens, line_number);
+        if (!added && it->second.first != tokens) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, "column prefix_tokens: prefix_group ", group, " has ", it->second.first,
+              " shared tokens on line ", it->second.second, ", ", tokens, " here"));
+        }
+        request.prefix_group = group;
+        request.prefix_tokens = tokens;
+      }
+    }
+    requests.push_back(request);
   }
   if (requests.empty()) {
     return absl::InvalidArgumentError(

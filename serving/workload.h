@@ -24,6 +24,11 @@ struct Request {
   // Arrives with its prompt's KV cache and its first token (a decode pool's request in
   // disaggregated serving): it needs cache blocks for the prompt and decodes from there.
   bool prefilled = false;
+  // The first prefix_tokens tokens of the prompt are the same in every request of
+  // prefix_group (a system prompt, a few-shot preamble, a shared document); -1: none. What an
+  // engine's prefix cache can reuse (EngineConfig::prefix_caching).
+  int64_t prefix_group = -1;
+  int64_t prefix_tokens = 0;
 };
 
 // How requests arrive. kPoisson: exponential gaps at `qps` (vLLM's benchmark_serving
@@ -53,20 +58,31 @@ struct WorkloadSpec {
   LengthSpec input;
   LengthSpec output;
   uint64_t seed = 0;
+  // Shared prefixes (SGLang's generated-shared-prefix benchmark: a system prompt per group):
+  // every prompt starts with shared_prefix_len tokens of one of prefix_groups prefixes, drawn
+  // uniformly, and goes on with its own input draw. 0: no shared prefix.
+  int64_t shared_prefix_len = 0;
+  int64_t prefix_groups = 1;
 };
 
 // kInvalidArgument naming the field (qps > 0 for timed arrivals, num_requests >= 1, means
-// >= 1, spread in [0, 1) for uniform and >= 0 for lognormal).
+// >= 1, spread in [0, 1) for uniform and >= 0 for lognormal, shared_prefix_len >= 0,
+// prefix_groups >= 1 and > 1 only with a shared prefix).
 absl::Status ValidateWorkload(const WorkloadSpec& spec);
 
-// The requests of a synthetic workload, ids 0.., in arrival order. Same spec, same requests.
+// The requests of a synthetic workload, ids 0.., in arrival order. Same spec, same requests;
+// the prefix groups come from a stream of their own, so a shared prefix leaves the arrivals and
+// the input and output draws as they were (each prompt is the prefix plus its draw).
 std::vector<Request> GenerateRequests(const WorkloadSpec& spec);
 
 // A trace CSV: a header row naming the columns arrival_s, prompt_tokens and output_tokens (in
-// any order; other columns ignored), then one request per row; blank lines and lines starting
-// with '#' skipped. kNotFound if the file cannot be read; kInvalidArgument "<file>:<line>:
-// column <name>: <problem>" for a missing column, a value that is not a number, a negative
-// arrival, token counts < 1, or arrivals out of order.
+// any order; other columns ignored), optionally prefix_group and prefix_tokens (both or
+// neither: the request's prompt starts with prefix_tokens tokens shared by its group; -1 or 0
+// tokens for none), then one request per row; blank lines and lines starting with '#' skipped.
+// kNotFound if the file cannot be read; kInvalidArgument "<file>:<line>: column <name>:
+// <problem>" for a missing column, a value that is not a number, a negative arrival, token
+// counts < 1, arrivals out of order, a prefix longer than its prompt, or a group whose rows
+// give it different prefix lengths.
 absl::StatusOr<std::vector<Request>> LoadRequestTrace(const std::string& path);
 
 }  // namespace projector
