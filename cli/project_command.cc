@@ -124,6 +124,10 @@ constexpr FlagSpec kOutputFlags[] = {
      "(a pipeline link between adjacent stages, or a DP ring link); the report says what crosses "
      "it and gives the step with and without it",
      "A:B:FACTOR"},
+    {"congestion",
+     "With --lod high: aware (default: a rank's DP reduces and the activations it sends share "
+     "its NIC where both cross nodes) or unaware (each on its own link)",
+     "aware|unaware"},
 };
 constexpr FlagSpec kProfileFlags[] = {
     {"profile", "Measured profile file (--profiling-mode profile|both)", "FILE"},
@@ -221,10 +225,9 @@ struct ProjectionOutputs {
   std::string out_dir;        // --out
   std::string plots_dir;      // --plots
   bool show_ops = false;
-  bool require_fit = false;           // --require-fit: exit 3 when it does not fit
-  bool lod_high = false;              // --lod high
-  std::optional<SlowRank> slow_rank;  // --slow-rank
-  std::optional<SlowLink> slow_link;  // --slow-link
+  bool require_fit = false;  // --require-fit: exit 3 when it does not fit
+  bool lod_high = false;     // --lod high
+  HighLodOptions high;       // --slow-rank, --slow-link, --congestion
 };
 
 // --slow-rank R:FACTOR (with --lod high).
@@ -352,8 +355,8 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
                                   .keep_timeline = !outputs.trace_path.empty() || page || chakra};
   std::optional<HighLodResult> high;
   if (outputs.lod_high) {
-    PROJECTOR_ASSIGN_OR_RETURN(high, ProjectAtHighLod(scenario, RefsOf(*backends), options,
-                                                      outputs.slow_rank, outputs.slow_link));
+    PROJECTOR_ASSIGN_OR_RETURN(
+        high, ProjectAtHighLod(scenario, RefsOf(*backends), options, outputs.high));
   }
   PROJECTOR_ASSIGN_OR_RETURN(Projection projection,
                              high ? absl::StatusOr<Projection>(high->medium)
@@ -499,8 +502,16 @@ absl::Status RunProjectCommand(int argc, char** argv, const Output& io) {
   PROJECTOR_ASSIGN_OR_RETURN(outputs.out_dir, OutputFileFlag(flags, "out", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.plots_dir, OutputFileFlag(flags, "plots", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.lod_high, LodHighFlag(flags));
-  PROJECTOR_ASSIGN_OR_RETURN(outputs.slow_rank, SlowRankFlag(flags, outputs.lod_high));
-  PROJECTOR_ASSIGN_OR_RETURN(outputs.slow_link, SlowLinkFlag(flags, outputs.lod_high));
+  PROJECTOR_ASSIGN_OR_RETURN(outputs.high.slow_rank, SlowRankFlag(flags, outputs.lod_high));
+  PROJECTOR_ASSIGN_OR_RETURN(outputs.high.slow_link, SlowLinkFlag(flags, outputs.lod_high));
+  if (Given(flags, "congestion")) {
+    if (!outputs.lod_high) {
+      return FlagError("congestion", "needs --lod high (links are shared in the event replay)");
+    }
+    absl::StatusOr<Congestion> congestion = ParseCongestion(StringFlag(flags, "congestion"));
+    if (!congestion.ok()) return FlagError("congestion", congestion.status().message());
+    outputs.high.congestion = *congestion;
+  }
   if (outputs.lod_high && mode != "simulate") {
     return FlagError("lod", "high replays a simulated projection; use --profiling-mode simulate");
   }

@@ -49,7 +49,8 @@ void CountRows(size_t keys, size_t items, KeyOf key_of, std::vector<uint32_t>& f
 }  // namespace
 
 bool Simulator::EventLater(const QueuedEvent& a, const QueuedEvent& b) {
-  return a.time != b.time ? a.time > b.time : a.task > b.task;
+  if (a.time != b.time) return a.time > b.time;
+  return a.task != b.task ? a.task > b.task : a.generation > b.generation;
 }
 
 void Simulator::Touch(ResourceId r) {
@@ -109,6 +110,11 @@ absl::Status Simulator::Prepare(const TaskGraph& graph) {
   touched_.reserve(resources);
   queue_.clear();
   queue_.reserve(n);
+  shared_running_.resize(n);
+  shared_count_.assign(resources, 0);
+  shared_advanced_.assign(resources, Seconds(0));
+  generation_.assign(resources, 0);
+  remaining_.assign(n, Seconds(0));
   return absl::OkStatus();
 }
 
@@ -116,7 +122,7 @@ void Simulator::MakeReady(const TaskGraph& graph, TaskId task, Seconds now) {
   ready_[task] = 1;
   ready_at_[task] = now;
   const ResourceId r = graph.resource(task);
-  if (graph.order(r) != ResourceOrder::kFirstReady) return;
+  if (graph.order(r) == ResourceOrder::kInOrder) return;
   TaskId* heap = ready_heap_.data() + first_task_[r];
   heap[heap_size_[r]++] = task;
   std::push_heap(heap, heap + heap_size_[r], [this](TaskId a, TaskId b) {
@@ -124,10 +130,98 @@ void Simulator::MakeReady(const TaskGraph& graph, TaskId task, Seconds now) {
   });
 }
 
+void Simulator::Advance(ResourceId r, Seconds now, SimulationResult& result) {
+  const uint32_t n = shared_count_[r];
+  const Seconds elapsed = now - shared_advanced_[r];
+  shared_advanced_[r] = now;
+  if (n == 0 || elapsed.value() <= 0) return;
+  result.busy[r] += elapsed;
+  const Seconds share = elapsed / static_cast<double>(n);
+  const TaskId* running = shared_running_.data() + first_task_[r];
+  for (uint32_t i = 0; i < n; ++i) remaining_[running[i]] -= share;
+}
+
+void Simulator::QueueNextShare(ResourceId r, Seconds now) {
+  ++generation_[r];
+  const uint32_t n = shared_count_[r];
+  if (n == 0) return;
+  const TaskId* running = shared_running_.data() + first_task_[r];
+  TaskId next = running[0];
+  for (uint32_t i = 1; i < n; ++i) {
+    const TaskId t = running[i];
+    if (remaining_[t] < remaining_[next] || (remaining_[t] == remaining_[next] && t < next)) {
+      next = t;
+    }
+  }
+  const Seconds left = remaining_[next].value() > 0 ? remaining_[next] : Seconds(0);
+  queue_.push_back(
+      {.time = now + left * static_cast<double>(n), .task = next, .generation = generation_[r]});
+  std::push_heap(queue_.begin(), queue_.end(), EventLater);
+}
+
+void Simulator::FinishShares(const TaskGraph& graph, ResourceId r, Seconds now,
+                             SimulationResult& result) {
+  Advance(r, now, result);
+  TaskId* running = shared_running_.data() + first_task_[r];
+  uint32_t& n = shared_count_[r];
+  // Done: no work left beyond rounding (1e-12 of the task's duration, or 1 fs).
+  auto done = [&](TaskId t) {
+    return remaining_[t].value() <= std::max(1e-15, 1e-12 * graph.duration(t).value());
+  };
+  std::sort(running, running + n);
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const TaskId t = running[i];
+    if (done(t)) {
+      Finish(graph, t, now, result);
+    } else {
+      running[kept++] = t;
+    }
+  }
+  n = kept;
+  Touch(r);
+}
+
+void Simulator::Finish(const TaskGraph& graph, TaskId task, Seconds now, SimulationResult& result) {
+  ++result.events;
+  const ResourceId r = graph.resource(task);
+  if (graph.order(r) != ResourceOrder::kShared) {
+    running_[r] = 0;
+    result.busy[r] += graph.duration(task);
+  }
+  result.tasks[task].finish = now;
+  result.makespan = std::max(result.makespan, now);
+  Touch(r);
+  for (uint32_t i = first_successor_[task]; i < first_successor_[task + 1]; ++i) {
+    const TaskId next = successors_[i];
+    if (--unmet_[next] == 0) {
+      MakeReady(graph, next, now);
+      Touch(graph.resource(next));
+    }
+  }
+}
+
 void Simulator::TryStart(const TaskGraph& graph, ResourceId r, Seconds now,
                          SimulationResult& result) {
+  if (graph.order(r) == ResourceOrder::kShared) {
+    // Every ready task joins the running set; the shares change, so the next finish is queued
+    // anew.
+    Advance(r, now, result);
+    TaskId* heap = ready_heap_.data() + first_task_[r];
+    TaskId* running = shared_running_.data() + first_task_[r];
+    for (uint32_t i = 0; i < heap_size_[r]; ++i) {
+      const TaskId task = heap[i];
+      running[shared_count_[r]++] = task;
+      remaining_[task] = graph.duration(task);
+      result.tasks[task].start = now;
+      started_[task] = 1;
+    }
+    heap_size_[r] = 0;
+    QueueNextShare(r, now);
+    return;
+  }
   if (running_[r]) return;
-  TaskId task;
+  TaskId task = 0;
   if (graph.order(r) == ResourceOrder::kInOrder) {
     const uint32_t index = first_task_[r] + next_in_order_[r];
     if (index == first_task_[r + 1] || !ready_[resource_tasks_[index]]) return;
@@ -170,21 +264,14 @@ absl::Status Simulator::Run(const TaskGraph& graph, SimulationResult& result) {
     touched_.clear();
     while (!queue_.empty() && queue_.front().time == now) {
       std::pop_heap(queue_.begin(), queue_.end(), EventLater);
-      const TaskId task = queue_.back().task;
+      const QueuedEvent event = queue_.back();
       queue_.pop_back();
-      ++result.events;
-      const ResourceId r = graph.resource(task);
-      running_[r] = 0;
-      result.busy[r] += graph.duration(task);
-      result.makespan = std::max(result.makespan, now);
-      Touch(r);
-      for (uint32_t i = first_successor_[task]; i < first_successor_[task + 1]; ++i) {
-        const TaskId next = successors_[i];
-        if (--unmet_[next] == 0) {
-          MakeReady(graph, next, now);
-          Touch(graph.resource(next));
-        }
-      }
+      const ResourceId r = graph.resource(event.task);
+      if (graph.order(r) != ResourceOrder::kShared) {
+        Finish(graph, event.task, now, result);
+      } else if (event.generation == generation_[r]) {
+        FinishShares(graph, r, now, result);
+      }  // else stale: the running set changed since it was queued
     }
     std::sort(touched_.begin(), touched_.end());
     for (ResourceId r : touched_) {

@@ -9,6 +9,12 @@
 //   kFirstReady  an exclusive server (a link carrying one transfer at a time): of its tasks whose
 //                dependencies are met, the one that became ready first runs first; ties go to the
 //                lower task id.
+//   kShared      a shared server (a NIC whose bandwidth concurrent transfers split, processor
+//                sharing): every task whose dependencies are met runs at once, and while n run
+//                each advances at 1/n of its rate, so a task's duration is its time alone. Two
+//                tasks of d1 <= d2 started together finish at 2·d1 and d1 + d2; the last of any
+//                set finishes at the sum of their durations, as on the exclusive server, but
+//                none waits to start.
 // A dependency (before, after) lets `after` start no earlier than `before` finishes.
 //
 // Determinism: events are taken in (time, task id) order, so equal inputs give equal outputs on
@@ -29,7 +35,7 @@ namespace projector::events {
 using ResourceId = uint32_t;
 using TaskId = uint32_t;
 
-enum class ResourceOrder { kInOrder, kFirstReady };
+enum class ResourceOrder { kInOrder, kFirstReady, kShared };
 
 // The work to simulate. Ids are dense, from 0, in the order of the Add calls.
 class TaskGraph {
@@ -66,8 +72,8 @@ struct TaskTimes {
 struct SimulationResult {
   Seconds makespan;              // the last finish; 0 without tasks
   std::vector<TaskTimes> tasks;  // by TaskId
-  std::vector<Seconds> busy;     // by ResourceId: the time it ran tasks
-  int64_t events = 0;            // events taken from the queue (one per task: its finish)
+  std::vector<Seconds> busy;     // by ResourceId: the time it ran tasks (kShared: at least one)
+  int64_t events = 0;            // task finishes taken from the queue (one per task)
 };
 
 // Simulates graphs, keeping its working buffers between runs.
@@ -82,13 +88,24 @@ class Simulator {
   struct QueuedEvent {
     Seconds time;
     TaskId task;
+    // kShared: the resource's generation when queued; a later change of its running set makes
+    // the event stale (skipped), its next finish queued anew.
+    uint32_t generation = 0;
   };
-  // Min-heap order of the event queue: earlier first, then the lower task id.
+  // Min-heap order of the event queue: earlier first, then the lower task id, then generation.
   static bool EventLater(const QueuedEvent& a, const QueuedEvent& b);
   absl::Status Prepare(const TaskGraph& graph);
   void Touch(ResourceId r);
   void MakeReady(const TaskGraph& graph, TaskId task, Seconds now);
   void TryStart(const TaskGraph& graph, ResourceId r, Seconds now, SimulationResult& result);
+  // A task's finish: frees its resource (kInOrder, kFirstReady) and readies its successors.
+  void Finish(const TaskGraph& graph, TaskId task, Seconds now, SimulationResult& result);
+  // kShared: the work its running tasks did since it was last advanced (each 1/n of the time).
+  void Advance(ResourceId r, Seconds now, SimulationResult& result);
+  // kShared: queues the finish of its running task with the least work left (ties: lower id).
+  void QueueNextShare(ResourceId r, Seconds now);
+  // kShared: at a valid finish event, every running task whose work is done finishes.
+  void FinishShares(const TaskGraph& graph, ResourceId r, Seconds now, SimulationResult& result);
 
   // Dependencies as adjacency lists (compressed rows): successors of t are
   // successors_[first_successor_[t] .. first_successor_[t + 1]).
@@ -108,7 +125,14 @@ class Simulator {
   // of ready_heap_ (a resource never holds more ready tasks than it has tasks).
   std::vector<TaskId> ready_heap_;
   std::vector<uint32_t> heap_size_;
-  std::vector<QueuedEvent> queue_;  // min-heap by (time, task)
+  std::vector<QueuedEvent> queue_;  // min-heap by (time, task, generation)
+  // kShared: per resource its running tasks (in its rows of shared_running_), when it was last
+  // advanced and its generation; per task the work (seconds alone) it has left.
+  std::vector<TaskId> shared_running_;
+  std::vector<uint32_t> shared_count_;
+  std::vector<Seconds> shared_advanced_;
+  std::vector<uint32_t> generation_;
+  std::vector<Seconds> remaining_;
   // The resources freed or fed at the current instant, each once.
   std::vector<ResourceId> touched_;
   std::vector<uint8_t> is_touched_;

@@ -14,11 +14,12 @@ namespace {
 constexpr char kReplayed[] =
     "every pass of every micro-batch and chunk on each pipeline rank's stream in the schedule's "
     "order, the activation transfers between stages, each DP gradient bucket's reduce on the "
-    "rank's DP stream from where its gradients are final, each rank's gradient-sync wait, "
-    "parameter gathers and optimizer";
+    "rank's DP stream from where its gradients are final (on the rank's NIC, shared with the "
+    "activations it sends, where both cross nodes), each rank's gradient-sync wait, parameter "
+    "gathers and optimizer";
 constexpr char kNotYet[] =
     "the ops inside a pass as events, collectives as steps on the network's links, contention "
-    "between the DP reduces and the pipeline transfers";
+    "of the collectives inside the passes";
 
 nlohmann::json ResourceUseJson(const HighLodResult& r) {
   nlohmann::json uses = nlohmann::json::array();
@@ -51,6 +52,8 @@ std::string HighLodText(const HighLodResult& r) {
   absl::StrAppendFormat(
       &out, "  exposed DP  medium %12.3f ms   high %12.3f ms   (high: from the timeline)\n",
       ToMilliseconds(r.medium.breakdown.exposed_dp_comm), ToMilliseconds(r.exposed_dp_comm));
+  absl::StrAppendFormat(&out, "  NIC         %s: %s\n", r.nic_shared ? "shared" : "not shared",
+                        r.nic_note);
   absl::StrAppendFormat(&out, "  events      %d (%d tasks on %d streams and links)\n", r.events,
                         r.tasks, r.resources);
   absl::StrAppendFormat(&out,
@@ -98,9 +101,10 @@ std::string HighLodText(const HighLodResult& r) {
   out +=
       "  replayed    each rank's passes (every micro-batch and chunk, in the schedule's order),\n"
       "              the transfers between stages, each DP gradient bucket's reduce on the\n"
-      "              rank's DP stream from where its gradients are final, each rank's tail\n"
+      "              rank's DP stream (or NIC) from where its gradients are final, each\n"
+      "              rank's tail\n"
       "  not yet     the ops inside a pass, collectives as steps on the network's links,\n"
-      "              contention\n";
+      "              contention of the collectives inside the passes\n";
   return out;
 }
 
@@ -202,6 +206,9 @@ nlohmann::json HighLodJson(const HighLodResult& r) {
           {"difference_pct", r.DifferencePct()},
           {"pipeline_time_s", r.pipeline_time.value()},
           {"exposed_dp_comm_s", r.exposed_dp_comm.value()},
+          {"congestion", std::string(CongestionName(r.congestion))},
+          {"nic_shared", r.nic_shared},
+          {"nic_note", r.nic_note},
           {"medium_exposed_dp_comm_s", r.medium.breakdown.exposed_dp_comm.value()},
           {"medium_pipeline_time_s", r.medium.pipeline_time.value()},
           {"tasks", r.tasks},

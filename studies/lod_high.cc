@@ -242,8 +242,11 @@ struct ReplaySlowdowns {
   }
 };
 
+// `share_nic`: each rank's DP reduces and the transfers it sends run on its NIC, a shared
+// server (the reduces still one after another, chained); otherwise on a DP stream and a link
+// per pair of ranks.
 absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, int64_t vpp,
-                                         const ReplaySlowdowns& slow) {
+                                         const ReplaySlowdowns& slow, bool share_nic) {
   const int64_t m = medium.micro_batches, stages = pp * vpp;
   StepGraph out;
   TaskGraph& g = out.graph;
@@ -253,6 +256,13 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
   for (int64_t r = 0; r < pp; ++r) {
     stream[r] = g.AddResource(ResourceOrder::kInOrder);
     out.resource_names.push_back(absl::StrCat("rank ", r, " stream"));
+  }
+  std::vector<ResourceId> nic;
+  if (share_nic) {
+    for (int64_t r = 0; r < pp; ++r) {
+      nic.push_back(g.AddResource(ResourceOrder::kShared));
+      out.resource_names.push_back(absl::StrCat("link rank ", r, " NIC (DP reduces, sends)"));
+    }
   }
   // Overlapped transfers: one link per ordered pair of ranks that exchange activations (the
   // ring of stages wraps from the last rank to the first for interleaving), first come first
@@ -315,10 +325,17 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
     // The DP gradient buckets, reduced in order on the rank's communication stream.
     TaskId last_reduce = PassIndex::kNone;
     if (!w.buckets.empty()) {
-      const ResourceId dp = g.AddResource(ResourceOrder::kInOrder);
-      out.resource_names.push_back(absl::StrCat("rank ", r, " DP stream"));
+      ResourceId dp = 0;
+      if (share_nic) {
+        dp = nic[static_cast<size_t>(r)];
+      } else {
+        dp = g.AddResource(ResourceOrder::kInOrder);
+        out.resource_names.push_back(absl::StrCat("rank ", r, " DP stream"));
+      }
       for (const Bucket& b : w.buckets) {
         const TaskId t = g.AddTask(dp, b.reduce * slow.Reduce(r, b.expert));
+        // On the shared NIC the reduces keep their stream's order by a chain.
+        if (share_nic && last_reduce != PassIndex::kNone) g.AddDependency(last_reduce, t);
         ReplayedTask reduce;
         reduce.what = ReplayedTask::What::kGradReduce;
         reduce.rank = static_cast<int32_t>(r);
@@ -382,7 +399,7 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
     if (!transfers || from_rank == r) {
       g.AddDependency(from, t);
     } else if (medium.p2p_overlapped) {
-      const ResourceId on = link(from_rank, r);
+      const ResourceId on = share_nic ? nic[static_cast<size_t>(from_rank)] : link(from_rank, r);
       const TaskId move = g.AddTask(on, medium.p2p_transfer * slow.Transfer(from_rank, r));
       ReplayedTask transfer = Described(ReplayedTask::What::kTransfer, e);
       transfer.rank = static_cast<int32_t>(from_rank);
@@ -402,11 +419,27 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
 
 }  // namespace
 
+// Why the NIC is not shared (empty: it is): the replay shares it only where overlapped pipeline
+// transfers and DP reduces both leave the node.
+std::string NicNotShared(const Scenario& s, const Projection& medium, Congestion congestion) {
+  if (congestion == Congestion::kUnaware) return "congestion unaware: each on its own";
+  const int64_t block = s.parallel.PpGroup().stride;  // GPUs of one pipeline stage
+  const bool dp = s.parallel.dp * s.parallel.cp > 1 && !s.parallel.fsdp;
+  if (!dp) return "no DP gradient reduce";
+  if (block <= s.hw.gpus_per_node) return "the DP group stays inside a node";
+  if (s.parallel.pp == 1 || medium.p2p_transfer.value() <= 0) return "no pipeline transfers";
+  if (!medium.p2p_overlapped) {
+    return "the pipeline's transfers are blocking receives on the compute stream (1F1B)";
+  }
+  return "";
+}
+
 absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
                                                const BackendRefs& backends,
                                                ProjectionOptions options,
-                                               std::optional<SlowRank> slow_rank,
-                                               std::optional<SlowLink> slow_link) {
+                                               const HighLodOptions& high) {
+  const std::optional<SlowRank>& slow_rank = high.slow_rank;
+  const std::optional<SlowLink>& slow_link = high.slow_link;
   if (slow_rank && (slow_rank->rank < 0 || slow_rank->rank >= scenario.num_gpus)) {
     return absl::InvalidArgumentError(
         absl::StrFormat("--slow-rank: rank %d does not exist; the ranks are 0 to %d",
@@ -452,12 +485,20 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
     out.slow_link = slow_link;
     out.slow_link_carries = slow.link.carries;
   }
+  out.congestion = high.congestion;
+  out.nic_note = NicNotShared(scenario, out.medium, high.congestion);
+  out.nic_shared = out.nic_note.empty();
+  if (out.nic_shared) {
+    out.nic_note = "each rank's DP reduces and the activations it sends (both cross nodes)";
+  }
   if (slow_rank || slow_link) {
-    PROJECTOR_ASSIGN_OR_RETURN(StepGraph plain, BuildStepGraph(out.medium, pp, vpp, {}));
+    PROJECTOR_ASSIGN_OR_RETURN(StepGraph plain,
+                               BuildStepGraph(out.medium, pp, vpp, {}, out.nic_shared));
     PROJECTOR_RETURN_IF_ERROR(sim.Run(plain.graph, run));
     out.step_time_undisturbed = run.makespan;
   }
-  PROJECTOR_ASSIGN_OR_RETURN(StepGraph step, BuildStepGraph(out.medium, pp, vpp, slow));
+  PROJECTOR_ASSIGN_OR_RETURN(StepGraph step,
+                             BuildStepGraph(out.medium, pp, vpp, slow, out.nic_shared));
   PROJECTOR_RETURN_IF_ERROR(sim.Run(step.graph, run));
   out.high_wall_s = WallSeconds(high_start);
   out.step_time = run.makespan;

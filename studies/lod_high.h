@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "network/flow_model.h"
 #include "profilers/op_list.h"
 #include "projection/projection.h"
 #include "scenario/scenario.h"
@@ -87,6 +88,17 @@ struct SlowLinkEffect {
 absl::StatusOr<SlowLinkEffect> ResolveSlowLink(const ParallelConfig& parallel, int64_t num_gpus,
                                                bool has_experts, const SlowLink& link);
 
+// What the event replay adds to the medium projection's step.
+struct HighLodOptions {
+  std::optional<SlowRank> slow_rank;
+  std::optional<SlowLink> slow_link;
+  // kAware (the default): where both cross nodes, a pipeline rank's DP gradient reduces and the
+  // activations it sends share its NIC (a shared server: concurrent transfers split its rate),
+  // as they share one GPU's NIC on a rail-optimised cluster. kUnaware: each has a stream or link
+  // of its own, and without a straggler or slow link the replay is the medium step.
+  Congestion congestion = Congestion::kAware;
+};
+
 // How long one resource of the replay (a rank's stream, a link direction) was busy.
 struct ResourceUse {
   std::string name;
@@ -117,6 +129,11 @@ struct HighLodResult {
   std::optional<SlowLink> slow_link;
   std::string slow_link_carries;
   Seconds step_time_undisturbed;
+  // Whether the DP reduces and the pipeline sends shared each rank's NIC (HighLodOptions), and
+  // why not when they did not.
+  Congestion congestion = Congestion::kAware;
+  bool nic_shared = false;
+  std::string nic_note;
   double medium_wall_s = 0;      // the medium projection, timeline kept
   double high_wall_s = 0;        // building and simulating the events
   double DifferencePct() const;  // (high − medium) / medium step time · 100
@@ -132,8 +149,7 @@ struct HighLodResult {
 absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
                                                const BackendRefs& backends,
                                                ProjectionOptions options = {},
-                                               std::optional<SlowRank> slow_rank = std::nullopt,
-                                               std::optional<SlowLink> slow_link = std::nullopt);
+                                               const HighLodOptions& high = {});
 
 }  // namespace projector
 

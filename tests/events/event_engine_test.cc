@@ -135,6 +135,56 @@ TEST(EventEngineTest, FirstReadyServesInReadyOrderWithTiesByTaskId) {
 // and its own F_i. The last stage's forwards end at (m + p - 1)·f, its backwards follow back to
 // back, and each stage below finishes B_j one b later than the stage above, so stage 0's last
 // backward ends at (m + p - 1)·f + (m + p - 1)·b = (m + p - 1)(f + b).
+// A shared server splits its rate among the tasks running on it (processor sharing). Tasks of
+// 1 and 3 µs started together: both at half rate until the short one is done, at 2 µs (1 µs of
+// work each); the long one then runs alone its last 2 µs: 4 µs, the sum of the two. Three of
+// 2 µs at once all finish at 6 µs. The server is busy whenever one runs.
+TEST(EventEngineTest, ASharedServerSplitsItsRateAmongItsTasks) {
+  TaskGraph g;
+  const ResourceId nic = g.AddResource(ResourceOrder::kShared);
+  const TaskId a = g.AddTask(nic, Us(1)), b = g.AddTask(nic, Us(3));
+  SimulationResult r = MustRun(g);
+  EXPECT_DOUBLE_EQ(StartUs(r, a), 0);
+  EXPECT_DOUBLE_EQ(StartUs(r, b), 0);
+  EXPECT_NEAR(FinishUs(r, a), 2, 1e-9);
+  EXPECT_NEAR(FinishUs(r, b), 4, 1e-9);
+  EXPECT_NEAR(ToMicroseconds(r.busy[nic]), 4, 1e-9);
+  EXPECT_EQ(r.events, 2);
+
+  TaskGraph three;
+  const ResourceId shared = three.AddResource(ResourceOrder::kShared);
+  for (int i = 0; i < 3; ++i) three.AddTask(shared, Us(2));
+  r = MustRun(three);
+  for (TaskId t = 0; t < 3; ++t) EXPECT_NEAR(FinishUs(r, t), 6, 1e-9) << t;
+  EXPECT_EQ(r.events, 3);
+}
+
+// A task that joins later takes its share from then on. A (2 µs) runs alone from 0; B (2 µs)
+// becomes ready at 1 µs, after a 1 µs task on a stream. A has 1 µs of work left and does it at
+// half rate: done at 3; B has done 1 µs by then and does its last 1 µs alone: done at 4. A zero
+// task finishes where it starts, and a task after B starts at B's finish.
+TEST(EventEngineTest, ASharedServerReSharesWhenATaskJoinsOrLeaves) {
+  TaskGraph g;
+  const ResourceId stream = g.AddResource(ResourceOrder::kInOrder);
+  const ResourceId nic = g.AddResource(ResourceOrder::kShared);
+  const TaskId first = g.AddTask(stream, Us(1));
+  const TaskId a = g.AddTask(nic, Us(2)), b = g.AddTask(nic, Us(2));
+  const TaskId zero = g.AddTask(nic, Us(0));
+  const TaskId after = g.AddTask(stream, Us(1));
+  g.AddDependency(first, b);
+  g.AddDependency(first, zero);
+  g.AddDependency(b, after);
+  const SimulationResult r = MustRun(g);
+  EXPECT_NEAR(FinishUs(r, a), 3, 1e-9);
+  EXPECT_NEAR(StartUs(r, b), 1, 1e-9);
+  EXPECT_NEAR(FinishUs(r, b), 4, 1e-9);
+  EXPECT_NEAR(StartUs(r, zero), 1, 1e-9);
+  EXPECT_NEAR(FinishUs(r, zero), 1, 1e-9);
+  EXPECT_NEAR(StartUs(r, after), 4, 1e-9);
+  EXPECT_NEAR(ToMicroseconds(r.makespan), 5, 1e-9);
+  EXPECT_EQ(r.events, 5);
+}
+
 TEST(EventEngineTest, GPipeMakespanIsTheClosedForm) {
   for (const auto& [p, m] : {std::pair{4, 8}, std::pair{8, 32}, std::pair{1, 5}}) {
     const double f = 3, b = 5;
@@ -163,13 +213,20 @@ TEST(EventEngineTest, GPipeMakespanIsTheClosedForm) {
 // Invariants on random graphs: no two tasks of a resource overlap, no task starts before a
 // dependency finishes, the busy time is the sum of durations, and two runs (one reusing the
 // simulator's buffers) agree exactly.
+// Random graphs: the same result twice, every dependency kept, an exclusive resource never
+// runs two tasks at once, and every resource conserves work: busy exactly the sum of its tasks'
+// durations (a shared server runs at full rate whenever one task runs; no shared task finishes
+// sooner than alone).
 TEST(EventEngineTest, RandomGraphsKeepExclusivityAndDependenciesDeterministically) {
   std::mt19937 rng(19);
   for (int trial = 0; trial < 20; ++trial) {
     TaskGraph g;
     const int resources = 1 + static_cast<int>(rng() % 6);
     for (int r = 0; r < resources; ++r) {
-      g.AddResource(rng() % 2 ? ResourceOrder::kInOrder : ResourceOrder::kFirstReady);
+      const auto kind = rng() % 3;
+      g.AddResource(kind == 0   ? ResourceOrder::kInOrder
+                    : kind == 1 ? ResourceOrder::kFirstReady
+                                : ResourceOrder::kShared);
     }
     const int tasks = 1 + static_cast<int>(rng() % 200);
     for (int t = 0; t < tasks; ++t) {
@@ -203,6 +260,16 @@ TEST(EventEngineTest, RandomGraphsKeepExclusivityAndDependenciesDeterministicall
         on.push_back(first.tasks[t]);
         sum += g.duration(t).value();
       }
+      EXPECT_NEAR(first.busy[r].value(), sum, 1e-12 * std::max(sum, 1e-6)) << "resource " << r;
+      if (g.order(r) == ResourceOrder::kShared) {
+        for (TaskId t = 0; t < static_cast<TaskId>(tasks); ++t) {
+          if (g.resource(t) != r) continue;
+          EXPECT_GE((first.tasks[t].finish - first.tasks[t].start).value(),
+                    g.duration(t).value() * (1 - 1e-12))
+              << "task " << t;
+        }
+        continue;
+      }
       // By start, a zero-length task before a long one starting at the same instant.
       std::sort(on.begin(), on.end(), [](const TaskTimes& a, const TaskTimes& b) {
         return a.start != b.start ? a.start < b.start : a.finish < b.finish;
@@ -210,7 +277,6 @@ TEST(EventEngineTest, RandomGraphsKeepExclusivityAndDependenciesDeterministicall
       for (size_t i = 1; i < on.size(); ++i) {
         EXPECT_GE(on[i].start.value(), on[i - 1].finish.value()) << "resource " << r;
       }
-      EXPECT_NEAR(first.busy[r].value(), sum, 1e-15);
     }
   }
 }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "backends/backend_registry.h"
 #include "core/status_macros.h"
 #include "gmock/gmock.h"
@@ -26,13 +27,17 @@ using ::projector::testing::IsOk;
 using ::projector::testing::StatusIs;
 using ::testing::HasSubstr;
 
-// The flags' scenario, projected at the high level of detail (with a straggler, a slow link).
+// The flags' scenario, projected at the high level of detail (with a straggler, a slow link;
+// congestion unaware unless asked: the replay is then the medium step).
 absl::StatusOr<HighLodResult> High(const std::vector<std::pair<const char*, const char*>>& given,
                                    std::optional<SlowRank> slow_rank = std::nullopt,
-                                   std::optional<SlowLink> slow_link = std::nullopt) {
+                                   std::optional<SlowLink> slow_link = std::nullopt,
+                                   Congestion congestion = Congestion::kUnaware) {
   PROJECTOR_ASSIGN_OR_RETURN(const Scenario s, ScenarioFromFlags(GivenFlags(given)));
   PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(s.backends, s.hw));
-  return ProjectAtHighLod(s, RefsOf(set), {}, slow_rank, slow_link);
+  return ProjectAtHighLod(
+      s, RefsOf(set), {},
+      HighLodOptions{.slow_rank = slow_rank, .slow_link = slow_link, .congestion = congestion});
 }
 
 struct Layout {
@@ -322,6 +327,83 @@ TEST(HighLodTest, ASlowLinkSlowsWhatCrossesIt) {
   absl::StatusOr<HighLodResult> same = run(two_stages, SlowLink{.a = 3, .b = 11, .factor = 1});
   ASSERT_THAT(same, IsOk());
   EXPECT_THAT(same->step_time.value(), IsNearRel(same->medium.step_time.value(), 1e-9));
+}
+
+// Congestion aware (the default of `project --lod high`): where a stage spans nodes and the
+// pipeline overlaps its transfers (interleaved 1F1B), each rank's DP reduces and the activations
+// it sends run on its NIC, a shared server. Llama-3.1-8B on 64 H100 (TP8 PP2 VPP2, DP4): a stage
+// is 32 GPUs, 4 nodes. The NIC conserves work (busy exactly the sum of what it carried), the
+// reduces and sends that overlap in time slow each other, so the step is longer than the
+// unaware replay, which is the medium step. Where either stays inside a node, or 1F1B blocks on
+// its receives, nothing is shared and the report says why.
+TEST(HighLodTest, DpReducesAndPipelineSendsShareTheNicWhenBothCrossNodes) {
+  const std::vector<std::pair<const char*, const char*>> interleaved = {{"model", "llama3.1-8b"},
+                                                                        {"gpu-arch", "h100-sxm"},
+                                                                        {"num-gpus", "64"},
+                                                                        {"pp", "2"},
+                                                                        {"vpp", "2"},
+                                                                        {"tp", "8"},
+                                                                        {"seq-len", "4096"},
+                                                                        {"global-batch", "32"}};
+  absl::StatusOr<HighLodResult> aware =
+      High(interleaved, std::nullopt, std::nullopt, Congestion::kAware);
+  absl::StatusOr<HighLodResult> unaware = High(interleaved);
+  ASSERT_THAT(aware, IsOk());
+  ASSERT_THAT(unaware, IsOk());
+  EXPECT_TRUE(aware->nic_shared);
+  EXPECT_FALSE(unaware->nic_shared);
+  EXPECT_THAT(unaware->nic_note, HasSubstr("congestion unaware"));
+  EXPECT_THAT(unaware->step_time.value(), IsNearRel(unaware->medium.step_time.value(), 1e-9));
+  EXPECT_GT(aware->step_time, unaware->step_time);
+  for (size_t id = 0; id < aware->resource_use.size(); ++id) {
+    const ResourceUse& use = aware->resource_use[id];
+    if (!use.name.ends_with("NIC (DP reduces, sends)")) continue;
+    double carried = 0;
+    int64_t reduces = 0, sends = 0;
+    for (const ReplayedTask& t : aware->timeline) {
+      if (t.resource != static_cast<int32_t>(id)) continue;
+      // Alone, each takes the unaware replay's time; shared, at least that long.
+      carried += t.what == ReplayedTask::What::kGradReduce ? 0 : aware->medium.p2p_transfer.value();
+      reduces += t.what == ReplayedTask::What::kGradReduce;
+      sends += t.what == ReplayedTask::What::kTransfer;
+      EXPECT_GE((t.end - t.start).value(), 0.0);
+    }
+    double reduce_time = 0;
+    for (const TimelineEvent& e : aware->medium.timeline) {
+      if (e.kind == TimelineKind::kGradReduce &&
+          use.name.starts_with(absl::StrCat("link rank ", e.rank, " "))) {
+        reduce_time += (e.end - e.start).value();
+      }
+    }
+    EXPECT_GT(reduces, 0) << use.name;
+    EXPECT_GT(sends, 0) << use.name;
+    EXPECT_THAT(use.busy.value(), IsNearRel(carried + reduce_time, 1e-9)) << use.name;
+  }
+
+  absl::StatusOr<HighLodResult> one_f_one_b = High({{"model", "llama3.1-8b"},
+                                                    {"gpu-arch", "h100-sxm"},
+                                                    {"num-gpus", "64"},
+                                                    {"pp", "2"},
+                                                    {"tp", "8"},
+                                                    {"seq-len", "4096"},
+                                                    {"global-batch", "32"}},
+                                                   std::nullopt, std::nullopt, Congestion::kAware);
+  ASSERT_THAT(one_f_one_b, IsOk());
+  EXPECT_FALSE(one_f_one_b->nic_shared);
+  EXPECT_THAT(one_f_one_b->nic_note, HasSubstr("blocking receives"));
+  absl::StatusOr<HighLodResult> in_node = High({{"model", "llama3.1-8b"},
+                                                {"gpu-arch", "h100-sxm"},
+                                                {"num-gpus", "16"},
+                                                {"pp", "2"},
+                                                {"vpp", "2"},
+                                                {"tp", "2"},
+                                                {"seq-len", "4096"},
+                                                {"global-batch", "32"}},
+                                               std::nullopt, std::nullopt, Congestion::kAware);
+  ASSERT_THAT(in_node, IsOk());
+  EXPECT_FALSE(in_node->nic_shared);
+  EXPECT_THAT(in_node->nic_note, HasSubstr("inside a node"));
+  EXPECT_THAT(in_node->step_time.value(), IsNearRel(in_node->medium.step_time.value(), 1e-9));
 }
 
 TEST(HighLodTest, AStepBeyondTheReplayBudgetIsRefusedNamingTheFlag) {
