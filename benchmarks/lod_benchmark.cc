@@ -114,6 +114,20 @@ void BM_Lod_Llama70bInterleavedDp8(benchmark::State& state) {
 }
 BENCHMARK(BM_Lod_Llama70bInterleavedDp8)->Unit(benchmark::kMicrosecond);
 
+// Qwen3-30B-A3B, EP16 x PP2 (VPP 2) on 64 GPUs: the EP All-to-All, the DP reduces and the
+// pipeline's sends all leave the node and share each rank's NIC.
+void BM_Lod_Qwen3MoeEp16(benchmark::State& state) {
+  RunLod(state, FromFlags({{"model", "qwen3-30b-a3b"},
+                           {"gpu-arch", "h100-sxm"},
+                           {"num-gpus", "64"},
+                           {"ep", "16"},
+                           {"pp", "2"},
+                           {"vpp", "2"},
+                           {"seq-len", "4096"},
+                           {"global-batch", "256"}}));
+}
+BENCHMARK(BM_Lod_Qwen3MoeEp16)->Unit(benchmark::kMicrosecond);
+
 // Llama-3.1-70B on 1,024 GPUs, TP8 PP8 DP16 (the 3D layout), 128 micro-batches.
 void BM_Lod_Llama70b1024(benchmark::State& state) {
   RunLod(state, FromFlags({{"model", "llama3.1-70b"},

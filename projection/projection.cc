@@ -378,9 +378,11 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                 .abandon_above_memory = options.abandon_above_memory};
   std::vector<TimelineEvent> timeline;
   std::vector<RankTailParts> rank_tails;
+  std::vector<ChunkEpComm> chunk_ep;
   if (options.keep_timeline) {
     in.timeline = &timeline;
     in.rank_tails = &rank_tails;
+    in.chunk_ep = &chunk_ep;
   }
   PROJECTOR_ASSIGN_OR_RETURN(StepResult step, ComposeStep(in, backends));
 
@@ -444,6 +446,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   p.op_tables = composed.op_tables;
   p.timeline = std::move(timeline);
   p.rank_tails = std::move(rank_tails);
+  p.chunk_ep = std::move(chunk_ep);
   p.pipeline_time = step.pipeline_time;
   p.p2p_transfer = step.p2p_transfer;
   p.p2p_overlapped = step.p2p_overlapped;

@@ -155,6 +155,7 @@ struct Projection {
   // stream, or a rendezvous on the receiving rank's timeline).
   std::vector<TimelineEvent> timeline;
   std::vector<RankTailParts> rank_tails;  // by pipeline rank, with the timeline
+  std::vector<ChunkEpComm> chunk_ep;      // by rank · vpp + chunk, with the timeline
   Seconds pipeline_time;  // the replayed schedule's makespan (before the ranks' tails)
   Seconds p2p_transfer;
   bool p2p_overlapped = false;

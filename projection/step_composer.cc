@@ -29,6 +29,7 @@ struct ChunkCost {
   // Once per step, on the chunk's first forward: its layers' kOncePerStep ops.
   Seconds first_forward_extra, first_forward_clock_scaled;
   Seconds compute, tp, cp, ep, host, fsdp, fsdp_copies;
+  ChunkEpComm ep_parts;  // `ep` by phase, and the layers it comes from
   // The compute-stream windows a DP collective can overlap (backward incl. recompute).
   OverlapWindow forward_window, backward_window;
   Seconds clock_scaled;
@@ -87,6 +88,9 @@ void AddLayers(const ComposedLayer& k, int64_t n, int64_t n_recomputed, Recomput
   c.tp += (k.forward_comm.tp + k.backward_comm.tp) * dn + k.recompute_comm.tp * dr;
   c.cp += (k.forward_comm.cp + k.backward_comm.cp) * dn + k.recompute_comm.cp * dr;
   c.ep += (k.forward_comm.ep + k.backward_comm.ep) * dn + k.recompute_comm.ep * dr;
+  c.ep_parts.forward += k.forward_comm.ep * dn;
+  c.ep_parts.backward += k.backward_comm.ep * dn + k.recompute_comm.ep * dr;
+  if ((k.forward_comm.ep + k.backward_comm.ep).value() > 0) c.ep_parts.layers += n;
   c.host += (k.host.forward + k.host.backward) * dn + k.host.recompute * dr;
   c.clock_scaled +=
       (k.forward_clock_scaled + k.backward_clock_scaled) * dn + k.recompute_clock_scaled * dr;
@@ -878,6 +882,9 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   out.p2p_transfer = run.spec.p2p;
   out.p2p_overlapped = run.spec.p2p_overlapped;
   out.chunk_times = run.spec.chunks;
+  if (in.chunk_ep != nullptr) {
+    for (const ChunkCost& cc : costs) in.chunk_ep->push_back(cc.ep_parts);
+  }
   BreakDownCriticalRank(run, costs, p, v, m, out);
   out.fsdp_comm_total =
       fsdp_comm_per_rank[static_cast<size_t>(out.critical_rank)] * static_cast<double>(m);

@@ -133,6 +133,14 @@ struct RankTailParts {
   Seconds optimizer;        // the optimizer step
 };
 
+// A model chunk's exposed expert-parallel communication per micro-batch (its layers' All-to-All
+// beyond what overlaps), for an event replay that puts it on the network.
+struct ChunkEpComm {
+  Seconds forward;
+  Seconds backward;    // incl. recompute
+  int64_t layers = 0;  // layers that communicate over EP
+};
+
 struct StepInputs {
   const ModelSpec& model;
   const ParallelConfig& parallel;
@@ -149,8 +157,10 @@ struct StepInputs {
   CommInterferenceModel interference{};
   // When set, receives every pass of the replayed schedule and each rank's tail (`--trace`).
   std::vector<TimelineEvent>* timeline = nullptr;
-  // With `timeline`: receives each pipeline rank's tail in its parts (the event replay's).
+  // With `timeline`: receives each pipeline rank's tail in its parts, and each chunk's exposed
+  // EP communication by rank · vpp + chunk (the event replay's).
   std::vector<RankTailParts>* rank_tails = nullptr;
+  std::vector<ChunkEpComm>* chunk_ep = nullptr;
   RunChoices run{};  // what the stack runs: its FSDP implementation and optimizer
   // Stop before the pipeline replay when PipelineLowerBound of the step's passes is at least
   // this (a search that has this many better layouts already); infinite: always replay.

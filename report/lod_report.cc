@@ -185,6 +185,10 @@ nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r
         ev["name"] = absl::StrCat(PassName(t, interleaved), " r", t.rank, "→r", t.to_rank);
         ev["cat"] = "p2p";
         break;
+      case ReplayedTask::What::kEpComm:
+        ev["name"] = absl::StrCat("EP all-to-all ", PassName(t, interleaved));
+        ev["cat"] = "ep";
+        break;
       case ReplayedTask::What::kGradReduce:
         ev["name"] = t.chunk >= 0 ? absl::StrCat("DP reduce c", t.chunk) : "DP reduce";
         ev["cat"] = "dp";

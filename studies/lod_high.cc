@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "events/event_engine.h"
 
@@ -242,11 +243,43 @@ struct ReplaySlowdowns {
   }
 };
 
-// `share_nic`: each rank's DP reduces and the transfers it sends run on its NIC, a shared
-// server (the reduces still one after another, chained); otherwise on a DP stream and a link
-// per pair of ranks.
+// What runs on each rank's NIC, a shared server, when the replay shares it (NicUseOf): its DP
+// reduces (still one after another, chained), the activations it sends, its exposed EP
+// All-to-All (each MoE layer's, after the layer's compute, the stream waiting for it). What
+// does not has a stream or link of its own (a DP stream, a link per pair of ranks), and the
+// EP communication stays inside the pass.
+struct NicUse {
+  bool dp = false, p2p = false, ep = false;
+  bool Shared() const { return dp || p2p || ep; }
+};
+
+Seconds Max0(Seconds x) { return x.value() > 0 ? x : Seconds(0); }
+
+// One stretch of a pass: on the rank's stream, or its exposed EP All-to-All on its NIC.
+struct Stretch {
+  Seconds length;
+  bool on_nic = false;
+};
+
+// A pass of `total` (stream time alone) as stretches: with `ep` of exposed EP communication
+// from `layers` layers on the NIC, each layer's compute then its share of `ep`; else one.
+void PassStretches(Seconds total, Seconds ep, int64_t layers, std::vector<Stretch>& out) {
+  out.clear();
+  if (layers <= 0 || ep.value() <= 0) {
+    out.push_back({.length = total, .on_nic = false});
+    return;
+  }
+  const double n = static_cast<double>(layers);
+  const Seconds compute = Max0(total - ep) / n, comm = ep / n;
+  for (int64_t i = 0; i < layers; ++i) {
+    out.push_back({.length = compute, .on_nic = false});
+    out.push_back({.length = comm, .on_nic = true});
+  }
+}
+
 absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, int64_t vpp,
-                                         const ReplaySlowdowns& slow, bool share_nic) {
+                                         const ReplaySlowdowns& slow, NicUse nic_use) {
+  const bool share_nic = nic_use.Shared();
   const int64_t m = medium.micro_batches, stages = pp * vpp;
   StepGraph out;
   TaskGraph& g = out.graph;
@@ -261,7 +294,12 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
   if (share_nic) {
     for (int64_t r = 0; r < pp; ++r) {
       nic.push_back(g.AddResource(ResourceOrder::kShared));
-      out.resource_names.push_back(absl::StrCat("link rank ", r, " NIC (DP reduces, sends)"));
+      std::vector<std::string> users;
+      if (nic_use.dp) users.push_back("DP reduces");
+      if (nic_use.p2p) users.push_back("sends");
+      if (nic_use.ep) users.push_back("EP all-to-all");
+      out.resource_names.push_back(
+          absl::StrCat("link rank ", r, " NIC (", absl::StrJoin(users, ", "), ")"));
     }
   }
   // Overlapped transfers: one link per ordered pair of ranks that exchange activations (the
@@ -290,6 +328,7 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
         [](const TimelineEvent* a, const TimelineEvent* b) { return a->start < b->start; });
     // Per chunk, the tasks of its final pass that end at each bucket fraction.
     std::vector<std::vector<TaskId>> final_pieces(static_cast<size_t>(vpp));
+    std::vector<Stretch> stretches;
     for (const TimelineEvent* e : w.passes) {
       const int64_t stage = static_cast<int64_t>(e->chunk) * pp + r;
       if (e->micro_batch < 0 || e->micro_batch >= m || stage >= stages) {
@@ -300,33 +339,86 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
       int64_t producer = 0;
       if (transfers && !medium.p2p_overlapped && ProducerStage(e->kind, stage, stages, producer) &&
           producer % pp != r) {
-        receive.at(e->kind, e->micro_batch, stage) =
+        const TaskId t =
             g.AddTask(stream[r], medium.p2p_transfer * slow.Transfer(producer % pp, r));
+        receive.at(e->kind, e->micro_batch, stage) = t;
         out.what.push_back(Described(ReplayedTask::What::kReceive, *e));
+        // The stream runs it after the previous pass, whose last stretch may be on the NIC.
+        if (out.last_pass[r] != PassIndex::kNone) g.AddDependency(out.last_pass[r], t);
       }
-      const Seconds pass = (e->end - e->start) * (r == slow.slow_stage ? slow.stage_factor : 1.0);
-      // The pass after which a chunk's gradients are final runs in pieces, one per bucket
-      // fraction, so that each bucket's reduce can start where its gradients are done.
+      // The pass's exposed EP communication on the NIC (communication: not slowed by a
+      // straggler), its compute on the stream.
+      Seconds ep;
+      int64_t ep_layers = 0;
+      const size_t chunk_index = static_cast<size_t>(r * vpp + e->chunk);
+      if (nic_use.ep && chunk_index < medium.chunk_ep.size() &&
+          e->kind != TimelineKind::kWeightGrad) {
+        const ChunkEpComm& parts = medium.chunk_ep[chunk_index];
+        ep = e->kind == TimelineKind::kForward ? parts.forward : parts.backward;
+        ep_layers = parts.layers;
+      }
+      const Seconds alone = e->end - e->start;
+      const double factor = r == slow.slow_stage ? slow.stage_factor : 1.0;
+      PassStretches(Max0(alone - ep) * factor + std::min(ep, alone), std::min(ep, alone), ep_layers,
+                    stretches);
+      // The pass after which a chunk's gradients are final is also cut at each bucket's
+      // fraction of it, so that each bucket's reduce can start where its gradients are done.
       const bool final_pass = w.final_pass[static_cast<size_t>(e->chunk)] == e;
       const std::vector<double> whole = {1.0};
       const std::vector<double>& cuts =
           final_pass ? w.final_fractions[static_cast<size_t>(e->chunk)] : whole;
-      double before = 0;
-      for (size_t k = 0; k < cuts.size(); ++k) {
-        const TaskId t = g.AddTask(stream[r], pass * (cuts[k] - before));
-        before = cuts[k];
-        out.what.push_back(Described(ReplayedTask::What::kPass, *e));
-        if (k == 0) entry.at(e->kind, e->micro_batch, stage) = t;
-        if (final_pass) final_pieces[static_cast<size_t>(e->chunk)].push_back(t);
-        done.at(e->kind, e->micro_batch, stage) = t;
-        out.last_pass[r] = t;
+      Seconds pass_length;
+      for (const Stretch& x : stretches) pass_length += x.length;
+      size_t next_cut = 0;
+      Seconds at;
+      TaskId previous = PassIndex::kNone;
+      for (size_t i = 0; i < stretches.size(); ++i) {
+        const Stretch& x = stretches[i];
+        const bool last_stretch = i + 1 == stretches.size();
+        const Seconds stretch_end = at + x.length;
+        // One piece up to each cut inside the stretch, then the rest; the last stretch ends at
+        // the last cut (1: the pass's end) whatever the rounding.
+        do {
+          Seconds piece_end = stretch_end;
+          bool cut = false;
+          if (next_cut < cuts.size()) {
+            const Seconds cut_at = pass_length * cuts[next_cut];
+            if (cut_at <= stretch_end || last_stretch) {
+              piece_end = std::min(cut_at, stretch_end);
+              cut = true;
+            }
+          }
+          const Seconds piece = Max0(piece_end - at);
+          const ResourceId on = x.on_nic ? nic[static_cast<size_t>(r)] : stream[r];
+          const TaskId t = g.AddTask(on, piece);
+          ReplayedTask what =
+              Described(x.on_nic ? ReplayedTask::What::kEpComm : ReplayedTask::What::kPass, *e);
+          what.resource = static_cast<int32_t>(on);
+          out.what.push_back(what);
+          if (previous == PassIndex::kNone) {
+            entry.at(e->kind, e->micro_batch, stage) = t;
+            // After the rank's previous pass has ended (its last stretch may be on the NIC).
+            if (out.last_pass[r] != PassIndex::kNone) g.AddDependency(out.last_pass[r], t);
+          } else {
+            g.AddDependency(previous, t);
+          }
+          previous = t;
+          at += piece;
+          if (cut) {
+            if (final_pass) final_pieces[static_cast<size_t>(e->chunk)].push_back(t);
+            ++next_cut;
+          }
+        } while (at < stretch_end || (last_stretch && next_cut < cuts.size()));
+        at = stretch_end;
       }
+      done.at(e->kind, e->micro_batch, stage) = previous;
+      out.last_pass[r] = previous;
     }
     // The DP gradient buckets, reduced in order on the rank's communication stream.
     TaskId last_reduce = PassIndex::kNone;
     if (!w.buckets.empty()) {
       ResourceId dp = 0;
-      if (share_nic) {
+      if (nic_use.dp) {
         dp = nic[static_cast<size_t>(r)];
       } else {
         dp = g.AddResource(ResourceOrder::kInOrder);
@@ -335,7 +427,7 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
       for (const Bucket& b : w.buckets) {
         const TaskId t = g.AddTask(dp, b.reduce * slow.Reduce(r, b.expert));
         // On the shared NIC the reduces keep their stream's order by a chain.
-        if (share_nic && last_reduce != PassIndex::kNone) g.AddDependency(last_reduce, t);
+        if (nic_use.dp && last_reduce != PassIndex::kNone) g.AddDependency(last_reduce, t);
         ReplayedTask reduce;
         reduce.what = ReplayedTask::What::kGradReduce;
         reduce.rank = static_cast<int32_t>(r);
@@ -364,14 +456,16 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
     tail_task.rank = static_cast<int32_t>(r);
     tail_task.resource = static_cast<int32_t>(stream[r]);
     if (parts.reduce_slowdown.value() > 0) {
-      g.AddTask(stream[r], parts.reduce_slowdown);
+      const TaskId t = g.AddTask(stream[r], parts.reduce_slowdown);
       out.what.push_back(tail_task);
+      if (out.last_pass[r] != PassIndex::kNone) g.AddDependency(out.last_pass[r], t);
     }
     const Seconds gather = parts.param_gather * slow.Reduce(r, false);
     const Seconds after = gather + parts.optimizer;
     if (after.value() > 0 || last_reduce != PassIndex::kNone) {
       const TaskId t = g.AddTask(stream[r], after);
       out.what.push_back(tail_task);
+      if (out.last_pass[r] != PassIndex::kNone) g.AddDependency(out.last_pass[r], t);
       if (last_reduce != PassIndex::kNone) g.AddDependency(last_reduce, t);
       out.after_sync[r] = t;
       out.param_gather[r] = gather;
@@ -399,7 +493,7 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
     if (!transfers || from_rank == r) {
       g.AddDependency(from, t);
     } else if (medium.p2p_overlapped) {
-      const ResourceId on = share_nic ? nic[static_cast<size_t>(from_rank)] : link(from_rank, r);
+      const ResourceId on = nic_use.p2p ? nic[static_cast<size_t>(from_rank)] : link(from_rank, r);
       const TaskId move = g.AddTask(on, medium.p2p_transfer * slow.Transfer(from_rank, r));
       ReplayedTask transfer = Described(ReplayedTask::What::kTransfer, e);
       transfer.rank = static_cast<int32_t>(from_rank);
@@ -419,19 +513,40 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
 
 }  // namespace
 
-// Why the NIC is not shared (empty: it is): the replay shares it only where overlapped pipeline
-// transfers and DP reduces both leave the node.
-std::string NicNotShared(const Scenario& s, const Projection& medium, Congestion congestion) {
-  if (congestion == Congestion::kUnaware) return "congestion unaware: each on its own";
-  const int64_t block = s.parallel.PpGroup().stride;  // GPUs of one pipeline stage
-  const bool dp = s.parallel.dp * s.parallel.cp > 1 && !s.parallel.fsdp;
-  if (!dp) return "no DP gradient reduce";
-  if (block <= s.hw.gpus_per_node) return "the DP group stays inside a node";
-  if (s.parallel.pp == 1 || medium.p2p_transfer.value() <= 0) return "no pipeline transfers";
-  if (!medium.p2p_overlapped) {
-    return "the pipeline's transfers are blocking receives on the compute stream (1F1B)";
+// What would cross each rank's NIC (a pipeline stage, tp·cp·dp GPUs, spans nodes when it holds
+// more than a node: its DP ring leaves the node; an EP group spanning more than a node sends its
+// All-to-All through it; a stage of at least a node sends its activations to another node, on
+// their own stream where the schedule overlaps them). The replay shares the NIC where congestion
+// is aware and two of them use it; `note` says what shares it, or why nothing does.
+NicUse NicUseOf(const Scenario& s, const Projection& medium, Congestion congestion,
+                std::string& note) {
+  const ParallelConfig& par = s.parallel;
+  const int64_t node = s.hw.gpus_per_node, block = par.PpGroup().stride;
+  bool buckets = false, ep = false;
+  for (const TimelineEvent& e : medium.timeline) buckets |= e.kind == TimelineKind::kGradReduce;
+  for (const ChunkEpComm& c : medium.chunk_ep)
+    ep |= c.layers > 0 && c.forward + c.backward > Seconds(0);
+  NicUse use{.dp = buckets && block > node,
+             .p2p = par.pp > 1 && medium.p2p_transfer.value() > 0 && medium.p2p_overlapped &&
+                    block >= node,
+             .ep = ep && par.ep * par.etp > node};
+  std::vector<std::string> users;
+  if (use.dp) users.push_back("DP reduces");
+  if (use.p2p) users.push_back("the activations it sends");
+  if (use.ep) users.push_back("exposed EP all-to-all");
+  if (congestion == Congestion::kUnaware) {
+    note = "congestion unaware: each on its own";
+    return {};
   }
-  return "";
+  if (users.size() < 2) {
+    note = users.empty() ? "nothing crosses nodes beside another transfer"
+                         : absl::StrCat("only ", users.front(),
+                                        " cross nodes (the DP group inside a node, 1F1B's "
+                                        "blocking receives, or EP inside a node leave it alone)");
+    return {};
+  }
+  note = absl::StrCat("each rank's ", absl::StrJoin(users, ", "), " (they cross nodes)");
+  return use;
 }
 
 absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
@@ -486,19 +601,14 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
     out.slow_link_carries = slow.link.carries;
   }
   out.congestion = high.congestion;
-  out.nic_note = NicNotShared(scenario, out.medium, high.congestion);
-  out.nic_shared = out.nic_note.empty();
-  if (out.nic_shared) {
-    out.nic_note = "each rank's DP reduces and the activations it sends (both cross nodes)";
-  }
+  const NicUse nic_use = NicUseOf(scenario, out.medium, high.congestion, out.nic_note);
+  out.nic_shared = nic_use.Shared();
   if (slow_rank || slow_link) {
-    PROJECTOR_ASSIGN_OR_RETURN(StepGraph plain,
-                               BuildStepGraph(out.medium, pp, vpp, {}, out.nic_shared));
+    PROJECTOR_ASSIGN_OR_RETURN(StepGraph plain, BuildStepGraph(out.medium, pp, vpp, {}, nic_use));
     PROJECTOR_RETURN_IF_ERROR(sim.Run(plain.graph, run));
     out.step_time_undisturbed = run.makespan;
   }
-  PROJECTOR_ASSIGN_OR_RETURN(StepGraph step,
-                             BuildStepGraph(out.medium, pp, vpp, slow, out.nic_shared));
+  PROJECTOR_ASSIGN_OR_RETURN(StepGraph step, BuildStepGraph(out.medium, pp, vpp, slow, nic_use));
   PROJECTOR_RETURN_IF_ERROR(sim.Run(step.graph, run));
   out.high_wall_s = WallSeconds(high_start);
   out.step_time = run.makespan;

@@ -31,9 +31,10 @@ namespace projector {
 // One task of the replayed step, for its trace: a pass (its kind, micro-batch and chunk; the
 // pass after which a chunk's gradients are final runs as one task per gradient bucket it
 // completes), the rendezvous receive before one, a transfer on a link between two ranks, a DP
-// gradient bucket's reduce on the rank's DP stream (its chunk), or a rank's tail.
+// gradient bucket's reduce on the rank's DP stream (its chunk), a pass's exposed EP All-to-All
+// on the rank's NIC (where the NIC is shared), or a rank's tail.
 struct ReplayedTask {
-  enum class What : uint8_t { kPass, kReceive, kTransfer, kGradReduce, kTail };
+  enum class What : uint8_t { kPass, kReceive, kTransfer, kGradReduce, kEpComm, kTail };
   What what = What::kPass;
   TimelineKind pass = TimelineKind::kForward;  // kPass, kReceive and kTransfer: the pass fed
   int32_t rank = 0;                            // the rank it runs on (kTransfer: the sender)

@@ -406,6 +406,35 @@ TEST(HighLodTest, DpReducesAndPipelineSendsShareTheNicWhenBothCrossNodes) {
   EXPECT_THAT(in_node->step_time.value(), IsNearRel(in_node->medium.step_time.value(), 1e-9));
 }
 
+// An EP group wider than a node sends its All-to-All through the NIC too. Qwen3-30B-A3B on 64
+// H100 (EP16, PP2 VPP2, DP32): each MoE layer's exposed All-to-All runs on the rank's NIC after
+// the layer's compute, the stream waiting for it, beside the DP reduces and the sends. Unaware,
+// every pass is one stream task again and the replay is the medium step; aware, the three
+// contend and the step is longer.
+TEST(HighLodTest, AnEpAllToAllAcrossNodesSharesTheNicWithDpAndPipeline) {
+  const std::vector<std::pair<const char*, const char*>> moe = {{"model", "qwen3-30b-a3b"},
+                                                                {"gpu-arch", "h100-sxm"},
+                                                                {"num-gpus", "64"},
+                                                                {"pp", "2"},
+                                                                {"vpp", "2"},
+                                                                {"ep", "16"},
+                                                                {"seq-len", "4096"},
+                                                                {"global-batch", "256"}};
+  absl::StatusOr<HighLodResult> aware = High(moe, std::nullopt, std::nullopt, Congestion::kAware);
+  absl::StatusOr<HighLodResult> unaware = High(moe);
+  ASSERT_THAT(aware, IsOk());
+  ASSERT_THAT(unaware, IsOk());
+  EXPECT_THAT(aware->nic_note, HasSubstr("exposed EP all-to-all"));
+  int64_t on_nic = 0;
+  for (const ReplayedTask& t : aware->timeline) on_nic += t.what == ReplayedTask::What::kEpComm;
+  EXPECT_GT(on_nic, 0);
+  for (const ReplayedTask& t : unaware->timeline) {
+    EXPECT_NE(t.what, ReplayedTask::What::kEpComm);
+  }
+  EXPECT_THAT(unaware->step_time.value(), IsNearRel(unaware->medium.step_time.value(), 1e-9));
+  EXPECT_GT(aware->step_time, unaware->step_time);
+}
+
 TEST(HighLodTest, AStepBeyondTheReplayBudgetIsRefusedNamingTheFlag) {
   EXPECT_THAT(High({{"model", "llama3.1-8b"},
                     {"gpu-arch", "h100-sxm"},
