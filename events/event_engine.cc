@@ -159,14 +159,16 @@ void Simulator::QueueNextShare(ResourceId r, Seconds now) {
   std::push_heap(queue_.begin(), queue_.end(), EventLater);
 }
 
-void Simulator::FinishShares(const TaskGraph& graph, ResourceId r, Seconds now,
+void Simulator::FinishShares(const TaskGraph& graph, ResourceId r, TaskId due, Seconds now,
                              SimulationResult& result) {
   Advance(r, now, result);
   TaskId* running = shared_running_.data() + first_task_[r];
   uint32_t& n = shared_count_[r];
-  // Done: no work left beyond rounding (1e-12 of the task's duration, or 1 fs).
+  // Done: the task the event was queued for (it had the least work left; whatever rounding left
+  // of it, so that every valid event finishes a task and time moves on), and any other with no
+  // work left beyond rounding (1e-12 of its duration, or 1 fs).
   auto done = [&](TaskId t) {
-    return remaining_[t].value() <= std::max(1e-15, 1e-12 * graph.duration(t).value());
+    return t == due || remaining_[t].value() <= std::max(1e-15, 1e-12 * graph.duration(t).value());
   };
   std::sort(running, running + n);
   uint32_t kept = 0;
@@ -270,7 +272,7 @@ absl::Status Simulator::Run(const TaskGraph& graph, SimulationResult& result) {
       if (graph.order(r) != ResourceOrder::kShared) {
         Finish(graph, event.task, now, result);
       } else if (event.generation == generation_[r]) {
-        FinishShares(graph, r, now, result);
+        FinishShares(graph, r, event.task, now, result);
       }  // else stale: the running set changed since it was queued
     }
     std::sort(touched_.begin(), touched_.end());

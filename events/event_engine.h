@@ -104,8 +104,10 @@ class Simulator {
   void Advance(ResourceId r, Seconds now, SimulationResult& result);
   // kShared: queues the finish of its running task with the least work left (ties: lower id).
   void QueueNextShare(ResourceId r, Seconds now);
-  // kShared: at a valid finish event, every running task whose work is done finishes.
-  void FinishShares(const TaskGraph& graph, ResourceId r, Seconds now, SimulationResult& result);
+  // kShared: at a valid finish event, its task `due` and every running task whose work is done
+  // finish.
+  void FinishShares(const TaskGraph& graph, ResourceId r, TaskId due, Seconds now,
+                    SimulationResult& result);
 
   // Dependencies as adjacency lists (compressed rows): successors of t are
   // successors_[first_successor_[t] .. first_successor_[t + 1]).

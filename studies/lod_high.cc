@@ -370,46 +370,42 @@ absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, i
       Seconds pass_length;
       for (const Stretch& x : stretches) pass_length += x.length;
       size_t next_cut = 0;
-      Seconds at;
+      Seconds stretch_start;
       TaskId previous = PassIndex::kNone;
+      auto add_piece = [&](const Stretch& x, Seconds length, bool cut) {
+        const ResourceId on = x.on_nic ? nic[static_cast<size_t>(r)] : stream[r];
+        const TaskId t = g.AddTask(on, Max0(length));
+        ReplayedTask what =
+            Described(x.on_nic ? ReplayedTask::What::kEpComm : ReplayedTask::What::kPass, *e);
+        what.resource = static_cast<int32_t>(on);
+        out.what.push_back(what);
+        if (previous == PassIndex::kNone) {
+          entry.at(e->kind, e->micro_batch, stage) = t;
+          // After the rank's previous pass has ended (its last stretch may be on the NIC).
+          if (out.last_pass[r] != PassIndex::kNone) g.AddDependency(out.last_pass[r], t);
+        } else {
+          g.AddDependency(previous, t);
+        }
+        previous = t;
+        if (cut && final_pass) final_pieces[static_cast<size_t>(e->chunk)].push_back(t);
+      };
       for (size_t i = 0; i < stretches.size(); ++i) {
         const Stretch& x = stretches[i];
         const bool last_stretch = i + 1 == stretches.size();
-        const Seconds stretch_end = at + x.length;
-        // One piece up to each cut inside the stretch, then the rest; the last stretch ends at
-        // the last cut (1: the pass's end) whatever the rounding.
-        do {
-          Seconds piece_end = stretch_end;
-          bool cut = false;
-          if (next_cut < cuts.size()) {
-            const Seconds cut_at = pass_length * cuts[next_cut];
-            if (cut_at <= stretch_end || last_stretch) {
-              piece_end = std::min(cut_at, stretch_end);
-              cut = true;
-            }
-          }
-          const Seconds piece = Max0(piece_end - at);
-          const ResourceId on = x.on_nic ? nic[static_cast<size_t>(r)] : stream[r];
-          const TaskId t = g.AddTask(on, piece);
-          ReplayedTask what =
-              Described(x.on_nic ? ReplayedTask::What::kEpComm : ReplayedTask::What::kPass, *e);
-          what.resource = static_cast<int32_t>(on);
-          out.what.push_back(what);
-          if (previous == PassIndex::kNone) {
-            entry.at(e->kind, e->micro_batch, stage) = t;
-            // After the rank's previous pass has ended (its last stretch may be on the NIC).
-            if (out.last_pass[r] != PassIndex::kNone) g.AddDependency(out.last_pass[r], t);
-          } else {
-            g.AddDependency(previous, t);
-          }
-          previous = t;
-          at += piece;
-          if (cut) {
-            if (final_pass) final_pieces[static_cast<size_t>(e->chunk)].push_back(t);
-            ++next_cut;
-          }
-        } while (at < stretch_end || (last_stretch && next_cut < cuts.size()));
-        at = stretch_end;
+        const Seconds stretch_end = last_stretch ? pass_length : stretch_start + x.length;
+        // One piece up to each cut inside the stretch (the last stretch takes every cut left,
+        // 1 among them, whatever the rounding), then the rest.
+        Seconds at = stretch_start;
+        while (next_cut < cuts.size()) {
+          const Seconds cut_at = pass_length * cuts[next_cut];
+          if (!(cut_at <= stretch_end) && !last_stretch) break;
+          const Seconds bound = std::clamp(cut_at, at, stretch_end);
+          add_piece(x, bound - at, true);
+          at = bound;
+          ++next_cut;
+        }
+        if (at < stretch_end || previous == PassIndex::kNone) add_piece(x, stretch_end - at, false);
+        stretch_start = stretch_end;
       }
       done.at(e->kind, e->micro_batch, stage) = previous;
       out.last_pass[r] = previous;

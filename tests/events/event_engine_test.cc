@@ -185,6 +185,25 @@ TEST(EventEngineTest, ASharedServerReSharesWhenATaskJoinsOrLeaves) {
   EXPECT_EQ(r.events, 5);
 }
 
+// Late in a long step the clock's resolution is coarser than a short task's work: at 10,000 s
+// a double steps by about 2e-12 s, so a 1e-13 s task shared with another finishes "now" by the
+// clock, with work left by the arithmetic. The event queued for it still finishes it (every
+// valid event finishes a task), and the run ends.
+TEST(EventEngineTest, ASharedTaskShorterThanTheClocksResolutionStillFinishes) {
+  TaskGraph g;
+  const ResourceId stream = g.AddResource(ResourceOrder::kInOrder);
+  const ResourceId nic = g.AddResource(ResourceOrder::kShared);
+  const TaskId before = g.AddTask(stream, Seconds(1e4));
+  const TaskId tiny = g.AddTask(nic, Seconds(1e-13));
+  const TaskId long_one = g.AddTask(nic, Seconds(1));
+  g.AddDependency(before, tiny);
+  g.AddDependency(before, long_one);
+  const SimulationResult r = MustRun(g);
+  EXPECT_EQ(r.events, 3);
+  EXPECT_NEAR(r.tasks[tiny].finish.value(), 1e4, 1e-9);
+  EXPECT_NEAR(r.tasks[long_one].finish.value(), 1e4 + 1, 1e-9);
+}
+
 TEST(EventEngineTest, GPipeMakespanIsTheClosedForm) {
   for (const auto& [p, m] : {std::pair{4, 8}, std::pair{8, 32}, std::pair{1, 5}}) {
     const double f = 3, b = 5;
