@@ -277,234 +277,281 @@ void PassStretches(Seconds total, Seconds ep, int64_t layers, std::vector<Stretc
   }
 }
 
-absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, int64_t vpp,
-                                         const ReplaySlowdowns& slow, NicUse nic_use) {
-  const bool share_nic = nic_use.Shared();
-  const int64_t m = medium.micro_batches, stages = pp * vpp;
-  StepGraph out;
-  TaskGraph& g = out.graph;
-  // Each rank's passes in the schedule's order (the medium replay's start times), then its tail.
-  std::vector<RankWork> work = CollectRankWork(medium, pp, vpp);
-  std::vector<ResourceId> stream(static_cast<size_t>(pp));
-  for (int64_t r = 0; r < pp; ++r) {
-    stream[r] = g.AddResource(ResourceOrder::kInOrder);
-    out.resource_names.push_back(absl::StrCat("rank ", r, " stream"));
+// Builds the step's task graph from the medium projection, rank by rank: its passes (cut into
+// pieces where a bucket's gradients become final, and into each MoE layer's compute and
+// All-to-All where the NIC carries it), its gradient buckets, its tail; then the dependencies
+// between passes, through the transfers between ranks.
+class StepGraphBuilder {
+ public:
+  StepGraphBuilder(const Projection& medium, int64_t pp, int64_t vpp, const ReplaySlowdowns& slow,
+                   NicUse nic_use)
+      : medium_(medium),
+        pp_(pp),
+        vpp_(vpp),
+        stages_(pp * vpp),
+        slow_(slow),
+        nic_use_(nic_use),
+        g_(out_.graph),
+        link_of_(static_cast<size_t>(pp * pp), PassIndex::kNone),
+        done_(medium.micro_batches, pp * vpp),
+        entry_(medium.micro_batches, pp * vpp),
+        receive_(medium.micro_batches, pp * vpp) {}
+
+  absl::StatusOr<StepGraph> Build() {
+    AddStreams();
+    std::vector<RankWork> work = CollectRankWork(medium_, pp_, vpp_);
+    out_.last_pass.assign(static_cast<size_t>(pp_), PassIndex::kNone);
+    out_.after_sync.assign(static_cast<size_t>(pp_), PassIndex::kNone);
+    out_.param_gather.assign(static_cast<size_t>(pp_), Seconds(0));
+    for (int64_t r = 0; r < pp_; ++r) {
+      RankWork& w = work[static_cast<size_t>(r)];
+      std::stable_sort(
+          w.passes.begin(), w.passes.end(),
+          [](const TimelineEvent* a, const TimelineEvent* b) { return a->start < b->start; });
+      // Per chunk, the tasks of its final pass that end at each bucket fraction.
+      std::vector<std::vector<TaskId>> final_pieces(static_cast<size_t>(vpp_));
+      for (const TimelineEvent* e : w.passes) {
+        PROJECTOR_RETURN_IF_ERROR(AddPass(r, *e, w, final_pieces));
+      }
+      AddTail(r, AddBuckets(r, w, final_pieces));
+    }
+    PROJECTOR_RETURN_IF_ERROR(AddPassDependencies());
+    return std::move(out_);
   }
-  std::vector<ResourceId> nic;
-  if (share_nic) {
-    for (int64_t r = 0; r < pp; ++r) {
-      nic.push_back(g.AddResource(ResourceOrder::kShared));
-      std::vector<std::string> users;
-      if (nic_use.dp) users.push_back("DP reduces");
-      if (nic_use.p2p) users.push_back("sends");
-      if (nic_use.ep) users.push_back("EP all-to-all");
-      out.resource_names.push_back(
+
+ private:
+  void AddStreams() {
+    for (int64_t r = 0; r < pp_; ++r) {
+      stream_.push_back(g_.AddResource(ResourceOrder::kInOrder));
+      out_.resource_names.push_back(absl::StrCat("rank ", r, " stream"));
+    }
+    if (!nic_use_.Shared()) return;
+    std::vector<std::string> users;
+    if (nic_use_.dp) users.push_back("DP reduces");
+    if (nic_use_.p2p) users.push_back("sends");
+    if (nic_use_.ep) users.push_back("EP all-to-all");
+    for (int64_t r = 0; r < pp_; ++r) {
+      nic_.push_back(g_.AddResource(ResourceOrder::kShared));
+      out_.resource_names.push_back(
           absl::StrCat("link rank ", r, " NIC (", absl::StrJoin(users, ", "), ")"));
     }
   }
-  // Overlapped transfers: one link per ordered pair of ranks that exchange activations (the
-  // ring of stages wraps from the last rank to the first for interleaving), first come first
-  // served; made when first used.
-  std::vector<ResourceId> link_of(static_cast<size_t>(pp * pp), PassIndex::kNone);
-  auto link = [&](int64_t from, int64_t to) {
-    ResourceId& id = link_of[static_cast<size_t>(from * pp + to)];
+
+  // Overlapped transfers without a shared NIC: one link per ordered pair of ranks that exchange
+  // activations (the ring of stages wraps from the last rank to the first for interleaving),
+  // first come first served; made when first used.
+  ResourceId Link(int64_t from, int64_t to) {
+    ResourceId& id = link_of_[static_cast<size_t>(from * pp_ + to)];
     if (id == PassIndex::kNone) {
-      id = g.AddResource(ResourceOrder::kFirstReady);
-      out.resource_names.push_back(absl::StrCat("link rank ", from, " → rank ", to));
+      id = g_.AddResource(ResourceOrder::kFirstReady);
+      out_.resource_names.push_back(absl::StrCat("link rank ", from, " → rank ", to));
     }
     return id;
-  };
-  PassIndex done(m, stages);     // a pass's last task (what depends on the pass waits for it)
-  PassIndex entry(m, stages);    // a pass's first task (what the pass waits for gates it)
-  PassIndex receive(m, stages);  // the rendezvous receive before a pass, or kNone
-  const bool transfers = medium.p2p_transfer.value() > 0;
-  out.last_pass.assign(static_cast<size_t>(pp), PassIndex::kNone);
-  out.after_sync.assign(static_cast<size_t>(pp), PassIndex::kNone);
-  out.param_gather.assign(static_cast<size_t>(pp), Seconds(0));
-  for (int64_t r = 0; r < pp; ++r) {
-    RankWork& w = work[static_cast<size_t>(r)];
-    std::stable_sort(
-        w.passes.begin(), w.passes.end(),
-        [](const TimelineEvent* a, const TimelineEvent* b) { return a->start < b->start; });
-    // Per chunk, the tasks of its final pass that end at each bucket fraction.
-    std::vector<std::vector<TaskId>> final_pieces(static_cast<size_t>(vpp));
-    std::vector<Stretch> stretches;
-    for (const TimelineEvent* e : w.passes) {
-      const int64_t stage = static_cast<int64_t>(e->chunk) * pp + r;
-      if (e->micro_batch < 0 || e->micro_batch >= m || stage >= stages) {
-        return absl::InternalError(absl::StrFormat(
-            "timeline pass of rank %d, chunk %d, micro-batch %d is outside the step", e->rank,
-            e->chunk, e->micro_batch));
-      }
-      int64_t producer = 0;
-      if (transfers && !medium.p2p_overlapped && ProducerStage(e->kind, stage, stages, producer) &&
-          producer % pp != r) {
-        const TaskId t =
-            g.AddTask(stream[r], medium.p2p_transfer * slow.Transfer(producer % pp, r));
-        receive.at(e->kind, e->micro_batch, stage) = t;
-        out.what.push_back(Described(ReplayedTask::What::kReceive, *e));
-        // The stream runs it after the previous pass, whose last stretch may be on the NIC.
-        if (out.last_pass[r] != PassIndex::kNone) g.AddDependency(out.last_pass[r], t);
-      }
-      // The pass's exposed EP communication on the NIC (communication: not slowed by a
-      // straggler), its compute on the stream.
-      Seconds ep;
-      int64_t ep_layers = 0;
-      const size_t chunk_index = static_cast<size_t>(r * vpp + e->chunk);
-      if (nic_use.ep && chunk_index < medium.chunk_ep.size() &&
-          e->kind != TimelineKind::kWeightGrad) {
-        const ChunkEpComm& parts = medium.chunk_ep[chunk_index];
-        ep = e->kind == TimelineKind::kForward ? parts.forward : parts.backward;
-        ep_layers = parts.layers;
-      }
-      const Seconds alone = e->end - e->start;
-      const double factor = r == slow.slow_stage ? slow.stage_factor : 1.0;
-      PassStretches(Max0(alone - ep) * factor + std::min(ep, alone), std::min(ep, alone), ep_layers,
-                    stretches);
-      // The pass after which a chunk's gradients are final is also cut at each bucket's
-      // fraction of it, so that each bucket's reduce can start where its gradients are done.
-      const bool final_pass = w.final_pass[static_cast<size_t>(e->chunk)] == e;
-      const std::vector<double> whole = {1.0};
-      const std::vector<double>& cuts =
-          final_pass ? w.final_fractions[static_cast<size_t>(e->chunk)] : whole;
-      Seconds pass_length;
-      for (const Stretch& x : stretches) pass_length += x.length;
-      size_t next_cut = 0;
-      Seconds stretch_start;
-      TaskId previous = PassIndex::kNone;
-      auto add_piece = [&](const Stretch& x, Seconds length, bool cut) {
-        const ResourceId on = x.on_nic ? nic[static_cast<size_t>(r)] : stream[r];
-        const TaskId t = g.AddTask(on, Max0(length));
-        ReplayedTask what =
-            Described(x.on_nic ? ReplayedTask::What::kEpComm : ReplayedTask::What::kPass, *e);
-        what.resource = static_cast<int32_t>(on);
-        out.what.push_back(what);
-        if (previous == PassIndex::kNone) {
-          entry.at(e->kind, e->micro_batch, stage) = t;
-          // After the rank's previous pass has ended (its last stretch may be on the NIC).
-          if (out.last_pass[r] != PassIndex::kNone) g.AddDependency(out.last_pass[r], t);
-        } else {
-          g.AddDependency(previous, t);
-        }
-        previous = t;
-        if (cut && final_pass) final_pieces[static_cast<size_t>(e->chunk)].push_back(t);
-      };
-      for (size_t i = 0; i < stretches.size(); ++i) {
-        const Stretch& x = stretches[i];
-        const bool last_stretch = i + 1 == stretches.size();
-        const Seconds stretch_end = last_stretch ? pass_length : stretch_start + x.length;
-        // One piece up to each cut inside the stretch (the last stretch takes every cut left,
-        // 1 among them, whatever the rounding), then the rest.
-        Seconds at = stretch_start;
-        while (next_cut < cuts.size()) {
-          const Seconds cut_at = pass_length * cuts[next_cut];
-          if (!(cut_at <= stretch_end) && !last_stretch) break;
-          const Seconds bound = std::clamp(cut_at, at, stretch_end);
-          add_piece(x, bound - at, true);
-          at = bound;
-          ++next_cut;
-        }
-        if (at < stretch_end || previous == PassIndex::kNone) add_piece(x, stretch_end - at, false);
-        stretch_start = stretch_end;
-      }
-      done.at(e->kind, e->micro_batch, stage) = previous;
-      out.last_pass[r] = previous;
-    }
-    // The DP gradient buckets, reduced in order on the rank's communication stream.
-    TaskId last_reduce = PassIndex::kNone;
-    if (!w.buckets.empty()) {
-      ResourceId dp = 0;
-      if (nic_use.dp) {
-        dp = nic[static_cast<size_t>(r)];
-      } else {
-        dp = g.AddResource(ResourceOrder::kInOrder);
-        out.resource_names.push_back(absl::StrCat("rank ", r, " DP stream"));
-      }
-      for (const Bucket& b : w.buckets) {
-        const TaskId t = g.AddTask(dp, b.reduce * slow.Reduce(r, b.expert));
-        // On the shared NIC the reduces keep their stream's order by a chain.
-        if (nic_use.dp && last_reduce != PassIndex::kNone) g.AddDependency(last_reduce, t);
-        ReplayedTask reduce;
-        reduce.what = ReplayedTask::What::kGradReduce;
-        reduce.rank = static_cast<int32_t>(r);
-        reduce.chunk = b.chunk;
-        reduce.resource = static_cast<int32_t>(dp);
-        out.what.push_back(reduce);
-        TaskId ready = out.last_pass[r];
-        if (b.chunk >= 0) {
-          const std::vector<double>& cuts = w.final_fractions[static_cast<size_t>(b.chunk)];
-          const auto at = std::lower_bound(cuts.begin(), cuts.end(), b.fraction);
-          const std::vector<TaskId>& pieces = final_pieces[static_cast<size_t>(b.chunk)];
-          const size_t k = static_cast<size_t>(at - cuts.begin());
-          if (k < pieces.size()) ready = pieces[k];
-        }
-        if (ready != PassIndex::kNone) g.AddDependency(ready, t);
-        last_reduce = t;
-      }
-    }
-    // The tail, as the step composer has it: the backward slowed by the reduces it hid, the wait
-    // for the last reduce, then the exposed parameter gathers and the optimizer.
-    const RankTailParts parts = static_cast<size_t>(r) < medium.rank_tails.size()
-                                    ? medium.rank_tails[static_cast<size_t>(r)]
-                                    : RankTailParts{};
-    ReplayedTask tail_task;
-    tail_task.what = ReplayedTask::What::kTail;
-    tail_task.rank = static_cast<int32_t>(r);
-    tail_task.resource = static_cast<int32_t>(stream[r]);
-    if (parts.reduce_slowdown.value() > 0) {
-      const TaskId t = g.AddTask(stream[r], parts.reduce_slowdown);
-      out.what.push_back(tail_task);
-      if (out.last_pass[r] != PassIndex::kNone) g.AddDependency(out.last_pass[r], t);
-    }
-    const Seconds gather = parts.param_gather * slow.Reduce(r, false);
-    const Seconds after = gather + parts.optimizer;
-    if (after.value() > 0 || last_reduce != PassIndex::kNone) {
-      const TaskId t = g.AddTask(stream[r], after);
-      out.what.push_back(tail_task);
-      if (out.last_pass[r] != PassIndex::kNone) g.AddDependency(out.last_pass[r], t);
-      if (last_reduce != PassIndex::kNone) g.AddDependency(last_reduce, t);
-      out.after_sync[r] = t;
-      out.param_gather[r] = gather;
-    }
   }
-  // Dependencies: a pass on its producer (through the transfer between ranks), a backward on
-  // its own forward, a weight-gradient pass on its backward.
-  for (const TimelineEvent& e : medium.timeline) {
-    if (!IsPass(e.kind) || e.rank < 0 || e.rank >= pp) continue;
-    const int64_t r = e.rank, stage = static_cast<int64_t>(e.chunk) * pp + r;
-    const TaskId t = entry.at(e.kind, e.micro_batch, stage);
-    if (e.kind == TimelineKind::kBackward) {
-      g.AddDependency(done.at(TimelineKind::kForward, e.micro_batch, stage), t);
-    }
-    if (e.kind == TimelineKind::kWeightGrad) {
-      g.AddDependency(done.at(TimelineKind::kBackward, e.micro_batch, stage), t);
+
+  // Appends a task after the rank's previous task of the same pass (`previous`), or, for the
+  // pass's first, after the rank's previous pass, whose last stretch may be on the NIC.
+  TaskId AddChained(int64_t r, ResourceId on, Seconds length, ReplayedTask what, TaskId previous) {
+    const TaskId t = g_.AddTask(on, Max0(length));
+    what.resource = static_cast<int32_t>(on);
+    out_.what.push_back(what);
+    const TaskId after = previous != PassIndex::kNone ? previous : out_.last_pass[r];
+    if (after != PassIndex::kNone) g_.AddDependency(after, t);
+    return t;
+  }
+
+  // One pass of rank r: the rendezvous receive before it (1F1B), then its stretches (the
+  // compute on the stream; each MoE layer's exposed All-to-All on the NIC, which a straggler
+  // does not slow), cut at the bucket fractions where it is the chunk's final pass.
+  absl::Status AddPass(int64_t r, const TimelineEvent& e, const RankWork& w,
+                       std::vector<std::vector<TaskId>>& final_pieces) {
+    const int64_t stage = static_cast<int64_t>(e.chunk) * pp_ + r;
+    if (e.micro_batch < 0 || e.micro_batch >= medium_.micro_batches || stage >= stages_) {
+      return absl::InternalError(
+          absl::StrFormat("timeline pass of rank %d, chunk %d, micro-batch %d is outside the step",
+                          e.rank, e.chunk, e.micro_batch));
     }
     int64_t producer = 0;
-    if (!ProducerStage(e.kind, stage, stages, producer)) continue;
-    const TaskId from = done.at(e.kind, e.micro_batch, producer);
-    if (from == PassIndex::kNone) {
-      return absl::InternalError("timeline lacks the producer of a pass");
+    if (medium_.p2p_transfer.value() > 0 && !medium_.p2p_overlapped &&
+        ProducerStage(e.kind, stage, stages_, producer) && producer % pp_ != r) {
+      receive_.at(e.kind, e.micro_batch, stage) =
+          AddChained(r, stream_[r], medium_.p2p_transfer * slow_.Transfer(producer % pp_, r),
+                     Described(ReplayedTask::What::kReceive, e), PassIndex::kNone);
+      out_.last_pass[r] = receive_.at(e.kind, e.micro_batch, stage);
     }
-    const int64_t from_rank = producer % pp;
-    if (!transfers || from_rank == r) {
-      g.AddDependency(from, t);
-    } else if (medium.p2p_overlapped) {
-      const ResourceId on = nic_use.p2p ? nic[static_cast<size_t>(from_rank)] : link(from_rank, r);
-      const TaskId move = g.AddTask(on, medium.p2p_transfer * slow.Transfer(from_rank, r));
-      ReplayedTask transfer = Described(ReplayedTask::What::kTransfer, e);
-      transfer.rank = static_cast<int32_t>(from_rank);
-      transfer.to_rank = e.rank;
-      transfer.resource = static_cast<int32_t>(on);
-      out.what.push_back(transfer);
-      g.AddDependency(from, move);
-      g.AddDependency(move, t);
-    } else {
-      const TaskId recv = receive.at(e.kind, e.micro_batch, stage);
-      g.AddDependency(from, recv);
-      g.AddDependency(recv, t);
+    Seconds ep;
+    int64_t ep_layers = 0;
+    const size_t chunk_index = static_cast<size_t>(r * vpp_ + e.chunk);
+    if (nic_use_.ep && chunk_index < medium_.chunk_ep.size() &&
+        e.kind != TimelineKind::kWeightGrad) {
+      const ChunkEpComm& parts = medium_.chunk_ep[chunk_index];
+      ep = e.kind == TimelineKind::kForward ? parts.forward : parts.backward;
+      ep_layers = parts.layers;
     }
+    const Seconds alone = e.end - e.start;
+    const double factor = r == slow_.slow_stage ? slow_.stage_factor : 1.0;
+    PassStretches(Max0(alone - ep) * factor + std::min(ep, alone), std::min(ep, alone), ep_layers,
+                  stretches_);
+    const bool final_pass = w.final_pass[static_cast<size_t>(e.chunk)] == &e;
+    static const std::vector<double> kWhole = {1.0};
+    const std::vector<double>& cuts =
+        final_pass ? w.final_fractions[static_cast<size_t>(e.chunk)] : kWhole;
+    Seconds pass_length;
+    for (const Stretch& x : stretches_) pass_length += x.length;
+    size_t next_cut = 0;
+    Seconds stretch_start;
+    TaskId previous = PassIndex::kNone;
+    auto add_piece = [&](const Stretch& x, Seconds length, bool cut) {
+      const TaskId t = AddChained(
+          r, x.on_nic ? nic_[static_cast<size_t>(r)] : stream_[r], length,
+          Described(x.on_nic ? ReplayedTask::What::kEpComm : ReplayedTask::What::kPass, e),
+          previous);
+      if (previous == PassIndex::kNone) entry_.at(e.kind, e.micro_batch, stage) = t;
+      previous = t;
+      if (cut && final_pass) final_pieces[static_cast<size_t>(e.chunk)].push_back(t);
+    };
+    for (size_t i = 0; i < stretches_.size(); ++i) {
+      const Stretch& x = stretches_[i];
+      const bool last_stretch = i + 1 == stretches_.size();
+      const Seconds stretch_end = last_stretch ? pass_length : stretch_start + x.length;
+      // One piece up to each cut inside the stretch (the last stretch takes every cut left, 1
+      // among them, whatever the rounding), then the rest.
+      Seconds at = stretch_start;
+      while (next_cut < cuts.size()) {
+        const Seconds cut_at = pass_length * cuts[next_cut];
+        if (!(cut_at <= stretch_end) && !last_stretch) break;
+        const Seconds bound = std::clamp(cut_at, at, stretch_end);
+        add_piece(x, bound - at, true);
+        at = bound;
+        ++next_cut;
+      }
+      if (at < stretch_end || previous == PassIndex::kNone) add_piece(x, stretch_end - at, false);
+      stretch_start = stretch_end;
+    }
+    done_.at(e.kind, e.micro_batch, stage) = previous;
+    out_.last_pass[r] = previous;
+    return absl::OkStatus();
   }
-  return out;
+
+  // The rank's DP gradient buckets, reduced in order (on its DP stream, or chained on its NIC),
+  // each from the piece of its chunk's final pass that completes it. Returns the last reduce.
+  TaskId AddBuckets(int64_t r, const RankWork& w,
+                    const std::vector<std::vector<TaskId>>& final_pieces) {
+    TaskId last_reduce = PassIndex::kNone;
+    if (w.buckets.empty()) return last_reduce;
+    ResourceId dp = 0;
+    if (nic_use_.dp) {
+      dp = nic_[static_cast<size_t>(r)];
+    } else {
+      dp = g_.AddResource(ResourceOrder::kInOrder);
+      out_.resource_names.push_back(absl::StrCat("rank ", r, " DP stream"));
+    }
+    for (const Bucket& b : w.buckets) {
+      const TaskId t = g_.AddTask(dp, b.reduce * slow_.Reduce(r, b.expert));
+      if (nic_use_.dp && last_reduce != PassIndex::kNone) g_.AddDependency(last_reduce, t);
+      ReplayedTask reduce;
+      reduce.what = ReplayedTask::What::kGradReduce;
+      reduce.rank = static_cast<int32_t>(r);
+      reduce.chunk = b.chunk;
+      reduce.resource = static_cast<int32_t>(dp);
+      out_.what.push_back(reduce);
+      TaskId ready = out_.last_pass[r];
+      if (b.chunk >= 0) {
+        const std::vector<double>& cuts = w.final_fractions[static_cast<size_t>(b.chunk)];
+        const std::vector<TaskId>& pieces = final_pieces[static_cast<size_t>(b.chunk)];
+        const size_t k = static_cast<size_t>(
+            std::lower_bound(cuts.begin(), cuts.end(), b.fraction) - cuts.begin());
+        if (k < pieces.size()) ready = pieces[k];
+      }
+      if (ready != PassIndex::kNone) g_.AddDependency(ready, t);
+      last_reduce = t;
+    }
+    return last_reduce;
+  }
+
+  // The tail, as the step composer has it: the backward slowed by the reduces it hid, the wait
+  // for the last reduce, then the exposed parameter gathers (slowed with a slow DP link) and the
+  // optimizer.
+  void AddTail(int64_t r, TaskId last_reduce) {
+    const RankTailParts parts = static_cast<size_t>(r) < medium_.rank_tails.size()
+                                    ? medium_.rank_tails[static_cast<size_t>(r)]
+                                    : RankTailParts{};
+    ReplayedTask tail;
+    tail.what = ReplayedTask::What::kTail;
+    tail.rank = static_cast<int32_t>(r);
+    TaskId previous = PassIndex::kNone;
+    if (parts.reduce_slowdown.value() > 0) {
+      previous = AddChained(r, stream_[r], parts.reduce_slowdown, tail, PassIndex::kNone);
+    }
+    const Seconds gather = parts.param_gather * slow_.Reduce(r, false);
+    const Seconds after = gather + parts.optimizer;
+    if (after.value() <= 0 && last_reduce == PassIndex::kNone) return;
+    const TaskId t = AddChained(r, stream_[r], after, tail, previous);
+    if (last_reduce != PassIndex::kNone) g_.AddDependency(last_reduce, t);
+    out_.after_sync[r] = t;
+    out_.param_gather[r] = gather;
+  }
+
+  // A pass on its producer (through the transfer between ranks), a backward on its own forward,
+  // a weight-gradient pass on its backward.
+  absl::Status AddPassDependencies() {
+    const bool transfers = medium_.p2p_transfer.value() > 0;
+    for (const TimelineEvent& e : medium_.timeline) {
+      if (!IsPass(e.kind) || e.rank < 0 || e.rank >= pp_) continue;
+      const int64_t r = e.rank, stage = static_cast<int64_t>(e.chunk) * pp_ + r;
+      const TaskId t = entry_.at(e.kind, e.micro_batch, stage);
+      if (e.kind == TimelineKind::kBackward) {
+        g_.AddDependency(done_.at(TimelineKind::kForward, e.micro_batch, stage), t);
+      }
+      if (e.kind == TimelineKind::kWeightGrad) {
+        g_.AddDependency(done_.at(TimelineKind::kBackward, e.micro_batch, stage), t);
+      }
+      int64_t producer = 0;
+      if (!ProducerStage(e.kind, stage, stages_, producer)) continue;
+      const TaskId from = done_.at(e.kind, e.micro_batch, producer);
+      if (from == PassIndex::kNone) {
+        return absl::InternalError("timeline lacks the producer of a pass");
+      }
+      const int64_t from_rank = producer % pp_;
+      if (!transfers || from_rank == r) {
+        g_.AddDependency(from, t);
+      } else if (medium_.p2p_overlapped) {
+        const ResourceId on =
+            nic_use_.p2p ? nic_[static_cast<size_t>(from_rank)] : Link(from_rank, r);
+        const TaskId move = g_.AddTask(on, medium_.p2p_transfer * slow_.Transfer(from_rank, r));
+        ReplayedTask transfer = Described(ReplayedTask::What::kTransfer, e);
+        transfer.rank = static_cast<int32_t>(from_rank);
+        transfer.to_rank = e.rank;
+        transfer.resource = static_cast<int32_t>(on);
+        out_.what.push_back(transfer);
+        g_.AddDependency(from, move);
+        g_.AddDependency(move, t);
+      } else {
+        const TaskId recv = receive_.at(e.kind, e.micro_batch, stage);
+        g_.AddDependency(from, recv);
+        g_.AddDependency(recv, t);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const Projection& medium_;
+  const int64_t pp_, vpp_, stages_;
+  const ReplaySlowdowns& slow_;
+  const NicUse nic_use_;
+  StepGraph out_;
+  TaskGraph& g_;
+  std::vector<ResourceId> stream_, nic_;
+  std::vector<ResourceId> link_of_;
+  PassIndex done_;                  // a pass's last task (what depends on the pass waits for it)
+  PassIndex entry_;                 // a pass's first task (what the pass waits for gates it)
+  PassIndex receive_;               // the rendezvous receive before a pass, or kNone
+  std::vector<Stretch> stretches_;  // scratch
+};
+
+absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, int64_t vpp,
+                                         const ReplaySlowdowns& slow, NicUse nic_use) {
+  return StepGraphBuilder(medium, pp, vpp, slow, nic_use).Build();
 }
 
 }  // namespace
