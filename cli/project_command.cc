@@ -128,6 +128,10 @@ constexpr FlagSpec kOutputFlags[] = {
      "With --lod high: aware (default: a rank's DP reduces and the activations it sends share "
      "its NIC where both cross nodes) or unaware (each on its own link)",
      "aware|unaware"},
+    {"no-fold",
+     "With --lod high: simulate every GPU instead of one per pipeline stage (the GPUs of a TP "
+     "group leave each pass together, a DP ring starts each bucket together)",
+     "", FlagArity::kSwitch},
 };
 constexpr FlagSpec kProfileFlags[] = {
     {"profile", "Measured profile file (--profiling-mode profile|both)", "FILE"},
@@ -504,6 +508,10 @@ absl::Status RunProjectCommand(int argc, char** argv, const Output& io) {
   PROJECTOR_ASSIGN_OR_RETURN(outputs.lod_high, LodHighFlag(flags));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.high.slow_rank, SlowRankFlag(flags, outputs.lod_high));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.high.slow_link, SlowLinkFlag(flags, outputs.lod_high));
+  PROJECTOR_ASSIGN_OR_RETURN(outputs.high.no_fold, BoolFlag(flags, "no-fold"));
+  if (outputs.high.no_fold && !outputs.lod_high) {
+    return FlagError("no-fold", "needs --lod high (only the event replay folds GPUs)");
+  }
   if (Given(flags, "congestion")) {
     if (!outputs.lod_high) {
       return FlagError("congestion", "needs --lod high (links are shared in the event replay)");

@@ -56,22 +56,45 @@ std::string HighLodText(const HighLodResult& r) {
                         r.nic_note);
   absl::StrAppendFormat(&out, "  events      %d (%d tasks on %d streams and links)\n", r.events,
                         r.tasks, r.resources);
-  absl::StrAppendFormat(&out,
-                        "  folded      %d GPUs as %d pipeline ranks of %d (their TP, CP and DP "
-                        "replicas do identical work)\n",
-                        r.pipeline_ranks * r.gpus_per_rank, r.pipeline_ranks, r.gpus_per_rank);
+  if (r.unfolded) {
+    absl::StrAppendFormat(&out,
+                          "  unfolded    every one of %d GPUs simulated (--no-fold; a TP group "
+                          "leaves each pass together, a DP ring starts each bucket together)\n",
+                          r.pipeline_ranks);
+  } else {
+    absl::StrAppendFormat(&out,
+                          "  folded      %d GPUs as %d pipeline ranks of %d (their TP, CP and DP "
+                          "replicas do identical work)\n",
+                          r.pipeline_ranks * r.gpus_per_rank, r.pipeline_ranks, r.gpus_per_rank);
+  }
   // Each rank's stream, and the busiest links, by their share of the step.
   const double step_s = r.step_time.value();
+  auto pct = [&](const ResourceUse& u) {
+    return step_s > 0 ? u.busy.value() / step_s * 100.0 : 0.0;
+  };
   std::string streams;
-  std::vector<const ResourceUse*> by_busy;
+  std::vector<const ResourceUse*> stream_uses, by_busy;
   for (const ResourceUse& u : r.resource_use) {
-    const double pct = step_s > 0 ? u.busy.value() / step_s * 100.0 : 0.0;
     if (u.name.ends_with(" stream")) {
-      absl::StrAppendFormat(&streams, "%s%s %.1f%%", streams.empty() ? "" : ", ",
-                            u.name.substr(0, u.name.size() - 7), pct);
-    } else {
+      stream_uses.push_back(&u);
+    } else if (u.name.starts_with("link ")) {
       by_busy.push_back(&u);
     }
+  }
+  // Every stream while they fit a line or two; unfolded, the busiest and the least busy.
+  constexpr size_t kStreamsListed = 12;
+  auto short_name = [](const ResourceUse& u) { return u.name.substr(0, u.name.size() - 7); };
+  if (stream_uses.size() <= kStreamsListed) {
+    for (const ResourceUse* u : stream_uses) {
+      absl::StrAppendFormat(&streams, "%s%s %.1f%%", streams.empty() ? "" : ", ", short_name(*u),
+                            pct(*u));
+    }
+  } else {
+    const auto [least, most] = std::minmax_element(
+        stream_uses.begin(), stream_uses.end(),
+        [](const ResourceUse* a, const ResourceUse* b) { return a->busy < b->busy; });
+    streams = absl::StrFormat("%d, the busiest %s %.1f%%, the least %s %.1f%%", stream_uses.size(),
+                              short_name(**most), pct(**most), short_name(**least), pct(**least));
   }
   std::stable_sort(by_busy.begin(), by_busy.end(),
                    [](const ResourceUse* a, const ResourceUse* b) { return a->busy > b->busy; });
@@ -80,7 +103,7 @@ std::string HighLodText(const HighLodResult& r) {
   for (size_t i = 0; i < by_busy.size() && i < 3; ++i) {
     absl::StrAppendFormat(&busiest, "%s%s %.1f%%", busiest.empty() ? "" : ", ",
                           by_busy[i]->name.substr(5),  // without "link "
-                          step_s > 0 ? by_busy[i]->busy.value() / step_s * 100.0 : 0.0);
+                          pct(*by_busy[i]));
   }
   if (!busiest.empty()) out += absl::StrCat("              busiest links: ", busiest, "\n");
   if (r.slow_rank) {
@@ -184,6 +207,10 @@ nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r
       case ReplayedTask::What::kTransfer:
         ev["name"] = absl::StrCat(PassName(t, interleaved), " r", t.rank, "→r", t.to_rank);
         ev["cat"] = "p2p";
+        break;
+      case ReplayedTask::What::kSync:
+        ev["name"] = "sync";
+        ev["cat"] = "sync";
         break;
       case ReplayedTask::What::kEpComm:
         ev["name"] = absl::StrCat("EP all-to-all ", PassName(t, interleaved));

@@ -71,6 +71,7 @@ absl::StatusOr<SlowLinkEffect> ResolveSlowLink(const ParallelConfig& par, int64_
           "(ranks r and r + %d), a DP ring neighbouring DP ranks of one stage",
           link.a, stage_a, i, link.b, stage_b, j, block));
     }
+    effect.position_a = effect.position_b = i;
     effect.p2p_rank_a = std::min(stage_a, stage_b);
     effect.p2p_rank_b = std::max(stage_a, stage_b);
     effect.carries = absl::StrFormat(
@@ -80,6 +81,10 @@ absl::StatusOr<SlowLinkEffect> ResolveSlowLink(const ParallelConfig& par, int64_
   }
   const ProcessGroup expert_group{.size = block / std::max<int64_t>(1, par.ep * par.etp),
                                   .stride = std::max<int64_t>(1, par.ep * par.etp)};
+  effect.position_a = i;
+  effect.position_b = j;
+  effect.dense_stride = par.DpCpGroup().stride;
+  effect.expert_stride = expert_group.stride;
   effect.dense_ring = RingNeighbours(i, j, par.DpCpGroup());
   effect.expert_ring = has_experts && RingNeighbours(i, j, expert_group);
   if (!effect.dense_ring && !effect.expert_ring) {
@@ -225,21 +230,30 @@ std::vector<RankWork> CollectRankWork(const Projection& medium, int64_t pp, int6
 }
 
 // What the replay slows: a straggler's stage (-1: none) runs its passes `stage_factor` times as
-// long; a slow link what SlowLinkEffect says.
+// long (unfolded: only the GPU at `slow_position` of it); a slow link what SlowLinkEffect says
+// (unfolded: only the GPUs behind it).
 struct ReplaySlowdowns {
   int64_t slow_stage = -1;
+  int64_t slow_position = -1;
   double stage_factor = 1;
   SlowLinkEffect link;
-  // The factor on transfers between pipeline ranks a and b (either way).
-  double Transfer(int64_t a, int64_t b) const {
-    const bool on = (a == link.p2p_rank_a && b == link.p2p_rank_b) ||
-                    (a == link.p2p_rank_b && b == link.p2p_rank_a);
+  bool unfolded = false;
+  // The factor on the passes of stage r's GPU at position q.
+  double Pass(int64_t r, int64_t q) const {
+    return r == slow_stage && (!unfolded || q == slow_position) ? stage_factor : 1.0;
+  }
+  // The factor on transfers between pipeline ranks a and b (either way), of the GPUs at q.
+  double Transfer(int64_t a, int64_t b, int64_t q) const {
+    const bool on = ((a == link.p2p_rank_a && b == link.p2p_rank_b) ||
+                     (a == link.p2p_rank_b && b == link.p2p_rank_a)) &&
+                    (!unfolded || q == link.position_a);
     return on ? link.factor : 1.0;
   }
-  // The factor on rank r's bucket reduces of the dense or expert gradients.
-  double Reduce(int64_t r, bool expert) const {
-    const bool on = r == link.dp_stage && (expert ? link.expert_ring : link.dense_ring);
-    return on ? link.factor : 1.0;
+  // The factor on the dense or expert bucket reduces of stage r's GPU at q.
+  double Reduce(int64_t r, int64_t q, bool expert) const {
+    if (r != link.dp_stage || !(expert ? link.expert_ring : link.dense_ring)) return 1.0;
+    const int64_t stride = expert ? link.expert_stride : link.dense_stride;
+    return !unfolded || q % stride == link.position_a % stride ? link.factor : 1.0;
   }
 };
 
@@ -277,107 +291,161 @@ void PassStretches(Seconds total, Seconds ep, int64_t layers, std::vector<Stretc
   }
 }
 
-// Builds the step's task graph from the medium projection, rank by rank: its passes (cut into
-// pieces where a bucket's gradients become final, and into each MoE layer's compute and
-// All-to-All where the NIC carries it), its gradient buckets, its tail; then the dependencies
-// between passes, through the transfers between ranks.
+// The GPUs the replay simulates: one lane per pipeline stage (folded), or per GPU (unfolded:
+// lane q · pp + r is stage r's GPU at position q, global rank r · block + q); the groups that
+// hold unfolded GPUs together.
+struct Lanes {
+  int64_t replicas = 1;  // lanes per stage: 1 folded, tp·cp·dp unfolded
+  int64_t block = 1;     // GPUs per stage
+  int64_t lockstep = 1;  // consecutive positions that leave each pass together
+  ProcessGroup dense_dp, expert_dp;
+};
+
+// Builds the step's task graph from the medium projection, stage by stage and lane by lane:
+// its passes (cut into pieces where a bucket's gradients become final, and into each MoE
+// layer's compute and All-to-All where the NIC carries it), its gradient buckets, its tail; the
+// unfolded lanes' barriers; then the dependencies between passes, through the transfers.
 class StepGraphBuilder {
  public:
   StepGraphBuilder(const Projection& medium, int64_t pp, int64_t vpp, const ReplaySlowdowns& slow,
-                   NicUse nic_use)
+                   NicUse nic_use, const Lanes& lanes)
       : medium_(medium),
         pp_(pp),
         vpp_(vpp),
         stages_(pp * vpp),
         slow_(slow),
         nic_use_(nic_use),
+        lanes_(lanes),
         g_(out_.graph),
-        link_of_(static_cast<size_t>(pp * pp), PassIndex::kNone),
-        done_(medium.micro_batches, pp * vpp),
-        entry_(medium.micro_batches, pp * vpp),
-        receive_(medium.micro_batches, pp * vpp) {}
+        link_of_(static_cast<size_t>(lanes.replicas * pp * pp), PassIndex::kNone),
+        done_(medium.micro_batches, pp * vpp * lanes.replicas),
+        entry_(medium.micro_batches, pp * vpp * lanes.replicas),
+        receive_(medium.micro_batches, pp * vpp * lanes.replicas) {}
 
   absl::StatusOr<StepGraph> Build() {
     AddStreams();
     std::vector<RankWork> work = CollectRankWork(medium_, pp_, vpp_);
-    out_.last_pass.assign(static_cast<size_t>(pp_), PassIndex::kNone);
-    out_.after_sync.assign(static_cast<size_t>(pp_), PassIndex::kNone);
-    out_.param_gather.assign(static_cast<size_t>(pp_), Seconds(0));
+    const size_t lanes = static_cast<size_t>(pp_ * lanes_.replicas);
+    out_.last_pass.assign(lanes, PassIndex::kNone);
+    out_.after_sync.assign(lanes, PassIndex::kNone);
+    out_.param_gather.assign(lanes, Seconds(0));
     for (int64_t r = 0; r < pp_; ++r) {
       RankWork& w = work[static_cast<size_t>(r)];
       std::stable_sort(
           w.passes.begin(), w.passes.end(),
           [](const TimelineEvent* a, const TimelineEvent* b) { return a->start < b->start; });
-      // Per chunk, the tasks of its final pass that end at each bucket fraction.
-      std::vector<std::vector<TaskId>> final_pieces(static_cast<size_t>(vpp_));
+      // Per lane and chunk, the tasks of its final pass that end at each bucket fraction.
+      std::vector<std::vector<std::vector<TaskId>>> final_pieces(
+          static_cast<size_t>(lanes_.replicas),
+          std::vector<std::vector<TaskId>>(static_cast<size_t>(vpp_)));
       for (const TimelineEvent* e : w.passes) {
-        PROJECTOR_RETURN_IF_ERROR(AddPass(r, *e, w, final_pieces));
+        for (int64_t q = 0; q < lanes_.replicas; ++q) {
+          PROJECTOR_RETURN_IF_ERROR(AddPass(q, r, *e, w, final_pieces[static_cast<size_t>(q)]));
+        }
+        if (lanes_.replicas > 1) LeavePassTogether(r, *e);
       }
-      AddTail(r, AddBuckets(r, w, final_pieces));
+      std::vector<std::vector<BucketTasks>> buckets(static_cast<size_t>(lanes_.replicas));
+      for (int64_t q = 0; q < lanes_.replicas; ++q) {
+        buckets[static_cast<size_t>(q)] = AddBuckets(q, r, w, final_pieces[static_cast<size_t>(q)]);
+      }
+      if (lanes_.replicas > 1) StartReducesTogether(w, buckets);
+      for (int64_t q = 0; q < lanes_.replicas; ++q) {
+        const std::vector<BucketTasks>& b = buckets[static_cast<size_t>(q)];
+        AddTail(q, r, b.empty() ? PassIndex::kNone : b.back().reduce);
+      }
     }
     PROJECTOR_RETURN_IF_ERROR(AddPassDependencies());
     return std::move(out_);
   }
 
  private:
+  struct BucketTasks {
+    TaskId ready;  // the piece that completes its gradients (or the lane's last pass)
+    TaskId reduce;
+  };
+
+  size_t Lane(int64_t q, int64_t r) const { return static_cast<size_t>(q * pp_ + r); }
+  int64_t VStage(int64_t q, int64_t stage) const { return q * stages_ + stage; }
+  std::string LaneName(int64_t q, int64_t r) const {
+    return lanes_.replicas == 1 ? absl::StrCat("rank ", r)
+                                : absl::StrCat("gpu ", r * lanes_.block + q);
+  }
+
   void AddStreams() {
-    for (int64_t r = 0; r < pp_; ++r) {
-      stream_.push_back(g_.AddResource(ResourceOrder::kInOrder));
-      out_.resource_names.push_back(absl::StrCat("rank ", r, " stream"));
+    stream_.resize(static_cast<size_t>(pp_ * lanes_.replicas));
+    for (int64_t q = 0; q < lanes_.replicas; ++q) {
+      for (int64_t r = 0; r < pp_; ++r) {
+        stream_[Lane(q, r)] = g_.AddResource(ResourceOrder::kInOrder);
+        out_.resource_names.push_back(absl::StrCat(LaneName(q, r), " stream"));
+      }
+    }
+    if (lanes_.replicas > 1) {
+      // Zero-length barriers: a shared server never makes them wait.
+      sync_ = g_.AddResource(ResourceOrder::kShared);
+      out_.resource_names.push_back("sync (collectives holding GPUs together)");
     }
     if (!nic_use_.Shared()) return;
     std::vector<std::string> users;
     if (nic_use_.dp) users.push_back("DP reduces");
     if (nic_use_.p2p) users.push_back("sends");
     if (nic_use_.ep) users.push_back("EP all-to-all");
-    for (int64_t r = 0; r < pp_; ++r) {
-      nic_.push_back(g_.AddResource(ResourceOrder::kShared));
-      out_.resource_names.push_back(
-          absl::StrCat("link rank ", r, " NIC (", absl::StrJoin(users, ", "), ")"));
+    nic_.resize(stream_.size());
+    for (int64_t q = 0; q < lanes_.replicas; ++q) {
+      for (int64_t r = 0; r < pp_; ++r) {
+        nic_[Lane(q, r)] = g_.AddResource(ResourceOrder::kShared);
+        out_.resource_names.push_back(
+            absl::StrCat("link ", LaneName(q, r), " NIC (", absl::StrJoin(users, ", "), ")"));
+      }
     }
   }
 
-  // Overlapped transfers without a shared NIC: one link per ordered pair of ranks that exchange
+  // Overlapped transfers without a shared NIC: one link per ordered pair of lanes that exchange
   // activations (the ring of stages wraps from the last rank to the first for interleaving),
   // first come first served; made when first used.
-  ResourceId Link(int64_t from, int64_t to) {
-    ResourceId& id = link_of_[static_cast<size_t>(from * pp_ + to)];
+  ResourceId Link(int64_t q, int64_t from, int64_t to) {
+    ResourceId& id = link_of_[static_cast<size_t>((q * pp_ + from) * pp_ + to)];
     if (id == PassIndex::kNone) {
       id = g_.AddResource(ResourceOrder::kFirstReady);
-      out_.resource_names.push_back(absl::StrCat("link rank ", from, " → rank ", to));
+      out_.resource_names.push_back(
+          absl::StrCat("link ", LaneName(q, from), " → ", LaneName(q, to)));
     }
     return id;
   }
 
-  // Appends a task after the rank's previous task of the same pass (`previous`), or, for the
-  // pass's first, after the rank's previous pass, whose last stretch may be on the NIC.
-  TaskId AddChained(int64_t r, ResourceId on, Seconds length, ReplayedTask what, TaskId previous) {
+  // Appends a task after `previous` (a task of the same pass), or, for the pass's first, after
+  // the lane's previous pass, whose last stretch may be on the NIC.
+  TaskId AddChained(size_t lane, ResourceId on, Seconds length, ReplayedTask what,
+                    TaskId previous) {
     const TaskId t = g_.AddTask(on, Max0(length));
     what.resource = static_cast<int32_t>(on);
     out_.what.push_back(what);
-    const TaskId after = previous != PassIndex::kNone ? previous : out_.last_pass[r];
+    const TaskId after = previous != PassIndex::kNone ? previous : out_.last_pass[lane];
     if (after != PassIndex::kNone) g_.AddDependency(after, t);
     return t;
   }
 
-  // One pass of rank r: the rendezvous receive before it (1F1B), then its stretches (the
-  // compute on the stream; each MoE layer's exposed All-to-All on the NIC, which a straggler
-  // does not slow), cut at the bucket fractions where it is the chunk's final pass.
-  absl::Status AddPass(int64_t r, const TimelineEvent& e, const RankWork& w,
+  // One pass of stage r's lane q: the rendezvous receive before it (1F1B), then its stretches
+  // (the compute on the stream; each MoE layer's exposed All-to-All on the NIC, which a
+  // straggler does not slow), cut at the bucket fractions where it is the chunk's final pass.
+  absl::Status AddPass(int64_t q, int64_t r, const TimelineEvent& e, const RankWork& w,
                        std::vector<std::vector<TaskId>>& final_pieces) {
+    const size_t lane = Lane(q, r);
     const int64_t stage = static_cast<int64_t>(e.chunk) * pp_ + r;
     if (e.micro_batch < 0 || e.micro_batch >= medium_.micro_batches || stage >= stages_) {
       return absl::InternalError(
           absl::StrFormat("timeline pass of rank %d, chunk %d, micro-batch %d is outside the step",
                           e.rank, e.chunk, e.micro_batch));
     }
+    const int64_t vstage = VStage(q, stage);
     int64_t producer = 0;
     if (medium_.p2p_transfer.value() > 0 && !medium_.p2p_overlapped &&
         ProducerStage(e.kind, stage, stages_, producer) && producer % pp_ != r) {
-      receive_.at(e.kind, e.micro_batch, stage) =
-          AddChained(r, stream_[r], medium_.p2p_transfer * slow_.Transfer(producer % pp_, r),
-                     Described(ReplayedTask::What::kReceive, e), PassIndex::kNone);
-      out_.last_pass[r] = receive_.at(e.kind, e.micro_batch, stage);
+      ReplayedTask what = Described(ReplayedTask::What::kReceive, e);
+      what.rank = static_cast<int32_t>(lane);
+      receive_.at(e.kind, e.micro_batch, vstage) = AddChained(
+          lane, stream_[lane], medium_.p2p_transfer * slow_.Transfer(producer % pp_, r, q), what,
+          PassIndex::kNone);
+      out_.last_pass[lane] = receive_.at(e.kind, e.micro_batch, vstage);
     }
     Seconds ep;
     int64_t ep_layers = 0;
@@ -389,9 +457,8 @@ class StepGraphBuilder {
       ep_layers = parts.layers;
     }
     const Seconds alone = e.end - e.start;
-    const double factor = r == slow_.slow_stage ? slow_.stage_factor : 1.0;
-    PassStretches(Max0(alone - ep) * factor + std::min(ep, alone), std::min(ep, alone), ep_layers,
-                  stretches_);
+    PassStretches(Max0(alone - ep) * slow_.Pass(r, q) + std::min(ep, alone), std::min(ep, alone),
+                  ep_layers, stretches_);
     const bool final_pass = w.final_pass[static_cast<size_t>(e.chunk)] == &e;
     static const std::vector<double> kWhole = {1.0};
     const std::vector<double>& cuts =
@@ -402,11 +469,12 @@ class StepGraphBuilder {
     Seconds stretch_start;
     TaskId previous = PassIndex::kNone;
     auto add_piece = [&](const Stretch& x, Seconds length, bool cut) {
-      const TaskId t = AddChained(
-          r, x.on_nic ? nic_[static_cast<size_t>(r)] : stream_[r], length,
-          Described(x.on_nic ? ReplayedTask::What::kEpComm : ReplayedTask::What::kPass, e),
-          previous);
-      if (previous == PassIndex::kNone) entry_.at(e.kind, e.micro_batch, stage) = t;
+      ReplayedTask what =
+          Described(x.on_nic ? ReplayedTask::What::kEpComm : ReplayedTask::What::kPass, e);
+      what.rank = static_cast<int32_t>(lane);
+      const TaskId t =
+          AddChained(lane, x.on_nic ? nic_[lane] : stream_[lane], length, what, previous);
+      if (previous == PassIndex::kNone) entry_.at(e.kind, e.micro_batch, vstage) = t;
       previous = t;
       if (cut && final_pass) final_pieces[static_cast<size_t>(e.chunk)].push_back(t);
     };
@@ -428,34 +496,68 @@ class StepGraphBuilder {
       if (at < stretch_end || previous == PassIndex::kNone) add_piece(x, stretch_end - at, false);
       stretch_start = stretch_end;
     }
-    done_.at(e.kind, e.micro_batch, stage) = previous;
-    out_.last_pass[r] = previous;
+    done_.at(e.kind, e.micro_batch, vstage) = previous;
+    out_.last_pass[lane] = previous;
     return absl::OkStatus();
   }
 
-  // The rank's DP gradient buckets, reduced in order (on its DP stream, or chained on its NIC),
-  // each from the piece of its chunk's final pass that completes it. Returns the last reduce.
-  TaskId AddBuckets(int64_t r, const RankWork& w,
-                    const std::vector<std::vector<TaskId>>& final_pieces) {
-    TaskId last_reduce = PassIndex::kNone;
-    if (w.buckets.empty()) return last_reduce;
+  // A zero-length barrier after `members`' tasks: what waits on it waits for all of them.
+  TaskId Barrier(const std::vector<TaskId>& members, int64_t r) {
+    const TaskId b = g_.AddTask(sync_, Seconds(0));
+    ReplayedTask what;
+    what.what = ReplayedTask::What::kSync;
+    what.rank = static_cast<int32_t>(r);
+    what.resource = static_cast<int32_t>(sync_);
+    out_.what.push_back(what);
+    for (TaskId m : members) {
+      if (m != PassIndex::kNone) g_.AddDependency(m, b);
+    }
+    return b;
+  }
+
+  // Unfolded: the GPUs of stage r that compute a pass together (consecutive positions in groups
+  // of `lockstep`) leave it together: their last collective holds them. What follows the pass
+  // on each (its next pass, what depends on the pass) waits for the barrier.
+  void LeavePassTogether(int64_t r, const TimelineEvent& e) {
+    const int64_t stage = static_cast<int64_t>(e.chunk) * pp_ + r;
+    std::vector<TaskId> members;
+    for (int64_t first = 0; first < lanes_.replicas; first += lanes_.lockstep) {
+      members.clear();
+      for (int64_t q = first; q < first + lanes_.lockstep; ++q) {
+        members.push_back(done_.at(e.kind, e.micro_batch, VStage(q, stage)));
+      }
+      const TaskId b = Barrier(members, r);
+      for (int64_t q = first; q < first + lanes_.lockstep; ++q) {
+        done_.at(e.kind, e.micro_batch, VStage(q, stage)) = b;
+        out_.last_pass[Lane(q, r)] = b;
+      }
+    }
+  }
+
+  // The lane's DP gradient buckets, reduced in order (on its DP stream, or chained on its NIC),
+  // each from the piece of its chunk's final pass that completes it.
+  std::vector<BucketTasks> AddBuckets(int64_t q, int64_t r, const RankWork& w,
+                                      const std::vector<std::vector<TaskId>>& final_pieces) {
+    std::vector<BucketTasks> tasks;
+    if (w.buckets.empty()) return tasks;
+    const size_t lane = Lane(q, r);
     ResourceId dp = 0;
     if (nic_use_.dp) {
-      dp = nic_[static_cast<size_t>(r)];
+      dp = nic_[lane];
     } else {
       dp = g_.AddResource(ResourceOrder::kInOrder);
-      out_.resource_names.push_back(absl::StrCat("rank ", r, " DP stream"));
+      out_.resource_names.push_back(absl::StrCat(LaneName(q, r), " DP stream"));
     }
     for (const Bucket& b : w.buckets) {
-      const TaskId t = g_.AddTask(dp, b.reduce * slow_.Reduce(r, b.expert));
-      if (nic_use_.dp && last_reduce != PassIndex::kNone) g_.AddDependency(last_reduce, t);
+      const TaskId t = g_.AddTask(dp, b.reduce * slow_.Reduce(r, q, b.expert));
+      if (nic_use_.dp && !tasks.empty()) g_.AddDependency(tasks.back().reduce, t);
       ReplayedTask reduce;
       reduce.what = ReplayedTask::What::kGradReduce;
-      reduce.rank = static_cast<int32_t>(r);
+      reduce.rank = static_cast<int32_t>(lane);
       reduce.chunk = b.chunk;
       reduce.resource = static_cast<int32_t>(dp);
       out_.what.push_back(reduce);
-      TaskId ready = out_.last_pass[r];
+      TaskId ready = out_.last_pass[lane];
       if (b.chunk >= 0) {
         const std::vector<double>& cuts = w.final_fractions[static_cast<size_t>(b.chunk)];
         const std::vector<TaskId>& pieces = final_pieces[static_cast<size_t>(b.chunk)];
@@ -464,72 +566,95 @@ class StepGraphBuilder {
         if (k < pieces.size()) ready = pieces[k];
       }
       if (ready != PassIndex::kNone) g_.AddDependency(ready, t);
-      last_reduce = t;
+      tasks.push_back({.ready = ready, .reduce = t});
     }
-    return last_reduce;
+    return tasks;
+  }
+
+  // Unfolded: the members of a DP ring (the dense gradients' or the expert gradients' group)
+  // start each bucket's reduce together, when all have its gradients.
+  void StartReducesTogether(const RankWork& w, const std::vector<std::vector<BucketTasks>>& lanes) {
+    std::vector<TaskId> members;
+    for (size_t j = 0; j < w.buckets.size(); ++j) {
+      const ProcessGroup group = w.buckets[j].expert ? lanes_.expert_dp : lanes_.dense_dp;
+      const int64_t stride = std::max<int64_t>(1, group.stride);
+      for (int64_t base = 0; base < stride; ++base) {
+        members.clear();
+        for (int64_t q = base; q < lanes_.replicas; q += stride) {
+          members.push_back(lanes[static_cast<size_t>(q)][j].ready);
+        }
+        const TaskId b = Barrier(members, 0);
+        for (int64_t q = base; q < lanes_.replicas; q += stride) {
+          g_.AddDependency(b, lanes[static_cast<size_t>(q)][j].reduce);
+        }
+      }
+    }
   }
 
   // The tail, as the step composer has it: the backward slowed by the reduces it hid, the wait
   // for the last reduce, then the exposed parameter gathers (slowed with a slow DP link) and the
   // optimizer.
-  void AddTail(int64_t r, TaskId last_reduce) {
+  void AddTail(int64_t q, int64_t r, TaskId last_reduce) {
+    const size_t lane = Lane(q, r);
     const RankTailParts parts = static_cast<size_t>(r) < medium_.rank_tails.size()
                                     ? medium_.rank_tails[static_cast<size_t>(r)]
                                     : RankTailParts{};
     ReplayedTask tail;
     tail.what = ReplayedTask::What::kTail;
-    tail.rank = static_cast<int32_t>(r);
+    tail.rank = static_cast<int32_t>(lane);
     TaskId previous = PassIndex::kNone;
     if (parts.reduce_slowdown.value() > 0) {
-      previous = AddChained(r, stream_[r], parts.reduce_slowdown, tail, PassIndex::kNone);
+      previous = AddChained(lane, stream_[lane], parts.reduce_slowdown, tail, PassIndex::kNone);
     }
-    const Seconds gather = parts.param_gather * slow_.Reduce(r, false);
+    const Seconds gather = parts.param_gather * slow_.Reduce(r, q, false);
     const Seconds after = gather + parts.optimizer;
     if (after.value() <= 0 && last_reduce == PassIndex::kNone) return;
-    const TaskId t = AddChained(r, stream_[r], after, tail, previous);
+    const TaskId t = AddChained(lane, stream_[lane], after, tail, previous);
     if (last_reduce != PassIndex::kNone) g_.AddDependency(last_reduce, t);
-    out_.after_sync[r] = t;
-    out_.param_gather[r] = gather;
+    out_.after_sync[lane] = t;
+    out_.param_gather[lane] = gather;
   }
 
-  // A pass on its producer (through the transfer between ranks), a backward on its own forward,
-  // a weight-gradient pass on its backward.
+  // A pass on its producer (through the transfer between the lanes' stages), a backward on its
+  // own forward, a weight-gradient pass on its backward; lane by lane.
   absl::Status AddPassDependencies() {
     const bool transfers = medium_.p2p_transfer.value() > 0;
-    for (const TimelineEvent& e : medium_.timeline) {
-      if (!IsPass(e.kind) || e.rank < 0 || e.rank >= pp_) continue;
-      const int64_t r = e.rank, stage = static_cast<int64_t>(e.chunk) * pp_ + r;
-      const TaskId t = entry_.at(e.kind, e.micro_batch, stage);
-      if (e.kind == TimelineKind::kBackward) {
-        g_.AddDependency(done_.at(TimelineKind::kForward, e.micro_batch, stage), t);
-      }
-      if (e.kind == TimelineKind::kWeightGrad) {
-        g_.AddDependency(done_.at(TimelineKind::kBackward, e.micro_batch, stage), t);
-      }
-      int64_t producer = 0;
-      if (!ProducerStage(e.kind, stage, stages_, producer)) continue;
-      const TaskId from = done_.at(e.kind, e.micro_batch, producer);
-      if (from == PassIndex::kNone) {
-        return absl::InternalError("timeline lacks the producer of a pass");
-      }
-      const int64_t from_rank = producer % pp_;
-      if (!transfers || from_rank == r) {
-        g_.AddDependency(from, t);
-      } else if (medium_.p2p_overlapped) {
-        const ResourceId on =
-            nic_use_.p2p ? nic_[static_cast<size_t>(from_rank)] : Link(from_rank, r);
-        const TaskId move = g_.AddTask(on, medium_.p2p_transfer * slow_.Transfer(from_rank, r));
-        ReplayedTask transfer = Described(ReplayedTask::What::kTransfer, e);
-        transfer.rank = static_cast<int32_t>(from_rank);
-        transfer.to_rank = e.rank;
-        transfer.resource = static_cast<int32_t>(on);
-        out_.what.push_back(transfer);
-        g_.AddDependency(from, move);
-        g_.AddDependency(move, t);
-      } else {
-        const TaskId recv = receive_.at(e.kind, e.micro_batch, stage);
-        g_.AddDependency(from, recv);
-        g_.AddDependency(recv, t);
+    for (int64_t q = 0; q < lanes_.replicas; ++q) {
+      for (const TimelineEvent& e : medium_.timeline) {
+        if (!IsPass(e.kind) || e.rank < 0 || e.rank >= pp_) continue;
+        const int64_t r = e.rank, stage = static_cast<int64_t>(e.chunk) * pp_ + r;
+        const TaskId t = entry_.at(e.kind, e.micro_batch, VStage(q, stage));
+        if (e.kind == TimelineKind::kBackward) {
+          g_.AddDependency(done_.at(TimelineKind::kForward, e.micro_batch, VStage(q, stage)), t);
+        }
+        if (e.kind == TimelineKind::kWeightGrad) {
+          g_.AddDependency(done_.at(TimelineKind::kBackward, e.micro_batch, VStage(q, stage)), t);
+        }
+        int64_t producer = 0;
+        if (!ProducerStage(e.kind, stage, stages_, producer)) continue;
+        const TaskId from = done_.at(e.kind, e.micro_batch, VStage(q, producer));
+        if (from == PassIndex::kNone) {
+          return absl::InternalError("timeline lacks the producer of a pass");
+        }
+        const int64_t from_rank = producer % pp_;
+        if (!transfers || from_rank == r) {
+          g_.AddDependency(from, t);
+        } else if (medium_.p2p_overlapped) {
+          const ResourceId on = nic_use_.p2p ? nic_[Lane(q, from_rank)] : Link(q, from_rank, r);
+          const TaskId move =
+              g_.AddTask(on, medium_.p2p_transfer * slow_.Transfer(from_rank, r, q));
+          ReplayedTask transfer = Described(ReplayedTask::What::kTransfer, e);
+          transfer.rank = static_cast<int32_t>(Lane(q, from_rank));
+          transfer.to_rank = static_cast<int32_t>(Lane(q, r));
+          transfer.resource = static_cast<int32_t>(on);
+          out_.what.push_back(transfer);
+          g_.AddDependency(from, move);
+          g_.AddDependency(move, t);
+        } else {
+          const TaskId recv = receive_.at(e.kind, e.micro_batch, VStage(q, stage));
+          g_.AddDependency(from, recv);
+          g_.AddDependency(recv, t);
+        }
       }
     }
     return absl::OkStatus();
@@ -539,9 +664,11 @@ class StepGraphBuilder {
   const int64_t pp_, vpp_, stages_;
   const ReplaySlowdowns& slow_;
   const NicUse nic_use_;
+  const Lanes lanes_;
   StepGraph out_;
   TaskGraph& g_;
   std::vector<ResourceId> stream_, nic_;
+  ResourceId sync_ = 0;
   std::vector<ResourceId> link_of_;
   PassIndex done_;                  // a pass's last task (what depends on the pass waits for it)
   PassIndex entry_;                 // a pass's first task (what the pass waits for gates it)
@@ -550,8 +677,9 @@ class StepGraphBuilder {
 };
 
 absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, int64_t vpp,
-                                         const ReplaySlowdowns& slow, NicUse nic_use) {
-  return StepGraphBuilder(medium, pp, vpp, slow, nic_use).Build();
+                                         const ReplaySlowdowns& slow, NicUse nic_use,
+                                         const Lanes& lanes) {
+  return StepGraphBuilder(medium, pp, vpp, slow, nic_use, lanes).Build();
 }
 
 }  // namespace
@@ -592,6 +720,30 @@ NicUse NicUseOf(const Scenario& s, const Projection& medium, Congestion congesti
   return use;
 }
 
+// Unfolded passes the replay takes (each a few tasks and events): 2 million, about a second of
+// building and simulating on one core. Tool choice, like kMaxTimelinePasses.
+constexpr double kMaxUnfoldedPasses = 2e6;
+
+// The lanes of the replay and, unfolded, the groups that hold GPUs together: a pass's GPUs are
+// a TP·CP group (consecutive positions; with experts, widened to the EP group's span, ep·etp
+// consecutive positions, whichever is larger: their All-to-All holds them too); the DP rings
+// are the dense gradients' DP·CP group (stride TP) and the experts' (stride EP·ETP).
+Lanes LanesOf(const Scenario& s, bool unfold) {
+  const ParallelConfig& par = s.parallel;
+  Lanes lanes;
+  lanes.block = par.PpGroup().stride;
+  if (!unfold) return lanes;
+  lanes.replicas = lanes.block;
+  const int64_t experts = std::max<int64_t>(1, par.ep * par.etp);
+  lanes.lockstep = par.tp * par.cp;
+  if (s.model.moe.has_value()) lanes.lockstep = std::max(lanes.lockstep, experts);
+  lanes.lockstep = std::clamp<int64_t>(lanes.lockstep, 1, lanes.block);
+  while (lanes.block % lanes.lockstep != 0) ++lanes.lockstep;  // whole groups of the stage
+  lanes.dense_dp = par.DpCpGroup();
+  lanes.expert_dp = {.size = lanes.block / experts, .stride = experts};
+  return lanes;
+}
+
 absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
                                                const BackendRefs& backends,
                                                ProjectionOptions options,
@@ -622,6 +774,14 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
         "batch) or --lod medium",
         passes, kMaxTimelinePasses));
   }
+  const double unfolded = passes * static_cast<double>(scenario.parallel.PpGroup().stride);
+  if (high.no_fold && unfolded > kMaxUnfoldedPasses) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--no-fold: every GPU's passes are %.0f (%.0f per stage's GPU x %d GPUs per stage), more "
+        "than the %.0f the unfolded replay takes; drop --no-fold (the folded replay simulates one "
+        "GPU per stage) or project fewer GPUs or micro-batches",
+        unfolded, passes, scenario.parallel.PpGroup().stride, kMaxUnfoldedPasses));
+  }
   HighLodResult out;
   const auto medium_start = std::chrono::steady_clock::now();
   options.keep_timeline = true;
@@ -632,9 +792,14 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
   const int64_t pp = scenario.parallel.pp, vpp = scenario.parallel.vpp;
   events::Simulator sim;
   events::SimulationResult run;
+  const ParallelConfig& par = scenario.parallel;
+  const Lanes lanes = LanesOf(scenario, high.no_fold);
+  slow.unfolded = high.no_fold;
   if (slow_rank) {
-    // Global rank r sits on pipeline stage r / (tp·cp·dp) (the layout's rank order).
-    slow.slow_stage = slow_rank->rank / scenario.parallel.PpGroup().stride % pp;
+    // Global rank r sits on pipeline stage r / (tp·cp·dp) (the layout's rank order), at
+    // position r % (tp·cp·dp) in it.
+    slow.slow_stage = slow_rank->rank / par.PpGroup().stride % pp;
+    slow.slow_position = slow_rank->rank % par.PpGroup().stride;
     slow.stage_factor = slow_rank->factor;
     out.slow_rank = slow_rank;
     out.slow_stage = slow.slow_stage;
@@ -647,11 +812,13 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
   const NicUse nic_use = NicUseOf(scenario, out.medium, high.congestion, out.nic_note);
   out.nic_shared = nic_use.Shared();
   if (slow_rank || slow_link) {
-    PROJECTOR_ASSIGN_OR_RETURN(StepGraph plain, BuildStepGraph(out.medium, pp, vpp, {}, nic_use));
+    PROJECTOR_ASSIGN_OR_RETURN(StepGraph plain,
+                               BuildStepGraph(out.medium, pp, vpp, {}, nic_use, lanes));
     PROJECTOR_RETURN_IF_ERROR(sim.Run(plain.graph, run));
     out.step_time_undisturbed = run.makespan;
   }
-  PROJECTOR_ASSIGN_OR_RETURN(StepGraph step, BuildStepGraph(out.medium, pp, vpp, slow, nic_use));
+  PROJECTOR_ASSIGN_OR_RETURN(StepGraph step,
+                             BuildStepGraph(out.medium, pp, vpp, slow, nic_use, lanes));
   PROJECTOR_RETURN_IF_ERROR(sim.Run(step.graph, run));
   out.high_wall_s = WallSeconds(high_start);
   out.step_time = run.makespan;
@@ -659,18 +826,18 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
     if (t != PassIndex::kNone) out.pipeline_time = std::max(out.pipeline_time, run.tasks[t].finish);
   }
   Seconds last_tail_end(-1);
-  for (int64_t r = 0; r < pp; ++r) {
-    const TaskId t = step.after_sync[static_cast<size_t>(r)];
+  for (size_t lane = 0; lane < step.after_sync.size(); ++lane) {
+    const TaskId t = step.after_sync[lane];
     if (t == PassIndex::kNone || run.tasks[t].finish <= last_tail_end) continue;
     last_tail_end = run.tasks[t].finish;
     out.exposed_dp_comm =
-        std::max(Seconds(0), run.tasks[t].start + step.param_gather[static_cast<size_t>(r)] -
-                                 out.pipeline_time);
+        std::max(Seconds(0), run.tasks[t].start + step.param_gather[lane] - out.pipeline_time);
   }
   out.tasks = static_cast<int64_t>(step.graph.num_tasks());
   out.resources = static_cast<int64_t>(step.graph.num_resources());
-  out.pipeline_ranks = pp;
-  out.gpus_per_rank = scenario.parallel.PpGroup().stride;
+  out.unfolded = high.no_fold;
+  out.pipeline_ranks = pp * lanes.replicas;
+  out.gpus_per_rank = par.PpGroup().stride / lanes.replicas;
   out.events = run.events;
   out.timeline = std::move(step.what);
   for (ResourceId id = 0; id < step.graph.num_resources(); ++id) {

@@ -34,11 +34,12 @@ namespace projector {
 // gradient bucket's reduce on the rank's DP stream (its chunk), a pass's exposed EP All-to-All
 // on the rank's NIC (where the NIC is shared), or a rank's tail.
 struct ReplayedTask {
-  enum class What : uint8_t { kPass, kReceive, kTransfer, kGradReduce, kEpComm, kTail };
+  enum class What : uint8_t { kPass, kReceive, kTransfer, kGradReduce, kEpComm, kSync, kTail };
   What what = What::kPass;
   TimelineKind pass = TimelineKind::kForward;  // kPass, kReceive and kTransfer: the pass fed
-  int32_t rank = 0;                            // the rank it runs on (kTransfer: the sender)
-  int32_t to_rank = -1;                        // kTransfer: the receiver
+  int32_t rank = 0;      // the lane it runs on (kTransfer: the sender): a stage's rank, or unfolded
+                         // a GPU's (stage + pp · position)
+  int32_t to_rank = -1;  // kTransfer: the receiver
   int32_t chunk = -1;
   int32_t micro_batch = -1;
   int32_t resource = 0;  // its stream or link (an index of HighLodResult::resource_use)
@@ -78,6 +79,10 @@ struct SlowLink {
 struct SlowLinkEffect {
   int64_t p2p_rank_a = -1, p2p_rank_b = -1;  // pipeline ranks whose transfers cross it
   int64_t dp_stage = -1;                     // the pipeline rank whose DP ring crosses it
+  // A's and B's positions inside their stages (rank % tp·cp·dp), and the rings' strides: what
+  // the unfolded replay needs to slow only the GPUs behind the link.
+  int64_t position_a = -1, position_b = -1;
+  int64_t dense_stride = 1, expert_stride = 1;
   bool dense_ring = false, expert_ring = false;
   double factor = 1;
   std::string carries;  // for the report: "the pipeline link between stages 1 and 2 ..."
@@ -98,6 +103,11 @@ struct HighLodOptions {
   // as they share one GPU's NIC on a rail-optimised cluster. kUnaware: each has a stream or link
   // of its own, and without a straggler or slow link the replay is the medium step.
   Congestion congestion = Congestion::kAware;
+  // `--no-fold`: simulate every GPU, each its own stream, NIC and links, instead of one rank per
+  // pipeline stage. The GPUs that compute a pass together (a TP·CP group; with experts, the
+  // EP group too) leave each pass together, as their collectives hold them; the members of a DP
+  // ring start each bucket's reduce together.
+  bool no_fold = false;
 };
 
 // How long one resource of the replay (a rank's stream, a link direction) was busy.
@@ -117,9 +127,11 @@ struct HighLodResult {
   int64_t tasks = 0;      // passes, transfers and tails
   int64_t resources = 0;  // compute streams and links
   // Symmetry: the replay simulates one rank per pipeline stage; the tp·cp·dp GPUs of a stage
-  // do identical work on identical links, so they are folded into it.
+  // do identical work on identical links, so they are folded into it (gpus_per_rank of them);
+  // unfolded (HighLodOptions::no_fold), every GPU is a rank (gpus_per_rank 1).
   int64_t pipeline_ranks = 0;
   int64_t gpus_per_rank = 0;
+  bool unfolded = false;
   int64_t events = 0;                     // events the engine took
   std::vector<ReplayedTask> timeline;     // every task, as simulated
   std::vector<ResourceUse> resource_use;  // every stream and link, in id order

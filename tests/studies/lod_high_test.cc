@@ -27,17 +27,51 @@ using ::projector::testing::IsOk;
 using ::projector::testing::StatusIs;
 using ::testing::HasSubstr;
 
-// The flags' scenario, projected at the high level of detail (with a straggler, a slow link;
-// congestion unaware unless asked: the replay is then the medium step).
-absl::StatusOr<HighLodResult> High(const std::vector<std::pair<const char*, const char*>>& given,
+using Flags = std::vector<std::pair<const char*, const char*>>;
+
+// The flags' scenario, projected at the high level of detail with `options`.
+absl::StatusOr<HighLodResult> HighWith(const Flags& given, const HighLodOptions& options) {
+  PROJECTOR_ASSIGN_OR_RETURN(const Scenario s, ScenarioFromFlags(GivenFlags(given)));
+  PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(s.backends, s.hw));
+  return ProjectAtHighLod(s, RefsOf(set), {}, options);
+}
+
+// With a straggler, a slow link; congestion unaware unless asked: the replay is then the
+// medium step.
+absl::StatusOr<HighLodResult> High(const Flags& given,
                                    std::optional<SlowRank> slow_rank = std::nullopt,
                                    std::optional<SlowLink> slow_link = std::nullopt,
                                    Congestion congestion = Congestion::kUnaware) {
-  PROJECTOR_ASSIGN_OR_RETURN(const Scenario s, ScenarioFromFlags(GivenFlags(given)));
-  PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(s.backends, s.hw));
-  return ProjectAtHighLod(
-      s, RefsOf(set), {},
+  return HighWith(
+      given,
       HighLodOptions{.slow_rank = slow_rank, .slow_link = slow_link, .congestion = congestion});
+}
+
+// Llama-3.1-8B on 64 H100, TP8 PP2 VPP2 DP4: a stage spans 4 nodes, the pipeline overlaps its
+// transfers.
+const Flags& InterleavedAcrossNodes() {
+  static const Flags flags = {{"model", "llama3.1-8b"},
+                              {"gpu-arch", "h100-sxm"},
+                              {"num-gpus", "64"},
+                              {"pp", "2"},
+                              {"vpp", "2"},
+                              {"tp", "8"},
+                              {"seq-len", "4096"},
+                              {"global-batch", "32"}};
+  return flags;
+}
+
+// Qwen3-30B-A3B on 64 H100, EP16 PP2 VPP2: the EP group spans two nodes.
+const Flags& MoeEpAcrossNodes() {
+  static const Flags flags = {{"model", "qwen3-30b-a3b"},
+                              {"gpu-arch", "h100-sxm"},
+                              {"num-gpus", "64"},
+                              {"pp", "2"},
+                              {"vpp", "2"},
+                              {"ep", "16"},
+                              {"seq-len", "4096"},
+                              {"global-batch", "256"}};
+  return flags;
 }
 
 struct Layout {
@@ -337,14 +371,7 @@ TEST(HighLodTest, ASlowLinkSlowsWhatCrossesIt) {
 // unaware replay, which is the medium step. Where either stays inside a node, or 1F1B blocks on
 // its receives, nothing is shared and the report says why.
 TEST(HighLodTest, DpReducesAndPipelineSendsShareTheNicWhenBothCrossNodes) {
-  const std::vector<std::pair<const char*, const char*>> interleaved = {{"model", "llama3.1-8b"},
-                                                                        {"gpu-arch", "h100-sxm"},
-                                                                        {"num-gpus", "64"},
-                                                                        {"pp", "2"},
-                                                                        {"vpp", "2"},
-                                                                        {"tp", "8"},
-                                                                        {"seq-len", "4096"},
-                                                                        {"global-batch", "32"}};
+  const Flags& interleaved = InterleavedAcrossNodes();
   absl::StatusOr<HighLodResult> aware =
       High(interleaved, std::nullopt, std::nullopt, Congestion::kAware);
   absl::StatusOr<HighLodResult> unaware = High(interleaved);
@@ -412,14 +439,7 @@ TEST(HighLodTest, DpReducesAndPipelineSendsShareTheNicWhenBothCrossNodes) {
 // every pass is one stream task again and the replay is the medium step; aware, the three
 // contend and the step is longer.
 TEST(HighLodTest, AnEpAllToAllAcrossNodesSharesTheNicWithDpAndPipeline) {
-  const std::vector<std::pair<const char*, const char*>> moe = {{"model", "qwen3-30b-a3b"},
-                                                                {"gpu-arch", "h100-sxm"},
-                                                                {"num-gpus", "64"},
-                                                                {"pp", "2"},
-                                                                {"vpp", "2"},
-                                                                {"ep", "16"},
-                                                                {"seq-len", "4096"},
-                                                                {"global-batch", "256"}};
+  const Flags& moe = MoeEpAcrossNodes();
   absl::StatusOr<HighLodResult> aware = High(moe, std::nullopt, std::nullopt, Congestion::kAware);
   absl::StatusOr<HighLodResult> unaware = High(moe);
   ASSERT_THAT(aware, IsOk());
@@ -433,6 +453,79 @@ TEST(HighLodTest, AnEpAllToAllAcrossNodesSharesTheNicWithDpAndPipeline) {
   }
   EXPECT_THAT(unaware->step_time.value(), IsNearRel(unaware->medium.step_time.value(), 1e-9));
   EXPECT_GT(aware->step_time, unaware->step_time);
+}
+
+// Unfolded (--no-fold), every GPU is simulated: its own stream, NIC and links; a TP group
+// (with experts, the EP group's span) leaves each pass together and a DP ring starts each
+// bucket together. Identical GPUs give the folded step to rounding, with and without a shared
+// NIC. A straggler slows only its own GPU's passes, not its DP replicas' (GPU 3 of a TP2 PP4
+// DP4 layout: position 3 of stage 0, whose forward of micro-batch 0 takes 1.5 times GPU 5's);
+// the step still waits for it, at the barriers and the DP reduces, exactly as the folded one
+// does, and a slow link likewise.
+TEST(HighLodTest, UnfoldedEveryGpuIsSimulatedAndFoldingIsExact) {
+  const Flags dense = {{"model", "llama3.1-8b"},
+                       {"gpu-arch", "h100-sxm"},
+                       {"num-gpus", "32"},
+                       {"tp", "2"},
+                       {"pp", "4"},
+                       {"global-batch", "64"},
+                       {"seq-len", "8192"}};
+  const std::vector<Flags> layouts = {dense, InterleavedAcrossNodes(), MoeEpAcrossNodes()};
+  auto run = [](const Flags& flags, bool no_fold, std::optional<SlowRank> slow_rank = std::nullopt,
+                std::optional<SlowLink> slow_link = std::nullopt) {
+    return HighWith(flags, HighLodOptions{.slow_rank = slow_rank,
+                                          .slow_link = slow_link,
+                                          .congestion = Congestion::kAware,
+                                          .no_fold = no_fold});
+  };
+  for (const auto& flags : layouts) {
+    absl::StatusOr<HighLodResult> folded = run(flags, false);
+    absl::StatusOr<HighLodResult> unfolded = run(flags, true);
+    ASSERT_THAT(folded, IsOk());
+    ASSERT_THAT(unfolded, IsOk());
+    EXPECT_TRUE(unfolded->unfolded);
+    EXPECT_EQ(unfolded->gpus_per_rank, 1);
+    EXPECT_EQ(unfolded->pipeline_ranks, folded->pipeline_ranks * folded->gpus_per_rank);
+    EXPECT_GT(unfolded->tasks, folded->tasks * folded->gpus_per_rank);
+    EXPECT_THAT(unfolded->step_time.value(), IsNearRel(folded->step_time.value(), 1e-9));
+    EXPECT_THAT(unfolded->pipeline_time.value(), IsNearRel(folded->pipeline_time.value(), 1e-9));
+  }
+  absl::StatusOr<HighLodResult> slow = run(dense, true, SlowRank{.rank = 3, .factor = 1.5});
+  absl::StatusOr<HighLodResult> slow_folded = run(dense, false, SlowRank{.rank = 3, .factor = 1.5});
+  ASSERT_THAT(slow, IsOk());
+  ASSERT_THAT(slow_folded, IsOk());
+  EXPECT_THAT(slow->step_time.value(), IsNearRel(slow_folded->step_time.value(), 1e-9));
+  EXPECT_GT(slow->step_time, slow->step_time_undisturbed);
+  // Lane q · pp + r: GPU 3 is lane 12, GPU 5 lane 20 (pp 4, stage 0).
+  double straggler = 0, peer = 0;
+  for (const ReplayedTask& t : slow->timeline) {
+    if (t.what != ReplayedTask::What::kPass || t.pass != TimelineKind::kForward ||
+        t.micro_batch != 0) {
+      continue;
+    }
+    if (t.rank == 12) straggler = (t.end - t.start).value();
+    if (t.rank == 20) peer = (t.end - t.start).value();
+  }
+  ASSERT_GT(peer, 0);
+  EXPECT_THAT(straggler, IsNearRel(1.5 * peer, 1e-9));
+  absl::StatusOr<HighLodResult> link =
+      run(dense, true, std::nullopt, SlowLink{.a = 0, .b = 8, .factor = 3});
+  absl::StatusOr<HighLodResult> link_folded =
+      run(dense, false, std::nullopt, SlowLink{.a = 0, .b = 8, .factor = 3});
+  ASSERT_THAT(link, IsOk());
+  ASSERT_THAT(link_folded, IsOk());
+  EXPECT_THAT(link->step_time.value(), IsNearRel(link_folded->step_time.value(), 1e-9));
+
+  EXPECT_THAT(
+      run({{"model", "llama3.1-405b"},
+           {"gpu-arch", "h100-sxm"},
+           {"num-gpus", "16384"},
+           {"tp", "8"},
+           {"pp", "16"},
+           {"global-batch", "16384"},
+           {"seq-len", "8192"}},
+          true),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--no-fold: every GPU's passes are")));
 }
 
 TEST(HighLodTest, AStepBeyondTheReplayBudgetIsRefusedNamingTheFlag) {
