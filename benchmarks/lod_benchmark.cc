@@ -128,6 +128,28 @@ void BM_Lod_Qwen3MoeEp16(benchmark::State& state) {
 }
 BENCHMARK(BM_Lod_Qwen3MoeEp16)->Unit(benchmark::kMicrosecond);
 
+// The seed lab's 16-GPU sanity check (shared/reference/network_reference.md: STAGE's workload
+// --dp 2 --tp 2 --pp 2 --sp 2 --activation_recompute 1 --dmodel 8192 --dff 28672 --head 64
+// --seq 1024 --batch 512 --num_stacks 8 --din/--dout 32000): a Llama-70B-like block of 8
+// layers with 64 heads of full attention and a 32,000-token vocabulary; STAGE's sp, the
+// sequence split over extra GPUs, is context parallelism here. 256 micro-batches.
+void BM_Lod_SeedLab16(benchmark::State& state) {
+  Scenario s = FromFlags({{"model", "llama3.1-70b"},
+                          {"gpu-arch", "h100-sxm"},
+                          {"num-gpus", "16"},
+                          {"tp", "2"},
+                          {"pp", "2"},
+                          {"cp", "2"},
+                          {"recompute", "full"},
+                          {"seq-len", "1024"},
+                          {"global-batch", "512"}});
+  s.model.num_layers = 8;
+  s.model.num_kv_heads = 64;
+  s.model.vocab_size = 32000;
+  RunLod(state, s);
+}
+BENCHMARK(BM_Lod_SeedLab16)->Unit(benchmark::kMicrosecond);
+
 // Llama-3.1-70B on 1,024 GPUs, TP8 PP8 DP16 (the 3D layout), 128 micro-batches.
 void BM_Lod_Llama70b1024(benchmark::State& state) {
   RunLod(state, FromFlags({{"model", "llama3.1-70b"},
