@@ -379,7 +379,8 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
                              AnalyzeBottlenecks(scenario, projection));
   size_t plots = 0;
   if (page) {
-    const std::string html = ProjectionHtml(scenario, projection, &bottlenecks);
+    const std::string html =
+        ProjectionHtml(scenario, projection, &bottlenecks, high ? &*high : nullptr);
     if (!outputs.html_path.empty()) {
       PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("html", outputs.html_path, html));
     }

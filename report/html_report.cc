@@ -706,8 +706,102 @@ void BottlenecksSection(std::string& out, const std::vector<Bottleneck>& bottlen
   }
 }
 
+// The event replay beside the analytical projection: the two levels' figures, then the busy
+// share of the streams (every one while they fit, else the busiest and the least busy) and of
+// the busiest links and NICs.
+void HighLodSection(std::string& out, const HighLodResult& r) {
+  out += "<h2>Event replay (<code>--lod high</code>)</h2>\n<table>\n";
+  out += "<tr><th></th><th>medium</th><th>high</th><th>difference</th></tr>\n";
+  auto row = [&](std::string_view what, Seconds medium, Seconds high) {
+    const double diff = medium.value() > 0 ? (high - medium) / medium * 100.0 : 0.0;
+    absl::StrAppendFormat(&out,
+                          "<tr><td>%s</td><td class=\"num\">%.3f ms</td><td class=\"num\">%.3f "
+                          "ms</td><td class=\"num\">%+.2f%%</td></tr>\n",
+                          what, Ms(medium), Ms(high), diff);
+  };
+  row("step time", r.medium.step_time, r.step_time);
+  row("pipeline (last pass)", r.medium.pipeline_time, r.pipeline_time);
+  row("exposed DP communication", r.medium.breakdown.exposed_dp_comm, r.exposed_dp_comm);
+  out += "</table>\n<ul>";
+  Put(out,
+      {"<li>NIC ", r.nic_shared ? "shared: " : "not shared: ", HtmlEscape(r.nic_note), "</li>"});
+  if (r.slow_rank) {
+    Put(out,
+        {"<li>straggler: rank ", absl::StrCat(r.slow_rank->rank), " (pipeline stage ",
+         absl::StrCat(r.slow_stage), ") ", absl::StrFormat("x%g", r.slow_rank->factor), "</li>"});
+  }
+  if (r.slow_link) {
+    Put(out, {"<li>slow link: ranks ", absl::StrCat(r.slow_link->a, "-", r.slow_link->b), " ",
+              absl::StrFormat("x%g", r.slow_link->factor), ", ", HtmlEscape(r.slow_link_carries),
+              "</li>"});
+  }
+  if (r.slow_rank || r.slow_link) {
+    Put(out, {"<li>step ",
+              absl::StrFormat("%.3f ms, %+.2f%% over %.3f ms without", Ms(r.step_time),
+                              r.DisturbedSlowdownPct(), Ms(r.step_time_undisturbed)),
+              "</li>"});
+  }
+  Put(out, {"<li>", Figure(static_cast<double>(r.events)), " events on ",
+            Figure(static_cast<double>(r.resources)), " streams and links; ",
+            r.unfolded ? absl::StrCat("every one of ", r.pipeline_ranks, " GPUs simulated")
+                       : absl::StrCat(r.pipeline_ranks * r.gpus_per_rank, " GPUs folded as ",
+                                      r.pipeline_ranks, " pipeline ranks of ", r.gpus_per_rank),
+            absl::StrFormat("; %.2f ms to replay beside %.2f ms for medium", r.high_wall_s * 1e3,
+                            r.medium_wall_s * 1e3),
+            "</li></ul>\n"});
+  // Busy share bars.
+  std::vector<const ResourceUse*> streams, links;
+  for (const ResourceUse& u : r.resource_use) {
+    if (IsComputeStream(u)) streams.push_back(&u);
+    if (IsCommunication(u)) links.push_back(&u);
+  }
+  auto by_busy = [](const ResourceUse* a, const ResourceUse* b) { return a->busy > b->busy; };
+  std::stable_sort(links.begin(), links.end(), by_busy);
+  constexpr size_t kListed = 12;
+  if (streams.size() > kListed) {
+    std::stable_sort(streams.begin(), streams.end(), by_busy);
+    streams.erase(streams.begin() + kListed / 2, streams.end() - kListed / 2);
+  }
+  if (links.size() > kListed / 2) links.resize(kListed / 2);
+  std::vector<const ResourceUse*> bars = streams;
+  bars.insert(bars.end(), links.begin(), links.end());
+  if (bars.empty()) return;
+  const double step = r.step_time.value();
+  constexpr double kLeft = 330, kBarW = 600, kRow = 20, kTop = 4;
+  const double height = kTop + kRow * static_cast<double>(bars.size()) + 24;
+  out += "<h3>Busy share of the step</h3>\n";
+  Legend(out, {{"GPU stream (passes, receives)", kForwardColor},
+               {"link, NIC or DP stream (the busiest)", kCommColor}});
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", height);
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const ResourceUse& u = *bars[i];
+    const double share = step > 0 ? std::min(1.0, u.busy.value() / step) : 0.0;
+    const double y = kTop + kRow * static_cast<double>(i);
+    const bool is_stream = i < streams.size();
+    const std::string label = HtmlEscape(u.name.starts_with("link ") ? u.name.substr(5) : u.name);
+    Text(out, kLeft - 8, y + 13, label, "end");
+    Rect(out, kLeft, y + 2, kBarW * share, kRow - 6, is_stream ? kForwardColor : kCommColor,
+         absl::StrFormat("%s: %.1f%% of the step", label, share * 100.0));
+    Text(out, kLeft + kBarW * share + 6, y + 13, absl::StrFormat("%.1f%%", share * 100.0));
+  }
+  const double axis_y = kTop + kRow * static_cast<double>(bars.size()) + 2;
+  for (int pct = 0; pct <= 100; pct += 25) {
+    const double x = kLeft + kBarW * pct / 100.0;
+    Line(out, x, kTop, x, axis_y, kGridColor);
+    Text(out, x, axis_y + 14, absl::StrFormat("%d%%", pct), "middle", "#667");
+  }
+  out += "</svg>\n";
+  if (r.resource_use.size() > bars.size()) {
+    absl::StrAppendFormat(&out,
+                          "<p class=\"note\">%d of %d streams and links shown: the busiest and the "
+                          "least busy streams, the busiest links. JSON <code>lod_high."
+                          "resources_busy</code> lists every one.</p>\n",
+                          bars.size(), r.resource_use.size());
+  }
+}
+
 std::string ProjectionHtml(const Scenario& scenario, const Projection& p,
-                           const std::vector<Bottleneck>* bottlenecks) {
+                           const std::vector<Bottleneck>* bottlenecks, const HighLodResult* high) {
   std::string out;
   PageStart(out, absl::StrCat("Projection: ", HtmlEscape(p.scenario_name)));
   Headline(out, scenario, p);
@@ -716,6 +810,7 @@ std::string ProjectionHtml(const Scenario& scenario, const Projection& p,
   ModulesSection(out, p);
   MemorySection(out, p);
   TimelineSection(out, scenario, p);
+  if (high != nullptr) HighLodSection(out, *high);
   OpsSection(out, p);
   if (!p.defaults_used.empty()) {
     out += "<h2>Defaults used</h2>\n<ul>";

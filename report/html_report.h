@@ -13,6 +13,7 @@
 #include "serving/serve_flags.h"
 #include "studies/bottlenecks.h"
 #include "studies/compare.h"
+#include "studies/lod_high.h"
 #include "studies/scale.h"
 #include "studies/search.h"
 #include "studies/validate.h"
@@ -37,8 +38,12 @@ namespace projector {
 // Every string that comes from an input file is escaped.
 // With `bottlenecks`, a section after the headline: each bottleneck's value against its high
 // threshold as a bar coloured by severity, and its re-projected recommendations.
+// With `high` (`--lod high`), a section on the event replay: medium against high (step,
+// pipeline, exposed DP), what shares the NIC, the straggler or slow link, the events, and how
+// busy the streams and the busiest links were, as bars.
 std::string ProjectionHtml(const Scenario& scenario, const Projection& projection,
-                           const std::vector<Bottleneck>* bottlenecks = nullptr);
+                           const std::vector<Bottleneck>* bottlenecks = nullptr,
+                           const HighLodResult* high = nullptr);
 
 // `project validate --html`: the accuracy of a whole case file on one page. Headline cards
 // (cases, projected, median |error|, mean error, share within 10/20/30%, inconsistent and

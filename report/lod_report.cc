@@ -75,9 +75,9 @@ std::string HighLodText(const HighLodResult& r) {
   std::string streams;
   std::vector<const ResourceUse*> stream_uses, by_busy;
   for (const ResourceUse& u : r.resource_use) {
-    if (u.name.ends_with(" stream")) {
+    if (IsComputeStream(u)) {
       stream_uses.push_back(&u);
-    } else if (u.name.starts_with("link ")) {
+    } else if (IsCommunication(u)) {
       by_busy.push_back(&u);
     }
   }
@@ -101,9 +101,9 @@ std::string HighLodText(const HighLodResult& r) {
   out += absl::StrCat("  busy        streams: ", streams, "\n");
   std::string busiest;
   for (size_t i = 0; i < by_busy.size() && i < 3; ++i) {
+    const std::string& name = by_busy[i]->name;
     absl::StrAppendFormat(&busiest, "%s%s %.1f%%", busiest.empty() ? "" : ", ",
-                          by_busy[i]->name.substr(5),  // without "link "
-                          pct(*by_busy[i]));
+                          name.starts_with("link ") ? name.substr(5) : name, pct(*by_busy[i]));
   }
   if (!busiest.empty()) out += absl::StrCat("              busiest links: ", busiest, "\n");
   if (r.slow_rank) {

@@ -710,7 +710,7 @@ NicUse NicUseOf(const Scenario& s, const Projection& medium, Congestion congesti
     return {};
   }
   if (users.size() < 2) {
-    note = users.empty() ? "nothing crosses nodes beside another transfer"
+    note = users.empty() ? "no DP reduce, overlapped send or EP All-to-All leaves the node"
                          : absl::StrCat("only ", users.front(),
                                         " cross nodes (the DP group inside a node, 1F1B's "
                                         "blocking receives, or EP inside a node leave it alone)");

@@ -115,6 +115,14 @@ struct ResourceUse {
   std::string name;
   Seconds busy;
 };
+// A GPU's compute stream ("rank 0 stream", "gpu 12 stream"), and a resource that carries
+// communication (a link, a NIC, a DP stream), by their names.
+inline bool IsComputeStream(const ResourceUse& u) {
+  return u.name.ends_with(" stream") && !u.name.ends_with(" DP stream");
+}
+inline bool IsCommunication(const ResourceUse& u) {
+  return u.name.starts_with("link ") || u.name.ends_with(" DP stream");
+}
 
 struct HighLodResult {
   Projection medium;      // the analytical projection (with its timeline)

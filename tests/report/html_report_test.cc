@@ -93,6 +93,33 @@ TEST(ProjectionHtmlTest, IsOneCompletePageWithEverySection) {
   EXPECT_THAT(html, HasSubstr(">PP rank 1<"));
 }
 
+// With --lod high, the page gains the event replay: the two levels' step, pipeline and exposed
+// DP rows, the NIC line, and one busy bar per compute stream and communication resource (two
+// stages, DP 4: 2 streams and 2 DP streams), each as wide as its share of the step.
+TEST(ProjectionHtmlTest, TheEventReplayHasItsFiguresAndABarPerResource) {
+  const Scenario s = TwoStageToy();
+  FakeBackends fakes;
+  absl::StatusOr<HighLodResult> high = ProjectAtHighLod(s, fakes.Refs());
+  ASSERT_THAT(high, IsOk());
+  const std::string html = ProjectionHtml(s, high->medium, nullptr, &*high);
+  for (const char* part : {"Event replay", "step time", "pipeline (last pass)",
+                           "exposed DP communication", "NIC ", "Busy share of the step"}) {
+    EXPECT_THAT(html, HasSubstr(part)) << part;
+  }
+  const size_t at = html.find("Busy share of the step");
+  const std::string bars = html.substr(html.find("<svg", at), html.find("</svg>", at) - at);
+  int shown = 0;
+  for (const ResourceUse& u : high->resource_use) {
+    if (!IsComputeStream(u) && !IsCommunication(u)) continue;
+    ++shown;
+    const double share = u.busy.value() / high->step_time.value();
+    EXPECT_THAT(bars, HasSubstr(absl::StrFormat("%s: %.1f%% of the step", u.name, 100 * share)))
+        << u.name;
+  }
+  EXPECT_EQ(shown, 4);
+  EXPECT_THAT(ProjectionHtml(s, high->medium), Not(HasSubstr("Event replay")));
+}
+
 TEST(ProjectionHtmlTest, BreakdownBarSegmentsFillTheBarInProportion) {
   const Scenario s = TwoStageToy();
   const Projection p = ProjectToy(s);
