@@ -144,7 +144,15 @@ void AppendLinkCounters(const HighLodResult& r, nlohmann::json& events) {
   };
   std::vector<Edge> edges;
   for (const ReplayedTask& t : r.timeline) {
-    if (t.what != ReplayedTask::What::kTransfer) continue;
+    // Every transfer on a link or NIC: activations, and on a shared NIC the DP reduces and the
+    // All-to-All beside them (a NIC carries several at once, each at its share).
+    const bool on_link = static_cast<size_t>(t.resource) < r.resource_use.size() &&
+                         r.resource_use[static_cast<size_t>(t.resource)].name.starts_with("link ");
+    if (!on_link || t.end <= t.start) continue;
+    if (t.what != ReplayedTask::What::kTransfer && t.what != ReplayedTask::What::kGradReduce &&
+        t.what != ReplayedTask::What::kEpComm) {
+      continue;
+    }
     edges.push_back({t.start, +1, t.resource});
     edges.push_back({t.end, -1, t.resource});
   }
