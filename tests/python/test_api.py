@@ -130,6 +130,27 @@ def test_network_route_and_high_level_of_detail():
     high = projector.project(model="llama3.1-8b", gpu_arch="h100-sxm", num_gpus=16, pp=2,
                              seq_len=2048, global_batch=16, lod="high")
     assert high.lod_high["events"] > 0
+    # Every GPU simulated, a slow pipeline link: the same step when nothing is slow.
+    unfolded = projector.project(model="llama3.1-8b", gpu_arch="h100-sxm", num_gpus=16, pp=2,
+                                 seq_len=2048, global_batch=16, lod="high", no_fold=True,
+                                 slow_link="0:8:2", congestion="unaware")
+    assert unfolded.lod_high["slow_link"]["carries"].startswith("the pipeline link")
+    assert unfolded.lod_high["slow_link"]["step_time_without_s"] == pytest.approx(
+        high.lod_high["step_time_s"], rel=1e-9)
+    with pytest.raises(projector.InputError) as e:
+        projector.project(model="llama3.1-8b", gpu_arch="h100-sxm", num_gpus=16, tp=2,
+                          lod="high", slow_link="0:1:2")
+    assert e.value.field == "--slow-link"
+
+
+def test_serve_with_a_shared_prefix_cached():
+    kw = dict(model="llama3.1-8b", gpu_arch="h100-sxm", qps=4, num_requests=40, input_len=256,
+              output_len=8, shared_prefix_len=1024, prefix_groups=2)
+    cached = projector.serve(prefix_caching=True, **kw)
+    plain = projector.serve(**kw)
+    assert cached.prefix_cache["hit_tokens"] == (40 - 2) * 1024
+    assert plain.prefix_cache is None
+    assert cached.ttft_ms.mean < plain.ttft_ms.mean
 
 
 def test_estimate_convnet_projects_resnet50():
