@@ -1191,9 +1191,17 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
   for (const char* key : {"overlap_grad_reduce", "overlap_param_gather"}) {
     if (!training || !training->Has(key)) unstated.push_back(absl::StrCat(key, "=true"));
   }
-  if (!training || !training->Has("grad_reduce_dtype"))
+  const bool reduce_dtype_stated = training && training->Has("grad_reduce_dtype");
+  if (!reduce_dtype_stated && !SourceIsMegatronBridgePresets(source)) {
     unstated.push_back("grad_reduce_dtype=fp32");
+  }
   if (!unstated.empty()) s.defaults_used.push_back(absl::StrJoin(unstated, ", "));
+  if (!reduce_dtype_stated && SourceIsMegatronBridgePresets(source)) {
+    s.training.grad_reduce_dtype = DType::kBf16;
+    s.defaults_used.push_back(
+        "grad_reduce_dtype=bf16 (named by the case's source: Megatron-Bridge's performance "
+        "presets set grad_reduce_in_fp32 = False; --grad-reduce-dtype for another)");
+  }
   s.defaults_used.push_back(absl::StrFormat("interconnect from hw profile %s", s.hw.name));
   s.defaults_used.push_back(absl::StrFormat(
       "position_embedding=%s (%s; the case format has no field for it)",

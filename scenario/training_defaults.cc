@@ -24,6 +24,10 @@ DropoutRates ResolvedDropout(const ModelSpec& model, const ParallelConfig& paral
           .attention = resolve(training.attention_dropout)};
 }
 
+bool SourceIsMegatronBridgePresets(std::string_view source) {
+  return source.find("Megatron-Bridge") != std::string_view::npos;
+}
+
 std::optional<TrainingStack> StackNamedBySource(std::string_view source) {
   struct Named {
     std::string_view text;  // found in the source, case-sensitively

@@ -110,6 +110,12 @@ DropoutRates ResolvedDropout(const ModelSpec& model, const ParallelConfig& paral
 // torchtitan and llm-foundry repositories run their own. nullopt when the source names none.
 std::optional<TrainingStack> StackNamedBySource(std::string_view source);
 
+// Whether a measured run's `source` is NVIDIA's Megatron-Bridge performance summary, whose
+// presets (scripts/performance/configs/*: every model's, dense and MoE, e.g.
+// llama3/llama3_70b_llm_pretrain.py and qwen3/qwen3_30b_a3b_llm_pretrain.py) set
+// `cfg.ddp.grad_reduce_in_fp32 = False`: their gradients are kept and reduced in bf16.
+bool SourceIsMegatronBridgePresets(std::string_view source);
+
 // Whether the GPU's matrix cores take MX block-scaled operands (OCP Microscaling formats, an
 // E8M0 scale per 32 elements): NVIDIA Blackwell, sm_100 and later (B200, GB200: NVIDIA
 // Blackwell architecture technical brief, "MXFP8" among the 5th-generation Tensor Core
