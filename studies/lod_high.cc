@@ -348,7 +348,7 @@ class StepGraphBuilder {
       for (int64_t q = 0; q < lanes_.replicas; ++q) {
         buckets[static_cast<size_t>(q)] = AddBuckets(q, r, w, final_pieces[static_cast<size_t>(q)]);
       }
-      if (lanes_.replicas > 1) StartReducesTogether(w, buckets);
+      if (lanes_.replicas > 1) StartReducesTogether(r, w, buckets);
       for (int64_t q = 0; q < lanes_.replicas; ++q) {
         const std::vector<BucketTasks>& b = buckets[static_cast<size_t>(q)];
         AddTail(q, r, b.empty() ? PassIndex::kNone : b.back().reduce);
@@ -519,6 +519,7 @@ class StepGraphBuilder {
   // of `lockstep`) leave it together: their last collective holds them. What follows the pass
   // on each (its next pass, what depends on the pass) waits for the barrier.
   void LeavePassTogether(int64_t r, const TimelineEvent& e) {
+    if (lanes_.lockstep == 1) return;  // nothing holds a lone GPU
     const int64_t stage = static_cast<int64_t>(e.chunk) * pp_ + r;
     std::vector<TaskId> members;
     for (int64_t first = 0; first < lanes_.replicas; first += lanes_.lockstep) {
@@ -573,7 +574,8 @@ class StepGraphBuilder {
 
   // Unfolded: the members of a DP ring (the dense gradients' or the expert gradients' group)
   // start each bucket's reduce together, when all have its gradients.
-  void StartReducesTogether(const RankWork& w, const std::vector<std::vector<BucketTasks>>& lanes) {
+  void StartReducesTogether(int64_t r, const RankWork& w,
+                            const std::vector<std::vector<BucketTasks>>& lanes) {
     std::vector<TaskId> members;
     for (size_t j = 0; j < w.buckets.size(); ++j) {
       const ProcessGroup group = w.buckets[j].expert ? lanes_.expert_dp : lanes_.dense_dp;
@@ -583,7 +585,7 @@ class StepGraphBuilder {
         for (int64_t q = base; q < lanes_.replicas; q += stride) {
           members.push_back(lanes[static_cast<size_t>(q)][j].ready);
         }
-        const TaskId b = Barrier(members, 0);
+        const TaskId b = Barrier(members, r);
         for (int64_t q = base; q < lanes_.replicas; q += stride) {
           g_.AddDependency(b, lanes[static_cast<size_t>(q)][j].reduce);
         }
