@@ -448,6 +448,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   p.rank_tails = std::move(rank_tails);
   p.chunk_ep = std::move(chunk_ep);
   p.pipeline_time = step.pipeline_time;
+  p.critical_rank = step.critical_rank;
   p.p2p_transfer = step.p2p_transfer;
   p.p2p_overlapped = step.p2p_overlapped;
   NoteInertSwitches(scenario, p);

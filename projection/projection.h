@@ -156,7 +156,8 @@ struct Projection {
   std::vector<TimelineEvent> timeline;
   std::vector<RankTailParts> rank_tails;  // by pipeline rank, with the timeline
   std::vector<ChunkEpComm> chunk_ep;      // by rank · vpp + chunk, with the timeline
-  Seconds pipeline_time;  // the replayed schedule's makespan (before the ranks' tails)
+  Seconds pipeline_time;      // the replayed schedule's makespan (before the ranks' tails)
+  int64_t critical_rank = 0;  // the pipeline rank whose passes the breakdown follows
   Seconds p2p_transfer;
   bool p2p_overlapped = false;
 

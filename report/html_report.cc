@@ -722,6 +722,9 @@ void HighLodSection(std::string& out, const HighLodResult& r) {
   row("step time", r.medium.step_time, r.step_time);
   row("pipeline (last pass)", r.medium.pipeline_time, r.pipeline_time);
   row("exposed DP communication", r.medium.breakdown.exposed_dp_comm, r.exposed_dp_comm);
+  if (r.exposed_ep_comm) {
+    row("exposed EP communication", r.medium.breakdown.exposed_ep_comm, *r.exposed_ep_comm);
+  }
   out += "</table>\n<ul>";
   Put(out,
       {"<li>NIC ", r.nic_shared ? "shared: " : "not shared: ", HtmlEscape(r.nic_note), "</li>"});

@@ -52,6 +52,11 @@ std::string HighLodText(const HighLodResult& r) {
   absl::StrAppendFormat(
       &out, "  exposed DP  medium %12.3f ms   high %12.3f ms   (high: from the timeline)\n",
       ToMilliseconds(r.medium.breakdown.exposed_dp_comm), ToMilliseconds(r.exposed_dp_comm));
+  if (r.exposed_ep_comm) {
+    absl::StrAppendFormat(
+        &out, "  exposed EP  medium %12.3f ms   high %12.3f ms   (high: from the timeline)\n",
+        ToMilliseconds(r.medium.breakdown.exposed_ep_comm), ToMilliseconds(*r.exposed_ep_comm));
+  }
   absl::StrAppendFormat(&out, "  NIC         %s: %s\n", r.nic_shared ? "shared" : "not shared",
                         r.nic_note);
   absl::StrAppendFormat(&out, "  events      %d (%d tasks on %d streams and links)\n", r.events,
@@ -245,6 +250,9 @@ nlohmann::json HighLodJson(const HighLodResult& r) {
           {"difference_pct", r.DifferencePct()},
           {"pipeline_time_s", r.pipeline_time.value()},
           {"exposed_dp_comm_s", r.exposed_dp_comm.value()},
+          {"exposed_ep_comm_s",
+           r.exposed_ep_comm ? nlohmann::json(r.exposed_ep_comm->value()) : nlohmann::json()},
+          {"medium_exposed_ep_comm_s", r.medium.breakdown.exposed_ep_comm.value()},
           {"congestion", std::string(CongestionName(r.congestion))},
           {"nic_shared", r.nic_shared},
           {"nic_note", r.nic_note},

@@ -835,6 +835,18 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
     out.exposed_dp_comm =
         std::max(Seconds(0), run.tasks[t].start + step.param_gather[lane] - out.pipeline_time);
   }
+  if (nic_use.ep) {
+    // Lane r is stage r's (first) GPU, folded or not.
+    const int32_t critical = static_cast<int32_t>(out.medium.critical_rank);
+    Seconds waited;
+    for (TaskId t = 0; t < step.what.size(); ++t) {
+      const ReplayedTask& w = step.what[t];
+      if (w.what == ReplayedTask::What::kEpComm && w.rank == critical) {
+        waited += run.tasks[t].finish - run.tasks[t].start;
+      }
+    }
+    out.exposed_ep_comm = waited;
+  }
   out.tasks = static_cast<int64_t>(step.graph.num_tasks());
   out.resources = static_cast<int64_t>(step.graph.num_resources());
   out.unfolded = high.no_fold;

@@ -132,6 +132,11 @@ struct HighLodResult {
   // last, how far its gradient sync and exposed parameter gathers end past pipeline_time (the
   // medium projection's breakdown.exposed_dp_comm by its closed form).
   Seconds exposed_dp_comm;
+  // Where the NIC carries the MoE layers' All-to-All: on the lane of the medium breakdown's
+  // critical rank, the time its stream waited for it (every All-to-All stretch blocks the
+  // stream); the medium projection's breakdown.exposed_ep_comm by its closed form. Empty where
+  // the All-to-All stays inside the passes.
+  std::optional<Seconds> exposed_ep_comm;
   int64_t tasks = 0;      // passes, transfers and tails
   int64_t resources = 0;  // compute streams and links
   // Symmetry: the replay simulates one rank per pipeline stage; the tp·cp·dp GPUs of a stage

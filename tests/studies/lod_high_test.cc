@@ -453,6 +453,14 @@ TEST(HighLodTest, AnEpAllToAllAcrossNodesSharesTheNicWithDpAndPipeline) {
   }
   EXPECT_THAT(unaware->step_time.value(), IsNearRel(unaware->medium.step_time.value(), 1e-9));
   EXPECT_GT(aware->step_time, unaware->step_time);
+  // Read off the timeline: the critical rank's stream waits for every All-to-All stretch, each
+  // at least as long as alone, so at least the medium breakdown's exposed EP time; unaware,
+  // the All-to-All stays inside the passes and nothing is read.
+  ASSERT_TRUE(aware->exposed_ep_comm.has_value());
+  EXPECT_GE(aware->exposed_ep_comm->value(),
+            aware->medium.breakdown.exposed_ep_comm.value() * (1 - 1e-9));
+  EXPECT_GT(aware->medium.breakdown.exposed_ep_comm.value(), 0);
+  EXPECT_FALSE(unaware->exposed_ep_comm.has_value());
 }
 
 // Unfolded (--no-fold), every GPU is simulated: its own stream, NIC and links; a TP group
