@@ -54,6 +54,12 @@ constexpr Flops operator*(FlopsPerSecond r, Seconds t) { return Flops(r.value() 
 constexpr BytesPerSecond operator/(Bytes b, Seconds t) { return BytesPerSecond(b.value() / t.value()); }
 constexpr FlopsPerSecond operator/(Flops f, Seconds t) { return FlopsPerSecond(f.value() / t.value()); }
 
+// The quantity, or zero when it is negative (an exposed remainder, a time left).
+template <typename Tag>
+constexpr Quantity<Tag> Max0(Quantity<Tag> q) {
+  return q.value() > 0 ? q : Quantity<Tag>(0);
+}
+
 // Named constructors keep every conversion in one place. GB = 1e9, GiB = 2^30.
 constexpr Seconds Microseconds(double us) { return Seconds(us * 1e-6); }
 constexpr Seconds Milliseconds(double ms) { return Seconds(ms * 1e-3); }

@@ -5,8 +5,6 @@
 namespace projector {
 namespace {
 
-Seconds Max0(Seconds s) { return s.value() > 0 ? s : Seconds(0); }
-
 bool InBackward(OpPhase phase) {
   return phase == OpPhase::kBackwardDgrad || phase == OpPhase::kBackwardWgrad;
 }

@@ -16,7 +16,6 @@ constexpr double kCommBytesPerElement = 2.0;
 // (DeepSeek-V3 report, arXiv 2412.19437 §3.3.2; deepseek-ai/DeepEP low-precision dispatch).
 constexpr double kFp8DispatchBytesPerElement = 1.0 + 4.0 / 128.0;
 
-Seconds Max0(Seconds s) { return s.value() > 0 ? s : Seconds(0); }
 
 // HBM traffic of a collective per byte it moves over the wire in each direction. A byte sent is
 // read from HBM by the sending CTA and a byte received is written to HBM by the receiving side

@@ -13,8 +13,6 @@
 namespace projector {
 namespace {
 
-Seconds Max0(Seconds s) { return s.value() > 0 ? s : Seconds(0); }
-
 // FSDP2 (torch fully_shard) reshards after forward by default, so every layer is gathered
 // again for its backward. Under full recompute that second gather serves both the recompute
 // forward and the backward (FSDP2 skips the reshard in the recompute's post-forward), so a

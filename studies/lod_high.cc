@@ -71,7 +71,7 @@ absl::StatusOr<SlowLinkEffect> ResolveSlowLink(const ParallelConfig& par, int64_
           "(ranks r and r + %d), a DP ring neighbouring DP ranks of one stage",
           link.a, stage_a, i, link.b, stage_b, j, block));
     }
-    effect.position_a = effect.position_b = i;
+    effect.position_a = i;
     effect.p2p_rank_a = std::min(stage_a, stage_b);
     effect.p2p_rank_b = std::max(stage_a, stage_b);
     effect.carries = absl::StrFormat(
@@ -82,7 +82,6 @@ absl::StatusOr<SlowLinkEffect> ResolveSlowLink(const ParallelConfig& par, int64_
   const ProcessGroup expert_group{.size = block / std::max<int64_t>(1, par.ep * par.etp),
                                   .stride = std::max<int64_t>(1, par.ep * par.etp)};
   effect.position_a = i;
-  effect.position_b = j;
   effect.dense_stride = par.DpCpGroup().stride;
   effect.expert_stride = expert_group.stride;
   effect.dense_ring = RingNeighbours(i, j, par.DpCpGroup());
@@ -266,8 +265,6 @@ struct NicUse {
   bool dp = false, p2p = false, ep = false;
   bool Shared() const { return dp || p2p || ep; }
 };
-
-Seconds Max0(Seconds x) { return x.value() > 0 ? x : Seconds(0); }
 
 // One stretch of a pass: on the rank's stream, or its exposed EP All-to-All on its NIC.
 struct Stretch {

@@ -79,9 +79,10 @@ struct SlowLink {
 struct SlowLinkEffect {
   int64_t p2p_rank_a = -1, p2p_rank_b = -1;  // pipeline ranks whose transfers cross it
   int64_t dp_stage = -1;                     // the pipeline rank whose DP ring crosses it
-  // A's and B's positions inside their stages (rank % tp·cp·dp), and the rings' strides: what
-  // the unfolded replay needs to slow only the GPUs behind the link.
-  int64_t position_a = -1, position_b = -1;
+  // A's position inside its stage (rank % tp·cp·dp; B's is the same on a pipeline link, on the
+  // same rings on a DP link), and the rings' strides: what the unfolded replay needs to slow
+  // only the GPUs behind the link.
+  int64_t position_a = -1;
   int64_t dense_stride = 1, expert_stride = 1;
   bool dense_ring = false, expert_ring = false;
   double factor = 1;
