@@ -16,6 +16,19 @@ ResourceId TaskGraph::AddResource(ResourceOrder order) {
 TaskId TaskGraph::AddTask(ResourceId resource, Seconds duration) {
   task_resource_.push_back(resource);
   task_duration_.push_back(duration);
+  if (resource < resource_order_.size() && resource_order_[resource] == ResourceOrder::kShared) {
+    shares_.push_back({.link = resource, .share = 1});
+  }
+  first_share_.push_back(static_cast<uint32_t>(shares_.size()));
+  return static_cast<TaskId>(task_resource_.size() - 1);
+}
+
+TaskId TaskGraph::AddFlow(std::span<const LinkShare> shares, Seconds duration) {
+  // Without shares the task has no resource: Prepare refuses it.
+  task_resource_.push_back(shares.empty() ? ~ResourceId{0} : shares.front().link);
+  task_duration_.push_back(duration);
+  shares_.insert(shares_.end(), shares.begin(), shares.end());
+  first_share_.push_back(static_cast<uint32_t>(shares_.size()));
   return static_cast<TaskId>(task_resource_.size() - 1);
 }
 
@@ -26,6 +39,7 @@ void TaskGraph::AddDependency(TaskId before, TaskId after) {
 void TaskGraph::Reserve(size_t tasks, size_t dependencies) {
   task_resource_.reserve(tasks);
   task_duration_.reserve(tasks);
+  first_share_.reserve(tasks + 1);
   dependencies_.reserve(dependencies);
 }
 
@@ -34,6 +48,8 @@ void TaskGraph::Clear() {
   task_resource_.clear();
   task_duration_.clear();
   dependencies_.clear();
+  first_share_.assign(1, 0);
+  shares_.clear();
 }
 
 namespace {
@@ -63,6 +79,10 @@ absl::Status Simulator::Prepare(const TaskGraph& graph) {
   const size_t n = graph.num_tasks();
   const size_t resources = graph.num_resources();
   for (TaskId t = 0; t < n; ++t) {
+    if (graph.resource(t) == ~ResourceId{0} && graph.shares(t).empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task ", t, ": a flow needs at least one shared resource"));
+    }
     if (graph.resource(t) >= resources) {
       return absl::InvalidArgumentError(absl::StrCat("task ", t, ": resource ", graph.resource(t),
                                                      " does not exist (", resources,
@@ -74,6 +94,7 @@ absl::Status Simulator::Prepare(const TaskGraph& graph) {
           absl::StrCat("task ", t, ": duration must be finite and >= 0 s, got ", d));
     }
   }
+  PROJECTOR_RETURN_IF_ERROR(CheckShares(graph));
   const auto& deps = graph.dependencies();
   for (const auto& [before, after] : deps) {
     if (before >= n || after >= n) {
@@ -110,11 +131,58 @@ absl::Status Simulator::Prepare(const TaskGraph& graph) {
   touched_.reserve(resources);
   queue_.clear();
   queue_.reserve(n);
-  shared_running_.resize(n);
-  shared_count_.assign(resources, 0);
-  shared_advanced_.assign(resources, Seconds(0));
-  generation_.assign(resources, 0);
   remaining_.assign(n, Seconds(0));
+  advanced_at_.assign(n, Seconds(0));
+  speed_.assign(n, 0.0);
+  generation_.assign(n, 0);
+  const size_t shares = graph.num_shares();
+  share_task_.resize(shares);
+  for (TaskId t = 0; t < n; ++t) {
+    for (uint32_t e = graph.first_share(t); e < graph.first_share(t + 1); ++e) share_task_[e] = t;
+  }
+  CountRows(
+      resources, shares, [&](size_t e) { return graph.all_shares()[e].link; }, first_on_link_);
+  on_link_.resize(shares);
+  share_slot_.resize(shares);
+  link_count_.assign(resources, 0);
+  busy_since_.assign(resources, Seconds(0));
+  link_changed_.assign(resources, 0);
+  changed_links_.clear();
+  task_stamp_.assign(n, 0);
+  link_stamp_.assign(resources, 0);
+  stamp_ = 0;
+  frozen_load_.assign(resources, 0.0);
+  open_share_.assign(resources, 0.0);
+  open_count_.assign(resources, 0);
+  frozen_.assign(n, 0);
+  return absl::OkStatus();
+}
+
+absl::Status Simulator::CheckShares(const TaskGraph& graph) {
+  const size_t resources = graph.num_resources();
+  link_stamp_.assign(resources, 0);
+  for (TaskId t = 0; t < graph.num_tasks(); ++t) {
+    const std::span<const LinkShare> shares = graph.shares(t);
+    if (graph.order(graph.resource(t)) == ResourceOrder::kShared && shares.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task ", t, ": a flow needs a shared resource"));
+    }
+    for (const LinkShare& s : shares) {
+      if (s.link >= resources || graph.order(s.link) != ResourceOrder::kShared) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("task ", t, ": resource ", s.link, " is not a shared resource"));
+      }
+      if (!(s.share > 0 && s.share <= 1)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "task ", t, ": the share of resource ", s.link, " must be in (0, 1], got ", s.share));
+      }
+      if (link_stamp_[s.link] == t + 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("task ", t, ": resource ", s.link, " listed twice"));
+      }
+      link_stamp_[s.link] = t + 1;
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -130,64 +198,146 @@ void Simulator::MakeReady(const TaskGraph& graph, TaskId task, Seconds now) {
   });
 }
 
-void Simulator::Advance(ResourceId r, Seconds now, SimulationResult& result) {
-  const uint32_t n = shared_count_[r];
-  const Seconds elapsed = now - shared_advanced_[r];
-  shared_advanced_[r] = now;
-  if (n == 0 || elapsed.value() <= 0) return;
-  result.busy[r] += elapsed;
-  const Seconds share = elapsed / static_cast<double>(n);
-  const TaskId* running = shared_running_.data() + first_task_[r];
-  for (uint32_t i = 0; i < n; ++i) remaining_[running[i]] -= share;
-}
-
-void Simulator::QueueNextShare(ResourceId r, Seconds now) {
-  ++generation_[r];
-  const uint32_t n = shared_count_[r];
-  if (n == 0) return;
-  const TaskId* running = shared_running_.data() + first_task_[r];
-  TaskId next = running[0];
-  for (uint32_t i = 1; i < n; ++i) {
-    const TaskId t = running[i];
-    if (remaining_[t] < remaining_[next] || (remaining_[t] == remaining_[next] && t < next)) {
-      next = t;
+void Simulator::JoinLinks(const TaskGraph& graph, TaskId task, Seconds now) {
+  remaining_[task] = graph.duration(task);
+  advanced_at_[task] = now;
+  speed_[task] = 0;
+  for (uint32_t e = graph.first_share(task); e < graph.first_share(task + 1); ++e) {
+    const ResourceId l = graph.all_shares()[e].link;
+    if (link_count_[l] == 0) busy_since_[l] = now;
+    share_slot_[e] = link_count_[l]++;
+    on_link_[first_on_link_[l] + share_slot_[e]] = e;
+    if (!link_changed_[l]) {
+      link_changed_[l] = 1;
+      changed_links_.push_back(l);
     }
   }
-  const Seconds left = remaining_[next].value() > 0 ? remaining_[next] : Seconds(0);
-  queue_.push_back(
-      {.time = now + left * static_cast<double>(n), .task = next, .generation = generation_[r]});
-  std::push_heap(queue_.begin(), queue_.end(), EventLater);
 }
 
-void Simulator::FinishShares(const TaskGraph& graph, ResourceId r, TaskId due, Seconds now,
-                             SimulationResult& result) {
-  Advance(r, now, result);
-  TaskId* running = shared_running_.data() + first_task_[r];
-  uint32_t& n = shared_count_[r];
-  // Done: the task the event was queued for (it had the least work left; whatever rounding left
-  // of it, so that every valid event finishes a task and time moves on), and any other with no
-  // work left beyond rounding (1e-12 of its duration, or 1 fs).
-  auto done = [&](TaskId t) {
-    return t == due || remaining_[t].value() <= std::max(1e-15, 1e-12 * graph.duration(t).value());
+void Simulator::LeaveLinks(const TaskGraph& graph, TaskId task, Seconds now,
+                           SimulationResult& result) {
+  for (uint32_t e = graph.first_share(task); e < graph.first_share(task + 1); ++e) {
+    const ResourceId l = graph.all_shares()[e].link;
+    uint32_t* row = on_link_.data() + first_on_link_[l];
+    const uint32_t moved = row[--link_count_[l]];
+    row[share_slot_[e]] = moved;
+    share_slot_[moved] = share_slot_[e];
+    if (link_count_[l] == 0) result.busy[l] += now - busy_since_[l];
+    if (!link_changed_[l]) {
+      link_changed_[l] = 1;
+      changed_links_.push_back(l);
+    }
+  }
+}
+
+void Simulator::CollectComponent(const TaskGraph& graph, ResourceId from) {
+  if (link_stamp_[from] == stamp_) return;
+  link_stamp_[from] = stamp_;
+  size_t next = component_links_.size();
+  component_links_.push_back(from);
+  for (; next < component_links_.size(); ++next) {
+    const ResourceId l = component_links_[next];
+    for (uint32_t i = 0; i < link_count_[l]; ++i) {
+      const TaskId t = share_task_[on_link_[first_on_link_[l] + i]];
+      if (task_stamp_[t] == stamp_) continue;
+      task_stamp_[t] = stamp_;
+      component_tasks_.push_back(t);
+      for (uint32_t e = graph.first_share(t); e < graph.first_share(t + 1); ++e) {
+        const ResourceId other = graph.all_shares()[e].link;
+        if (link_stamp_[other] == stamp_) continue;
+        link_stamp_[other] = stamp_;
+        component_links_.push_back(other);
+      }
+    }
+  }
+}
+
+void Simulator::FillSpeeds(const TaskGraph& graph) {
+  for (const ResourceId l : component_links_) {
+    frozen_load_[l] = 0;
+    open_share_[l] = 0;
+    open_count_[l] = link_count_[l];
+    for (uint32_t i = 0; i < link_count_[l]; ++i) {
+      open_share_[l] += graph.all_shares()[on_link_[first_on_link_[l] + i]].share;
+    }
+  }
+  for (const TaskId t : component_tasks_) frozen_[t] = 0;
+  auto freeze = [&](TaskId t, double speed) {
+    frozen_[t] = 1;
+    speed_[t] = speed;
+    for (uint32_t e = graph.first_share(t); e < graph.first_share(t + 1); ++e) {
+      const LinkShare& s = graph.all_shares()[e];
+      frozen_load_[s.link] += speed * s.share;
+      open_share_[s.link] -= s.share;
+      --open_count_[s.link];
+    }
   };
-  std::sort(running, running + n);
-  uint32_t kept = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    const TaskId t = running[i];
-    if (done(t)) {
-      Finish(graph, t, now, result);
-    } else {
-      running[kept++] = t;
+  // The speed at which link l's open tasks would fill it.
+  auto fill_level = [&](ResourceId l) {
+    return std::max(0.0, 1.0 - frozen_load_[l]) / std::max(open_share_[l], 1e-300);
+  };
+  size_t open = component_tasks_.size();
+  double level = 0;
+  while (open > 0) {
+    double next = 1;
+    for (const ResourceId l : component_links_) {
+      if (open_count_[l] > 0) next = std::min(next, fill_level(l));
+    }
+    level = std::max(level, next);  // speeds only rise (rounding aside)
+    bool saturated = false;
+    for (const ResourceId l : component_links_) {
+      if (open_count_[l] == 0 || fill_level(l) > level * (1 + 1e-12)) continue;
+      saturated = true;
+      for (uint32_t i = 0; i < link_count_[l]; ++i) {
+        const TaskId t = share_task_[on_link_[first_on_link_[l] + i]];
+        if (!frozen_[t]) {
+          freeze(t, level);
+          --open;
+        }
+      }
+    }
+    if (!saturated) {  // every open task runs at full speed
+      for (const TaskId t : component_tasks_) {
+        if (!frozen_[t]) freeze(t, 1.0);
+      }
+      open = 0;
     }
   }
-  n = kept;
-  Touch(r);
+}
+
+void Simulator::SetSpeeds(const TaskGraph& graph, Seconds now) {
+  if (changed_links_.empty()) return;
+  if (++stamp_ == 0) {  // the stamps wrapped: start them over
+    std::fill(task_stamp_.begin(), task_stamp_.end(), 0);
+    std::fill(link_stamp_.begin(), link_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  component_tasks_.clear();
+  component_links_.clear();
+  std::sort(changed_links_.begin(), changed_links_.end());
+  for (const ResourceId l : changed_links_) {
+    link_changed_[l] = 0;
+    CollectComponent(graph, l);
+  }
+  changed_links_.clear();
+  for (const TaskId t : component_tasks_) {
+    remaining_[t] = Max0(remaining_[t] - (now - advanced_at_[t]) * speed_[t]);
+    advanced_at_[t] = now;
+  }
+  FillSpeeds(graph);
+  for (const TaskId t : component_tasks_) {
+    const Seconds finish = remaining_[t].value() > 0 ? now + remaining_[t] / speed_[t] : now;
+    queue_.push_back({.time = finish, .task = t, .generation = ++generation_[t]});
+    std::push_heap(queue_.begin(), queue_.end(), EventLater);
+  }
 }
 
 void Simulator::Finish(const TaskGraph& graph, TaskId task, Seconds now, SimulationResult& result) {
   ++result.events;
   const ResourceId r = graph.resource(task);
-  if (graph.order(r) != ResourceOrder::kShared) {
+  if (graph.order(r) == ResourceOrder::kShared) {
+    LeaveLinks(graph, task, now, result);
+  } else {
     running_[r] = 0;
     result.busy[r] += graph.duration(task);
   }
@@ -206,20 +356,15 @@ void Simulator::Finish(const TaskGraph& graph, TaskId task, Seconds now, Simulat
 void Simulator::TryStart(const TaskGraph& graph, ResourceId r, Seconds now,
                          SimulationResult& result) {
   if (graph.order(r) == ResourceOrder::kShared) {
-    // Every ready task joins the running set; the shares change, so the next finish is queued
-    // anew.
-    Advance(r, now, result);
+    // Every ready flow homed here joins its links; SetSpeeds then shares them anew.
     TaskId* heap = ready_heap_.data() + first_task_[r];
-    TaskId* running = shared_running_.data() + first_task_[r];
     for (uint32_t i = 0; i < heap_size_[r]; ++i) {
       const TaskId task = heap[i];
-      running[shared_count_[r]++] = task;
-      remaining_[task] = graph.duration(task);
+      JoinLinks(graph, task, now);
       result.tasks[task].start = now;
       started_[task] = 1;
     }
     heap_size_[r] = 0;
-    QueueNextShare(r, now);
     return;
   }
   if (running_[r]) return;
@@ -257,10 +402,12 @@ absl::Status Simulator::Run(const TaskGraph& graph, SimulationResult& result) {
     if (unmet_[t] == 0) MakeReady(graph, t, Seconds(0));
   }
   for (ResourceId r = 0; r < resources; ++r) TryStart(graph, r, Seconds(0), result);
+  SetSpeeds(graph, Seconds(0));
 
   // Every finish at one instant is taken before any resource starts its next task, so that a
   // first-ready resource sees all the tasks that became ready at that instant (ties by id); the
-  // resources freed or fed then try to start, in id order.
+  // resources freed or fed then try to start, in id order; then the flows whose links changed
+  // are shared anew.
   while (!queue_.empty()) {
     const Seconds now = queue_.front().time;
     touched_.clear();
@@ -268,18 +415,17 @@ absl::Status Simulator::Run(const TaskGraph& graph, SimulationResult& result) {
       std::pop_heap(queue_.begin(), queue_.end(), EventLater);
       const QueuedEvent event = queue_.back();
       queue_.pop_back();
-      const ResourceId r = graph.resource(event.task);
-      if (graph.order(r) != ResourceOrder::kShared) {
+      const bool flow = graph.order(graph.resource(event.task)) == ResourceOrder::kShared;
+      if (!flow || event.generation == generation_[event.task]) {
         Finish(graph, event.task, now, result);
-      } else if (event.generation == generation_[r]) {
-        FinishShares(graph, r, event.task, now, result);
-      }  // else stale: the running set changed since it was queued
+      }  // else stale: its speed changed since it was queued
     }
     std::sort(touched_.begin(), touched_.end());
     for (ResourceId r : touched_) {
       is_touched_[r] = 0;
       TryStart(graph, r, now, result);
     }
+    SetSpeeds(graph, now);
   }
   if (static_cast<size_t>(result.events) != n) {
     TaskId stuck = 0;

@@ -9,12 +9,21 @@
 //   kFirstReady  an exclusive server (a link carrying one transfer at a time): of its tasks whose
 //                dependencies are met, the one that became ready first runs first; ties go to the
 //                lower task id.
-//   kShared      a shared server (a NIC whose bandwidth concurrent transfers split, processor
-//                sharing): every task whose dependencies are met runs at once, and while n run
+//   kShared      a shared server (a NIC or a network link whose bandwidth concurrent transfers
+//                split): every task whose dependencies are met runs at once, and while n run
 //                each advances at 1/n of its rate, so a task's duration is its time alone. Two
 //                tasks of d1 <= d2 started together finish at 2·d1 and d1 + d2; the last of any
 //                set finishes at the sum of their durations, as on the exclusive server, but
 //                none waits to start.
+// A flow (AddFlow) runs on several shared resources at once: a collective's step whose
+// transfers cross many links, using on each link a share of its capacity (1 on the links that
+// bound it alone, less on the others). Its speed (1 = its duration alone) is set max-min fairly
+// with every other running task on those links (progressive filling): all speeds rise together
+// until a link is full (the sum over its tasks of speed · share reaches 1), the tasks on it keep
+// that speed, and the rest rise on; a task alone runs at 1. A task added with AddTask on a shared
+// resource is a flow of share 1 on it, so on one resource this is the processor sharing above.
+// Speeds are set anew whenever a task joins or leaves a link, for the tasks linked to it through
+// shared links (its component), and the finishes queued before are marked stale.
 // A dependency (before, after) lets `after` start no earlier than `before` finishes.
 //
 // Determinism: events are taken in (time, task id) order, so equal inputs give equal outputs on
@@ -24,6 +33,7 @@
 #define PROJECTOR_EVENTS_EVENT_ENGINE_H_
 
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -37,11 +47,21 @@ using TaskId = uint32_t;
 
 enum class ResourceOrder { kInOrder, kFirstReady, kShared };
 
+// A flow's use of one shared resource: the share of its capacity the flow takes when it runs at
+// full speed (0 < share <= 1).
+struct LinkShare {
+  ResourceId link = 0;
+  double share = 1;
+};
+
 // The work to simulate. Ids are dense, from 0, in the order of the Add calls.
 class TaskGraph {
  public:
   ResourceId AddResource(ResourceOrder order);
   TaskId AddTask(ResourceId resource, Seconds duration);
+  // A task on several shared resources at once (see the file comment); `shares` not empty, its
+  // resources kShared and distinct. Its resource() is the first.
+  TaskId AddFlow(std::span<const LinkShare> shares, Seconds duration);
   // `after` starts no earlier than `before` finishes.
   void AddDependency(TaskId before, TaskId after);
   // Reserves room for this many tasks and dependencies (optional).
@@ -55,6 +75,14 @@ class TaskGraph {
   ResourceOrder order(ResourceId r) const { return resource_order_[r]; }
   ResourceId resource(TaskId t) const { return task_resource_[t]; }
   Seconds duration(TaskId t) const { return task_duration_[t]; }
+  // The shared resources task t runs on (empty for a task on an in-order or first-ready one).
+  std::span<const LinkShare> shares(TaskId t) const {
+    return {shares_.data() + first_share_[t], first_share_[t + 1] - first_share_[t]};
+  }
+  size_t num_shares() const { return shares_.size(); }
+  // Every task's shares, task by task: task t's start at first_share(t).
+  const std::vector<LinkShare>& all_shares() const { return shares_; }
+  uint32_t first_share(TaskId t) const { return first_share_[t]; }
   const std::vector<std::pair<TaskId, TaskId>>& dependencies() const { return dependencies_; }
 
  private:
@@ -62,6 +90,10 @@ class TaskGraph {
   std::vector<ResourceId> task_resource_;
   std::vector<Seconds> task_duration_;
   std::vector<std::pair<TaskId, TaskId>> dependencies_;
+  // Compressed rows of each task's shares: task t's are shares_[first_share_[t] ..
+  // first_share_[t + 1]).
+  std::vector<uint32_t> first_share_ = {0};
+  std::vector<LinkShare> shares_;
 };
 
 struct TaskTimes {
@@ -88,26 +120,30 @@ class Simulator {
   struct QueuedEvent {
     Seconds time;
     TaskId task;
-    // kShared: the resource's generation when queued; a later change of its running set makes
-    // the event stale (skipped), its next finish queued anew.
+    // A task on shared resources: its generation when queued; a change of its speed since makes
+    // the event stale (skipped), its finish queued anew.
     uint32_t generation = 0;
   };
   // Min-heap order of the event queue: earlier first, then the lower task id, then generation.
   static bool EventLater(const QueuedEvent& a, const QueuedEvent& b);
   absl::Status Prepare(const TaskGraph& graph);
+  // Every task on a shared resource has shares; every share names a distinct shared resource
+  // with 0 < share <= 1.
+  absl::Status CheckShares(const TaskGraph& graph);
   void Touch(ResourceId r);
   void MakeReady(const TaskGraph& graph, TaskId task, Seconds now);
   void TryStart(const TaskGraph& graph, ResourceId r, Seconds now, SimulationResult& result);
-  // A task's finish: frees its resource (kInOrder, kFirstReady) and readies its successors.
+  // A task's finish: frees its resource (kInOrder, kFirstReady) or leaves its links (a flow),
+  // and readies its successors.
   void Finish(const TaskGraph& graph, TaskId task, Seconds now, SimulationResult& result);
-  // kShared: the work its running tasks did since it was last advanced (each 1/n of the time).
-  void Advance(ResourceId r, Seconds now, SimulationResult& result);
-  // kShared: queues the finish of its running task with the least work left (ties: lower id).
-  void QueueNextShare(ResourceId r, Seconds now);
-  // kShared: at a valid finish event, its task `due` and every running task whose work is done
-  // finish.
-  void FinishShares(const TaskGraph& graph, ResourceId r, TaskId due, Seconds now,
-                    SimulationResult& result);
+  // A flow joins or leaves its links; the links are marked for SetSpeeds.
+  void JoinLinks(const TaskGraph& graph, TaskId task, Seconds now);
+  void LeaveLinks(const TaskGraph& graph, TaskId task, Seconds now, SimulationResult& result);
+  // For the flows linked to a marked link: their work done at the old speeds, their max-min
+  // fair speeds anew (progressive filling), and their finishes queued.
+  void SetSpeeds(const TaskGraph& graph, Seconds now);
+  void CollectComponent(const TaskGraph& graph, ResourceId from);
+  void FillSpeeds(const TaskGraph& graph);
 
   // Dependencies as adjacency lists (compressed rows): successors of t are
   // successors_[first_successor_[t] .. first_successor_[t + 1]).
@@ -128,13 +164,31 @@ class Simulator {
   std::vector<TaskId> ready_heap_;
   std::vector<uint32_t> heap_size_;
   std::vector<QueuedEvent> queue_;  // min-heap by (time, task, generation)
-  // kShared: per resource its running tasks (in its rows of shared_running_), when it was last
-  // advanced and its generation; per task the work (seconds alone) it has left.
-  std::vector<TaskId> shared_running_;
-  std::vector<uint32_t> shared_count_;
-  std::vector<Seconds> shared_advanced_;
-  std::vector<uint32_t> generation_;
+  // Flows. Per task: the work (seconds at full speed) it had left when last advanced, when
+  // that was, its speed and generation. Per share entry (the graph's rows): its slot in its
+  // link's running row. Per link: its running share entries (in rows sized by the shares on
+  // it), since when it has been busy, and the marks of SetSpeeds.
   std::vector<Seconds> remaining_;
+  std::vector<Seconds> advanced_at_;
+  std::vector<double> speed_;
+  std::vector<uint32_t> generation_;
+  std::vector<uint32_t> share_slot_;
+  std::vector<TaskId> share_task_;  // per share entry: its task
+  std::vector<uint32_t> first_on_link_;
+  std::vector<uint32_t> on_link_;  // share entry indices
+  std::vector<uint32_t> link_count_;
+  std::vector<Seconds> busy_since_;
+  std::vector<ResourceId> changed_links_;
+  std::vector<uint8_t> link_changed_;
+  // SetSpeeds scratch: the component's tasks and links, visit stamps, per link the load of
+  // frozen tasks and the shares of the others, per task whether its speed is fixed.
+  std::vector<TaskId> component_tasks_;
+  std::vector<ResourceId> component_links_;
+  std::vector<uint32_t> task_stamp_, link_stamp_;
+  uint32_t stamp_ = 0;
+  std::vector<double> frozen_load_, open_share_;
+  std::vector<uint32_t> open_count_;
+  std::vector<uint8_t> frozen_;
   // The resources freed or fed at the current instant, each once.
   std::vector<ResourceId> touched_;
   std::vector<uint8_t> is_touched_;

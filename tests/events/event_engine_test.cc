@@ -229,6 +229,111 @@ TEST(EventEngineTest, GPipeMakespanIsTheClosedForm) {
   }
 }
 
+// A flow over two links beside a task on one of them: X (2 µs alone) crosses links A and B at
+// their full rate, Y (1 µs) crosses B. B is the bottleneck: filled at speed 1/2 for both (A,
+// alone with X, would allow 1). Y's 1 µs of work at 1/2 ends at 2 µs; X has done 1 µs by then
+// and runs its last 1 µs alone: 3 µs. A is busy while X runs (0-3), B while either does.
+TEST(EventEngineTest, AFlowOverTwoLinksRunsAtItsBottlenecksShare) {
+  TaskGraph g;
+  const ResourceId a = g.AddResource(ResourceOrder::kShared);
+  const ResourceId b = g.AddResource(ResourceOrder::kShared);
+  const LinkShare both[] = {{.link = a, .share = 1}, {.link = b, .share = 1}};
+  const TaskId x = g.AddFlow(both, Us(2));
+  const TaskId y = g.AddTask(b, Us(1));
+  const SimulationResult r = MustRun(g);
+  EXPECT_NEAR(FinishUs(r, y), 2, 1e-9);
+  EXPECT_NEAR(FinishUs(r, x), 3, 1e-9);
+  EXPECT_NEAR(ToMicroseconds(r.busy[a]), 3, 1e-9);
+  EXPECT_NEAR(ToMicroseconds(r.busy[b]), 3, 1e-9);
+  EXPECT_EQ(g.resource(x), a);
+  EXPECT_EQ(r.events, 2);
+}
+
+// Max-min fairness (progressive filling): X on link A; Y on A and B; Z and W on B. Speeds rise
+// together: B (three flows) fills at 1/3 before A (two) at 1/2, so Y, Z, W keep 1/3; A then has
+// 2/3 left, all X's. Y, Z, W (1 µs each) end at 3 µs; X (4 µs) has done 2 by then and ends
+// alone at 5. Without Y, X would run at full speed and the B flows at 1/2 (end at 2 and 4).
+TEST(EventEngineTest, FlowsShareLinksMaxMinFairly) {
+  TaskGraph g;
+  const ResourceId a = g.AddResource(ResourceOrder::kShared);
+  const ResourceId b = g.AddResource(ResourceOrder::kShared);
+  const LinkShare both[] = {{.link = a, .share = 1}, {.link = b, .share = 1}};
+  const TaskId x = g.AddTask(a, Us(4));
+  const TaskId y = g.AddFlow(both, Us(1));
+  const TaskId z = g.AddTask(b, Us(1)), w = g.AddTask(b, Us(1));
+  const SimulationResult r = MustRun(g);
+  for (TaskId t : {y, z, w}) EXPECT_NEAR(FinishUs(r, t), 3, 1e-9) << t;
+  EXPECT_NEAR(FinishUs(r, x), 5, 1e-9);
+}
+
+// A flow that takes part of a link (share 0.5: it is bound elsewhere, or by latency) leaves room
+// for another: two of 0.5 run together at full speed (2 µs each end at 2). A third of share 1
+// (1 µs) makes the link ask for 2: all three at 1/2. The third ends at 2 µs; the others have
+// done 1 of their 2 µs and end at 3 alone.
+TEST(EventEngineTest, AFlowTakesItsShareOfALink) {
+  TaskGraph g;
+  const ResourceId a = g.AddResource(ResourceOrder::kShared);
+  const LinkShare half[] = {{.link = a, .share = 0.5}};
+  const TaskId x = g.AddFlow(half, Us(2)), y = g.AddFlow(half, Us(2));
+  SimulationResult r = MustRun(g);
+  EXPECT_NEAR(FinishUs(r, x), 2, 1e-9);
+  EXPECT_NEAR(FinishUs(r, y), 2, 1e-9);
+  const TaskId z = g.AddTask(a, Us(1));
+  r = MustRun(g);
+  EXPECT_NEAR(FinishUs(r, z), 2, 1e-9);
+  EXPECT_NEAR(FinishUs(r, x), 3, 1e-9);
+  EXPECT_NEAR(FinishUs(r, y), 3, 1e-9);
+}
+
+// Random flows over random links: the same result twice, no flow faster than alone, and no
+// link carrying more than its capacity: the work its flows brought (duration · share) fits in
+// the time it was busy.
+TEST(EventEngineTest, RandomFlowsNeverExceedALinksCapacity) {
+  std::mt19937 rng(25);
+  for (int trial = 0; trial < 20; ++trial) {
+    TaskGraph g;
+    const int links = 1 + static_cast<int>(rng() % 8);
+    for (int l = 0; l < links; ++l) g.AddResource(ResourceOrder::kShared);
+    const ResourceId stream = g.AddResource(ResourceOrder::kInOrder);
+    const int tasks = 1 + static_cast<int>(rng() % 150);
+    std::vector<LinkShare> shares;
+    for (int t = 0; t < tasks; ++t) {
+      if (rng() % 4 == 0) {
+        g.AddTask(stream, Us(static_cast<double>(rng() % 3)));
+        continue;
+      }
+      shares.clear();
+      for (int l = 0; l < links; ++l) {
+        if (rng() % 2 == 0 || (l + 1 == links && shares.empty())) {
+          shares.push_back({.link = static_cast<ResourceId>(l),
+                            .share = 0.1 + 0.9 * static_cast<double>(rng() % 10) / 9.0});
+        }
+      }
+      g.AddFlow(shares, Us(static_cast<double>(rng() % 5)));
+    }
+    for (int e = 0; e < tasks; ++e) {
+      TaskId x = static_cast<TaskId>(rng() % tasks), y = static_cast<TaskId>(rng() % tasks);
+      if (x != y) g.AddDependency(std::min(x, y), std::max(x, y));
+    }
+    Simulator sim;
+    SimulationResult first, second;
+    ASSERT_THAT(sim.Run(g, first), IsOk());
+    ASSERT_THAT(sim.Run(g, second), IsOk());
+    std::vector<double> carried(static_cast<size_t>(links), 0.0);
+    for (TaskId t = 0; t < static_cast<TaskId>(tasks); ++t) {
+      EXPECT_EQ(first.tasks[t].finish, second.tasks[t].finish);
+      EXPECT_GE((first.tasks[t].finish - first.tasks[t].start).value(),
+                g.duration(t).value() * (1 - 1e-12))
+          << "task " << t;
+      for (const LinkShare& s : g.shares(t)) carried[s.link] += g.duration(t).value() * s.share;
+    }
+    for (int l = 0; l < links; ++l) {
+      EXPECT_LE(carried[static_cast<size_t>(l)], first.busy[l].value() * (1 + 1e-9) + 1e-18)
+          << "link " << l;
+    }
+  }
+}
+
 // Invariants on random graphs: no two tasks of a resource overlap, no task starts before a
 // dependency finishes, the busy time is the sum of durations, and two runs (one reusing the
 // simulator's buffers) agree exactly.
@@ -350,6 +455,25 @@ TEST(EventEngineTest, BadGraphsAreRefusedWithTheTaskNamed) {
     g.AddDependency(0, 7);
     EXPECT_THAT(sim.Run(g, r), StatusIs(absl::StatusCode::kInvalidArgument,
                                         HasSubstr("dependency 0 -> 7: no such task")));
+  }
+  // Flows: no link, a link that is not shared, a share outside (0, 1], a link twice.
+  const struct {
+    std::vector<LinkShare> shares;
+    const char* message;
+  } bad_flows[] = {
+      {{}, "task 0: a flow needs at least one shared resource"},
+      {{{.link = 1, .share = 1}}, "task 0: resource 1 is not a shared resource"},
+      {{{.link = 0, .share = 0}}, "the share of resource 0 must be in (0, 1], got 0"},
+      {{{.link = 0, .share = 1.5}}, "must be in (0, 1], got 1.5"},
+      {{{.link = 0, .share = 1}, {.link = 0, .share = 0.5}}, "task 0: resource 0 listed twice"},
+  };
+  for (const auto& bad : bad_flows) {
+    TaskGraph g;
+    g.AddResource(ResourceOrder::kShared);
+    g.AddResource(ResourceOrder::kInOrder);
+    g.AddFlow(bad.shares, Us(1));
+    EXPECT_THAT(sim.Run(g, r),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(bad.message)));
   }
 }
 
