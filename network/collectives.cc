@@ -972,8 +972,8 @@ absl::StatusOr<NetworkCollectives::Chosen> NetworkCollectives::Choose(
 
 namespace {
 
-// A collective's chosen plan unrolled into its steps, one after another (repeats expanded; the
-// phases of a hierarchical collective in order, not pipelined).
+// A collective's chosen plan as its steps, one after another (the phases of a hierarchical
+// collective in order, not pipelined).
 std::vector<NetworkCollectives::LiveStep> Unroll(const Plan& plan, std::span<const size_t> options,
                                                  Protocol protocol, double bytes,
                                                  CollectiveLibrary library, bool single_node) {
@@ -985,9 +985,7 @@ std::vector<NetworkCollectives::LiveStep> Unroll(const Plan& plan, std::span<con
     const Steps pattern =
         MergedSteps(option.algorithm, phase.kind, phase.groups,
                     phase.share * bytes / share * option.beyond_links, option.both_ways);
-    for (const Step& step : pattern) {
-      for (int64_t r = 0; r < step.repeat; ++r) steps.push_back({.flows = step.flows});
-    }
+    for (const Step& step : pattern) steps.push_back({.flows = step.flows, .repeat = step.repeat});
   }
   return steps;
 }
@@ -1000,6 +998,7 @@ std::vector<double> NetworkCollectives::SimulateTogether(
   struct Running {
     const std::vector<LiveStep>* steps = nullptr;
     size_t step = 0;
+    int64_t repeats_done = 0;  // of the current step
     double start = 0;  // when the current step's transfers begin
     std::vector<double> remaining;
     double step_latency = 0;
@@ -1067,7 +1066,9 @@ std::vector<double> NetworkCollectives::SimulateTogether(
         continue;
       }
       const double after = now + run.step_latency;
-      if (++run.step == run.steps->size()) {
+      if (++run.repeats_done < (*run.steps)[run.step].repeat) {
+        begin_step(run, after);
+      } else if (run.repeats_done = 0; ++run.step == run.steps->size()) {
         run.done = true;
         run.finish = after;
       } else {
@@ -1078,6 +1079,16 @@ std::vector<double> NetworkCollectives::SimulateTogether(
   std::vector<double> finish;
   for (const Running& run : running) finish.push_back(run.finish);
   return finish;
+}
+
+absl::StatusOr<NetworkCollectives::StepPlan> NetworkCollectives::Steps(
+    const NetworkCollectiveRequest& request) {
+  PROJECTOR_ASSIGN_OR_RETURN(Chosen chosen, Choose(request));
+  StepPlan out{.estimate = chosen.estimate,
+               .steps = Unroll(chosen.set->plans[chosen.plan], chosen.options, chosen.protocol,
+                               request.bytes.value(), request.library,
+                               chosen.set->group.single_node)};
+  return out;
 }
 
 absl::StatusOr<std::vector<ConcurrentEstimate>> NetworkCollectives::EstimateConcurrent(

@@ -112,13 +112,23 @@ class NetworkCollectives {
   absl::StatusOr<std::vector<ConcurrentEstimate>> EstimateConcurrent(
       std::span<const NetworkCollectiveRequest> requests, Congestion congestion);
 
-  const Topology& topology() const { return flows_.topology(); }
-
- public:
-  // One step of a collective replayed beside others: its transfers.
+  // One step of a collective's algorithm: its concurrent transfers, run `repeat` times back to
+  // back.
   struct LiveStep {
     std::vector<Flow> flows;
+    int64_t repeat = 1;
   };
+  // The steps of the algorithm Estimate chooses for `request`, in order (a hierarchical
+  // collective's phases one after another, not pipelined), with that estimate. The transfers'
+  // bytes include the protocol's bandwidth share (LL's half rate as twice the bytes). Errors as
+  // Estimate gives them.
+  struct StepPlan {
+    NetworkCollectiveEstimate estimate;
+    std::vector<LiveStep> steps;
+  };
+  absl::StatusOr<StepPlan> Steps(const NetworkCollectiveRequest& request);
+
+  const Topology& topology() const { return flows_.topology(); }
 
  private:
   struct PlanSet;

@@ -125,6 +125,15 @@ FlowModel::Rates FlowModel::RatesOf(std::span<const Flow> flows, Congestion cong
   return {.rate = rate_, .latency = flow_latency_};
 }
 
+void FlowModel::LoadsOf(std::span<const Flow> flows, std::vector<LinkLoad>& out) {
+  RouteFlows(flows);
+  for (size_t u = 0; u < used_links_.size(); ++u) {
+    const int32_t link = used_links_[u];
+    out.push_back({.link = link, .busy = Seconds(carried_[u] / capacity_[link])});
+    link_slot_[link] = -1;
+  }
+}
+
 FlowPhaseResult FlowModel::Run(std::span<const Flow> flows, Congestion congestion) {
   RouteFlows(flows);
   const size_t n = flows.size();

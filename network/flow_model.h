@@ -62,6 +62,14 @@ class FlowModel {
   };
   Rates RatesOf(std::span<const Flow> flows, Congestion congestion);
 
+  // What `flows` moving at once ask of each link they cross: the seconds their bytes take there
+  // at its capacity (bandwidth x efficiency), appended to `out` in the order first crossed.
+  struct LinkLoad {
+    int32_t link = 0;
+    Seconds busy;
+  };
+  void LoadsOf(std::span<const Flow> flows, std::vector<LinkLoad>& out);
+
   const Topology& topology() const { return topology_; }
 
  private:

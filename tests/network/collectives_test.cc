@@ -363,6 +363,40 @@ namespace {
 //   direction: 3 x 0.125 GB / 100 GB/s = 3.75 ms;
 //   all-reduce along y on S/4, 4 columns: 6 steps of S/32 per direction = 1.875 ms;
 //   all-gather along x: 3.75 ms.  = 9.375 ms.
+// The steps of the chosen algorithm: a ring all-reduce over a one-way ring of 4 NPUs is one
+// step of 4 transfers of S/4 (each rank to its successor) repeated 2(n-1) = 6 times; without a
+// library the bytes are the network's alone. The estimate is Estimate's.
+TEST(NetworkCollectivesTest, StepsAreTheChosenAlgorithmsTransfers) {
+  NetworkDimension one_way = Dim(TopologyKind::kRing, 4, 100, 500);
+  one_way.bidirectional = false;
+  const Topology t = Build({one_way});
+  NetworkCollectives collectives(t);
+  const NetworkCollectiveRequest request{.kind = CollectiveKind::kAllReduce,
+                                         .bytes = Bytes(kGB),
+                                         .ranks = FirstRanks(4),
+                                         .algorithm = Algo::kRing};
+  const auto plan = collectives.Steps(request);
+  ASSERT_THAT(plan, IsOk());
+  ASSERT_EQ(plan->steps.size(), 1u);
+  EXPECT_EQ(plan->steps[0].repeat, 6);
+  ASSERT_EQ(plan->steps[0].flows.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const Flow& f = plan->steps[0].flows[i];
+    EXPECT_EQ(f.dst, (f.src + 1) % 4);
+    EXPECT_DOUBLE_EQ(f.bytes, kGB / 4);
+  }
+  const auto alone = collectives.Estimate(request);
+  ASSERT_THAT(alone, IsOk());
+  EXPECT_DOUBLE_EQ(plan->estimate.time.value(), alone->time.value());
+  // 6 x (0.25 GB / 100 GB/s + one hop of 500 ns).
+  EXPECT_NEAR(alone->time.value(), 6 * (2.5e-3 + 0.5e-6), 1e-12);
+  EXPECT_THAT(collectives.Steps({.kind = CollectiveKind::kAllReduce,
+                                 .bytes = Bytes(kGB),
+                                 .ranks = FirstRanks(3),
+                                 .algorithm = Algo::kHalvingDoubling}),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("power of 2")));
+}
+
 TEST(NetworkCollectivesTest, TorusAllReduceRunsAlongRowsThenColumns) {
   NetworkDimension torus = Dim(TopologyKind::kTorus2d, 16, 100);
   torus.x = 4;

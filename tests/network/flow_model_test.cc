@@ -77,6 +77,30 @@ TEST(FlowModelTest, LocalAndEmptyFlowsCostNothing) {
   EXPECT_DOUBLE_EQ(r.time.value(), 1e-6);  // the empty flow's route latency
 }
 
+// Loads: what flows at once ask of each link, bytes / capacity. On a switch of 4 at 100 GB/s
+// (efficiency 0.5: 50 GB/s carried), 1 GB 0 -> 2 and 0.5 GB 1 -> 2: the uplinks of 0 and 1 take
+// 20 and 10 ms, the switch's link to 2 carries both: 30 ms.
+TEST(FlowModelTest, LoadsAreBytesOverCapacityPerLink) {
+  NetworkSpec spec = OneDimension(TopologyKind::kSwitch, 4, 100, 500);
+  spec.dimensions[0].efficiency = 0.5;
+  const Topology t(spec);
+  FlowModel model(t);
+  const std::vector<Flow> flows = {{0, 2, 1e9}, {1, 2, 0.5e9}};
+  std::vector<FlowModel::LinkLoad> loads;
+  model.LoadsOf(flows, loads);
+  ASSERT_EQ(loads.size(), 3u);
+  double into_two = 0, total = 0;
+  for (const FlowModel::LinkLoad& l : loads) {
+    total += l.busy.value();
+    if (t.links()[static_cast<size_t>(l.link)].to == 2) into_two = l.busy.value();
+  }
+  EXPECT_DOUBLE_EQ(into_two, 30e-3);
+  EXPECT_DOUBLE_EQ(total, 60e-3);
+  // Appended: a second call adds its links after the first's.
+  model.LoadsOf(flows, loads);
+  EXPECT_EQ(loads.size(), 6u);
+}
+
 TEST(FlowModelTest, ParsesCongestionNames) {
   EXPECT_EQ(*ParseCongestion("aware"), Congestion::kAware);
   EXPECT_EQ(*ParseCongestion("unaware"), Congestion::kUnaware);
