@@ -338,7 +338,7 @@ void Simulator::Finish(const TaskGraph& graph, TaskId task, Seconds now, Simulat
   if (graph.order(r) == ResourceOrder::kShared) {
     LeaveLinks(graph, task, now, result);
   } else {
-    running_[r] = 0;
+    running_[r] = 0;  // (never set on an unbounded resource)
     result.busy[r] += graph.duration(task);
   }
   result.tasks[task].finish = now;
@@ -363,6 +363,20 @@ void Simulator::TryStart(const TaskGraph& graph, ResourceId r, Seconds now,
       JoinLinks(graph, task, now);
       result.tasks[task].start = now;
       started_[task] = 1;
+    }
+    heap_size_[r] = 0;
+    return;
+  }
+  if (graph.order(r) == ResourceOrder::kUnbounded) {
+    // Every ready task starts at once, each at full speed.
+    TaskId* heap = ready_heap_.data() + first_task_[r];
+    for (uint32_t i = 0; i < heap_size_[r]; ++i) {
+      const TaskId task = heap[i];
+      result.tasks[task].start = now;
+      result.tasks[task].finish = now + graph.duration(task);
+      started_[task] = 1;
+      queue_.push_back({.time = result.tasks[task].finish, .task = task});
+      std::push_heap(queue_.begin(), queue_.end(), EventLater);
     }
     heap_size_[r] = 0;
     return;

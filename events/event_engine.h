@@ -15,6 +15,8 @@
 //                tasks of d1 <= d2 started together finish at 2·d1 and d1 + d2; the last of any
 //                set finishes at the sum of their durations, as on the exclusive server, but
 //                none waits to start.
+//   kUnbounded   a delay (a latency, a barrier): every task whose dependencies are met runs at
+//                once at full speed; busy is the sum of its tasks' durations.
 // A flow (AddFlow) runs on several shared resources at once: a collective's step whose
 // transfers cross many links, using on each link a share of its capacity (1 on the links that
 // bound it alone, less on the others). Its speed (1 = its duration alone) is set max-min fairly
@@ -45,7 +47,7 @@ namespace projector::events {
 using ResourceId = uint32_t;
 using TaskId = uint32_t;
 
-enum class ResourceOrder { kInOrder, kFirstReady, kShared };
+enum class ResourceOrder { kInOrder, kFirstReady, kShared, kUnbounded };
 
 // A flow's use of one shared resource: the share of its capacity the flow takes when it runs at
 // full speed (0 < share <= 1).
@@ -104,7 +106,8 @@ struct TaskTimes {
 struct SimulationResult {
   Seconds makespan;              // the last finish; 0 without tasks
   std::vector<TaskTimes> tasks;  // by TaskId
-  std::vector<Seconds> busy;     // by ResourceId: the time it ran tasks (kShared: at least one)
+  // By ResourceId: the time it ran tasks (kShared: at least one; kUnbounded: their sum).
+  std::vector<Seconds> busy;
   int64_t events = 0;            // task finishes taken from the queue (one per task)
 };
 

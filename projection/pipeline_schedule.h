@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/op_shapes.h"
 #include "core/parallel_config.h"
 #include "core/units.h"
 
@@ -86,6 +87,10 @@ struct TimelineEvent {
   // overlap_grad_reduce).
   double ready_fraction = 1;
   bool expert_buffer = false;  // kGradReduce: a bucket of the expert weights' gradients
+  // kGradReduce: the collective (all-reduce, or reduce-scatter with the distributed optimizer)
+  // and its bytes, on the DP group (dense or expert).
+  CollectiveKind reduce_kind = CollectiveKind::kAllReduce;
+  Bytes reduce_bytes = Bytes(0);
 };
 
 // kInvalidArgument for pp, vpp or micro_batches < 1, a chunk table of the wrong size, or a

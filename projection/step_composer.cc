@@ -230,6 +230,8 @@ FsdpExposure ExposeFsdp(const std::vector<FsdpUnit>& units) {
 // One gradient buffer (dense or expert) of one chunk, split into Megatron DDP buckets.
 struct BucketedBuffer {
   int64_t buckets = 0;
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  Bytes full_bytes, last_bytes;  // a full bucket's reduce, the remainder's
   Seconds full;                                   // one full bucket's reduce
   Seconds last;                                   // the remainder bucket's reduce
   Seconds gather_full, gather_last;               // distributed optimizer param AllGather (bf16)
@@ -263,12 +265,13 @@ absl::StatusOr<BucketedBuffer> BucketBuffer(const CollectiveBackend& backend,
   // Megatron reduces fp32 main grads under bf16 (accumulate_allreduce_grads_in_fp32 is forced
   // on for bf16; --grad-reduce-in-bf16 halves them): AllReduce, or ReduceScatter with the
   // distributed optimizer, of grad_bytes per parameter.
-  CollectiveKind kind =
-      distributed_optimizer ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
-  PROJECTOR_ASSIGN_OR_RETURN(
-      TimedCollective f, Collective(backend, interference, kind, Bytes(full * grad_bytes), group));
-  PROJECTOR_ASSIGN_OR_RETURN(
-      TimedCollective l, Collective(backend, interference, kind, Bytes(last * grad_bytes), group));
+  b.kind = distributed_optimizer ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  b.full_bytes = Bytes(full * grad_bytes);
+  b.last_bytes = Bytes(last * grad_bytes);
+  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective f,
+                             Collective(backend, interference, b.kind, b.full_bytes, group));
+  PROJECTOR_ASSIGN_OR_RETURN(TimedCollective l,
+                             Collective(backend, interference, b.kind, b.last_bytes, group));
   b.full = f.time;
   b.last = l.time;
   b.reduce_slowdown = f.slowdown;
@@ -315,7 +318,9 @@ GradStream DrainBuckets(const BucketedBuffer& b, Seconds start, Seconds end, Gra
                            .start = begin,
                            .end = stream.end,
                            .ready_fraction = chunk < 0 ? 1.0 : frac,
-                           .expert_buffer = expert_buffer});
+                           .expert_buffer = expert_buffer,
+                           .reduce_kind = b.kind,
+                           .reduce_bytes = j + 1 == b.buckets ? b.last_bytes : b.full_bytes});
     }
     Seconds overlap = Max0(std::min(stream.end, compute_end) - begin);
     stream.interference += InterferenceCost(overlap, b.reduce_slowdown, window);

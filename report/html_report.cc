@@ -726,8 +726,15 @@ void HighLodSection(std::string& out, const HighLodResult& r) {
     row("exposed EP communication", r.medium.breakdown.exposed_ep_comm, *r.exposed_ep_comm);
   }
   out += "</table>\n<ul>";
-  Put(out,
-      {"<li>NIC ", r.nic_shared ? "shared: " : "not shared: ", HtmlEscape(r.nic_note), "</li>"});
+  if (r.network.empty()) {
+    Put(out,
+        {"<li>NIC ", r.nic_shared ? "shared: " : "not shared: ", HtmlEscape(r.nic_note), "</li>"});
+  } else {
+    Put(out, {"<li>network '", HtmlEscape(r.network),
+              "': the DP reduces (their algorithm's steps) and the pipeline's activations as "
+              "flows on ",
+              absl::StrCat(r.network_links), " of its links, max-min fair</li>"});
+  }
   if (r.slow_rank) {
     Put(out,
         {"<li>straggler: rank ", absl::StrCat(r.slow_rank->rank), " (pipeline stage ",

@@ -15,11 +15,12 @@ constexpr char kReplayed[] =
     "every pass of every micro-batch and chunk on each pipeline rank's stream in the schedule's "
     "order, the activation transfers between stages, each DP gradient bucket's reduce on the "
     "rank's DP stream from where its gradients are final (on the rank's NIC, shared with the "
-    "activations it sends, where both cross nodes), each rank's gradient-sync wait, parameter "
-    "gathers and optimizer";
+    "activations it sends, where both cross nodes; with --network, its algorithm's steps and "
+    "the transfers as flows on the network's links, max-min fair), each rank's gradient-sync "
+    "wait, parameter gathers and optimizer";
 constexpr char kNotYet[] =
-    "the ops inside a pass as events, collectives as steps on the network's links, contention "
-    "of the collectives inside the passes";
+    "the ops inside a pass as events, the TP, CP and EP collectives inside the passes on the "
+    "network's links";
 
 nlohmann::json ResourceUseJson(const HighLodResult& r) {
   nlohmann::json uses = nlohmann::json::array();
@@ -57,8 +58,15 @@ std::string HighLodText(const HighLodResult& r) {
         &out, "  exposed EP  medium %12.3f ms   high %12.3f ms   (high: from the timeline)\n",
         ToMilliseconds(r.medium.breakdown.exposed_ep_comm), ToMilliseconds(*r.exposed_ep_comm));
   }
-  absl::StrAppendFormat(&out, "  NIC         %s: %s\n", r.nic_shared ? "shared" : "not shared",
-                        r.nic_note);
+  if (r.network.empty()) {
+    absl::StrAppendFormat(&out, "  NIC         %s: %s\n", r.nic_shared ? "shared" : "not shared",
+                          r.nic_note);
+  } else {
+    absl::StrAppendFormat(&out,
+                          "  network     '%s': the DP reduces (their algorithm's steps) and the\n"
+                          "              pipeline's activations as flows on %d of its links\n",
+                          r.network, r.network_links);
+  }
   absl::StrAppendFormat(&out, "  events      %d (%d tasks on %d streams and links)\n", r.events,
                         r.tasks, r.resources);
   if (r.unfolded) {
@@ -129,10 +137,10 @@ std::string HighLodText(const HighLodResult& r) {
   out +=
       "  replayed    each rank's passes (every micro-batch and chunk, in the schedule's order),\n"
       "              the transfers between stages, each DP gradient bucket's reduce on the\n"
-      "              rank's DP stream (or NIC) from where its gradients are final, each\n"
-      "              rank's tail\n"
-      "  not yet     the ops inside a pass, collectives as steps on the network's links,\n"
-      "              contention of the collectives inside the passes\n";
+      "              rank's DP stream (or NIC; with --network, as flows on its links) from\n"
+      "              where its gradients are final, each rank's tail\n"
+      "  not yet     the ops inside a pass, the TP, CP and EP collectives inside the passes\n"
+      "              on the network's links\n";
   return out;
 }
 
@@ -256,6 +264,8 @@ nlohmann::json HighLodJson(const HighLodResult& r) {
           {"congestion", std::string(CongestionName(r.congestion))},
           {"nic_shared", r.nic_shared},
           {"nic_note", r.nic_note},
+          {"network", r.network.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.network)},
+          {"network_links", r.network_links},
           {"medium_exposed_dp_comm_s", r.medium.breakdown.exposed_dp_comm.value()},
           {"medium_pipeline_time_s", r.medium.pipeline_time.value()},
           {"tasks", r.tasks},

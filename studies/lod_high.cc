@@ -4,14 +4,19 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "events/event_engine.h"
+#include "projection/layer_composer.h"
+#include "studies/network_replay.h"
 
 namespace projector {
 
@@ -154,6 +159,10 @@ ReplayedTask Described(ReplayedTask::What what, const TimelineEvent& e) {
 struct StepGraph {
   TaskGraph graph;
   std::vector<std::string> resource_names;  // by ResourceId
+  // Tracks that are not resources (a rank's DP reduces as flows on network links, the
+  // transfers between two ranks): ReplayedTask::resource num_resources + k is track k.
+  std::vector<std::string> track_names;
+  int64_t network_links = 0;  // links of the network file the flows crossed
   std::vector<ReplayedTask> what;           // by TaskId (times filled after the run)
   std::vector<TaskId> last_pass;            // per rank
   // Per rank: the task that follows its gradient sync (exposed parameter gathers and the
@@ -183,6 +192,8 @@ struct Bucket {
   double fraction;
   Seconds reduce;
   bool expert;  // of the expert weights' gradients
+  CollectiveKind kind;
+  Bytes bytes;
 };
 
 // A rank's passes, its buckets and, per chunk, the pass after which that chunk's gradients are
@@ -214,7 +225,9 @@ std::vector<RankWork> CollectRankWork(const Projection& medium, int64_t pp, int6
       w.buckets.push_back({.chunk = chunk,
                            .fraction = e.ready_fraction,
                            .reduce = e.end - e.start,
-                           .expert = e.expert_buffer});
+                           .expert = e.expert_buffer,
+                           .kind = e.reduce_kind,
+                           .bytes = e.reduce_bytes});
       if (chunk >= 0) w.final_fractions[static_cast<size_t>(chunk)].push_back(e.ready_fraction);
     }
   }
@@ -298,6 +311,16 @@ struct Lanes {
   ProcessGroup dense_dp, expert_dp;
 };
 
+// With a network file (congestion aware): the DP gradient reduces and the activations between
+// stages as flows on its links (studies/network_replay.h) instead of on NICs and links per pair
+// of ranks.
+struct NetworkUse {
+  const NetworkSpec* spec = nullptr;
+  int64_t block = 1;           // GPUs per pipeline stage
+  ProcessGroup dense, expert;  // the DP groups of the dense and the expert gradients
+  Bytes p2p_bytes;             // one activation between stages, per GPU
+};
+
 // Builds the step's task graph from the medium projection, stage by stage and lane by lane:
 // its passes (cut into pieces where a bucket's gradients become final, and into each MoE
 // layer's compute and All-to-All where the NIC carries it), its gradient buckets, its tail; the
@@ -305,7 +328,7 @@ struct Lanes {
 class StepGraphBuilder {
  public:
   StepGraphBuilder(const Projection& medium, int64_t pp, int64_t vpp, const ReplaySlowdowns& slow,
-                   NicUse nic_use, const Lanes& lanes)
+                   NicUse nic_use, const Lanes& lanes, const NetworkUse& net)
       : medium_(medium),
         pp_(pp),
         vpp_(vpp),
@@ -313,6 +336,7 @@ class StepGraphBuilder {
         slow_(slow),
         nic_use_(nic_use),
         lanes_(lanes),
+        net_(net),
         g_(out_.graph),
         link_of_(static_cast<size_t>(lanes.replicas * pp * pp), PassIndex::kNone),
         done_(medium.micro_batches, pp * vpp * lanes.replicas),
@@ -320,6 +344,7 @@ class StepGraphBuilder {
         receive_(medium.micro_batches, pp * vpp * lanes.replicas) {}
 
   absl::StatusOr<StepGraph> Build() {
+    if (net_.spec != nullptr) network_.emplace(*net_.spec, g_, out_.resource_names);
     AddStreams();
     std::vector<RankWork> work = CollectRankWork(medium_, pp_, vpp_);
     const size_t lanes = static_cast<size_t>(pp_ * lanes_.replicas);
@@ -342,16 +367,26 @@ class StepGraphBuilder {
         if (lanes_.replicas > 1) LeavePassTogether(r, *e);
       }
       std::vector<std::vector<BucketTasks>> buckets(static_cast<size_t>(lanes_.replicas));
-      for (int64_t q = 0; q < lanes_.replicas; ++q) {
-        buckets[static_cast<size_t>(q)] = AddBuckets(q, r, w, final_pieces[static_cast<size_t>(q)]);
+      if (network_ && lanes_.replicas > 1) {
+        PROJECTOR_ASSIGN_OR_RETURN(buckets, AddGroupBuckets(r, w, final_pieces));
+      } else {
+        for (int64_t q = 0; q < lanes_.replicas; ++q) {
+          PROJECTOR_ASSIGN_OR_RETURN(buckets[static_cast<size_t>(q)],
+                                     AddBuckets(q, r, w, final_pieces[static_cast<size_t>(q)]));
+        }
+        if (lanes_.replicas > 1) StartReducesTogether(r, w, buckets);
       }
-      if (lanes_.replicas > 1) StartReducesTogether(r, w, buckets);
       for (int64_t q = 0; q < lanes_.replicas; ++q) {
         const std::vector<BucketTasks>& b = buckets[static_cast<size_t>(q)];
         AddTail(q, r, b.empty() ? PassIndex::kNone : b.back().reduce);
       }
     }
     PROJECTOR_RETURN_IF_ERROR(AddPassDependencies());
+    if (network_) out_.network_links = network_->links_used();
+    // Tracks after the resources.
+    for (ReplayedTask& t : out_.what) {
+      if (t.resource < 0) t.resource = static_cast<int32_t>(g_.num_resources()) - t.resource - 1;
+    }
     return std::move(out_);
   }
 
@@ -362,6 +397,32 @@ class StepGraphBuilder {
   };
 
   size_t Lane(int64_t q, int64_t r) const { return static_cast<size_t>(q * pp_ + r); }
+
+  // A track for the trace that is not a resource (made when first named): -1 − its index until
+  // Build places the tracks after the resources.
+  int32_t Track(const std::string& name) {
+    auto [it, added] = track_of_.try_emplace(name, static_cast<int32_t>(out_.track_names.size()));
+    if (added) out_.track_names.push_back(name);
+    return -1 - it->second;
+  }
+
+  // A delay resource for network steps that cross no link (all latency).
+  ResourceId Delay() {
+    if (!delay_) {
+      delay_ = g_.AddResource(ResourceOrder::kUnbounded);
+      out_.resource_names.push_back("network delays (no link)");
+    }
+    return *delay_;
+  }
+
+  // One network step as a task: a flow on its links, or a delay where it crosses none.
+  TaskId AddFlowStep(const FlowStep& step, ReplayedTask what, int32_t track) {
+    const TaskId t = step.shares.empty() ? g_.AddTask(Delay(), step.duration)
+                                         : g_.AddFlow(step.shares, step.duration);
+    what.resource = track;
+    out_.what.push_back(what);
+    return t;
+  }
   int64_t VStage(int64_t q, int64_t stage) const { return q * stages_ + stage; }
   std::string LaneName(int64_t q, int64_t r) const {
     return lanes_.replicas == 1 ? absl::StrCat("rank ", r)
@@ -439,9 +500,18 @@ class StepGraphBuilder {
         ProducerStage(e.kind, stage, stages_, producer) && producer % pp_ != r) {
       ReplayedTask what = Described(ReplayedTask::What::kReceive, e);
       what.rank = static_cast<int32_t>(lane);
-      receive_.at(e.kind, e.micro_batch, vstage) = AddChained(
-          lane, stream_[lane], medium_.p2p_transfer * slow_.Transfer(producer % pp_, r, q), what,
-          PassIndex::kNone);
+      const Seconds transfer = medium_.p2p_transfer * slow_.Transfer(producer % pp_, r, q);
+      if (network_) {
+        // The rendezvous: the transfer starts when the consumer's stream reaches it (and the
+        // producer is done, AddPassDependencies), and the stream waits for it.
+        const TaskId t = AddFlowStep(StageTransfer(q, producer % pp_, r, transfer), what,
+                                     static_cast<int32_t>(stream_[lane]));
+        if (out_.last_pass[lane] != PassIndex::kNone) g_.AddDependency(out_.last_pass[lane], t);
+        receive_.at(e.kind, e.micro_batch, vstage) = t;
+      } else {
+        receive_.at(e.kind, e.micro_batch, vstage) =
+            AddChained(lane, stream_[lane], transfer, what, PassIndex::kNone);
+      }
       out_.last_pass[lane] = receive_.at(e.kind, e.micro_batch, vstage);
     }
     Seconds ep;
@@ -534,11 +604,13 @@ class StepGraphBuilder {
 
   // The lane's DP gradient buckets, reduced in order (on its DP stream, or chained on its NIC),
   // each from the piece of its chunk's final pass that completes it.
-  std::vector<BucketTasks> AddBuckets(int64_t q, int64_t r, const RankWork& w,
-                                      const std::vector<std::vector<TaskId>>& final_pieces) {
+  absl::StatusOr<std::vector<BucketTasks>> AddBuckets(
+      int64_t q, int64_t r, const RankWork& w,
+      const std::vector<std::vector<TaskId>>& final_pieces) {
     std::vector<BucketTasks> tasks;
     if (w.buckets.empty()) return tasks;
     const size_t lane = Lane(q, r);
+    if (network_) return AddNetworkBuckets(r, w, final_pieces);
     ResourceId dp = 0;
     if (nic_use_.dp) {
       dp = nic_[lane];
@@ -555,18 +627,126 @@ class StepGraphBuilder {
       reduce.chunk = b.chunk;
       reduce.resource = static_cast<int32_t>(dp);
       out_.what.push_back(reduce);
-      TaskId ready = out_.last_pass[lane];
-      if (b.chunk >= 0) {
-        const std::vector<double>& cuts = w.final_fractions[static_cast<size_t>(b.chunk)];
-        const std::vector<TaskId>& pieces = final_pieces[static_cast<size_t>(b.chunk)];
-        const size_t k = static_cast<size_t>(
-            std::lower_bound(cuts.begin(), cuts.end(), b.fraction) - cuts.begin());
-        if (k < pieces.size()) ready = pieces[k];
-      }
+      const TaskId ready = BucketReady(lane, w, b, final_pieces);
       if (ready != PassIndex::kNone) g_.AddDependency(ready, t);
       tasks.push_back({.ready = ready, .reduce = t});
     }
     return tasks;
+  }
+
+  // The piece of the final pass that completes `b`'s gradients (or the lane's last pass).
+  TaskId BucketReady(size_t lane, const RankWork& w, const Bucket& b,
+                     const std::vector<std::vector<TaskId>>& final_pieces) const {
+    TaskId ready = out_.last_pass[lane];
+    if (b.chunk >= 0) {
+      const std::vector<double>& cuts = w.final_fractions[static_cast<size_t>(b.chunk)];
+      const std::vector<TaskId>& pieces = final_pieces[static_cast<size_t>(b.chunk)];
+      const size_t k = static_cast<size_t>(
+          std::lower_bound(cuts.begin(), cuts.end(), b.fraction) - cuts.begin());
+      if (k < pieces.size()) ready = pieces[k];
+    }
+    return ready;
+  }
+
+  // Folded, on a network: stage r's buckets, in order, each its collective's steps as flows on
+  // the network's links, run by every DP group of the stage at once (NetworkReplay).
+  absl::StatusOr<std::vector<BucketTasks>> AddNetworkBuckets(
+      int64_t r, const RankWork& w, const std::vector<std::vector<TaskId>>& final_pieces) {
+    std::vector<BucketTasks> tasks;
+    const size_t lane = Lane(0, r);
+    const int32_t track = Track(absl::StrCat(LaneName(0, r), " DP stream"));
+    for (const Bucket& b : w.buckets) {
+      const ProcessGroup group = b.expert ? net_.expert : net_.dense;
+      PROJECTOR_ASSIGN_OR_RETURN(
+          std::vector<FlowStep> steps,
+          network_->Collective(b.kind, b.bytes, group, r * net_.block, group.stride,
+                               b.reduce * slow_.Reduce(r, 0, b.expert)));
+      if (steps.empty()) steps.push_back({.duration = Seconds(0), .shares = {}});
+      ReplayedTask reduce;
+      reduce.what = ReplayedTask::What::kGradReduce;
+      reduce.rank = static_cast<int32_t>(lane);
+      reduce.chunk = b.chunk;
+      const TaskId ready = BucketReady(lane, w, b, final_pieces);
+      // The first step after the bucket's gradients and the bucket before; the rest in order.
+      TaskId previous = PassIndex::kNone;
+      for (const FlowStep& step : steps) {
+        const TaskId t = AddFlowStep(step, reduce, track);
+        if (previous != PassIndex::kNone) {
+          g_.AddDependency(previous, t);
+        } else {
+          if (ready != PassIndex::kNone) g_.AddDependency(ready, t);
+          if (!tasks.empty()) g_.AddDependency(tasks.back().reduce, t);
+        }
+        previous = t;
+      }
+      tasks.push_back({.ready = ready, .reduce = previous});
+    }
+    return tasks;
+  }
+
+  // Transfers of the activations of stage `from`'s GPUs to stage `to`'s (each to the GPU at its
+  // position) as one flow on the network's links: folded, all the stage's GPUs at once;
+  // unfolded, lane q's GPU.
+  const FlowStep& StageTransfer(int64_t q, int64_t from, int64_t to, Seconds medium) {
+    if (lanes_.replicas > 1) {
+      return network_->Transfers(from * net_.block + q, to * net_.block + q, 1, net_.p2p_bytes,
+                                 medium);
+    }
+    return network_->Transfers(from * net_.block, to * net_.block, net_.block, net_.p2p_bytes,
+                               medium);
+  }
+
+  // Unfolded, on a network: stage r's buckets for every DP group of it (the dense gradients' or
+  // the experts', its members `stride` positions apart), each group's steps once, as flows,
+  // after all its members have the bucket's gradients and after its previous bucket. Per lane,
+  // its buckets (the reduce: its group's last step).
+  absl::StatusOr<std::vector<std::vector<BucketTasks>>> AddGroupBuckets(
+      int64_t r, const RankWork& w,
+      const std::vector<std::vector<std::vector<TaskId>>>& final_pieces) {
+    std::vector<std::vector<BucketTasks>> lanes(static_cast<size_t>(lanes_.replicas));
+    std::vector<TaskId> members;
+    // The last step of each group's previous bucket, by (expert, base).
+    absl::flat_hash_map<std::pair<bool, int64_t>, TaskId> previous_bucket;
+    for (const Bucket& b : w.buckets) {
+      const ProcessGroup group = b.expert ? lanes_.expert_dp : lanes_.dense_dp;
+      const int64_t stride = std::max<int64_t>(1, group.stride);
+      for (int64_t base = 0; base < stride; ++base) {
+        members.clear();
+        for (int64_t q = base; q < lanes_.replicas; q += stride) {
+          members.push_back(
+              BucketReady(Lane(q, r), w, b, final_pieces[static_cast<size_t>(q)]));
+        }
+        const TaskId together = Barrier(members, r);
+        PROJECTOR_ASSIGN_OR_RETURN(
+            std::vector<FlowStep> steps,
+            network_->Collective(b.kind, b.bytes, group, r * net_.block + base, 1,
+                                 b.reduce * slow_.Reduce(r, base, b.expert)));
+        if (steps.empty()) steps.push_back({.duration = Seconds(0), .shares = {}});
+        ReplayedTask reduce;
+        reduce.what = ReplayedTask::What::kGradReduce;
+        reduce.rank = static_cast<int32_t>(Lane(base, r));
+        reduce.chunk = b.chunk;
+        const int32_t track = Track(absl::StrCat("stage ", r, (b.expert ? " expert" : ""),
+                                                 " DP group ", base, " DP stream"));
+        auto [before, first_bucket] =
+            previous_bucket.try_emplace({b.expert, base}, PassIndex::kNone);
+        TaskId previous = PassIndex::kNone;
+        for (const FlowStep& step : steps) {
+          const TaskId t = AddFlowStep(step, reduce, track);
+          g_.AddDependency(previous != PassIndex::kNone ? previous : together, t);
+          if (previous == PassIndex::kNone && before->second != PassIndex::kNone) {
+            g_.AddDependency(before->second, t);
+          }
+          previous = t;
+        }
+        before->second = previous;
+        size_t k = 0;
+        for (int64_t q = base; q < lanes_.replicas; q += stride, ++k) {
+          lanes[static_cast<size_t>(q)].push_back({.ready = members[k], .reduce = previous});
+        }
+      }
+    }
+    return lanes;
   }
 
   // Unfolded: the members of a DP ring (the dense gradients' or the expert gradients' group)
@@ -639,14 +819,21 @@ class StepGraphBuilder {
         if (!transfers || from_rank == r) {
           g_.AddDependency(from, t);
         } else if (medium_.p2p_overlapped) {
-          const ResourceId on = nic_use_.p2p ? nic_[Lane(q, from_rank)] : Link(q, from_rank, r);
-          const TaskId move =
-              g_.AddTask(on, medium_.p2p_transfer * slow_.Transfer(from_rank, r, q));
+          const Seconds time = medium_.p2p_transfer * slow_.Transfer(from_rank, r, q);
           ReplayedTask transfer = Described(ReplayedTask::What::kTransfer, e);
           transfer.rank = static_cast<int32_t>(Lane(q, from_rank));
           transfer.to_rank = static_cast<int32_t>(Lane(q, r));
-          transfer.resource = static_cast<int32_t>(on);
-          out_.what.push_back(transfer);
+          TaskId move = 0;
+          if (network_) {
+            move = AddFlowStep(
+                StageTransfer(q, from_rank, r, time), transfer,
+                Track(absl::StrCat("link ", LaneName(q, from_rank), " → ", LaneName(q, r))));
+          } else {
+            const ResourceId on = nic_use_.p2p ? nic_[Lane(q, from_rank)] : Link(q, from_rank, r);
+            move = g_.AddTask(on, time);
+            transfer.resource = static_cast<int32_t>(on);
+            out_.what.push_back(transfer);
+          }
           g_.AddDependency(from, move);
           g_.AddDependency(move, t);
         } else {
@@ -664,8 +851,12 @@ class StepGraphBuilder {
   const ReplaySlowdowns& slow_;
   const NicUse nic_use_;
   const Lanes lanes_;
+  const NetworkUse net_;
   StepGraph out_;
   TaskGraph& g_;
+  std::optional<NetworkReplay> network_;
+  std::optional<ResourceId> delay_;
+  absl::flat_hash_map<std::string, int32_t> track_of_;
   std::vector<ResourceId> stream_, nic_;
   ResourceId sync_ = 0;
   std::vector<ResourceId> link_of_;
@@ -677,8 +868,8 @@ class StepGraphBuilder {
 
 absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, int64_t vpp,
                                          const ReplaySlowdowns& slow, NicUse nic_use,
-                                         const Lanes& lanes) {
-  return StepGraphBuilder(medium, pp, vpp, slow, nic_use, lanes).Build();
+                                         const Lanes& lanes, const NetworkUse& net) {
+  return StepGraphBuilder(medium, pp, vpp, slow, nic_use, lanes, net).Build();
 }
 
 }  // namespace
@@ -741,6 +932,29 @@ Lanes LanesOf(const Scenario& s, bool unfold) {
   lanes.dense_dp = par.DpCpGroup();
   lanes.expert_dp = {.size = lanes.block / experts, .stride = experts};
   return lanes;
+}
+
+// The busy time of each track that is not a resource: the union of its tasks' intervals (flows
+// on one track may overlap).
+void AddTrackUse(const std::vector<std::string>& tracks, HighLodResult& out) {
+  if (tracks.empty()) return;
+  const size_t first = out.resource_use.size();
+  std::vector<std::vector<std::pair<Seconds, Seconds>>> spans(tracks.size());
+  for (const ReplayedTask& t : out.timeline) {
+    if (static_cast<size_t>(t.resource) >= first) {
+      spans[static_cast<size_t>(t.resource) - first].emplace_back(t.start, t.end);
+    }
+  }
+  for (size_t k = 0; k < tracks.size(); ++k) {
+    std::sort(spans[k].begin(), spans[k].end());
+    Seconds busy, covered_to(-1);
+    for (const auto& [start, end] : spans[k]) {
+      const Seconds from = std::max(start, covered_to);
+      if (end > from) busy += end - from;
+      covered_to = std::max(covered_to, end);
+    }
+    out.resource_use.push_back({.name = tracks[k], .busy = busy});
+  }
 }
 
 absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
@@ -808,16 +1022,31 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
     out.slow_link_carries = slow.link.carries;
   }
   out.congestion = high.congestion;
-  const NicUse nic_use = NicUseOf(scenario, out.medium, high.congestion, out.nic_note);
+  NetworkUse net;
+  NicUse nic_use;
+  if (scenario.backends.network && high.congestion == Congestion::kAware) {
+    // The network's links carry what the NICs would.
+    net = {.spec = scenario.backends.network.get(),
+           .block = par.PpGroup().stride,
+           .dense = par.DpCpGroup(),
+           .expert = ExpertDpGroup(par),
+           .p2p_bytes = LayerInputBytes(scenario.model, par, scenario.training)};
+    out.network = scenario.backends.network->name;
+    out.nic_note = absl::StrCat("the network '", out.network,
+                                "' carries the DP reduces and the pipeline's activations as "
+                                "flows on its links");
+  } else {
+    nic_use = NicUseOf(scenario, out.medium, high.congestion, out.nic_note);
+  }
   out.nic_shared = nic_use.Shared();
   if (slow_rank || slow_link) {
     PROJECTOR_ASSIGN_OR_RETURN(StepGraph plain,
-                               BuildStepGraph(out.medium, pp, vpp, {}, nic_use, lanes));
+                               BuildStepGraph(out.medium, pp, vpp, {}, nic_use, lanes, net));
     PROJECTOR_RETURN_IF_ERROR(sim.Run(plain.graph, run));
     out.step_time_undisturbed = run.makespan;
   }
   PROJECTOR_ASSIGN_OR_RETURN(StepGraph step,
-                             BuildStepGraph(out.medium, pp, vpp, slow, nic_use, lanes));
+                             BuildStepGraph(out.medium, pp, vpp, slow, nic_use, lanes, net));
   PROJECTOR_RETURN_IF_ERROR(sim.Run(step.graph, run));
   out.high_wall_s = WallSeconds(high_start);
   out.step_time = run.makespan;
@@ -858,6 +1087,8 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
     out.timeline[t].start = run.tasks[t].start;
     out.timeline[t].end = run.tasks[t].finish;
   }
+  AddTrackUse(step.track_names, out);
+  out.network_links = step.network_links;
   return out;
 }
 

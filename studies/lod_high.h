@@ -9,9 +9,11 @@
 // (interleaved 1F1B, zero bubble), as a receive on the consumer's stream where it does not
 // (1F1B's blocking send/receive); each rank's tail (the exposed DP gradient sync and parameter
 // gathers, the optimizer step) follows its last pass, as long as the medium projection found it.
-// Not yet: the ops inside a pass as their own events, collectives as steps on the network's
-// links, contention between them. Without contention the replay must give the medium step time;
-// the difference is reported so that it shows when it does not.
+// With a network file (`--network`, congestion aware) the DP reduces run as their algorithm's
+// steps and the activations as transfers, both flows on the network's links, max-min fair
+// (studies/network_replay.h). Not yet: the ops inside a pass as their own events, the TP, CP and
+// EP collectives inside the passes on the network's links. Without contention the replay must
+// give the medium step time; the difference is reported so that it shows when it does not.
 #ifndef PROJECTOR_STUDIES_LOD_HIGH_H_
 #define PROJECTOR_STUDIES_LOD_HIGH_H_
 
@@ -161,6 +163,10 @@ struct HighLodResult {
   Congestion congestion = Congestion::kAware;
   bool nic_shared = false;
   std::string nic_note;
+  // With a network file (`--network`, congestion aware): its name and the links the DP reduces
+  // and the pipeline's activations crossed as flows (studies/network_replay.h).
+  std::string network;
+  int64_t network_links = 0;
   double medium_wall_s = 0;      // the medium projection, timeline kept
   double high_wall_s = 0;        // building and simulating the events
   double DifferencePct() const;  // (high − medium) / medium step time · 100

@@ -229,6 +229,20 @@ TEST(EventEngineTest, GPipeMakespanIsTheClosedForm) {
   }
 }
 
+// An unbounded resource (a delay) runs every ready task at once at full speed: 1, 2 and 3 µs
+// started together end at 1, 2 and 3; its busy time is their sum.
+TEST(EventEngineTest, AnUnboundedResourceRunsEveryTaskAtOnce) {
+  TaskGraph g;
+  const ResourceId delay = g.AddResource(ResourceOrder::kUnbounded);
+  for (int i = 1; i <= 3; ++i) g.AddTask(delay, Us(i));
+  const SimulationResult r = MustRun(g);
+  for (TaskId t = 0; t < 3; ++t) {
+    EXPECT_DOUBLE_EQ(StartUs(r, t), 0);
+    EXPECT_DOUBLE_EQ(FinishUs(r, t), t + 1.0);
+  }
+  EXPECT_DOUBLE_EQ(ToMicroseconds(r.busy[delay]), 6);
+}
+
 // A flow over two links beside a task on one of them: X (2 µs alone) crosses links A and B at
 // their full rate, Y (1 µs) crosses B. B is the bottleneck: filled at speed 1/2 for both (A,
 // alone with X, would allow 1). Y's 1 µs of work at 1/2 ends at 2 µs; X has done 1 µs by then

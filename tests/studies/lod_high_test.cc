@@ -14,7 +14,9 @@
 #include "core/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "network/hardware_network.h"
 #include "scenario/scenario_flags.h"
+#include "studies/network_replay.h"
 #include "tests/testing/given_flags.h"
 #include "tests/testing/status_matchers.h"
 
@@ -534,6 +536,122 @@ TEST(HighLodTest, UnfoldedEveryGpuIsSimulatedAndFoldingIsExact) {
            {"seq-len", "8192"}},
           true),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--no-fold: every GPU's passes are")));
+}
+
+// The flags' scenario on `network` (its own, the hardware profile's built-in one, when empty),
+// congestion aware.
+absl::StatusOr<HighLodResult> HighOnNetwork(const Flags& given, std::optional<NetworkSpec> network,
+                                            bool no_fold = false,
+                                            Congestion congestion = Congestion::kAware) {
+  PROJECTOR_ASSIGN_OR_RETURN(Scenario s, ScenarioFromFlags(GivenFlags(given)));
+  if (!network) {
+    PROJECTOR_ASSIGN_OR_RETURN(network, NetworkFromHardware(s.hw, s.num_gpus));
+  }
+  s.backends.network = std::make_shared<const NetworkSpec>(*network);
+  PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(s.backends, s.hw));
+  return ProjectAtHighLod(s, RefsOf(set), {},
+                          HighLodOptions{.slow_rank = std::nullopt,
+                                         .slow_link = std::nullopt,
+                                         .congestion = congestion,
+                                         .no_fold = no_fold});
+}
+
+// On a network file the DP reduces and the pipeline's activations run as flows on its links.
+// Where nothing shares a link the replay is the medium step: 1F1B's rendezvous receives between
+// two stages of a node each (TP8 PP2, each GPU to its peer on its own rail, the forward and the
+// backward the other way round), one stage with its DP group inside a node.
+TEST(HighLodTest, OnANetworkWithoutSharedLinksTheReplayIsTheMediumStep) {
+  const std::vector<Flags> layouts = {{{"model", "llama3.1-8b"},
+                                       {"gpu-arch", "h100-sxm"},
+                                       {"num-gpus", "16"},
+                                       {"tp", "8"},
+                                       {"pp", "2"},
+                                       {"seq-len", "4096"},
+                                       {"global-batch", "8"}},
+                                      {{"model", "llama3.1-8b"},
+                                       {"gpu-arch", "h100-sxm"},
+                                       {"num-gpus", "8"},
+                                       {"tp", "2"},
+                                       {"seq-len", "4096"},
+                                       {"global-batch", "32"}}};
+  for (const Flags& flags : layouts) {
+    absl::StatusOr<HighLodResult> r = HighOnNetwork(flags, std::nullopt);
+    ASSERT_THAT(r, IsOk());
+    EXPECT_FALSE(r->network.empty());
+    EXPECT_GT(r->network_links, 0);
+    EXPECT_FALSE(r->nic_shared);
+    EXPECT_THAT(r->step_time.value(), IsNearRel(r->medium.step_time.value(), 1e-9));
+    EXPECT_THAT(r->exposed_dp_comm.value(),
+                IsNearRel(r->medium.breakdown.exposed_dp_comm.value(), 1e-9));
+  }
+}
+
+// Llama-3.1-8B TP2 DP8 on two nodes whose 8 GPUs share a leaf's 2 up-links (a fat tree of
+// radix 10 at 4:1, not rail-optimised), the gradients reduced after the last pass: each bucket's
+// all-reduce runs on both TP positions' DP groups at once, whose transfers between the nodes
+// share the up-links the medium projection priced one group alone on. The step grows by exactly
+// what the buckets' steps take beyond their medium time (NetworkReplay's layout of each), and
+// by something; congestion unaware it is the medium step.
+TEST(HighLodTest, AStagesDpGroupsContendOnSharedUplinks) {
+  NetworkSpec net;
+  net.name = "two-nodes-4to1";
+  NetworkDimension node;
+  node.topology = TopologyKind::kSwitch;
+  node.npus = 8;
+  node.link_bandwidth = GigabytesPerSecond(450);
+  node.link_latency = Seconds(1e-6);
+  NetworkDimension fabric;
+  fabric.topology = TopologyKind::kFatTree;
+  fabric.npus = 2;
+  fabric.radix = 10;
+  fabric.oversubscription = 4;
+  fabric.rail_optimized = false;
+  fabric.link_bandwidth = GigabytesPerSecond(50);
+  fabric.link_latency = Seconds(2e-6);
+  net.dimensions = {node, fabric};
+  const Flags flags = {{"model", "llama3.1-8b"},     {"gpu-arch", "h100-sxm"},
+                       {"num-gpus", "16"},           {"tp", "2"},
+                       {"seq-len", "4096"},          {"global-batch", "16"},
+                       {"overlap-grad-reduce", "false"}};
+  absl::StatusOr<HighLodResult> r = HighOnNetwork(flags, net);
+  ASSERT_THAT(r, IsOk());
+  events::TaskGraph graph;
+  std::vector<std::string> names;
+  NetworkReplay replay(net, graph, names);
+  double beyond = 0;
+  int buckets = 0;
+  for (const TimelineEvent& e : r->medium.timeline) {
+    if (e.kind != TimelineKind::kGradReduce) continue;
+    ++buckets;
+    absl::StatusOr<std::vector<FlowStep>> steps = replay.Collective(
+        e.reduce_kind, e.reduce_bytes, {.size = 8, .stride = 2}, 0, 2, e.end - e.start);
+    ASSERT_THAT(steps, IsOk());
+    for (const FlowStep& step : *steps) beyond += step.duration.value();
+    beyond -= (e.end - e.start).value();
+  }
+  ASSERT_GT(buckets, 0);
+  EXPECT_GT(beyond, 0.01 * r->medium.step_time.value());
+  EXPECT_THAT(r->step_time.value() - r->medium.step_time.value(), IsNearRel(beyond, 1e-6));
+  absl::StatusOr<HighLodResult> unaware =
+      HighOnNetwork(flags, net, false, Congestion::kUnaware);
+  ASSERT_THAT(unaware, IsOk());
+  EXPECT_THAT(unaware->step_time.value(), IsNearRel(unaware->medium.step_time.value(), 1e-9));
+  EXPECT_TRUE(unaware->network.empty());
+}
+
+// Folding stays exact on a network: every GPU simulated, each DP group's reduces and each GPU's
+// transfers as flows of their own, gives the folded step, where the stage's flows run at once
+// (Llama-3.1-8B TP8 PP2 VPP2 DP4 on 64 H100: the DP reduces and the overlapped sends share each
+// GPU's link to its rail, so high is above medium).
+TEST(HighLodTest, OnANetworkFoldingIsExact) {
+  absl::StatusOr<HighLodResult> folded = HighOnNetwork(InterleavedAcrossNodes(), std::nullopt);
+  absl::StatusOr<HighLodResult> unfolded =
+      HighOnNetwork(InterleavedAcrossNodes(), std::nullopt, true);
+  ASSERT_THAT(folded, IsOk());
+  ASSERT_THAT(unfolded, IsOk());
+  EXPECT_GT(folded->step_time, folded->medium.step_time);
+  EXPECT_THAT(unfolded->step_time.value(), IsNearRel(folded->step_time.value(), 1e-9));
+  EXPECT_THAT(unfolded->exposed_dp_comm.value(), IsNearRel(folded->exposed_dp_comm.value(), 1e-9));
 }
 
 TEST(HighLodTest, AStepBeyondTheReplayBudgetIsRefusedNamingTheFlag) {

@@ -1,0 +1,114 @@
+#include "studies/network_replay.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace projector {
+namespace {
+
+constexpr events::ResourceId kNoResource = ~events::ResourceId{0};
+
+}  // namespace
+
+NetworkReplay::NetworkReplay(const NetworkSpec& spec, events::TaskGraph& graph,
+                             std::vector<std::string>& names)
+    : topology_(spec),
+      collectives_(topology_),
+      flows_(topology_),
+      graph_(graph),
+      names_(names),
+      resource_of_link_(topology_.links().size(), kNoResource) {}
+
+events::ResourceId NetworkReplay::LinkResource(int32_t link) {
+  events::ResourceId& id = resource_of_link_[static_cast<size_t>(link)];
+  if (id == kNoResource) {
+    id = graph_.AddResource(events::ResourceOrder::kShared);
+    const NetworkLink& l = topology_.links()[static_cast<size_t>(link)];
+    names_.push_back(
+        absl::StrCat("link ", topology_.NodeName(l.from), " → ", topology_.NodeName(l.to)));
+    ++links_used_;
+  }
+  return id;
+}
+
+std::vector<FlowStep> NetworkReplay::Lay(const std::vector<NetworkCollectives::LiveStep>& steps,
+                                         int64_t copies, Seconds medium) {
+  struct Laid {
+    Seconds alone;                           // the step's repeats, one group alone
+    std::vector<FlowModel::LinkLoad> loads;  // all groups, all repeats
+  };
+  std::vector<Laid> laid;
+  Seconds total;
+  for (const NetworkCollectives::LiveStep& step : steps) {
+    const double repeat = static_cast<double>(step.repeat);
+    Laid l;
+    l.alone = flows_.Run(step.flows, Congestion::kAware).time * repeat;
+    laid_.clear();
+    for (int64_t c = 0; c < copies; ++c) {
+      for (const Flow& f : step.flows) {
+        laid_.push_back({.src = f.src + c, .dst = f.dst + c, .bytes = f.bytes});
+      }
+    }
+    flows_.LoadsOf(laid_, l.loads);
+    for (FlowModel::LinkLoad& load : l.loads) load.busy *= repeat;
+    total += l.alone;
+    laid.push_back(std::move(l));
+  }
+  std::vector<FlowStep> out;
+  for (const Laid& l : laid) {
+    FlowStep step;
+    step.duration =
+        total.value() > 0 ? medium * (l.alone / total) : medium / static_cast<double>(laid.size());
+    // The groups together may ask more of a link than it carries in that time: then the step
+    // lasts as long as that link needs.
+    for (const FlowModel::LinkLoad& load : l.loads)
+      step.duration = std::max(step.duration, load.busy);
+    for (const FlowModel::LinkLoad& load : l.loads) {
+      if (load.busy.value() <= 0 || step.duration.value() <= 0) continue;
+      step.shares.push_back(
+          {.link = LinkResource(load.link), .share = std::min(1.0, load.busy / step.duration)});
+    }
+    out.push_back(std::move(step));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<FlowStep>> NetworkReplay::Collective(CollectiveKind kind, Bytes bytes,
+                                                                ProcessGroup group, int64_t first,
+                                                                int64_t copies, Seconds medium) {
+  if (group.size < 2 || medium.value() <= 0) return std::vector<FlowStep>{};
+  const Key key{static_cast<int>(kind), bytes.value(), group.size, group.stride, first, copies,
+                medium.value()};
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  const int64_t last = first + (copies - 1) + (group.size - 1) * group.stride;
+  if (first < 0 || last >= topology_.npu_count()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a group of ", group.size, " ranks ", group.stride, " apart from NPU ", first,
+                     " reaches NPU ", last, "; the network '", topology_.spec().name, "' has ",
+                     topology_.npu_count(), " NPUs"));
+  }
+  NetworkCollectiveRequest request{.kind = kind,
+                                   .bytes = bytes,
+                                   .ranks = {},
+                                   .algorithm = CollectiveAlgorithm::kAuto,
+                                   .congestion = Congestion::kAware,
+                                   .library = CollectiveLibrary::kNccl};
+  for (int64_t i = 0; i < group.size; ++i) request.ranks.push_back(first + i * group.stride);
+  PROJECTOR_ASSIGN_OR_RETURN(NetworkCollectives::StepPlan plan, collectives_.Steps(request));
+  return memo_.emplace(key, Lay(plan.steps, copies, medium)).first->second;
+}
+
+const FlowStep& NetworkReplay::Transfers(int64_t from, int64_t to, int64_t copies, Bytes bytes,
+                                         Seconds medium) {
+  const TransferKey key{from, to, copies, bytes.value(), medium.value()};
+  if (auto it = transfer_memo_.find(key); it != transfer_memo_.end()) return it->second;
+  const std::vector<NetworkCollectives::LiveStep> one = {
+      {.flows = {{.src = from, .dst = to, .bytes = bytes.value()}}, .repeat = 1}};
+  std::vector<FlowStep> steps = Lay(one, copies, medium);
+  return transfer_memo_.emplace(key, std::move(steps.front())).first->second;
+}
+
+}  // namespace projector
