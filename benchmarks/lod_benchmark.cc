@@ -10,6 +10,7 @@
 
 #include "backends/backend_registry.h"
 #include "benchmark/benchmark.h"
+#include "network/hardware_network.h"
 #include "scenario/scenario_flags.h"
 #include "studies/lod_high.h"
 
@@ -25,6 +26,18 @@ Scenario FromFlags(std::vector<std::pair<const char*, const char*>> given) {
     std::abort();
   }
   return *s;
+}
+
+// The scenario on its hardware profile's built-in network as a network file (`--network`): the
+// DP reduces and the pipeline's activations run as flows on its links.
+Scenario OnItsNetwork(Scenario s) {
+  absl::StatusOr<NetworkSpec> network = NetworkFromHardware(s.hw, s.num_gpus);
+  if (!network.ok()) {
+    std::cerr << "lod_benchmark: " << network.status() << "\n";
+    std::abort();
+  }
+  s.backends.network = std::make_shared<const NetworkSpec>(*std::move(network));
+  return s;
 }
 
 void RunLod(benchmark::State& state, const Scenario& s) {
@@ -102,30 +115,34 @@ BENCHMARK(BM_Lod_MixtralEp8)->Unit(benchmark::kMicrosecond);
 // Llama-3.1-70B, TP8 x PP4 (VPP 5) x DP8 on 256 GPUs: a stage spans 8 nodes, so its DP reduces
 // and the activations it sends share each rank's NIC (congestion aware), which medium does not
 // model.
+Scenario Llama70bInterleavedDp8() {
+  return FromFlags({{"model", "llama3.1-70b"},
+                    {"gpu-arch", "h100-sxm"},
+                    {"num-gpus", "256"},
+                    {"tp", "8"},
+                    {"pp", "4"},
+                    {"vpp", "5"},
+                    {"seq-len", "8192"},
+                    {"global-batch", "128"}});
+}
 void BM_Lod_Llama70bInterleavedDp8(benchmark::State& state) {
-  RunLod(state, FromFlags({{"model", "llama3.1-70b"},
-                           {"gpu-arch", "h100-sxm"},
-                           {"num-gpus", "256"},
-                           {"tp", "8"},
-                           {"pp", "4"},
-                           {"vpp", "5"},
-                           {"seq-len", "8192"},
-                           {"global-batch", "128"}}));
+  RunLod(state, Llama70bInterleavedDp8());
 }
 BENCHMARK(BM_Lod_Llama70bInterleavedDp8)->Unit(benchmark::kMicrosecond);
 
 // Qwen3-30B-A3B, EP16 x PP2 (VPP 2) on 64 GPUs: the EP All-to-All, the DP reduces and the
 // pipeline's sends all leave the node and share each rank's NIC.
-void BM_Lod_Qwen3MoeEp16(benchmark::State& state) {
-  RunLod(state, FromFlags({{"model", "qwen3-30b-a3b"},
-                           {"gpu-arch", "h100-sxm"},
-                           {"num-gpus", "64"},
-                           {"ep", "16"},
-                           {"pp", "2"},
-                           {"vpp", "2"},
-                           {"seq-len", "4096"},
-                           {"global-batch", "256"}}));
+Scenario Qwen3MoeEp16() {
+  return FromFlags({{"model", "qwen3-30b-a3b"},
+                    {"gpu-arch", "h100-sxm"},
+                    {"num-gpus", "64"},
+                    {"ep", "16"},
+                    {"pp", "2"},
+                    {"vpp", "2"},
+                    {"seq-len", "4096"},
+                    {"global-batch", "256"}});
 }
+void BM_Lod_Qwen3MoeEp16(benchmark::State& state) { RunLod(state, Qwen3MoeEp16()); }
 BENCHMARK(BM_Lod_Qwen3MoeEp16)->Unit(benchmark::kMicrosecond);
 
 // The seed lab's 16-GPU sanity check (shared/reference/network_reference.md: STAGE's workload
@@ -151,16 +168,34 @@ void BM_Lod_SeedLab16(benchmark::State& state) {
 BENCHMARK(BM_Lod_SeedLab16)->Unit(benchmark::kMicrosecond);
 
 // Llama-3.1-70B on 1,024 GPUs, TP8 PP8 DP16 (the 3D layout), 128 micro-batches.
-void BM_Lod_Llama70b1024(benchmark::State& state) {
-  RunLod(state, FromFlags({{"model", "llama3.1-70b"},
-                           {"gpu-arch", "h100-sxm"},
-                           {"num-gpus", "1024"},
-                           {"tp", "8"},
-                           {"pp", "8"},
-                           {"seq-len", "8192"},
-                           {"global-batch", "2048"}}));
+Scenario Llama70b1024() {
+  return FromFlags({{"model", "llama3.1-70b"},
+                    {"gpu-arch", "h100-sxm"},
+                    {"num-gpus", "1024"},
+                    {"tp", "8"},
+                    {"pp", "8"},
+                    {"seq-len", "8192"},
+                    {"global-batch", "2048"}});
 }
+void BM_Lod_Llama70b1024(benchmark::State& state) { RunLod(state, Llama70b1024()); }
 BENCHMARK(BM_Lod_Llama70b1024)->Unit(benchmark::kMicrosecond);
+
+// The same three layouts on their built-in network as a file: every DP reduce's steps and every
+// activation transfer as flows on its links.
+void BM_Lod_Llama70bInterleavedDp8OnNetwork(benchmark::State& state) {
+  RunLod(state, OnItsNetwork(Llama70bInterleavedDp8()));
+}
+BENCHMARK(BM_Lod_Llama70bInterleavedDp8OnNetwork)->Unit(benchmark::kMicrosecond);
+
+void BM_Lod_Qwen3MoeEp16OnNetwork(benchmark::State& state) {
+  RunLod(state, OnItsNetwork(Qwen3MoeEp16()));
+}
+BENCHMARK(BM_Lod_Qwen3MoeEp16OnNetwork)->Unit(benchmark::kMicrosecond);
+
+void BM_Lod_Llama70b1024OnNetwork(benchmark::State& state) {
+  RunLod(state, OnItsNetwork(Llama70b1024()));
+}
+BENCHMARK(BM_Lod_Llama70b1024OnNetwork)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace projector

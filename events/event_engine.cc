@@ -314,7 +314,6 @@ void Simulator::SetSpeeds(const TaskGraph& graph, Seconds now) {
   }
   component_tasks_.clear();
   component_links_.clear();
-  std::sort(changed_links_.begin(), changed_links_.end());
   for (const ResourceId l : changed_links_) {
     link_changed_[l] = 0;
     CollectComponent(graph, l);

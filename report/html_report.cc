@@ -731,8 +731,8 @@ void HighLodSection(std::string& out, const HighLodResult& r) {
         {"<li>NIC ", r.nic_shared ? "shared: " : "not shared: ", HtmlEscape(r.nic_note), "</li>"});
   } else {
     Put(out, {"<li>network '", HtmlEscape(r.network),
-              "': the DP reduces (their algorithm's steps) and the pipeline's activations as "
-              "flows on ",
+              "': the DP reduces (their algorithm's steps), the pipeline's activations and the "
+              "exposed EP All-to-All as flows on ",
               absl::StrCat(r.network_links), " of its links, max-min fair</li>"});
   }
   if (r.slow_rank) {

@@ -63,8 +63,9 @@ std::string HighLodText(const HighLodResult& r) {
                           r.nic_note);
   } else {
     absl::StrAppendFormat(&out,
-                          "  network     '%s': the DP reduces (their algorithm's steps) and the\n"
-                          "              pipeline's activations as flows on %d of its links\n",
+                          "  network     '%s': the DP reduces (their algorithm's steps), the\n"
+                          "              pipeline's activations and the exposed EP All-to-All as\n"
+                          "              flows on %d of its links\n",
                           r.network, r.network_links);
   }
   absl::StrAppendFormat(&out, "  events      %d (%d tasks on %d streams and links)\n", r.events,

@@ -319,6 +319,10 @@ struct NetworkUse {
   int64_t block = 1;           // GPUs per pipeline stage
   ProcessGroup dense, expert;  // the DP groups of the dense and the expert gradients
   Bytes p2p_bytes;             // one activation between stages, per GPU
+  // The MoE layers' exposed All-to-All on the EP group's links (a pass cut into each layer's
+  // compute and its All-to-All, as on a shared NIC).
+  bool ep = false;
+  ProcessGroup ep_group;
 };
 
 // Builds the step's task graph from the medium projection, stage by stage and lane by lane:
@@ -517,7 +521,7 @@ class StepGraphBuilder {
     Seconds ep;
     int64_t ep_layers = 0;
     const size_t chunk_index = static_cast<size_t>(r * vpp_ + e.chunk);
-    if (nic_use_.ep && chunk_index < medium_.chunk_ep.size() &&
+    if ((nic_use_.ep || net_.ep) && chunk_index < medium_.chunk_ep.size() &&
         e.kind != TimelineKind::kWeightGrad) {
       const ChunkEpComm& parts = medium_.chunk_ep[chunk_index];
       ep = e.kind == TimelineKind::kForward ? parts.forward : parts.backward;
@@ -535,12 +539,24 @@ class StepGraphBuilder {
     size_t next_cut = 0;
     Seconds stretch_start;
     TaskId previous = PassIndex::kNone;
+    // On a network, each MoE layer's exposed All-to-All as a flow on the EP groups' links.
+    const FlowStep* all_to_all = nullptr;
+    if (network_ && ep_layers > 0) {
+      PROJECTOR_ASSIGN_OR_RETURN(all_to_all, EpAllToAll(q, r));
+    }
     auto add_piece = [&](const Stretch& x, Seconds length, bool cut) {
       ReplayedTask what =
           Described(x.on_nic ? ReplayedTask::What::kEpComm : ReplayedTask::What::kPass, e);
       what.rank = static_cast<int32_t>(lane);
-      const TaskId t =
-          AddChained(lane, x.on_nic ? nic_[lane] : stream_[lane], length, what, previous);
+      TaskId t = 0;
+      if (x.on_nic && all_to_all != nullptr) {
+        t = AddFlowStep({.duration = length, .shares = all_to_all->shares}, what,
+                        Track(absl::StrCat(LaneName(q, r), " EP all-to-all")));
+        const TaskId after = previous != PassIndex::kNone ? previous : out_.last_pass[lane];
+        if (after != PassIndex::kNone) g_.AddDependency(after, t);
+      } else {
+        t = AddChained(lane, x.on_nic ? nic_[lane] : stream_[lane], length, what, previous);
+      }
       if (previous == PassIndex::kNone) entry_.at(e.kind, e.micro_batch, vstage) = t;
       previous = t;
       if (cut && final_pass) final_pieces[static_cast<size_t>(e.chunk)].push_back(t);
@@ -696,27 +712,42 @@ class StepGraphBuilder {
                                medium);
   }
 
+  // The links of the exposed EP All-to-All of stage r's lane q: folded, every EP group of the
+  // stage at once; unfolded, what lane q's GPU sends to its group.
+  absl::StatusOr<const FlowStep*> EpAllToAll(int64_t q, int64_t r) {
+    const ProcessGroup group = net_.ep_group;
+    if (lanes_.replicas == 1) {
+      return network_->Occupancy(CollectiveKind::kAllToAll, group, r * net_.block, net_.block);
+    }
+    const int64_t base = q - (q / group.stride) % group.size * group.stride;
+    return network_->Occupancy(CollectiveKind::kAllToAll, group, r * net_.block + base, 1,
+                               r * net_.block + q);
+  }
+
   // Unfolded, on a network: stage r's buckets for every DP group of it (the dense gradients' or
   // the experts', its members `stride` positions apart), each group's steps once, as flows,
-  // after all its members have the bucket's gradients and after its previous bucket. Per lane,
-  // its buckets (the reduce: its group's last step).
+  // after all its members have the bucket's gradients and have reduced their previous bucket
+  // (each GPU reduces its buckets one after another, dense and expert, as folded). Per lane, its
+  // buckets (the reduce: its group's last step).
   absl::StatusOr<std::vector<std::vector<BucketTasks>>> AddGroupBuckets(
       int64_t r, const RankWork& w,
       const std::vector<std::vector<std::vector<TaskId>>>& final_pieces) {
     std::vector<std::vector<BucketTasks>> lanes(static_cast<size_t>(lanes_.replicas));
-    std::vector<TaskId> members;
-    // The last step of each group's previous bucket, by (expert, base).
-    absl::flat_hash_map<std::pair<bool, int64_t>, TaskId> previous_bucket;
+    std::vector<TaskId> members, waits;
+    std::vector<TaskId> lane_previous(static_cast<size_t>(lanes_.replicas), PassIndex::kNone);
     for (const Bucket& b : w.buckets) {
       const ProcessGroup group = b.expert ? lanes_.expert_dp : lanes_.dense_dp;
       const int64_t stride = std::max<int64_t>(1, group.stride);
       for (int64_t base = 0; base < stride; ++base) {
         members.clear();
+        waits.clear();
         for (int64_t q = base; q < lanes_.replicas; q += stride) {
           members.push_back(
               BucketReady(Lane(q, r), w, b, final_pieces[static_cast<size_t>(q)]));
+          waits.push_back(members.back());
+          waits.push_back(lane_previous[static_cast<size_t>(q)]);
         }
-        const TaskId together = Barrier(members, r);
+        const TaskId together = Barrier(waits, r);
         PROJECTOR_ASSIGN_OR_RETURN(
             std::vector<FlowStep> steps,
             network_->Collective(b.kind, b.bytes, group, r * net_.block + base, 1,
@@ -728,21 +759,16 @@ class StepGraphBuilder {
         reduce.chunk = b.chunk;
         const int32_t track = Track(absl::StrCat("stage ", r, (b.expert ? " expert" : ""),
                                                  " DP group ", base, " DP stream"));
-        auto [before, first_bucket] =
-            previous_bucket.try_emplace({b.expert, base}, PassIndex::kNone);
-        TaskId previous = PassIndex::kNone;
+        TaskId previous = together;
         for (const FlowStep& step : steps) {
           const TaskId t = AddFlowStep(step, reduce, track);
-          g_.AddDependency(previous != PassIndex::kNone ? previous : together, t);
-          if (previous == PassIndex::kNone && before->second != PassIndex::kNone) {
-            g_.AddDependency(before->second, t);
-          }
+          g_.AddDependency(previous, t);
           previous = t;
         }
-        before->second = previous;
         size_t k = 0;
         for (int64_t q = base; q < lanes_.replicas; q += stride, ++k) {
           lanes[static_cast<size_t>(q)].push_back({.ready = members[k], .reduce = previous});
+          lane_previous[static_cast<size_t>(q)] = previous;
         }
       }
     }
@@ -1030,11 +1056,13 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
            .block = par.PpGroup().stride,
            .dense = par.DpCpGroup(),
            .expert = ExpertDpGroup(par),
-           .p2p_bytes = LayerInputBytes(scenario.model, par, scenario.training)};
+           .p2p_bytes = LayerInputBytes(scenario.model, par, scenario.training),
+           .ep = par.ep > 1,
+           .ep_group = par.EpGroup()};
     out.network = scenario.backends.network->name;
     out.nic_note = absl::StrCat("the network '", out.network,
-                                "' carries the DP reduces and the pipeline's activations as "
-                                "flows on its links");
+                                "' carries the DP reduces, the pipeline's activations and the "
+                                "exposed EP All-to-All as flows on its links");
   } else {
     nic_use = NicUseOf(scenario, out.medium, high.congestion, out.nic_note);
   }
@@ -1061,7 +1089,7 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
     out.exposed_dp_comm =
         std::max(Seconds(0), run.tasks[t].start + step.param_gather[lane] - out.pipeline_time);
   }
-  if (nic_use.ep) {
+  if (nic_use.ep || net.ep) {
     // Lane r is stage r's (first) GPU, folded or not.
     const int32_t critical = static_cast<int32_t>(out.medium.critical_rank);
     Seconds waited;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 
@@ -35,7 +36,7 @@ events::ResourceId NetworkReplay::LinkResource(int32_t link) {
 }
 
 std::vector<FlowStep> NetworkReplay::Lay(const std::vector<NetworkCollectives::LiveStep>& steps,
-                                         int64_t copies, Seconds medium) {
+                                         std::span<const int64_t> shifts, Seconds medium) {
   struct Laid {
     Seconds alone;                           // the step's repeats, one group alone
     std::vector<FlowModel::LinkLoad> loads;  // all groups, all repeats
@@ -47,7 +48,7 @@ std::vector<FlowStep> NetworkReplay::Lay(const std::vector<NetworkCollectives::L
     Laid l;
     l.alone = flows_.Run(step.flows, Congestion::kAware).time * repeat;
     laid_.clear();
-    for (int64_t c = 0; c < copies; ++c) {
+    for (const int64_t c : shifts) {
       for (const Flow& f : step.flows) {
         laid_.push_back({.src = f.src + c, .dst = f.dst + c, .bytes = f.bytes});
       }
@@ -76,19 +77,19 @@ std::vector<FlowStep> NetworkReplay::Lay(const std::vector<NetworkCollectives::L
   return out;
 }
 
-absl::StatusOr<std::vector<FlowStep>> NetworkReplay::Collective(CollectiveKind kind, Bytes bytes,
-                                                                ProcessGroup group, int64_t first,
-                                                                int64_t copies, Seconds medium) {
-  if (group.size < 2 || medium.value() <= 0) return std::vector<FlowStep>{};
-  const Key key{static_cast<int>(kind), bytes.value(), group.size, group.stride, first, copies,
-                medium.value()};
-  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-  const int64_t last = first + (copies - 1) + (group.size - 1) * group.stride;
+absl::StatusOr<NetworkCollectives::StepPlan> NetworkReplay::GroupSteps(
+    CollectiveKind kind, Bytes bytes, ProcessGroup group, int64_t first, int64_t span,
+    std::vector<int64_t>& shifts) {
+  shifts.clear();
+  for (int64_t i = 0; i < span; ++i) {
+    if ((i / group.stride) % group.size == 0) shifts.push_back(i);
+  }
+  const int64_t last = first + shifts.back() + (group.size - 1) * group.stride;
   if (first < 0 || last >= topology_.npu_count()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("a group of ", group.size, " ranks ", group.stride, " apart from NPU ", first,
-                     " reaches NPU ", last, "; the network '", topology_.spec().name, "' has ",
-                     topology_.npu_count(), " NPUs"));
+        absl::StrCat("a group of ", group.size, " ranks ", group.stride, " apart from NPU ",
+                     first + shifts.back(), " reaches NPU ", last, "; the network '",
+                     topology_.spec().name, "' has ", topology_.npu_count(), " NPUs"));
   }
   NetworkCollectiveRequest request{.kind = kind,
                                    .bytes = bytes,
@@ -97,8 +98,73 @@ absl::StatusOr<std::vector<FlowStep>> NetworkReplay::Collective(CollectiveKind k
                                    .congestion = Congestion::kAware,
                                    .library = CollectiveLibrary::kNccl};
   for (int64_t i = 0; i < group.size; ++i) request.ranks.push_back(first + i * group.stride);
-  PROJECTOR_ASSIGN_OR_RETURN(NetworkCollectives::StepPlan plan, collectives_.Steps(request));
-  return memo_.emplace(key, Lay(plan.steps, copies, medium)).first->second;
+  return collectives_.Steps(request);
+}
+
+absl::StatusOr<std::vector<FlowStep>> NetworkReplay::Collective(CollectiveKind kind, Bytes bytes,
+                                                                ProcessGroup group, int64_t first,
+                                                                int64_t span, Seconds medium) {
+  if (group.size < 2 || span < 1 || medium.value() <= 0) return std::vector<FlowStep>{};
+  const Key key{static_cast<int>(kind), bytes.value(), group.size, group.stride, first, span,
+                medium.value()};
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  std::vector<int64_t> shifts;
+  PROJECTOR_ASSIGN_OR_RETURN(NetworkCollectives::StepPlan plan,
+                             GroupSteps(kind, bytes, group, first, span, shifts));
+  return memo_.emplace(key, Lay(plan.steps, shifts, medium)).first->second;
+}
+
+absl::StatusOr<const FlowStep*> NetworkReplay::Occupancy(CollectiveKind kind, ProcessGroup group,
+                                                         int64_t first, int64_t span,
+                                                         int64_t sender) {
+  const Key key{static_cast<int>(kind),
+                static_cast<double>(sender),
+                group.size,
+                group.stride,
+                first,
+                span,
+                0.0};
+  if (auto it = occupancy_memo_.find(key); it != occupancy_memo_.end()) return &it->second;
+  if (group.size < 2 || span < 1) return &occupancy_memo_[key];
+  // At a reference size of 64 MiB (bandwidth-bound: the shares are ratios of link loads).
+  std::vector<int64_t> shifts;
+  PROJECTOR_ASSIGN_OR_RETURN(
+      NetworkCollectives::StepPlan plan,
+      GroupSteps(kind, Bytes(64.0 * 1024 * 1024), group, first, span, shifts));
+  // Each link's load over all the steps (all senders), the busiest's, and the sender's own.
+  auto loads = [&](const std::vector<NetworkCollectives::LiveStep>& steps,
+                   absl::flat_hash_map<events::ResourceId, double>& load,
+                   std::vector<events::ResourceId>& order) {
+    double busiest = 0;
+    for (const FlowStep& step : Lay(steps, shifts, Seconds(1))) {
+      for (const events::LinkShare& s : step.shares) {
+        auto [it, added] = load.try_emplace(s.link, 0.0);
+        if (added) order.push_back(s.link);
+        it->second += s.share * step.duration.value();
+        busiest = std::max(busiest, it->second);
+      }
+    }
+    return busiest;
+  };
+  absl::flat_hash_map<events::ResourceId, double> load;
+  std::vector<events::ResourceId> order;
+  const double busiest = loads(plan.steps, load, order);
+  if (sender >= 0) {
+    std::vector<NetworkCollectives::LiveStep> own = plan.steps;
+    for (NetworkCollectives::LiveStep& step : own) {
+      std::erase_if(step.flows, [&](const Flow& f) { return f.src != sender; });
+    }
+    load.clear();
+    order.clear();
+    loads(own, load, order);
+  }
+  FlowStep out{.duration = Seconds(0), .shares = {}};
+  for (const events::ResourceId link : order) {
+    if (load[link] > 0) {
+      out.shares.push_back({.link = link, .share = std::min(1.0, load[link] / busiest)});
+    }
+  }
+  return &occupancy_memo_.emplace(key, std::move(out)).first->second;
 }
 
 const FlowStep& NetworkReplay::Transfers(int64_t from, int64_t to, int64_t copies, Bytes bytes,
@@ -107,7 +173,9 @@ const FlowStep& NetworkReplay::Transfers(int64_t from, int64_t to, int64_t copie
   if (auto it = transfer_memo_.find(key); it != transfer_memo_.end()) return it->second;
   const std::vector<NetworkCollectives::LiveStep> one = {
       {.flows = {{.src = from, .dst = to, .bytes = bytes.value()}}, .repeat = 1}};
-  std::vector<FlowStep> steps = Lay(one, copies, medium);
+  std::vector<int64_t> shifts(static_cast<size_t>(copies));
+  for (int64_t c = 0; c < copies; ++c) shifts[static_cast<size_t>(c)] = c;
+  std::vector<FlowStep> steps = Lay(one, shifts, medium);
   return transfer_memo_.emplace(key, std::move(steps.front())).first->second;
 }
 

@@ -21,11 +21,12 @@
 #define PROJECTOR_STUDIES_NETWORK_REPLAY_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "core/op_shapes.h"
 #include "core/units.h"
@@ -49,16 +50,27 @@ class NetworkReplay {
   // named in `names` ("link npu 3 [3,0] → dim 1 leaf 0 #3").
   NetworkReplay(const NetworkSpec& spec, events::TaskGraph& graph, std::vector<std::string>& names);
 
-  // A collective of `kind` and `bytes` on every group {size, stride} whose first member is one of
-  // first, first + 1, ..., first + copies − 1, all at once, the medium projection having timed
-  // one group at `medium`: its algorithm's steps (NCCL's choice, as the medium priced it), in
-  // order. Empty for a collective that takes no time. Errors: a group beyond the network's NPUs,
-  // an algorithm that does not apply (as NetworkCollectives::Estimate).
+  // A collective of `kind` and `bytes` on every group {size, stride} that starts in the NPUs
+  // [first, first + span) (the layout's groups: first + i for each i < span with
+  // (i / stride) % size == 0; span 1: the group at `first` alone, span size·stride: the stride
+  // groups interleaved there), all at once, the medium projection having timed one group at
+  // `medium`: its algorithm's steps (NCCL's choice, as the medium priced it), in order. Empty for
+  // a collective that takes no time. Errors: a group beyond the network's NPUs, an algorithm that
+  // does not apply (as NetworkCollectives::Estimate).
   absl::StatusOr<std::vector<FlowStep>> Collective(CollectiveKind kind, Bytes bytes,
-                                                   ProcessGroup group, int64_t first,
-                                                   int64_t copies, Seconds medium);
+                                                   ProcessGroup group, int64_t first, int64_t span,
+                                                   Seconds medium);
+  // The links of the same groups' collective as the shares of a flow that runs at the full rate
+  // of its busiest link (share 1 there, the other links in proportion to what its steps ask of
+  // them), for the exposed part of a collective whose size the replay does not keep (a MoE
+  // layer's All-to-All after its overlap); the caller gives the duration. With a `sender` (an
+  // NPU of the group; span 1), only what it sends, in the same proportions: the senders of the
+  // group together make the whole. Valid as long as the NetworkReplay.
+  absl::StatusOr<const FlowStep*> Occupancy(CollectiveKind kind, ProcessGroup group, int64_t first,
+                                            int64_t span, int64_t sender = -1);
   // Transfers of `bytes` from each of the NPUs from, from + 1, ..., from + copies − 1 to the NPU
-  // `to − from` further, all at once, the medium projection having timed one at `medium`.
+  // `to − from` further, all at once, the medium projection having timed one at `medium`. The
+  // reference stays valid as long as the NetworkReplay.
   const FlowStep& Transfers(int64_t from, int64_t to, int64_t copies, Bytes bytes, Seconds medium);
 
   const Topology& topology() const { return topology_; }
@@ -66,10 +78,15 @@ class NetworkReplay {
   int64_t links_used() const { return links_used_; }
 
  private:
-  // Steps of one group (copy 0) laid out on every copy, into flow steps lasting their share of
-  // `medium`.
-  std::vector<FlowStep> Lay(const std::vector<NetworkCollectives::LiveStep>& steps, int64_t copies,
-                            Seconds medium);
+  // Steps of one group laid out on each of `shifts` (NPU offsets), into flow steps lasting their
+  // share of `medium`.
+  std::vector<FlowStep> Lay(const std::vector<NetworkCollectives::LiveStep>& steps,
+                            std::span<const int64_t> shifts, Seconds medium);
+  // The steps of `kind` on the group at `first` and the shifts of the span's groups from it.
+  absl::StatusOr<NetworkCollectives::StepPlan> GroupSteps(CollectiveKind kind, Bytes bytes,
+                                                          ProcessGroup group, int64_t first,
+                                                          int64_t span,
+                                                          std::vector<int64_t>& shifts);
   events::ResourceId LinkResource(int32_t link);
 
   Topology topology_;
@@ -79,12 +96,14 @@ class NetworkReplay {
   std::vector<std::string>& names_;
   std::vector<events::ResourceId> resource_of_link_;  // kNoResource until crossed
   int64_t links_used_ = 0;
-  // Collectives laid out, by (kind, bytes, size, stride, first, copies, medium).
+  // Collectives laid out, by (kind, bytes, size, stride, first, span, medium); occupancies by
+  // the same with the sender for bytes.
   using Key = std::tuple<int, double, int64_t, int64_t, int64_t, int64_t, double>;
-  absl::flat_hash_map<Key, std::vector<FlowStep>> memo_;
+  absl::node_hash_map<Key, std::vector<FlowStep>> memo_;
+  absl::node_hash_map<Key, FlowStep> occupancy_memo_;
   // Transfers laid out, by (from, to, copies, bytes, medium).
   using TransferKey = std::tuple<int64_t, int64_t, int64_t, double, double>;
-  absl::flat_hash_map<TransferKey, FlowStep> transfer_memo_;
+  absl::node_hash_map<TransferKey, FlowStep> transfer_memo_;
   // Scratch.
   std::vector<Flow> laid_;
   std::vector<FlowModel::LinkLoad> loads_;
