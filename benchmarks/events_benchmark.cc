@@ -49,6 +49,32 @@ TaskGraph RandomDag(int n) {
   return g;
 }
 
+// Flows: `n` tasks on 256 shared links, each a flow over 4 of them (a collective step's
+// transfers, share 1 or 1/2), 2 dependencies each on earlier tasks, so that some dozens run at
+// once and every start or finish re-shares the links of its component.
+TaskGraph RandomFlows(int n) {
+  std::mt19937 rng(11);
+  TaskGraph g;
+  g.Reserve(static_cast<size_t>(n), static_cast<size_t>(2 * n));
+  constexpr int kLinks = 256;
+  for (int r = 0; r < kLinks; ++r) g.AddResource(ResourceOrder::kShared);
+  std::vector<LinkShare> shares;
+  for (int t = 0; t < n; ++t) {
+    shares.clear();
+    const int first = static_cast<int>(rng() % kLinks);
+    for (int k = 0; k < 4; ++k) {
+      shares.push_back({.link = static_cast<ResourceId>((first + k * 61) % kLinks),
+                        .share = rng() % 2 ? 1.0 : 0.5});
+    }
+    g.AddFlow(shares, Microseconds(1.0 + static_cast<double>(rng() % 10)));
+    for (int e = 0; e < 2 && t > 64; ++e) {
+      g.AddDependency(static_cast<TaskId>(t - 1 - static_cast<int>(rng() % 64)),
+                      static_cast<TaskId>(t));
+    }
+  }
+  return g;
+}
+
 void RunGraph(benchmark::State& state, const TaskGraph& g) {
   Simulator sim;
   SimulationResult result;
@@ -72,6 +98,9 @@ BENCHMARK(BM_Events_RandomDag64K)->Unit(benchmark::kMillisecond);
 
 void BM_Events_RandomDag1M(benchmark::State& state) { RunGraph(state, RandomDag(1 << 20)); }
 BENCHMARK(BM_Events_RandomDag1M)->Unit(benchmark::kMillisecond);
+
+void BM_Events_RandomFlows64K(benchmark::State& state) { RunGraph(state, RandomFlows(1 << 16)); }
+BENCHMARK(BM_Events_RandomFlows64K)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace projector::events

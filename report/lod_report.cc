@@ -64,8 +64,8 @@ std::string HighLodText(const HighLodResult& r) {
   } else {
     absl::StrAppendFormat(&out,
                           "  network     '%s': the DP reduces (their algorithm's steps), the\n"
-                          "              pipeline's activations and the exposed EP All-to-All as\n"
-                          "              flows on %d of its links\n",
+                          "              pipeline's activations and the exposed EP All-to-All\n"
+                          "              as flows on %d of its links\n",
                           r.network, r.network_links);
   }
   absl::StrAppendFormat(&out, "  events      %d (%d tasks on %d streams and links)\n", r.events,
