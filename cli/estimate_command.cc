@@ -83,6 +83,14 @@ absl::Status PrintNetworkCollective(const FlagValues& flags, const NetworkSpec& 
       return FlagError(name, "--network replaces the GPU profile's network; leave out one");
     }
   }
+  PROJECTOR_ASSIGN_OR_RETURN(const bool astra, AstraSemanticsFlag(flags));
+  if (astra) {
+    PROJECTOR_ASSIGN_OR_RETURN(const AstraCollectiveOpEstimate e,
+                               EstimateAstraCollectiveFromFlags(flags, network));
+    io.out << (as_json ? AstraCollectiveEstimateJson(e).dump(2) + "\n"
+                       : AstraCollectiveEstimateText(e));
+    return absl::OkStatus();
+  }
   if (Given(flags, "concurrent")) {
     PROJECTOR_ASSIGN_OR_RETURN(const ConcurrentCollectivesEstimate e,
                                EstimateConcurrentFromFlags(flags, network));

@@ -179,6 +179,59 @@ std::string NetworkCollectiveEstimateText(const NetworkCollectiveOpEstimate& r) 
   return out;
 }
 
+namespace {
+
+// nccl-tests: algorithm bandwidth S / t, bus bandwidth x its factor.
+std::pair<double, double> AstraBandwidths(const AstraCollectiveOpEstimate& r) {
+  const double t = r.result.time.value();
+  const double alg = t > 0 ? r.op.bytes.value() / t / 1e9 : 0.0;
+  return {alg, alg * BusBandwidthFactor(r.op.kind, r.network_npus)};
+}
+
+}  // namespace
+
+std::string AstraCollectiveEstimateText(const AstraCollectiveOpEstimate& r) {
+  const auto [alg, bus] = AstraBandwidths(r);
+  const AstraSystem& s = r.system;
+  return absl::StrFormat(
+      "%s of %.4g bytes over %d NPUs on network %s, ASTRA-sim's semantics (%s), congestion %s\n"
+      "  time       %.3f us\n  alg bw     %.1f GB/s\n  bus bw     %.1f GB/s\n"
+      "  algorithm  %s\n"
+      "  system     %d chunks, %d in flight, endpoint delay %.0f ns, local-mem-bw %g GB/s, "
+      "link GB/s read as %s\n"
+      "  messages   %d (%d events)\n",
+      CollectiveKindName(r.op.kind), r.op.bytes.value(), r.network_npus, r.network, s.source,
+      CongestionName(r.congestion), ToMicroseconds(r.result.time), alg, bus,
+      CollectiveAlgorithmName(r.algorithm), s.dataset_splits, s.active_chunks,
+      s.endpoint_delay.value() * 1e9, s.local_mem_bw_gbps,
+      s.binary_gigabytes ? "2^30 B/s" : "10^9 B/s", r.result.messages, r.result.events);
+}
+
+json AstraCollectiveEstimateJson(const AstraCollectiveOpEstimate& r) {
+  const auto [alg, bus] = AstraBandwidths(r);
+  const AstraSystem& s = r.system;
+  return {{"network", r.network},
+          {"network_npus", r.network_npus},
+          {"semantics", "astra"},
+          {"op", std::string(CollectiveKindName(r.op.kind))},
+          {"bytes", r.op.bytes.value()},
+          {"algorithm", std::string(CollectiveAlgorithmName(r.algorithm))},
+          {"congestion", std::string(CongestionName(r.congestion))},
+          {"time_s", r.result.time.value()},
+          {"time_us", ToMicroseconds(r.result.time)},
+          {"algorithm_bandwidth_gbps", alg},
+          {"bus_bandwidth_gbps", bus},
+          {"messages", r.result.messages},
+          {"events", r.result.events},
+          {"system",
+           {{"source", s.source},
+            {"preferred_dataset_splits", s.dataset_splits},
+            {"active_chunks_per_dimension", s.active_chunks},
+            {"endpoint_delay_ns", s.endpoint_delay.value() * 1e9},
+            {"local_mem_bw_gbps", s.local_mem_bw_gbps},
+            {"gigabyte", s.binary_gigabytes ? "binary" : "decimal"}}}};
+}
+
 json NetworkCollectiveEstimateJson(const NetworkCollectiveOpEstimate& r) {
   const CollectiveOp& op = r.op;
   const NetworkCollectiveEstimate& e = r.estimate;

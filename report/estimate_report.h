@@ -24,6 +24,13 @@ nlohmann::json CollectiveEstimateJson(const CollectiveOpEstimate& e);
 // link and each phase (docs/network.md has the JSON fields).
 std::string NetworkCollectiveEstimateText(const NetworkCollectiveOpEstimate& e);
 nlohmann::json NetworkCollectiveEstimateJson(const NetworkCollectiveOpEstimate& e);
+// Under ASTRA-sim's semantics: the time, the bandwidths (nccl-tests definitions) and the system
+// it read. JSON fields: network, network_npus, semantics ("astra"), op, bytes, algorithm,
+// congestion, time_s, time_us, algorithm_bandwidth_gbps, bus_bandwidth_gbps, messages, events,
+// system {source, preferred_dataset_splits, active_chunks_per_dimension, endpoint_delay_ns,
+// local_mem_bw_gbps, gigabyte}.
+std::string AstraCollectiveEstimateText(const AstraCollectiveOpEstimate& e);
+nlohmann::json AstraCollectiveEstimateJson(const AstraCollectiveOpEstimate& e);
 // Collectives at once (--concurrent): each one alone and together, and the slowdown.
 std::string ConcurrentCollectivesText(const ConcurrentCollectivesEstimate& e);
 nlohmann::json ConcurrentCollectivesJson(const ConcurrentCollectivesEstimate& e);

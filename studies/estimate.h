@@ -15,6 +15,7 @@
 #include "hw_profiles/hardware_profile.h"
 #include "network/collectives.h"
 #include "network/network_spec.h"
+#include "studies/astra_semantics.h"
 
 namespace projector {
 
@@ -58,6 +59,18 @@ struct NetworkCollectiveOpEstimate {
   CollectiveLibrary library = CollectiveLibrary::kNccl;
   NetworkCollectiveEstimate estimate;
   std::string busiest_link;  // "npu 0 [0,0] -> dim 0 switch 0 #0 (dim 0)"; empty when none
+};
+
+// A collective under ASTRA-sim's semantics (`--semantics astra`, studies/astra_semantics.h): the
+// whole network as the group.
+struct AstraCollectiveOpEstimate {
+  std::string network;
+  int64_t network_npus = 0;
+  CollectiveOp op;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  Congestion congestion = Congestion::kAware;
+  AstraSystem system;
+  AstraCollectiveResult result;
 };
 
 // Collectives started together on one network (`--concurrent`): each one's group from NPU

@@ -67,10 +67,26 @@ constexpr FlagSpec kCollectiveFlags[] = {
      "With --network: nccl (NCCL's launch, per-step and LL/LL128/Simple protocol costs on the "
      "transfers) or none (the network's transfers alone, as ASTRA-sim counts)",
      "NAME", FlagArity::kValue, "nccl"},
+    {"semantics",
+     "With --network: native (this tool's network model) or astra (ASTRA-sim's system layer "
+     "and analytical backend replayed, to compare with its figures; docs/network.md)",
+     "NAME", FlagArity::kValue, "native"},
+    {"astra-system",
+     "With --semantics astra: ASTRA-sim's system JSON (chunks, chunks in flight, endpoint delay, "
+     "local-mem-bw); default its HGX-H100-validated.json",
+     "FILE", FlagArity::kValue, ""},
+    {"astra-gigabyte",
+     "With --semantics astra: how ASTRA-sim reads a link's GB/s: binary (2^30 B/s, its "
+     "analytical backend in the releases of the reference figures) or decimal (10^9 B/s)",
+     "UNIT", FlagArity::kValue, "binary"},
 };
 // Flags that only mean something on a network file.
-constexpr const char* kNetworkOnlyFlags[] = {"congestion", "chunks", "collective-library",
-                                             "concurrent"};
+constexpr const char* kNetworkOnlyFlags[] = {"congestion",  "chunks",       "collective-library",
+                                             "concurrent",  "semantics",    "astra-system",
+                                             "astra-gigabyte"};
+// Flags of the native network model that ASTRA-sim's semantics do not take.
+constexpr const char* kNativeOnlyFlags[] = {"chunks", "collective-library", "concurrent",
+                                            "stride"};
 
 absl::StatusOr<DType> DTypeFlag(const FlagValues& flags) {
   absl::StatusOr<DType> d = ParseDType(StringFlag(flags, "dtype"));
@@ -263,6 +279,64 @@ absl::StatusOr<NetworkCollectiveOpEstimate> EstimateNetworkCollectiveFromFlags(
     return FlagError("algorithm", e.status().message());
   }
   return FlagError("ranks", e.status().message());
+}
+
+absl::StatusOr<bool> AstraSemanticsFlag(const FlagValues& flags) {
+  const std::string semantics = StringFlag(flags, "semantics");
+  if (semantics != "native" && semantics != "astra") {
+    return FlagError("semantics", absl::StrCat("unknown semantics '", semantics,
+                                               "'; accepted: native, astra"));
+  }
+  const bool astra = semantics == "astra";
+  if (!astra) {
+    for (const char* name : {"astra-system", "astra-gigabyte"}) {
+      if (Given(flags, name)) return FlagError(name, "applies with --semantics astra only");
+    }
+  }
+  return astra;
+}
+
+absl::StatusOr<AstraCollectiveOpEstimate> EstimateAstraCollectiveFromFlags(
+    const FlagValues& flags, const NetworkSpec& network) {
+  for (const char* name : kNativeOnlyFlags) {
+    if (Given(flags, name)) {
+      return FlagError(name, "not with --semantics astra (ASTRA-sim's semantics take the whole "
+                             "network as the group, its own chunks and no library costs)");
+    }
+  }
+  AstraCollectiveOpEstimate e;
+  e.network = network.name;
+  e.network_npus = network.NpuCount();
+  PROJECTOR_ASSIGN_OR_RETURN(e.op, CollectiveOpFlags(flags, e.network_npus));
+  if (e.op.group.size != e.network_npus) {
+    return FlagError("ranks", absl::StrCat("ASTRA-sim's semantics take every NPU of the network (",
+                                           e.network_npus, "); got ", e.op.group.size));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(e.algorithm, AlgorithmFlag(flags));
+  if (e.algorithm == CollectiveAlgorithm::kAuto) {
+    return FlagError("algorithm",
+                     "ASTRA-sim's semantics need the algorithm named: ring, direct or "
+                     "halving-doubling (its system file's *-implementation)");
+  }
+  absl::StatusOr<Congestion> congestion = ParseCongestion(StringFlag(flags, "congestion"));
+  if (!congestion.ok()) return FlagError("congestion", congestion.status().message());
+  e.congestion = *congestion;
+  if (Given(flags, "astra-system")) {
+    absl::StatusOr<AstraSystem> system = LoadAstraSystem(StringFlag(flags, "astra-system"));
+    if (!system.ok()) return FlagError("astra-system", system.status().message());
+    e.system = *std::move(system);
+  }
+  const std::string gigabyte = StringFlag(flags, "astra-gigabyte");
+  if (gigabyte != "binary" && gigabyte != "decimal") {
+    return FlagError("astra-gigabyte",
+                     absl::StrCat("unknown unit '", gigabyte, "'; accepted: binary, decimal"));
+  }
+  e.system.binary_gigabytes = gigabyte == "binary";
+  absl::StatusOr<AstraCollectiveResult> r = SimulateAstraCollective(
+      network, e.op.kind, e.algorithm, e.op.bytes, e.congestion, e.system);
+  if (!r.ok()) return FlagError("semantics", r.status().message());
+  e.result = *r;
+  return e;
 }
 
 std::span<const FlagSpec> GemmEstimateFlags() { return kGemmFlags; }

@@ -37,6 +37,15 @@ absl::StatusOr<CollectiveOpEstimate> EstimateCollectiveFromFlags(const FlagValue
 absl::StatusOr<NetworkCollectiveOpEstimate> EstimateNetworkCollectiveFromFlags(
     const FlagValues& flags, const NetworkSpec& network);
 
+// --semantics: whether it is astra (FlagError for a value other than native or astra, or
+// --astra-* flags without it).
+absl::StatusOr<bool> AstraSemanticsFlag(const FlagValues& flags);
+// With --network and --semantics astra: the collective on every NPU of the network under
+// ASTRA-sim's semantics (--astra-system, --astra-gigabyte); FlagError naming the flag for a bad
+// value or what the replay does not support.
+absl::StatusOr<AstraCollectiveOpEstimate> EstimateAstraCollectiveFromFlags(
+    const FlagValues& flags, const NetworkSpec& network);
+
 // With --network and --concurrent: the main collective (from NPU 0) and each --concurrent one
 // started together, alone and beside the others.
 absl::StatusOr<ConcurrentCollectivesEstimate> EstimateConcurrentFromFlags(

@@ -4,22 +4,14 @@
 
 #include "gtest/gtest.h"
 #include "network/topology.h"
+#include "tests/testing/network_specs.h"
 
 namespace projector {
 namespace {
 
 NetworkSpec OneDimension(TopologyKind kind, int64_t npus, double gbps, double latency_ns,
                          bool bidirectional = true) {
-  NetworkDimension dim;
-  dim.topology = kind;
-  dim.npus = npus;
-  dim.bidirectional = bidirectional;
-  dim.link_bandwidth = GigabytesPerSecond(gbps);
-  dim.link_latency = Seconds(latency_ns * 1e-9);
-  NetworkSpec spec;
-  spec.name = "test";
-  spec.dimensions = {dim};
-  return spec;
+  return testing::OneDimensionNetwork(kind, npus, gbps, latency_ns, bidirectional);
 }
 
 // 1 GB over two 100 GB/s links (NPU -> switch -> NPU): 10 ms, plus 2 x 500 ns.

@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/network_specs.h"
 #include "tests/testing/status_matchers.h"
 
 namespace projector {
@@ -21,16 +22,7 @@ constexpr double kB = 100e9;  // B/s
 constexpr double kS = 1e9;    // bytes of the collective
 
 NetworkSpec OneWayRing() {
-  NetworkDimension dim;
-  dim.topology = TopologyKind::kRing;
-  dim.npus = 4;
-  dim.bidirectional = false;
-  dim.link_bandwidth = GigabytesPerSecond(100);
-  dim.link_latency = Seconds(0);
-  NetworkSpec spec;
-  spec.name = "ring4";
-  spec.dimensions = {dim};
-  return spec;
+  return testing::OneDimensionNetwork(TopologyKind::kRing, 4, 100, 0, /*bidirectional=*/false);
 }
 
 double Sum(const FlowStep& step) {
