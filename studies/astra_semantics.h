@@ -22,7 +22,8 @@
 //     link serves one message at a time, first come first served, for bytes / bandwidth, and
 //     the message reaches the next node a latency later, store and forward.
 // Limits: one-dimensional networks (ring, fully connected, switch), the whole network as the
-// group, the algorithms above.
+// group, the algorithms above. A link carries its `bandwidth_gbps` x `links` as ASTRA-sim reads
+// it; this tool's `efficiency` field, which ASTRA-sim does not have, is not applied.
 #ifndef PROJECTOR_STUDIES_ASTRA_SEMANTICS_H_
 #define PROJECTOR_STUDIES_ASTRA_SEMANTICS_H_
 

@@ -124,7 +124,8 @@ inline bool IsComputeStream(const ResourceUse& u) {
   return u.name.ends_with(" stream") && !u.name.ends_with(" DP stream");
 }
 inline bool IsCommunication(const ResourceUse& u) {
-  return u.name.starts_with("link ") || u.name.ends_with(" DP stream");
+  return u.name.starts_with("link ") || u.name.ends_with(" DP stream") ||
+         u.name.ends_with(" EP all-to-all");
 }
 
 struct HighLodResult {
