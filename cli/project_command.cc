@@ -121,8 +121,9 @@ constexpr FlagSpec kOutputFlags[] = {
      "R:FACTOR"},
     {"slow-link",
      "With --lod high: the link between global ranks A and B carries data FACTOR times slower "
-     "(a pipeline link between adjacent stages, or a DP ring link); the report says what crosses "
-     "it and gives the step with and without it",
+     "(a pipeline link between adjacent stages, or a DP ring link; with --network, the cable "
+     "between network nodes A and B, as `project network route` numbers them); the report says "
+     "what crosses it and gives the step with and without it",
      "A:B:FACTOR"},
     {"congestion",
      "With --lod high: aware (default: a rank's DP reduces and the activations it sends share "

@@ -741,7 +741,8 @@ void HighLodSection(std::string& out, const HighLodResult& r) {
          absl::StrCat(r.slow_stage), ") ", absl::StrFormat("x%g", r.slow_rank->factor), "</li>"});
   }
   if (r.slow_link) {
-    Put(out, {"<li>slow link: ranks ", absl::StrCat(r.slow_link->a, "-", r.slow_link->b), " ",
+    Put(out, {"<li>slow link: ", r.network.empty() ? "ranks " : "nodes ",
+              absl::StrCat(r.slow_link->a, "-", r.slow_link->b), " ",
               absl::StrFormat("x%g", r.slow_link->factor), ", ", HtmlEscape(r.slow_link_carries),
               "</li>"});
   }

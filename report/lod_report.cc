@@ -125,7 +125,8 @@ std::string HighLodText(const HighLodResult& r) {
                           r.slow_rank->rank, r.slow_stage, r.slow_rank->factor);
   }
   if (r.slow_link) {
-    absl::StrAppendFormat(&out, "  slow link   ranks %d-%d x%g: %s\n", r.slow_link->a,
+    absl::StrAppendFormat(&out, "  slow link   %s %d-%d x%g: %s\n",
+                          r.network.empty() ? "ranks" : "nodes", r.slow_link->a,
                           r.slow_link->b, r.slow_link->factor, r.slow_link_carries);
   }
   if (r.slow_rank || r.slow_link) {

@@ -16,6 +16,7 @@
 #include "core/status_macros.h"
 #include "events/event_engine.h"
 #include "projection/layer_composer.h"
+#include "network/topology.h"
 #include "studies/network_replay.h"
 
 namespace projector {
@@ -107,6 +108,41 @@ absl::StatusOr<SlowLinkEffect> ResolveSlowLink(const ParallelConfig& par, int64_
                                                                            : "expert",
                                    effect.dense_ring ? " and exposed parameter gathers" : "");
   return effect;
+}
+
+absl::StatusOr<std::string> ResolveNetworkSlowLink(const NetworkSpec& network,
+                                                   const SlowLink& link,
+                                                   std::vector<int32_t>& links) {
+  const Topology topology(network);
+  const int64_t nodes = topology.node_count();
+  for (const int64_t node : {link.a, link.b}) {
+    if (node < 0 || node >= nodes) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--slow-link: with --network, A and B are nodes of '%s': 0 to %d (NPUs 0 to %d, then "
+          "switches); got %d",
+          network.name, nodes - 1, topology.npu_count() - 1, node));
+    }
+  }
+  if (!(link.factor > 0 && std::isfinite(link.factor))) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--slow-link: the factor must be a finite number > 0 (2 = half the bandwidth), got %g",
+        link.factor));
+  }
+  links.clear();
+  for (const int32_t id : {topology.LinkBetween(link.a, link.b), topology.LinkBetween(link.b, link.a)}) {
+    if (id >= 0) links.push_back(id);
+  }
+  const std::string a = topology.NodeName(link.a), b = topology.NodeName(link.b);
+  if (links.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--slow-link: no link joins %s and %s in '%s'; `project network route --network FILE "
+        "--from A --to B` lists the nodes and links of a route",
+        a, b, network.name));
+  }
+  return absl::StrFormat(
+      "the network link %s ↔ %s (both directions): every DP reduce step, activation transfer and "
+      "All-to-All that crosses it",
+      a, b);
 }
 
 double HighLodResult::Speedup() const {
@@ -249,6 +285,10 @@ struct ReplaySlowdowns {
   int64_t slow_position = -1;
   double stage_factor = 1;
   SlowLinkEffect link;
+  // On a network file: its links that carry data `network_factor` times slower (both directions
+  // of the cable `--slow-link` names).
+  std::vector<int32_t> network_links;
+  double network_factor = 1;
   bool unfolded = false;
   // The factor on the passes of stage r's GPU at position q.
   double Pass(int64_t r, int64_t q) const {
@@ -348,7 +388,10 @@ class StepGraphBuilder {
         receive_(medium.micro_batches, pp * vpp * lanes.replicas) {}
 
   absl::StatusOr<StepGraph> Build() {
-    if (net_.spec != nullptr) network_.emplace(*net_.spec, g_, out_.resource_names);
+    if (net_.spec != nullptr) {
+      network_.emplace(*net_.spec, g_, out_.resource_names);
+      network_->SlowLinks(slow_.network_links, slow_.network_factor);
+    }
     AddStreams();
     std::vector<RankWork> work = CollectRankWork(medium_, pp_, vpp_);
     const size_t lanes = static_cast<size_t>(pp_ * lanes_.replicas);
@@ -550,7 +593,8 @@ class StepGraphBuilder {
       what.rank = static_cast<int32_t>(lane);
       TaskId t = 0;
       if (x.on_nic && all_to_all != nullptr) {
-        t = AddFlowStep({.duration = length, .shares = all_to_all->shares}, what,
+        t = AddFlowStep({.duration = length * all_to_all->stretch, .shares = all_to_all->shares},
+                        what,
                         Track(absl::StrCat(LaneName(q, r), " EP all-to-all")));
         const TaskId after = previous != PassIndex::kNone ? previous : out_.last_pass[lane];
         if (after != PassIndex::kNone) g_.AddDependency(after, t);
@@ -1000,7 +1044,13 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
         slow_rank->factor));
   }
   ReplaySlowdowns slow;
-  if (slow_link) {
+  const bool on_network = scenario.backends.network && high.congestion == Congestion::kAware;
+  if (slow_link && on_network) {
+    PROJECTOR_ASSIGN_OR_RETURN(slow.link.carries,
+                               ResolveNetworkSlowLink(*scenario.backends.network, *slow_link,
+                                                      slow.network_links));
+    slow.network_factor = slow_link->factor;
+  } else if (slow_link) {
     PROJECTOR_ASSIGN_OR_RETURN(slow.link,
                                ResolveSlowLink(scenario.parallel, scenario.num_gpus,
                                                scenario.model.moe.has_value(), *slow_link));
@@ -1050,7 +1100,7 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
   out.congestion = high.congestion;
   NetworkUse net;
   NicUse nic_use;
-  if (scenario.backends.network && high.congestion == Congestion::kAware) {
+  if (on_network) {
     // The network's links carry what the NICs would.
     net = {.spec = scenario.backends.network.get(),
            .block = par.PpGroup().stride,

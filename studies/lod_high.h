@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "network/flow_model.h"
+#include "network/network_spec.h"
 #include "profilers/op_list.h"
 #include "projection/projection.h"
 #include "scenario/scenario.h"
@@ -96,6 +97,14 @@ struct SlowLinkEffect {
 // `has_experts`: the model has MoE layers (an expert DP ring exists).
 absl::StatusOr<SlowLinkEffect> ResolveSlowLink(const ParallelConfig& parallel, int64_t num_gpus,
                                                bool has_experts, const SlowLink& link);
+
+// With a network file (congestion aware), `--slow-link A:B:FACTOR` names a cable of the network
+// instead: nodes A and B (NPUs 0..n−1, then switches, as `project network route` numbers them)
+// joined by a link; both directions carry data FACTOR times slower, whatever crosses them. The
+// carries text, and the link ids into `links`. kInvalidArgument naming --slow-link for a node
+// that does not exist, nodes no link joins, or a factor that is not finite and > 0.
+absl::StatusOr<std::string> ResolveNetworkSlowLink(const NetworkSpec& network, const SlowLink& link,
+                                                   std::vector<int32_t>& links);
 
 // What the event replay adds to the medium projection's step.
 struct HighLodOptions {

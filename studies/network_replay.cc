@@ -21,7 +21,12 @@ NetworkReplay::NetworkReplay(const NetworkSpec& spec, events::TaskGraph& graph,
       flows_(topology_),
       graph_(graph),
       names_(names),
-      resource_of_link_(topology_.links().size(), kNoResource) {}
+      resource_of_link_(topology_.links().size(), kNoResource),
+      link_slowdown_(topology_.links().size(), 1.0) {}
+
+void NetworkReplay::SlowLinks(std::span<const int32_t> links, double factor) {
+  for (const int32_t link : links) link_slowdown_[static_cast<size_t>(link)] = factor;
+}
 
 events::ResourceId NetworkReplay::LinkResource(int32_t link) {
   events::ResourceId& id = resource_of_link_[static_cast<size_t>(link)];
@@ -33,6 +38,17 @@ events::ResourceId NetworkReplay::LinkResource(int32_t link) {
     ++links_used_;
   }
   return id;
+}
+
+std::span<const Flow> NetworkReplay::Shifted(std::span<const Flow> flows,
+                                             std::span<const int64_t> shifts) {
+  laid_.clear();
+  for (const int64_t c : shifts) {
+    for (const Flow& f : flows) {
+      laid_.push_back({.src = f.src + c, .dst = f.dst + c, .bytes = f.bytes});
+    }
+  }
+  return laid_;
 }
 
 std::vector<FlowStep> NetworkReplay::Lay(const std::vector<NetworkCollectives::LiveStep>& steps,
@@ -47,14 +63,10 @@ std::vector<FlowStep> NetworkReplay::Lay(const std::vector<NetworkCollectives::L
     const double repeat = static_cast<double>(step.repeat);
     Laid l;
     l.alone = flows_.Run(step.flows, Congestion::kAware).time * repeat;
-    laid_.clear();
-    for (const int64_t c : shifts) {
-      for (const Flow& f : step.flows) {
-        laid_.push_back({.src = f.src + c, .dst = f.dst + c, .bytes = f.bytes});
-      }
+    flows_.LoadsOf(Shifted(step.flows, shifts), l.loads);
+    for (FlowModel::LinkLoad& load : l.loads) {
+      load.busy *= repeat * link_slowdown_[static_cast<size_t>(load.link)];
     }
-    flows_.LoadsOf(laid_, l.loads);
-    for (FlowModel::LinkLoad& load : l.loads) load.busy *= repeat;
     total += l.alone;
     laid.push_back(std::move(l));
   }
@@ -131,24 +143,24 @@ absl::StatusOr<const FlowStep*> NetworkReplay::Occupancy(CollectiveKind kind, Pr
   PROJECTOR_ASSIGN_OR_RETURN(
       NetworkCollectives::StepPlan plan,
       GroupSteps(kind, Bytes(64.0 * 1024 * 1024), group, first, span, shifts));
-  // Each link's load over all the steps (all senders), the busiest's, and the sender's own.
+  // Each link's load over all the steps (all senders, or the sender's own), by link id.
   auto loads = [&](const std::vector<NetworkCollectives::LiveStep>& steps,
-                   absl::flat_hash_map<events::ResourceId, double>& load,
-                   std::vector<events::ResourceId>& order) {
-    double busiest = 0;
-    for (const FlowStep& step : Lay(steps, shifts, Seconds(1))) {
-      for (const events::LinkShare& s : step.shares) {
-        auto [it, added] = load.try_emplace(s.link, 0.0);
-        if (added) order.push_back(s.link);
-        it->second += s.share * step.duration.value();
-        busiest = std::max(busiest, it->second);
+                   absl::flat_hash_map<int32_t, double>& load, std::vector<int32_t>& order) {
+    for (const NetworkCollectives::LiveStep& step : steps) {
+      loads_.clear();
+      flows_.LoadsOf(Shifted(step.flows, shifts), loads_);
+      for (const FlowModel::LinkLoad& l : loads_) {
+        auto [it, added] = load.try_emplace(l.link, 0.0);
+        if (added) order.push_back(l.link);
+        it->second += l.busy.value() * static_cast<double>(step.repeat);
       }
     }
-    return busiest;
   };
-  absl::flat_hash_map<events::ResourceId, double> load;
-  std::vector<events::ResourceId> order;
-  const double busiest = loads(plan.steps, load, order);
+  absl::flat_hash_map<int32_t, double> load;
+  std::vector<int32_t> order;
+  loads(plan.steps, load, order);
+  double busiest = 0;  // of the whole collective, at the links' own rates
+  for (const auto& [link, seconds] : load) busiest = std::max(busiest, seconds);
   if (sender >= 0) {
     std::vector<NetworkCollectives::LiveStep> own = plan.steps;
     for (NetworkCollectives::LiveStep& step : own) {
@@ -158,11 +170,17 @@ absl::StatusOr<const FlowStep*> NetworkReplay::Occupancy(CollectiveKind kind, Pr
     order.clear();
     loads(own, load, order);
   }
+  // A slowed link may ask more than the busiest did: the flow then lasts that much longer.
   FlowStep out{.duration = Seconds(0), .shares = {}};
-  for (const events::ResourceId link : order) {
-    if (load[link] > 0) {
-      out.shares.push_back({.link = link, .share = std::min(1.0, load[link] / busiest)});
-    }
+  for (const int32_t link : order) {
+    out.stretch = std::max(out.stretch, load[link] * link_slowdown_[static_cast<size_t>(link)] /
+                                            std::max(busiest, 1e-300));
+  }
+  for (const int32_t link : order) {
+    const double share =
+        load[link] * link_slowdown_[static_cast<size_t>(link)] / busiest / out.stretch;
+    if (share > 0)
+      out.shares.push_back({.link = LinkResource(link), .share = std::min(1.0, share)});
   }
   return &occupancy_memo_.emplace(key, std::move(out)).first->second;
 }

@@ -42,6 +42,9 @@ namespace projector {
 struct FlowStep {
   Seconds duration;
   std::vector<events::LinkShare> shares;
+  // NetworkReplay::Occupancy: how many times its given length the flow lasts (> 1 where a slowed
+  // link asks more than the collective's busiest link).
+  double stretch = 1;
 };
 
 class NetworkReplay {
@@ -73,6 +76,10 @@ class NetworkReplay {
   // reference stays valid as long as the NetworkReplay.
   const FlowStep& Transfers(int64_t from, int64_t to, int64_t copies, Bytes bytes, Seconds medium);
 
+  // Links that carry data `factor` times slower (a degraded cable, `--slow-link` on a network
+  // file): what a step's transfers ask of them is `factor` times as long. Before any step is laid.
+  void SlowLinks(std::span<const int32_t> links, double factor);
+
   const Topology& topology() const { return topology_; }
   // Links the replay's steps crossed (resources made).
   int64_t links_used() const { return links_used_; }
@@ -82,6 +89,8 @@ class NetworkReplay {
   // share of `medium`.
   std::vector<FlowStep> Lay(const std::vector<NetworkCollectives::LiveStep>& steps,
                             std::span<const int64_t> shifts, Seconds medium);
+  // `flows` copied at each shift (NPU offset), into scratch valid until the next call.
+  std::span<const Flow> Shifted(std::span<const Flow> flows, std::span<const int64_t> shifts);
   // The steps of `kind` on the group at `first` and the shifts of the span's groups from it.
   absl::StatusOr<NetworkCollectives::StepPlan> GroupSteps(CollectiveKind kind, Bytes bytes,
                                                           ProcessGroup group, int64_t first,
@@ -95,6 +104,7 @@ class NetworkReplay {
   events::TaskGraph& graph_;
   std::vector<std::string>& names_;
   std::vector<events::ResourceId> resource_of_link_;  // kNoResource until crossed
+  std::vector<double> link_slowdown_;                 // per link id, 1 unless slowed
   int64_t links_used_ = 0;
   // Collectives laid out, by (kind, bytes, size, stride, first, span, medium); occupancies by
   // the same with the sender for bytes.

@@ -556,6 +556,28 @@ absl::StatusOr<HighLodResult> HighOnNetwork(const Flags& given, std::optional<Ne
                                          .no_fold = no_fold});
 }
 
+// Two nodes of 8 GPUs whose NICs share their leaf's 2 up-links (a fat tree of radix 10 at 4:1,
+// not rail-optimised).
+NetworkSpec TwoNodesOnSharedUplinks() {
+  NetworkSpec net;
+  net.name = "two-nodes-4to1";
+  NetworkDimension node;
+  node.topology = TopologyKind::kSwitch;
+  node.npus = 8;
+  node.link_bandwidth = GigabytesPerSecond(450);
+  node.link_latency = Seconds(1e-6);
+  NetworkDimension fabric;
+  fabric.topology = TopologyKind::kFatTree;
+  fabric.npus = 2;
+  fabric.radix = 10;
+  fabric.oversubscription = 4;
+  fabric.rail_optimized = false;
+  fabric.link_bandwidth = GigabytesPerSecond(50);
+  fabric.link_latency = Seconds(2e-6);
+  net.dimensions = {node, fabric};
+  return net;
+}
+
 // On a network file the DP reduces and the pipeline's activations run as flows on its links.
 // Where nothing shares a link the replay is the medium step: 1F1B's rendezvous receives between
 // two stages of a node each (TP8 PP2, each GPU to its peer on its own rail, the forward and the
@@ -593,22 +615,7 @@ TEST(HighLodTest, OnANetworkWithoutSharedLinksTheReplayIsTheMediumStep) {
 // what the buckets' steps take beyond their medium time (NetworkReplay's layout of each), and
 // by something; congestion unaware it is the medium step.
 TEST(HighLodTest, AStagesDpGroupsContendOnSharedUplinks) {
-  NetworkSpec net;
-  net.name = "two-nodes-4to1";
-  NetworkDimension node;
-  node.topology = TopologyKind::kSwitch;
-  node.npus = 8;
-  node.link_bandwidth = GigabytesPerSecond(450);
-  node.link_latency = Seconds(1e-6);
-  NetworkDimension fabric;
-  fabric.topology = TopologyKind::kFatTree;
-  fabric.npus = 2;
-  fabric.radix = 10;
-  fabric.oversubscription = 4;
-  fabric.rail_optimized = false;
-  fabric.link_bandwidth = GigabytesPerSecond(50);
-  fabric.link_latency = Seconds(2e-6);
-  net.dimensions = {node, fabric};
+  const NetworkSpec net = TwoNodesOnSharedUplinks();
   const Flags flags = {{"model", "llama3.1-8b"},     {"gpu-arch", "h100-sxm"},
                        {"num-gpus", "16"},           {"tp", "2"},
                        {"seq-len", "4096"},          {"global-batch", "16"},
@@ -637,6 +644,65 @@ TEST(HighLodTest, AStagesDpGroupsContendOnSharedUplinks) {
   ASSERT_THAT(unaware, IsOk());
   EXPECT_THAT(unaware->step_time.value(), IsNearRel(unaware->medium.step_time.value(), 1e-9));
   EXPECT_TRUE(unaware->network.empty());
+}
+
+// --slow-link on a network file names a cable: nodes 0 (NPU 0) and 16 (its node's NVSwitch) at a
+// quarter of the rate. Each bucket's steps then take what the slowed link asks of them where that
+// is more than they took (NetworkReplay with the link slowed, laid out by hand here): with the
+// reduces after the last pass the step grows by exactly that. Factor 1 changes nothing; a node
+// that does not exist, nodes no link joins and a factor <= 0 are refused naming the flag.
+TEST(HighLodTest, ASlowCableOfANetworkSlowsWhatCrossesIt) {
+  const NetworkSpec net = TwoNodesOnSharedUplinks();
+  const Flags flags = {{"model", "llama3.1-8b"},     {"gpu-arch", "h100-sxm"},
+                       {"num-gpus", "16"},           {"tp", "2"},
+                       {"seq-len", "4096"},          {"global-batch", "16"},
+                       {"overlap-grad-reduce", "false"}};
+  auto run = [&](std::optional<SlowLink> link) -> absl::StatusOr<HighLodResult> {
+    PROJECTOR_ASSIGN_OR_RETURN(Scenario s, ScenarioFromFlags(GivenFlags(flags)));
+    s.backends.network = std::make_shared<const NetworkSpec>(net);
+    PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(s.backends, s.hw));
+    return ProjectAtHighLod(s, RefsOf(set), {},
+                            HighLodOptions{.slow_rank = std::nullopt,
+                                           .slow_link = link,
+                                           .congestion = Congestion::kAware,
+                                           .no_fold = false});
+  };
+  absl::StatusOr<HighLodResult> slow = run(SlowLink{.a = 0, .b = 16, .factor = 4});
+  ASSERT_THAT(slow, IsOk());
+  EXPECT_THAT(slow->slow_link_carries, HasSubstr("npu 0 [0,0] ↔ dim 0 switch 0 #0"));
+  std::vector<int32_t> links;
+  ASSERT_THAT(ResolveNetworkSlowLink(net, {.a = 0, .b = 16, .factor = 4}, links), IsOk());
+  EXPECT_EQ(links.size(), 2u);  // both directions
+  events::TaskGraph g1, g2;
+  std::vector<std::string> n1, n2;
+  NetworkReplay plain(net, g1, n1), slowed(net, g2, n2);
+  slowed.SlowLinks(links, 4);
+  double extra = 0;
+  for (const TimelineEvent& e : slow->medium.timeline) {
+    if (e.kind != TimelineKind::kGradReduce) continue;
+    for (NetworkReplay* replay : {&plain, &slowed}) {
+      absl::StatusOr<std::vector<FlowStep>> steps = replay->Collective(
+          e.reduce_kind, e.reduce_bytes, {.size = 8, .stride = 2}, 0, 2, e.end - e.start);
+      ASSERT_THAT(steps, IsOk());
+      for (const FlowStep& step : *steps) {
+        extra += (replay == &slowed ? 1 : -1) * step.duration.value();
+      }
+    }
+  }
+  EXPECT_GT(extra, 0.05 * slow->step_time_undisturbed.value());
+  EXPECT_THAT(slow->step_time.value() - slow->step_time_undisturbed.value(),
+              IsNearRel(extra, 1e-6));
+  absl::StatusOr<HighLodResult> same = run(SlowLink{.a = 16, .b = 0, .factor = 1});
+  ASSERT_THAT(same, IsOk());
+  EXPECT_DOUBLE_EQ(same->step_time.value(), same->step_time_undisturbed.value());
+  EXPECT_THAT(run(SlowLink{.a = 0, .b = 99, .factor = 2}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--slow-link: with --network, A and B are nodes")));
+  EXPECT_THAT(run(SlowLink{.a = 0, .b = 1, .factor = 2}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--slow-link: no link joins npu 0 [0,0] and npu 1 [1,0]")));
+  EXPECT_THAT(run(SlowLink{.a = 0, .b = 16, .factor = 0}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("finite number > 0")));
 }
 
 // Folding stays exact on a network: every GPU simulated, each DP group's reduces and each GPU's

@@ -85,6 +85,28 @@ TEST(NetworkReplayTest, AStagesGroupsTogetherLastAsLongAsTheirBusiestLink) {
   EXPECT_TRUE(steps->empty());
 }
 
+// A slowed link: 0->1 at half its rate asks 2·S/B of the step that took S/B: the step lasts 2·S/B,
+// whole on 0->1 and half on the other three links. An All-to-All's occupancy stretches likewise.
+TEST(NetworkReplayTest, ASlowedLinkLengthensTheStepsThatCrossIt) {
+  const NetworkSpec spec = OneWayRing();
+  events::TaskGraph graph;
+  std::vector<std::string> names;
+  NetworkReplay replay(spec, graph, names);
+  const Topology& t = replay.topology();
+  const std::vector<int32_t> slow = {t.LinkBetween(0, 1)};
+  replay.SlowLinks(slow, 2);
+  auto steps = replay.Collective(CollectiveKind::kAllReduce, Bytes(kS), {.size = 2, .stride = 2}, 0,
+                                 1, Seconds(kS / kB));
+  ASSERT_THAT(steps, IsOk());
+  ASSERT_EQ(steps->size(), 1u);
+  EXPECT_DOUBLE_EQ((*steps)[0].duration.value(), 2 * kS / kB);
+  EXPECT_DOUBLE_EQ(Sum((*steps)[0]), 1.0 + 3 * 0.5);
+  auto a2a = replay.Occupancy(CollectiveKind::kAllToAll, {.size = 4, .stride = 1}, 0, 1);
+  ASSERT_THAT(a2a, IsOk());
+  EXPECT_GT((*a2a)->stretch, 1.0);
+  for (const events::LinkShare& share : (*a2a)->shares) EXPECT_LE(share.share, 1.0);
+}
+
 // Transfers of 1 GB from NPUs 0 and 1 to 2 and 3 at once: 0 -> 2 crosses 0->1 and 1->2, 1 -> 3
 // crosses 1->2 and 2->3, so 1->2 carries 2 GB: 20 ms, twice one transfer's 10 ms; the other two
 // links are busy half of it.
