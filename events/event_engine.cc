@@ -148,6 +148,7 @@ absl::Status Simulator::Prepare(const TaskGraph& graph) {
   busy_since_.assign(resources, Seconds(0));
   link_changed_.assign(resources, 0);
   changed_links_.clear();
+  joined_tasks_.clear();
   task_stamp_.assign(n, 0);
   link_stamp_.assign(resources, 0);
   stamp_ = 0;
@@ -207,11 +208,15 @@ void Simulator::JoinLinks(const TaskGraph& graph, TaskId task, Seconds now) {
     if (link_count_[l] == 0) busy_since_[l] = now;
     share_slot_[e] = link_count_[l]++;
     on_link_[first_on_link_[l] + share_slot_[e]] = e;
-    if (!link_changed_[l]) {
-      link_changed_[l] = 1;
-      changed_links_.push_back(l);
-    }
+    if (link_count_[l] >= 2) MarkChanged(l);  // the others on it get a new share
   }
+  joined_tasks_.push_back(task);
+}
+
+void Simulator::MarkChanged(ResourceId l) {
+  if (link_changed_[l]) return;
+  link_changed_[l] = 1;
+  changed_links_.push_back(l);
 }
 
 void Simulator::LeaveLinks(const TaskGraph& graph, TaskId task, Seconds now,
@@ -222,32 +227,40 @@ void Simulator::LeaveLinks(const TaskGraph& graph, TaskId task, Seconds now,
     const uint32_t moved = row[--link_count_[l]];
     row[share_slot_[e]] = moved;
     share_slot_[moved] = share_slot_[e];
-    if (link_count_[l] == 0) result.busy[l] += now - busy_since_[l];
-    if (!link_changed_[l]) {
-      link_changed_[l] = 1;
-      changed_links_.push_back(l);
+    if (link_count_[l] == 0) {
+      result.busy[l] += now - busy_since_[l];
+    } else {
+      MarkChanged(l);  // the others on it may speed up
     }
   }
 }
 
-void Simulator::CollectComponent(const TaskGraph& graph, ResourceId from) {
-  if (link_stamp_[from] == stamp_) return;
-  link_stamp_[from] = stamp_;
+// A link that carries only one task can neither bind it (its share is at most 1) nor join it
+// to another: left out of components, so that a flow over many links of its own costs little.
+void Simulator::AddToComponent(const TaskGraph& graph, TaskId t) {
+  if (task_stamp_[t] == stamp_) return;
+  task_stamp_[t] = stamp_;
+  component_tasks_.push_back(t);
+  for (uint32_t e = graph.first_share(t); e < graph.first_share(t + 1); ++e) {
+    const ResourceId l = graph.all_shares()[e].link;
+    if (link_stamp_[l] == stamp_ || link_count_[l] <= 1) continue;
+    link_stamp_[l] = stamp_;
+    component_links_.push_back(l);
+  }
+}
+
+void Simulator::CollectComponent(const TaskGraph& graph, ResourceId from, TaskId task) {
   size_t next = component_links_.size();
-  component_links_.push_back(from);
+  if (task != ~TaskId{0}) {
+    AddToComponent(graph, task);
+  } else if (link_stamp_[from] != stamp_) {
+    link_stamp_[from] = stamp_;
+    component_links_.push_back(from);
+  }
   for (; next < component_links_.size(); ++next) {
     const ResourceId l = component_links_[next];
     for (uint32_t i = 0; i < link_count_[l]; ++i) {
-      const TaskId t = share_task_[on_link_[first_on_link_[l] + i]];
-      if (task_stamp_[t] == stamp_) continue;
-      task_stamp_[t] = stamp_;
-      component_tasks_.push_back(t);
-      for (uint32_t e = graph.first_share(t); e < graph.first_share(t + 1); ++e) {
-        const ResourceId other = graph.all_shares()[e].link;
-        if (link_stamp_[other] == stamp_) continue;
-        link_stamp_[other] = stamp_;
-        component_links_.push_back(other);
-      }
+      AddToComponent(graph, share_task_[on_link_[first_on_link_[l] + i]]);
     }
   }
 }
@@ -306,7 +319,7 @@ void Simulator::FillSpeeds(const TaskGraph& graph) {
 }
 
 void Simulator::SetSpeeds(const TaskGraph& graph, Seconds now) {
-  if (changed_links_.empty()) return;
+  if (changed_links_.empty() && joined_tasks_.empty()) return;
   if (++stamp_ == 0) {  // the stamps wrapped: start them over
     std::fill(task_stamp_.begin(), task_stamp_.end(), 0);
     std::fill(link_stamp_.begin(), link_stamp_.end(), 0);
@@ -314,9 +327,11 @@ void Simulator::SetSpeeds(const TaskGraph& graph, Seconds now) {
   }
   component_tasks_.clear();
   component_links_.clear();
+  for (const TaskId t : joined_tasks_) CollectComponent(graph, 0, t);
+  joined_tasks_.clear();
   for (const ResourceId l : changed_links_) {
     link_changed_[l] = 0;
-    CollectComponent(graph, l);
+    CollectComponent(graph, l, ~TaskId{0});
   }
   changed_links_.clear();
   for (const TaskId t : component_tasks_) {

@@ -145,7 +145,11 @@ class Simulator {
   // For the flows linked to a marked link: their work done at the old speeds, their max-min
   // fair speeds anew (progressive filling), and their finishes queued.
   void SetSpeeds(const TaskGraph& graph, Seconds now);
-  void CollectComponent(const TaskGraph& graph, ResourceId from);
+  void MarkChanged(ResourceId link);
+  // The component (running tasks joined through links that carry two or more) of `task`, or of
+  // link `from`'s tasks when `task` is ~0, added to component_tasks_ and component_links_.
+  void CollectComponent(const TaskGraph& graph, ResourceId from, TaskId task);
+  void AddToComponent(const TaskGraph& graph, TaskId t);
   void FillSpeeds(const TaskGraph& graph);
 
   // Dependencies as adjacency lists (compressed rows): successors of t are
@@ -182,6 +186,7 @@ class Simulator {
   std::vector<uint32_t> link_count_;
   std::vector<Seconds> busy_since_;
   std::vector<ResourceId> changed_links_;
+  std::vector<TaskId> joined_tasks_;  // started this instant
   std::vector<uint8_t> link_changed_;
   // SetSpeeds scratch: the component's tasks and links, visit stamps, per link the load of
   // frozen tasks and the shares of the others, per task whether its speed is fixed.

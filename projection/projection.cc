@@ -378,11 +378,11 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
                 .abandon_above_memory = options.abandon_above_memory};
   std::vector<TimelineEvent> timeline;
   std::vector<RankTailParts> rank_tails;
-  std::vector<ChunkEpComm> chunk_ep;
+  std::vector<ChunkComm> chunk_comm;
   if (options.keep_timeline) {
     in.timeline = &timeline;
     in.rank_tails = &rank_tails;
-    in.chunk_ep = &chunk_ep;
+    in.chunk_comm = &chunk_comm;
   }
   PROJECTOR_ASSIGN_OR_RETURN(StepResult step, ComposeStep(in, backends));
 
@@ -446,7 +446,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   p.op_tables = composed.op_tables;
   p.timeline = std::move(timeline);
   p.rank_tails = std::move(rank_tails);
-  p.chunk_ep = std::move(chunk_ep);
+  p.chunk_comm = std::move(chunk_comm);
   p.pipeline_time = step.pipeline_time;
   p.critical_rank = step.critical_rank;
   p.p2p_transfer = step.p2p_transfer;

@@ -27,7 +27,7 @@ struct ChunkCost {
   // Once per step, on the chunk's first forward: its layers' kOncePerStep ops.
   Seconds first_forward_extra, first_forward_clock_scaled;
   Seconds compute, tp, cp, ep, host, fsdp, fsdp_copies;
-  ChunkEpComm ep_parts;  // `ep` by phase, and the layers it comes from
+  ChunkComm comm_parts;  // `tp`, `cp`, `ep` by phase, and the layers they come from
   // The compute-stream windows a DP collective can overlap (backward incl. recompute).
   OverlapWindow forward_window, backward_window;
   Seconds clock_scaled;
@@ -73,6 +73,15 @@ void Accumulate(OverlapWindow& into, const OverlapWindow& w, double times) {
   into.memory_bound += w.memory_bound * times;
 }
 
+// One dimension's exposed communication of `n` layers (`dn` forward and backward, `dr`
+// recomputed forward).
+void AccumulatePassComm(ExposedPassComm& into, Seconds forward, Seconds backward,
+                        Seconds recompute, int64_t n, double dn, double dr) {
+  into.forward += forward * dn;
+  into.backward += backward * dn + recompute * dr;
+  if ((forward + backward).value() > 0) into.layers += n;
+}
+
 void AddLayers(const ComposedLayer& k, int64_t n, int64_t n_recomputed, Recompute mode,
                ChunkCost& c) {
   if (n == 0) return;
@@ -86,9 +95,12 @@ void AddLayers(const ComposedLayer& k, int64_t n, int64_t n_recomputed, Recomput
   c.tp += (k.forward_comm.tp + k.backward_comm.tp) * dn + k.recompute_comm.tp * dr;
   c.cp += (k.forward_comm.cp + k.backward_comm.cp) * dn + k.recompute_comm.cp * dr;
   c.ep += (k.forward_comm.ep + k.backward_comm.ep) * dn + k.recompute_comm.ep * dr;
-  c.ep_parts.forward += k.forward_comm.ep * dn;
-  c.ep_parts.backward += k.backward_comm.ep * dn + k.recompute_comm.ep * dr;
-  if ((k.forward_comm.ep + k.backward_comm.ep).value() > 0) c.ep_parts.layers += n;
+  AccumulatePassComm(c.comm_parts.tp, k.forward_comm.tp, k.backward_comm.tp, k.recompute_comm.tp,
+                     n, dn, dr);
+  AccumulatePassComm(c.comm_parts.cp, k.forward_comm.cp, k.backward_comm.cp, k.recompute_comm.cp,
+                     n, dn, dr);
+  AccumulatePassComm(c.comm_parts.ep, k.forward_comm.ep, k.backward_comm.ep, k.recompute_comm.ep,
+                     n, dn, dr);
   c.host += (k.host.forward + k.host.backward) * dn + k.host.recompute * dr;
   c.clock_scaled +=
       (k.forward_clock_scaled + k.backward_clock_scaled) * dn + k.recompute_clock_scaled * dr;
@@ -885,8 +897,8 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   out.p2p_transfer = run.spec.p2p;
   out.p2p_overlapped = run.spec.p2p_overlapped;
   out.chunk_times = run.spec.chunks;
-  if (in.chunk_ep != nullptr) {
-    for (const ChunkCost& cc : costs) in.chunk_ep->push_back(cc.ep_parts);
+  if (in.chunk_comm != nullptr) {
+    for (const ChunkCost& cc : costs) in.chunk_comm->push_back(cc.comm_parts);
   }
   BreakDownCriticalRank(run, costs, p, v, m, out);
   out.fsdp_comm_total =

@@ -133,12 +133,15 @@ struct RankTailParts {
   Seconds optimizer;        // the optimizer step
 };
 
-// A model chunk's exposed expert-parallel communication per micro-batch (its layers' All-to-All
-// beyond what overlaps), for an event replay that puts it on the network.
-struct ChunkEpComm {
+// A model chunk's exposed communication of one parallel dimension per micro-batch (its layers'
+// collectives beyond what overlaps), for an event replay that puts it on the network.
+struct ExposedPassComm {
   Seconds forward;
   Seconds backward;    // incl. recompute
-  int64_t layers = 0;  // layers that communicate over EP
+  int64_t layers = 0;  // layers that communicate over it
+};
+struct ChunkComm {
+  ExposedPassComm tp, cp, ep;
 };
 
 struct StepInputs {
@@ -158,9 +161,9 @@ struct StepInputs {
   // When set, receives every pass of the replayed schedule and each rank's tail (`--trace`).
   std::vector<TimelineEvent>* timeline = nullptr;
   // With `timeline`: receives each pipeline rank's tail in its parts, and each chunk's exposed
-  // EP communication by rank · vpp + chunk (the event replay's).
+  // TP, CP and EP communication by rank · vpp + chunk (the event replay's).
   std::vector<RankTailParts>* rank_tails = nullptr;
-  std::vector<ChunkEpComm>* chunk_ep = nullptr;
+  std::vector<ChunkComm>* chunk_comm = nullptr;
   RunChoices run{};  // what the stack runs: its FSDP implementation and optimizer
   // Stop before the pipeline replay when PipelineLowerBound of the step's passes is at least
   // this (a search that has this many better layouts already); infinite: always replay.

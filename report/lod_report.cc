@@ -64,8 +64,8 @@ std::string HighLodText(const HighLodResult& r) {
   } else {
     absl::StrAppendFormat(&out,
                           "  network     '%s': the DP reduces (their algorithm's steps), the\n"
-                          "              pipeline's activations and the exposed EP All-to-All\n"
-                          "              as flows on %d of its links\n",
+                          "              pipeline's activations and the exposed TP, CP and EP\n"
+                          "              collectives as flows on %d of its links\n",
                           r.network, r.network_links);
   }
   absl::StrAppendFormat(&out, "  events      %d (%d tasks on %d streams and links)\n", r.events,
@@ -165,7 +165,8 @@ void AppendLinkCounters(const HighLodResult& r, nlohmann::json& events) {
                          r.resource_use[static_cast<size_t>(t.resource)].name.starts_with("link ");
     if (!on_link || t.end <= t.start) continue;
     if (t.what != ReplayedTask::What::kTransfer && t.what != ReplayedTask::What::kGradReduce &&
-        t.what != ReplayedTask::What::kEpComm) {
+        t.what != ReplayedTask::What::kEpComm && t.what != ReplayedTask::What::kTpComm &&
+        t.what != ReplayedTask::What::kCpComm) {
       continue;
     }
     edges.push_back({t.start, +1, t.resource});
@@ -234,6 +235,14 @@ nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r
       case ReplayedTask::What::kSync:
         ev["name"] = "sync";
         ev["cat"] = "sync";
+        break;
+      case ReplayedTask::What::kTpComm:
+        ev["name"] = absl::StrCat("TP collectives ", PassName(t, interleaved));
+        ev["cat"] = "tp";
+        break;
+      case ReplayedTask::What::kCpComm:
+        ev["name"] = absl::StrCat("CP ring ", PassName(t, interleaved));
+        ev["cat"] = "cp";
         break;
       case ReplayedTask::What::kEpComm:
         ev["name"] = absl::StrCat("EP all-to-all ", PassName(t, interleaved));

@@ -1,11 +1,14 @@
 #include "studies/lod_high.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -141,7 +144,7 @@ absl::StatusOr<std::string> ResolveNetworkSlowLink(const NetworkSpec& network,
   }
   return absl::StrFormat(
       "the network link %s ↔ %s (both directions): every DP reduce step, activation transfer and "
-      "All-to-All that crosses it",
+      "TP, CP or EP collective that crosses it",
       a, b);
 }
 
@@ -319,25 +322,43 @@ struct NicUse {
   bool Shared() const { return dp || p2p || ep; }
 };
 
-// One stretch of a pass: on the rank's stream, or its exposed EP All-to-All on its NIC.
+// What a stretch of a pass is: the layers' compute on the rank's stream, or one dimension's
+// exposed collectives taken out of the pass (EP on a shared NIC; TP, CP and EP on a network
+// file's links).
+enum class PassPart : uint8_t { kCompute, kTp, kCp, kEp };
+
 struct Stretch {
   Seconds length;
-  bool on_nic = false;
+  PassPart part = PassPart::kCompute;
 };
 
-// A pass of `total` (stream time alone) as stretches: with `ep` of exposed EP communication
-// from `layers` layers on the NIC, each layer's compute then its share of `ep`; else one.
-void PassStretches(Seconds total, Seconds ep, int64_t layers, std::vector<Stretch>& out) {
+// One dimension's exposed communication in a pass: its time and the layers it comes from.
+struct PassComm {
+  PassPart part;
+  Seconds exposed;
+  int64_t layers = 0;
+};
+
+// A pass as stretches: per layer, its share of `compute` then its share of each dimension's
+// exposed communication (a dimension of fewer layers in the first of them); one stretch when
+// nothing is taken out.
+void PassStretches(Seconds compute, std::span<const PassComm> comms, std::vector<Stretch>& out) {
   out.clear();
-  if (layers <= 0 || ep.value() <= 0) {
-    out.push_back({.length = total, .on_nic = false});
+  int64_t layers = 0;
+  for (const PassComm& c : comms) {
+    if (c.exposed.value() > 0) layers = std::max(layers, c.layers);
+  }
+  if (layers <= 0) {
+    out.push_back({.length = compute, .part = PassPart::kCompute});
     return;
   }
-  const double n = static_cast<double>(layers);
-  const Seconds compute = Max0(total - ep) / n, comm = ep / n;
   for (int64_t i = 0; i < layers; ++i) {
-    out.push_back({.length = compute, .on_nic = false});
-    out.push_back({.length = comm, .on_nic = true});
+    out.push_back({.length = compute / static_cast<double>(layers), .part = PassPart::kCompute});
+    for (const PassComm& c : comms) {
+      if (c.exposed.value() > 0 && i < c.layers) {
+        out.push_back({.length = c.exposed / static_cast<double>(c.layers), .part = c.part});
+      }
+    }
   }
 }
 
@@ -359,10 +380,10 @@ struct NetworkUse {
   int64_t block = 1;           // GPUs per pipeline stage
   ProcessGroup dense, expert;  // the DP groups of the dense and the expert gradients
   Bytes p2p_bytes;             // one activation between stages, per GPU
-  // The MoE layers' exposed All-to-All on the EP group's links (a pass cut into each layer's
-  // compute and its All-to-All, as on a shared NIC).
-  bool ep = false;
-  ProcessGroup ep_group;
+  // The layers' exposed TP collectives, CP ring and MoE All-to-All on their groups' links (a
+  // pass cut into each layer's compute and its collectives, as on a shared NIC).
+  bool tp = false, cp = false, ep = false;
+  ProcessGroup tp_group, cp_group, ep_group;
 };
 
 // Builds the step's task graph from the medium projection, stage by stage and lane by lane:
@@ -561,18 +582,28 @@ class StepGraphBuilder {
       }
       out_.last_pass[lane] = receive_.at(e.kind, e.micro_batch, vstage);
     }
-    Seconds ep;
-    int64_t ep_layers = 0;
-    const size_t chunk_index = static_cast<size_t>(r * vpp_ + e.chunk);
-    if ((nic_use_.ep || net_.ep) && chunk_index < medium_.chunk_ep.size() &&
-        e.kind != TimelineKind::kWeightGrad) {
-      const ChunkEpComm& parts = medium_.chunk_ep[chunk_index];
-      ep = e.kind == TimelineKind::kForward ? parts.forward : parts.backward;
-      ep_layers = parts.layers;
-    }
+    // The exposed collectives taken out of the pass: EP on a shared NIC; TP, CP and EP on a
+    // network file's links. The rest is compute, which a straggler slows.
     const Seconds alone = e.end - e.start;
-    PassStretches(Max0(alone - ep) * slow_.Pass(r, q) + std::min(ep, alone), std::min(ep, alone),
-                  ep_layers, stretches_);
+    std::vector<PassComm> comms;
+    const size_t chunk_index = static_cast<size_t>(r * vpp_ + e.chunk);
+    if (chunk_index < medium_.chunk_comm.size() && e.kind != TimelineKind::kWeightGrad) {
+      const ChunkComm& parts = medium_.chunk_comm[chunk_index];
+      const bool forward = e.kind == TimelineKind::kForward;
+      for (const auto& [part, taken, dim] :
+           {std::tuple{PassPart::kTp, net_.tp, &parts.tp},
+            std::tuple{PassPart::kCp, net_.cp, &parts.cp},
+            std::tuple{PassPart::kEp, net_.ep || nic_use_.ep, &parts.ep}}) {
+        if (taken) comms.push_back({part, forward ? dim->forward : dim->backward, dim->layers});
+      }
+    }
+    Seconds taken_out;
+    for (const PassComm& c : comms) taken_out += c.exposed;
+    if (taken_out > alone) {  // rounding: never more than the pass
+      for (PassComm& c : comms) c.exposed = c.exposed * (alone / taken_out);
+      taken_out = alone;
+    }
+    PassStretches((alone - taken_out) * slow_.Pass(r, q), comms, stretches_);
     const bool final_pass = w.final_pass[static_cast<size_t>(e.chunk)] == &e;
     static const std::vector<double> kWhole = {1.0};
     const std::vector<double>& cuts =
@@ -582,24 +613,26 @@ class StepGraphBuilder {
     size_t next_cut = 0;
     Seconds stretch_start;
     TaskId previous = PassIndex::kNone;
-    // On a network, each MoE layer's exposed All-to-All as a flow on the EP groups' links.
-    const FlowStep* all_to_all = nullptr;
-    if (network_ && ep_layers > 0) {
-      PROJECTOR_ASSIGN_OR_RETURN(all_to_all, EpAllToAll(q, r));
+    // On a network, each layer's exposed collectives as flows on their groups' links.
+    std::array<const FlowStep*, 4> occupancy = {};
+    if (network_) {
+      for (const PassComm& c : comms) {
+        if (c.exposed.value() <= 0) continue;
+        PROJECTOR_ASSIGN_OR_RETURN(occupancy[static_cast<size_t>(c.part)], Occupancy(c.part, q, r));
+      }
     }
     auto add_piece = [&](const Stretch& x, Seconds length, bool cut) {
-      ReplayedTask what =
-          Described(x.on_nic ? ReplayedTask::What::kEpComm : ReplayedTask::What::kPass, e);
+      ReplayedTask what = Described(WhatOf(x.part), e);
       what.rank = static_cast<int32_t>(lane);
       TaskId t = 0;
-      if (x.on_nic && all_to_all != nullptr) {
-        t = AddFlowStep({.duration = length * all_to_all->stretch, .shares = all_to_all->shares},
-                        what,
-                        Track(absl::StrCat(LaneName(q, r), " EP all-to-all")));
+      if (const FlowStep* flow = occupancy[static_cast<size_t>(x.part)]; flow != nullptr) {
+        t = AddFlowStep({.duration = length * flow->stretch, .shares = flow->shares}, what,
+                        Track(absl::StrCat(LaneName(q, r), TrackSuffix(x.part))));
         const TaskId after = previous != PassIndex::kNone ? previous : out_.last_pass[lane];
         if (after != PassIndex::kNone) g_.AddDependency(after, t);
       } else {
-        t = AddChained(lane, x.on_nic ? nic_[lane] : stream_[lane], length, what, previous);
+        t = AddChained(lane, x.part == PassPart::kEp ? nic_[lane] : stream_[lane], length, what,
+                       previous);
       }
       if (previous == PassIndex::kNone) entry_.at(e.kind, e.micro_batch, vstage) = t;
       previous = t;
@@ -756,16 +789,40 @@ class StepGraphBuilder {
                                medium);
   }
 
-  // The links of the exposed EP All-to-All of stage r's lane q: folded, every EP group of the
-  // stage at once; unfolded, what lane q's GPU sends to its group.
-  absl::StatusOr<const FlowStep*> EpAllToAll(int64_t q, int64_t r) {
-    const ProcessGroup group = net_.ep_group;
+  static ReplayedTask::What WhatOf(PassPart part) {
+    switch (part) {
+      case PassPart::kTp:
+        return ReplayedTask::What::kTpComm;
+      case PassPart::kCp:
+        return ReplayedTask::What::kCpComm;
+      case PassPart::kEp:
+        return ReplayedTask::What::kEpComm;
+      case PassPart::kCompute:
+        break;
+    }
+    return ReplayedTask::What::kPass;
+  }
+  static const char* TrackSuffix(PassPart part) {
+    return part == PassPart::kTp   ? " TP collectives"
+           : part == PassPart::kCp ? " CP ring"
+                                   : " EP all-to-all";
+  }
+
+  // The links of stage r's lane q's exposed collectives of one dimension: TP all-reduces, the CP
+  // ring (each rank to the next, as an all-gather's ring), the EP All-to-All. Folded, every group
+  // of the dimension in the stage at once; unfolded, what lane q's GPU sends to its group.
+  absl::StatusOr<const FlowStep*> Occupancy(PassPart part, int64_t q, int64_t r) {
+    const ProcessGroup group = part == PassPart::kTp   ? net_.tp_group
+                               : part == PassPart::kCp ? net_.cp_group
+                                                       : net_.ep_group;
+    const CollectiveKind kind = part == PassPart::kTp   ? CollectiveKind::kAllReduce
+                                : part == PassPart::kCp ? CollectiveKind::kAllGather
+                                                        : CollectiveKind::kAllToAll;
     if (lanes_.replicas == 1) {
-      return network_->Occupancy(CollectiveKind::kAllToAll, group, r * net_.block, net_.block);
+      return network_->Occupancy(kind, group, r * net_.block, net_.block);
     }
     const int64_t base = q - (q / group.stride) % group.size * group.stride;
-    return network_->Occupancy(CollectiveKind::kAllToAll, group, r * net_.block + base, 1,
-                               r * net_.block + q);
+    return network_->Occupancy(kind, group, r * net_.block + base, 1, r * net_.block + q);
   }
 
   // Unfolded, on a network: stage r's buckets for every DP group of it (the dense gradients' or
@@ -955,8 +1012,9 @@ NicUse NicUseOf(const Scenario& s, const Projection& medium, Congestion congesti
   const int64_t node = s.hw.gpus_per_node, block = par.PpGroup().stride;
   bool buckets = false, ep = false;
   for (const TimelineEvent& e : medium.timeline) buckets |= e.kind == TimelineKind::kGradReduce;
-  for (const ChunkEpComm& c : medium.chunk_ep)
-    ep |= c.layers > 0 && c.forward + c.backward > Seconds(0);
+  for (const ChunkComm& c : medium.chunk_comm) {
+    ep |= c.ep.layers > 0 && c.ep.forward + c.ep.backward > Seconds(0);
+  }
   NicUse use{.dp = buckets && block > node,
              .p2p = par.pp > 1 && medium.p2p_transfer.value() > 0 && medium.p2p_overlapped &&
                     block >= node,
@@ -1107,12 +1165,16 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
            .dense = par.DpCpGroup(),
            .expert = ExpertDpGroup(par),
            .p2p_bytes = LayerInputBytes(scenario.model, par, scenario.training),
+           .tp = par.tp > 1,
+           .cp = par.cp > 1,
            .ep = par.ep > 1,
+           .tp_group = par.TpGroup(),
+           .cp_group = par.CpGroup(),
            .ep_group = par.EpGroup()};
     out.network = scenario.backends.network->name;
     out.nic_note = absl::StrCat("the network '", out.network,
                                 "' carries the DP reduces, the pipeline's activations and the "
-                                "exposed EP All-to-All as flows on its links");
+                                "exposed TP, CP and EP collectives as flows on its links");
   } else {
     nic_use = NicUseOf(scenario, out.medium, high.congestion, out.nic_note);
   }

@@ -37,7 +37,18 @@ namespace projector {
 // gradient bucket's reduce on the rank's DP stream (its chunk), a pass's exposed EP All-to-All
 // on the rank's NIC (where the NIC is shared), or a rank's tail.
 struct ReplayedTask {
-  enum class What : uint8_t { kPass, kReceive, kTransfer, kGradReduce, kEpComm, kSync, kTail };
+  // kTpComm, kCpComm: a pass's exposed TP or CP collectives, on a network file's links.
+  enum class What : uint8_t {
+    kPass,
+    kReceive,
+    kTransfer,
+    kGradReduce,
+    kEpComm,
+    kTpComm,
+    kCpComm,
+    kSync,
+    kTail
+  };
   What what = What::kPass;
   TimelineKind pass = TimelineKind::kForward;  // kPass, kReceive and kTransfer: the pass fed
   int32_t rank = 0;      // the lane it runs on (kTransfer: the sender): a stage's rank, or unfolded
@@ -134,7 +145,8 @@ inline bool IsComputeStream(const ResourceUse& u) {
 }
 inline bool IsCommunication(const ResourceUse& u) {
   return u.name.starts_with("link ") || u.name.ends_with(" DP stream") ||
-         u.name.ends_with(" EP all-to-all");
+         u.name.ends_with(" EP all-to-all") || u.name.ends_with(" TP collectives") ||
+         u.name.ends_with(" CP ring");
 }
 
 struct HighLodResult {

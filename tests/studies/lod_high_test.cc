@@ -578,10 +578,12 @@ NetworkSpec TwoNodesOnSharedUplinks() {
   return net;
 }
 
-// On a network file the DP reduces and the pipeline's activations run as flows on its links.
-// Where nothing shares a link the replay is the medium step: 1F1B's rendezvous receives between
-// two stages of a node each (TP8 PP2, each GPU to its peer on its own rail, the forward and the
-// backward the other way round), one stage with its DP group inside a node.
+// On a network file the DP reduces, the pipeline's activations and the passes' exposed TP
+// collectives run as flows on its links. Where nothing shares a link the replay is the medium
+// step: 1F1B's rendezvous receives between two stages of a node each (TP8 PP2, each GPU to its
+// peer on its own rail, the forward and the backward the other way round; each stage's TP
+// all-reduces on its own node's NVLink), one stage with its DP group inside a node (DP 8). With
+// TP2 beside DP4 in one node, the DP reduces and the TP all-reduces share NVLink: high is above.
 TEST(HighLodTest, OnANetworkWithoutSharedLinksTheReplayIsTheMediumStep) {
   const std::vector<Flags> layouts = {{{"model", "llama3.1-8b"},
                                        {"gpu-arch", "h100-sxm"},
@@ -593,7 +595,6 @@ TEST(HighLodTest, OnANetworkWithoutSharedLinksTheReplayIsTheMediumStep) {
                                       {{"model", "llama3.1-8b"},
                                        {"gpu-arch", "h100-sxm"},
                                        {"num-gpus", "8"},
-                                       {"tp", "2"},
                                        {"seq-len", "4096"},
                                        {"global-batch", "32"}}};
   for (const Flags& flags : layouts) {
@@ -606,6 +607,15 @@ TEST(HighLodTest, OnANetworkWithoutSharedLinksTheReplayIsTheMediumStep) {
     EXPECT_THAT(r->exposed_dp_comm.value(),
                 IsNearRel(r->medium.breakdown.exposed_dp_comm.value(), 1e-9));
   }
+  absl::StatusOr<HighLodResult> shared = HighOnNetwork({{"model", "llama3.1-8b"},
+                                                        {"gpu-arch", "h100-sxm"},
+                                                        {"num-gpus", "8"},
+                                                        {"tp", "2"},
+                                                        {"seq-len", "4096"},
+                                                        {"global-batch", "32"}},
+                                                       std::nullopt);
+  ASSERT_THAT(shared, IsOk());
+  EXPECT_GT(shared->step_time, shared->medium.step_time);
 }
 
 // Llama-3.1-8B TP2 DP8 on two nodes whose 8 GPUs share a leaf's 2 up-links (a fat tree of
@@ -646,8 +656,10 @@ TEST(HighLodTest, AStagesDpGroupsContendOnSharedUplinks) {
   EXPECT_TRUE(unaware->network.empty());
 }
 
-// --slow-link on a network file names a cable: nodes 0 (NPU 0) and 16 (its node's NVSwitch) at a
-// quarter of the rate. Each bucket's steps then take what the slowed link asks of them where that
+// --slow-link on a network file names a cable: nodes 0 (NPU 0) and 18 (its leaf switch) at a
+// sixteenth of the rate (only the DP reduces' steps between the nodes cross it; the TP all-reduces
+// stay on NVLink; at a quarter it would still carry no more than the leaf's 4:1 shared up-links,
+// and change nothing). Each bucket's steps then take what the slowed link asks of them where that
 // is more than they took (NetworkReplay with the link slowed, laid out by hand here): with the
 // reduces after the last pass the step grows by exactly that. Factor 1 changes nothing; a node
 // that does not exist, nodes no link joins and a factor <= 0 are refused naming the flag.
@@ -667,16 +679,16 @@ TEST(HighLodTest, ASlowCableOfANetworkSlowsWhatCrossesIt) {
                                            .congestion = Congestion::kAware,
                                            .no_fold = false});
   };
-  absl::StatusOr<HighLodResult> slow = run(SlowLink{.a = 0, .b = 16, .factor = 4});
+  absl::StatusOr<HighLodResult> slow = run(SlowLink{.a = 0, .b = 18, .factor = 16});
   ASSERT_THAT(slow, IsOk());
-  EXPECT_THAT(slow->slow_link_carries, HasSubstr("npu 0 [0,0] ↔ dim 0 switch 0 #0"));
+  EXPECT_THAT(slow->slow_link_carries, HasSubstr("npu 0 [0,0] ↔ dim 1 leaf 0 #0"));
   std::vector<int32_t> links;
-  ASSERT_THAT(ResolveNetworkSlowLink(net, {.a = 0, .b = 16, .factor = 4}, links), IsOk());
+  ASSERT_THAT(ResolveNetworkSlowLink(net, {.a = 0, .b = 18, .factor = 16}, links), IsOk());
   EXPECT_EQ(links.size(), 2u);  // both directions
   events::TaskGraph g1, g2;
   std::vector<std::string> n1, n2;
   NetworkReplay plain(net, g1, n1), slowed(net, g2, n2);
-  slowed.SlowLinks(links, 4);
+  slowed.SlowLinks(links, 16);
   double extra = 0;
   for (const TimelineEvent& e : slow->medium.timeline) {
     if (e.kind != TimelineKind::kGradReduce) continue;
@@ -692,7 +704,7 @@ TEST(HighLodTest, ASlowCableOfANetworkSlowsWhatCrossesIt) {
   EXPECT_GT(extra, 0.05 * slow->step_time_undisturbed.value());
   EXPECT_THAT(slow->step_time.value() - slow->step_time_undisturbed.value(),
               IsNearRel(extra, 1e-6));
-  absl::StatusOr<HighLodResult> same = run(SlowLink{.a = 16, .b = 0, .factor = 1});
+  absl::StatusOr<HighLodResult> same = run(SlowLink{.a = 18, .b = 0, .factor = 1});
   ASSERT_THAT(same, IsOk());
   EXPECT_DOUBLE_EQ(same->step_time.value(), same->step_time_undisturbed.value());
   EXPECT_THAT(run(SlowLink{.a = 0, .b = 99, .factor = 2}),
@@ -701,7 +713,7 @@ TEST(HighLodTest, ASlowCableOfANetworkSlowsWhatCrossesIt) {
   EXPECT_THAT(run(SlowLink{.a = 0, .b = 1, .factor = 2}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--slow-link: no link joins npu 0 [0,0] and npu 1 [1,0]")));
-  EXPECT_THAT(run(SlowLink{.a = 0, .b = 16, .factor = 0}),
+  EXPECT_THAT(run(SlowLink{.a = 0, .b = 18, .factor = 0}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("finite number > 0")));
 }
 
