@@ -575,6 +575,9 @@ Seconds AddChunkFsdp(const StepInputs& in, const ChunkAssignment& a, const FsdpU
   c.forward += x.forward;
   c.backward += x.backward;
   c.fsdp += x.forward + x.backward;
+  c.comm_parts.fsdp.forward += x.forward;
+  c.comm_parts.fsdp.backward += x.backward;
+  c.comm_parts.fsdp.layers += static_cast<int64_t>(units.size());
   for (const FsdpUnit& u : units) {
     c.forward += u.copies_forward;
     c.backward += u.copies_backward;

@@ -142,6 +142,7 @@ struct ExposedPassComm {
 };
 struct ChunkComm {
   ExposedPassComm tp, cp, ep;
+  ExposedPassComm fsdp;  // the FSDP units' gathers and reduce-scatters (layers: units)
 };
 
 struct StepInputs {

@@ -732,7 +732,7 @@ void HighLodSection(std::string& out, const HighLodResult& r) {
   } else {
     Put(out, {"<li>network '", HtmlEscape(r.network),
               "': the DP reduces (their algorithm's steps), the pipeline's activations and the "
-              "exposed TP, CP and EP collectives as flows on ",
+              "exposed TP, CP, EP and FSDP collectives as flows on ",
               absl::StrCat(r.network_links), " of its links, max-min fair</li>"});
   }
   if (r.slow_rank) {

@@ -64,8 +64,8 @@ std::string HighLodText(const HighLodResult& r) {
   } else {
     absl::StrAppendFormat(&out,
                           "  network     '%s': the DP reduces (their algorithm's steps), the\n"
-                          "              pipeline's activations and the exposed TP, CP and EP\n"
-                          "              collectives as flows on %d of its links\n",
+                          "              pipeline's activations and the exposed TP, CP, EP and\n"
+                          "              FSDP collectives as flows on %d of its links\n",
                           r.network, r.network_links);
   }
   absl::StrAppendFormat(&out, "  events      %d (%d tasks on %d streams and links)\n", r.events,
@@ -166,7 +166,7 @@ void AppendLinkCounters(const HighLodResult& r, nlohmann::json& events) {
     if (!on_link || t.end <= t.start) continue;
     if (t.what != ReplayedTask::What::kTransfer && t.what != ReplayedTask::What::kGradReduce &&
         t.what != ReplayedTask::What::kEpComm && t.what != ReplayedTask::What::kTpComm &&
-        t.what != ReplayedTask::What::kCpComm) {
+        t.what != ReplayedTask::What::kCpComm && t.what != ReplayedTask::What::kFsdpComm) {
       continue;
     }
     edges.push_back({t.start, +1, t.resource});
@@ -243,6 +243,10 @@ nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r
       case ReplayedTask::What::kCpComm:
         ev["name"] = absl::StrCat("CP ring ", PassName(t, interleaved));
         ev["cat"] = "cp";
+        break;
+      case ReplayedTask::What::kFsdpComm:
+        ev["name"] = absl::StrCat("FSDP collectives ", PassName(t, interleaved));
+        ev["cat"] = "fsdp";
         break;
       case ReplayedTask::What::kEpComm:
         ev["name"] = absl::StrCat("EP all-to-all ", PassName(t, interleaved));

@@ -323,9 +323,9 @@ struct NicUse {
 };
 
 // What a stretch of a pass is: the layers' compute on the rank's stream, or one dimension's
-// exposed collectives taken out of the pass (EP on a shared NIC; TP, CP and EP on a network
-// file's links).
-enum class PassPart : uint8_t { kCompute, kTp, kCp, kEp };
+// exposed collectives taken out of the pass (EP on a shared NIC; TP, CP, EP and the FSDP units'
+// gathers and reduce-scatters on a network file's links).
+enum class PassPart : uint8_t { kCompute, kTp, kCp, kEp, kFsdp };
 
 struct Stretch {
   Seconds length;
@@ -382,8 +382,8 @@ struct NetworkUse {
   Bytes p2p_bytes;             // one activation between stages, per GPU
   // The layers' exposed TP collectives, CP ring and MoE All-to-All on their groups' links (a
   // pass cut into each layer's compute and its collectives, as on a shared NIC).
-  bool tp = false, cp = false, ep = false;
-  ProcessGroup tp_group, cp_group, ep_group;
+  bool tp = false, cp = false, ep = false, fsdp = false;
+  ProcessGroup tp_group, cp_group, ep_group, fsdp_group;
 };
 
 // Builds the step's task graph from the medium projection, stage by stage and lane by lane:
@@ -593,7 +593,8 @@ class StepGraphBuilder {
       for (const auto& [part, taken, dim] :
            {std::tuple{PassPart::kTp, net_.tp, &parts.tp},
             std::tuple{PassPart::kCp, net_.cp, &parts.cp},
-            std::tuple{PassPart::kEp, net_.ep || nic_use_.ep, &parts.ep}}) {
+            std::tuple{PassPart::kEp, net_.ep || nic_use_.ep, &parts.ep},
+            std::tuple{PassPart::kFsdp, net_.fsdp, &parts.fsdp}}) {
         if (taken) comms.push_back({part, forward ? dim->forward : dim->backward, dim->layers});
       }
     }
@@ -614,7 +615,7 @@ class StepGraphBuilder {
     Seconds stretch_start;
     TaskId previous = PassIndex::kNone;
     // On a network, each layer's exposed collectives as flows on their groups' links.
-    std::array<const FlowStep*, 4> occupancy = {};
+    std::array<const FlowStep*, 5> occupancy = {};
     if (network_) {
       for (const PassComm& c : comms) {
         if (c.exposed.value() <= 0) continue;
@@ -797,27 +798,32 @@ class StepGraphBuilder {
         return ReplayedTask::What::kCpComm;
       case PassPart::kEp:
         return ReplayedTask::What::kEpComm;
+      case PassPart::kFsdp:
+        return ReplayedTask::What::kFsdpComm;
       case PassPart::kCompute:
         break;
     }
     return ReplayedTask::What::kPass;
   }
   static const char* TrackSuffix(PassPart part) {
-    return part == PassPart::kTp   ? " TP collectives"
-           : part == PassPart::kCp ? " CP ring"
-                                   : " EP all-to-all";
+    return part == PassPart::kTp     ? " TP collectives"
+           : part == PassPart::kCp   ? " CP ring"
+           : part == PassPart::kFsdp ? " FSDP collectives"
+                                     : " EP all-to-all";
   }
 
   // The links of stage r's lane q's exposed collectives of one dimension: TP all-reduces, the CP
   // ring (each rank to the next, as an all-gather's ring), the EP All-to-All. Folded, every group
   // of the dimension in the stage at once; unfolded, what lane q's GPU sends to its group.
   absl::StatusOr<const FlowStep*> Occupancy(PassPart part, int64_t q, int64_t r) {
-    const ProcessGroup group = part == PassPart::kTp   ? net_.tp_group
-                               : part == PassPart::kCp ? net_.cp_group
-                                                       : net_.ep_group;
-    const CollectiveKind kind = part == PassPart::kTp   ? CollectiveKind::kAllReduce
-                                : part == PassPart::kCp ? CollectiveKind::kAllGather
-                                                        : CollectiveKind::kAllToAll;
+    const ProcessGroup group = part == PassPart::kTp     ? net_.tp_group
+                               : part == PassPart::kCp   ? net_.cp_group
+                               : part == PassPart::kFsdp ? net_.fsdp_group
+                                                         : net_.ep_group;
+    const CollectiveKind kind = part == PassPart::kTp ? CollectiveKind::kAllReduce
+                                : part == PassPart::kCp || part == PassPart::kFsdp
+                                    ? CollectiveKind::kAllGather
+                                    : CollectiveKind::kAllToAll;
     if (lanes_.replicas == 1) {
       return network_->Occupancy(kind, group, r * net_.block, net_.block);
     }
@@ -1168,13 +1174,15 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
            .tp = par.tp > 1,
            .cp = par.cp > 1,
            .ep = par.ep > 1,
+           .fsdp = par.fsdp && par.DpCpGroup().size > 1,
            .tp_group = par.TpGroup(),
            .cp_group = par.CpGroup(),
-           .ep_group = par.EpGroup()};
+           .ep_group = par.EpGroup(),
+           .fsdp_group = par.DpCpGroup()};
     out.network = scenario.backends.network->name;
     out.nic_note = absl::StrCat("the network '", out.network,
                                 "' carries the DP reduces, the pipeline's activations and the "
-                                "exposed TP, CP and EP collectives as flows on its links");
+                                "exposed TP, CP, EP and FSDP collectives as flows on its links");
   } else {
     nic_use = NicUseOf(scenario, out.medium, high.congestion, out.nic_note);
   }

@@ -37,7 +37,8 @@ namespace projector {
 // gradient bucket's reduce on the rank's DP stream (its chunk), a pass's exposed EP All-to-All
 // on the rank's NIC (where the NIC is shared), or a rank's tail.
 struct ReplayedTask {
-  // kTpComm, kCpComm: a pass's exposed TP or CP collectives, on a network file's links.
+  // kTpComm, kCpComm, kFsdpComm: a pass's exposed TP, CP or FSDP collectives, on a network
+  // file's links.
   enum class What : uint8_t {
     kPass,
     kReceive,
@@ -46,6 +47,7 @@ struct ReplayedTask {
     kEpComm,
     kTpComm,
     kCpComm,
+    kFsdpComm,
     kSync,
     kTail
   };
@@ -146,7 +148,7 @@ inline bool IsComputeStream(const ResourceUse& u) {
 inline bool IsCommunication(const ResourceUse& u) {
   return u.name.starts_with("link ") || u.name.ends_with(" DP stream") ||
          u.name.ends_with(" EP all-to-all") || u.name.ends_with(" TP collectives") ||
-         u.name.ends_with(" CP ring");
+         u.name.ends_with(" CP ring") || u.name.ends_with(" FSDP collectives");
 }
 
 struct HighLodResult {

@@ -616,6 +616,22 @@ TEST(HighLodTest, OnANetworkWithoutSharedLinksTheReplayIsTheMediumStep) {
                                                        std::nullopt);
   ASSERT_THAT(shared, IsOk());
   EXPECT_GT(shared->step_time, shared->medium.step_time);
+  // FSDP over 8 GPUs of a node: the units' exposed gathers and reduce-scatters as flows on the
+  // node's links, alone there: the medium step.
+  absl::StatusOr<HighLodResult> fsdp = HighOnNetwork({{"model", "llama3.1-8b"},
+                                                      {"gpu-arch", "h100-sxm"},
+                                                      {"num-gpus", "8"},
+                                                      {"fsdp", "true"},
+                                                      {"seq-len", "4096"},
+                                                      {"global-batch", "16"}},
+                                                     std::nullopt);
+  ASSERT_THAT(fsdp, IsOk());
+  EXPECT_THAT(fsdp->step_time.value(), IsNearRel(fsdp->medium.step_time.value(), 1e-9));
+  int64_t fsdp_flows = 0;
+  for (const ReplayedTask& t : fsdp->timeline) {
+    fsdp_flows += t.what == ReplayedTask::What::kFsdpComm ? 1 : 0;
+  }
+  EXPECT_GT(fsdp_flows, 0);
 }
 
 // Llama-3.1-8B TP2 DP8 on two nodes whose 8 GPUs share a leaf's 2 up-links (a fat tree of
