@@ -455,6 +455,13 @@ absl::Status Simulator::Run(const TaskGraph& graph, SimulationResult& result) {
     }
     SetSpeeds(graph, now);
   }
+  result.carried = result.busy;
+  for (ResourceId r = 0; r < resources; ++r) {
+    if (graph.order(r) == ResourceOrder::kShared) result.carried[r] = Seconds(0);
+  }
+  for (TaskId t = 0; t < n; ++t) {
+    for (const LinkShare& s : graph.shares(t)) result.carried[s.link] += graph.duration(t) * s.share;
+  }
   if (static_cast<size_t>(result.events) != n) {
     TaskId stuck = 0;
     while (stuck < n && started_[stuck]) ++stuck;

@@ -108,6 +108,10 @@ struct SimulationResult {
   std::vector<TaskTimes> tasks;  // by TaskId
   // By ResourceId: the time it ran tasks (kShared: at least one; kUnbounded: their sum).
   std::vector<Seconds> busy;
+  // By ResourceId: the capacity it gave its tasks, in seconds of its whole rate: for a kShared
+  // resource the sum over its tasks of duration · share (at most `busy`; equal where every share
+  // is 1); for the others `busy`. Over the makespan: its utilisation.
+  std::vector<Seconds> carried;
   int64_t events = 0;            // task finishes taken from the queue (one per task)
 };
 

@@ -767,7 +767,9 @@ void HighLodSection(std::string& out, const HighLodResult& r) {
     if (IsCommunication(u)) links.push_back(&u);
   }
   auto by_busy = [](const ResourceUse* a, const ResourceUse* b) { return a->busy > b->busy; };
-  std::stable_sort(links.begin(), links.end(), by_busy);
+  std::stable_sort(links.begin(), links.end(), [](const ResourceUse* a, const ResourceUse* b) {
+    return a->carried > b->carried;
+  });
   constexpr size_t kListed = 12;
   if (streams.size() > kListed) {
     std::stable_sort(streams.begin(), streams.end(), by_busy);
@@ -782,13 +784,15 @@ void HighLodSection(std::string& out, const HighLodResult& r) {
   const double height = kTop + kRow * static_cast<double>(bars.size()) + 24;
   out += "<h3>Busy share of the step</h3>\n";
   Legend(out, {{"GPU stream (passes, receives)", kForwardColor},
-               {"link, NIC or DP stream (the busiest)", kCommColor}});
+               {"link, NIC or DP stream (the most used: utilisation)", kCommColor}});
   absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", height);
   for (size_t i = 0; i < bars.size(); ++i) {
     const ResourceUse& u = *bars[i];
-    const double share = step > 0 ? std::min(1.0, u.busy.value() / step) : 0.0;
-    const double y = kTop + kRow * static_cast<double>(i);
     const bool is_stream = i < streams.size();
+    // Streams: the share of the step they ran; links: their utilisation.
+    const Seconds used = is_stream ? u.busy : u.carried;
+    const double share = step > 0 ? std::min(1.0, used.value() / step) : 0.0;
+    const double y = kTop + kRow * static_cast<double>(i);
     const std::string label = HtmlEscape(u.name.starts_with("link ") ? u.name.substr(5) : u.name);
     Text(out, kLeft - 8, y + 13, label, "end");
     Rect(out, kLeft, y + 2, kBarW * share, kRow - 6, is_stream ? kForwardColor : kCommColor,

@@ -28,7 +28,8 @@ nlohmann::json ResourceUseJson(const HighLodResult& r) {
   for (const ResourceUse& u : r.resource_use) {
     uses.push_back({{"name", u.name},
                     {"busy_s", u.busy.value()},
-                    {"busy_share", step_s > 0 ? u.busy.value() / step_s : 0.0}});
+                    {"busy_share", step_s > 0 ? u.busy.value() / step_s : 0.0},
+                    {"utilisation", step_s > 0 ? u.carried.value() / step_s : 0.0}});
   }
   return uses;
 }
@@ -110,14 +111,17 @@ std::string HighLodText(const HighLodResult& r) {
     streams = absl::StrFormat("%d, the busiest %s %.1f%%, the least %s %.1f%%", stream_uses.size(),
                               short_name(**most), pct(**most), short_name(**least), pct(**least));
   }
-  std::stable_sort(by_busy.begin(), by_busy.end(),
-                   [](const ResourceUse* a, const ResourceUse* b) { return a->busy > b->busy; });
+  // Links by utilisation: the capacity they gave over the step.
+  std::stable_sort(by_busy.begin(), by_busy.end(), [](const ResourceUse* a, const ResourceUse* b) {
+    return a->carried > b->carried;
+  });
   out += absl::StrCat("  busy        streams: ", streams, "\n");
   std::string busiest;
   for (size_t i = 0; i < by_busy.size() && i < 3; ++i) {
     const std::string& name = by_busy[i]->name;
     absl::StrAppendFormat(&busiest, "%s%s %.1f%%", busiest.empty() ? "" : ", ",
-                          name.starts_with("link ") ? name.substr(5) : name, pct(*by_busy[i]));
+                          name.starts_with("link ") ? name.substr(5) : name,
+                          step_s > 0 ? by_busy[i]->carried.value() / step_s * 100.0 : 0.0);
   }
   if (!busiest.empty()) out += absl::StrCat("              busiest links: ", busiest, "\n");
   if (r.slow_rank) {

@@ -1087,7 +1087,7 @@ void AddTrackUse(const std::vector<std::string>& tracks, HighLodResult& out) {
       if (end > from) busy += end - from;
       covered_to = std::max(covered_to, end);
     }
-    out.resource_use.push_back({.name = tracks[k], .busy = busy});
+    out.resource_use.push_back({.name = tracks[k], .busy = busy, .carried = busy});
   }
 }
 
@@ -1229,7 +1229,8 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
   out.events = run.events;
   out.timeline = std::move(step.what);
   for (ResourceId id = 0; id < step.graph.num_resources(); ++id) {
-    out.resource_use.push_back({.name = step.resource_names[id], .busy = run.busy[id]});
+    out.resource_use.push_back(
+        {.name = step.resource_names[id], .busy = run.busy[id], .carried = run.carried[id]});
   }
   for (TaskId t = 0; t < out.timeline.size(); ++t) {
     out.timeline[t].start = run.tasks[t].start;

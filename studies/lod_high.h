@@ -139,6 +139,9 @@ struct HighLodOptions {
 struct ResourceUse {
   std::string name;
   Seconds busy;
+  // The capacity it gave (events::SimulationResult::carried): below `busy` on a network link that
+  // flows crossed at less than its full rate.
+  Seconds carried;
 };
 // A GPU's compute stream ("rank 0 stream", "gpu 12 stream"), and a resource that carries
 // communication (a link, a NIC, a DP stream), by their names.

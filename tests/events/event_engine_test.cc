@@ -259,6 +259,9 @@ TEST(EventEngineTest, AFlowOverTwoLinksRunsAtItsBottlenecksShare) {
   EXPECT_NEAR(FinishUs(r, x), 3, 1e-9);
   EXPECT_NEAR(ToMicroseconds(r.busy[a]), 3, 1e-9);
   EXPECT_NEAR(ToMicroseconds(r.busy[b]), 3, 1e-9);
+  // A carried X's 2 µs, busy 3: two-thirds used; B carried both, 3 µs: full while busy.
+  EXPECT_NEAR(ToMicroseconds(r.carried[a]), 2, 1e-9);
+  EXPECT_NEAR(ToMicroseconds(r.carried[b]), 3, 1e-9);
   EXPECT_EQ(g.resource(x), a);
   EXPECT_EQ(r.events, 2);
 }
@@ -344,6 +347,7 @@ TEST(EventEngineTest, RandomFlowsNeverExceedALinksCapacity) {
     for (int l = 0; l < links; ++l) {
       EXPECT_LE(carried[static_cast<size_t>(l)], first.busy[l].value() * (1 + 1e-9) + 1e-18)
           << "link " << l;
+      EXPECT_NEAR(first.carried[l].value(), carried[static_cast<size_t>(l)], 1e-15) << "link " << l;
     }
   }
 }
