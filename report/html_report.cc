@@ -809,7 +809,7 @@ void HighLodSection(std::string& out, const HighLodResult& r) {
   if (r.resource_use.size() > bars.size()) {
     absl::StrAppendFormat(&out,
                           "<p class=\"note\">%d of %d streams and links shown: the busiest and the "
-                          "least busy streams, the busiest links. JSON <code>lod_high."
+                          "least busy streams, the most used links. JSON <code>lod_high."
                           "resources_busy</code> lists every one.</p>\n",
                           bars.size(), r.resource_use.size());
   }
