@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -137,11 +138,21 @@ class ProgramBuilder {
         passes.push_back(&e);
       } else if (e.kind == TimelineKind::kOptimizer) {
         optimizer = &e;
+      } else if (e.kind == TimelineKind::kGradReduce) {
+        buckets_.push_back(&e);
       }
     }
     std::stable_sort(
         passes.begin(), passes.end(),
         [](const TimelineEvent* a, const TimelineEvent* b) { return a->start < b->start; });
+    // Per chunk, the pass after which its gradients are final: its last backward (its last W
+    // under zero bubble), where Megatron's DDP issues its buckets.
+    final_pass_.assign(static_cast<size_t>(v_), nullptr);
+    for (const TimelineEvent* e : passes) {
+      if (e->kind != TimelineKind::kForward && e->chunk >= 0 && e->chunk < v_) {
+        final_pass_[static_cast<size_t>(e->chunk)] = e;
+      }
+    }
     for (const TimelineEvent* e : passes) {
       PROJECTOR_RETURN_IF_ERROR(Pass(*e));
     }
@@ -165,6 +176,37 @@ class ProgramBuilder {
   // (gradient: +1).
   int32_t Tag(int64_t mb, int64_t vs, bool gradient) const {
     return static_cast<int32_t>(2 * (mb * pp_ * v_ + vs) + (gradient ? 1 : 0));
+  }
+
+  // A DP gradient bucket's reduce (the medium projection's bucket: its collective and bytes on
+  // the dense or expert DP group): hangs off the chain where its gradients are final, after the
+  // bucket before it, as Megatron's DDP issues them on their own stream.
+  void Bucket(const TimelineEvent& b) {
+    const std::optional<ChakraCollective> kind = ChakraKind(b.reduce_kind);
+    if (!kind) return;
+    ChakraNode n;
+    n.name = absl::StrFormat("dp gradient bucket %d%s%s", buckets_emitted_,
+                             b.chunk >= 0 ? absl::StrCat(" c", b.chunk) : "",
+                             b.expert_buffer ? " (experts)" : "");
+    n.type = ChakraNodeType::kCollective;
+    n.comm_type = *kind;
+    n.comm_size = static_cast<int64_t>(b.reduce_bytes.value());
+    n.pg_name = groups_.NameOf(
+        rank_, b.expert_buffer ? ExpertDpGroup(s_.parallel) : s_.parallel.DpCpGroup());
+    n.duration_us = Micros(b.end - b.start);
+    if (last_bucket_) n.data_deps.push_back(*last_bucket_);
+    last_bucket_ = Add(std::move(n), /*chain=*/false);
+    ++buckets_emitted_;
+  }
+
+  // The buckets of `chunk` whose gradients are final once `done` of its final pass has run.
+  void BucketsUpTo(int64_t chunk, double done) {
+    for (const TimelineEvent* b : buckets_) {
+      if (b->chunk == chunk && !bucket_issued_.contains(b) && b->ready_fraction <= done + 1e-12) {
+        bucket_issued_.insert(b);
+        Bucket(*b);
+      }
+    }
   }
 
   // A send to, or a receive from, `peer`; a receive joins the chain, a send hangs off it.
@@ -280,10 +322,16 @@ class ProgramBuilder {
       recomputed[static_cast<size_t>(l)] =
           moe ? moe_seen++ < a.recomputed_moe : dense_seen++ < a.recomputed_dense;
     }
+    // The chunk's final pass issues each gradient bucket after the layer that completes it.
+    const bool final_pass = final_pass_[static_cast<size_t>(c)] == &e;
     for (int64_t l = a.num_layers; l-- > 0;) {
       Layer(a.first_layer + l, recomputed[static_cast<size_t>(l)] ? b : no_recompute, prefix);
+      if (final_pass) {
+        BucketsUpTo(c, static_cast<double>(a.num_layers - l) / static_cast<double>(a.num_layers));
+      }
     }
     if (a.has_embedding) Module(embedding_, b, prefix + "embedding ");
+    if (final_pass) BucketsUpTo(c, 1.0);
     if (!weight_pass && vs > 0) {
       P2p(ChakraNodeType::kSend, RankOfStage(vs - 1), Tag(mb, vs - 1, true), layer_input_bytes_,
           prefix + "send gradient");
@@ -308,7 +356,9 @@ class ProgramBuilder {
                               ? p_.memory.stages[static_cast<size_t>(stage_)].parameters
                               : 0.0;
     const bool sync = dp.size > 1 && params > 0;
-    if (sync) {
+    // Buckets reduced after the last pass (no overlap_grad_reduce), in order.
+    BucketsUpTo(-1, 1.0);
+    if (sync && !last_bucket_) {  // without buckets, one reduce of the whole stage
       const bool sharded = par.distributed_optimizer;
       CollectiveNode(sharded ? "dp gradient reduce-scatter" : "dp gradient all-reduce",
                      sharded ? ChakraCollective::kReduceScatter : ChakraCollective::kAllReduce,
@@ -317,6 +367,7 @@ class ProgramBuilder {
     ChakraNode opt;
     opt.name = "optimizer step";
     opt.type = ChakraNodeType::kCompute;
+    if (last_bucket_) opt.data_deps.push_back(*last_bucket_);
     if (optimizer != nullptr) opt.duration_us = Micros(optimizer->end - optimizer->start);
     Add(std::move(opt), /*chain=*/true);
     if (sync && par.distributed_optimizer) {
@@ -338,6 +389,13 @@ class ProgramBuilder {
   double layer_input_bytes_ = 0;
   std::vector<ChakraNode> nodes_;
   std::optional<uint64_t> last_;
+  // The stage's DP gradient buckets (timeline order), each chunk's final pass, and what has
+  // been issued.
+  std::vector<const TimelineEvent*> buckets_;
+  std::vector<const TimelineEvent*> final_pass_;
+  absl::flat_hash_set<const TimelineEvent*> bucket_issued_;
+  std::optional<uint64_t> last_bucket_;
+  int64_t buckets_emitted_ = 0;
   int32_t ring_steps_ = 0;
 };
 

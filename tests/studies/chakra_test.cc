@@ -145,8 +145,13 @@ TEST(ChakraTest, FilesHoldEveryOpOfTheScheduleWithMatchingSendsAndGroups) {
       const ChakraProtoMsg::Node& n = d.nodes[i];
       ASSERT_EQ(n.id(), i) << "ids are the program order";
       for (uint64_t dep : n.data_deps()) EXPECT_LT(dep, n.id()) << "a dependency runs earlier";
+      // One chain: each node after the node before it, but for the gradient buckets after the
+      // first (also after the bucket before) and the optimizer (also after the last bucket).
+      const bool joins_buckets = (n.name().starts_with("dp gradient bucket") &&
+                                  !n.name().starts_with("dp gradient bucket 0")) ||
+                                 n.name() == "optimizer step";
       if (i > 0) {
-        EXPECT_EQ(n.data_deps_size(), 1);
+        EXPECT_EQ(n.data_deps_size(), joins_buckets ? 2 : 1) << n.name();
       }
       ++by_type[n.type()];
       if (n.type() == ChakraProtoMsg::COMP_NODE) {
@@ -196,13 +201,34 @@ TEST(ChakraTest, FilesHoldEveryOpOfTheScheduleWithMatchingSendsAndGroups) {
     all.insert(members.get<std::vector<int64_t>>());
   EXPECT_TRUE(all.contains(std::vector<int64_t>{1, 3}));
   EXPECT_TRUE(all.contains(std::vector<int64_t>{0, 1}));
-  // The last nodes: the DP reduce-scatter, the optimizer, the parameter all-gather.
+  // The DP gradient buckets of stage 0 (the medium projection's, overlapped with the chunk's
+  // last backward): one reduce-scatter node each with its bytes, chained one after another; the
+  // optimizer after the last; the parameter all-gather at the end.
   const auto& last = decoded[0].nodes;
-  ASSERT_GE(last.size(), 3u);
-  EXPECT_EQ(last[last.size() - 3].name(), "dp gradient reduce-scatter");
-  EXPECT_EQ(FindAttr(last[last.size() - 3], "comm_type")->int64_val(),
-            ChakraProtoMsg::REDUCE_SCATTER);
-  EXPECT_EQ(last[last.size() - 2].name(), "optimizer step");
+  std::multiset<int64_t> bucket_bytes, node_bytes;
+  for (const TimelineEvent& e : p.timeline) {
+    if (e.kind == TimelineKind::kGradReduce && e.rank == 0) {
+      bucket_bytes.insert(static_cast<int64_t>(e.reduce_bytes.value()));
+    }
+  }
+  ASSERT_FALSE(bucket_bytes.empty());
+  std::optional<uint64_t> previous;
+  for (const ChakraProtoMsg::Node& n : last) {
+    if (!n.name().starts_with("dp gradient bucket")) continue;
+    EXPECT_EQ(FindAttr(n, "comm_type")->int64_val(), ChakraProtoMsg::REDUCE_SCATTER);
+    node_bytes.insert(FindAttr(n, "comm_size")->int64_val());
+    if (previous) {
+      EXPECT_TRUE(std::find(n.data_deps().begin(), n.data_deps().end(), *previous) !=
+                  n.data_deps().end());
+    }
+    previous = n.id();
+  }
+  EXPECT_EQ(node_bytes, bucket_bytes);
+  ASSERT_GE(last.size(), 2u);
+  const ChakraProtoMsg::Node& optimizer = last[last.size() - 2];
+  EXPECT_EQ(optimizer.name(), "optimizer step");
+  EXPECT_TRUE(std::find(optimizer.data_deps().begin(), optimizer.data_deps().end(), *previous) !=
+              optimizer.data_deps().end());
   EXPECT_EQ(last.back().name(), "dp parameter all-gather");
 }
 
