@@ -379,10 +379,12 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   std::vector<TimelineEvent> timeline;
   std::vector<RankTailParts> rank_tails;
   std::vector<ChunkComm> chunk_comm;
+  std::vector<std::vector<FsdpUnitTraffic>> chunk_fsdp;
   if (options.keep_timeline) {
     in.timeline = &timeline;
     in.rank_tails = &rank_tails;
     in.chunk_comm = &chunk_comm;
+    in.chunk_fsdp = &chunk_fsdp;
   }
   PROJECTOR_ASSIGN_OR_RETURN(StepResult step, ComposeStep(in, backends));
 
@@ -447,6 +449,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   p.timeline = std::move(timeline);
   p.rank_tails = std::move(rank_tails);
   p.chunk_comm = std::move(chunk_comm);
+  p.chunk_fsdp = std::move(chunk_fsdp);
   p.pipeline_time = step.pipeline_time;
   p.critical_rank = step.critical_rank;
   p.p2p_transfer = step.p2p_transfer;

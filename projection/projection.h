@@ -155,7 +155,9 @@ struct Projection {
   // stream, or a rendezvous on the receiving rank's timeline).
   std::vector<TimelineEvent> timeline;
   std::vector<RankTailParts> rank_tails;  // by pipeline rank, with the timeline
-  std::vector<ChunkComm> chunk_comm;      // by rank · vpp + chunk, with the timeline
+  std::vector<ChunkComm> chunk_comm;
+  // Under FSDP, with the timeline: each chunk's units in execution order (StepInputs).
+  std::vector<std::vector<FsdpUnitTraffic>> chunk_fsdp;      // by rank · vpp + chunk, with the timeline
   Seconds pipeline_time;      // the replayed schedule's makespan (before the ranks' tails)
   int64_t critical_rank = 0;  // the pipeline rank whose passes the breakdown follows
   Seconds p2p_transfer;

@@ -46,6 +46,7 @@ struct ChunkCost {
 struct FsdpUnit {
   OverlapWindow forward, backward;          // compute-stream time (backward incl. recompute)
   TimedCollective gather, reduce;           // one AllGather, one ReduceScatter
+  FsdpUnitTraffic traffic;                  // their bytes by group
   Seconds copies_forward, copies_backward;  // FsdpCopyBytesPerParam's kernels, per micro-batch
 };
 
@@ -173,6 +174,12 @@ absl::StatusOr<FsdpUnit> FsdpComm(const CollectiveBackend& backend,
   };
   PROJECTOR_ASSIGN_OR_RETURN(u.gather, both(CollectiveKind::kAllGather, kWeightBytesPerParam));
   PROJECTOR_ASSIGN_OR_RETURN(u.reduce, both(CollectiveKind::kReduceScatter, grad_bytes));
+  u.traffic = {.dense_gather = Bytes(dense_params * kWeightBytesPerParam),
+               .expert_gather = Bytes(expert_params * kWeightBytesPerParam),
+               .dense_reduce = Bytes(dense_params * grad_bytes),
+               .expert_reduce = Bytes(expert_params * grad_bytes),
+               .gather = u.gather.time,
+               .reduce = u.reduce.time};
   return u;
 }
 
@@ -547,9 +554,11 @@ absl::Status CostChunkLayers(const StepInputs& in, const ChunkAssignment& a, Chu
 
 // A chunk's FSDP units in execution order, each with the backward window of its layer (with or
 // without recompute), its gathers and reduces exposed against them and its copies added to the
-// chunk; returns the chunk's FSDP communication time, hidden or not.
+// chunk; returns the chunk's FSDP communication time, hidden or not. With `record`, the units'
+// traffic in that order.
 Seconds AddChunkFsdp(const StepInputs& in, const ChunkAssignment& a, const FsdpUnits& fsdp,
-                     std::vector<FsdpUnit>& units, ChunkCost& c) {
+                     std::vector<FsdpUnit>& units, ChunkCost& c,
+                     std::vector<FsdpUnitTraffic>* record) {
   const TrainingConfig& tr = in.training;
   units.clear();
   if (a.has_embedding) units.push_back(fsdp.embedding);
@@ -570,6 +579,9 @@ Seconds AddChunkFsdp(const StepInputs& in, const ChunkAssignment& a, const FsdpU
     u.backward = BackwardWindow(*MtpLayerKind(in),
                                 tr.recompute == Recompute::kSelective || l < a.recomputed_mtp);
     units.push_back(u);
+  }
+  if (record != nullptr) {
+    for (const FsdpUnit& u : units) record->push_back(u.traffic);
   }
   FsdpExposure x = ExposeFsdp(units);
   c.forward += x.forward;
@@ -852,8 +864,13 @@ absl::StatusOr<StepResult> ComposeStep(const StepInputs& in, const BackendRefs& 
   for (size_t i = 0; i < out.chunks.size(); ++i) {
     PROJECTOR_RETURN_IF_ERROR(CostChunkLayers(in, out.chunks[i], costs[i]));
     if (!par.fsdp) continue;
+    std::vector<FsdpUnitTraffic>* record = nullptr;
+    if (in.chunk_fsdp != nullptr) {
+      in.chunk_fsdp->resize(costs.size());
+      record = &(*in.chunk_fsdp)[i];
+    }
     fsdp_comm_per_rank[i / static_cast<size_t>(v)] +=
-        AddChunkFsdp(in, out.chunks[i], fsdp, units_scratch, costs[i]);
+        AddChunkFsdp(in, out.chunks[i], fsdp, units_scratch, costs[i], record);
   }
 
   // The pipeline, and the breakdown of its busiest rank; nothing more when its lower bound is

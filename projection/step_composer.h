@@ -145,6 +145,15 @@ struct ChunkComm {
   ExposedPassComm fsdp;  // the FSDP units' gathers and reduce-scatters (layers: units)
 };
 
+// One FSDP unit's collectives (a layer, the embedding, the output head) per micro-batch, for
+// an export that issues them as the unit schedule does: its parameters gathered (bf16) and its
+// gradients reduce-scattered, the dense ones over DP·CP and the expert ones over expert-DP, and
+// the time the medium projection gave each.
+struct FsdpUnitTraffic {
+  Bytes dense_gather, expert_gather, dense_reduce, expert_reduce;
+  Seconds gather, reduce;
+};
+
 struct StepInputs {
   const ModelSpec& model;
   const ParallelConfig& parallel;
@@ -165,6 +174,9 @@ struct StepInputs {
   // TP, CP and EP communication by rank · vpp + chunk (the event replay's).
   std::vector<RankTailParts>* rank_tails = nullptr;
   std::vector<ChunkComm>* chunk_comm = nullptr;
+  // With `timeline` under FSDP: each chunk's units in execution order (the embedding, its
+  // layers, the output, the MTP modules), by rank · vpp + chunk.
+  std::vector<std::vector<FsdpUnitTraffic>>* chunk_fsdp = nullptr;
   RunChoices run{};  // what the stack runs: its FSDP implementation and optimizer
   // Stop before the pipeline replay when PipelineLowerBound of the step's passes is at least
   // this (a search that has this many better layouts already); infinite: always replay.

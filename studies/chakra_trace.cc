@@ -164,6 +164,10 @@ class ProgramBuilder {
   uint64_t Add(ChakraNode n, bool chain) {
     n.id = static_cast<uint64_t>(nodes_.size());
     if (last_) n.data_deps.push_back(*last_);
+    if (chain) {
+      n.data_deps.insert(n.data_deps.end(), pending_deps_.begin(), pending_deps_.end());
+      pending_deps_.clear();
+    }
     nodes_.push_back(std::move(n));
     if (chain) last_ = nodes_.back().id;
     return nodes_.back().id;
@@ -207,6 +211,48 @@ class ProgramBuilder {
         Bucket(*b);
       }
     }
+  }
+
+  // FSDP: one unit's collective of `kind` (dense over DP·CP, experts over expert-DP), hanging
+  // off the chain after the collective before it on the unit stream; its last node's id.
+  uint64_t FsdpCollective(std::string name, ChakraCollective kind, Bytes dense, Bytes expert,
+                          Seconds time) {
+    const double total = dense.value() + expert.value();
+    std::optional<uint64_t> id;
+    for (const auto& [bytes, group, suffix] :
+         {std::tuple{dense, s_.parallel.DpCpGroup(), ""},
+          std::tuple{expert, ExpertDpGroup(s_.parallel), " (experts)"}}) {
+      // The dense node always (even of no bytes, when the unit has no expert weights either);
+      // the expert one when there are expert weights.
+      const bool experts = suffix[0] != '\0';
+      if (experts ? expert.value() <= 0 : bytes.value() <= 0 && expert.value() > 0) continue;
+      ChakraNode n;
+      n.name = name + suffix;
+      n.type = ChakraNodeType::kCollective;
+      n.comm_type = kind;
+      n.comm_size = static_cast<int64_t>(bytes.value());
+      n.pg_name = groups_.NameOf(rank_, group);
+      n.duration_us = total > 0 ? Micros(time * (bytes.value() / total)) : 0;
+      if (last_fsdp_) n.data_deps.push_back(*last_fsdp_);
+      id = last_fsdp_ = Add(std::move(n), /*chain=*/false);
+    }
+    return *id;
+  }
+
+  // FSDP: before the pass's unit at `pos` of `order` runs, its parameters gathered (if not
+  // yet) and the next unit's prefetched (issued once the unit before has run, as FSDP's
+  // one-ahead prefetch does); the unit's first op waits for its gather.
+  void BeforeFsdpUnit(const std::vector<int64_t>& order, size_t pos,
+                      const std::vector<FsdpUnitTraffic>& units, std::vector<uint64_t>& gathered,
+                      const std::string& prefix) {
+    for (size_t k = pos; k < std::min(order.size(), pos + 2); ++k) {
+      const size_t u = static_cast<size_t>(order[k]);
+      if (gathered[u] != kNotGathered) continue;
+      gathered[u] =
+          FsdpCollective(absl::StrCat(prefix, "fsdp gather unit ", u), ChakraCollective::kAllGather,
+                         units[u].dense_gather, units[u].expert_gather, units[u].gather);
+    }
+    pending_deps_.push_back(gathered[static_cast<size_t>(order[pos])]);
   }
 
   // A send to, or a receive from, `peer`; a receive joins the chain, a send hangs off it.
@@ -281,16 +327,58 @@ class ProgramBuilder {
     const ChunkAssignment& a = chunks_[static_cast<size_t>(stage_ * v_ + c)];
     const bool zero_bubble = s_.parallel.pipeline_schedule == PipelineSchedule::kZeroBubbleH1;
     const std::string prefix = absl::StrFormat("mb%d c%d ", mb, c);
+    // FSDP: the chunk's units (StepInputs::chunk_fsdp's order: the embedding, the layers, the
+    // output, the MTP modules), each gathered before it runs and, in a backward, its gradients
+    // reduce-scattered after.
+    const bool fsdp = s_.parallel.fsdp;
+    const size_t chunk_index = static_cast<size_t>(stage_ * v_ + c);
+    if (fsdp && chunk_index >= p_.chunk_fsdp.size()) {
+      return absl::InternalError("chakra: the projection lacks its FSDP units");
+    }
+    static const std::vector<FsdpUnitTraffic> kNoUnits;
+    const std::vector<FsdpUnitTraffic>& units = fsdp ? p_.chunk_fsdp[chunk_index] : kNoUnits;
+    const int64_t first_layer_unit = a.has_embedding ? 1 : 0;
+    const int64_t output_unit = first_layer_unit + a.num_layers;
+    const int64_t first_mtp_unit = output_unit + (a.has_output ? 1 : 0);
+    const bool backward = e.kind != TimelineKind::kForward;
+    std::vector<int64_t> order;  // the units in the order this pass runs them
+    if (fsdp) {
+      if (a.has_embedding) order.push_back(0);
+      for (int64_t l = 0; l < a.num_layers; ++l) order.push_back(first_layer_unit + l);
+      for (int64_t m = 0; m < a.mtp_layers; ++m) order.push_back(first_mtp_unit + m);
+      if (a.has_output) order.push_back(output_unit);
+      if (backward) std::reverse(order.begin(), order.end());
+      if (static_cast<int64_t>(units.size()) != first_mtp_unit + a.mtp_layers) {
+        return absl::InternalError("chakra: the chunk's FSDP units do not match its layers");
+      }
+    }
+    std::vector<uint64_t> gathered(units.size(), kNotGathered);
+    size_t position = 0;
+    auto unit = [&](int64_t index, auto&& run) {
+      if (fsdp) BeforeFsdpUnit(order, position++, units, gathered, prefix);
+      run();
+      if (fsdp && backward) {
+        const FsdpUnitTraffic& t = units[static_cast<size_t>(index)];
+        FsdpCollective(absl::StrCat(prefix, "fsdp reduce-scatter unit ", index),
+                       ChakraCollective::kReduceScatter, t.dense_reduce, t.expert_reduce, t.reduce);
+      }
+    };
     if (e.kind == TimelineKind::kForward) {
       if (vs > 0)
         P2p(ChakraNodeType::kRecv, RankOfStage(vs - 1), Tag(mb, vs - 1, false), layer_input_bytes_,
             prefix + "recv activation");
       const PassPhases f{.forward = true, .first_micro_batch = mb == 0};
-      if (a.has_embedding) Module(embedding_, f, prefix + "embedding ");
-      for (int64_t l = 0; l < a.num_layers; ++l) Layer(a.first_layer + l, f, prefix);
-      for (int64_t m = 0; m < a.mtp_layers; ++m) Layer(s_.model.num_layers - 1, f, prefix + "mtp ");
+      if (a.has_embedding) unit(0, [&] { Module(embedding_, f, prefix + "embedding "); });
+      for (int64_t l = 0; l < a.num_layers; ++l) {
+        unit(first_layer_unit + l, [&] { Layer(a.first_layer + l, f, prefix); });
+      }
+      for (int64_t m = 0; m < a.mtp_layers; ++m) {
+        unit(first_mtp_unit + m, [&] { Layer(s_.model.num_layers - 1, f, prefix + "mtp "); });
+      }
       if (a.has_output) {
-        for (int64_t h = 0; h <= a.mtp_layers; ++h) Module(output_, f, prefix + "output ");
+        unit(output_unit, [&] {
+          for (int64_t h = 0; h <= a.mtp_layers; ++h) Module(output_, f, prefix + "output ");
+        });
       }
       if (vs < stages - 1)
         P2p(ChakraNodeType::kSend, RankOfStage(vs + 1), Tag(mb, vs, false), layer_input_bytes_,
@@ -309,10 +397,14 @@ class ProgramBuilder {
     const PassPhases no_recompute{
         .forward = false, .recompute = false, .dgrad = b.dgrad, .wgrad = b.wgrad};
     if (a.has_output) {
-      for (int64_t h = 0; h <= a.mtp_layers; ++h) Module(output_, b, prefix + "output ");
+      unit(output_unit, [&] {
+        for (int64_t h = 0; h <= a.mtp_layers; ++h) Module(output_, b, prefix + "output ");
+      });
     }
-    for (int64_t m = 0; m < a.mtp_layers; ++m) {
-      Layer(s_.model.num_layers - 1, m < a.recomputed_mtp ? b : no_recompute, prefix + "mtp ");
+    for (int64_t m = a.mtp_layers; m-- > 0;) {
+      unit(first_mtp_unit + m, [&] {
+        Layer(s_.model.num_layers - 1, m < a.recomputed_mtp ? b : no_recompute, prefix + "mtp ");
+      });
     }
     // Full recompute re-runs the chunk's first recomputed_* layers of each kind.
     int64_t dense_seen = 0, moe_seen = 0;
@@ -325,12 +417,14 @@ class ProgramBuilder {
     // The chunk's final pass issues each gradient bucket after the layer that completes it.
     const bool final_pass = final_pass_[static_cast<size_t>(c)] == &e;
     for (int64_t l = a.num_layers; l-- > 0;) {
-      Layer(a.first_layer + l, recomputed[static_cast<size_t>(l)] ? b : no_recompute, prefix);
+      unit(first_layer_unit + l, [&] {
+        Layer(a.first_layer + l, recomputed[static_cast<size_t>(l)] ? b : no_recompute, prefix);
+      });
       if (final_pass) {
         BucketsUpTo(c, static_cast<double>(a.num_layers - l) / static_cast<double>(a.num_layers));
       }
     }
-    if (a.has_embedding) Module(embedding_, b, prefix + "embedding ");
+    if (a.has_embedding) unit(0, [&] { Module(embedding_, b, prefix + "embedding "); });
     if (final_pass) BucketsUpTo(c, 1.0);
     if (!weight_pass && vs > 0) {
       P2p(ChakraNodeType::kSend, RankOfStage(vs - 1), Tag(mb, vs - 1, true), layer_input_bytes_,
@@ -355,7 +449,9 @@ class ProgramBuilder {
     const double params = static_cast<size_t>(stage_) < p_.memory.stages.size()
                               ? p_.memory.stages[static_cast<size_t>(stage_)].parameters
                               : 0.0;
-    const bool sync = dp.size > 1 && params > 0;
+    // Under FSDP the units reduce-scattered the gradients; the optimizer waits for the last.
+    const bool sync = dp.size > 1 && params > 0 && !par.fsdp;
+    if (par.fsdp && last_fsdp_) pending_deps_.push_back(*last_fsdp_);
     // Buckets reduced after the last pass (no overlap_grad_reduce), in order.
     BucketsUpTo(-1, 1.0);
     if (sync && !last_bucket_) {  // without buckets, one reduce of the whole stage
@@ -396,6 +492,11 @@ class ProgramBuilder {
   absl::flat_hash_set<const TimelineEvent*> bucket_issued_;
   std::optional<uint64_t> last_bucket_;
   int64_t buckets_emitted_ = 0;
+  // FSDP: the last unit collective (their own stream), and the gathers the next chained node
+  // (a unit's first op, the optimizer) waits for.
+  static constexpr uint64_t kNotGathered = ~uint64_t{0};
+  std::optional<uint64_t> last_fsdp_;
+  std::vector<uint64_t> pending_deps_;
   int32_t ring_steps_ = 0;
 };
 
@@ -418,11 +519,6 @@ std::string ChakraGroups::NameOf(int64_t rank, const ProcessGroup& group) {
 }
 
 absl::Status CheckChakraExport(const Scenario& scenario, const Projection& projection) {
-  if (scenario.parallel.fsdp) {
-    return ExportError(
-        "FSDP layouts are not exported yet (their per-layer parameter gathers "
-        "follow the FSDP unit schedule); export the layout without --fsdp");
-  }
   if (projection.op_tables.empty() || projection.timeline.empty()) {
     return ExportError("the projection was made without its op tables or replayed timeline");
   }

@@ -259,12 +259,65 @@ TEST(ChakraTest, TpCollectivesCarryTheOpTablesBytes) {
   EXPECT_EQ(node_bytes, table_bytes);
 }
 
-TEST(ChakraTest, RefusesFsdpAndUnwritablePaths) {
+// FSDP (Llama-3.1-8B, 8 GPUs, FSDP over all 8): every unit (the embedding, 32 layers, the output)
+// is gathered before each pass runs it and, in a backward, reduce-scattered after: per
+// micro-batch 2 x 34 gathers and 34 reduce-scatters of the units' bytes (bf16 weights, the
+// gradients in the reduce dtype) over the DP group; each unit's first op waits for its gather;
+// the optimizer for the last reduce-scatter; no whole-stage DP reduce.
+TEST(ChakraTest, FsdpUnitsAreGatheredAndReduceScatteredAroundEachPass) {
   absl::StatusOr<Projected> fsdp =
       Project8({{"tp", "1"}, {"pp", "1"}, {"fsdp", "true"}, {"distributed-optimizer", "false"}});
   ASSERT_THAT(fsdp, IsOk());
-  EXPECT_THAT(CheckChakraExport(fsdp->scenario, fsdp->projection),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--chakra-out: FSDP")));
+  ASSERT_THAT(CheckChakraExport(fsdp->scenario, fsdp->projection), IsOk());
+  ChakraGroups groups;
+  absl::StatusOr<std::vector<ChakraNode>> program =
+      ChakraRankProgram(fsdp->scenario, fsdp->projection, 3, groups);
+  ASSERT_THAT(program, IsOk());
+  ASSERT_EQ(fsdp->projection.chunk_fsdp.size(), 1u);
+  const std::vector<FsdpUnitTraffic>& units = fsdp->projection.chunk_fsdp[0];
+  ASSERT_EQ(units.size(), 34u);
+  const int64_t m = fsdp->projection.micro_batches;
+  std::multiset<int64_t> gathers, reduces, expected_gathers, expected_reduces;
+  for (const FsdpUnitTraffic& u : units) {
+    for (int64_t k = 0; k < m; ++k) {
+      expected_gathers.insert(static_cast<int64_t>(u.dense_gather.value()));
+      expected_gathers.insert(static_cast<int64_t>(u.dense_gather.value()));
+      expected_reduces.insert(static_cast<int64_t>(u.dense_reduce.value()));
+    }
+  }
+  for (const ChakraNode& n : *program) {
+    if (n.type != ChakraNodeType::kCollective) continue;
+    EXPECT_FALSE(n.name.starts_with("dp gradient")) << n.name;
+    if (n.name.find("fsdp gather") != std::string::npos) {
+      EXPECT_EQ(n.comm_type, ChakraCollective::kAllGather);
+      gathers.insert(n.comm_size);
+    } else if (n.name.find("fsdp reduce-scatter") != std::string::npos) {
+      EXPECT_EQ(n.comm_type, ChakraCollective::kReduceScatter);
+      reduces.insert(n.comm_size);
+    }
+  }
+  EXPECT_EQ(gathers, expected_gathers);
+  EXPECT_EQ(reduces, expected_reduces);
+  // The first micro-batch's first compute op (the embedding's) waits for unit 0's gather.
+  uint64_t gather0 = ~uint64_t{0};
+  for (const ChakraNode& n : *program) {
+    if (n.name == "mb0 c0 fsdp gather unit 0") gather0 = n.id;
+    if (n.type == ChakraNodeType::kCompute && n.name.starts_with("mb0 c0 embedding")) {
+      EXPECT_NE(std::find(n.data_deps.begin(), n.data_deps.end(), gather0), n.data_deps.end());
+      break;
+    }
+  }
+  uint64_t last_reduce = 0;
+  for (const ChakraNode& n : *program) {
+    if (n.name.find("fsdp reduce-scatter") != std::string::npos) last_reduce = n.id;
+  }
+  const ChakraNode& optimizer = program->back();
+  EXPECT_EQ(optimizer.name, "optimizer step");
+  EXPECT_NE(std::find(optimizer.data_deps.begin(), optimizer.data_deps.end(), last_reduce),
+            optimizer.data_deps.end());
+}
+
+TEST(ChakraTest, RefusesUnwritablePathsAndProjectionsWithoutOps) {
   absl::StatusOr<Projected> r = Project8();
   ASSERT_THAT(r, IsOk());
   EXPECT_THAT(WriteChakraTraces(r->scenario, r->projection, "/nonexistent-dir/x"),
