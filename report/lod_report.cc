@@ -16,11 +16,12 @@ constexpr char kReplayed[] =
     "order, the activation transfers between stages, each DP gradient bucket's reduce on the "
     "rank's DP stream from where its gradients are final (on the rank's NIC, shared with the "
     "activations it sends, where both cross nodes; with --network, its algorithm's steps and "
-    "the transfers as flows on the network's links, max-min fair), each rank's gradient-sync "
-    "wait, parameter gathers and optimizer";
+    "the transfers as flows on the network's links, max-min fair), with --network each layer's "
+    "exposed TP, CP, EP and FSDP collectives as flows on their groups' links, each rank's "
+    "gradient-sync wait, parameter gathers and optimizer";
 constexpr char kNotYet[] =
-    "the ops inside a pass as events, the TP, CP and EP collectives inside the passes on the "
-    "network's links";
+    "the ops inside a pass as events; a layer's collectives one by one (on a network file, one "
+    "flow per dimension and layer; without one, inside the passes)";
 
 nlohmann::json ResourceUseJson(const HighLodResult& r) {
   nlohmann::json uses = nlohmann::json::array();
@@ -144,9 +145,9 @@ std::string HighLodText(const HighLodResult& r) {
       "  replayed    each rank's passes (every micro-batch and chunk, in the schedule's order),\n"
       "              the transfers between stages, each DP gradient bucket's reduce on the\n"
       "              rank's DP stream (or NIC; with --network, as flows on its links) from\n"
-      "              where its gradients are final, each rank's tail\n"
-      "  not yet     the ops inside a pass, the TP, CP and EP collectives inside the passes\n"
-      "              on the network's links\n";
+      "              where its gradients are final, each rank's tail; with --network, each\n"
+      "              layer's exposed TP, CP, EP and FSDP collectives as flows\n"
+      "  not yet     the ops inside a pass; a layer's collectives one by one\n";
   return out;
 }
 

@@ -10,10 +10,11 @@
 // (1F1B's blocking send/receive); each rank's tail (the exposed DP gradient sync and parameter
 // gathers, the optimizer step) follows its last pass, as long as the medium projection found it.
 // With a network file (`--network`, congestion aware) the DP reduces run as their algorithm's
-// steps and the activations as transfers, both flows on the network's links, max-min fair
-// (studies/network_replay.h). Not yet: the ops inside a pass as their own events, the TP, CP and
-// EP collectives inside the passes on the network's links. Without contention the replay must
-// give the medium step time; the difference is reported so that it shows when it does not.
+// steps, the activations as transfers and each layer's exposed TP, CP, EP and FSDP collectives
+// as flows on their groups' links, max-min fair (studies/network_replay.h). Not yet: the ops
+// inside a pass as their own events, a layer's collectives one by one. Without contention the
+// replay must give the medium step time; the difference is reported so that it shows when it
+// does not.
 #ifndef PROJECTOR_STUDIES_LOD_HIGH_H_
 #define PROJECTOR_STUDIES_LOD_HIGH_H_
 
