@@ -46,6 +46,8 @@ namespace projector::events {
 
 using ResourceId = uint32_t;
 using TaskId = uint32_t;
+// No task: a dependency or predecessor not (yet) there.
+inline constexpr TaskId kNoTask = ~TaskId{0};
 
 enum class ResourceOrder { kInOrder, kFirstReady, kShared, kUnbounded };
 

@@ -11,9 +11,8 @@ namespace {
 using events::ResourceId;
 using events::ResourceOrder;
 using events::TaskGraph;
+using events::kNoTask;
 using events::TaskId;
-
-constexpr TaskId kNone = ~TaskId{0};
 
 // Builds one stage's graph: `tp` compute streams (resources 0 .. tp-1) and the ring links from
 // each rank to the next (tp .. 2tp-1).
@@ -31,8 +30,8 @@ class StageBuilder {
     for (size_t r = 0; r < 2 * tp_; ++r) {
       graph_.AddResource(r < tp_ ? ResourceOrder::kInOrder : ResourceOrder::kFirstReady);
     }
-    last_.assign(tp_, kNone);
-    inbox_.assign(tp_, kNone);
+    last_.assign(tp_, kNoTask);
+    inbox_.assign(tp_, kNoTask);
   }
 
   // A task of `duration` on every rank's stream, after the rank's last ring step when an
@@ -42,10 +41,10 @@ class StageBuilder {
       const bool slow = static_cast<int64_t>(r) == slow_rank_;
       const TaskId t =
           graph_.AddTask(static_cast<ResourceId>(r), slow ? duration * slow_factor_ : duration);
-      if (inbox_[r] != kNone) graph_.AddDependency(inbox_[r], t);
+      if (inbox_[r] != kNoTask) graph_.AddDependency(inbox_[r], t);
       last_[r] = t;
     }
-    std::fill(inbox_.begin(), inbox_.end(), kNone);
+    std::fill(inbox_.begin(), inbox_.end(), kNoTask);
   }
 
   // A ring all-reduce of `total` (its medium-level time): 2(tp - 1) steps of total/steps, each
@@ -56,7 +55,7 @@ class StageBuilder {
     const size_t steps = 2 * (tp_ - 1);
     const Seconds step = total / static_cast<double>(steps);
     std::vector<TaskId>& received = scratch_;
-    received.assign(tp_, kNone);
+    received.assign(tp_, kNoTask);
     for (size_t k = 0; k < steps; ++k) {
       for (size_t r = 0; r < tp_; ++r) {
         const size_t next = (r + 1) % tp_;

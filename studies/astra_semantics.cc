@@ -68,9 +68,8 @@ namespace {
 using events::ResourceId;
 using events::ResourceOrder;
 using events::TaskGraph;
+using events::kNoTask;
 using events::TaskId;
-
-constexpr TaskId kNone = ~TaskId{0};
 
 // The event graph of one collective under ASTRA-sim's semantics.
 class AstraReplay {
@@ -86,10 +85,10 @@ class AstraReplay {
   TaskGraph& graph() { return graph_; }
   int64_t messages() const { return messages_; }
 
-  // A delay after `after` (kNone: from the start).
+  // A delay after `after` (kNoTask: from the start).
   TaskId Delay(Seconds d, TaskId after) {
     const TaskId t = graph_.AddTask(delay_, d);
-    if (after != kNone) graph_.AddDependency(after, t);
+    if (after != kNoTask) graph_.AddDependency(after, t);
     return t;
   }
 
@@ -97,7 +96,7 @@ class AstraReplay {
   TaskId DelayAfterAll(Seconds d, const std::vector<TaskId>& tasks) {
     const TaskId t = graph_.AddTask(delay_, d);
     for (TaskId before : tasks) {
-      if (before != kNone) graph_.AddDependency(before, t);
+      if (before != kNoTask) graph_.AddDependency(before, t);
     }
     return t;
   }
@@ -130,7 +129,7 @@ class AstraReplay {
     TaskId previous = after;
     for (const int32_t l : route_) {
       const TaskId hop = graph_.AddTask(LinkResource(l), Seconds(bytes / Rate(l)));
-      if (previous != kNone) graph_.AddDependency(previous, hop);
+      if (previous != kNoTask) graph_.AddDependency(previous, hop);
       previous = Delay(topology_.links()[static_cast<size_t>(l)].latency, hop);
     }
     return previous;
@@ -313,7 +312,7 @@ absl::StatusOr<AstraCollectiveResult> SimulateAstraCollective(const NetworkSpec&
   const double nd = static_cast<double>(n);
   std::vector<Chunk> ends;
   for (int64_t c = 0; c < chunks; ++c) {
-    Chunk begin(static_cast<size_t>(n), kNone);
+    Chunk begin(static_cast<size_t>(n), kNoTask);
     if (c >= system.active_chunks) begin = ends[static_cast<size_t>(c - system.active_chunks)];
     Chunk end;
     if (all_reduce && ring) {
