@@ -475,19 +475,27 @@ std::string DisaggregatedText(const ServeJob& job, const DisaggregatedOptions& p
   row("requests/s", a.requests_per_s, b.requests_per_s, 2);
   row("output tokens/s per GPU", a.output_tokens_per_s_per_gpu, b.output_tokens_per_s_per_gpu, 1);
   row("preemptions", static_cast<double>(a.preemptions), static_cast<double>(b.preemptions), 0);
+  if (a.prefix_caching) {
+    // Disaggregated, the prompts meet the cache in the prefill pool.
+    row("prefix cache hit (%)", 100.0 * a.prefix_cache.HitRate(),
+        100.0 * split.prefill_pool.prefix_cache.HitRate(), 1);
+  }
   return out;
 }
 
 nlohmann::json DisaggregatedJson(const ServeJob& job, const DisaggregatedOptions& pools,
                                  const ServeResult& aggregated, const DisaggregatedResult& split) {
   auto pool_json = [](const PoolConfig& p, const KvCacheSizing& kv, const ServeMetrics& m) {
-    return nlohmann::json{{"tp", p.deployment.tp},
-                          {"replicas", p.replicas},
-                          {"gpu", p.deployment.hw.gpu.name},
-                          {"kv_cache_tokens", kv.Tokens()},
-                          {"passes", m.passes},
-                          {"mean_batch_sequences", m.mean_batch_sequences},
-                          {"peak_kv_utilization", m.peak_kv_utilization}};
+    return nlohmann::json{
+        {"tp", p.deployment.tp},
+        {"replicas", p.replicas},
+        {"gpu", p.deployment.hw.gpu.name},
+        {"kv_cache_tokens", kv.Tokens()},
+        {"passes", m.passes},
+        {"mean_batch_sequences", m.mean_batch_sequences},
+        {"peak_kv_utilization", m.peak_kv_utilization},
+        {"prefix_cache_hit_rate",
+         m.prefix_caching ? nlohmann::json(m.prefix_cache.HitRate()) : nlohmann::json(nullptr)}};
   };
   return {{"workload", job.workload},
           {"aggregated", MetricsJson(aggregated.metrics, aggregated.gpus)},
