@@ -18,6 +18,9 @@ absl::StatusOr<AstraSystem> LoadAstraSystem(const std::string& path) {
   PROJECTOR_ASSIGN_OR_RETURN(JsonObject o, JsonObject::Make(doc, path, ""));
   AstraSystem s;
   s.source = path;
+  // A key the file leaves out takes ASTRA-sim's own default (Sys.cc: one chunk, one in flight,
+  // communication_delay 10 cycles; local-mem-bw 0, no memory model, read here as no reduction
+  // cost).
   PROJECTOR_ASSIGN_OR_RETURN(s.dataset_splits, o.IntOr("preferred-dataset-splits", 1));
   PROJECTOR_ASSIGN_OR_RETURN(s.active_chunks, o.IntOr("active-chunks-per-dimension", 1));
   PROJECTOR_ASSIGN_OR_RETURN(const double endpoint, o.NumberOr("endpoint-delay", 10));
@@ -65,10 +68,10 @@ absl::StatusOr<AstraSystem> LoadAstraSystem(const std::string& path) {
 
 namespace {
 
+using events::kNoTask;
 using events::ResourceId;
 using events::ResourceOrder;
 using events::TaskGraph;
-using events::kNoTask;
 using events::TaskId;
 
 // The event graph of one collective under ASTRA-sim's semantics.

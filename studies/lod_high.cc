@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -585,7 +586,8 @@ class StepGraphBuilder {
     // The exposed collectives taken out of the pass: EP on a shared NIC; TP, CP and EP on a
     // network file's links. The rest is compute, which a straggler slows.
     const Seconds alone = e.end - e.start;
-    std::vector<PassComm> comms;
+    std::vector<PassComm>& comms = comms_;
+    comms.clear();
     const size_t chunk_index = static_cast<size_t>(r * vpp_ + e.chunk);
     if (chunk_index < medium_.chunk_comm.size() && e.kind != TimelineKind::kWeightGrad) {
       const ChunkComm& parts = medium_.chunk_comm[chunk_index];
@@ -751,31 +753,45 @@ class StepGraphBuilder {
     const int32_t track = Track(absl::StrCat(LaneName(0, r), " DP stream"));
     for (const Bucket& b : w.buckets) {
       const ProcessGroup group = b.expert ? net_.expert : net_.dense;
-      PROJECTOR_ASSIGN_OR_RETURN(
-          std::vector<FlowStep> steps,
-          network_->Collective(b.kind, b.bytes, group, r * net_.block, group.stride,
-                               b.reduce * slow_.Reduce(r, 0, b.expert)));
-      if (steps.empty()) steps.push_back({.duration = Seconds(0), .shares = {}});
-      ReplayedTask reduce;
-      reduce.what = ReplayedTask::What::kGradReduce;
-      reduce.rank = static_cast<int32_t>(lane);
-      reduce.chunk = b.chunk;
       const TaskId ready = BucketReady(lane, w, b, final_pieces);
-      // The first step after the bucket's gradients and the bucket before; the rest in order.
-      TaskId previous = PassIndex::kNone;
-      for (const FlowStep& step : steps) {
-        const TaskId t = AddFlowStep(step, reduce, track);
-        if (previous != PassIndex::kNone) {
-          g_.AddDependency(previous, t);
-        } else {
-          if (ready != PassIndex::kNone) g_.AddDependency(ready, t);
-          if (!tasks.empty()) g_.AddDependency(tasks.back().reduce, t);
-        }
-        previous = t;
-      }
-      tasks.push_back({.ready = ready, .reduce = previous});
+      const TaskId before = tasks.empty() ? PassIndex::kNone : tasks.back().reduce;
+      PROJECTOR_ASSIGN_OR_RETURN(
+          const TaskId last, AddBucketSteps(b, group, r * net_.block, group.stride, r, 0,
+                                            static_cast<int32_t>(lane), track, {ready, before}));
+      tasks.push_back({.ready = ready, .reduce = last});
     }
     return tasks;
+  }
+
+  // One bucket's collective on every DP group starting in [first, first + span) of stage r, as
+  // its algorithm's steps (flows) on `track`: the first after each task of `after` (kNone
+  // skipped), the rest in order. Its last step (a zero-length one for a collective that takes no
+  // time). `position`: the GPU whose DP link a slow link may slow.
+  absl::StatusOr<TaskId> AddBucketSteps(const Bucket& b, ProcessGroup group, int64_t first,
+                                        int64_t span, int64_t r, int64_t position, int32_t lane,
+                                        int32_t track, std::initializer_list<TaskId> after) {
+    PROJECTOR_ASSIGN_OR_RETURN(
+        std::vector<FlowStep> steps,
+        network_->Collective(b.kind, b.bytes, group, first, span,
+                             b.reduce * slow_.Reduce(r, position, b.expert)));
+    if (steps.empty()) steps.push_back({.duration = Seconds(0), .shares = {}});
+    ReplayedTask reduce;
+    reduce.what = ReplayedTask::What::kGradReduce;
+    reduce.rank = lane;
+    reduce.chunk = b.chunk;
+    TaskId previous = PassIndex::kNone;
+    for (const FlowStep& step : steps) {
+      const TaskId t = AddFlowStep(step, reduce, track);
+      if (previous != PassIndex::kNone) {
+        g_.AddDependency(previous, t);
+      } else {
+        for (const TaskId before : after) {
+          if (before != PassIndex::kNone) g_.AddDependency(before, t);
+        }
+      }
+      previous = t;
+    }
+    return previous;
   }
 
   // Transfers of the activations of stage `from`'s GPUs to stage `to`'s (each to the GPU at its
@@ -855,23 +871,12 @@ class StepGraphBuilder {
           waits.push_back(lane_previous[static_cast<size_t>(q)]);
         }
         const TaskId together = Barrier(waits, r);
-        PROJECTOR_ASSIGN_OR_RETURN(
-            std::vector<FlowStep> steps,
-            network_->Collective(b.kind, b.bytes, group, r * net_.block + base, 1,
-                                 b.reduce * slow_.Reduce(r, base, b.expert)));
-        if (steps.empty()) steps.push_back({.duration = Seconds(0), .shares = {}});
-        ReplayedTask reduce;
-        reduce.what = ReplayedTask::What::kGradReduce;
-        reduce.rank = static_cast<int32_t>(Lane(base, r));
-        reduce.chunk = b.chunk;
         const int32_t track = Track(absl::StrCat("stage ", r, (b.expert ? " expert" : ""),
                                                  " DP group ", base, " DP stream"));
-        TaskId previous = together;
-        for (const FlowStep& step : steps) {
-          const TaskId t = AddFlowStep(step, reduce, track);
-          g_.AddDependency(previous, t);
-          previous = t;
-        }
+        PROJECTOR_ASSIGN_OR_RETURN(
+            const TaskId previous,
+            AddBucketSteps(b, group, r * net_.block + base, 1, r, base,
+                           static_cast<int32_t>(Lane(base, r)), track, {together}));
         size_t k = 0;
         for (int64_t q = base; q < lanes_.replicas; q += stride, ++k) {
           lanes[static_cast<size_t>(q)].push_back({.ready = members[k], .reduce = previous});
@@ -997,6 +1002,7 @@ class StepGraphBuilder {
   PassIndex entry_;                 // a pass's first task (what the pass waits for gates it)
   PassIndex receive_;               // the rendezvous receive before a pass, or kNone
   std::vector<Stretch> stretches_;  // scratch
+  std::vector<PassComm> comms_;     // scratch
 };
 
 absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, int64_t vpp,

@@ -138,7 +138,8 @@ absl::StatusOr<const FlowStep*> NetworkReplay::Occupancy(CollectiveKind kind, Pr
                 0.0};
   if (auto it = occupancy_memo_.find(key); it != occupancy_memo_.end()) return &it->second;
   if (group.size < 2 || span < 1) return &occupancy_memo_[key];
-  // At a reference size of 64 MiB (bandwidth-bound: the shares are ratios of link loads).
+  // At a reference size of 64 MiB, a tool choice: large enough to be bandwidth-bound, so that
+  // the algorithm is the one of large messages; the shares are ratios of link loads.
   std::vector<int64_t> shifts;
   PROJECTOR_ASSIGN_OR_RETURN(
       NetworkCollectives::StepPlan plan,
