@@ -18,6 +18,7 @@
 #include "projection/layer_composer.h"
 #include "projection/layer_time_adjuster.h"
 #include "projection/memory_model.h"
+#include "projection/pass_plan.h"
 #include "projection/step_composer.h"
 #include "scenario/scenario.h"
 
@@ -158,6 +159,9 @@ struct Projection {
   std::vector<ChunkComm> chunk_comm;
   // Under FSDP, with the timeline: each chunk's units in execution order (StepInputs).
   std::vector<std::vector<FsdpUnitTraffic>> chunk_fsdp;      // by rank · vpp + chunk, with the timeline
+  // With the timeline: each chunk's passes as its layers' modules and collectives, in order (by
+  // rank · vpp + chunk).
+  std::vector<ChunkPlan> chunk_plans;
   Seconds pipeline_time;      // the replayed schedule's makespan (before the ranks' tails)
   int64_t critical_rank = 0;  // the pipeline rank whose passes the breakdown follows
   Seconds p2p_transfer;

@@ -134,6 +134,8 @@ void AddEnd(const ComposedEndModule& e, ChunkCost& c, bool count_parameters = tr
   c.weight_grad += e.backward_weight_grad;
   c.compute += e.forward_compute + e.backward_compute;
   c.tp += e.forward_tp_comm + e.backward_tp_comm;
+  c.comm_parts.tp.forward += e.forward_tp_comm;
+  c.comm_parts.tp.backward += e.backward_tp_comm;
   c.clock_scaled += e.forward_clock_scaled + e.backward_clock_scaled;
   Accumulate(c.forward_window, ForwardWindow(e), 1.0);
   Accumulate(c.backward_window, BackwardWindow(e), 1.0);

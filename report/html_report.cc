@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "core/number_format.h"
 #include "report/compare_report.h"
+#include "report/lod_report.h"
 #include "report/report.h"
 #include "report/scale_report.h"
 #include "report/serve_report.h"
@@ -722,8 +723,8 @@ void HighLodSection(std::string& out, const HighLodResult& r) {
   row("step time", r.medium.step_time, r.step_time);
   row("pipeline (last pass)", r.medium.pipeline_time, r.pipeline_time);
   row("exposed DP communication", r.medium.breakdown.exposed_dp_comm, r.exposed_dp_comm);
-  if (r.exposed_ep_comm) {
-    row("exposed EP communication", r.medium.breakdown.exposed_ep_comm, *r.exposed_ep_comm);
+  for (const GroupExposureRow& g : GroupExposureRows(r)) {
+    row(absl::StrCat("exposed ", std::string(g.group), " communication"), g.medium, g.high);
   }
   out += "</table>\n<ul>";
   if (r.network.empty()) {

@@ -43,7 +43,28 @@ std::string PassName(const ReplayedTask& t, bool interleaved) {
                      : absl::StrCat(kind, t.micro_batch);
 }
 
+// " L12 attention" for a piece of a pass (its layer, its module or collective), " output" for an
+// end module's; empty for a whole pass.
+std::string PieceName(const ReplayedTask& t) {
+  if (t.op.empty()) return "";
+  const std::string op(t.op);
+  return t.layer >= 0 ? absl::StrCat(" L", t.layer, " ", op) : absl::StrCat(" ", op);
+}
+
 }  // namespace
+
+std::vector<GroupExposureRow> GroupExposureRows(const HighLodResult& r) {
+  const StepBreakdown& b = r.medium.breakdown;
+  std::vector<GroupExposureRow> rows;
+  for (const GroupExposureRow& g : {GroupExposureRow{"TP", b.exposed_tp_comm, r.exposed_comm.tp},
+                                    GroupExposureRow{"CP", b.exposed_cp_comm, r.exposed_comm.cp},
+                                    GroupExposureRow{"EP", b.exposed_ep_comm, r.exposed_comm.ep},
+                                    GroupExposureRow{"FSDP", b.exposed_fsdp_comm,
+                                                     r.exposed_comm.fsdp}}) {
+    if (g.medium.value() > 0 || g.high.value() > 0) rows.push_back(g);
+  }
+  return rows;
+}
 
 std::string HighLodText(const HighLodResult& r) {
   std::string out = "\nLevel of detail: high (the step replayed as events; docs/event_engine.md)\n";
@@ -55,10 +76,9 @@ std::string HighLodText(const HighLodResult& r) {
   absl::StrAppendFormat(
       &out, "  exposed DP  medium %12.3f ms   high %12.3f ms   (high: from the timeline)\n",
       ToMilliseconds(r.medium.breakdown.exposed_dp_comm), ToMilliseconds(r.exposed_dp_comm));
-  if (r.exposed_ep_comm) {
-    absl::StrAppendFormat(
-        &out, "  exposed EP  medium %12.3f ms   high %12.3f ms   (high: from the timeline)\n",
-        ToMilliseconds(r.medium.breakdown.exposed_ep_comm), ToMilliseconds(*r.exposed_ep_comm));
+  for (const GroupExposureRow& g : GroupExposureRows(r)) {
+    absl::StrAppendFormat(&out, "  exposed %-3s medium %12.3f ms   high %12.3f ms\n", g.group,
+                          ToMilliseconds(g.medium), ToMilliseconds(g.high));
   }
   if (r.network.empty()) {
     absl::StrAppendFormat(&out, "  NIC         %s: %s\n", r.nic_shared ? "shared" : "not shared",
@@ -226,7 +246,7 @@ nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r
                          {"dur", ToMicroseconds(t.end - t.start)}};
     switch (t.what) {
       case ReplayedTask::What::kPass:
-        ev["name"] = PassName(t, interleaved);
+        ev["name"] = absl::StrCat(PassName(t, interleaved), PieceName(t));
         ev["cat"] = "pass";
         break;
       case ReplayedTask::What::kReceive:
@@ -242,19 +262,23 @@ nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r
         ev["cat"] = "sync";
         break;
       case ReplayedTask::What::kTpComm:
-        ev["name"] = absl::StrCat("TP collectives ", PassName(t, interleaved));
+        ev["name"] = t.op.empty() ? absl::StrCat("TP collectives ", PassName(t, interleaved))
+                                 : absl::StrCat(PassName(t, interleaved), PieceName(t));
         ev["cat"] = "tp";
         break;
       case ReplayedTask::What::kCpComm:
-        ev["name"] = absl::StrCat("CP ring ", PassName(t, interleaved));
+        ev["name"] = t.op.empty() ? absl::StrCat("CP ring ", PassName(t, interleaved))
+                                 : absl::StrCat(PassName(t, interleaved), PieceName(t));
         ev["cat"] = "cp";
         break;
       case ReplayedTask::What::kFsdpComm:
-        ev["name"] = absl::StrCat("FSDP collectives ", PassName(t, interleaved));
+        ev["name"] = t.op.empty() ? absl::StrCat("FSDP collectives ", PassName(t, interleaved))
+                                 : absl::StrCat(PassName(t, interleaved), PieceName(t));
         ev["cat"] = "fsdp";
         break;
       case ReplayedTask::What::kEpComm:
-        ev["name"] = absl::StrCat("EP all-to-all ", PassName(t, interleaved));
+        ev["name"] = t.op.empty() ? absl::StrCat("EP all-to-all ", PassName(t, interleaved))
+                                 : absl::StrCat(PassName(t, interleaved), PieceName(t));
         ev["cat"] = "ep";
         break;
       case ReplayedTask::What::kGradReduce:
@@ -278,9 +302,14 @@ nlohmann::json HighLodJson(const HighLodResult& r) {
           {"difference_pct", r.DifferencePct()},
           {"pipeline_time_s", r.pipeline_time.value()},
           {"exposed_dp_comm_s", r.exposed_dp_comm.value()},
-          {"exposed_ep_comm_s",
-           r.exposed_ep_comm ? nlohmann::json(r.exposed_ep_comm->value()) : nlohmann::json()},
+          {"exposed_tp_comm_s", r.exposed_comm.tp.value()},
+          {"medium_exposed_tp_comm_s", r.medium.breakdown.exposed_tp_comm.value()},
+          {"exposed_cp_comm_s", r.exposed_comm.cp.value()},
+          {"medium_exposed_cp_comm_s", r.medium.breakdown.exposed_cp_comm.value()},
+          {"exposed_ep_comm_s", r.exposed_comm.ep.value()},
           {"medium_exposed_ep_comm_s", r.medium.breakdown.exposed_ep_comm.value()},
+          {"exposed_fsdp_comm_s", r.exposed_comm.fsdp.value()},
+          {"medium_exposed_fsdp_comm_s", r.medium.breakdown.exposed_fsdp_comm.value()},
           {"congestion", std::string(CongestionName(r.congestion))},
           {"nic_shared", r.nic_shared},
           {"nic_note", r.nic_note},

@@ -4,12 +4,23 @@
 #define PROJECTOR_REPORT_LOD_REPORT_H_
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "nlohmann/json.hpp"
 #include "scenario/scenario.h"
 #include "studies/lod_high.h"
 
 namespace projector {
+
+// A group whose collectives the replay exposed inside the passes (its medium or timeline figure
+// above 0): "TP", "CP", "EP" or "FSDP", the medium breakdown's exposure and the timeline's
+// (HighLodResult::exposed_comm).
+struct GroupExposureRow {
+  std::string_view group;
+  Seconds medium, high;
+};
+std::vector<GroupExposureRow> GroupExposureRows(const HighLodResult& r);
 
 std::string HighLodText(const HighLodResult& r);
 // {step_time_s, medium_step_time_s, difference_pct, pipeline_time_s, medium_pipeline_time_s,

@@ -323,43 +323,94 @@ struct NicUse {
   bool Shared() const { return dp || p2p || ep; }
 };
 
-// What a stretch of a pass is: the layers' compute on the rank's stream, or one dimension's
-// exposed collectives taken out of the pass (EP on a shared NIC; TP, CP, EP and the FSDP units'
-// gathers and reduce-scatters on a network file's links).
+// What a stretch of a pass is: the layers' compute on the rank's stream, or one collective's
+// exposed time (on the stream, or taken out of it: EP on a shared NIC; TP, CP, EP and the FSDP
+// units' gathers and reduce-scatters on a network file's links).
 enum class PassPart : uint8_t { kCompute, kTp, kCp, kEp, kFsdp };
 
 struct Stretch {
   Seconds length;
   PassPart part = PassPart::kCompute;
+  CollectiveKind kind = CollectiveKind::kAllReduce;  // a collective's, as the layer issues it
+  ProcessGroup group = {};                           // a collective's, as the layer issues it
+  std::string_view name = {};                        // the module or the collective
+  int32_t layer = -1;                                // the model's layer; -1 for an end module
 };
 
-// One dimension's exposed communication in a pass: its time and the layers it comes from.
+// One dimension's exposed communication in a pass (the medium projection's, for the chunk and
+// the pass's kind).
 struct PassComm {
   PassPart part;
   Seconds exposed;
-  int64_t layers = 0;
 };
 
-// A pass as stretches: per layer, its share of `compute` then its share of each dimension's
-// exposed communication (a dimension of fewer layers in the first of them); one stretch when
-// nothing is taken out.
-void PassStretches(Seconds compute, std::span<const PassComm> comms, std::vector<Stretch>& out) {
+PassPart PartOf(CommDim dim) {
+  return dim == CommDim::kTp ? PassPart::kTp : dim == CommDim::kCp ? PassPart::kCp : PassPart::kEp;
+}
+
+// A pass laid out from its chunk's plan (projection/pass_plan.h): each compute segment its share
+// of the compute by its time, each collective its share of its dimension's exposed time by its
+// own; the FSDP units' exposed time shared over the units, before each (its gather gates it).
+// The compute is `alone` less what the collectives take, times `compute_factor` (a straggler);
+// a dimension with exposed time but no collective in the plan keeps it in the compute, a
+// collective of a dimension without exposed time is left out. No plan: the compute, then the
+// collectives, one stretch each.
+void PlanStretches(std::span<const PassSegment> plan, Seconds alone, double compute_factor,
+                   std::span<const PassComm> comms, std::vector<Stretch>& out) {
   out.clear();
-  int64_t layers = 0;
-  for (const PassComm& c : comms) {
-    if (c.exposed.value() > 0) layers = std::max(layers, c.layers);
+  std::array<Seconds, 5> exposed{}, planned{};
+  Seconds compute_weight;
+  int32_t units = 0, last_unit = -1;
+  for (const PassSegment& s : plan) {
+    if (s.dim == CommDim::kNone) {
+      compute_weight += s.time;
+    } else {
+      planned[static_cast<size_t>(PartOf(s.dim))] += s.time;
+    }
+    if (s.unit != last_unit) ++units;
+    last_unit = s.unit;
   }
-  if (layers <= 0) {
-    out.push_back({.length = compute, .part = PassPart::kCompute});
+  Seconds compute = alone;
+  for (const PassComm& c : comms) {
+    const size_t i = static_cast<size_t>(c.part);
+    const bool placed = c.part == PassPart::kFsdp ? units > 0 : planned[i].value() > 0;
+    if (c.exposed.value() <= 0 || (!placed && !plan.empty())) continue;
+    exposed[i] += c.exposed;
+    compute -= c.exposed;
+  }
+  compute = Max0(compute) * compute_factor;
+  if (plan.empty() || compute_weight.value() <= 0) {
+    out.push_back({.length = compute});
+    for (const PassComm& c : comms) {
+      const Seconds e = exposed[static_cast<size_t>(c.part)];
+      if (e.value() > 0) out.push_back({.length = e, .part = c.part});
+    }
+    if (!plan.empty()) out.front().layer = plan.front().layer;
     return;
   }
-  for (int64_t i = 0; i < layers; ++i) {
-    out.push_back({.length = compute / static_cast<double>(layers), .part = PassPart::kCompute});
-    for (const PassComm& c : comms) {
-      if (c.exposed.value() > 0 && i < c.layers) {
-        out.push_back({.length = c.exposed / static_cast<double>(c.layers), .part = c.part});
-      }
+  const Seconds fsdp_per_unit = exposed[static_cast<size_t>(PassPart::kFsdp)] / static_cast<double>(units);
+  last_unit = -1;
+  for (const PassSegment& s : plan) {
+    if (s.unit != last_unit && fsdp_per_unit.value() > 0) {
+      out.push_back({.length = fsdp_per_unit,
+                     .part = PassPart::kFsdp,
+                     .kind = CollectiveKind::kAllGather,
+                     .name = "fsdp_unit",
+                     .layer = s.layer});
     }
+    last_unit = s.unit;
+    if (s.dim == CommDim::kNone) {
+      out.push_back({.length = compute * (s.time / compute_weight), .name = s.name, .layer = s.layer});
+      continue;
+    }
+    const size_t i = static_cast<size_t>(PartOf(s.dim));
+    if (exposed[i].value() <= 0) continue;
+    out.push_back({.length = exposed[i] * (s.time / planned[i]),
+                   .part = PartOf(s.dim),
+                   .kind = s.kind,
+                   .group = s.group,
+                   .name = s.name,
+                   .layer = s.layer});
   }
 }
 
@@ -583,30 +634,38 @@ class StepGraphBuilder {
       }
       out_.last_pass[lane] = receive_.at(e.kind, e.micro_batch, vstage);
     }
-    // The exposed collectives taken out of the pass: EP on a shared NIC; TP, CP and EP on a
-    // network file's links. The rest is compute, which a straggler slows.
+    // The pass as its chunk's plan lays it out: its layers' modules and each collective's
+    // exposed time, on the stream, or taken out of it (EP on a shared NIC; TP, CP, EP and FSDP
+    // on a network file's links). The compute is what a straggler slows.
     const Seconds alone = e.end - e.start;
     std::vector<PassComm>& comms = comms_;
     comms.clear();
     const size_t chunk_index = static_cast<size_t>(r * vpp_ + e.chunk);
-    if (chunk_index < medium_.chunk_comm.size() && e.kind != TimelineKind::kWeightGrad) {
+    const bool weight_grad = e.kind == TimelineKind::kWeightGrad;
+    if (chunk_index < medium_.chunk_comm.size() && !weight_grad) {
       const ChunkComm& parts = medium_.chunk_comm[chunk_index];
       const bool forward = e.kind == TimelineKind::kForward;
-      for (const auto& [part, taken, dim] :
-           {std::tuple{PassPart::kTp, net_.tp, &parts.tp},
-            std::tuple{PassPart::kCp, net_.cp, &parts.cp},
-            std::tuple{PassPart::kEp, net_.ep || nic_use_.ep, &parts.ep},
-            std::tuple{PassPart::kFsdp, net_.fsdp, &parts.fsdp}}) {
-        if (taken) comms.push_back({part, forward ? dim->forward : dim->backward, dim->layers});
+      for (const auto& [part, dim] : {std::pair{PassPart::kTp, &parts.tp},
+                                      std::pair{PassPart::kCp, &parts.cp},
+                                      std::pair{PassPart::kEp, &parts.ep},
+                                      std::pair{PassPart::kFsdp, &parts.fsdp}}) {
+        comms.push_back({part, forward ? dim->forward : dim->backward});
       }
     }
-    Seconds taken_out;
-    for (const PassComm& c : comms) taken_out += c.exposed;
-    if (taken_out > alone) {  // rounding: never more than the pass
-      for (PassComm& c : comms) c.exposed = c.exposed * (alone / taken_out);
-      taken_out = alone;
+    Seconds comm_total;
+    for (const PassComm& c : comms) comm_total += c.exposed;
+    if (comm_total > alone) {  // rounding: never more than the pass
+      for (PassComm& c : comms) c.exposed = c.exposed * (alone / comm_total);
     }
-    PassStretches((alone - taken_out) * slow_.Pass(r, q), comms, stretches_);
+    std::span<const PassSegment> plan;
+    if (chunk_index < medium_.chunk_plans.size()) {
+      const ChunkPlan& p = medium_.chunk_plans[chunk_index];
+      plan = e.kind == TimelineKind::kForward ? p.forward : p.backward;
+    }
+    PlanStretches(plan, alone, slow_.Pass(r, q), comms, stretches_);
+    if (weight_grad) {  // W: the backward's modules without their collectives
+      std::erase_if(stretches_, [](const Stretch& x) { return x.part != PassPart::kCompute; });
+    }
     const bool final_pass = w.final_pass[static_cast<size_t>(e.chunk)] == &e;
     static const std::vector<double> kWhole = {1.0};
     const std::vector<double>& cuts =
@@ -616,26 +675,28 @@ class StepGraphBuilder {
     size_t next_cut = 0;
     Seconds stretch_start;
     TaskId previous = PassIndex::kNone;
-    // On a network, each layer's exposed collectives as flows on their groups' links.
-    std::array<const FlowStep*, 5> occupancy = {};
-    if (network_) {
-      for (const PassComm& c : comms) {
-        if (c.exposed.value() <= 0) continue;
-        PROJECTOR_ASSIGN_OR_RETURN(occupancy[static_cast<size_t>(c.part)], Occupancy(c.part, q, r));
+    // On a network, each collective taken out as a flow on its group's links.
+    flows_.assign(stretches_.size(), nullptr);
+    for (size_t i = 0; i < stretches_.size(); ++i) {
+      if (network_ && stretches_[i].length.value() > 0 && TakenOut(stretches_[i].part)) {
+        PROJECTOR_ASSIGN_OR_RETURN(flows_[i], Occupancy(stretches_[i], q, r));
       }
     }
+    size_t stretch_index = 0;
     auto add_piece = [&](const Stretch& x, Seconds length, bool cut) {
       ReplayedTask what = Described(WhatOf(x.part), e);
       what.rank = static_cast<int32_t>(lane);
+      what.op = x.name;
+      what.layer = x.layer;
       TaskId t = 0;
-      if (const FlowStep* flow = occupancy[static_cast<size_t>(x.part)]; flow != nullptr) {
+      if (const FlowStep* flow = flows_[stretch_index]; flow != nullptr) {
         t = AddFlowStep({.duration = length * flow->stretch, .shares = flow->shares}, what,
                         Track(absl::StrCat(LaneName(q, r), TrackSuffix(x.part))));
         const TaskId after = previous != PassIndex::kNone ? previous : out_.last_pass[lane];
         if (after != PassIndex::kNone) g_.AddDependency(after, t);
       } else {
-        t = AddChained(lane, x.part == PassPart::kEp ? nic_[lane] : stream_[lane], length, what,
-                       previous);
+        const bool on_nic = x.part == PassPart::kEp && nic_use_.ep;
+        t = AddChained(lane, on_nic ? nic_[lane] : stream_[lane], length, what, previous);
       }
       if (previous == PassIndex::kNone) entry_.at(e.kind, e.micro_batch, vstage) = t;
       previous = t;
@@ -643,6 +704,7 @@ class StepGraphBuilder {
     };
     for (size_t i = 0; i < stretches_.size(); ++i) {
       const Stretch& x = stretches_[i];
+      stretch_index = i;
       const bool last_stretch = i + 1 == stretches_.size();
       const Seconds stretch_end = last_stretch ? pass_length : stretch_start + x.length;
       // One piece up to each cut inside the stretch (the last stretch takes every cut left, 1
@@ -828,18 +890,38 @@ class StepGraphBuilder {
                                      : " EP all-to-all";
   }
 
-  // The links of stage r's lane q's exposed collectives of one dimension: TP all-reduces, the CP
-  // ring (each rank to the next, as an all-gather's ring), the EP All-to-All. Folded, every group
-  // of the dimension in the stage at once; unfolded, what lane q's GPU sends to its group.
-  absl::StatusOr<const FlowStep*> Occupancy(PassPart part, int64_t q, int64_t r) {
-    const ProcessGroup group = part == PassPart::kTp     ? net_.tp_group
-                               : part == PassPart::kCp   ? net_.cp_group
-                               : part == PassPart::kFsdp ? net_.fsdp_group
-                                                         : net_.ep_group;
-    const CollectiveKind kind = part == PassPart::kTp ? CollectiveKind::kAllReduce
-                                : part == PassPart::kCp || part == PassPart::kFsdp
-                                    ? CollectiveKind::kAllGather
-                                    : CollectiveKind::kAllToAll;
+  // Whether a dimension's collectives leave the stream: on a network file's links, or EP on a
+  // shared NIC.
+  bool TakenOut(PassPart part) const {
+    switch (part) {
+      case PassPart::kTp:
+        return net_.tp;
+      case PassPart::kCp:
+        return net_.cp;
+      case PassPart::kEp:
+        return net_.ep || nic_use_.ep;
+      case PassPart::kFsdp:
+        return net_.fsdp;
+      case PassPart::kCompute:
+        break;
+    }
+    return false;
+  }
+
+  // The links of one collective of stage r's lane q as the layer issues it (its kind and group;
+  // the CP ring as an all-gather's ring over the CP group, each rank sending to the next; an
+  // FSDP unit's gather over the DP·CP group). Folded, every group of the dimension in the stage
+  // at once; unfolded, what lane q's GPU sends to its group.
+  absl::StatusOr<const FlowStep*> Occupancy(const Stretch& x, int64_t q, int64_t r) {
+    ProcessGroup group = x.group;
+    CollectiveKind kind = x.kind;
+    if (x.part == PassPart::kCp || x.part == PassPart::kFsdp) {
+      group = x.part == PassPart::kCp ? net_.cp_group : net_.fsdp_group;
+      kind = CollectiveKind::kAllGather;
+    }
+    if (group.size < 2) {  // a plan without the group: the dimension's
+      group = x.part == PassPart::kTp ? net_.tp_group : net_.ep_group;
+    }
     if (lanes_.replicas == 1) {
       return network_->Occupancy(kind, group, r * net_.block, net_.block);
     }
@@ -1001,8 +1083,9 @@ class StepGraphBuilder {
   PassIndex done_;                  // a pass's last task (what depends on the pass waits for it)
   PassIndex entry_;                 // a pass's first task (what the pass waits for gates it)
   PassIndex receive_;               // the rendezvous receive before a pass, or kNone
-  std::vector<Stretch> stretches_;  // scratch
-  std::vector<PassComm> comms_;     // scratch
+  std::vector<Stretch> stretches_;          // scratch
+  std::vector<PassComm> comms_;             // scratch
+  std::vector<const FlowStep*> flows_;      // scratch: each stretch's flow on the network
 };
 
 absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, int64_t vpp,
@@ -1050,9 +1133,29 @@ NicUse NicUseOf(const Scenario& s, const Projection& medium, Congestion congesti
   return use;
 }
 
-// Unfolded passes the replay takes (each a few tasks and events): 2 million, about a second of
-// building and simulating on one core. Tool choice, like kMaxTimelinePasses.
-constexpr double kMaxUnfoldedPasses = 2e6;
+// Tasks the replay builds at most: 12 million. A task takes about 200 bytes (the graph, its
+// timeline entry, the queue; measured: 6.8 M tasks of Llama-3.1-70B on 1,024 GPUs unfolded,
+// 1.3 GB resident, 2.9 s on one core), so about 2.5 GB and a few seconds. Tool choice, like
+// kMaxTimelinePasses.
+constexpr double kMaxReplayTasks = 12e6;
+
+// About the tasks the replay of `medium`'s timeline builds on `replicas` lanes per stage: each
+// pass's pieces (its chunk's plan) and the receive before it, each bucket reduce and tail.
+double EstimatedTasks(const Projection& medium, int64_t vpp, int64_t replicas) {
+  double per_lane_set = 0;
+  for (const TimelineEvent& e : medium.timeline) {
+    const size_t chunk = static_cast<size_t>(e.rank * vpp + e.chunk);
+    if (!IsPass(e.kind) || e.chunk < 0 || chunk >= medium.chunk_plans.size()) {
+      per_lane_set += 1;
+      continue;
+    }
+    const ChunkPlan& plan = medium.chunk_plans[chunk];
+    const size_t pieces =
+        e.kind == TimelineKind::kForward ? plan.forward.size() : plan.backward.size();
+    per_lane_set += static_cast<double>(std::max<size_t>(pieces, 1) + 1);
+  }
+  return per_lane_set * static_cast<double>(replicas);
+}
 
 // The lanes of the replay and, unfolded, the groups that hold GPUs together: a pass's GPUs are
 // a TP·CP group (consecutive positions; with experts, widened to the EP group's span, ep·etp
@@ -1133,19 +1236,23 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
         "batch) or --lod medium",
         passes, kMaxTimelinePasses));
   }
-  const double unfolded = passes * static_cast<double>(scenario.parallel.PpGroup().stride);
-  if (high.no_fold && unfolded > kMaxUnfoldedPasses) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--no-fold: every GPU's passes are %.0f (%.0f per stage's GPU x %d GPUs per stage), more "
-        "than the %.0f the unfolded replay takes; drop --no-fold (the folded replay simulates one "
-        "GPU per stage) or project fewer GPUs or micro-batches",
-        unfolded, passes, scenario.parallel.PpGroup().stride, kMaxUnfoldedPasses));
-  }
   HighLodResult out;
   const auto medium_start = std::chrono::steady_clock::now();
   options.keep_timeline = true;
   PROJECTOR_ASSIGN_OR_RETURN(out.medium, Project(scenario, backends, options));
   out.medium_wall_s = WallSeconds(medium_start);
+  const int64_t replicas = high.no_fold ? scenario.parallel.PpGroup().stride : 1;
+  if (const double tasks = EstimatedTasks(out.medium, scenario.parallel.vpp, replicas);
+      tasks > kMaxReplayTasks) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--lod high: the replay would build about %.0f tasks (every pass as its layers' modules "
+        "and collectives%s), more than the %.0f it takes (about 200 bytes each); %sproject fewer "
+        "micro-batches (a smaller global batch) or --lod medium",
+        tasks,
+        high.no_fold ? absl::StrFormat(", on each of %d GPUs per stage", replicas) : "",
+        kMaxReplayTasks,
+        high.no_fold ? "drop --no-fold (the folded replay simulates one GPU per stage), " : ""));
+  }
 
   const auto high_start = std::chrono::steady_clock::now();
   const int64_t pp = scenario.parallel.pp, vpp = scenario.parallel.vpp;
@@ -1215,17 +1322,28 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
     out.exposed_dp_comm =
         std::max(Seconds(0), run.tasks[t].start + step.param_gather[lane] - out.pipeline_time);
   }
-  if (nic_use.ep || net.ep) {
-    // Lane r is stage r's (first) GPU, folded or not.
-    const int32_t critical = static_cast<int32_t>(out.medium.critical_rank);
-    Seconds waited;
-    for (TaskId t = 0; t < step.what.size(); ++t) {
-      const ReplayedTask& w = step.what[t];
-      if (w.what == ReplayedTask::What::kEpComm && w.rank == critical) {
-        waited += run.tasks[t].finish - run.tasks[t].start;
-      }
+  // Lane r is stage r's (first) GPU, folded or not.
+  const int32_t critical = static_cast<int32_t>(out.medium.critical_rank);
+  for (TaskId t = 0; t < step.what.size(); ++t) {
+    const ReplayedTask& w = step.what[t];
+    if (w.rank != critical) continue;
+    const Seconds waited = run.tasks[t].finish - run.tasks[t].start;
+    switch (w.what) {
+      case ReplayedTask::What::kTpComm:
+        out.exposed_comm.tp += waited;
+        break;
+      case ReplayedTask::What::kCpComm:
+        out.exposed_comm.cp += waited;
+        break;
+      case ReplayedTask::What::kEpComm:
+        out.exposed_comm.ep += waited;
+        break;
+      case ReplayedTask::What::kFsdpComm:
+        out.exposed_comm.fsdp += waited;
+        break;
+      default:
+        break;
     }
-    out.exposed_ep_comm = waited;
   }
   out.tasks = static_cast<int64_t>(step.graph.num_tasks());
   out.resources = static_cast<int64_t>(step.graph.num_resources());

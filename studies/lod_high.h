@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -60,6 +61,10 @@ struct ReplayedTask {
   int32_t chunk = -1;
   int32_t micro_batch = -1;
   int32_t resource = 0;  // its stream or link (an index of HighLodResult::resource_use)
+  // A piece of a pass: the module or collective it runs ("attention", "tp_allreduce", ...;
+  // projection/pass_plan.h) and the model's layer (-1: an end module, or none).
+  std::string_view op;
+  int32_t layer = -1;
   Seconds start, end;
 };
 
@@ -163,11 +168,14 @@ struct HighLodResult {
   // last, how far its gradient sync and exposed parameter gathers end past pipeline_time (the
   // medium projection's breakdown.exposed_dp_comm by its closed form).
   Seconds exposed_dp_comm;
-  // Where the NIC carries the MoE layers' All-to-All: on the lane of the medium breakdown's
-  // critical rank, the time its stream waited for it (every All-to-All stretch blocks the
-  // stream); the medium projection's breakdown.exposed_ep_comm by its closed form. Empty where
-  // the All-to-All stays inside the passes.
-  std::optional<Seconds> exposed_ep_comm;
+  // Each group's exposed communication inside the passes read off the replayed timeline: on the
+  // lane of the medium breakdown's critical rank, how long its stream waited for that group's
+  // collectives (each piece blocks the stream; taken out to a shared NIC or a network file's
+  // links, it lasts as long as the contention there makes it). The medium projection's
+  // breakdown has each by its closed form (exposed_tp_comm, ...).
+  struct GroupExposure {
+    Seconds tp, cp, ep, fsdp;
+  } exposed_comm;
   int64_t tasks = 0;      // passes, transfers and tails
   int64_t resources = 0;  // compute streams and links
   // Symmetry: the replay simulates one rank per pipeline stage; the tp·cp·dp GPUs of a stage

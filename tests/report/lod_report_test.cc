@@ -64,12 +64,22 @@ TEST(LodReportTest, TheTraceHasAStreamPerRankAndALinkPerDirection) {
   EXPECT_EQ(per_link, 2 * 224);
   EXPECT_GE(most_links_busy, 2);
   EXPECT_LE(most_links_busy, 8);
-  EXPECT_EQ(by_cat["pass"], 256);
+  // The passes as their layers' pieces (projection/pass_plan.h): 32 layers on 8 chunks, 4 each;
+  // a layer's pass is attention, norms and MLP (3 compute pieces) and an all-reduce after
+  // each block (2 TP pieces); the embedding and the output add one compute piece to each pass
+  // of their chunks, and a TP piece where they communicate: the embedding's forward all-reduce,
+  // the output's cross-entropy all-reduces and its input gradient's (without sequence
+  // parallelism the embedding's backward has none). 16 micro-batches: compute
+  // 16 · (8 · 2 · 4 · 3 + 2 · 2) = 3136, TP 16 · (8 · 2 · 4 · 2 + 3) = 2096; with 224 transfers
+  // and 4 tails, 5460 tasks.
+  EXPECT_EQ(by_cat["pass"], 3136);
+  EXPECT_EQ(by_cat["tp"], 2096);
   EXPECT_EQ(by_cat["p2p"], 224);
   EXPECT_EQ(by_cat["tail"], 4);
   EXPECT_EQ(threads, 4 + 8);
-  EXPECT_THAT(HighLodText(*r), HasSubstr("events      484 (484 tasks on 12 streams and links)"));
-  EXPECT_EQ(HighLodJson(*r)["events"], 484);
+  EXPECT_THAT(HighLodText(*r),
+              HasSubstr("events      5460 (5460 tasks on 12 streams and links)"));
+  EXPECT_EQ(HighLodJson(*r)["events"], 5460);
   // 32 GPUs of TP8 · PP4: 4 pipeline ranks of 8 GPUs each.
   EXPECT_THAT(HighLodText(*r),
               HasSubstr("folded      32 GPUs as 4 pipeline ranks of 8 (their TP, CP and DP"));

@@ -4,6 +4,7 @@
 #include "studies/lod_high.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <utility>
@@ -27,6 +28,7 @@ using ::projector::testing::GivenFlags;
 using ::projector::testing::IsNearRel;
 using ::projector::testing::IsOk;
 using ::projector::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 using Flags = std::vector<std::pair<const char*, const char*>>;
@@ -123,6 +125,10 @@ TEST(HighLodTest, WithoutContentionTheEventReplayIsTheMediumStep) {
     EXPECT_NEAR(r->exposed_dp_comm.value(), r->medium.breakdown.exposed_dp_comm.value(),
                 1e-9 * r->step_time.value())
         << l.name;
+    // Each layer's TP all-reduces, one by one on the stream: the medium breakdown's exposed TP.
+    EXPECT_NEAR(r->exposed_comm.tp.value(), r->medium.breakdown.exposed_tp_comm.value(),
+                1e-9 * r->step_time.value())
+        << l.name;
     EXPECT_GT(r->events, 0) << l.name;
     EXPECT_EQ(r->events, r->tasks) << l.name;
     ASSERT_EQ(r->resource_use.size(), static_cast<size_t>(r->resources)) << l.name;
@@ -136,9 +142,14 @@ TEST(HighLodTest, WithoutContentionTheEventReplayIsTheMediumStep) {
   }
 }
 
-// The pass count the replay takes: a 1F1B step of pp 4 and 8 micro-batches holds 4 · 8 · 2
-// passes, 3 · 8 · 2 rendezvous receives (every pass but stage 0's forwards and stage 3's
-// backwards waits for a neighbour) and 4 tails: 116 tasks on 4 streams.
+// The task count the replay takes: a 1F1B step of pp 4 and 8 micro-batches holds 4 · 8 · 2
+// passes, each its 8 layers' pieces (attention, its TP all-reduce, norms, MLP, its all-reduce:
+// 5 a layer, forward and backward; projection/pass_plan.h) and on stage 0 the embedding's, on
+// stage 3 the output layer's compute, each pass, and their TP all-reduces (the embedding's
+// forward one, the output's cross-entropy ones forward and its input gradient's backward):
+// 8 · (4 · 2 · 40 + 4 + 3) = 2616; then 3 · 8 · 2 rendezvous receives (every pass but stage
+// 0's forwards and stage 3's backwards waits for a neighbour) and 4 tails: 2668 tasks on 4
+// streams.
 TEST(HighLodTest, CountsItsTasksAndResources) {
   absl::StatusOr<HighLodResult> r = High({{"model", "llama3.1-8b"},
                                           {"gpu-arch", "h100-sxm"},
@@ -150,14 +161,14 @@ TEST(HighLodTest, CountsItsTasksAndResources) {
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->medium.micro_batches, 8);
   EXPECT_EQ(r->resources, 4);
-  EXPECT_EQ(r->tasks, 4 * 8 * 2 + 3 * 8 * 2 + 4);
+  EXPECT_EQ(r->tasks, 8 * (4 * 2 * 40 + 4 + 3) + 3 * 8 * 2 + 4);
 }
 
 // The DP gradient buckets as events (one stage, DP 8, Megatron's overlap_grad_reduce): the last
-// micro-batch's backward runs as one task per bucket it completes, and the buckets drain in
-// order on the rank's DP stream: bucket j starts at max(end of bucket j−1, end of the piece that
-// completes it). The DP stream is busy exactly the sum of the reduces, and the exposed DP
-// communication read off the timeline is the medium projection's.
+// micro-batch's backward is cut where each bucket's gradients are final (a fraction of the
+// pass), and the buckets drain in order on the rank's DP stream: bucket j starts at max(end of
+// bucket j−1, the cut that completes it). The DP stream is busy exactly the sum of the reduces,
+// and the exposed DP communication read off the timeline is the medium projection's.
 TEST(HighLodTest, GradientBucketsDrainOnTheDpStreamFromWhereTheyAreFinal) {
   absl::StatusOr<HighLodResult> r = High({{"model", "llama3.1-8b"},
                                           {"gpu-arch", "h100-sxm"},
@@ -180,21 +191,21 @@ TEST(HighLodTest, GradientBucketsDrainOnTheDpStreamFromWhereTheyAreFinal) {
   }
   ASSERT_GT(fractions.size(), 1u);
   ASSERT_EQ(reduces.size(), fractions.size());
-  std::vector<double> cuts = fractions;
-  cuts.push_back(1.0);
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-  ASSERT_EQ(pieces.size(), cuts.size());
-  // The pieces tile the pass in proportion to the fractions.
-  const double pass = (pieces.back()->end - pieces.front()->start).value();
-  for (size_t k = 0; k < cuts.size(); ++k) {
-    EXPECT_THAT((pieces[k]->end - pieces.front()->start).value(), IsNearRel(pass * cuts[k], 1e-9));
-  }
+  ASSERT_FALSE(pieces.empty());
+  // A piece of the pass ends at each cut.
+  const Seconds start = pieces.front()->start;
+  const double pass = (pieces.back()->end - start).value();
+  auto piece_end_at = [&](double fraction) {
+    const double at = start.value() + pass * fraction;
+    for (const ReplayedTask* p : pieces) {
+      if (std::abs(p->end.value() - at) <= 1e-9 * pass) return at;
+    }
+    ADD_FAILURE() << "no piece ends at fraction " << fraction;
+    return at;
+  };
   double busy = 0, previous_end = 0;
   for (size_t j = 0; j < reduces.size(); ++j) {
-    const size_t k = static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), fractions[j]) -
-                                         cuts.begin());
-    const double ready = pieces[k]->end.value();
+    const double ready = piece_end_at(fractions[j]);
     EXPECT_THAT(reduces[j]->start.value(), IsNearRel(std::max(previous_end, ready), 1e-12)) << j;
     previous_end = reduces[j]->end.value();
     busy += (reduces[j]->end - reduces[j]->start).value();
@@ -436,10 +447,9 @@ TEST(HighLodTest, DpReducesAndPipelineSendsShareTheNicWhenBothCrossNodes) {
 }
 
 // An EP group wider than a node sends its All-to-All through the NIC too. Qwen3-30B-A3B on 64
-// H100 (EP16, PP2 VPP2, DP32): each MoE layer's exposed All-to-All runs on the rank's NIC after
-// the layer's compute, the stream waiting for it, beside the DP reduces and the sends. Unaware,
-// every pass is one stream task again and the replay is the medium step; aware, the three
-// contend and the step is longer.
+// H100 (EP16, PP2 VPP2, DP32): each MoE layer's dispatch and combine run on the rank's NIC, the
+// stream waiting for each, beside the DP reduces and the sends. Unaware, they run on the stream
+// and the replay is the medium step; aware, the three contend and the step is longer.
 TEST(HighLodTest, AnEpAllToAllAcrossNodesSharesTheNicWithDpAndPipeline) {
   const Flags& moe = MoeEpAcrossNodes();
   absl::StatusOr<HighLodResult> aware = High(moe, std::nullopt, std::nullopt, Congestion::kAware);
@@ -447,22 +457,29 @@ TEST(HighLodTest, AnEpAllToAllAcrossNodesSharesTheNicWithDpAndPipeline) {
   ASSERT_THAT(aware, IsOk());
   ASSERT_THAT(unaware, IsOk());
   EXPECT_THAT(aware->nic_note, HasSubstr("exposed EP all-to-all"));
-  int64_t on_nic = 0;
-  for (const ReplayedTask& t : aware->timeline) on_nic += t.what == ReplayedTask::What::kEpComm;
-  EXPECT_GT(on_nic, 0);
-  for (const ReplayedTask& t : unaware->timeline) {
-    EXPECT_NE(t.what, ReplayedTask::What::kEpComm);
-  }
+  auto ep_pieces_on = [](const HighLodResult& r, bool nic) {
+    int64_t n = 0;
+    for (const ReplayedTask& t : r.timeline) {
+      if (t.what != ReplayedTask::What::kEpComm) continue;
+      const ResourceUse& u = r.resource_use[static_cast<size_t>(t.resource)];
+      n += (nic ? u.name.ends_with("EP all-to-all)") : IsComputeStream(u)) ? 1 : 0;
+    }
+    return n;
+  };
+  EXPECT_GT(ep_pieces_on(*aware, true), 0);
+  EXPECT_EQ(ep_pieces_on(*aware, false), 0);
+  EXPECT_GT(ep_pieces_on(*unaware, false), 0);
+  EXPECT_EQ(ep_pieces_on(*unaware, true), 0);
   EXPECT_THAT(unaware->step_time.value(), IsNearRel(unaware->medium.step_time.value(), 1e-9));
   EXPECT_GT(aware->step_time, unaware->step_time);
-  // Read off the timeline: the critical rank's stream waits for every All-to-All stretch, each
-  // at least as long as alone, so at least the medium breakdown's exposed EP time; unaware,
-  // the All-to-All stays inside the passes and nothing is read.
-  ASSERT_TRUE(aware->exposed_ep_comm.has_value());
-  EXPECT_GE(aware->exposed_ep_comm->value(),
-            aware->medium.breakdown.exposed_ep_comm.value() * (1 - 1e-9));
+  // Read off the timeline: the critical rank's stream waits for every All-to-All piece, each at
+  // least as long as alone, so at least the medium breakdown's exposed EP time; unaware,
+  // exactly it.
   EXPECT_GT(aware->medium.breakdown.exposed_ep_comm.value(), 0);
-  EXPECT_FALSE(unaware->exposed_ep_comm.has_value());
+  EXPECT_GE(aware->exposed_comm.ep.value(),
+            aware->medium.breakdown.exposed_ep_comm.value() * (1 - 1e-9));
+  EXPECT_THAT(unaware->exposed_comm.ep.value(),
+              IsNearRel(unaware->medium.breakdown.exposed_ep_comm.value(), 1e-9));
 }
 
 // Unfolded (--no-fold), every GPU is simulated: its own stream, NIC and links; a TP group
@@ -535,7 +552,9 @@ TEST(HighLodTest, UnfoldedEveryGpuIsSimulatedAndFoldingIsExact) {
            {"global-batch", "16384"},
            {"seq-len", "8192"}},
           true),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--no-fold: every GPU's passes are")));
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("--lod high: the replay would build about"),
+                     HasSubstr("on each of 1024 GPUs per stage"), HasSubstr("drop --no-fold"))));
 }
 
 // The flags' scenario on `network` (its own, the hardware profile's built-in one, when empty),
@@ -754,8 +773,7 @@ TEST(HighLodTest, OnANetworkFoldingIsExact) {
   }
   absl::StatusOr<HighLodResult> moe = HighOnNetwork(MoeEpAcrossNodes(), std::nullopt);
   ASSERT_THAT(moe, IsOk());
-  ASSERT_TRUE(moe->exposed_ep_comm.has_value());
-  EXPECT_GE(moe->exposed_ep_comm->value(),
+  EXPECT_GE(moe->exposed_comm.ep.value(),
             moe->medium.breakdown.exposed_ep_comm.value() * (1 - 1e-9));
 }
 
@@ -768,6 +786,22 @@ TEST(HighLodTest, AStepBeyondTheReplayBudgetIsRefusedNamingTheFlag) {
                     {"global-batch", "125000"}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--lod high: the step replays 2000000 passes")));
+}
+
+// Within the pass budget but beyond the task budget: Llama-3.1-405B on one node, 20,000
+// micro-batches (40,000 passes), each pass its 126 layers' pieces (5 to 10 each): tens of
+// millions of tasks, refused before they are built, naming the way out.
+TEST(HighLodTest, AReplayBeyondTheTaskBudgetIsRefusedBeforeItIsBuilt) {
+  EXPECT_THAT(High({{"model", "llama3.1-405b"},
+                    {"gpu-arch", "h100-sxm"},
+                    {"num-gpus", "8"},
+                    {"tp", "8"},
+                    {"seq-len", "2048"},
+                    {"global-batch", "20000"}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("--lod high: the replay would build about"),
+                             HasSubstr("more than the 12000000 it takes"),
+                             HasSubstr("project fewer micro-batches"))));
 }
 
 }  // namespace
