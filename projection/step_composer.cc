@@ -221,7 +221,8 @@ absl::Status TimeFsdpCopies(const MemoryBackend& memory, FsdpImpl impl, const Pa
 struct FsdpExposure {
   Seconds forward, backward, total_comm;
 };
-FsdpExposure ExposeFsdp(const std::vector<FsdpUnit>& units) {
+// With `traffic` (the units' records, in the same order), each unit's interference costs too.
+FsdpExposure ExposeFsdp(const std::vector<FsdpUnit>& units, FsdpUnitTraffic* traffic) {
   FsdpExposure x;
   const double bwd_gathers = kFsdpReshardAfterForward ? 1.0 : 0.0;
   for (size_t i = 0; i < units.size(); ++i) {
@@ -232,8 +233,9 @@ FsdpExposure ExposeFsdp(const std::vector<FsdpUnit>& units) {
     if (i == 0) {
       x.forward += gather;
     } else if (const OverlapWindow& prev = units[i - 1].forward; prev.total.value() > 0) {
-      x.forward +=
-          OverlappedExposure(gather, InterferenceCost(gather, u.gather.slowdown, prev), prev);
+      const Seconds cost = InterferenceCost(gather, u.gather.slowdown, prev);
+      x.forward += OverlappedExposure(gather, cost, prev);
+      if (traffic != nullptr) traffic[i].forward_interference = cost;
     } else {
       x.forward += gather * (1.0 - kFsdpFallbackOverlap);
     }
@@ -241,6 +243,7 @@ FsdpExposure ExposeFsdp(const std::vector<FsdpUnit>& units) {
       Seconds cost = InterferenceCost(gather * bwd_gathers, u.gather.slowdown, u.backward) +
                      InterferenceCost(reduce, u.reduce.slowdown, u.backward);
       x.backward += OverlappedExposure(bwd_comm, cost, u.backward);
+      if (traffic != nullptr) traffic[i].backward_interference = cost;
     } else {
       x.backward += bwd_comm * (1.0 - kFsdpFallbackOverlap);
     }
@@ -582,10 +585,12 @@ Seconds AddChunkFsdp(const StepInputs& in, const ChunkAssignment& a, const FsdpU
                                 tr.recompute == Recompute::kSelective || l < a.recomputed_mtp);
     units.push_back(u);
   }
+  const size_t first_record = record != nullptr ? record->size() : 0;
   if (record != nullptr) {
     for (const FsdpUnit& u : units) record->push_back(u.traffic);
   }
-  FsdpExposure x = ExposeFsdp(units);
+  FsdpExposure x =
+      ExposeFsdp(units, record != nullptr ? record->data() + first_record : nullptr);
   c.forward += x.forward;
   c.backward += x.backward;
   c.fsdp += x.forward + x.backward;

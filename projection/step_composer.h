@@ -152,6 +152,9 @@ struct ChunkComm {
 struct FsdpUnitTraffic {
   Bytes dense_gather, expert_gather, dense_reduce, expert_reduce;
   Seconds gather, reduce;
+  // What they take from the compute they hide behind (InterferenceCost): the gather from the
+  // previous unit's forward, the backward's gather and reduce-scatter from the unit's backward.
+  Seconds forward_interference = {}, backward_interference = {};
 };
 
 struct StepInputs {

@@ -209,6 +209,17 @@ struct StepGraph {
   // optimizer), and how much of it is the gathers; kNone without one.
   std::vector<TaskId> after_sync;
   std::vector<Seconds> param_gather;
+  // FSDP as events: a piece that waited for its unit's gather, the task before it on its lane
+  // (kNone: none) and the gather; the stream's wait for the gather is exposed FSDP time.
+  struct FsdpGate {
+    TaskId piece, before, gather;
+    int32_t lane;
+  };
+  std::vector<FsdpGate> fsdp_gates;
+  std::vector<TaskId> fsdp_last_reduce;  // per lane: its last FSDP reduce-scatter, or kNone
+  // Per lane: the compute its FSDP collectives took while hidden (FsdpUnitTraffic's
+  // interference), part of its exposed FSDP time as the medium projection counts it.
+  std::vector<Seconds> fsdp_interference;
 };
 
 // The producer of pass (k, mb, stage) on another virtual stage: the previous stage's forward,
@@ -335,6 +346,7 @@ struct Stretch {
   ProcessGroup group = {};                           // a collective's, as the layer issues it
   std::string_view name = {};                        // the module or the collective
   int32_t layer = -1;                                // the model's layer; -1 for an end module
+  int32_t unit = 0;                                  // the chunk's FSDP unit
 };
 
 // One dimension's exposed communication in a pass (the medium projection's, for the chunk and
@@ -347,6 +359,9 @@ struct PassComm {
 PassPart PartOf(CommDim dim) {
   return dim == CommDim::kTp ? PassPart::kTp : dim == CommDim::kCp ? PassPart::kCp : PassPart::kEp;
 }
+
+// Without FSDP's units as events: a unit's exposed FSDP time, as a piece on the stream.
+constexpr std::string_view kFsdpUnitExposure = "fsdp_unit";
 
 // A pass laid out from its chunk's plan (projection/pass_plan.h): each compute segment its share
 // of the compute by its time, each collective its share of its dimension's exposed time by its
@@ -395,12 +410,16 @@ void PlanStretches(std::span<const PassSegment> plan, Seconds alone, double comp
       out.push_back({.length = fsdp_per_unit,
                      .part = PassPart::kFsdp,
                      .kind = CollectiveKind::kAllGather,
-                     .name = "fsdp_unit",
-                     .layer = s.layer});
+                     .name = kFsdpUnitExposure,
+                     .layer = s.layer,
+                     .unit = s.unit});
     }
     last_unit = s.unit;
     if (s.dim == CommDim::kNone) {
-      out.push_back({.length = compute * (s.time / compute_weight), .name = s.name, .layer = s.layer});
+      out.push_back({.length = compute * (s.time / compute_weight),
+                     .name = s.name,
+                     .layer = s.layer,
+                     .unit = s.unit});
       continue;
     }
     const size_t i = static_cast<size_t>(PartOf(s.dim));
@@ -410,7 +429,8 @@ void PlanStretches(std::span<const PassSegment> plan, Seconds alone, double comp
                    .kind = s.kind,
                    .group = s.group,
                    .name = s.name,
-                   .layer = s.layer});
+                   .layer = s.layer,
+                   .unit = s.unit});
   }
 }
 
@@ -471,6 +491,11 @@ class StepGraphBuilder {
     out_.last_pass.assign(lanes, PassIndex::kNone);
     out_.after_sync.assign(lanes, PassIndex::kNone);
     out_.param_gather.assign(lanes, Seconds(0));
+    out_.fsdp_last_reduce.assign(lanes, PassIndex::kNone);
+    out_.fsdp_interference.assign(lanes, Seconds(0));
+    fsdp_link_.assign(lanes, PassIndex::kNone);
+    fsdp_gather_.assign(lanes, PassIndex::kNone);
+    fsdp_reduce_.assign(lanes, PassIndex::kNone);
     for (int64_t r = 0; r < pp_; ++r) {
       RankWork& w = work[static_cast<size_t>(r)];
       std::stable_sort(
@@ -498,7 +523,7 @@ class StepGraphBuilder {
       }
       for (int64_t q = 0; q < lanes_.replicas; ++q) {
         const std::vector<BucketTasks>& b = buckets[static_cast<size_t>(q)];
-        AddTail(q, r, b.empty() ? PassIndex::kNone : b.back().reduce);
+        AddTail(q, r, b.empty() ? out_.fsdp_last_reduce[Lane(q, r)] : b.back().reduce);
       }
     }
     PROJECTOR_RETURN_IF_ERROR(AddPassDependencies());
@@ -662,7 +687,27 @@ class StepGraphBuilder {
       const ChunkPlan& p = medium_.chunk_plans[chunk_index];
       plan = e.kind == TimelineKind::kForward ? p.forward : p.backward;
     }
-    PlanStretches(plan, alone, slow_.Pass(r, q), comms, stretches_);
+    // FSDP's units as events (FsdpUnits): the medium's exposure of them comes off the pass, whose
+    // compute keeps what their collectives take from it.
+    const std::vector<FsdpUnitTraffic>* fsdp = nullptr;
+    Seconds compute_alone = alone;
+    if (chunk_index < medium_.chunk_fsdp.size() && !medium_.chunk_fsdp[chunk_index].empty() &&
+        !plan.empty() && !weight_grad) {
+      fsdp = &medium_.chunk_fsdp[chunk_index];
+      for (PassComm& c : comms) {
+        if (c.part != PassPart::kFsdp) continue;
+        compute_alone -= c.exposed;
+        c.exposed = Seconds(0);
+      }
+      Seconds interference;
+      for (const FsdpUnitTraffic& u : *fsdp) {
+        interference += e.kind == TimelineKind::kForward ? u.forward_interference
+                                                         : u.backward_interference;
+      }
+      compute_alone += interference;
+      out_.fsdp_interference[lane] += interference * slow_.Pass(r, q);
+    }
+    PlanStretches(plan, Max0(compute_alone), slow_.Pass(r, q), comms, stretches_);
     if (weight_grad) {  // W: the backward's modules without their collectives
       std::erase_if(stretches_, [](const Stretch& x) { return x.part != PassPart::kCompute; });
     }
@@ -683,11 +728,14 @@ class StepGraphBuilder {
       }
     }
     size_t stretch_index = 0;
+    FsdpUnits units(*this, q, r, e, fsdp, stretches_);
+    TaskId gate = PassIndex::kNone;  // the gather the next piece waits for
     auto add_piece = [&](const Stretch& x, Seconds length, bool cut) {
       ReplayedTask what = Described(WhatOf(x.part), e);
       what.rank = static_cast<int32_t>(lane);
       what.op = x.name;
       what.layer = x.layer;
+      what.unit = x.unit;
       TaskId t = 0;
       if (const FlowStep* flow = flows_[stretch_index]; flow != nullptr) {
         t = AddFlowStep({.duration = length * flow->stretch, .shares = flow->shares}, what,
@@ -698,6 +746,13 @@ class StepGraphBuilder {
         const bool on_nic = x.part == PassPart::kEp && nic_use_.ep;
         t = AddChained(lane, on_nic ? nic_[lane] : stream_[lane], length, what, previous);
       }
+      if (gate != PassIndex::kNone) {
+        g_.AddDependency(gate, t);
+        const TaskId before = previous != PassIndex::kNone ? previous : out_.last_pass[lane];
+        out_.fsdp_gates.push_back(
+            {.piece = t, .before = before, .gather = gate, .lane = static_cast<int32_t>(lane)});
+        gate = PassIndex::kNone;
+      }
       if (previous == PassIndex::kNone) entry_.at(e.kind, e.micro_batch, vstage) = t;
       previous = t;
       if (cut && final_pass) final_pieces[static_cast<size_t>(e.chunk)].push_back(t);
@@ -705,6 +760,11 @@ class StepGraphBuilder {
     for (size_t i = 0; i < stretches_.size(); ++i) {
       const Stretch& x = stretches_[i];
       stretch_index = i;
+      if (units.Starts(x.unit)) {
+        const TaskId start = previous != PassIndex::kNone ? previous : out_.last_pass[lane];
+        units.Finish(previous);
+        gate = units.Start(x.unit, start);
+      }
       const bool last_stretch = i + 1 == stretches_.size();
       const Seconds stretch_end = last_stretch ? pass_length : stretch_start + x.length;
       // One piece up to each cut inside the stretch (the last stretch takes every cut left, 1
@@ -721,9 +781,126 @@ class StepGraphBuilder {
       if (at < stretch_end || previous == PassIndex::kNone) add_piece(x, stretch_end - at, false);
       stretch_start = stretch_end;
     }
+    units.Finish(previous);
+    PROJECTOR_RETURN_IF_ERROR(units.status());
     done_.at(e.kind, e.micro_batch, vstage) = previous;
     out_.last_pass[lane] = previous;
     return absl::OkStatus();
+  }
+
+  // FSDP's units of one pass as events, as FSDP issues them: a unit's parameters gathered before
+  // it runs (the first unit's when the pass starts, each next one's prefetched when the unit
+  // before it starts, FSDP's forward and backward prefetch), its gradients reduce-scattered after
+  // its backward. Gathers run one after another, reduce-scatters too, on two streams that share
+  // the lane's FSDP link (processor sharing: a gather beside a reduce-scatter each at half rate),
+  // or as flows on a network file's links over the DP·CP group. Each as long as the medium
+  // projection timed it (FsdpUnitTraffic).
+  class FsdpUnits {
+   public:
+    FsdpUnits(StepGraphBuilder& b, int64_t q, int64_t r, const TimelineEvent& e,
+              const std::vector<FsdpUnitTraffic>* traffic, const std::vector<Stretch>& stretches)
+        : b_(b), q_(q), r_(r), e_(e), traffic_(traffic), lane_(b.Lane(q, r)) {
+      if (traffic_ == nullptr) return;
+      for (const Stretch& x : stretches) {
+        if (order_.empty() || order_.back() != x.unit) order_.push_back(x.unit);
+      }
+    }
+    bool Starts(int32_t unit) const {
+      return traffic_ != nullptr && (current_ < 0 || order_[static_cast<size_t>(current_)] != unit);
+    }
+    // Unit `unit` starts after `start`: its gather (issued now for the first unit), the next
+    // unit's prefetched. The gather the unit's first piece waits for.
+    TaskId Start(int32_t unit, TaskId start) {
+      ++current_;
+      if (current_ == 0) gathers_ = {Gather(unit, start)};
+      const TaskId mine = gathers_.back();
+      if (static_cast<size_t>(current_) + 1 < order_.size()) {
+        gathers_.push_back(Gather(order_[static_cast<size_t>(current_) + 1], start));
+      }
+      return mine;
+    }
+    // The current unit ended with `last`: in backward, its gradients' reduce-scatter.
+    void Finish(TaskId last) {
+      if (traffic_ == nullptr || current_ < 0 || e_.kind != TimelineKind::kBackward) return;
+      const int32_t unit = order_[static_cast<size_t>(current_)];
+      if (finished_ == current_) return;
+      finished_ = current_;
+      TaskId& chain = b_.fsdp_reduce_[lane_];
+      chain = Collective(unit, CollectiveKind::kReduceScatter, {last, chain});
+      b_.out_.fsdp_last_reduce[lane_] = chain;
+    }
+    absl::Status status() const { return status_; }
+
+   private:
+    TaskId Gather(int32_t unit, TaskId start) {
+      TaskId& chain = b_.fsdp_gather_[lane_];
+      chain = Collective(unit, CollectiveKind::kAllGather, {start, chain});
+      return chain;
+    }
+    TaskId Collective(int32_t unit, CollectiveKind kind, std::initializer_list<TaskId> after) {
+      const size_t u = static_cast<size_t>(unit);
+      const FsdpUnitTraffic none{};
+      const FsdpUnitTraffic& t = u < traffic_->size() ? (*traffic_)[u] : none;
+      const bool gather = kind == CollectiveKind::kAllGather;
+      ReplayedTask what = Described(ReplayedTask::What::kFsdpComm, e_);
+      what.rank = static_cast<int32_t>(lane_);
+      what.op = gather ? "fsdp_allgather" : "fsdp_reducescatter";
+      what.layer = LayerOf(unit);
+      what.unit = unit;
+      const Seconds time = gather ? t.gather : t.reduce;
+      TaskId task = 0;
+      if (b_.network_) {
+        absl::StatusOr<const FlowStep*> flow = b_.Occupancy(
+            {.length = time, .part = PassPart::kFsdp, .kind = kind}, q_, r_);
+        if (!flow.ok()) status_ = flow.status();
+        const FlowStep* f = flow.ok() ? *flow : nullptr;
+        task = b_.AddFlowStep(
+            {.duration = time * (f != nullptr ? f->stretch : 1.0),
+             .shares = f != nullptr ? f->shares : std::vector<events::LinkShare>{}},
+            what, b_.Track(absl::StrCat(b_.LaneName(q_, r_), TrackSuffix(PassPart::kFsdp))));
+      } else {
+        const ResourceId link = b_.FsdpLink(lane_, q_, r_);
+        task = b_.g_.AddTask(link, time);
+        what.resource = static_cast<int32_t>(link);
+        b_.out_.what.push_back(what);
+      }
+      for (const TaskId before : after) {
+        if (before != PassIndex::kNone) b_.g_.AddDependency(before, task);
+      }
+      return task;
+    }
+    int32_t LayerOf(int32_t unit) const {
+      for (const PassSegment& s : PlanOf()) {
+        if (s.unit == unit) return s.layer;
+      }
+      return -1;
+    }
+    std::span<const PassSegment> PlanOf() const {
+      const size_t chunk = static_cast<size_t>(r_ * b_.vpp_ + e_.chunk);
+      if (chunk >= b_.medium_.chunk_plans.size()) return {};
+      const ChunkPlan& p = b_.medium_.chunk_plans[chunk];
+      return e_.kind == TimelineKind::kForward ? p.forward : p.backward;
+    }
+
+    StepGraphBuilder& b_;
+    const int64_t q_, r_;
+    const TimelineEvent& e_;
+    const std::vector<FsdpUnitTraffic>* traffic_;
+    const size_t lane_;
+    std::vector<int32_t> order_;   // the units in the pass's order
+    std::vector<TaskId> gathers_;  // issued so far, in that order
+    int32_t current_ = -1, finished_ = -1;
+    absl::Status status_;
+  };
+
+  // Lane `lane`'s FSDP link (made when first used): its gathers and reduce-scatters share it.
+  ResourceId FsdpLink(size_t lane, int64_t q, int64_t r) {
+    ResourceId& id = fsdp_link_[lane];
+    if (id == PassIndex::kNone) {
+      id = g_.AddResource(ResourceOrder::kShared);
+      out_.resource_names.push_back(absl::StrCat(LaneName(q, r), " FSDP collectives"));
+    }
+    return id;
   }
 
   // A zero-length barrier after `members`' tasks: what waits on it waits for all of them.
@@ -915,9 +1092,11 @@ class StepGraphBuilder {
   absl::StatusOr<const FlowStep*> Occupancy(const Stretch& x, int64_t q, int64_t r) {
     ProcessGroup group = x.group;
     CollectiveKind kind = x.kind;
-    if (x.part == PassPart::kCp || x.part == PassPart::kFsdp) {
-      group = x.part == PassPart::kCp ? net_.cp_group : net_.fsdp_group;
+    if (x.part == PassPart::kCp) {
+      group = net_.cp_group;
       kind = CollectiveKind::kAllGather;
+    } else if (x.part == PassPart::kFsdp) {
+      group = net_.fsdp_group;
     }
     if (group.size < 2) {  // a plan without the group: the dimension's
       group = x.part == PassPart::kTp ? net_.tp_group : net_.ep_group;
@@ -1083,6 +1262,8 @@ class StepGraphBuilder {
   PassIndex done_;                  // a pass's last task (what depends on the pass waits for it)
   PassIndex entry_;                 // a pass's first task (what the pass waits for gates it)
   PassIndex receive_;               // the rendezvous receive before a pass, or kNone
+  // FSDP as events, per lane: its link (without a network), its last gather and reduce-scatter.
+  std::vector<ResourceId> fsdp_link_, fsdp_gather_, fsdp_reduce_;
   std::vector<Stretch> stretches_;          // scratch
   std::vector<PassComm> comms_;             // scratch
   std::vector<const FlowStep*> flows_;      // scratch: each stretch's flow on the network
@@ -1339,11 +1520,20 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
         out.exposed_comm.ep += waited;
         break;
       case ReplayedTask::What::kFsdpComm:
-        out.exposed_comm.fsdp += waited;
+        if (w.op == kFsdpUnitExposure) out.exposed_comm.fsdp += waited;
         break;
       default:
         break;
     }
+  }
+  if (static_cast<size_t>(critical) < step.fsdp_interference.size()) {
+    out.exposed_comm.fsdp += step.fsdp_interference[static_cast<size_t>(critical)];
+  }
+  for (const StepGraph::FsdpGate& g : step.fsdp_gates) {
+    if (g.lane != critical) continue;
+    const Seconds from = g.before != PassIndex::kNone ? run.tasks[g.before].finish : Seconds(0);
+    out.exposed_comm.fsdp += std::clamp(run.tasks[g.gather].finish - from, Seconds(0),
+                                        Max0(run.tasks[g.piece].start - from));
   }
   out.tasks = static_cast<int64_t>(step.graph.num_tasks());
   out.resources = static_cast<int64_t>(step.graph.num_resources());

@@ -65,6 +65,7 @@ struct ReplayedTask {
   // projection/pass_plan.h) and the model's layer (-1: an end module, or none).
   std::string_view op;
   int32_t layer = -1;
+  int32_t unit = -1;  // a piece's FSDP unit in its chunk (projection/pass_plan.h), or -1
   Seconds start, end;
 };
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -557,6 +558,78 @@ TEST(HighLodTest, UnfoldedEveryGpuIsSimulatedAndFoldingIsExact) {
                      HasSubstr("on each of 1024 GPUs per stage"), HasSubstr("drop --no-fold"))));
 }
 
+// FSDP's units as events (Llama-3.1-8B on 8 GPUs, 2 micro-batches; 34 units: the embedding,
+// 32 layers, the output). In the first forward nothing else uses the FSDP link, so each gather
+// lasts as long as the medium projection timed it; the first unit's is issued when the pass
+// starts and the second right behind it, then each next one when the unit before it starts
+// (FSDP's prefetch): gather k+1 starts with unit k (k >= 1). Every unit's first piece starts when
+// its gather and the piece before it are done. In each backward every unit is gathered again and
+// its gradients reduce-scattered after its last piece, one after another; the optimizer waits
+// for the last. Without contention the step is within 3% of the medium projection's.
+TEST(HighLodTest, FsdpUnitsGatherAheadAndReduceScatterAfterAsEvents) {
+  absl::StatusOr<HighLodResult> r = High({{"model", "llama3.1-8b"},
+                                          {"gpu-arch", "h100-sxm"},
+                                          {"num-gpus", "8"},
+                                          {"fsdp", "true"},
+                                          {"seq-len", "4096"},
+                                          {"global-batch", "16"}});
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->medium.chunk_fsdp.size(), 1u);
+  const std::vector<FsdpUnitTraffic>& traffic = r->medium.chunk_fsdp[0];
+  ASSERT_EQ(traffic.size(), 34u);
+  // By pass: each unit's gather, reduce-scatter, first and last piece.
+  struct Unit {
+    const ReplayedTask *gather = nullptr, *reduce = nullptr, *first = nullptr, *last = nullptr;
+  };
+  std::map<std::pair<TimelineKind, int32_t>, std::vector<Unit>> passes;
+  const ReplayedTask* tail = nullptr;
+  for (const ReplayedTask& t : r->timeline) {
+    if (t.what == ReplayedTask::What::kTail) tail = &t;
+    if (t.unit < 0) continue;
+    std::vector<Unit>& units = passes[{t.pass, t.micro_batch}];
+    units.resize(traffic.size());
+    Unit& u = units[static_cast<size_t>(t.unit)];
+    if (t.what == ReplayedTask::What::kFsdpComm) {
+      (t.op == "fsdp_allgather" ? u.gather : u.reduce) = &t;
+    } else {
+      if (u.first == nullptr) u.first = &t;
+      u.last = &t;
+    }
+  }
+  ASSERT_EQ(passes.size(), 4u);
+  const std::vector<Unit>& f0 = passes[{TimelineKind::kForward, 0}];
+  for (size_t k = 0; k < f0.size(); ++k) {
+    ASSERT_NE(f0[k].gather, nullptr) << k;
+    ASSERT_NE(f0[k].first, nullptr) << k;
+    EXPECT_THAT((f0[k].gather->end - f0[k].gather->start).value(),
+                IsNearRel(traffic[k].gather.value(), 1e-9))
+        << k;
+    if (k >= 2) {
+      EXPECT_THAT(f0[k].gather->start.value(), IsNearRel(f0[k - 1].first->start.value(), 1e-12))
+          << k;
+    }
+    const double ready =
+        std::max(f0[k].gather->end.value(), k > 0 ? f0[k - 1].last->end.value() : 0.0);
+    EXPECT_THAT(f0[k].first->start.value(), IsNearRel(ready, 1e-12)) << k;
+  }
+  EXPECT_THAT(f0[1].gather->start.value(), IsNearRel(f0[0].gather->end.value(), 1e-12));
+  double last_reduce_end = 0;
+  for (int32_t mb : {0, 1}) {
+    const std::vector<Unit>& b = passes[{TimelineKind::kBackward, mb}];
+    for (size_t k = 0; k < b.size(); ++k) {
+      ASSERT_NE(b[k].gather, nullptr) << k;
+      ASSERT_NE(b[k].reduce, nullptr) << k;
+      EXPECT_GE(b[k].first->start.value(), b[k].gather->end.value() * (1 - 1e-12)) << k;
+      EXPECT_GE(b[k].reduce->start.value(), b[k].last->end.value() * (1 - 1e-12)) << k;
+      last_reduce_end = std::max(last_reduce_end, b[k].reduce->end.value());
+    }
+  }
+  ASSERT_NE(tail, nullptr);
+  EXPECT_GE(tail->start.value(), last_reduce_end * (1 - 1e-12));
+  EXPECT_THAT(r->step_time.value(), IsNearRel(r->medium.step_time.value(), 0.03));
+  EXPECT_GT(r->exposed_comm.fsdp.value(), 0);
+}
+
 // The flags' scenario on `network` (its own, the hardware profile's built-in one, when empty),
 // congestion aware.
 absl::StatusOr<HighLodResult> HighOnNetwork(const Flags& given, std::optional<NetworkSpec> network,
@@ -635,8 +708,9 @@ TEST(HighLodTest, OnANetworkWithoutSharedLinksTheReplayIsTheMediumStep) {
                                                        std::nullopt);
   ASSERT_THAT(shared, IsOk());
   EXPECT_GT(shared->step_time, shared->medium.step_time);
-  // FSDP over 8 GPUs of a node: the units' exposed gathers and reduce-scatters as flows on the
-  // node's links, alone there: the medium step.
+  // FSDP over 8 GPUs of a node: each unit's gather and reduce-scatter as a flow on the node's
+  // links, prefetched and overlapped as events (FsdpUnits) rather than by the closed form: within
+  // the 3% the level-of-detail study asks of high against medium.
   absl::StatusOr<HighLodResult> fsdp = HighOnNetwork({{"model", "llama3.1-8b"},
                                                       {"gpu-arch", "h100-sxm"},
                                                       {"num-gpus", "8"},
@@ -645,12 +719,16 @@ TEST(HighLodTest, OnANetworkWithoutSharedLinksTheReplayIsTheMediumStep) {
                                                       {"global-batch", "16"}},
                                                      std::nullopt);
   ASSERT_THAT(fsdp, IsOk());
-  EXPECT_THAT(fsdp->step_time.value(), IsNearRel(fsdp->medium.step_time.value(), 1e-9));
+  EXPECT_THAT(fsdp->step_time.value(), IsNearRel(fsdp->medium.step_time.value(), 0.03));
   int64_t fsdp_flows = 0;
   for (const ReplayedTask& t : fsdp->timeline) {
-    fsdp_flows += t.what == ReplayedTask::What::kFsdpComm ? 1 : 0;
+    const bool on_links =
+        static_cast<size_t>(t.resource) >= static_cast<size_t>(fsdp->resources);  // a track
+    fsdp_flows += t.what == ReplayedTask::What::kFsdpComm && on_links ? 1 : 0;
   }
-  EXPECT_GT(fsdp_flows, 0);
+  // 2 micro-batches, 34 units (the embedding, 32 layers, the output): 2 · 34 gathers forward,
+  // 2 · 34 backward, 2 · 34 reduce-scatters.
+  EXPECT_EQ(fsdp_flows, 2 * 34 * 3);
 }
 
 // Llama-3.1-8B TP2 DP8 on two nodes whose 8 GPUs share a leaf's 2 up-links (a fat tree of
