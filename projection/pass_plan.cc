@@ -46,9 +46,11 @@ void PlaceCollective(const PassSegment& segment, const Op& op, bool& a2a_before,
     before.push_back(segment);
   } else if (op.collective.kind != CollectiveKind::kAllToAll) {
     after.push_back(segment);
-  } else if (op.repeat % 2 == 0) {
+  } else if (op.repeat == 2) {  // a dispatch and a combine: one run each
     PassSegment half = segment;
     half.time = segment.time / 2.0;
+    half.bytes = op.collective.bytes;
+    half.full = op.time / 2.0;
     before.push_back(half);
     after.push_back(half);
   } else {
@@ -87,11 +89,14 @@ std::vector<PassSegment> LayerSegments(const ComposedLayer& k, Phase phase) {
       if (full_by_dim[d].value() <= 0) continue;
       const Seconds share = exposed_by_dim[d] * (op.time / full_by_dim[d]);
       if (share.value() <= 0) continue;
+      const bool once = op.repeat == 1;
       PlaceCollective({.dim = op.comm_dim,
                        .kind = op.collective.kind,
                        .group = op.collective.group,
                        .name = op.name,
-                       .time = share},
+                       .time = share,
+                       .bytes = once ? op.collective.bytes : Bytes(0),
+                       .full = once ? op.time : Seconds(0)},
                       op, a2a_before, before, after);
     }
   };
@@ -198,6 +203,15 @@ ChunkPlan PlanChunk(const StepInputs& in, const ChunkAssignment& a, const KindSe
   }
   ChunkPlan plan;
   plan.units = unit;
+  size_t forward = 0, backward = 0;
+  for (const PlannedUnit& u : units) {
+    forward += u.layer != nullptr ? u.layer->forward.size() : 2;
+    backward += u.layer != nullptr
+                    ? u.layer->backward.size() + (u.recomputed ? u.layer->recompute.size() : 0)
+                    : 2;
+  }
+  plan.forward.reserve(forward);
+  plan.backward.reserve(backward);
   for (const PlannedUnit& u : units) {
     if (u.layer == nullptr && u.end == nullptr) continue;  // a layer kind that was not composed
     if (u.layer != nullptr) {

@@ -31,6 +31,11 @@ struct PassSegment {
   // Compute: the module's time; a collective: its exposed time (the layer's exposed time of
   // its dimension and phase, shared over the dimension's collectives by their full time).
   Seconds time;
+  // A collective that runs once in the segment: its message (the collective's bytes) and its
+  // full time before any overlap, so that a replay can run it as its algorithm's steps where it
+  // is exposed whole; 0 for one the segment holds several runs of (the CP ring's steps).
+  Bytes bytes = {};
+  Seconds full = {};
 };
 
 // A chunk's passes for one micro-batch. The backward holds each recomputed layer's recompute

@@ -450,7 +450,9 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   p.rank_tails = std::move(rank_tails);
   p.chunk_comm = std::move(chunk_comm);
   p.chunk_fsdp = std::move(chunk_fsdp);
-  if (options.keep_timeline) p.chunk_plans = PlanChunks(in, step.chunks);
+  if (options.keep_timeline && options.keep_pass_plans) {
+    p.chunk_plans = PlanChunks(in, step.chunks);
+  }
   p.pipeline_time = step.pipeline_time;
   p.critical_rank = step.critical_rank;
   p.p2p_transfer = step.p2p_transfer;

@@ -34,6 +34,9 @@ struct ProjectionOptions {
   const LayerTimeAdjuster* adjuster = nullptr;
   // Keep the replayed step (Projection::timeline) for a trace (`--trace`).
   bool keep_timeline = false;
+  // With keep_timeline: each chunk's passes as its layers' modules and collectives
+  // (Projection::chunk_plans), for the event replay.
+  bool keep_pass_plans = false;
   // Abandon the projection before its pipeline replay when the step's lower bound
   // (PipelineLowerBound of the passes) is at least this: a search's K-th best step so far. The
   // Projection then holds only abandoned, step_lower_bound, micro_batches, layer_kinds,
@@ -159,8 +162,8 @@ struct Projection {
   std::vector<ChunkComm> chunk_comm;
   // Under FSDP, with the timeline: each chunk's units in execution order (StepInputs).
   std::vector<std::vector<FsdpUnitTraffic>> chunk_fsdp;      // by rank · vpp + chunk, with the timeline
-  // With the timeline: each chunk's passes as its layers' modules and collectives, in order (by
-  // rank · vpp + chunk).
+  // With the timeline and ProjectionOptions::keep_pass_plans: each chunk's passes as its layers'
+  // modules and collectives, in order (by rank · vpp + chunk).
   std::vector<ChunkPlan> chunk_plans;
   Seconds pipeline_time;      // the replayed schedule's makespan (before the ranks' tails)
   int64_t critical_rank = 0;  // the pipeline rank whose passes the breakdown follows

@@ -714,10 +714,14 @@ void HighLodSection(std::string& out, const HighLodResult& r) {
   out += "<h2>Event replay (<code>--lod high</code>)</h2>\n<table>\n";
   out += "<tr><th></th><th>medium</th><th>high</th><th>difference</th></tr>\n";
   auto row = [&](std::string_view what, Seconds medium, Seconds high) {
-    const double diff = medium.value() > 0 ? (high - medium) / medium * 100.0 : 0.0;
+    // No difference in per cent from nothing: a dash where medium has none.
+    const std::string diff =
+        medium.value() > 0 ? absl::StrFormat("%+.2f%%", (high - medium) / medium * 100.0)
+        : high.value() > 0 ? "&ndash;"
+                           : "+0.00%";
     absl::StrAppendFormat(&out,
                           "<tr><td>%s</td><td class=\"num\">%.3f ms</td><td class=\"num\">%.3f "
-                          "ms</td><td class=\"num\">%+.2f%%</td></tr>\n",
+                          "ms</td><td class=\"num\">%s</td></tr>\n",
                           what, Ms(medium), Ms(high), diff);
   };
   row("step time", r.medium.step_time, r.step_time);

@@ -13,15 +13,18 @@ namespace {
 
 constexpr char kReplayed[] =
     "every pass of every micro-batch and chunk on each pipeline rank's stream in the schedule's "
-    "order, the activation transfers between stages, each DP gradient bucket's reduce on the "
-    "rank's DP stream from where its gradients are final (on the rank's NIC, shared with the "
-    "activations it sends, where both cross nodes; with --network, its algorithm's steps and "
-    "the transfers as flows on the network's links, max-min fair), with --network each layer's "
-    "exposed TP, CP, EP and FSDP collectives as flows on their groups' links, each rank's "
-    "gradient-sync wait, parameter gathers and optimizer";
+    "order, as its layers' modules and each TP, CP and EP collective where the layer issues it "
+    "(the time the medium projection left exposed; on a shared NIC or a network file's links, "
+    "as flows, a collective exposed whole as its algorithm's steps), FSDP's units gathered ahead "
+    "and reduce-scattered after as events, the activation transfers between stages, each DP "
+    "gradient bucket's reduce on the rank's DP stream from where its gradients are final (on "
+    "the rank's NIC, shared with the activations it sends, where both cross nodes; with "
+    "--network, its algorithm's steps as flows on the network's links, max-min fair), each "
+    "rank's gradient-sync wait, parameter gathers and optimizer";
 constexpr char kNotYet[] =
-    "the ops inside a pass as events; a layer's collectives one by one (on a network file, one "
-    "flow per dimension and layer; without one, inside the passes)";
+    "the hidden part of overlapped layer collectives (TP comm overlap, the MoE All-to-All "
+    "overlap, the CP ring) on the links: only what the medium projection left exposed runs "
+    "there; a slow TP, CP or EP link without a network file";
 
 nlohmann::json ResourceUseJson(const HighLodResult& r) {
   nlohmann::json uses = nlohmann::json::array();
@@ -162,12 +165,13 @@ std::string HighLodText(const HighLodResult& r) {
   absl::StrAppendFormat(&out, "  wall time   medium %9.3f ms   high %9.3f ms   high/medium %.2fx\n",
                         r.medium_wall_s * 1e3, r.high_wall_s * 1e3, r.Speedup());
   out +=
-      "  replayed    each rank's passes (every micro-batch and chunk, in the schedule's order),\n"
-      "              the transfers between stages, each DP gradient bucket's reduce on the\n"
-      "              rank's DP stream (or NIC; with --network, as flows on its links) from\n"
-      "              where its gradients are final, each rank's tail; with --network, each\n"
-      "              layer's exposed TP, CP, EP and FSDP collectives as flows\n"
-      "  not yet     the ops inside a pass; a layer's collectives one by one\n";
+      "  replayed    each rank's passes (every micro-batch and chunk, in the schedule's order)\n"
+      "              as their layers' modules and TP, CP and EP collectives one by one, FSDP's\n"
+      "              unit gathers and reduce-scatters, the transfers between stages, each DP\n"
+      "              gradient bucket's reduce on the rank's DP stream (or NIC; with --network,\n"
+      "              as flows on its links) from where its gradients are final, each rank's\n"
+      "              tail\n"
+      "  not yet     the hidden part of overlapped layer collectives on the links\n";
   return out;
 }
 

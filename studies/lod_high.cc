@@ -347,6 +347,8 @@ struct Stretch {
   std::string_view name = {};                        // the module or the collective
   int32_t layer = -1;                                // the model's layer; -1 for an end module
   int32_t unit = 0;                                  // the chunk's FSDP unit
+  // A collective exposed whole that runs once: its message, for its algorithm's steps; else 0.
+  Bytes bytes = {};
 };
 
 // One dimension's exposed communication in a pass (the medium projection's, for the chunk and
@@ -424,13 +426,15 @@ void PlanStretches(std::span<const PassSegment> plan, Seconds alone, double comp
     }
     const size_t i = static_cast<size_t>(PartOf(s.dim));
     if (exposed[i].value() <= 0) continue;
+    const bool whole = s.full.value() > 0 && s.time >= s.full * (1 - 1e-9);
     out.push_back({.length = exposed[i] * (s.time / planned[i]),
                    .part = PartOf(s.dim),
                    .kind = s.kind,
                    .group = s.group,
                    .name = s.name,
                    .layer = s.layer,
-                   .unit = s.unit});
+                   .unit = s.unit,
+                   .bytes = whole ? s.bytes : Bytes(0)});
   }
 }
 
@@ -720,12 +724,30 @@ class StepGraphBuilder {
     size_t next_cut = 0;
     Seconds stretch_start;
     TaskId previous = PassIndex::kNone;
-    // On a network, each collective taken out as a flow on its group's links.
+    // On a network, each collective taken out as flows on its group's links: folded, one
+    // exposed whole as its algorithm's steps (as the DP buckets), else one flow at its busiest
+    // link's full rate (Occupancy).
     flows_.assign(stretches_.size(), nullptr);
+    steps_.resize(stretches_.size());
     for (size_t i = 0; i < stretches_.size(); ++i) {
-      if (network_ && stretches_[i].length.value() > 0 && TakenOut(stretches_[i].part)) {
-        PROJECTOR_ASSIGN_OR_RETURN(flows_[i], Occupancy(stretches_[i], q, r));
+      const Stretch& x = stretches_[i];
+      steps_[i].clear();
+      if (!network_ || x.length.value() <= 0 || !TakenOut(x.part)) continue;
+      PROJECTOR_ASSIGN_OR_RETURN(flows_[i], Occupancy(x, q, r));
+      if (x.bytes.value() <= 0 || x.part == PassPart::kCp) continue;
+      if (lanes_.replicas == 1) {
+        PROJECTOR_ASSIGN_OR_RETURN(steps_[i],
+                                   network_->Collective(x.kind, x.bytes, GroupOf(x),
+                                                        r * net_.block, net_.block, x.length));
+      } else if (q == GroupBase(x, q)) {
+        PROJECTOR_ASSIGN_OR_RETURN(steps_[i], network_->Collective(x.kind, x.bytes, GroupOf(x),
+                                                                   r * net_.block + q, 1,
+                                                                   x.length));
       }
+    }
+    if (&e != group_pass_) {  // a new pass: its groups' collectives so far
+      group_pass_ = &e;
+      group_steps_.clear();
     }
     size_t stretch_index = 0;
     FsdpUnits units(*this, q, r, e, fsdp, stretches_);
@@ -737,7 +759,32 @@ class StepGraphBuilder {
       what.layer = x.layer;
       what.unit = x.unit;
       TaskId t = 0;
-      if (const FlowStep* flow = flows_[stretch_index]; flow != nullptr) {
+      const std::vector<FlowStep>& steps = steps_[stretch_index];
+      const bool whole = length >= x.length * (1 - 1e-12);
+      const TaskId arrived = previous != PassIndex::kNone ? previous : out_.last_pass[lane];
+      const auto group = lanes_.replicas > 1 && whole
+                             ? group_steps_.find({GroupBase(x, q), stretch_index})
+                             : group_steps_.end();
+      if (!steps.empty() && whole) {
+        // The collective's steps, run once for its group (folded: every group of the stage).
+        const int32_t track = Track(absl::StrCat(LaneName(q, r), TrackSuffix(x.part)));
+        TaskId after = arrived, first = PassIndex::kNone;
+        for (const FlowStep& step : steps) {
+          t = AddFlowStep(step, what, track);
+          if (after != PassIndex::kNone) g_.AddDependency(after, t);
+          if (first == PassIndex::kNone) first = t;
+          after = t;
+        }
+        if (lanes_.replicas > 1) group_steps_[{q, stretch_index}] = {first, t};
+      } else if (group != group_steps_.end()) {
+        // Unfolded, a member of a group whose first GPU runs the steps: they start when it
+        // arrives too, and it leaves when they end.
+        if (arrived != PassIndex::kNone) g_.AddDependency(arrived, group->second.first);
+        t = g_.AddTask(sync_, Seconds(0));
+        what.resource = static_cast<int32_t>(sync_);
+        out_.what.push_back(what);
+        g_.AddDependency(group->second.second, t);
+      } else if (const FlowStep* flow = flows_[stretch_index]; flow != nullptr) {
         t = AddFlowStep({.duration = length * flow->stretch, .shares = flow->shares}, what,
                         Track(absl::StrCat(LaneName(q, r), TrackSuffix(x.part))));
         const TaskId after = previous != PassIndex::kNone ? previous : out_.last_pass[lane];
@@ -1067,6 +1114,22 @@ class StepGraphBuilder {
                                      : " EP all-to-all";
   }
 
+  // The group a collective runs on as the layer issues it; the CP ring on the CP group, an FSDP
+  // unit's collectives on the DP·CP group, the dimension's group where the plan has none.
+  ProcessGroup GroupOf(const Stretch& x) const {
+    if (x.part == PassPart::kCp) return net_.cp_group;
+    if (x.part == PassPart::kFsdp) return net_.fsdp_group;
+    if (x.group.size >= 2) return x.group;
+    return x.part == PassPart::kTp ? net_.tp_group : net_.ep_group;
+  }
+
+  // Unfolded: the position of the first GPU of lane q's group for collective `x`.
+  int64_t GroupBase(const Stretch& x, int64_t q) const {
+    const ProcessGroup group = GroupOf(x);
+    const int64_t stride = std::max<int64_t>(1, group.stride);
+    return q - (q / stride) % std::max<int64_t>(1, group.size) * stride;
+  }
+
   // Whether a dimension's collectives leave the stream: on a network file's links, or EP on a
   // shared NIC.
   bool TakenOut(PassPart part) const {
@@ -1090,17 +1153,8 @@ class StepGraphBuilder {
   // FSDP unit's gather over the DP·CP group). Folded, every group of the dimension in the stage
   // at once; unfolded, what lane q's GPU sends to its group.
   absl::StatusOr<const FlowStep*> Occupancy(const Stretch& x, int64_t q, int64_t r) {
-    ProcessGroup group = x.group;
-    CollectiveKind kind = x.kind;
-    if (x.part == PassPart::kCp) {
-      group = net_.cp_group;
-      kind = CollectiveKind::kAllGather;
-    } else if (x.part == PassPart::kFsdp) {
-      group = net_.fsdp_group;
-    }
-    if (group.size < 2) {  // a plan without the group: the dimension's
-      group = x.part == PassPart::kTp ? net_.tp_group : net_.ep_group;
-    }
+    const ProcessGroup group = GroupOf(x);
+    const CollectiveKind kind = x.part == PassPart::kCp ? CollectiveKind::kAllGather : x.kind;
     if (lanes_.replicas == 1) {
       return network_->Occupancy(kind, group, r * net_.block, net_.block);
     }
@@ -1267,6 +1321,11 @@ class StepGraphBuilder {
   std::vector<Stretch> stretches_;          // scratch
   std::vector<PassComm> comms_;             // scratch
   std::vector<const FlowStep*> flows_;      // scratch: each stretch's flow on the network
+  std::vector<std::vector<FlowStep>> steps_;  // scratch: each stretch's algorithm steps, or none
+  // Unfolded, the pass being built and its groups' collectives run as steps so far: by (first
+  // GPU's position, stretch), the first and the last step.
+  const TimelineEvent* group_pass_ = nullptr;
+  absl::flat_hash_map<std::pair<int64_t, size_t>, std::pair<TaskId, TaskId>> group_steps_;
 };
 
 absl::StatusOr<StepGraph> BuildStepGraph(const Projection& medium, int64_t pp, int64_t vpp,
@@ -1420,6 +1479,7 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
   HighLodResult out;
   const auto medium_start = std::chrono::steady_clock::now();
   options.keep_timeline = true;
+  options.keep_pass_plans = true;
   PROJECTOR_ASSIGN_OR_RETURN(out.medium, Project(scenario, backends, options));
   out.medium_wall_s = WallSeconds(medium_start);
   const int64_t replicas = high.no_fold ? scenario.parallel.PpGroup().stride : 1;
@@ -1495,13 +1555,19 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
   for (TaskId t : step.last_pass) {
     if (t != PassIndex::kNone) out.pipeline_time = std::max(out.pipeline_time, run.tasks[t].finish);
   }
-  Seconds last_tail_end(-1);
+  Seconds last_tail_end(-1), fsdp_tail_wait;
   for (size_t lane = 0; lane < step.after_sync.size(); ++lane) {
     const TaskId t = step.after_sync[lane];
     if (t == PassIndex::kNone || run.tasks[t].finish <= last_tail_end) continue;
     last_tail_end = run.tasks[t].finish;
     out.exposed_dp_comm =
         std::max(Seconds(0), run.tasks[t].start + step.param_gather[lane] - out.pipeline_time);
+    // Under FSDP the tail waits for the last units' reduce-scatters, not for DP buckets: FSDP
+    // time, as the medium projection counts it.
+    fsdp_tail_wait = Seconds(0);
+    if (step.fsdp_last_reduce[lane] != PassIndex::kNone) {
+      std::swap(fsdp_tail_wait, out.exposed_dp_comm);
+    }
   }
   // Lane r is stage r's (first) GPU, folded or not.
   const int32_t critical = static_cast<int32_t>(out.medium.critical_rank);
@@ -1526,6 +1592,7 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
         break;
     }
   }
+  out.exposed_comm.fsdp += fsdp_tail_wait;
   if (static_cast<size_t>(critical) < step.fsdp_interference.size()) {
     out.exposed_comm.fsdp += step.fsdp_interference[static_cast<size_t>(critical)];
   }

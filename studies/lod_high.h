@@ -1,20 +1,22 @@
-// The high level of detail, as far as it goes so far (issue 25): one training step replayed as
-// events on the discrete-event engine (events/), beside the analytical projection (medium).
+// The high level of detail (issue 25): one training step replayed as events on the discrete-event
+// engine (events/), beside the analytical projection (medium).
 //
-// What the replay holds today: every pipeline rank's compute stream (in-order) runs its forward,
+// What the replay holds: every pipeline rank's compute stream (in-order) runs its forward,
 // backward and weight-gradient passes of every micro-batch and model chunk in the schedule's
-// order, each pass as long as the medium projection times it (its layers' ops with their
-// exposed TP/CP/EP communication); the activations (and their gradients) cross between
+// order, each pass as its chunk's plan lays it out (projection/pass_plan.h): its layers' modules
+// and each TP, CP and EP collective where the layer issues it, with the time the medium
+// projection left exposed, the pass as long in all as the medium projection times it; under
+// FSDP each unit gathered before it runs (the next prefetched) and reduce-scattered after its
+// backward, as events beside the stream. The activations (and their gradients) cross between
 // neighbouring stages as transfers, on a link of their own where the framework overlaps them
 // (interleaved 1F1B, zero bubble), as a receive on the consumer's stream where it does not
 // (1F1B's blocking send/receive); each rank's tail (the exposed DP gradient sync and parameter
 // gathers, the optimizer step) follows its last pass, as long as the medium projection found it.
 // With a network file (`--network`, congestion aware) the DP reduces run as their algorithm's
-// steps, the activations as transfers and each layer's exposed TP, CP, EP and FSDP collectives
-// as flows on their groups' links, max-min fair (studies/network_replay.h). Not yet: the ops
-// inside a pass as their own events, a layer's collectives one by one. Without contention the
-// replay must give the medium step time; the difference is reported so that it shows when it
-// does not.
+// steps, the activations as transfers and the layers' exposed collectives and FSDP's as flows on
+// their groups' links, max-min fair (studies/network_replay.h). Without contention the replay
+// gives the medium step time (FSDP's overlap within a few per cent of its closed form); the
+// difference is reported so that it shows when it does not.
 #ifndef PROJECTOR_STUDIES_LOD_HIGH_H_
 #define PROJECTOR_STUDIES_LOD_HIGH_H_
 

@@ -32,7 +32,8 @@ Projection ProjectWithPlans(const Flags& flags) {
   EXPECT_THAT(s, IsOk());
   absl::StatusOr<BackendSet> set = MakeBackendSet(s->backends, s->hw);
   EXPECT_THAT(set, IsOk());
-  absl::StatusOr<Projection> p = Project(*s, RefsOf(*set), {.keep_timeline = true});
+  absl::StatusOr<Projection> p =
+      Project(*s, RefsOf(*set), {.keep_timeline = true, .keep_pass_plans = true});
   EXPECT_THAT(p, IsOk());
   return *p;
 }
