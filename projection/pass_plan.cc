@@ -96,7 +96,7 @@ std::vector<PassSegment> LayerSegments(const ComposedLayer& k, Phase phase) {
                        .name = op.name,
                        .time = share,
                        .bytes = once ? op.collective.bytes : Bytes(0),
-                       .full = once ? op.time : Seconds(0)},
+                       .full = op.time},
                       op, a2a_before, before, after);
     }
   };

@@ -31,9 +31,10 @@ struct PassSegment {
   // Compute: the module's time; a collective: its exposed time (the layer's exposed time of
   // its dimension and phase, shared over the dimension's collectives by their full time).
   Seconds time;
-  // A collective that runs once in the segment: its message (the collective's bytes) and its
-  // full time before any overlap, so that a replay can run it as its algorithm's steps where it
-  // is exposed whole; 0 for one the segment holds several runs of (the CP ring's steps).
+  // A collective's full time before any overlap (what of it is not `time` hides behind
+  // compute), and where it runs once in the segment its message (the collective's bytes), so
+  // that a replay can run it as its algorithm's steps; bytes 0 for one the segment holds several
+  // runs of (the CP ring's steps).
   Bytes bytes = {};
   Seconds full = {};
 };

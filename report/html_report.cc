@@ -736,8 +736,9 @@ void HighLodSection(std::string& out, const HighLodResult& r) {
         {"<li>NIC ", r.nic_shared ? "shared: " : "not shared: ", HtmlEscape(r.nic_note), "</li>"});
   } else {
     Put(out, {"<li>network '", HtmlEscape(r.network),
-              "': the DP reduces (their algorithm's steps), the pipeline's activations and the "
-              "exposed TP, CP, EP and FSDP collectives as flows on ",
+              "': the DP reduces and the layers' TP, CP and EP collectives (their algorithm's "
+              "steps, a hidden part beside the compute it hides behind), FSDP's gathers and "
+              "reduce-scatters and the pipeline's activations as flows on ",
               absl::StrCat(r.network_links), " of its links, max-min fair</li>"});
   }
   if (r.slow_rank) {

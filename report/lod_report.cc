@@ -88,9 +88,10 @@ std::string HighLodText(const HighLodResult& r) {
                           r.nic_note);
   } else {
     absl::StrAppendFormat(&out,
-                          "  network     '%s': the DP reduces (their algorithm's steps), the\n"
-                          "              pipeline's activations and the exposed TP, CP, EP and\n"
-                          "              FSDP collectives as flows on %d of its links\n",
+                          "  network     '%s': the DP reduces and the layers' TP, CP and EP\n"
+                          "              collectives (their algorithm's steps, a hidden part beside\n"
+                          "              its compute), FSDP's collectives and the activations as\n"
+                          "              flows on %d of its links\n",
                           r.network, r.network_links);
   }
   absl::StrAppendFormat(&out, "  events      %d (%d tasks on %d streams and links)\n", r.events,

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -216,6 +217,14 @@ struct StepGraph {
     int32_t lane;
   };
   std::vector<FsdpGate> fsdp_gates;
+  // A collective whose hidden part ran beside the compute before it: its last task and that
+  // compute's; the stream waited for it from the compute's end to its own.
+  struct Overlap {
+    TaskId collective, beside;
+    int32_t lane;
+    ReplayedTask::What what;
+  };
+  std::vector<Overlap> overlaps;
   std::vector<TaskId> fsdp_last_reduce;  // per lane: its last FSDP reduce-scatter, or kNone
   // Per lane: the compute its FSDP collectives took while hidden (FsdpUnitTraffic's
   // interference), part of its exposed FSDP time as the medium projection counts it.
@@ -347,8 +356,13 @@ struct Stretch {
   std::string_view name = {};                        // the module or the collective
   int32_t layer = -1;                                // the model's layer; -1 for an end module
   int32_t unit = 0;                                  // the chunk's FSDP unit
-  // A collective exposed whole that runs once: its message, for its algorithm's steps; else 0.
+  // A collective that runs once: its message, for its algorithm's steps; else 0.
   Bytes bytes = {};
+  // A collective's time hidden behind compute (its full time less `length`); `overlap` of it
+  // runs beside the compute stretch just before it (SplitForOverlap).
+  Seconds hidden = {}, overlap = {};
+  // A compute stretch that a collective after it overlaps.
+  bool overlapped = false;
 };
 
 // One dimension's exposed communication in a pass (the medium projection's, for the chunk and
@@ -364,6 +378,34 @@ PassPart PartOf(CommDim dim) {
 
 // Without FSDP's units as events: a unit's exposed FSDP time, as a piece on the stream.
 constexpr std::string_view kFsdpUnitExposure = "fsdp_unit";
+
+// Where a collective's links are replayed (`taken`: on a shared NIC or a network file), the part
+// of it the layer hides behind compute runs too, beside the compute stretch just before it: that
+// stretch is split so that its last `h` (the hidden time, at most the stretch) runs while the
+// collective does, the collective starting where the split is. Without contention the
+// collective ends `exposed` after the compute, as the medium projection has it; slowed on its
+// links, it shows.
+void SplitForOverlap(const std::function<bool(PassPart)>& taken, std::vector<Stretch>& stretches,
+                     std::vector<Stretch>& scratch) {
+  scratch.clear();
+  for (const Stretch& x : stretches) {
+    Stretch collective = x;
+    if (x.part != PassPart::kCompute && x.hidden.value() > 0 && taken(x.part) &&
+        !scratch.empty() && scratch.back().part == PassPart::kCompute &&
+        !scratch.back().overlapped && scratch.back().length.value() > 0) {
+      Stretch& before = scratch.back();
+      const Seconds h = std::min(x.hidden, before.length);
+      Stretch beside = before;
+      before.length -= h;
+      beside.length = h;
+      beside.overlapped = true;
+      scratch.push_back(beside);
+      collective.overlap = h;
+    }
+    scratch.push_back(collective);
+  }
+  stretches.swap(scratch);
+}
 
 // A pass laid out from its chunk's plan (projection/pass_plan.h): each compute segment its share
 // of the compute by its time, each collective its share of its dimension's exposed time by its
@@ -426,15 +468,16 @@ void PlanStretches(std::span<const PassSegment> plan, Seconds alone, double comp
     }
     const size_t i = static_cast<size_t>(PartOf(s.dim));
     if (exposed[i].value() <= 0) continue;
-    const bool whole = s.full.value() > 0 && s.time >= s.full * (1 - 1e-9);
-    out.push_back({.length = exposed[i] * (s.time / planned[i]),
+    const double scale = exposed[i] / planned[i];
+    out.push_back({.length = s.time * scale,
                    .part = PartOf(s.dim),
                    .kind = s.kind,
                    .group = s.group,
                    .name = s.name,
                    .layer = s.layer,
                    .unit = s.unit,
-                   .bytes = whole ? s.bytes : Bytes(0)});
+                   .bytes = s.bytes,
+                   .hidden = Max0(s.full - s.time) * scale});
   }
 }
 
@@ -715,6 +758,8 @@ class StepGraphBuilder {
     if (weight_grad) {  // W: the backward's modules without their collectives
       std::erase_if(stretches_, [](const Stretch& x) { return x.part != PassPart::kCompute; });
     }
+    SplitForOverlap([this](PassPart part) { return TakenOut(part); }, stretches_,
+                    stretch_scratch_);
     const bool final_pass = w.final_pass[static_cast<size_t>(e.chunk)] == &e;
     static const std::vector<double> kWhole = {1.0};
     const std::vector<double>& cuts =
@@ -734,15 +779,17 @@ class StepGraphBuilder {
       steps_[i].clear();
       if (!network_ || x.length.value() <= 0 || !TakenOut(x.part)) continue;
       PROJECTOR_ASSIGN_OR_RETURN(flows_[i], Occupancy(x, q, r));
-      if (x.bytes.value() <= 0 || x.part == PassPart::kCp) continue;
+      // As its algorithm's steps where it runs whole: exposed, or its hidden part overlapping.
+      const bool whole = x.hidden <= x.overlap + (x.length + x.hidden) * 1e-9;
+      if (x.bytes.value() <= 0 || x.part == PassPart::kCp || !whole) continue;
+      const Seconds full = x.length + x.overlap;
       if (lanes_.replicas == 1) {
         PROJECTOR_ASSIGN_OR_RETURN(steps_[i],
                                    network_->Collective(x.kind, x.bytes, GroupOf(x),
-                                                        r * net_.block, net_.block, x.length));
+                                                        r * net_.block, net_.block, full));
       } else if (q == GroupBase(x, q)) {
         PROJECTOR_ASSIGN_OR_RETURN(steps_[i], network_->Collective(x.kind, x.bytes, GroupOf(x),
-                                                                   r * net_.block + q, 1,
-                                                                   x.length));
+                                                                   r * net_.block + q, 1, full));
       }
     }
     if (&e != group_pass_) {  // a new pass: its groups' collectives so far
@@ -752,6 +799,10 @@ class StepGraphBuilder {
     size_t stretch_index = 0;
     FsdpUnits units(*this, q, r, e, fsdp, stretches_);
     TaskId gate = PassIndex::kNone;  // the gather the next piece waits for
+    // A compute stretch a collective overlaps: the task before its first piece (where the
+    // collective starts) and its last piece (what the piece after the collective waits for too).
+    TaskId before_beside = PassIndex::kNone, beside_last = PassIndex::kNone,
+           after_beside = PassIndex::kNone;
     auto add_piece = [&](const Stretch& x, Seconds length, bool cut) {
       ReplayedTask what = Described(WhatOf(x.part), e);
       what.rank = static_cast<int32_t>(lane);
@@ -761,7 +812,17 @@ class StepGraphBuilder {
       TaskId t = 0;
       const std::vector<FlowStep>& steps = steps_[stretch_index];
       const bool whole = length >= x.length * (1 - 1e-12);
-      const TaskId arrived = previous != PassIndex::kNone ? previous : out_.last_pass[lane];
+      // A collective overlapping the compute before it starts where that compute does and lasts
+      // its overlap longer; cut in pieces, it is its exposed part only.
+      const bool overlapping = whole && x.overlap.value() > 0;
+      if (x.overlapped && beside_last == PassIndex::kNone && before_beside == PassIndex::kNone) {
+        before_beside = previous != PassIndex::kNone ? previous : out_.last_pass[lane];
+      }
+      what.overlapped = overlapping;
+      length += overlapping ? x.overlap : Seconds(0);
+      const TaskId arrived = overlapping ? before_beside
+                             : previous != PassIndex::kNone ? previous
+                                                            : out_.last_pass[lane];
       const auto group = lanes_.replicas > 1 && whole
                              ? group_steps_.find({GroupBase(x, q), stretch_index})
                              : group_steps_.end();
@@ -787,11 +848,29 @@ class StepGraphBuilder {
       } else if (const FlowStep* flow = flows_[stretch_index]; flow != nullptr) {
         t = AddFlowStep({.duration = length * flow->stretch, .shares = flow->shares}, what,
                         Track(absl::StrCat(LaneName(q, r), TrackSuffix(x.part))));
-        const TaskId after = previous != PassIndex::kNone ? previous : out_.last_pass[lane];
-        if (after != PassIndex::kNone) g_.AddDependency(after, t);
+        if (arrived != PassIndex::kNone) g_.AddDependency(arrived, t);
+      } else if (x.part == PassPart::kEp && nic_use_.ep) {
+        t = g_.AddTask(nic_[lane], length);
+        what.resource = static_cast<int32_t>(nic_[lane]);
+        out_.what.push_back(what);
+        if (arrived != PassIndex::kNone) g_.AddDependency(arrived, t);
       } else {
-        const bool on_nic = x.part == PassPart::kEp && nic_use_.ep;
-        t = AddChained(lane, on_nic ? nic_[lane] : stream_[lane], length, what, previous);
+        t = AddChained(lane, stream_[lane], length, what, previous);
+      }
+      if (x.overlapped) {
+        beside_last = t;
+      } else if (overlapping) {
+        out_.overlaps.push_back({.collective = t,
+                                 .beside = beside_last,
+                                 .lane = static_cast<int32_t>(lane),
+                                 .what = what.what});
+        after_beside = beside_last;
+        beside_last = before_beside = PassIndex::kNone;
+      } else {
+        // The piece after an overlapping collective waits for the compute beside it too (a
+        // piece off the stream does not follow it by itself).
+        if (after_beside != PassIndex::kNone) g_.AddDependency(after_beside, t);
+        after_beside = beside_last = before_beside = PassIndex::kNone;
       }
       if (gate != PassIndex::kNone) {
         g_.AddDependency(gate, t);
@@ -827,6 +906,13 @@ class StepGraphBuilder {
       }
       if (at < stretch_end || previous == PassIndex::kNone) add_piece(x, stretch_end - at, false);
       stretch_start = stretch_end;
+    }
+    if (after_beside != PassIndex::kNone) {
+      // The pass ends with an overlapping collective: it ends when the compute beside it does
+      // too (a zero-length task on the stream after both).
+      ReplayedTask end = Described(ReplayedTask::What::kPass, e);
+      end.rank = static_cast<int32_t>(lane);
+      previous = AddChained(lane, stream_[lane], Seconds(0), end, previous);
     }
     units.Finish(previous);
     PROJECTOR_RETURN_IF_ERROR(units.status());
@@ -1319,6 +1405,7 @@ class StepGraphBuilder {
   // FSDP as events, per lane: its link (without a network), its last gather and reduce-scatter.
   std::vector<ResourceId> fsdp_link_, fsdp_gather_, fsdp_reduce_;
   std::vector<Stretch> stretches_;          // scratch
+  std::vector<Stretch> stretch_scratch_;    // scratch
   std::vector<PassComm> comms_;             // scratch
   std::vector<const FlowStep*> flows_;      // scratch: each stretch's flow on the network
   std::vector<std::vector<FlowStep>> steps_;  // scratch: each stretch's algorithm steps, or none
@@ -1440,6 +1527,28 @@ void AddTrackUse(const std::vector<std::string>& tracks, HighLodResult& out) {
   }
 }
 
+// A collective piece the critical lane's stream waited `waited` for, to its group's exposure (an
+// FSDP piece only where it stands for a unit's exposed time on the stream).
+void AddExposure(ReplayedTask::What what, std::string_view op, Seconds waited,
+                 HighLodResult::GroupExposure& into) {
+  switch (what) {
+    case ReplayedTask::What::kTpComm:
+      into.tp += waited;
+      break;
+    case ReplayedTask::What::kCpComm:
+      into.cp += waited;
+      break;
+    case ReplayedTask::What::kEpComm:
+      into.ep += waited;
+      break;
+    case ReplayedTask::What::kFsdpComm:
+      if (op == kFsdpUnitExposure) into.fsdp += waited;
+      break;
+    default:
+      break;
+  }
+}
+
 absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
                                                const BackendRefs& backends,
                                                ProjectionOptions options,
@@ -1535,8 +1644,8 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
            .fsdp_group = par.DpCpGroup()};
     out.network = scenario.backends.network->name;
     out.nic_note = absl::StrCat("the network '", out.network,
-                                "' carries the DP reduces, the pipeline's activations and the "
-                                "exposed TP, CP, EP and FSDP collectives as flows on its links");
+                                "' carries the DP reduces, the layers' TP, CP and EP collectives, "
+                                "FSDP's and the pipeline's activations as flows on its links");
   } else {
     nic_use = NicUseOf(scenario, out.medium, high.congestion, out.nic_note);
   }
@@ -1573,24 +1682,13 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
   const int32_t critical = static_cast<int32_t>(out.medium.critical_rank);
   for (TaskId t = 0; t < step.what.size(); ++t) {
     const ReplayedTask& w = step.what[t];
-    if (w.rank != critical) continue;
-    const Seconds waited = run.tasks[t].finish - run.tasks[t].start;
-    switch (w.what) {
-      case ReplayedTask::What::kTpComm:
-        out.exposed_comm.tp += waited;
-        break;
-      case ReplayedTask::What::kCpComm:
-        out.exposed_comm.cp += waited;
-        break;
-      case ReplayedTask::What::kEpComm:
-        out.exposed_comm.ep += waited;
-        break;
-      case ReplayedTask::What::kFsdpComm:
-        if (w.op == kFsdpUnitExposure) out.exposed_comm.fsdp += waited;
-        break;
-      default:
-        break;
-    }
+    if (w.rank != critical || w.overlapped) continue;
+    AddExposure(w.what, w.op, run.tasks[t].finish - run.tasks[t].start, out.exposed_comm);
+  }
+  for (const StepGraph::Overlap& o : step.overlaps) {
+    if (o.lane != critical) continue;
+    AddExposure(o.what, {}, Max0(run.tasks[o.collective].finish - run.tasks[o.beside].finish),
+                out.exposed_comm);
   }
   out.exposed_comm.fsdp += fsdp_tail_wait;
   if (static_cast<size_t>(critical) < step.fsdp_interference.size()) {

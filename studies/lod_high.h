@@ -68,6 +68,9 @@ struct ReplayedTask {
   std::string_view op;
   int32_t layer = -1;
   int32_t unit = -1;  // a piece's FSDP unit in its chunk (projection/pass_plan.h), or -1
+  // A collective that ran beside the compute before it (its hidden part on the links too):
+  // longer than what the stream waited for it.
+  bool overlapped = false;
   Seconds start, end;
 };
 
