@@ -22,9 +22,8 @@ constexpr char kReplayed[] =
     "--network, its algorithm's steps as flows on the network's links, max-min fair), each "
     "rank's gradient-sync wait, parameter gathers and optimizer";
 constexpr char kNotYet[] =
-    "the hidden part of overlapped layer collectives (TP comm overlap, the MoE All-to-All "
-    "overlap, the CP ring) on the links: only what the medium projection left exposed runs "
-    "there; a slow TP, CP or EP link without a network file";
+    "a module's kernels as events of their own (the kernels between two collectives are one "
+    "task: nothing comes between them on the stream)";
 
 nlohmann::json ResourceUseJson(const HighLodResult& r) {
   nlohmann::json uses = nlohmann::json::array();
@@ -172,7 +171,7 @@ std::string HighLodText(const HighLodResult& r) {
       "              gradient bucket's reduce on the rank's DP stream (or NIC; with --network,\n"
       "              as flows on its links) from where its gradients are final, each rank's\n"
       "              tail\n"
-      "  not yet     the hidden part of overlapped layer collectives on the links\n";
+      "  not yet     a module's kernels one by one (one task between two collectives)\n";
   return out;
 }
 

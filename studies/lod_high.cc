@@ -46,6 +46,12 @@ bool RingNeighbours(int64_t i, int64_t j, ProcessGroup group) {
   return d == 1 || d == group.size - 1;
 }
 
+// Whether in-stage positions i and j are members of the same group (base + stride·k).
+bool SameGroup(int64_t i, int64_t j, ProcessGroup group) {
+  if (group.size < 2 || group.stride < 1 || i % group.stride != j % group.stride) return false;
+  return i / group.stride / group.size == j / group.stride / group.size;
+}
+
 }  // namespace
 
 absl::StatusOr<SlowLinkEffect> ResolveSlowLink(const ParallelConfig& par, int64_t num_gpus,
@@ -97,21 +103,36 @@ absl::StatusOr<SlowLinkEffect> ResolveSlowLink(const ParallelConfig& par, int64_
   effect.expert_stride = expert_group.stride;
   effect.dense_ring = RingNeighbours(i, j, par.DpCpGroup());
   effect.expert_ring = has_experts && RingNeighbours(i, j, expert_group);
-  if (!effect.dense_ring && !effect.expert_ring) {
+  effect.tp_ring = RingNeighbours(i, j, par.TpGroup());
+  effect.cp_ring = RingNeighbours(i, j, par.CpGroup());
+  effect.ep_group = has_experts && SameGroup(i, j, par.EpGroup());
+  const bool in_passes = effect.tp_ring || effect.cp_ring || effect.ep_group;
+  if (!effect.dense_ring && !effect.expert_ring && !in_passes) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "--slow-link: ranks %d and %d of stage %d are not neighbours on a DP ring; their "
-        "tensor-, context- or expert-parallel collectives run inside the passes, which the "
-        "event replay does not break into link steps yet. Replayed links: a pipeline link (the "
-        "same position of adjacent stages, ranks r and r + %d) and a DP ring (positions %d "
-        "apart in a stage)",
-        link.a, link.b, stage_a, block, par.tp));
+        "--slow-link: ranks %d and %d of stage %d exchange nothing in this layout: they are not "
+        "neighbours on a TP ring (consecutive positions of a TP group), a CP ring (positions %d "
+        "apart), a DP ring (positions %d apart), nor in one EP group; a pipeline link joins the "
+        "same position of adjacent stages (ranks r and r + %d)",
+        link.a, link.b, stage_a, par.tp, par.tp, block));
+  }
+  if (in_passes) {
+    effect.comm_stage = stage_a;
+    std::vector<std::string> groups;
+    if (effect.tp_ring) groups.push_back("TP ring (its all-reduces, gathers, reduce-scatters)");
+    if (effect.cp_ring) groups.push_back("CP ring (its K/V exchanges)");
+    if (effect.ep_group) groups.push_back("EP group (its All-to-All)");
+    effect.carries = absl::StrCat("stage ", stage_a, "'s ", absl::StrJoin(groups, ", "),
+                                  ", each collective at the slow link for its whole time");
+    if (!effect.dense_ring && !effect.expert_ring) return effect;
   }
   effect.dp_stage = stage_a;
+  const std::string in_pass_carries = effect.carries;
   effect.carries = absl::StrFormat("stage %d's %s DP ring (its gradient bucket reduces%s)", stage_a,
                                    effect.dense_ring && effect.expert_ring ? "dense and expert"
                                    : effect.dense_ring                     ? "dense"
                                                                            : "expert",
                                    effect.dense_ring ? " and exposed parameter gathers" : "");
+  if (!in_pass_carries.empty()) effect.carries = absl::StrCat(in_pass_carries, "; ", effect.carries);
   return effect;
 }
 
@@ -304,6 +325,11 @@ std::vector<RankWork> CollectRankWork(const Projection& medium, int64_t pp, int6
 // What the replay slows: a straggler's stage (-1: none) runs its passes `stage_factor` times as
 // long (unfolded: only the GPU at `slow_position` of it); a slow link what SlowLinkEffect says
 // (unfolded: only the GPUs behind it).
+// What a stretch of a pass is: the layers' compute on the rank's stream, or one collective's
+// exposed time (on the stream, or taken out of it: EP on a shared NIC; TP, CP, EP and the FSDP
+// units' gathers and reduce-scatters on a network file's links).
+enum class PassPart : uint8_t { kCompute, kTp, kCp, kEp, kFsdp };
+
 struct ReplaySlowdowns {
   int64_t slow_stage = -1;
   int64_t slow_position = -1;
@@ -314,6 +340,7 @@ struct ReplaySlowdowns {
   std::vector<int32_t> network_links;
   double network_factor = 1;
   bool unfolded = false;
+  ProcessGroup tp_group, cp_group, ep_group;  // the layout's, for a slow link inside a pass
   // The factor on the passes of stage r's GPU at position q.
   double Pass(int64_t r, int64_t q) const {
     return r == slow_stage && (!unfolded || q == slow_position) ? stage_factor : 1.0;
@@ -324,6 +351,20 @@ struct ReplaySlowdowns {
                      (a == link.p2p_rank_b && b == link.p2p_rank_a)) &&
                     (!unfolded || q == link.position_a);
     return on ? link.factor : 1.0;
+  }
+  // The factor on the collectives of `part` inside the passes of stage r's GPU at q: a slow link
+  // on its TP or CP ring or in its EP group (unfolded: only that group's GPUs).
+  double Comm(PassPart part, int64_t r, int64_t q) const {
+    if (r != link.comm_stage) return 1.0;
+    const bool on = part == PassPart::kTp   ? link.tp_ring
+                    : part == PassPart::kCp ? link.cp_ring
+                    : part == PassPart::kEp ? link.ep_group
+                                            : false;
+    if (!on) return 1.0;
+    const ProcessGroup group = part == PassPart::kTp   ? tp_group
+                               : part == PassPart::kCp ? cp_group
+                                                       : ep_group;
+    return !unfolded || SameGroup(q, link.position_a, group) ? link.factor : 1.0;
   }
   // The factor on the dense or expert bucket reduces of stage r's GPU at q.
   double Reduce(int64_t r, int64_t q, bool expert) const {
@@ -343,10 +384,6 @@ struct NicUse {
   bool Shared() const { return dp || p2p || ep; }
 };
 
-// What a stretch of a pass is: the layers' compute on the rank's stream, or one collective's
-// exposed time (on the stream, or taken out of it: EP on a shared NIC; TP, CP, EP and the FSDP
-// units' gathers and reduce-scatters on a network file's links).
-enum class PassPart : uint8_t { kCompute, kTp, kCp, kEp, kFsdp };
 
 struct Stretch {
   Seconds length;
@@ -757,6 +794,17 @@ class StepGraphBuilder {
     PlanStretches(plan, Max0(compute_alone), slow_.Pass(r, q), comms, stretches_);
     if (weight_grad) {  // W: the backward's modules without their collectives
       std::erase_if(stretches_, [](const Stretch& x) { return x.part != PassPart::kCompute; });
+    }
+    // A slow link on a TP or CP ring or in an EP group: its collectives at the link's pace, all of
+    // their time (exposed or hidden) FACTOR times as long; the compute they hid behind (the
+    // hidden time) hides as much as before.
+    for (Stretch& x : stretches_) {
+      if (x.part == PassPart::kCompute || x.part == PassPart::kFsdp) continue;
+      const double f = slow_.Comm(x.part, r, q);
+      if (f == 1.0) continue;
+      const Seconds full = (x.length + x.hidden) * f;
+      x.length = Max0(full - x.hidden);
+      x.hidden = std::min(x.hidden, full);
     }
     SplitForOverlap([this](PassPart part) { return TakenOut(part); }, stretches_,
                     stretch_scratch_);
@@ -1611,6 +1659,9 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
   const ParallelConfig& par = scenario.parallel;
   const Lanes lanes = LanesOf(scenario, high.no_fold);
   slow.unfolded = high.no_fold;
+  slow.tp_group = par.TpGroup();
+  slow.cp_group = par.CpGroup();
+  slow.ep_group = par.EpGroup();
   if (slow_rank) {
     // Global rank r sits on pipeline stage r / (tp·cp·dp) (the layout's rank order), at
     // position r % (tp·cp·dp) in it.

@@ -94,9 +94,14 @@ struct SlowRank {
 //     ring, and its exposed parameter gathers. NCCL's ring moves every byte over every link of
 //     the ring, so a bandwidth-bound ring runs at its slowest link: the reduce takes FACTOR times
 //     as long (an upper bound for latency-bound buckets).
+//   - A and B neighbours on a TP ring (consecutive positions of a TP group, the ring closing) or
+//     a CP ring (positions TP apart), or two members of one EP group: that group's collectives
+//     in the passes (TP all-reduces, gathers and reduce-scatters; the CP ring's exchanges; the
+//     All-to-All) run at the slow link: each takes (FACTOR − 1) · its full time longer, the part
+//     it hid behind compute included (an upper bound where the compute outlasted it; an
+//     All-to-All sends only 1/(n−1) of its bytes over one pair's link, so an upper bound too).
 // The folded replay makes the whole stage wait for its slowest replica, as synchronous training
-// does. TP, CP and EP peers are refused: their collectives run inside the passes, which the
-// replay does not break into link steps yet.
+// does.
 struct SlowLink {
   int64_t a = 0;
   int64_t b = 0;
@@ -113,12 +118,16 @@ struct SlowLinkEffect {
   int64_t position_a = -1;
   int64_t dense_stride = 1, expert_stride = 1;
   bool dense_ring = false, expert_ring = false;
+  // A TP or CP ring, or an EP group, whose collectives inside the passes cross it: its stage,
+  // and for the unfolded replay the group's positions (first, stride, size).
+  int64_t comm_stage = -1;
+  bool tp_ring = false, cp_ring = false, ep_group = false;
   double factor = 1;
   std::string carries;  // for the report: "the pipeline link between stages 1 and 2 ..."
 };
 
 // kInvalidArgument naming --slow-link for a rank that does not exist, A = B, a factor that is
-// not finite and > 0, ranks that exchange nothing in this layout, or TP/CP/EP peers.
+// not finite and > 0, or ranks that exchange nothing in this layout.
 // `has_experts`: the model has MoE layers (an expert DP ring exists).
 absl::StatusOr<SlowLinkEffect> ResolveSlowLink(const ParallelConfig& parallel, int64_t num_gpus,
                                                bool has_experts, const SlowLink& link);

@@ -139,7 +139,7 @@ def test_network_route_and_high_level_of_detail():
         high.lod_high["step_time_s"], rel=1e-9)
     with pytest.raises(projector.InputError) as e:
         projector.project(model="llama3.1-8b", gpu_arch="h100-sxm", num_gpus=16, tp=2,
-                          lod="high", slow_link="0:1:2")
+                          lod="high", slow_link="0:3:2")
     assert e.value.field == "--slow-link"
 
 

@@ -282,8 +282,9 @@ TEST(HighLodTest, AStragglerSlowsItsStageAndTheStepWaitsForIt) {
 // then PP). TP2 · DP4 · PP4 on 32 GPUs: a stage is 8 ranks; ranks 0 and 8 are position 0 of
 // stages 0 and 1 (a pipeline link); 0 and 2 are neighbouring DP ranks of stage 0 (the dense DP
 // ring, stride TP = 2), as are 0 and 6 (the ring closes: DP index 0 and 3); 0 and 1 are TP
-// peers; 0 and 16 sit two stages apart, and 0 and 24 are the last and first stage, which
-// exchange activations only when interleaving wraps the model round.
+// peers (stage 0's TP ring); 0 and 3 share no group; 0 and 16 sit two stages apart, and 0 and
+// 24 are the last and first stage, which exchange activations only when interleaving wraps the
+// model round.
 TEST(HighLodTest, ASlowLinkCarriesWhatTheLayoutSendsOverIt) {
   ParallelConfig par;
   par.tp = 2;
@@ -305,8 +306,15 @@ TEST(HighLodTest, ASlowLinkCarriesWhatTheLayoutSendsOverIt) {
   absl::StatusOr<SlowLinkEffect> closing = resolve(9, 15);
   ASSERT_THAT(closing, IsOk());
   EXPECT_EQ(closing->dp_stage, 1);
-  EXPECT_THAT(resolve(0, 1), StatusIs(absl::StatusCode::kInvalidArgument,
-                                      HasSubstr("are not neighbours on a DP ring")));
+  absl::StatusOr<SlowLinkEffect> tp = resolve(0, 1);
+  ASSERT_THAT(tp, IsOk());
+  EXPECT_TRUE(tp->tp_ring);
+  EXPECT_FALSE(tp->cp_ring || tp->ep_group || tp->dense_ring);
+  EXPECT_EQ(tp->comm_stage, 0);
+  EXPECT_EQ(tp->dp_stage, -1);
+  EXPECT_THAT(tp->carries, HasSubstr("stage 0's TP ring"));
+  EXPECT_THAT(resolve(0, 3), StatusIs(absl::StatusCode::kInvalidArgument,
+                                      HasSubstr("exchange nothing in this layout")));
   EXPECT_THAT(resolve(0, 16), StatusIs(absl::StatusCode::kInvalidArgument,
                                        HasSubstr("exchange nothing in this layout")));
   EXPECT_THAT(resolve(0, 24), StatusIs(absl::StatusCode::kInvalidArgument,
@@ -628,6 +636,46 @@ TEST(HighLodTest, FsdpUnitsGatherAheadAndReduceScatterAfterAsEvents) {
   EXPECT_GE(tail->start.value(), last_reduce_end * (1 - 1e-12));
   EXPECT_THAT(r->step_time.value(), IsNearRel(r->medium.step_time.value(), 0.03));
   EXPECT_GT(r->exposed_comm.fsdp.value(), 0);
+}
+
+// A slow link on a TP ring without a network file (Llama-3.1-8B TP8 on one node, 4 micro-batches,
+// congestion unaware): every TP collective of the stage runs at the slow link, its full time
+// F times as long, the compute it hid behind hiding as much as before, so each takes
+// (F − 1) · its full time longer exposed. One stage, one stream: the step grows by exactly
+// (F − 1) · m · Σ over the pass plans' TP collectives of max(exposed, full) (an end module's
+// collectives have no full time of their own: their exposed time).
+TEST(HighLodTest, ASlowTpLinkSlowsEveryTpCollectiveOfItsRing) {
+  const Flags flags = {{"model", "llama3.1-8b"}, {"gpu-arch", "h100-sxm"}, {"num-gpus", "8"},
+                       {"tp", "8"},              {"seq-len", "4096"},      {"global-batch", "4"}};
+  constexpr double kF = 3;
+  absl::StatusOr<HighLodResult> slow = High(flags, std::nullopt, SlowLink{.a = 2, .b = 3, .factor = kF});
+  ASSERT_THAT(slow, IsOk());
+  EXPECT_THAT(slow->slow_link_carries, HasSubstr("stage 0's TP ring"));
+  ASSERT_EQ(slow->medium.chunk_plans.size(), 1u);
+  const ChunkPlan& plan = slow->medium.chunk_plans[0];
+  double full = 0;
+  for (const std::vector<PassSegment>* pass : {&plan.forward, &plan.backward}) {
+    for (const PassSegment& s : *pass) {
+      if (s.dim == CommDim::kTp) full += std::max(s.time, s.full).value();
+    }
+  }
+  const double m = static_cast<double>(slow->medium.micro_batches);
+  ASSERT_EQ(m, 4);
+  EXPECT_THAT((slow->step_time - slow->step_time_undisturbed).value(),
+              IsNearRel((kF - 1) * m * full, 1e-9));
+  // Unfolded, the same: one TP group holds the node.
+  absl::StatusOr<HighLodResult> unfolded = HighWith(
+      flags, HighLodOptions{.slow_rank = std::nullopt,
+                            .slow_link = SlowLink{.a = 2, .b = 3, .factor = kF},
+                            .congestion = Congestion::kUnaware,
+                            .no_fold = true});
+  ASSERT_THAT(unfolded, IsOk());
+  EXPECT_THAT(unfolded->step_time.value(), IsNearRel(slow->step_time.value(), 1e-9));
+  // Factor 1 changes nothing.
+  absl::StatusOr<HighLodResult> same =
+      High(flags, std::nullopt, SlowLink{.a = 2, .b = 3, .factor = 1});
+  ASSERT_THAT(same, IsOk());
+  EXPECT_THAT(same->step_time.value(), IsNearRel(same->step_time_undisturbed.value(), 1e-12));
 }
 
 // The flags' scenario on `network` (its own, the hardware profile's built-in one, when empty),
