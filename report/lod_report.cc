@@ -14,9 +14,10 @@ namespace {
 constexpr char kReplayed[] =
     "every pass of every micro-batch and chunk on each pipeline rank's stream in the schedule's "
     "order, as its layers' modules and each TP, CP and EP collective where the layer issues it "
-    "(the time the medium projection left exposed; on a shared NIC or a network file's links, "
-    "as flows, a collective exposed whole as its algorithm's steps), FSDP's units gathered ahead "
-    "and reduce-scattered after as events, the activation transfers between stages, each DP "
+    "(the stream waiting for what the medium projection left exposed; on a shared NIC or a "
+    "network file's links as flows, the part it hides beside the compute before it, a "
+    "collective that runs whole as its algorithm's steps), FSDP's units gathered ahead and "
+    "reduce-scattered after as events, the activation transfers between stages, each DP "
     "gradient bucket's reduce on the rank's DP stream from where its gradients are final (on "
     "the rank's NIC, shared with the activations it sends, where both cross nodes; with "
     "--network, its algorithm's steps as flows on the network's links, max-min fair), each "
