@@ -59,6 +59,13 @@ void RunLod(benchmark::State& state, const Scenario& s) {
     diff = r->DifferencePct();
     events = r->events;
     ++runs;
+    // The two levels' step, exposed communication and TGS (the same every run).
+    state.counters["step_ms_medium"] = ToMilliseconds(r->medium.step_time);
+    state.counters["step_ms_high"] = ToMilliseconds(r->step_time);
+    state.counters["exposed_ms_medium"] = ToMilliseconds(r->MediumExposedCommunication());
+    state.counters["exposed_ms_high"] = ToMilliseconds(r->ExposedCommunication());
+    state.counters["tgs_medium"] = r->medium.tokens_per_s_per_gpu;
+    state.counters["tgs_high"] = r->TokensPerSPerGpu();
   }
   state.counters["medium_us"] = medium / static_cast<double>(runs) * 1e6;
   state.counters["high_us"] = high / static_cast<double>(runs) * 1e6;

@@ -31,6 +31,23 @@ double HighLodResult::DifferencePct() const {
   return medium_s > 0 ? (step_time.value() - medium_s) / medium_s * 100.0 : 0.0;
 }
 
+double HighLodResult::TokensPerSPerGpu() const {
+  return step_time.value() > 0
+             ? medium.tokens_per_s_per_gpu * medium.step_time.value() / step_time.value()
+             : 0.0;
+}
+
+Seconds HighLodResult::ExposedCommunication() const {
+  return exposed_comm.tp + exposed_comm.cp + exposed_comm.ep + exposed_comm.fsdp +
+         exposed_dp_comm;
+}
+
+Seconds HighLodResult::MediumExposedCommunication() const {
+  const StepBreakdown& b = medium.breakdown;
+  return b.exposed_tp_comm + b.exposed_cp_comm + b.exposed_ep_comm + b.exposed_fsdp_comm +
+         b.exposed_dp_comm;
+}
+
 double HighLodResult::DisturbedSlowdownPct() const {
   const double base = step_time_undisturbed.value();
   return (slow_rank || slow_link) && base > 0 ? (step_time.value() - base) / base * 100.0 : 0.0;

@@ -221,6 +221,12 @@ struct HighLodResult {
   double medium_wall_s = 0;      // the medium projection, timeline kept
   double high_wall_s = 0;        // building and simulating the events
   double DifferencePct() const;  // (high − medium) / medium step time · 100
+  // TGS at the replay's step time (the same tokens as the medium projection's step).
+  double TokensPerSPerGpu() const;
+  // Exposed communication of every group, the replay's (exposed_comm and exposed_dp_comm) and
+  // the medium breakdown's (TP, CP, EP, DP, FSDP).
+  Seconds ExposedCommunication() const;
+  Seconds MediumExposedCommunication() const;
   double Speedup() const;        // high wall time / medium wall time
   // (step with the straggler and slow link − without) / without · 100; 0 without either.
   double DisturbedSlowdownPct() const;
