@@ -715,10 +715,10 @@ void HighLodSection(std::string& out, const HighLodResult& r) {
   out += "<tr><th></th><th>medium</th><th>high</th><th>difference</th></tr>\n";
   auto row = [&](std::string_view what, Seconds medium, Seconds high) {
     // No difference in per cent from nothing: a dash where medium has none.
-    const std::string diff =
-        medium.value() > 0 ? absl::StrFormat("%+.2f%%", (high - medium) / medium * 100.0)
-        : high.value() > 0 ? "&ndash;"
-                           : "+0.00%";
+    const std::string diff = medium.value() > 0
+                                 ? absl::StrFormat("%+.2f%%", (high - medium) / medium * 100.0)
+                             : high.value() > 0 ? "&ndash;"
+                                                : "+0.00%";
     absl::StrAppendFormat(&out,
                           "<tr><td>%s</td><td class=\"num\">%.3f ms</td><td class=\"num\">%.3f "
                           "ms</td><td class=\"num\">%s</td></tr>\n",

@@ -59,11 +59,11 @@ std::string PieceName(const ReplayedTask& t) {
 std::vector<GroupExposureRow> GroupExposureRows(const HighLodResult& r) {
   const StepBreakdown& b = r.medium.breakdown;
   std::vector<GroupExposureRow> rows;
-  for (const GroupExposureRow& g : {GroupExposureRow{"TP", b.exposed_tp_comm, r.exposed_comm.tp},
-                                    GroupExposureRow{"CP", b.exposed_cp_comm, r.exposed_comm.cp},
-                                    GroupExposureRow{"EP", b.exposed_ep_comm, r.exposed_comm.ep},
-                                    GroupExposureRow{"FSDP", b.exposed_fsdp_comm,
-                                                     r.exposed_comm.fsdp}}) {
+  for (const GroupExposureRow& g :
+       {GroupExposureRow{"TP", b.exposed_tp_comm, r.exposed_comm.tp},
+        GroupExposureRow{"CP", b.exposed_cp_comm, r.exposed_comm.cp},
+        GroupExposureRow{"EP", b.exposed_ep_comm, r.exposed_comm.ep},
+        GroupExposureRow{"FSDP", b.exposed_fsdp_comm, r.exposed_comm.fsdp}}) {
     if (g.medium.value() > 0 || g.high.value() > 0) rows.push_back(g);
   }
   return rows;
@@ -87,12 +87,13 @@ std::string HighLodText(const HighLodResult& r) {
     absl::StrAppendFormat(&out, "  NIC         %s: %s\n", r.nic_shared ? "shared" : "not shared",
                           r.nic_note);
   } else {
-    absl::StrAppendFormat(&out,
-                          "  network     '%s': the DP reduces and the layers' TP, CP and EP\n"
-                          "              collectives (their algorithm's steps, a hidden part beside\n"
-                          "              its compute), FSDP's collectives and the activations as\n"
-                          "              flows on %d of its links\n",
-                          r.network, r.network_links);
+    absl::StrAppendFormat(
+        &out,
+        "  network     '%s': the DP reduces and the layers' TP, CP and EP\n"
+        "              collectives (their algorithm's steps, a hidden part beside\n"
+        "              its compute), FSDP's collectives and the activations as\n"
+        "              flows on %d of its links\n",
+        r.network, r.network_links);
   }
   absl::StrAppendFormat(&out, "  events      %d (%d tasks on %d streams and links)\n", r.events,
                         r.tasks, r.resources);
@@ -155,8 +156,8 @@ std::string HighLodText(const HighLodResult& r) {
   }
   if (r.slow_link) {
     absl::StrAppendFormat(&out, "  slow link   %s %d-%d x%g: %s\n",
-                          r.network.empty() ? "ranks" : "nodes", r.slow_link->a,
-                          r.slow_link->b, r.slow_link->factor, r.slow_link_carries);
+                          r.network.empty() ? "ranks" : "nodes", r.slow_link->a, r.slow_link->b,
+                          r.slow_link->factor, r.slow_link_carries);
   }
   if (r.slow_rank || r.slow_link) {
     absl::StrAppendFormat(&out, "  disturbed   step %.3f ms, %+.2f%% over %.3f ms without\n",
@@ -268,22 +269,22 @@ nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r
         break;
       case ReplayedTask::What::kTpComm:
         ev["name"] = t.op.empty() ? absl::StrCat("TP collectives ", PassName(t, interleaved))
-                                 : absl::StrCat(PassName(t, interleaved), PieceName(t));
+                                  : absl::StrCat(PassName(t, interleaved), PieceName(t));
         ev["cat"] = "tp";
         break;
       case ReplayedTask::What::kCpComm:
         ev["name"] = t.op.empty() ? absl::StrCat("CP ring ", PassName(t, interleaved))
-                                 : absl::StrCat(PassName(t, interleaved), PieceName(t));
+                                  : absl::StrCat(PassName(t, interleaved), PieceName(t));
         ev["cat"] = "cp";
         break;
       case ReplayedTask::What::kFsdpComm:
         ev["name"] = t.op.empty() ? absl::StrCat("FSDP collectives ", PassName(t, interleaved))
-                                 : absl::StrCat(PassName(t, interleaved), PieceName(t));
+                                  : absl::StrCat(PassName(t, interleaved), PieceName(t));
         ev["cat"] = "fsdp";
         break;
       case ReplayedTask::What::kEpComm:
         ev["name"] = t.op.empty() ? absl::StrCat("EP all-to-all ", PassName(t, interleaved))
-                                 : absl::StrCat(PassName(t, interleaved), PieceName(t));
+                                  : absl::StrCat(PassName(t, interleaved), PieceName(t));
         ev["cat"] = "ep";
         break;
       case ReplayedTask::What::kGradReduce:

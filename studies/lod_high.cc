@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -20,8 +19,8 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "events/event_engine.h"
-#include "projection/layer_composer.h"
 #include "network/topology.h"
+#include "projection/layer_composer.h"
 #include "studies/network_replay.h"
 
 namespace projector {
@@ -38,8 +37,7 @@ double HighLodResult::TokensPerSPerGpu() const {
 }
 
 Seconds HighLodResult::ExposedCommunication() const {
-  return exposed_comm.tp + exposed_comm.cp + exposed_comm.ep + exposed_comm.fsdp +
-         exposed_dp_comm;
+  return exposed_comm.tp + exposed_comm.cp + exposed_comm.ep + exposed_comm.fsdp + exposed_dp_comm;
 }
 
 Seconds HighLodResult::MediumExposedCommunication() const {
@@ -149,12 +147,12 @@ absl::StatusOr<SlowLinkEffect> ResolveSlowLink(const ParallelConfig& par, int64_
                                    : effect.dense_ring                     ? "dense"
                                                                            : "expert",
                                    effect.dense_ring ? " and exposed parameter gathers" : "");
-  if (!in_pass_carries.empty()) effect.carries = absl::StrCat(in_pass_carries, "; ", effect.carries);
+  if (!in_pass_carries.empty())
+    effect.carries = absl::StrCat(in_pass_carries, "; ", effect.carries);
   return effect;
 }
 
-absl::StatusOr<std::string> ResolveNetworkSlowLink(const NetworkSpec& network,
-                                                   const SlowLink& link,
+absl::StatusOr<std::string> ResolveNetworkSlowLink(const NetworkSpec& network, const SlowLink& link,
                                                    std::vector<int32_t>& links) {
   const Topology topology(network);
   const int64_t nodes = topology.node_count();
@@ -172,7 +170,8 @@ absl::StatusOr<std::string> ResolveNetworkSlowLink(const NetworkSpec& network,
         link.factor));
   }
   links.clear();
-  for (const int32_t id : {topology.LinkBetween(link.a, link.b), topology.LinkBetween(link.b, link.a)}) {
+  for (const int32_t id :
+       {topology.LinkBetween(link.a, link.b), topology.LinkBetween(link.b, link.a)}) {
     if (id >= 0) links.push_back(id);
   }
   const std::string a = topology.NodeName(link.a), b = topology.NodeName(link.b);
@@ -241,9 +240,9 @@ struct StepGraph {
   // Tracks that are not resources (a rank's DP reduces as flows on network links, the
   // transfers between two ranks): ReplayedTask::resource num_resources + k is track k.
   std::vector<std::string> track_names;
-  int64_t network_links = 0;  // links of the network file the flows crossed
-  std::vector<ReplayedTask> what;           // by TaskId (times filled after the run)
-  std::vector<TaskId> last_pass;            // per rank
+  int64_t network_links = 0;       // links of the network file the flows crossed
+  std::vector<ReplayedTask> what;  // by TaskId (times filled after the run)
+  std::vector<TaskId> last_pass;   // per rank
   // Per rank: the task that follows its gradient sync (exposed parameter gathers and the
   // optimizer), and how much of it is the gathers; kNone without one.
   std::vector<TaskId> after_sync;
@@ -401,7 +400,6 @@ struct NicUse {
   bool Shared() const { return dp || p2p || ep; }
 };
 
-
 struct Stretch {
   Seconds length;
   PassPart part = PassPart::kCompute;
@@ -439,14 +437,15 @@ constexpr std::string_view kFsdpUnitExposure = "fsdp_unit";
 // collective does, the collective starting where the split is. Without contention the
 // collective ends `exposed` after the compute, as the medium projection has it; slowed on its
 // links, it shows.
-void SplitForOverlap(const std::function<bool(PassPart)>& taken, std::vector<Stretch>& stretches,
+void SplitForOverlap(const std::array<bool, 5>& taken, std::vector<Stretch>& stretches,
                      std::vector<Stretch>& scratch) {
   scratch.clear();
   for (const Stretch& x : stretches) {
     Stretch collective = x;
-    if (x.part != PassPart::kCompute && x.hidden.value() > 0 && taken(x.part) &&
-        !scratch.empty() && scratch.back().part == PassPart::kCompute &&
-        !scratch.back().overlapped && scratch.back().length.value() > 0) {
+    if (x.part != PassPart::kCompute && x.hidden.value() > 0 &&
+        taken[static_cast<size_t>(x.part)] && !scratch.empty() &&
+        scratch.back().part == PassPart::kCompute && !scratch.back().overlapped &&
+        scratch.back().length.value() > 0) {
       Stretch& before = scratch.back();
       const Seconds h = std::min(x.hidden, before.length);
       Stretch beside = before;
@@ -501,7 +500,8 @@ void PlanStretches(std::span<const PassSegment> plan, Seconds alone, double comp
     if (!plan.empty()) out.front().layer = plan.front().layer;
     return;
   }
-  const Seconds fsdp_per_unit = exposed[static_cast<size_t>(PassPart::kFsdp)] / static_cast<double>(units);
+  const Seconds fsdp_per_unit =
+      exposed[static_cast<size_t>(PassPart::kFsdp)] / static_cast<double>(units);
   last_unit = -1;
   for (const PassSegment& s : plan) {
     if (s.unit != last_unit && fsdp_per_unit.value() > 0) {
@@ -771,10 +771,9 @@ class StepGraphBuilder {
     if (chunk_index < medium_.chunk_comm.size() && !weight_grad) {
       const ChunkComm& parts = medium_.chunk_comm[chunk_index];
       const bool forward = e.kind == TimelineKind::kForward;
-      for (const auto& [part, dim] : {std::pair{PassPart::kTp, &parts.tp},
-                                      std::pair{PassPart::kCp, &parts.cp},
-                                      std::pair{PassPart::kEp, &parts.ep},
-                                      std::pair{PassPart::kFsdp, &parts.fsdp}}) {
+      for (const auto& [part, dim] :
+           {std::pair{PassPart::kTp, &parts.tp}, std::pair{PassPart::kCp, &parts.cp},
+            std::pair{PassPart::kEp, &parts.ep}, std::pair{PassPart::kFsdp, &parts.fsdp}}) {
         comms.push_back({part, forward ? dim->forward : dim->backward});
       }
     }
@@ -802,8 +801,8 @@ class StepGraphBuilder {
       }
       Seconds interference;
       for (const FsdpUnitTraffic& u : *fsdp) {
-        interference += e.kind == TimelineKind::kForward ? u.forward_interference
-                                                         : u.backward_interference;
+        interference +=
+            e.kind == TimelineKind::kForward ? u.forward_interference : u.backward_interference;
       }
       compute_alone += interference;
       out_.fsdp_interference[lane] += interference * slow_.Pass(r, q);
@@ -823,8 +822,9 @@ class StepGraphBuilder {
       x.length = Max0(full - x.hidden);
       x.hidden = std::min(x.hidden, full);
     }
-    SplitForOverlap([this](PassPart part) { return TakenOut(part); }, stretches_,
-                    stretch_scratch_);
+    SplitForOverlap({false, TakenOut(PassPart::kTp), TakenOut(PassPart::kCp),
+                     TakenOut(PassPart::kEp), TakenOut(PassPart::kFsdp)},
+                    stretches_, stretch_scratch_);
     const bool final_pass = w.final_pass[static_cast<size_t>(e.chunk)] == &e;
     static const std::vector<double> kWhole = {1.0};
     const std::vector<double>& cuts =
@@ -849,9 +849,9 @@ class StepGraphBuilder {
       if (x.bytes.value() <= 0 || x.part == PassPart::kCp || !whole) continue;
       const Seconds full = x.length + x.overlap;
       if (lanes_.replicas == 1) {
-        PROJECTOR_ASSIGN_OR_RETURN(steps_[i],
-                                   network_->Collective(x.kind, x.bytes, GroupOf(x),
-                                                        r * net_.block, net_.block, full));
+        PROJECTOR_ASSIGN_OR_RETURN(
+            steps_[i],
+            network_->Collective(x.kind, x.bytes, GroupOf(x), r * net_.block, net_.block, full));
       } else if (q == GroupBase(x, q)) {
         PROJECTOR_ASSIGN_OR_RETURN(steps_[i], network_->Collective(x.kind, x.bytes, GroupOf(x),
                                                                    r * net_.block + q, 1, full));
@@ -885,7 +885,7 @@ class StepGraphBuilder {
       }
       what.overlapped = overlapping;
       length += overlapping ? x.overlap : Seconds(0);
-      const TaskId arrived = overlapping ? before_beside
+      const TaskId arrived = overlapping                    ? before_beside
                              : previous != PassIndex::kNone ? previous
                                                             : out_.last_pass[lane];
       const auto group = lanes_.replicas > 1 && whole
@@ -1048,8 +1048,8 @@ class StepGraphBuilder {
       const Seconds time = gather ? t.gather : t.reduce;
       TaskId task = 0;
       if (b_.network_) {
-        absl::StatusOr<const FlowStep*> flow = b_.Occupancy(
-            {.length = time, .part = PassPart::kFsdp, .kind = kind}, q_, r_);
+        absl::StatusOr<const FlowStep*> flow =
+            b_.Occupancy({.length = time, .part = PassPart::kFsdp, .kind = kind}, q_, r_);
         if (!flow.ok()) status_ = flow.status();
         const FlowStep* f = flow.ok() ? *flow : nullptr;
         task = b_.AddFlowStep(
@@ -1174,8 +1174,8 @@ class StepGraphBuilder {
     if (b.chunk >= 0) {
       const std::vector<double>& cuts = w.final_fractions[static_cast<size_t>(b.chunk)];
       const std::vector<TaskId>& pieces = final_pieces[static_cast<size_t>(b.chunk)];
-      const size_t k = static_cast<size_t>(
-          std::lower_bound(cuts.begin(), cuts.end(), b.fraction) - cuts.begin());
+      const size_t k = static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), b.fraction) -
+                                           cuts.begin());
       if (k < pieces.size()) ready = pieces[k];
     }
     return ready;
@@ -1331,8 +1331,7 @@ class StepGraphBuilder {
         members.clear();
         waits.clear();
         for (int64_t q = base; q < lanes_.replicas; q += stride) {
-          members.push_back(
-              BucketReady(Lane(q, r), w, b, final_pieces[static_cast<size_t>(q)]));
+          members.push_back(BucketReady(Lane(q, r), w, b, final_pieces[static_cast<size_t>(q)]));
           waits.push_back(members.back());
           waits.push_back(lane_previous[static_cast<size_t>(q)]);
         }
@@ -1464,15 +1463,15 @@ class StepGraphBuilder {
   std::vector<ResourceId> stream_, nic_;
   ResourceId sync_ = 0;
   std::vector<ResourceId> link_of_;
-  PassIndex done_;                  // a pass's last task (what depends on the pass waits for it)
-  PassIndex entry_;                 // a pass's first task (what the pass waits for gates it)
-  PassIndex receive_;               // the rendezvous receive before a pass, or kNone
+  PassIndex done_;     // a pass's last task (what depends on the pass waits for it)
+  PassIndex entry_;    // a pass's first task (what the pass waits for gates it)
+  PassIndex receive_;  // the rendezvous receive before a pass, or kNone
   // FSDP as events, per lane: its link (without a network), its last gather and reduce-scatter.
   std::vector<ResourceId> fsdp_link_, fsdp_gather_, fsdp_reduce_;
-  std::vector<Stretch> stretches_;          // scratch
-  std::vector<Stretch> stretch_scratch_;    // scratch
-  std::vector<PassComm> comms_;             // scratch
-  std::vector<const FlowStep*> flows_;      // scratch: each stretch's flow on the network
+  std::vector<Stretch> stretches_;            // scratch
+  std::vector<Stretch> stretch_scratch_;      // scratch
+  std::vector<PassComm> comms_;               // scratch
+  std::vector<const FlowStep*> flows_;        // scratch: each stretch's flow on the network
   std::vector<std::vector<FlowStep>> steps_;  // scratch: each stretch's algorithm steps, or none
   // Unfolded, the pass being built and its groups' collectives run as steps so far: by (first
   // GPU's position, stretch), the first and the last step.
@@ -1633,9 +1632,9 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
   ReplaySlowdowns slow;
   const bool on_network = scenario.backends.network && high.congestion == Congestion::kAware;
   if (slow_link && on_network) {
-    PROJECTOR_ASSIGN_OR_RETURN(slow.link.carries,
-                               ResolveNetworkSlowLink(*scenario.backends.network, *slow_link,
-                                                      slow.network_links));
+    PROJECTOR_ASSIGN_OR_RETURN(
+        slow.link.carries,
+        ResolveNetworkSlowLink(*scenario.backends.network, *slow_link, slow.network_links));
     slow.network_factor = slow_link->factor;
   } else if (slow_link) {
     PROJECTOR_ASSIGN_OR_RETURN(slow.link,
@@ -1663,8 +1662,7 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
         "--lod high: the replay would build about %.0f tasks (every pass as its layers' modules "
         "and collectives%s), more than the %.0f it takes (about 200 bytes each); %sproject fewer "
         "micro-batches (a smaller global batch) or --lod medium",
-        tasks,
-        high.no_fold ? absl::StrFormat(", on each of %d GPUs per stage", replicas) : "",
+        tasks, high.no_fold ? absl::StrFormat(", on each of %d GPUs per stage", replicas) : "",
         kMaxReplayTasks,
         high.no_fold ? "drop --no-fold (the folded replay simulates one GPU per stage), " : ""));
   }

@@ -227,7 +227,7 @@ struct HighLodResult {
   // the medium breakdown's (TP, CP, EP, DP, FSDP).
   Seconds ExposedCommunication() const;
   Seconds MediumExposedCommunication() const;
-  double Speedup() const;        // high wall time / medium wall time
+  double Speedup() const;  // high wall time / medium wall time
   // (step with the straggler and slow link − without) / without · 100; 0 without either.
   double DisturbedSlowdownPct() const;
 };

@@ -645,10 +645,12 @@ TEST(HighLodTest, FsdpUnitsGatherAheadAndReduceScatterAfterAsEvents) {
 // (F − 1) · m · Σ over the pass plans' TP collectives of max(exposed, full) (an end module's
 // collectives have no full time of their own: their exposed time).
 TEST(HighLodTest, ASlowTpLinkSlowsEveryTpCollectiveOfItsRing) {
-  const Flags flags = {{"model", "llama3.1-8b"}, {"gpu-arch", "h100-sxm"}, {"num-gpus", "8"},
-                       {"tp", "8"},              {"seq-len", "4096"},      {"global-batch", "4"}};
+  const Flags flags = {{"model", "llama3.1-8b"}, {"gpu-arch", "h100-sxm"},
+                       {"num-gpus", "8"},        {"tp", "8"},
+                       {"seq-len", "4096"},      {"global-batch", "4"}};
   constexpr double kF = 3;
-  absl::StatusOr<HighLodResult> slow = High(flags, std::nullopt, SlowLink{.a = 2, .b = 3, .factor = kF});
+  absl::StatusOr<HighLodResult> slow =
+      High(flags, std::nullopt, SlowLink{.a = 2, .b = 3, .factor = kF});
   ASSERT_THAT(slow, IsOk());
   EXPECT_THAT(slow->slow_link_carries, HasSubstr("stage 0's TP ring"));
   ASSERT_EQ(slow->medium.chunk_plans.size(), 1u);
@@ -664,11 +666,11 @@ TEST(HighLodTest, ASlowTpLinkSlowsEveryTpCollectiveOfItsRing) {
   EXPECT_THAT((slow->step_time - slow->step_time_undisturbed).value(),
               IsNearRel((kF - 1) * m * full, 1e-9));
   // Unfolded, the same: one TP group holds the node.
-  absl::StatusOr<HighLodResult> unfolded = HighWith(
-      flags, HighLodOptions{.slow_rank = std::nullopt,
-                            .slow_link = SlowLink{.a = 2, .b = 3, .factor = kF},
-                            .congestion = Congestion::kUnaware,
-                            .no_fold = true});
+  absl::StatusOr<HighLodResult> unfolded =
+      HighWith(flags, HighLodOptions{.slow_rank = std::nullopt,
+                                     .slow_link = SlowLink{.a = 2, .b = 3, .factor = kF},
+                                     .congestion = Congestion::kUnaware,
+                                     .no_fold = true});
   ASSERT_THAT(unfolded, IsOk());
   EXPECT_THAT(unfolded->step_time.value(), IsNearRel(slow->step_time.value(), 1e-9));
   // Factor 1 changes nothing.
@@ -803,9 +805,12 @@ TEST(HighLodTest, OnANetworkWithoutSharedLinksTheReplayIsTheMediumStep) {
 // by something; congestion unaware it is the medium step.
 TEST(HighLodTest, AStagesDpGroupsContendOnSharedUplinks) {
   const NetworkSpec net = TwoNodesOnSharedUplinks();
-  const Flags flags = {{"model", "llama3.1-8b"},     {"gpu-arch", "h100-sxm"},
-                       {"num-gpus", "16"},           {"tp", "2"},
-                       {"seq-len", "4096"},          {"global-batch", "16"},
+  const Flags flags = {{"model", "llama3.1-8b"},
+                       {"gpu-arch", "h100-sxm"},
+                       {"num-gpus", "16"},
+                       {"tp", "2"},
+                       {"seq-len", "4096"},
+                       {"global-batch", "16"},
                        {"overlap-grad-reduce", "false"}};
   absl::StatusOr<HighLodResult> r = HighOnNetwork(flags, net);
   ASSERT_THAT(r, IsOk());
@@ -826,8 +831,7 @@ TEST(HighLodTest, AStagesDpGroupsContendOnSharedUplinks) {
   ASSERT_GT(buckets, 0);
   EXPECT_GT(beyond, 0.01 * r->medium.step_time.value());
   EXPECT_THAT(r->step_time.value() - r->medium.step_time.value(), IsNearRel(beyond, 1e-6));
-  absl::StatusOr<HighLodResult> unaware =
-      HighOnNetwork(flags, net, false, Congestion::kUnaware);
+  absl::StatusOr<HighLodResult> unaware = HighOnNetwork(flags, net, false, Congestion::kUnaware);
   ASSERT_THAT(unaware, IsOk());
   EXPECT_THAT(unaware->step_time.value(), IsNearRel(unaware->medium.step_time.value(), 1e-9));
   EXPECT_TRUE(unaware->network.empty());
@@ -842,9 +846,12 @@ TEST(HighLodTest, AStagesDpGroupsContendOnSharedUplinks) {
 // that does not exist, nodes no link joins and a factor <= 0 are refused naming the flag.
 TEST(HighLodTest, ASlowCableOfANetworkSlowsWhatCrossesIt) {
   const NetworkSpec net = TwoNodesOnSharedUplinks();
-  const Flags flags = {{"model", "llama3.1-8b"},     {"gpu-arch", "h100-sxm"},
-                       {"num-gpus", "16"},           {"tp", "2"},
-                       {"seq-len", "4096"},          {"global-batch", "16"},
+  const Flags flags = {{"model", "llama3.1-8b"},
+                       {"gpu-arch", "h100-sxm"},
+                       {"num-gpus", "16"},
+                       {"tp", "2"},
+                       {"seq-len", "4096"},
+                       {"global-batch", "16"},
                        {"overlap-grad-reduce", "false"}};
   auto run = [&](std::optional<SlowLink> link) -> absl::StatusOr<HighLodResult> {
     PROJECTOR_ASSIGN_OR_RETURN(Scenario s, ScenarioFromFlags(GivenFlags(flags)));
