@@ -33,7 +33,8 @@ nlohmann::json ResourceUseJson(const HighLodResult& r) {
     uses.push_back({{"name", u.name},
                     {"busy_s", u.busy.value()},
                     {"busy_share", step_s > 0 ? u.busy.value() / step_s : 0.0},
-                    {"utilisation", step_s > 0 ? u.carried.value() / step_s : 0.0}});
+                    {"utilisation", step_s > 0 ? u.carried.value() / step_s : 0.0},
+                    {"track", u.track}});
   }
   return uses;
 }

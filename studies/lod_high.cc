@@ -1531,8 +1531,19 @@ NicUse NicUseOf(const Scenario& s, const Projection& medium, Congestion congesti
 constexpr double kMaxReplayTasks = 12e6;
 
 // About the tasks the replay of `medium`'s timeline builds on `replicas` lanes per stage: each
-// pass's pieces (its chunk's plan) and the receive before it, each bucket reduce and tail.
-double EstimatedTasks(const Projection& medium, int64_t vpp, int64_t replicas) {
+// pass's pieces (its chunk's plan) and the receive before it, each bucket reduce and tail; with
+// `overlaps` (collectives on a network's links), two more for each collective that hides behind
+// compute (the compute split for it, the pass's end after both).
+double EstimatedTasks(const Projection& medium, int64_t vpp, int64_t replicas, bool overlaps) {
+  std::vector<std::array<double, 2>> hidden(medium.chunk_plans.size(), {0.0, 0.0});
+  for (size_t c = 0; overlaps && c < medium.chunk_plans.size(); ++c) {
+    for (size_t k = 0; k < 2; ++k) {
+      const ChunkPlan& plan = medium.chunk_plans[c];
+      for (const PassSegment& s : k == 0 ? plan.forward : plan.backward) {
+        hidden[c][k] += s.dim != CommDim::kNone && s.full > s.time ? 2.0 : 0.0;
+      }
+    }
+  }
   double per_lane_set = 0;
   for (const TimelineEvent& e : medium.timeline) {
     const size_t chunk = static_cast<size_t>(e.rank * vpp + e.chunk);
@@ -1543,7 +1554,8 @@ double EstimatedTasks(const Projection& medium, int64_t vpp, int64_t replicas) {
     const ChunkPlan& plan = medium.chunk_plans[chunk];
     const size_t pieces =
         e.kind == TimelineKind::kForward ? plan.forward.size() : plan.backward.size();
-    per_lane_set += static_cast<double>(std::max<size_t>(pieces, 1) + 1);
+    per_lane_set += static_cast<double>(std::max<size_t>(pieces, 1) + 1) +
+                    hidden[chunk][e.kind == TimelineKind::kForward ? 0 : 1];
   }
   return per_lane_set * static_cast<double>(replicas);
 }
@@ -1587,7 +1599,7 @@ void AddTrackUse(const std::vector<std::string>& tracks, HighLodResult& out) {
       if (end > from) busy += end - from;
       covered_to = std::max(covered_to, end);
     }
-    out.resource_use.push_back({.name = tracks[k], .busy = busy, .carried = busy});
+    out.resource_use.push_back({.name = tracks[k], .busy = busy, .carried = busy, .track = true});
   }
 }
 
@@ -1656,7 +1668,7 @@ absl::StatusOr<HighLodResult> ProjectAtHighLod(const Scenario& scenario,
   PROJECTOR_ASSIGN_OR_RETURN(out.medium, Project(scenario, backends, options));
   out.medium_wall_s = WallSeconds(medium_start);
   const int64_t replicas = high.no_fold ? scenario.parallel.PpGroup().stride : 1;
-  if (const double tasks = EstimatedTasks(out.medium, scenario.parallel.vpp, replicas);
+  if (const double tasks = EstimatedTasks(out.medium, scenario.parallel.vpp, replicas, on_network);
       tasks > kMaxReplayTasks) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "--lod high: the replay would build about %.0f tasks (every pass as its layers' modules "

@@ -163,6 +163,9 @@ struct ResourceUse {
   // The capacity it gave (events::SimulationResult::carried): below `busy` on a network link that
   // flows crossed at less than its full rate.
   Seconds carried;
+  // A trace track, not a resource: the flows of one kind of a lane on a network file's links
+  // ("rank 0 TP collectives"), busy while any of them runs (carried = busy).
+  bool track = false;
 };
 // A GPU's compute stream ("rank 0 stream", "gpu 12 stream"), and a resource that carries
 // communication (a link, a NIC, a DP stream), by their names.
@@ -170,6 +173,7 @@ inline bool IsComputeStream(const ResourceUse& u) {
   return u.name.ends_with(" stream") && !u.name.ends_with(" DP stream");
 }
 inline bool IsCommunication(const ResourceUse& u) {
+  if (u.track) return false;  // its flows' links are listed themselves
   return u.name.starts_with("link ") || u.name.ends_with(" DP stream") ||
          u.name.ends_with(" EP all-to-all") || u.name.ends_with(" TP collectives") ||
          u.name.ends_with(" CP ring") || u.name.ends_with(" FSDP collectives");

@@ -765,6 +765,15 @@ TEST(HighLodTest, OnANetworkWithoutSharedLinksTheReplayIsTheMediumStep) {
   }
   EXPECT_GT(overlapped, 0);
   EXPECT_GT(tp_on_links.value(), tp8->exposed_comm.tp.value() * (1 + 1e-6));
+  // The lanes' TP flows make a trace track, not a link: never among the links listed.
+  int64_t tracks = 0;
+  for (const ResourceUse& u : tp8->resource_use) {
+    if (!u.track) continue;
+    ++tracks;
+    EXPECT_FALSE(IsCommunication(u)) << u.name;
+    EXPECT_FALSE(IsComputeStream(u)) << u.name;
+  }
+  EXPECT_GT(tracks, 0);
   absl::StatusOr<HighLodResult> shared = HighOnNetwork({{"model", "llama3.1-8b"},
                                                         {"gpu-arch", "h100-sxm"},
                                                         {"num-gpus", "8"},
