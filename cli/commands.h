@@ -29,6 +29,7 @@ absl::Status RunNetworkCommand(int argc, char** argv, const Output& io);
 absl::Status RunCompareCommand(int argc, char** argv, const Output& io);
 // `project scale ...`: one job over a list of GPU counts, each at its best layout.
 absl::Status RunScaleCommand(int argc, char** argv, const Output& io);
+absl::Status RunSweepCommand(int argc, char** argv, const Output& io);
 // `project serve ...`: an inference deployment under a request workload.
 absl::Status RunServeCommand(int argc, char** argv, const Output& io);
 // `project calibrate --profile FILE | --cases FILE --gpu-arch NAME`: a hardware overlay fitted.

@@ -31,14 +31,17 @@ int Dispatch(int argc, char** argv, const Output& io) {
     status = RunScaleCommand(argc, argv, io);
   } else if (sub == "serve") {
     status = RunServeCommand(argc, argv, io);
+  } else if (sub == "sweep") {
+    status = RunSweepCommand(argc, argv, io);
   } else if (!sub.empty() && sub[0] != '-') {
     // Not a flag and no subcommand: a mistyped one ("serch").
-    const std::vector<std::string> commands = {"estimate", "validate", "search", "calibrate",
-                                               "network",  "serve",  "scale",   "compare"};
+    const std::vector<std::string> commands = {"estimate", "validate", "search",
+                                               "calibrate", "network", "serve",
+                                               "scale",    "compare",  "sweep"};
     status = absl::InvalidArgumentError(absl::StrCat(
         "unknown command '", sub, "'", DidYouMean(sub, commands),
-        "; accepted: estimate, validate, search, scale, compare, calibrate, network, serve, or "
-        "flags alone for one projection (see project --help)"));
+        "; accepted: estimate, validate, search, scale, compare, sweep, calibrate, network, serve, "
+        "or flags alone for one projection (see project --help)"));
   } else {
     status = RunProjectCommand(argc, argv, io);
   }

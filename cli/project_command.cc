@@ -72,6 +72,8 @@ constexpr char kUsage[] =
     "                                           rank every valid layout under a memory limit\n"
     "  project scale ... --num-gpus 64,128,...  one job over GPU counts, each at its best layout\n"
     "  project compare A.json B.json            projections side by side, term by term\n"
+    "  project sweep ... --networks A,B --out F  every layout on each network, JSON lines, "
+    "resumable\n"
     "  project serve --model M --gpu-arch G --qps R   an inference deployment under requests\n"
     "  project network show|route|export|validate     network files and collectives\n"
     "  project calibrate --profile FILE         fit efficiency constants to a measured profile\n"

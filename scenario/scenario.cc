@@ -337,6 +337,24 @@ std::string LayoutSummary(const ParallelConfig& p) {
   return out;
 }
 
+nlohmann::json ParallelConfigJson(const ParallelConfig& p) {
+  return {{"tp", p.tp},
+          {"pp", p.pp},
+          {"vpp", p.vpp},
+          {"cp", p.cp},
+          {"ep", p.ep},
+          {"etp", p.etp},
+          {"dp", p.dp},
+          {"sequence_parallel", p.sequence_parallel},
+          {"fsdp", p.fsdp},
+          {"distributed_optimizer", p.distributed_optimizer},
+          {"first_stage_layers", p.first_stage_layers},
+          {"last_stage_layers", p.last_stage_layers},
+          {"turbo_grouped_gemm", p.turbo_grouped_gemm},
+          {"deepep", p.deepep},
+          {"pipeline_schedule", std::string(PipelineScheduleName(p.pipeline_schedule))}};
+}
+
 nlohmann::json ScenarioToJson(const Scenario& s) {
   const ParallelConfig& p = s.parallel;
   const TrainingConfig& t = s.training;
@@ -348,21 +366,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
   j["num_gpus"] = s.num_gpus;
   j["gpus_per_node"] = s.hw.gpus_per_node;
   j["gpu_clock_mhz"] = ToMegahertz(s.hw.gpu.sustained_clock);
-  j["parallel"] = {{"tp", p.tp},
-                   {"pp", p.pp},
-                   {"vpp", p.vpp},
-                   {"cp", p.cp},
-                   {"ep", p.ep},
-                   {"etp", p.etp},
-                   {"dp", p.dp},
-                   {"sequence_parallel", p.sequence_parallel},
-                   {"fsdp", p.fsdp},
-                   {"distributed_optimizer", p.distributed_optimizer},
-                   {"first_stage_layers", p.first_stage_layers},
-                   {"last_stage_layers", p.last_stage_layers},
-                   {"turbo_grouped_gemm", p.turbo_grouped_gemm},
-                   {"deepep", p.deepep},
-                   {"pipeline_schedule", std::string(PipelineScheduleName(p.pipeline_schedule))}};
+  j["parallel"] = ParallelConfigJson(p);
   j["training"] = {{"seq_len", t.seq_len},
                    {"micro_batch", t.micro_batch},
                    {"global_batch", t.global_batch},

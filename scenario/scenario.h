@@ -183,6 +183,8 @@ std::string TrainingSwitchesPhrase(const Scenario& s);
 std::string_view AttentionKernelOf(const Scenario& scenario);
 
 // One-line layout summary: "TP8 PP16 VPP4 CP1 EP1 DP128 SP".
+// The layout as the scenario JSON's "parallel" object (tp ... pipeline_schedule).
+nlohmann::json ParallelConfigJson(const ParallelConfig& parallel);
 std::string LayoutSummary(const ParallelConfig& parallel);
 
 }  // namespace projector

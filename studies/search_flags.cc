@@ -151,6 +151,7 @@ absl::StatusOr<std::optional<Bytes>> MemoryLimitFlag(const FlagValues& flags,
 }  // namespace
 
 std::span<const FlagSpec> SearchRunFlags() { return kRunFlags; }
+std::span<const FlagSpec> SearchMemoryLimitFlags() { return std::span(kRunFlags).subspan(1, 1); }
 std::span<const FlagSpec> SearchSpaceFlags() { return kSpaceFlags; }
 
 absl::StatusOr<SearchOptions> SearchOptionsFromFlags(const FlagValues& flags,

@@ -1,0 +1,203 @@
+// `project sweep`: a design-space sweep over layouts × networks at the medium or the high level
+// of detail, every point a JSON line of its output file, resumable (studies/sweep.h).
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "core/status_macros.h"
+#include "network/network_file.h"
+#include "scenario/scenario_flags.h"
+#include "studies/search.h"
+#include "studies/search_flags.h"
+#include "studies/sweep.h"
+
+namespace projector {
+namespace {
+
+constexpr char kDescription[] =
+    "Projects every layout of a search space on each network of a list, at the medium or the "
+    "high level of detail, and writes every point as a JSON line as soon as it is evaluated; an "
+    "interrupted sweep continues with --resume.\n"
+    "\n"
+    "Example:\n"
+    "  project sweep --model llama3.1-8b --gpu-arch h100-sxm --num-gpus 16 --seq-len 4096 \\\n"
+    "                --global-batch 64 --tp-values 1,2,4,8 --pp-values 1,2 \\\n"
+    "                --networks builtin,my_fabric.json --lod high --out sweep.jsonl\n";
+constexpr char kJob[] = "Job";
+constexpr char kSpace[] = "Layouts (comma-separated lists; DP is derived)";
+constexpr char kHardwareWhatIfs[] = "Hardware what-ifs";
+
+constexpr FlagSpec kSweepFlags[] = {
+    {"help", "Show this help", "", FlagArity::kSwitch},
+    {"format", "Summary format: text or json", "FORMAT"},
+    {"networks",
+     "Networks to sweep, comma-separated: network files (JSON, YAML or ASTRA-sim's network.yml, "
+     "one NPU per GPU), or builtin for the hardware profile's own",
+     "LIST", FlagArity::kValue, "builtin"},
+    {"lod", "Level of detail of every point: medium (analytical) or high (event replay)", "LOD",
+     FlagArity::kValue, "medium"},
+    {"out", "Write the sweep to this new JSON lines file (a header line, then a line per point)",
+     "FILE"},
+    {"resume",
+     "Continue the sweep in this file (written by the same flags): evaluate only the points it "
+     "lacks and append them",
+     "FILE"},
+    {"top", "Best points shown in the summary", "K", FlagArity::kValue, "5"},
+};
+
+void AddSweepFlags(cxxopts::Options& options) {
+  AddFlags(options, "", kSweepFlags);
+  AddFlags(options, "", SearchMemoryLimitFlags());
+  for (std::span<const FlagSpec> job :
+       {SearchJobFlags(), PrecisionAndRoutingFlags(), KernelAndCommFlags(), StackFlags()}) {
+    AddFlags(options, kJob, job);
+  }
+  AddFlags(options, kHardwareWhatIfs, HardwareWhatIfFlags());
+  AddFlags(options, kSpace, SearchSpaceFlags());
+}
+
+// --networks: each file loaded (one NPU per GPU of the run), or the profile's own.
+absl::StatusOr<std::vector<SweepNetwork>> NetworksFromFlag(const FlagValues& flags,
+                                                           const Scenario& base) {
+  std::vector<SweepNetwork> networks;
+  for (const absl::string_view item : absl::StrSplit(StringFlag(flags, "networks"), ',')) {
+    const std::string label(item);
+    if (label.empty()) {
+      return FlagError("networks",
+                       "an empty entry; give network files or builtin, "
+                       "comma-separated");
+    }
+    if (label == "builtin") {
+      networks.push_back({.label = label, .spec = nullptr});
+      continue;
+    }
+    absl::StatusOr<NetworkSpec> spec = LoadNetworkFile(label);
+    if (!spec.ok()) return FlagError("networks", std::string(spec.status().message()));
+    if (spec->NpuCount() != base.num_gpus) {
+      return FlagError("networks", absl::StrCat("the network '", spec->name, "' (", label, ") has ",
+                                                spec->NpuCount(), " NPUs but the run has ",
+                                                base.num_gpus, " GPUs; give one NPU per GPU"));
+    }
+    networks.push_back({.label = label, .spec = std::make_shared<const NetworkSpec>(*spec)});
+  }
+  return networks;
+}
+
+std::string SummaryText(const SweepSummary& summary, const std::string& path) {
+  std::string out = absl::StrFormat(
+      "Sweep: %d points (%d evaluated now, %d resumed), %d over the memory limit, %d failed\n",
+      summary.points, summary.evaluated, summary.resumed, summary.over_memory, summary.failed);
+  if (summary.best.empty()) {
+    out += "  no point fits in memory\n";
+  } else {
+    out += "  best points that fit (index, network, layout, tokens/s/GPU, peak memory)\n";
+    size_t width = 0;
+    for (const nlohmann::json& p : summary.best) {
+      width = std::max(width, p["network"].get<std::string>().size());
+    }
+    for (const nlohmann::json& p : summary.best) {
+      absl::StrAppendFormat(
+          &out, "  %6d  %-*s  %-44s %10.1f  %7.1f GiB\n", p["index"].get<int64_t>(),
+          static_cast<int>(width), p["network"].get<std::string>(), p["layout"].get<std::string>(),
+          p["tokens_per_s_per_gpu"].get<double>(), p["peak_memory_gib"].get<double>());
+    }
+  }
+  absl::StrAppend(&out, "points: ", path, " (JSON lines; docs/studies.md)\n");
+  return out;
+}
+
+}  // namespace
+
+absl::Status RunSweepCommand(int argc, char** argv, const Output& io) {
+  cxxopts::Options options("project sweep", kDescription);
+  AddSweepFlags(options);
+  PROJECTOR_ASSIGN_OR_RETURN(
+      const std::optional<FlagValues> parsed,
+      ParseFlags(options, argc, argv, 1, "sweep: ", " (see project sweep --help)", io.out,
+                 {"", kJob, kHardwareWhatIfs, kSpace}));
+  if (!parsed) return absl::OkStatus();
+  const FlagValues& flags = *parsed;
+  PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(const int64_t top, IntFlag(flags, "top"));
+  const std::string lod = StringFlag(flags, "lod");
+  if (lod != "medium" && lod != "high") {
+    return FlagError("lod",
+                     absl::StrCat("unknown level of detail '", lod, "'; accepted: medium, high"));
+  }
+  const bool resume = Given(flags, "resume");
+  if (resume == Given(flags, "out")) {
+    return FlagError(resume ? "resume" : "out",
+                     "give either --out FILE (a new sweep) or --resume FILE (continue one)");
+  }
+  const std::string path = StringFlag(flags, resume ? "resume" : "out");
+  if (!resume && std::filesystem::exists(path)) {
+    return FlagError("out",
+                     absl::StrCat("'", path, "' exists; continue it with --resume, or remove it"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const Scenario base,
+                             ScenarioFromFlags(flags, ScenarioUse::kSearchBase));
+  PROJECTOR_ASSIGN_OR_RETURN(const SearchOptions search, SearchOptionsFromFlags(flags, base));
+  SweepOptions sweep{.space = search.space,
+                     .networks = {},
+                     .high_lod = lod == "high",
+                     .memory_limit = search.memory_limit.value_or(DefaultMemoryLimit(base.hw)),
+                     .stop_above_limit = search.memory_limit.has_value()};
+  PROJECTOR_ASSIGN_OR_RETURN(sweep.networks, NetworksFromFlag(flags, base));
+  const std::vector<SearchCandidate> candidates = EnumerateCandidates(base, sweep.space);
+  if (candidates.empty()) {
+    return absl::InvalidArgumentError(
+        "sweep: no layout of the space is valid for this job (see project search for why each "
+        "is removed)");
+  }
+  const nlohmann::json header = SweepHeader(base, sweep, candidates);
+  SweepPoints done;
+  if (resume) {
+    PROJECTOR_ASSIGN_OR_RETURN(SweepFile existing, ReadSweepFile(path, header));
+    done = std::move(existing.points);
+    std::error_code error;
+    std::filesystem::resize_file(path, existing.whole_bytes, error);  // a line cut short
+    if (error) {
+      return FlagError("resume", absl::StrCat("cannot write '", path, "': ", error.message()));
+    }
+  }
+  std::ofstream file(path, resume ? std::ios::app : std::ios::trunc);
+  if (!file) {
+    return FlagError(resume ? "resume" : "out", absl::StrCat("cannot write '", path, "'"));
+  }
+  if (!resume) file << header.dump() << "\n" << std::flush;
+  auto write = [&](const nlohmann::json& line) -> absl::Status {
+    file << line.dump() << "\n" << std::flush;
+    if (!file) return absl::InternalError(absl::StrCat("sweep: writing '", path, "' failed"));
+    return absl::OkStatus();
+  };
+  PROJECTOR_ASSIGN_OR_RETURN(const SweepSummary summary,
+                             RunSweep(base, sweep, candidates, done, write, top));
+  if (as_json) {
+    io.out << nlohmann::json{{"points", summary.points},
+                             {"evaluated", summary.evaluated},
+                             {"resumed", summary.resumed},
+                             {"over_memory", summary.over_memory},
+                             {"failed", summary.failed},
+                             {"best", summary.best},
+                             {"file", path}}
+                  .dump(2)
+           << "\n";
+  } else {
+    io.out << SummaryText(summary, path);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace projector

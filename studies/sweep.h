@@ -1,0 +1,88 @@
+// A design-space sweep (`project sweep`): every layout of a search space on each network of a
+// list, projected at the medium or the high level of detail and within a memory limit, each
+// point written as one JSON line as soon as it is evaluated, so that a sweep stopped half way
+// resumes where it stopped (`--resume`). Unlike the search nothing is pruned: every point is
+// evaluated and recorded, which is what a design-space exploration over networks needs
+// (`../shared/seeds/004`, Part 3). One process today; the points are independent, which is
+// what splitting them over MPI ranks (issue 29) will rely on.
+#ifndef PROJECTOR_STUDIES_SWEEP_H_
+#define PROJECTOR_STUDIES_SWEEP_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "core/units.h"
+#include "network/network_spec.h"
+#include "nlohmann/json.hpp"
+#include "scenario/scenario.h"
+#include "studies/search.h"
+
+namespace projector {
+
+// One network of the sweep: a network file's, or (spec null) the hardware profile's built-in
+// two-level one. `label` is what the points name it by: the file as given, or "builtin".
+struct SweepNetwork {
+  std::string label;
+  std::shared_ptr<const NetworkSpec> spec;
+};
+
+struct SweepOptions {
+  SearchSpace space;
+  std::vector<SweepNetwork> networks;
+  bool high_lod = false;  // ProjectAtHighLod instead of Project
+  // A point above it is recorded with fits false; with stop_above_limit (a limit the user gave)
+  // without a step, its projection stopped there.
+  Bytes memory_limit;
+  bool stop_above_limit = false;
+};
+
+// What identifies a sweep: its job (model, GPU, GPU count, sequence, batch, precision), the
+// level of detail, the memory limit, each network (its label and its spec as JSON) and the
+// candidates in order. A resume file must start with the same header.
+nlohmann::json SweepHeader(const Scenario& base, const SweepOptions& options,
+                           const std::vector<SearchCandidate>& candidates);
+
+// The points of a sweep already in a file, by index (their lines as written).
+using SweepPoints = absl::flat_hash_map<int64_t, nlohmann::json>;
+
+// A sweep file read to resume: its points, and how many of its bytes hold whole lines (a last
+// line cut short when the process was killed is not among them: the file is cut back to
+// `whole_bytes` before points are appended, and that point is evaluated again).
+struct SweepFile {
+  SweepPoints points;
+  uint64_t whole_bytes = 0;
+};
+
+// Reads a sweep file to resume: its first line must be `header` (else kInvalidArgument naming
+// --resume: another sweep's file), every other line a point of it (index in range, once).
+// kNotFound when the file cannot be read.
+absl::StatusOr<SweepFile> ReadSweepFile(const std::string& path, const nlohmann::json& header);
+
+struct SweepSummary {
+  int64_t points = 0;     // networks × candidates
+  int64_t evaluated = 0;  // this run
+  int64_t resumed = 0;    // taken from the resume file
+  int64_t failed = 0;     // a point whose projection returned an error (its line says which)
+  int64_t over_memory = 0;
+  // The best points that fit, highest tokens/s/GPU first (at most `best_count`), over the whole
+  // sweep (resumed points included).
+  std::vector<nlohmann::json> best;
+};
+
+// Evaluates every point not in `done`, in index order (network outer, candidate inner), handing
+// each point's line to `write` as soon as it is evaluated; stops at the first error `write`
+// returns. A point's own projection error is recorded in its line ("error"), not returned.
+absl::StatusOr<SweepSummary> RunSweep(
+    const Scenario& base, const SweepOptions& options,
+    const std::vector<SearchCandidate>& candidates, const SweepPoints& done,
+    const std::function<absl::Status(const nlohmann::json&)>& write, int64_t best_count = 5);
+
+}  // namespace projector
+
+#endif  // PROJECTOR_STUDIES_SWEEP_H_
