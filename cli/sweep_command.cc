@@ -59,7 +59,7 @@ constexpr FlagSpec kSweepFlags[] = {
 
 void AddSweepFlags(cxxopts::Options& options) {
   AddFlags(options, "", kSweepFlags);
-  AddFlags(options, "", SearchMemoryLimitFlags());
+  AddFlags(options, "", SearchMemoryAndThreadFlags());
   for (std::span<const FlagSpec> job :
        {SearchJobFlags(), PrecisionAndRoutingFlags(), KernelAndCommFlags(), StackFlags()}) {
     AddFlags(options, kJob, job);
@@ -153,7 +153,8 @@ absl::Status RunSweepCommand(int argc, char** argv, const Output& io) {
                      .networks = {},
                      .high_lod = lod == "high",
                      .memory_limit = search.memory_limit.value_or(DefaultMemoryLimit(base.hw)),
-                     .stop_above_limit = search.memory_limit.has_value()};
+                     .stop_above_limit = search.memory_limit.has_value(),
+                     .threads = search.threads};
   PROJECTOR_ASSIGN_OR_RETURN(sweep.networks, NetworksFromFlag(flags, base));
   const std::vector<SearchCandidate> candidates = EnumerateCandidates(base, sweep.space);
   if (candidates.empty()) {

@@ -91,7 +91,8 @@ absl::Status ReadDegreeLists(const FlagValues& flags, const Scenario& base, Sear
       if (Given(flags, name)) {
         return FlagError(fixed, absl::StrCat("fixes what --", name, " lists; give one of them"));
       }
-      PROJECTOR_ASSIGN_OR_RETURN(const int64_t v, IntFlag(flags, fixed, IntRange{.min = 1, .max = kMaxGpus}));
+      PROJECTOR_ASSIGN_OR_RETURN(const int64_t v,
+                                 IntFlag(flags, fixed, IntRange{.min = 1, .max = kMaxGpus}));
       *target = {v};
     } else if (Given(flags, name)) {
       PROJECTOR_ASSIGN_OR_RETURN(*target, IntListFlag(flags, name, kMaxGpus));
@@ -99,9 +100,9 @@ absl::Status ReadDegreeLists(const FlagValues& flags, const Scenario& base, Sear
       continue;
     }
     if (moe_only) {
-      PROJECTOR_RETURN_IF_ERROR(DenseModelAccepts<int64_t>(
-          base, Given(flags, fixed) ? fixed : name, *target, {1},
-          " is a dense model (no experts); accepted: 1"));
+      PROJECTOR_RETURN_IF_ERROR(
+          DenseModelAccepts<int64_t>(base, Given(flags, fixed) ? fixed : name, *target, {1},
+                                     " is a dense model (no experts); accepted: 1"));
     }
   }
   return absl::OkStatus();
@@ -151,7 +152,9 @@ absl::StatusOr<std::optional<Bytes>> MemoryLimitFlag(const FlagValues& flags,
 }  // namespace
 
 std::span<const FlagSpec> SearchRunFlags() { return kRunFlags; }
-std::span<const FlagSpec> SearchMemoryLimitFlags() { return std::span(kRunFlags).subspan(1, 1); }
+std::span<const FlagSpec> SearchMemoryAndThreadFlags() {
+  return std::span(kRunFlags).subspan(1, 2);
+}
 std::span<const FlagSpec> SearchSpaceFlags() { return kSpaceFlags; }
 
 absl::StatusOr<SearchOptions> SearchOptionsFromFlags(const FlagValues& flags,

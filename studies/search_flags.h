@@ -15,8 +15,8 @@ namespace projector {
 
 // --objective, --memory-limit-gb, --threads.
 std::span<const FlagSpec> SearchRunFlags();
-// --memory-limit-gb alone (of SearchRunFlags), for a study that ranks nothing.
-std::span<const FlagSpec> SearchMemoryLimitFlags();
+// --memory-limit-gb and --threads (of SearchRunFlags), for a study that ranks nothing.
+std::span<const FlagSpec> SearchMemoryAndThreadFlags();
 // The --*-values lists and --allow-cross-node-tp.
 std::span<const FlagSpec> SearchSpaceFlags();
 

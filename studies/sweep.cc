@@ -1,10 +1,15 @@
 #include "studies/sweep.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -107,6 +112,68 @@ void Count(const nlohmann::json& line, SweepSummary& summary) {
   if (line.contains("fits") && !line["fits"].get<bool>()) ++summary.over_memory;
 }
 
+// Evaluates `pending` on `threads` workers and hands the lines to `sink` in that order, as soon
+// as each line and those before it are ready; at most kWindow lines wait to be handed on, so the
+// workers wait for a slow sink rather than hold a whole sweep in memory. Stops at the first
+// error of `sink`.
+absl::Status EvaluateInOrder(const std::vector<int64_t>& pending, int threads,
+                             const std::function<nlohmann::json(int64_t)>& evaluate,
+                             const std::function<absl::Status(const nlohmann::json&)>& sink) {
+  if (threads <= 1 || pending.size() < 2) {
+    for (const int64_t index : pending) PROJECTOR_RETURN_IF_ERROR(sink(evaluate(index)));
+    return absl::OkStatus();
+  }
+  constexpr size_t kWindow = 1024;  // tool choice: lines in flight, a few MB
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::optional<nlohmann::json>> ready;  // pending[handed ...], in order
+  size_t next = 0, handed = 0;
+  bool stop = false;
+  auto worker = [&] {
+    for (;;) {
+      size_t k = 0;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return stop || next >= pending.size() || next < handed + kWindow; });
+        if (stop || next >= pending.size()) return;
+        k = next++;
+      }
+      nlohmann::json line = evaluate(pending[k]);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        const size_t slot = k - handed;
+        if (ready.size() <= slot) ready.resize(slot + 1);
+        ready[slot] = std::move(line);
+      }
+      cv.notify_all();
+    }
+  };
+  std::vector<std::thread> pool;
+  const size_t workers = std::min(static_cast<size_t>(threads), pending.size());
+  for (size_t t = 0; t < workers; ++t) pool.emplace_back(worker);
+  absl::Status status;
+  while (handed < pending.size()) {
+    nlohmann::json line;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return !ready.empty() && ready.front().has_value(); });
+      line = std::move(*ready.front());
+      ready.pop_front();
+      ++handed;
+    }
+    cv.notify_all();
+    status = sink(line);
+    if (!status.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+      break;
+    }
+  }
+  cv.notify_all();
+  for (std::thread& t : pool) t.join();
+  return status;
+}
+
 }  // namespace
 
 nlohmann::json SweepHeader(const Scenario& base, const SweepOptions& options,
@@ -190,28 +257,41 @@ absl::StatusOr<SweepSummary> RunSweep(
   SweepSummary summary;
   const int64_t per_network = static_cast<int64_t>(candidates.size());
   summary.points = per_network * static_cast<int64_t>(options.networks.size());
+  const int threads = options.threads > 0
+                          ? options.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<int64_t> pending;
   for (size_t n = 0; n < options.networks.size(); ++n) {
     const SweepNetwork& network = options.networks[n];
-    std::optional<BackendSet> backends;
+    pending.clear();
     for (int64_t c = 0; c < per_network; ++c) {
       const int64_t index = static_cast<int64_t>(n) * per_network + c;
       if (auto it = done.find(index); it != done.end()) {
         ++summary.resumed;
         Count(it->second, summary);
         KeepBest(it->second, best_count, summary.best);
-        continue;
+      } else {
+        pending.push_back(index);
       }
-      const Scenario s = PointScenario(base, candidates[static_cast<size_t>(c)], network);
-      if (!backends) {
-        PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(s.backends, s.hw));
-        backends.emplace(std::move(set));
-      }
-      const nlohmann::json line = EvaluatePoint(index, network, s, RefsOf(*backends), options);
-      PROJECTOR_RETURN_IF_ERROR(write(line));
+    }
+    if (pending.empty()) continue;
+    // One backend set per network, shared by the workers (as the search shares one).
+    const Scenario first = PointScenario(base, candidates.front(), network);
+    PROJECTOR_ASSIGN_OR_RETURN(const BackendSet backends, MakeBackendSet(first.backends, first.hw));
+    const BackendRefs refs = RefsOf(backends);
+    auto evaluate = [&](int64_t index) {
+      const size_t c = static_cast<size_t>(index % per_network);
+      return EvaluatePoint(index, network, PointScenario(base, candidates[c], network), refs,
+                           options);
+    };
+    auto sink = [&](const nlohmann::json& line) {
+      if (absl::Status written = write(line); !written.ok()) return written;
       ++summary.evaluated;
       Count(line, summary);
       KeepBest(line, best_count, summary.best);
-    }
+      return absl::OkStatus();
+    };
+    PROJECTOR_RETURN_IF_ERROR(EvaluateInOrder(pending, threads, evaluate, sink));
   }
   return summary;
 }

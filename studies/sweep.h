@@ -40,6 +40,7 @@ struct SweepOptions {
   // without a step, its projection stopped there.
   Bytes memory_limit;
   bool stop_above_limit = false;
+  int threads = 0;  // workers evaluating points at once; 0 = every core
 };
 
 // What identifies a sweep: its job (model, GPU, GPU count, sequence, batch, precision), the
@@ -75,8 +76,9 @@ struct SweepSummary {
   std::vector<nlohmann::json> best;
 };
 
-// Evaluates every point not in `done`, in index order (network outer, candidate inner), handing
-// each point's line to `write` as soon as it is evaluated; stops at the first error `write`
+// Evaluates every point not in `done` (network outer, candidate inner) on `options.threads`
+// workers, handing the lines to `write` in index order as soon as each and those before it are
+// evaluated (the same lines whatever the thread count); stops at the first error `write`
 // returns. A point's own projection error is recorded in its line ("error"), not returned.
 absl::StatusOr<SweepSummary> RunSweep(
     const Scenario& base, const SweepOptions& options,

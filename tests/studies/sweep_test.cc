@@ -115,6 +115,32 @@ TEST(SweepTest, EveryPointIsEvaluatedOnceInIndexOrderAsItsProjection) {
   }
 }
 
+// The same lines in the same order on one worker and on three.
+TEST(SweepTest, TheLinesDoNotDependOnTheThreads) {
+  Fixture one = SmallSweep();
+  one.options.threads = 1;
+  Fixture three = SmallSweep();
+  three.options.threads = 3;
+  std::vector<nlohmann::json> a, b;
+  ASSERT_THAT(RunAll(one, {}, a), IsOk());
+  ASSERT_THAT(RunAll(three, {}, b), IsOk());
+  ASSERT_EQ(a.size(), 8u);
+  EXPECT_EQ(a, b);
+}
+
+// A sink that fails stops the sweep with its error.
+TEST(SweepTest, AWriteErrorStopsTheSweep) {
+  Fixture f = SmallSweep();
+  f.options.threads = 2;
+  int64_t written = 0;
+  absl::StatusOr<SweepSummary> summary =
+      RunSweep(f.base, f.options, f.candidates, {}, [&](const nlohmann::json&) {
+        return ++written == 3 ? absl::InternalError("disk full") : absl::OkStatus();
+      });
+  EXPECT_THAT(summary, StatusIs(absl::StatusCode::kInternal, HasSubstr("disk full")));
+  EXPECT_EQ(written, 3);
+}
+
 // Resumed with points 0, 1 and 4 done: only 2, 3, 5, 6 and 7 are evaluated, and the summary
 // counts all eight.
 TEST(SweepTest, AResumedSweepEvaluatesOnlyWhatItsFileLacks) {
