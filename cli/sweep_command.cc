@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "core/progress.h"
 #include "core/status_macros.h"
 #include "network/network_file.h"
 #include "scenario/scenario_flags.h"
@@ -60,6 +61,7 @@ constexpr FlagSpec kSweepFlags[] = {
 void AddSweepFlags(cxxopts::Options& options) {
   AddFlags(options, "", kSweepFlags);
   AddFlags(options, "", SearchMemoryAndThreadFlags());
+  AddFlags(options, "", kProgressFlags);
   for (std::span<const FlagSpec> job :
        {SearchJobFlags(), PrecisionAndRoutingFlags(), KernelAndCommFlags(), StackFlags()}) {
     AddFlags(options, kJob, job);
@@ -131,6 +133,7 @@ absl::Status RunSweepCommand(int argc, char** argv, const Output& io) {
   const FlagValues& flags = *parsed;
   PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(flags));
   PROJECTOR_ASSIGN_OR_RETURN(const int64_t top, IntFlag(flags, "top"));
+  PROJECTOR_ASSIGN_OR_RETURN(const bool show_progress, ProgressFlag(flags));
   const std::string lod = StringFlag(flags, "lod");
   if (lod != "medium" && lod != "high") {
     return FlagError("lod",
@@ -178,13 +181,19 @@ absl::Status RunSweepCommand(int argc, char** argv, const Output& io) {
     return FlagError(resume ? "resume" : "out", absl::StrCat("cannot write '", path, "'"));
   }
   if (!resume) file << header.dump() << "\n" << std::flush;
+  ProgressBar bar(io.err, "sweep", show_progress);
+  const int64_t to_evaluate =
+      static_cast<int64_t>(sweep.networks.size() * candidates.size() - done.size());
+  int64_t evaluated = 0;
   auto write = [&](const nlohmann::json& line) -> absl::Status {
+    bar.Update(++evaluated, to_evaluate);
     file << line.dump() << "\n" << std::flush;
     if (!file) return absl::InternalError(absl::StrCat("sweep: writing '", path, "' failed"));
     return absl::OkStatus();
   };
-  PROJECTOR_ASSIGN_OR_RETURN(const SweepSummary summary,
-                             RunSweep(base, sweep, candidates, done, write, top));
+  absl::StatusOr<SweepSummary> run = RunSweep(base, sweep, candidates, done, write, top);
+  bar.Finish();
+  PROJECTOR_ASSIGN_OR_RETURN(const SweepSummary summary, std::move(run));
   if (as_json) {
     io.out << nlohmann::json{{"points", summary.points},
                              {"evaluated", summary.evaluated},
