@@ -47,6 +47,25 @@ std::string PassName(const ReplayedTask& t, bool interleaved) {
                      : absl::StrCat(kind, t.micro_batch);
 }
 
+// How a group's collectives are named in the trace: the label of a whole pass's collectives (a
+// trace without pieces) and the category.
+struct CollectiveTrack {
+  const char* label;
+  const char* category;
+};
+CollectiveTrack CollectiveTrackOf(ReplayedTask::What what) {
+  switch (what) {
+    case ReplayedTask::What::kTpComm:
+      return {"TP collectives", "tp"};
+    case ReplayedTask::What::kCpComm:
+      return {"CP ring", "cp"};
+    case ReplayedTask::What::kFsdpComm:
+      return {"FSDP collectives", "fsdp"};
+    default:
+      return {"EP all-to-all", "ep"};
+  }
+}
+
 // " L12 attention" for a piece of a pass (its layer, its module or collective), " output" for an
 // end module's; empty for a whole pass.
 std::string PieceName(const ReplayedTask& t) {
@@ -269,25 +288,15 @@ nlohmann::json HighLodTraceJson(const Scenario& scenario, const HighLodResult& r
         ev["cat"] = "sync";
         break;
       case ReplayedTask::What::kTpComm:
-        ev["name"] = t.op.empty() ? absl::StrCat("TP collectives ", PassName(t, interleaved))
-                                  : absl::StrCat(PassName(t, interleaved), PieceName(t));
-        ev["cat"] = "tp";
-        break;
       case ReplayedTask::What::kCpComm:
-        ev["name"] = t.op.empty() ? absl::StrCat("CP ring ", PassName(t, interleaved))
-                                  : absl::StrCat(PassName(t, interleaved), PieceName(t));
-        ev["cat"] = "cp";
-        break;
       case ReplayedTask::What::kFsdpComm:
-        ev["name"] = t.op.empty() ? absl::StrCat("FSDP collectives ", PassName(t, interleaved))
+      case ReplayedTask::What::kEpComm: {
+        const CollectiveTrack track = CollectiveTrackOf(t.what);
+        ev["name"] = t.op.empty() ? absl::StrCat(track.label, " ", PassName(t, interleaved))
                                   : absl::StrCat(PassName(t, interleaved), PieceName(t));
-        ev["cat"] = "fsdp";
+        ev["cat"] = track.category;
         break;
-      case ReplayedTask::What::kEpComm:
-        ev["name"] = t.op.empty() ? absl::StrCat("EP all-to-all ", PassName(t, interleaved))
-                                  : absl::StrCat(PassName(t, interleaved), PieceName(t));
-        ev["cat"] = "ep";
-        break;
+      }
       case ReplayedTask::What::kGradReduce:
         ev["name"] = t.chunk >= 0 ? absl::StrCat("DP reduce c", t.chunk) : "DP reduce";
         ev["cat"] = "dp";

@@ -806,6 +806,18 @@ TEST(HighLodTest, OnANetworkWithoutSharedLinksTheReplayIsTheMediumStep) {
   EXPECT_EQ(fsdp_flows, 2 * 34 * 3);
 }
 
+// Llama-3.1-8B TP2 DP8 on two nodes, its gradients reduced after the last pass.
+const Flags& TwoNodesTp2ReducedAfterTheLastPass() {
+  static const Flags flags = {{"model", "llama3.1-8b"},
+                              {"gpu-arch", "h100-sxm"},
+                              {"num-gpus", "16"},
+                              {"tp", "2"},
+                              {"seq-len", "4096"},
+                              {"global-batch", "16"},
+                              {"overlap-grad-reduce", "false"}};
+  return flags;
+}
+
 // Llama-3.1-8B TP2 DP8 on two nodes whose 8 GPUs share a leaf's 2 up-links (a fat tree of
 // radix 10 at 4:1, not rail-optimised), the gradients reduced after the last pass: each bucket's
 // all-reduce runs on both TP positions' DP groups at once, whose transfers between the nodes
@@ -814,13 +826,7 @@ TEST(HighLodTest, OnANetworkWithoutSharedLinksTheReplayIsTheMediumStep) {
 // by something; congestion unaware it is the medium step.
 TEST(HighLodTest, AStagesDpGroupsContendOnSharedUplinks) {
   const NetworkSpec net = TwoNodesOnSharedUplinks();
-  const Flags flags = {{"model", "llama3.1-8b"},
-                       {"gpu-arch", "h100-sxm"},
-                       {"num-gpus", "16"},
-                       {"tp", "2"},
-                       {"seq-len", "4096"},
-                       {"global-batch", "16"},
-                       {"overlap-grad-reduce", "false"}};
+  const Flags& flags = TwoNodesTp2ReducedAfterTheLastPass();
   absl::StatusOr<HighLodResult> r = HighOnNetwork(flags, net);
   ASSERT_THAT(r, IsOk());
   events::TaskGraph graph;
@@ -855,13 +861,7 @@ TEST(HighLodTest, AStagesDpGroupsContendOnSharedUplinks) {
 // that does not exist, nodes no link joins and a factor <= 0 are refused naming the flag.
 TEST(HighLodTest, ASlowCableOfANetworkSlowsWhatCrossesIt) {
   const NetworkSpec net = TwoNodesOnSharedUplinks();
-  const Flags flags = {{"model", "llama3.1-8b"},
-                       {"gpu-arch", "h100-sxm"},
-                       {"num-gpus", "16"},
-                       {"tp", "2"},
-                       {"seq-len", "4096"},
-                       {"global-batch", "16"},
-                       {"overlap-grad-reduce", "false"}};
+  const Flags& flags = TwoNodesTp2ReducedAfterTheLastPass();
   auto run = [&](std::optional<SlowLink> link) -> absl::StatusOr<HighLodResult> {
     PROJECTOR_ASSIGN_OR_RETURN(Scenario s, ScenarioFromFlags(GivenFlags(flags)));
     s.backends.network = std::make_shared<const NetworkSpec>(net);
