@@ -7,12 +7,16 @@
 #include <ostream>
 
 #include "absl/status/status.h"
+#include "core/work_team.h"
 
 namespace projector {
 
 struct Output {
   std::ostream& out;
   std::ostream& err;
+  // The MPI ranks this process is one of (cli/mpi_team.h); null when it runs alone. Rank 0 prints;
+  // every other rank gets streams that print nothing.
+  WorkTeam* team = nullptr;
 };
 
 // `project [flags]`: one projection, a clock sweep, or a profile/both/measure mode run.

@@ -12,10 +12,21 @@
 namespace projector {
 namespace {
 
+// The commands whose work MPI ranks share.
+bool SharesWorkOverRanks(const std::string& sub) {
+  return sub == "search" || sub == "scale" || sub == "serve" || sub == "sweep";
+}
+
 int Dispatch(int argc, char** argv, const Output& io) {
   const std::string sub = argc > 1 ? argv[1] : "";
   absl::Status status;
-  if (sub == "estimate") {
+  if (io.team != nullptr && io.team->size() > 1 && !SharesWorkOverRanks(sub)) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "project ", sub.empty() || sub[0] == '-' ? std::string("(one projection)") : sub,
+        " runs in one process, not over ", io.team->size(),
+        " MPI ranks; start it without mpirun/srun (ranks share the work of search, scale, serve "
+        "--search-layouts and sweep)"));
+  } else if (sub == "estimate") {
     status = RunEstimateCommand(argc, argv, io);
   } else if (sub == "validate") {
     status = RunValidateCommand(argc, argv, io);
@@ -45,7 +56,8 @@ int Dispatch(int argc, char** argv, const Output& io) {
   } else {
     status = RunProjectCommand(argc, argv, io);
   }
-  if (status.ok()) return 0;
+  // A serving rank's study printed nothing of its own: the coordinator printed the result.
+  if (status.ok() || IsServedStatus(status)) return 0;
   io.err << "project: error: " << status.message() << "\n";
   return ExitCodeFor(status);
 }

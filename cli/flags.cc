@@ -189,4 +189,14 @@ int ExitCodeFor(const absl::Status& status) {
   }
 }
 
+absl::StatusOr<WorkTeam*> TeamFor(const Output& io, int64_t tasks, absl::string_view what) {
+  WorkTeam* team = io.team != nullptr ? io.team : &Solo();
+  if (team->size() > 1 && team->size() > tasks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mpirun -np ", team->size(), ": more MPI ranks than the ", tasks, " ", what,
+        " to evaluate; give -np ", std::max<int64_t>(1, tasks), " or fewer"));
+  }
+  return team;
+}
+
 }  // namespace projector

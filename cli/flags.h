@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "cli/commands.h"
 #include "core/flag_values.h"
 #include "cxxopts.hpp"
 
@@ -60,6 +61,11 @@ absl::StatusOr<bool> ProgressFlag(const FlagValues& flags);
 // 0 OK; 2 bad input (kInvalidArgument, kNotFound, kFailedPrecondition, kUnimplemented); 3 a
 // check the user asked for failed (kOutOfRange: an accuracy floor); 1 anything else.
 int ExitCodeFor(const absl::Status& status);
+
+// The MPI team of `io` (the process alone when it has none), with at most `tasks` ranks: more
+// ranks than `what` to evaluate (points, candidates, GPU counts) is kInvalidArgument, the same on
+// every rank, so rank 0 alone says it.
+absl::StatusOr<WorkTeam*> TeamFor(const Output& io, int64_t tasks, absl::string_view what);
 
 }  // namespace projector
 

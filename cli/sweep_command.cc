@@ -145,10 +145,6 @@ absl::Status RunSweepCommand(int argc, char** argv, const Output& io) {
                      "give either --out FILE (a new sweep) or --resume FILE (continue one)");
   }
   const std::string path = StringFlag(flags, resume ? "resume" : "out");
-  if (!resume && std::filesystem::exists(path)) {
-    return FlagError("out",
-                     absl::StrCat("'", path, "' exists; continue it with --resume, or remove it"));
-  }
   PROJECTOR_ASSIGN_OR_RETURN(const Scenario base,
                              ScenarioFromFlags(flags, ScenarioUse::kSearchBase));
   PROJECTOR_ASSIGN_OR_RETURN(const SearchOptions search, SearchOptionsFromFlags(flags, base));
@@ -164,6 +160,16 @@ absl::Status RunSweepCommand(int argc, char** argv, const Output& io) {
     return absl::InvalidArgumentError(
         "sweep: no layout of the space is valid for this job (see project search for why each "
         "is removed)");
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(
+      sweep.team,
+      TeamFor(io, static_cast<int64_t>(sweep.networks.size() * candidates.size()), "points"));
+  // The other ranks evaluate points: the file is the coordinator's alone.
+  if (!sweep.team->coordinator()) return ServeSweep(base, sweep, candidates);
+  StudyScope study(*sweep.team);
+  if (!resume && std::filesystem::exists(path)) {
+    return FlagError("out",
+                     absl::StrCat("'", path, "' exists; continue it with --resume, or remove it"));
   }
   const nlohmann::json header = SweepHeader(base, sweep, candidates);
   SweepPoints done;

@@ -18,6 +18,7 @@
 #include "projection/projection.h"
 #include "scenario/training_defaults.h"
 #include "studies/search_passes.h"
+#include "core/work_team.h"
 
 // How the seed lab's design space (../shared/seeds/004, ASTRA-sim + STAGE, Part 3) maps onto
 // this search.
@@ -847,6 +848,15 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
                                            const LayoutEvaluator& evaluate) {
   const SearchSpace& space = options.space;
   PROJECTOR_RETURN_IF_ERROR(CheckSearchSpace(base, space));
+  WorkTeam& team = options.team != nullptr ? *options.team : Solo();
+  if (!team.coordinator()) {
+    const int lanes = team.Lanes(options.threads);
+    CandidateProjector projector(base, evaluate, lanes);
+    return team.Serve([&](int lane, std::string_view request) {
+      return projector.Perform(lane, request);
+    }, lanes);
+  }
+  StudyScope study(team);
   const Clock::time_point start = Clock::now();
   SearchResult result;
   result.objective = options.objective;
@@ -854,12 +864,17 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
   result.memory_check = options.memory_limit ? *options.memory_limit : DefaultMemoryLimit(base.hw);
   result.candidates_enumerated = space.Size();
   std::vector<SearchCandidate> candidates = EnumerateCandidates(base, space, &result.removed);
-  result.threads = WorkerThreads(options, candidates.size());
+  const int lanes =
+      std::clamp(team.Lanes(options.threads), 1, std::max(1, static_cast<int>(candidates.size())));
+  result.threads = lanes;
+  CandidateProjector projector(base, evaluate, lanes);
   const bool timed_objective = options.objective != SearchObjective::kMemory;
   TopSteps top(options.exact_top, options.memory_limit);
   TopSteps* pruning = options.prune && timed_objective ? &top : nullptr;
-  Evaluations e =
-      EvaluateCandidates(base, candidates, evaluate, options, pruning, start, "layouts");
+  absl::Status ran;
+  Evaluations e = EvaluateCandidates(base, candidates, projector, team, lanes, options, pruning,
+                                     /*pass_id=*/1, start, "layouts", ran);
+  PROJECTOR_RETURN_IF_ERROR(ran);
   // The second pass: every other pipeline split of the layouts the first one timed.
   std::vector<SearchCandidate> splits;
   Evaluations more;
@@ -870,7 +885,9 @@ absl::StatusOr<SearchResult> SearchLayouts(const Scenario& base, const SearchOpt
         pruning ? options.memory_limit : std::nullopt, result.threads, result);
     result.candidates_enumerated += result.splits_enumerated;
     if (!splits.empty()) {
-      more = EvaluateCandidates(base, splits, evaluate, options, pruning, start, "splits");
+      more = EvaluateCandidates(base, splits, projector, team, lanes, options, pruning,
+                                /*pass_id=*/2, start, "splits", ran);
+      PROJECTOR_RETURN_IF_ERROR(ran);
       if (e.first_error.empty()) e.first_error = more.first_error;
       if (e.first_invalid.empty()) e.first_invalid = more.first_invalid;
     }

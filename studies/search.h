@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "core/training_config.h"
 #include "core/units.h"
+#include "core/work_team.h"
 #include "hw_profiles/hardware_profile.h"
 #include "nlohmann/json.hpp"
 #include "profilers/op_list.h"
@@ -225,7 +226,11 @@ struct SearchOptions {
   // Layouts whose peak memory exceeds this are removed (counted under kMemory). nullopt keeps
   // every layout and only marks those above DefaultMemoryLimit.
   std::optional<Bytes> memory_limit;
-  int threads = 0;  // 0 = std::thread::hardware_concurrency()
+  int threads = 0;  // lanes on each rank; 0 = its share of the cores
+  // The ranks that evaluate the candidates (null: this process alone). Every rank calls
+  // SearchLayouts with the same arguments: the coordinator runs the search and returns its
+  // result, the others serve it and return ServedStatus().
+  WorkTeam* team = nullptr;
   // Called from the calling thread about every `progress_interval_s` while evaluating.
   std::function<void(const SearchProgress&)> progress;
   double progress_interval_s = 0.5;

@@ -20,7 +20,9 @@ constexpr FlagSpec kRunFlags[] = {
      "Peak memory limit per GPU in GB (1e9 B), or none to keep and mark layouts above HBM less 5% "
      "(default: HBM less 5%)",
      "GB|none"},
-    {"threads", "Worker threads (default: all cores)", "N"},
+    {"threads",
+     "Worker threads (under MPI: on each rank; default: every core, shared by the ranks of a node)",
+     "N"},
     {"explore-splits",
      "Also try every first/last pipeline stage split of each layout with PP > 1 (time objectives)",
      "BOOL", FlagArity::kBool, "true"},

@@ -1,7 +1,6 @@
 #include "studies/search_passes.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <memory>
 #include <numeric>
 #include <thread>
@@ -10,6 +9,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+#include "core/wire.h"
 #include "projection/projection.h"
 #include "scenario/training_defaults.h"
 
@@ -107,259 +109,320 @@ PassOrder ByLowerBound(const Evaluations& e) {
   return p;
 }
 
-// One worker's loop over groups of candidates. Each worker owns one Scenario copy and rewrites
-// only its layout fields, so a candidate costs one ValidateScenario and one Project, no copy of
-// the model or hardware profile.
-struct EvaluationQueue {
-  EvaluationQueue(const Scenario& b, const std::vector<SearchCandidate>& c,
-                  const LayoutEvaluator& e, Evaluations& o)
-      : base(b), candidates(c), evaluate(e), out(o) {}
-
-  const Scenario& base;
-  const std::vector<SearchCandidate>& candidates;
-  const LayoutEvaluator& evaluate;
-  Evaluations& out;
+// A pass's request: how far to project, then groups of candidates (their position in the pass's
+// list, the candidate itself, the composition group whose model the bound pass kept or
+// kNoModel). The candidates travel by value, since the coordinator alone derives the splits.
+constexpr uint32_t kNoModel = std::numeric_limits<uint32_t>::max();
+struct RequestHeader {
   PassMode mode = PassMode::kFull;
+  double abandon_at_s = std::numeric_limits<double>::infinity();
+  uint32_t pass_id = 0;
+  bool keep_models = false;  // the bound pass keeps each group's model for the pruned pass
+};
+
+// A candidate's reply: its position, outcome, metrics (when projected) and message (refused or
+// failed).
+void PutResult(WireWriter& out, uint64_t position, Outcome outcome, const LayoutMetrics* metrics,
+               std::string_view message) {
+  out.Put(position).Put(outcome).Put(static_cast<uint8_t>(metrics != nullptr));
+  if (metrics != nullptr) out.Put(*metrics);
+  out.PutString(message);
+}
+
+// The coordinator's side of one pass: builds the requests for groups of its order, screening the
+// candidates the pruned pass removes without a projection, and records the replies.
+struct PassCoordinator {
+  const std::vector<SearchCandidate>& candidates;
+  Evaluations& out;
   const PassOrder* pass = nullptr;
-  TopSteps* top = nullptr;  // kPruned: updated with every layout projected
-  std::optional<Bytes> memory_limit;  // the search's
-  // kPruned: the TopSteps threshold when the batch began. Every decision of a batch uses it, so
-  // which layouts are projected does not depend on how the workers interleave.
-  Seconds threshold{std::numeric_limits<double>::infinity()};
-  int64_t group_end = 0;         // the groups of this batch end here
-  // The bound pass's composed models by group, and each candidate's group, kept for the pruned
-  // pass when there are few groups (kKeptCompositions); empty otherwise.
-  std::vector<std::shared_ptr<const ComposedModel>> kept_models;
-  std::vector<uint32_t> model_of;
-  std::atomic<int64_t> next{0};  // the next group
-  std::atomic<int64_t> done{0};  // candidates
-  std::atomic<int> running{0};
-  std::mutex mu;
-  std::condition_variable finished;
+  RequestHeader header = {};
+  TopSteps* top = nullptr;            // kPruned: updated with every layout projected
+  std::optional<Bytes> memory_limit = {};  // the search's
+  const std::vector<uint32_t>* model_of = nullptr;  // composition group of each candidate
+  int64_t done = 0;                   // candidates
+  size_t first_error_at = std::numeric_limits<size_t>::max();
+  size_t first_invalid_at = std::numeric_limits<size_t>::max();
 
-  void RecordFirst(std::string& first, std::string message) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (first.empty()) first = std::move(message);
-  }
-
-  // The candidate's scenario in `scenario`, its kernels resolved again when the stack flips;
-  // false (and the outcome kInvalid) when the scenario is refused.
-  bool Prepare(size_t idx, Scenario& scenario, std::optional<TrainingStack>& resolved_stack) {
-    ApplyCandidate(candidates[idx], base.training.moe_imbalance, scenario);
-    // "auto" picks the stack, and with it the kernels, from the layout (FSDP-only:
-    // llm-foundry), as `project` does; they are resolved again when the stack flips.
-    if (const TrainingStack stack = ResolvedStack(scenario.training, scenario.parallel);
-        resolved_stack != stack) {
-      resolved_stack = stack;
-      if (absl::Status k = ResolveKernels(scenario, "search"); !k.ok()) {
-        out.outcome[idx] = Outcome::kInvalid;
-        RecordFirst(out.first_invalid, std::string(k.message()));
-        return false;
-      }
+  // kPruned: whether the candidate still needs a projection; the others get their outcome here.
+  bool Screen(size_t idx) {
+    if (header.mode != PassMode::kPruned) return true;
+    // The bound pass set the outcome of refused candidates and the bound of the others.
+    if (out.outcome[idx] != Outcome::kPending) return false;
+    if (out.metrics[idx].step_lower_bound.value() >= header.abandon_at_s) {
+      out.outcome[idx] = Outcome::kPruned;
+      return false;
     }
-    if (absl::Status valid = ValidateScenario(scenario, "search"); !valid.ok()) {
-      out.outcome[idx] = Outcome::kInvalid;
-      RecordFirst(out.first_invalid, std::string(valid.message()));
+    // The bound pass found its peak above the limit: removed for memory with that peak, as
+    // projecting it again would remove it (the memory model reads no time).
+    if (memory_limit && out.metrics[idx].peak_memory_per_gpu > *memory_limit) {
+      out.outcome[idx] = Outcome::kOk;
       return false;
     }
     return true;
   }
 
-  void RecordError(size_t idx, const absl::Status& status) {
-    out.outcome[idx] = Outcome::kError;
-    RecordFirst(out.first_error,
-                absl::StrCat(CandidateLabel(candidates[idx]), ": ", status.message()));
+  std::string Request(int64_t first_group, int64_t last_group) {
+    WireWriter w;
+    w.Put(header);
+    for (int64_t g = first_group; g < last_group; ++g) {
+      const size_t begin = pass->group_starts[static_cast<size_t>(g)];
+      const size_t end = EndOfGroup(*pass, static_cast<size_t>(g));
+      std::vector<size_t> kept;
+      for (size_t k = begin; k < end; ++k) {
+        if (Screen(pass->order[k])) kept.push_back(pass->order[k]);
+      }
+      done += static_cast<int64_t>(end - begin - kept.size());
+      if (kept.empty()) continue;
+      w.Put(static_cast<uint32_t>(kept.size()));
+      for (const size_t idx : kept) {
+        const bool kept_model = model_of != nullptr && !model_of->empty();
+        w.Put(static_cast<uint64_t>(idx)).Put(candidates[idx]);
+        w.Put(kept_model ? (*model_of)[idx] : kNoModel);
+      }
+    }
+    return w.Take();
   }
 
-  // Projects one candidate with `composed` (null: its own), up to the pass's bound.
-  void EvaluateOne(size_t idx, Scenario& scenario, const ComposedModel* composed) {
-    Seconds abandon_at{std::numeric_limits<double>::infinity()};
-    if (mode == PassMode::kBound) abandon_at = Seconds(0);
-    if (mode == PassMode::kPruned) abandon_at = threshold;
-    absl::StatusOr<LayoutMetrics> m = evaluate.project(scenario, composed, abandon_at);
-    if (!m.ok()) {
-      RecordError(idx, m.status());
-      return;
-    }
-    out.metrics[idx] = *m;
-    if (m->abandoned) {
-      // The bound pass leaves the outcome pending for the pruned pass.
-      if (mode != PassMode::kBound) out.outcome[idx] = Outcome::kPruned;
-      return;
-    }
-    out.outcome[idx] = Outcome::kOk;
-    if (top != nullptr) top->Add(*m);
-  }
-
-  // The candidates of group g; in the bound pass they share the first valid one's model, in the
-  // pruned pass the model the bound pass kept for them.
-  void EvaluateGroup(int64_t g, size_t begin, size_t end, Scenario& scenario,
-                     std::optional<TrainingStack>& resolved_stack) {
-    std::shared_ptr<const ComposedModel> composed;
-    for (size_t k = begin; k < end; ++k) {
-      const size_t idx = pass->order[k];
-      if (mode == PassMode::kPruned) {
-        // The bound pass set the outcome of refused candidates and the bound of the others.
-        if (out.outcome[idx] != Outcome::kPending) continue;
-        if (out.metrics[idx].step_lower_bound >= threshold) {
-          out.outcome[idx] = Outcome::kPruned;
-          continue;
-        }
-        // The bound pass found its peak above the limit: removed for memory with that peak, as
-        // projecting it again would remove it (the memory model reads no time).
-        if (memory_limit && out.metrics[idx].peak_memory_per_gpu > *memory_limit) {
-          out.outcome[idx] = Outcome::kOk;
-          continue;
-        }
-      }
-      if (!Prepare(idx, scenario, resolved_stack)) continue;
-      if (mode == PassMode::kBound && composed == nullptr && evaluate.compose) {
-        absl::StatusOr<std::shared_ptr<const ComposedModel>> c = evaluate.compose(scenario);
-        if (!c.ok()) {
-          RecordError(idx, c.status());
-          continue;
-        }
-        composed = *std::move(c);
-        if (!kept_models.empty()) kept_models[static_cast<size_t>(g)] = composed;
-      }
-      if (mode == PassMode::kPruned && !model_of.empty()) {
-        composed = kept_models[model_of[idx]];
-      }
-      EvaluateOne(idx, scenario, composed.get());
+  // The first message by enumeration order, whichever lane reported it first.
+  static void KeepFirst(size_t idx, std::string message, size_t& at, std::string& first) {
+    if (idx < at) {
+      at = idx;
+      first = std::move(message);
     }
   }
 
-  // One past the last entry of group g.
-  size_t GroupEnd(int64_t g) const { return EndOfGroup(*pass, static_cast<size_t>(g)); }
-
-  void Work() {
-    Scenario scenario = base;
-    std::optional<TrainingStack> resolved_stack;  // the stack the kernels were resolved for
-    const std::vector<size_t>& starts = pass->group_starts;
-    const int64_t groups = group_end;
-    // A few groups per fetch: one candidate each outside the bound pass.
-    const int64_t chunk = mode == PassMode::kBound ? 1 : 8;
-    while (true) {
-      const int64_t first = next.fetch_add(chunk, std::memory_order_relaxed);
-      if (first >= groups) break;
-      const int64_t last = std::min(groups, first + chunk);
-      const size_t begin = starts[static_cast<size_t>(first)];
-      const size_t end = GroupEnd(last - 1);
-      for (int64_t g = first; g < last; ++g) {
-        const size_t b = starts[static_cast<size_t>(g)];
-        const size_t e = GroupEnd(g);
-        EvaluateGroup(g, b, e, scenario, resolved_stack);
-      }
-      done.fetch_add(static_cast<int64_t>(end - begin), std::memory_order_relaxed);
+  absl::Status Collect(std::string_view reply) {
+    WireReader in(reply);
+    while (!in.AtEnd()) {
+      const auto idx = static_cast<size_t>(in.Get<uint64_t>());
+      const auto outcome = in.Get<Outcome>();
+      if (in.Get<uint8_t>() != 0) out.metrics[idx] = in.Get<LayoutMetrics>();
+      std::string message = in.GetString();
+      out.outcome[idx] = outcome;
+      ++done;
+      if (outcome == Outcome::kInvalid) KeepFirst(idx, std::move(message), first_invalid_at, out.first_invalid);
+      if (outcome == Outcome::kError) KeepFirst(idx, std::move(message), first_error_at, out.first_error);
+      if (outcome == Outcome::kOk && top != nullptr) top->Add(out.metrics[idx]);
     }
-    if (running.fetch_sub(1) == 1) {
-      std::lock_guard<std::mutex> lock(mu);
-      finished.notify_all();
-    }
+    return absl::OkStatus();
   }
 };
 
-// Runs the groups [first, end) of `order` on `threads` workers, reporting progress meanwhile.
-void RunBatch(EvaluationQueue& queue, int64_t first, int64_t end, int threads,
-              const SearchOptions& options, const SearchProgress& progress, Clock::time_point start,
-              Clock::time_point pass_start) {
-  queue.next = first;
-  queue.group_end = end;
-  queue.running = threads;
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<size_t>(threads));
-  for (int t = 0; t < threads; ++t) pool.emplace_back([&queue] { queue.Work(); });
-  {
-    std::unique_lock<std::mutex> lock(queue.mu);
-    const auto interval = std::chrono::duration<double>(options.progress_interval_s);
-    while (queue.running.load() > 0) {
-      queue.finished.wait_for(lock, interval, [&] { return queue.running.load() == 0; });
-      if (options.progress && queue.running.load() > 0) {
-        lock.unlock();
-        SearchProgress now = progress;
-        now.done = queue.done.load();
-        now.elapsed_s = ElapsedSeconds(start);
-        now.pass_elapsed_s = ElapsedSeconds(pass_start);
-        options.progress(now);
-        lock.lock();
+// Runs the groups [first, end) of the coordinator's pass on the team, reporting progress.
+absl::Status RunBatch(PassCoordinator& coordinator, CandidateProjector& projector, WorkTeam& team,
+                      int lanes, int64_t first, int64_t end, const SearchOptions& options,
+                      const SearchProgress& progress, Clock::time_point start,
+                      Clock::time_point pass_start) {
+  TaskHooks hooks;
+  hooks.count = end - first;
+  // One composition group per task in the bound pass (a group can hold hundreds of layouts),
+  // else one candidate; a few per chunk.
+  hooks.max_chunk = 32;
+  hooks.request = [&](int64_t a, int64_t b) { return coordinator.Request(first + a, first + b); };
+  hooks.perform = [&](int lane, std::string_view request) { return projector.Perform(lane, request); };
+  hooks.collect = [&](int64_t, int64_t, std::string_view reply) { return coordinator.Collect(reply); };
+  hooks.describe = [&](int64_t a, int64_t b) {
+    std::vector<std::string> labels;
+    for (int64_t g = first + a; g < first + b; ++g) {
+      const size_t begin = coordinator.pass->group_starts[static_cast<size_t>(g)];
+      for (size_t k = begin; k < EndOfGroup(*coordinator.pass, static_cast<size_t>(g)); ++k) {
+        labels.push_back(CandidateLabel(coordinator.candidates[coordinator.pass->order[k]]));
       }
     }
+    return absl::StrJoin(labels, "; ");
+  };
+  hooks.tick_interval_s = options.progress_interval_s;
+  if (options.progress) {
+    hooks.tick = [&] {
+      SearchProgress now = progress;
+      now.done = coordinator.done;
+      now.elapsed_s = ElapsedSeconds(start);
+      now.pass_elapsed_s = ElapsedSeconds(pass_start);
+      options.progress(now);
+    };
   }
-  for (std::thread& t : pool) t.join();
+  return team.Distribute(hooks, lanes);
 }
 
-// Runs one pass of `queue` in `order` on `threads` workers, reporting progress as `what`
-// ("layouts", "splits"). The pruned pass runs in batches (64 layouts, doubling up to 1,024), each
-// judged against the threshold at its start; once the next layout's bound reaches it, so does every
-// later one's (the order is by bound), and the rest are pruned without a worker.
-void RunPass(EvaluationQueue& queue, PassMode mode, const PassOrder& order, int threads,
-             const SearchOptions& options, Clock::time_point start, std::string_view what) {
+// Runs one pass in `order` on the team, reporting progress as `what` ("layouts", "splits"). The
+// pruned pass runs in batches (64 layouts, doubling up to 1,024), each judged against the
+// threshold at its start, so which layouts are projected depends neither on how the lanes
+// interleave nor on how many there are; once the next layout's bound reaches the threshold, so
+// does every later one's (the order is by bound), and the rest are pruned without a lane.
+absl::Status RunPass(PassCoordinator& coordinator, CandidateProjector& projector, WorkTeam& team,
+                     int lanes, PassMode mode, const PassOrder& order, const SearchOptions& options,
+                     Clock::time_point start, std::string_view what) {
   const Clock::time_point pass_start = Clock::now();
   const std::string pass =
       absl::StrCat(mode == PassMode::kBound ? "bounding " : "projecting ", std::string(what));
   SearchProgress progress;
   progress.pass = pass;
   progress.total = static_cast<int64_t>(order.order.size());
-  queue.mode = mode;
-  queue.pass = &order;
-  queue.done = 0;
+  coordinator.header.mode = mode;
+  coordinator.header.abandon_at_s =
+      mode == PassMode::kBound ? 0.0 : std::numeric_limits<double>::infinity();
+  coordinator.pass = &order;
+  coordinator.done = 0;
   const auto groups = static_cast<int64_t>(order.group_starts.size());
   if (mode != PassMode::kPruned) {
-    RunBatch(queue, 0, groups, threads, options, progress, start, pass_start);
-    return;
+    return RunBatch(coordinator, projector, team, lanes, 0, groups, options, progress, start,
+                    pass_start);
   }
   // Small batches first, so a threshold exists early; then up to 1,024 layouts per batch.
   int64_t batch = 64;
   for (int64_t first = 0; first < groups;
        first += batch, batch = std::min<int64_t>(2 * batch, 1024)) {
-    queue.threshold = queue.top->Threshold();
+    const double threshold = coordinator.top->Threshold().value();
+    coordinator.header.abandon_at_s = threshold;
     const size_t from = order.group_starts[static_cast<size_t>(first)];
-    if (!(queue.out.metrics[order.order[from]].step_lower_bound < queue.threshold)) {
+    if (!(coordinator.out.metrics[order.order[from]].step_lower_bound.value() < threshold)) {
       for (size_t k = from; k < order.order.size(); ++k) {
-        Outcome& o = queue.out.outcome[order.order[k]];
+        Outcome& o = coordinator.out.outcome[order.order[k]];
         if (o == Outcome::kPending) o = Outcome::kPruned;
       }
-      return;
+      return absl::OkStatus();
     }
-    RunBatch(queue, first, std::min(groups, first + batch), threads, options, progress, start,
-             pass_start);
+    PROJECTOR_RETURN_IF_ERROR(RunBatch(coordinator, projector, team, lanes, first,
+                                       std::min(groups, first + batch), options, progress, start,
+                                       pass_start));
   }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-int WorkerThreads(const SearchOptions& options, size_t candidates) {
-  const int threads =
-      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
-  return std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(candidates, 1))));
+CandidateProjector::CandidateProjector(const Scenario& base, const LayoutEvaluator& evaluate,
+                                       int lanes)
+    : base_(base), evaluate_(evaluate) {
+  for (int lane = 0; lane < std::max(1, lanes); ++lane) lanes_.push_back(std::make_unique<Lane>(base));
+}
+
+CandidateProjector::~CandidateProjector() = default;
+
+// The candidate's scenario in the lane's scratch, its kernels resolved again when the stack
+// flips; the message when the scenario is refused.
+std::optional<std::string> CandidateProjector::Prepare(const SearchCandidate& candidate,
+                                                       Lane& lane) const {
+  Scenario& scenario = lane.scenario;
+  ApplyCandidate(candidate, base_.training.moe_imbalance, scenario);
+  // "auto" picks the stack, and with it the kernels, from the layout (FSDP-only: llm-foundry),
+  // as `project` does; they are resolved again when the stack flips.
+  if (const TrainingStack stack = ResolvedStack(scenario.training, scenario.parallel);
+      lane.resolved_stack != stack) {
+    lane.resolved_stack = stack;
+    if (absl::Status k = ResolveKernels(scenario, "search"); !k.ok()) return std::string(k.message());
+  }
+  if (absl::Status valid = ValidateScenario(scenario, "search"); !valid.ok()) {
+    return std::string(valid.message());
+  }
+  return std::nullopt;
+}
+
+std::shared_ptr<const ComposedModel> CandidateProjector::KeptModel(uint32_t pass_id,
+                                                                   uint32_t model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pass_id != models_pass_) return nullptr;
+  auto it = models_.find(model);
+  return it == models_.end() ? nullptr : it->second;
+}
+
+void CandidateProjector::KeepModel(uint32_t pass_id, uint32_t model,
+                                   std::shared_ptr<const ComposedModel> composed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pass_id != models_pass_) {
+    models_.clear();
+    models_pass_ = pass_id;
+  }
+  models_.emplace(model, std::move(composed));
+}
+
+std::string CandidateProjector::Perform(int lane_index, std::string_view request) {
+  Lane& lane = *lanes_[static_cast<size_t>(lane_index)];
+  WireReader in(request);
+  const auto header = in.Get<RequestHeader>();
+  WireWriter out;
+  while (!in.AtEnd()) {
+    // A group: in the bound pass its candidates share the first valid one's composed model, in
+    // the pruned pass the model the bound pass kept for them (composed again where another rank
+    // bounded the group: the same model, since the group shares one CompositionKey).
+    const auto n = in.Get<uint32_t>();
+    std::shared_ptr<const ComposedModel> composed;
+    for (uint32_t k = 0; k < n; ++k) {
+      const auto position = in.Get<uint64_t>();
+      const auto candidate = in.Get<SearchCandidate>();
+      const auto model = in.Get<uint32_t>();
+      if (std::optional<std::string> refused = Prepare(candidate, lane)) {
+        PutResult(out, position, Outcome::kInvalid, nullptr, *refused);
+        continue;
+      }
+      auto failed = [&](const absl::Status& status) {
+        PutResult(out, position, Outcome::kError, nullptr,
+                  absl::StrCat(CandidateLabel(candidate), ": ", status.message()));
+      };
+      if (header.mode == PassMode::kBound && composed == nullptr && evaluate_.compose) {
+        absl::StatusOr<std::shared_ptr<const ComposedModel>> c = evaluate_.compose(lane.scenario);
+        if (!c.ok()) {
+          failed(c.status());
+          continue;
+        }
+        composed = *std::move(c);
+        if (header.keep_models && model != kNoModel) KeepModel(header.pass_id, model, composed);
+      }
+      if (header.mode == PassMode::kPruned && model != kNoModel) {
+        composed = KeptModel(header.pass_id, model);
+      }
+      absl::StatusOr<LayoutMetrics> m =
+          evaluate_.project(lane.scenario, composed.get(), Seconds(header.abandon_at_s));
+      if (!m.ok()) {
+        failed(m.status());
+        continue;
+      }
+      // The bound pass leaves the outcome pending for the pruned pass.
+      const Outcome outcome = !m->abandoned                    ? Outcome::kOk
+                              : header.mode == PassMode::kBound ? Outcome::kPending
+                                                                : Outcome::kPruned;
+      PutResult(out, position, outcome, &*m, "");
+    }
+  }
+  return out.Take();
 }
 
 Evaluations EvaluateCandidates(const Scenario& base, const std::vector<SearchCandidate>& candidates,
-                               const LayoutEvaluator& evaluate, const SearchOptions& options,
-                               TopSteps* top, Clock::time_point start, std::string_view what) {
+                               CandidateProjector& projector, WorkTeam& team, int lanes,
+                               const SearchOptions& options, TopSteps* top, uint32_t pass_id,
+                               Clock::time_point start, std::string_view what,
+                               absl::Status& status) {
   Evaluations out;
   out.outcome.assign(candidates.size(), Outcome::kPending);
   out.metrics.resize(candidates.size());
-  const int threads = WorkerThreads(options, candidates.size());
-  EvaluationQueue queue(base, candidates, evaluate, out);
-  queue.memory_limit = options.memory_limit;
+  PassCoordinator coordinator{.candidates = candidates, .out = out};
+  coordinator.memory_limit = options.memory_limit;
+  coordinator.header.pass_id = pass_id;
   if (top == nullptr) {
-    RunPass(queue, PassMode::kFull, OneByOne(candidates.size()), threads, options, start, what);
+    const PassOrder one_by_one = OneByOne(candidates.size());
+    status = RunPass(coordinator, projector, team, lanes, PassMode::kFull, one_by_one, options,
+                     start, what);
     return out;
   }
-  const PassOrder groups = ByComposition(base, candidates, threads);
+  const PassOrder groups = ByComposition(base, candidates, lanes);
+  std::vector<uint32_t> model_of;
   if (groups.group_starts.size() <= kKeptCompositions) {
-    queue.kept_models.resize(groups.group_starts.size());
-    queue.model_of.resize(candidates.size());
+    coordinator.header.keep_models = true;
+    model_of.resize(candidates.size());
     for (size_t g = 0; g < groups.group_starts.size(); ++g) {
       for (size_t k = groups.group_starts[g]; k < EndOfGroup(groups, g); ++k) {
-        queue.model_of[groups.order[k]] = static_cast<uint32_t>(g);
+        model_of[groups.order[k]] = static_cast<uint32_t>(g);
       }
     }
   }
-  RunPass(queue, PassMode::kBound, groups, threads, options, start, what);
-  queue.top = top;
-  RunPass(queue, PassMode::kPruned, ByLowerBound(out), threads, options, start, what);
+  coordinator.model_of = &model_of;
+  status = RunPass(coordinator, projector, team, lanes, PassMode::kBound, groups, options, start,
+                   what);
+  if (!status.ok()) return out;
+  coordinator.top = top;
+  const PassOrder by_bound = ByLowerBound(out);
+  status = RunPass(coordinator, projector, team, lanes, PassMode::kPruned, by_bound, options,
+                   start, what);
   return out;
 }
 

@@ -10,13 +10,17 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "core/units.h"
+#include "core/work_team.h"
 #include "scenario/scenario.h"
 #include "studies/search.h"
 
@@ -67,16 +71,49 @@ inline double ElapsedSeconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// The workers for `candidates` evaluations: as asked (all cores by default), at most one each.
-int WorkerThreads(const SearchOptions& options, size_t candidates);
+// What projects the passes' candidates on one rank: the lanes of the search's WorkTeam perform
+// its requests (a pass's mode and threshold, groups of candidates by value) with it, each lane
+// with its own scenario scratch, so a candidate costs one ValidateScenario and one Project and no
+// copy of the model or hardware profile. The bound pass's composed models are kept here for the
+// pruned pass of the same candidates (a rank that did not bound a group composes it again).
+class CandidateProjector {
+ public:
+  CandidateProjector(const Scenario& base, const LayoutEvaluator& evaluate, int lanes);
+  ~CandidateProjector();
+  CandidateProjector(const CandidateProjector&) = delete;
+  CandidateProjector& operator=(const CandidateProjector&) = delete;
 
-// Validates and projects every candidate, pruned by `top` when it is given: a bound pass over
-// the candidates grouped by composition, then the candidates projected lowest bound first.
-// Progress is reported as `what` ("layouts", "splits") with the seconds since `start`.
+  // The reply to a request: for each candidate its position, outcome, metrics and message.
+  std::string Perform(int lane, std::string_view request);
+
+ private:
+  struct Lane {
+    explicit Lane(const Scenario& base) : scenario(base) {}
+    Scenario scenario;
+    std::optional<TrainingStack> resolved_stack;  // the stack the kernels were resolved for
+  };
+  std::optional<std::string> Prepare(const SearchCandidate& candidate, Lane& lane) const;
+  std::shared_ptr<const ComposedModel> KeptModel(uint32_t pass_id, uint32_t model);
+  void KeepModel(uint32_t pass_id, uint32_t model, std::shared_ptr<const ComposedModel> composed);
+
+  const Scenario& base_;
+  const LayoutEvaluator& evaluate_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::mutex mu_;
+  uint32_t models_pass_ = 0;
+  absl::flat_hash_map<uint32_t, std::shared_ptr<const ComposedModel>> models_;
+};
+
+// Validates and projects every candidate on the lanes of `team` (`lanes` of them here), pruned
+// by `top` when it is given: a bound pass over the candidates grouped by composition, then the
+// candidates projected lowest bound first. `pass_id` tells this call's composition groups from
+// another's. Progress is reported as `what` ("layouts", "splits") with the seconds since
+// `start`. A failure of the team (a rank stopped) is set in `status`.
 Evaluations EvaluateCandidates(const Scenario& base, const std::vector<SearchCandidate>& candidates,
-                               const LayoutEvaluator& evaluate, const SearchOptions& options,
-                               TopSteps* top, std::chrono::steady_clock::time_point start,
-                               std::string_view what);
+                               CandidateProjector& projector, WorkTeam& team, int lanes,
+                               const SearchOptions& options, TopSteps* top, uint32_t pass_id,
+                               std::chrono::steady_clock::time_point start, std::string_view what,
+                               absl::Status& status);
 
 }  // namespace projector
 

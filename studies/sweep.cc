@@ -1,28 +1,33 @@
 #include "studies/sweep.h"
 
 #include <algorithm>
-#include <condition_variable>
-#include <deque>
+#include <map>
+#include <memory>
 #include <fstream>
 #include <iterator>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "backends/backend_registry.h"
 #include "core/dtype.h"
 #include "core/status_macros.h"
+#include "core/wire.h"
+#include "core/work_team.h"
 #include "network/network_file.h"
 #include "projection/projection.h"
 #include "studies/lod_high.h"
 
 namespace projector {
 namespace {
+
+// Points evaluated ahead of the first one not yet written, at most: lines in memory, a few MB.
+constexpr int64_t kWindow = 1024;
 
 // The candidate applied to the base: its layout, micro-batch and recompute.
 Scenario PointScenario(const Scenario& base, const SearchCandidate& candidate,
@@ -112,66 +117,97 @@ void Count(const nlohmann::json& line, SweepSummary& summary) {
   if (line.contains("fits") && !line["fits"].get<bool>()) ++summary.over_memory;
 }
 
-// Evaluates `pending` on `threads` workers and hands the lines to `sink` in that order, as soon
-// as each line and those before it are ready; at most kWindow lines wait to be handed on, so the
-// workers wait for a slow sink rather than hold a whole sweep in memory. Stops at the first
-// error of `sink`.
-absl::Status EvaluateInOrder(const std::vector<int64_t>& pending, int threads,
-                             const std::function<nlohmann::json(int64_t)>& evaluate,
-                             const std::function<absl::Status(const nlohmann::json&)>& sink) {
-  if (threads <= 1 || pending.size() < 2) {
-    for (const int64_t index : pending) PROJECTOR_RETURN_IF_ERROR(sink(evaluate(index)));
+// The lanes' side of a sweep: a request is a list of point indices, its reply their lines (one
+// JSON document per line). Every network's backend set is built once, before any point, and
+// shared by the lanes of the rank.
+class PointEvaluator {
+ public:
+  static absl::StatusOr<std::shared_ptr<const PointEvaluator>> Make(
+      const Scenario& base, const SweepOptions& options,
+      const std::vector<SearchCandidate>& candidates) {
+    auto e = std::shared_ptr<PointEvaluator>(new PointEvaluator(base, options, candidates));
+    for (const SweepNetwork& network : options.networks) {
+      const Scenario first = PointScenario(base, candidates.front(), network);
+      PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(first.backends, first.hw));
+      e->sets_.push_back(std::make_unique<BackendSet>(std::move(set)));
+      e->refs_.push_back(RefsOf(*e->sets_.back()));
+    }
+    return e;
+  }
+
+  std::string Perform(std::string_view request) const {
+    WireReader in(request);
+    std::string reply;
+    const int64_t per_network = static_cast<int64_t>(candidates_.size());
+    while (!in.AtEnd()) {
+      const auto index = in.Get<int64_t>();
+      const auto n = static_cast<size_t>(index / per_network);
+      const SweepNetwork& network = options_.networks[n];
+      const Scenario s = PointScenario(base_, candidates_[static_cast<size_t>(index % per_network)],
+                                       network);
+      absl::StrAppend(&reply, EvaluatePoint(index, network, s, refs_[n], options_).dump(), "\n");
+    }
+    return reply;
+  }
+
+ private:
+  PointEvaluator(const Scenario& base, const SweepOptions& options,
+                 const std::vector<SearchCandidate>& candidates)
+      : base_(base), options_(options), candidates_(candidates) {}
+
+  const Scenario& base_;
+  const SweepOptions& options_;
+  const std::vector<SearchCandidate>& candidates_;
+  std::vector<std::unique_ptr<BackendSet>> sets_;
+  std::vector<BackendRefs> refs_;
+};
+
+// Hands lines to `sink` in task order as chunks of them are collected in any order.
+class InOrderLines {
+ public:
+  explicit InOrderLines(std::function<absl::Status(const nlohmann::json&)> sink)
+      : sink_(std::move(sink)) {}
+
+  // Hands on every line collected, in task order but past the gaps (the job was stopped):
+  // a resumed sweep reads its points in any order. Returns how many.
+  int64_t Flush() {
+    int64_t n = 0;
+    for (const auto& [first, chunk] : waiting_) {
+      for (const nlohmann::json& line : chunk) {
+        if (!sink_(line).ok()) return n;
+        ++n;
+      }
+    }
+    waiting_.clear();
+    return n;
+  }
+
+  absl::Status Collect(int64_t first, std::string_view reply) {
+    std::vector<nlohmann::json>& lines = waiting_[first];
+    for (const absl::string_view text : absl::StrSplit(absl::string_view(reply.data(), reply.size()), '\n', absl::SkipEmpty())) {
+      lines.push_back(nlohmann::json::parse(text));
+    }
+    while (!waiting_.empty() && waiting_.begin()->first == next_) {
+      for (const nlohmann::json& line : waiting_.begin()->second) {
+        PROJECTOR_RETURN_IF_ERROR(sink_(line));
+      }
+      next_ += static_cast<int64_t>(waiting_.begin()->second.size());
+      waiting_.erase(waiting_.begin());
+    }
     return absl::OkStatus();
   }
-  constexpr size_t kWindow = 1024;  // tool choice: lines in flight, a few MB
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::optional<nlohmann::json>> ready;  // pending[handed ...], in order
-  size_t next = 0, handed = 0;
-  bool stop = false;
-  auto worker = [&] {
-    for (;;) {
-      size_t k = 0;
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return stop || next >= pending.size() || next < handed + kWindow; });
-        if (stop || next >= pending.size()) return;
-        k = next++;
-      }
-      nlohmann::json line = evaluate(pending[k]);
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        const size_t slot = k - handed;
-        if (ready.size() <= slot) ready.resize(slot + 1);
-        ready[slot] = std::move(line);
-      }
-      cv.notify_all();
-    }
-  };
-  std::vector<std::thread> pool;
-  const size_t workers = std::min(static_cast<size_t>(threads), pending.size());
-  for (size_t t = 0; t < workers; ++t) pool.emplace_back(worker);
-  absl::Status status;
-  while (handed < pending.size()) {
-    nlohmann::json line;
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return !ready.empty() && ready.front().has_value(); });
-      line = std::move(*ready.front());
-      ready.pop_front();
-      ++handed;
-    }
-    cv.notify_all();
-    status = sink(line);
-    if (!status.ok()) {
-      std::lock_guard<std::mutex> lock(mu);
-      stop = true;
-      break;
-    }
-  }
-  cv.notify_all();
-  for (std::thread& t : pool) t.join();
-  return status;
+
+ private:
+  std::function<absl::Status(const nlohmann::json&)> sink_;
+  std::map<int64_t, std::vector<nlohmann::json>> waiting_;  // by first task
+  int64_t next_ = 0;
+};
+
+// The request for points pending[first, last).
+std::string PointsRequest(const std::vector<int64_t>& pending, int64_t first, int64_t last) {
+  WireWriter out;
+  for (int64_t k = first; k < last; ++k) out.Put(pending[static_cast<size_t>(k)]);
+  return out.Take();
 }
 
 }  // namespace
@@ -254,46 +290,71 @@ absl::StatusOr<SweepSummary> RunSweep(
     const Scenario& base, const SweepOptions& options,
     const std::vector<SearchCandidate>& candidates, const SweepPoints& done,
     const std::function<absl::Status(const nlohmann::json&)>& write, int64_t best_count) {
+  WorkTeam& team = options.team != nullptr ? *options.team : Solo();
   SweepSummary summary;
   const int64_t per_network = static_cast<int64_t>(candidates.size());
   summary.points = per_network * static_cast<int64_t>(options.networks.size());
-  const int threads = options.threads > 0
-                          ? options.threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<int64_t> pending;
-  for (size_t n = 0; n < options.networks.size(); ++n) {
-    const SweepNetwork& network = options.networks[n];
-    pending.clear();
-    for (int64_t c = 0; c < per_network; ++c) {
-      const int64_t index = static_cast<int64_t>(n) * per_network + c;
-      if (auto it = done.find(index); it != done.end()) {
-        ++summary.resumed;
-        Count(it->second, summary);
-        KeepBest(it->second, best_count, summary.best);
-      } else {
-        pending.push_back(index);
-      }
+  for (int64_t index = 0; index < summary.points; ++index) {
+    if (auto it = done.find(index); it != done.end()) {
+      ++summary.resumed;
+      Count(it->second, summary);
+      KeepBest(it->second, best_count, summary.best);
+    } else {
+      pending.push_back(index);
     }
-    if (pending.empty()) continue;
-    // One backend set per network, shared by the workers (as the search shares one).
-    const Scenario first = PointScenario(base, candidates.front(), network);
-    PROJECTOR_ASSIGN_OR_RETURN(const BackendSet backends, MakeBackendSet(first.backends, first.hw));
-    const BackendRefs refs = RefsOf(backends);
-    auto evaluate = [&](int64_t index) {
-      const size_t c = static_cast<size_t>(index % per_network);
-      return EvaluatePoint(index, network, PointScenario(base, candidates[c], network), refs,
-                           options);
-    };
-    auto sink = [&](const nlohmann::json& line) {
-      if (absl::Status written = write(line); !written.ok()) return written;
-      ++summary.evaluated;
-      Count(line, summary);
-      KeepBest(line, best_count, summary.best);
-      return absl::OkStatus();
-    };
-    PROJECTOR_RETURN_IF_ERROR(EvaluateInOrder(pending, threads, evaluate, sink));
   }
+  if (pending.empty()) return summary;
+  PROJECTOR_ASSIGN_OR_RETURN(std::shared_ptr<const PointEvaluator> evaluator,
+                             PointEvaluator::Make(base, options, candidates));
+  InOrderLines lines([&](const nlohmann::json& line) -> absl::Status {
+    PROJECTOR_RETURN_IF_ERROR(write(line));
+    ++summary.evaluated;
+    Count(line, summary);
+    KeepBest(line, best_count, summary.best);
+    return absl::OkStatus();
+  });
+  TaskHooks hooks;
+  hooks.count = static_cast<int64_t>(pending.size());
+  hooks.max_chunk = options.high_lod ? 1 : 16;  // a high-detail point takes 10 ms to seconds
+  hooks.window = kWindow;
+  hooks.request = [&](int64_t first, int64_t last) { return PointsRequest(pending, first, last); };
+  hooks.perform = [&](int, std::string_view request) { return evaluator->Perform(request); };
+  hooks.collect = [&](int64_t first, int64_t, std::string_view reply) {
+    return lines.Collect(first, reply);
+  };
+  hooks.on_stop = [&] {
+    const int64_t past_gap = lines.Flush();
+    return absl::StrCat(
+        "the sweep file holds the ", summary.resumed + summary.evaluated,
+        " points evaluated (", past_gap,
+        " of them written past the first missing one); the same command with --resume FILE "
+        "evaluates the rest");
+  };
+  hooks.describe = [&](int64_t first, int64_t last) {
+    std::vector<std::string> names;
+    for (int64_t k = first; k < last; ++k) {
+      const int64_t index = pending[static_cast<size_t>(k)];
+      names.push_back(absl::StrCat(
+          "point ", index, " (",
+          CandidateName(PointScenario(base, candidates[static_cast<size_t>(index % per_network)],
+                                      SweepNetwork{})),
+          " on ", options.networks[static_cast<size_t>(index / per_network)].label, ")"));
+    }
+    return absl::StrJoin(names, ", ");
+  };
+  PROJECTOR_RETURN_IF_ERROR(team.Distribute(hooks, team.Lanes(options.threads)));
   return summary;
+}
+
+absl::Status ServeSweep(const Scenario& base, const SweepOptions& options,
+                        const std::vector<SearchCandidate>& candidates) {
+  WorkTeam& team = options.team != nullptr ? *options.team : Solo();
+  PROJECTOR_ASSIGN_OR_RETURN(std::shared_ptr<const PointEvaluator> evaluator,
+                             PointEvaluator::Make(base, options, candidates));
+  return team.Serve(
+      [evaluator](int, std::string_view request) { return evaluator->Perform(request); },
+      team.Lanes(options.threads));
 }
 
 }  // namespace projector

@@ -3,8 +3,8 @@
 // point written as one JSON line as soon as it is evaluated, so that a sweep stopped half way
 // resumes where it stopped (`--resume`). Unlike the search nothing is pruned: every point is
 // evaluated and recorded, which is what a design-space exploration over networks needs
-// (`../shared/seeds/004`, Part 3). One process today; the points are independent, which is
-// what splitting them over MPI ranks (issue 29) will rely on.
+// (`../shared/seeds/004`, Part 3). The points are independent: a team of MPI ranks
+// (core/work_team.h) evaluates them together and writes the same file as one process.
 #ifndef PROJECTOR_STUDIES_SWEEP_H_
 #define PROJECTOR_STUDIES_SWEEP_H_
 
@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "core/units.h"
+#include "core/work_team.h"
 #include "network/network_spec.h"
 #include "nlohmann/json.hpp"
 #include "scenario/scenario.h"
@@ -40,7 +41,10 @@ struct SweepOptions {
   // without a step, its projection stopped there.
   Bytes memory_limit;
   bool stop_above_limit = false;
-  int threads = 0;  // workers evaluating points at once; 0 = every core
+  int threads = 0;  // lanes evaluating points at once on each rank; 0 = its share of the cores
+  // The ranks that evaluate the points (null: this process alone). The coordinator runs
+  // RunSweep; every other rank runs ServeSweep with the same arguments.
+  WorkTeam* team = nullptr;
 };
 
 // What identifies a sweep: its job (model, GPU, GPU count, sequence, batch, precision), the
@@ -76,14 +80,19 @@ struct SweepSummary {
   std::vector<nlohmann::json> best;
 };
 
-// Evaluates every point not in `done` (network outer, candidate inner) on `options.threads`
-// workers, handing the lines to `write` in index order as soon as each and those before it are
-// evaluated (the same lines whatever the thread count); stops at the first error `write`
+// Evaluates every point not in `done` (network outer, candidate inner) on the lanes of
+// options.team, handing the lines to `write` in index order as soon as each and those before it
+// are evaluated (the same lines whatever the ranks and threads); stops at the first error `write`
 // returns. A point's own projection error is recorded in its line ("error"), not returned.
 absl::StatusOr<SweepSummary> RunSweep(
     const Scenario& base, const SweepOptions& options,
     const std::vector<SearchCandidate>& candidates, const SweepPoints& done,
     const std::function<absl::Status(const nlohmann::json&)>& write, int64_t best_count = 5);
+
+// Every rank of options.team but the coordinator: evaluates the points the coordinator's RunSweep
+// hands out until it ends; returns ServedStatus().
+absl::Status ServeSweep(const Scenario& base, const SweepOptions& options,
+                        const std::vector<SearchCandidate>& candidates);
 
 }  // namespace projector
 

@@ -11,7 +11,7 @@ build="${PROJECTOR_BUILD_DIR:-$root/build}"
 packages=(build-essential cmake ninja-build pkg-config libabsl-dev nlohmann-json3-dev
           libcxxopts-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
           libyaml-cpp-dev python3-dev python3-pybind11 python3-pytest protobuf-compiler
-          libprotobuf-dev)
+          libprotobuf-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,339 @@
+#include "cli/mpi_team.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdint>
+#include <cstdlib>
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/task_queue.h"
+#include "core/wire.h"
+
+namespace projector {
+namespace {
+
+enum Tag : int { kReady = 1, kTask = 2, kReply = 3, kEnd = 4 };
+
+// How long a rank's main thread waits for its lanes between looks at the network: short next to
+// a task (tens of microseconds to seconds), long enough to leave the cores to the lanes.
+constexpr auto kPollInterval = std::chrono::microseconds(100);
+
+// Rank 0 while it distributes: a SIGTERM or SIGINT (the launcher stopping the job because a rank
+// died, or the user cancelling it) asks for the report; outside, the signal does what it always
+// does.
+std::atomic<bool> g_distributing{false};
+std::atomic<bool> g_stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
+
+extern "C" void OnStopSignal(int sig) {
+  if (!g_distributing.load()) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_stop_requested.store(true);
+}
+
+// Non-blocking sends whose buffers live until MPI has sent them.
+class Sends {
+ public:
+  void Post(int destination, int tag, std::string bytes) {
+    pending_.push_back({std::make_unique<std::string>(std::move(bytes)), MPI_REQUEST_NULL});
+    Pending& p = pending_.back();
+    MPI_Isend(p.bytes->data(), static_cast<int>(p.bytes->size()), MPI_BYTE, destination, tag,
+              MPI_COMM_WORLD, &p.request);
+  }
+  // Lets MPI progress and frees what it has sent.
+  void Progress() {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      int done = 0;
+      MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
+      it = done ? pending_.erase(it) : std::next(it);
+    }
+  }
+  void WaitAll() {
+    for (Pending& p : pending_) MPI_Wait(&p.request, MPI_STATUS_IGNORE);
+    pending_.clear();
+  }
+
+ private:
+  struct Pending {
+    std::unique_ptr<std::string> bytes;
+    MPI_Request request;
+  };
+  std::list<Pending> pending_;
+};
+
+// The message whose envelope MPI_Iprobe or MPI_Probe returned.
+std::string Receive(const MPI_Status& status) {
+  int count = 0;
+  MPI_Get_count(&status, MPI_BYTE, &count);
+  std::string bytes(static_cast<size_t>(count), '\0');
+  MPI_Recv(bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, MPI_COMM_WORLD,
+           MPI_STATUS_IGNORE);
+  return bytes;
+}
+
+std::string WithId(uint64_t id, std::string_view payload) {
+  WireWriter w;
+  w.Put(id);
+  std::string bytes = w.Take();
+  bytes.append(payload.data(), payload.size());
+  return bytes;
+}
+
+// PROJECTOR_MPI_KILL_AFTER_TASKS=R:N (fault injection for the tests and for trying a job's
+// failure handling): rank R kills itself with SIGKILL when its N-th task arrives, as a node
+// failure would end it.
+bool KilledAt(int rank, int64_t tasks_received) {
+  const char* spec = std::getenv("PROJECTOR_MPI_KILL_AFTER_TASKS");
+  if (spec == nullptr) return false;
+  const std::vector<std::string> parts = absl::StrSplit(spec, ':');
+  int target = -1;
+  int64_t n = -1;
+  return parts.size() == 2 && absl::SimpleAtoi(parts[0], &target) &&
+         absl::SimpleAtoi(parts[1], &n) && target == rank && n == tasks_received;
+}
+
+// What the ranks held when the job was stopped, for people.
+std::string StoppedReport(const TaskHooks& hooks, const TaskQueue& queue,
+                          const std::unordered_map<uint64_t, std::pair<int, TaskQueue::Chunk>>& held) {
+  auto name = [&](int64_t first, int64_t last) {
+    std::string text = hooks.describe ? hooks.describe(first, last)
+                                      : absl::StrCat("tasks ", first, "-", last - 1);
+    constexpr size_t kMost = 600;  // characters per chunk: the report stays readable
+    if (text.size() > kMost) text = absl::StrCat(text.substr(0, kMost), " ...");
+    return text;
+  };
+  std::vector<std::pair<int64_t, int64_t>> local = queue.InFlight();
+  std::map<int, std::vector<std::string>> by_rank;
+  std::map<int, int64_t> tasks_of;
+  for (const auto& [id, at] : held) {
+    const auto& [rank, chunk] = at;
+    by_rank[rank].push_back(name(chunk.first, chunk.last));
+    tasks_of[rank] += chunk.last - chunk.first;
+    local.erase(std::remove(local.begin(), local.end(), std::pair{chunk.first, chunk.last}),
+                local.end());
+  }
+  for (const auto& [first, last] : local) {
+    by_rank[0].push_back(name(first, last));
+    tasks_of[0] += last - first;
+  }
+  std::string out =
+      "the MPI job was stopped (SIGTERM or SIGINT: a rank died, its node failed, or the job was "
+      "cancelled; the launcher's message names the rank) before every task was evaluated; these "
+      "were not:\n";
+  for (const auto& [rank, names] : by_rank) {
+    absl::StrAppend(&out, "  rank ", rank, " held ", tasks_of[rank], " task(s): ",
+                    absl::StrJoin(names, "; "), "\n");
+  }
+  absl::StrAppend(&out, "  ", queue.NotHandedOut(), " task(s) were not handed out yet\n");
+  return out;
+}
+
+}  // namespace
+
+bool LaunchedByMpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
+MpiTeam::MpiTeam(int& argc, char**& argv, std::ostream& err) : err_(err) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &ranks_on_node_);
+  MPI_Comm_free(&node);
+  lanes_of_.assign(static_cast<size_t>(size_), 0);
+  tasks_of_.assign(static_cast<size_t>(size_), 0);
+  if (rank_ == 0) {
+    std::signal(SIGTERM, OnStopSignal);
+    std::signal(SIGINT, OnStopSignal);
+  }
+}
+
+MpiTeam::~MpiTeam() { MPI_Finalize(); }
+
+int MpiTeam::Lanes(int requested) const {
+  return requested > 0 ? requested : std::max(1, HardwareThreads() / std::max(1, ranks_on_node_));
+}
+
+absl::Status MpiTeam::Distribute(const TaskHooks& hooks, int lanes) {
+  if (hooks.count <= 0) return absl::OkStatus();
+  lanes = std::max(1, lanes);
+  int remote_lanes = 0;
+  for (const int n : lanes_of_) remote_lanes += n;
+  TaskQueue queue(hooks, lanes + remote_lanes);
+  std::unordered_map<uint64_t, std::pair<int, TaskQueue::Chunk>> held;  // by chunk id
+  std::vector<int> busy(static_cast<size_t>(size_), 0);
+  uint64_t next_id = 0;
+  int64_t remote_tasks = 0;
+  Sends sends;
+  g_stop_requested = false;
+  g_distributing = true;
+  queue.StartLocalLanes(lanes);
+  auto poll = [&] {
+    int flag = 0;
+    MPI_Status status;
+    while (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status), flag) {
+      const std::string bytes = Receive(status);
+      const auto from = static_cast<size_t>(status.MPI_SOURCE);
+      if (status.MPI_TAG == kReady) {
+        lanes_of_[from] = WireReader(bytes).Get<int32_t>();
+        queue.AddLanes(lanes_of_[from]);
+      } else if (status.MPI_TAG == kReply) {
+        const auto id = WireReader(bytes).Get<uint64_t>();
+        auto it = held.find(id);
+        const TaskQueue::Chunk& chunk = it->second.second;
+        tasks_of_[from] += chunk.last - chunk.first;
+        remote_tasks += chunk.last - chunk.first;
+        queue.Finish(chunk, std::string_view(bytes).substr(sizeof(uint64_t)));
+        held.erase(it);
+        --busy[from];
+      }
+    }
+    for (int r = 1; r < size_; ++r) {
+      const auto at = static_cast<size_t>(r);
+      while (busy[at] < lanes_of_[at]) {
+        TaskQueue::Chunk chunk;
+        if (queue.TryTake(chunk) != TaskQueue::Take::kChunk) break;
+        sends.Post(r, kTask, WithId(next_id, chunk.request));
+        chunk.request.clear();
+        held.emplace(next_id++, std::pair{r, std::move(chunk)});
+        ++busy[at];
+      }
+    }
+    sends.Progress();
+    if (g_stop_requested.load()) {
+      const std::string report = StoppedReport(hooks, queue, held);
+      const std::string note = queue.Abandon();
+      err_ << "project: error: " << report << (note.empty() ? "" : note + "\n") << std::flush;
+      std::_Exit(1);
+    }
+  };
+  queue.WaitAll(poll, kPollInterval);
+  sends.WaitAll();
+  g_distributing = false;
+  tasks_of_[0] += hooks.count - queue.NotHandedOut() - remote_tasks;
+  coordinator_lanes_ = lanes;
+  return queue.status();
+}
+
+absl::Status MpiTeam::Serve(const PerformFn& perform, int lanes) {
+  lanes = std::max(1, lanes);
+  Sends sends;
+  {
+    WireWriter w;
+    w.Put(static_cast<int32_t>(lanes));
+    sends.Post(0, kReady, w.Take());
+  }
+  std::mutex mu;
+  std::condition_variable work, finished;
+  std::deque<std::pair<uint64_t, std::string>> jobs;
+  std::deque<std::string> replies;
+  bool ended = false;
+  std::vector<std::thread> pool;
+  for (int lane = 0; lane < lanes; ++lane) {
+    pool.emplace_back([&, lane] {
+      for (;;) {
+        std::pair<uint64_t, std::string> job;
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          work.wait(lock, [&] { return ended || !jobs.empty(); });
+          if (jobs.empty()) return;
+          job = std::move(jobs.front());
+          jobs.pop_front();
+        }
+        std::string reply = WithId(job.first, perform(lane, job.second));
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          replies.push_back(std::move(reply));
+        }
+        finished.notify_one();
+      }
+    });
+  }
+  int64_t received = 0;
+  for (bool end = false; !end;) {
+    int flag = 0;
+    MPI_Status status;
+    MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
+    if (flag) {
+      std::string bytes = Receive(status);
+      if (status.MPI_TAG == kEnd) {
+        end = true;
+      } else if (status.MPI_TAG == kTask) {
+        if (KilledAt(rank_, ++received)) std::raise(SIGKILL);
+        const auto id = WireReader(bytes).Get<uint64_t>();
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          jobs.emplace_back(id, bytes.substr(sizeof(uint64_t)));
+        }
+        work.notify_one();
+      }
+    }
+    std::deque<std::string> ready;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      if (!flag && replies.empty()) finished.wait_for(lock, kPollInterval);
+      ready.swap(replies);
+    }
+    for (std::string& reply : ready) sends.Post(0, kReply, std::move(reply));
+    sends.Progress();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ended = true;
+  }
+  work.notify_all();
+  for (std::thread& t : pool) t.join();
+  sends.WaitAll();
+  return ServedStatus();
+}
+
+void MpiTeam::EndStudy() {
+  for (int r = 1; r < size_; ++r) {
+    // A rank that served no task of this study still announced itself: take that message, so
+    // that it is not read as part of the next study.
+    if (lanes_of_[static_cast<size_t>(r)] == 0) {
+      MPI_Status status;
+      MPI_Probe(r, kReady, MPI_COMM_WORLD, &status);
+      Receive(status);
+    }
+    MPI_Send(nullptr, 0, MPI_BYTE, r, kEnd, MPI_COMM_WORLD);
+  }
+  std::vector<std::string> ranks;
+  for (int r = 0; r < size_; ++r) {
+    const auto at = static_cast<size_t>(r);
+    ranks.push_back(absl::StrCat("rank ", r, " ", tasks_of_[at], " (",
+                                 r == 0 ? coordinator_lanes_ : lanes_of_[at], " lanes)"));
+  }
+  err_ << "mpi: " << size_ << " ranks, tasks evaluated: " << absl::StrJoin(ranks, ", ") << "\n";
+  std::fill(lanes_of_.begin(), lanes_of_.end(), 0);
+  std::fill(tasks_of_.begin(), tasks_of_.end(), 0);
+}
+
+}  // namespace projector
