@@ -191,11 +191,7 @@ int ExitCodeFor(const absl::Status& status) {
 
 absl::StatusOr<WorkTeam*> TeamFor(const Output& io, int64_t tasks, absl::string_view what) {
   WorkTeam* team = io.team != nullptr ? io.team : &Solo();
-  if (team->size() > 1 && team->size() > tasks) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "mpirun -np ", team->size(), ": more MPI ranks than the ", tasks, " ", what,
-        " to evaluate; give -np ", std::max<int64_t>(1, tasks), " or fewer"));
-  }
+  PROJECTOR_RETURN_IF_ERROR(CheckRanksFor(*team, tasks, std::string_view(what.data(), what.size())));
   return team;
 }
 

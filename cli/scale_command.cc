@@ -80,10 +80,12 @@ absl::Status RunScaleCommand(int argc, char** argv, const Output& io) {
     return opts;
   };
   PROJECTOR_ASSIGN_OR_RETURN(const bool show_progress, ProgressFlag(*parsed));
+  PROJECTOR_ASSIGN_OR_RETURN(WorkTeam* const team,
+                             TeamFor(io, static_cast<int64_t>(counts.size()), "GPU counts"));
   ProgressBar bar(io.err, "scale", show_progress);
   absl::StatusOr<ScaleResult> result =
       RunScaling(base, counts, weak ? ScalingMode::kWeak : ScalingMode::kStrong, search,
-                 [&bar](int64_t done, int64_t total) { bar.Update(done, total); });
+                 [&bar](int64_t done, int64_t total) { bar.Update(done, total); }, team);
   bar.Finish();
   if (!result.ok()) {
     const std::string message(result.status().message());

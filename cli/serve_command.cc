@@ -69,7 +69,8 @@ absl::Status RunDisaggregated(const FlagValues& flags, const ServeJob& job, cons
     ProgressBar bar(io.err, "serve: splits", show_progress);
     absl::StatusOr<std::vector<PoolSplit>> found =
         SearchPoolSplits(pools, job.spec, slo.target, slo.num_gpus,
-                         [&bar](int64_t done, int64_t total) { bar.Update(done, total); });
+                         [&bar](int64_t done, int64_t total) { bar.Update(done, total); },
+                         io.team);
     bar.Finish();
     PROJECTOR_ASSIGN_OR_RETURN(const std::vector<PoolSplit> splits, std::move(found));
     io.out << (as_json ? PoolSplitJson(job, slo, pools, splits).dump(2) + "\n"
@@ -101,6 +102,9 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
   if (!flags) return absl::OkStatus();
   PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(*flags));
   if (Given(*flags, "validate")) {
+    if (io.team != nullptr && io.team->size() > 1) {
+      return FlagError("validate", "runs in one process; start it without mpirun/srun");
+    }
     for (const std::string& name : flags->GivenNames()) {
       if (name != "validate" && name != "format" && name != "max-median-error-pct") {
         return FlagError(name,
@@ -125,6 +129,15 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
     return FlagError("max-median-error-pct", "only with --validate FILE");
   }
   PROJECTOR_ASSIGN_OR_RETURN(const SloRequest slo, SloFromFlags(*flags));
+  if (io.team != nullptr && io.team->size() > 1 && slo.mode != SloMode::kSearchLayouts) {
+    return FlagError(slo.mode == SloMode::kMaxQps ? "max-qps" : "search-layouts",
+                     absl::StrCat("MPI ranks share the layouts of --search-layouts; ",
+                                  slo.mode == SloMode::kMaxQps
+                                      ? "one deployment's rate bisection is sequential"
+                                      : "one serving run is one process",
+                                  ": add --search-layouts --num-gpus N, or start it without "
+                                  "mpirun/srun"));
+  }
   PROJECTOR_ASSIGN_OR_RETURN(const ServeJob job,
                              ServeJobFromFlags(*flags, slo.mode != SloMode::kNone));
   PROJECTOR_ASSIGN_OR_RETURN(const std::optional<DisaggregatedOptions> pools,
@@ -142,7 +155,8 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
     ProgressBar bar(io.err, "serve: layouts", show_progress);
     absl::StatusOr<std::vector<ServingLayout>> found =
         SearchServingLayouts(job.options, job.spec, slo.target, slo.num_gpus,
-                             [&bar](int64_t done, int64_t total) { bar.Update(done, total); });
+                             [&bar](int64_t done, int64_t total) { bar.Update(done, total); },
+                             io.team);
     bar.Finish();
     PROJECTOR_ASSIGN_OR_RETURN(const std::vector<ServingLayout> layouts, std::move(found));
     io.out << (as_json ? LayoutSearchJson(job, slo, layouts).dump(2) + "\n"

@@ -101,6 +101,24 @@ class SoloTeam final : public WorkTeam {
   void EndStudy() override {}
 };
 
+// The items 0 .. count-1 of a study, one per task, evaluated on the lanes of `team` (`lanes` on
+// each rank): `evaluate(i)` on any rank returns item i's outcome as bytes, `collect(i, bytes)`
+// takes it on the coordinator, one call at a time (its error stops the run), with
+// `progress(done, count)` after each; `describe(i)` names an item for the report of a stopped job.
+// Every rank calls it with the same items: the coordinator distributes them (and ends the study),
+// every other rank serves and gets ServedStatus().
+struct ItemHooks {
+  std::function<std::string(int64_t item)> evaluate;
+  std::function<absl::Status(int64_t item, std::string_view outcome)> collect;
+  std::function<std::string(int64_t item)> describe;
+  std::function<void(int64_t done, int64_t count)> progress;
+};
+absl::Status EvaluateItems(WorkTeam& team, int lanes, int64_t count, const ItemHooks& items);
+
+// kInvalidArgument when a team of several ranks has more ranks than `tasks` `what` ("layouts")
+// to evaluate, naming -np; the same on every rank, so rank 0 alone says it.
+absl::Status CheckRanksFor(const WorkTeam& team, int64_t tasks, std::string_view what);
+
 // The team of a process that was given none.
 WorkTeam& Solo();
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
+#include "core/wire.h"
 
 namespace projector {
 namespace {
@@ -62,6 +63,70 @@ void RankByTokensPerGpu(std::vector<Candidate>& candidates) {
                    });
 }
 
+// What a candidate's search found, as bytes: the status of its search (an internal failure ends
+// the whole search), then its outcome (fits, problem, result, tokens per GPU).
+template <typename Candidate>
+std::string OutcomeBytes(const absl::Status& recorded, const Candidate& c) {
+  WireWriter w;
+  w.Put(static_cast<int32_t>(recorded.code())).PutString(std::string(recorded.message()));
+  w.Put(c.fits).PutString(c.problem);
+  const SloSearchResult& r = c.result;
+  w.Put(r.found).Put(r.max_qps).Put(r.at_max).Put(r.capacity_qps);
+  w.Put(static_cast<uint64_t>(r.probes.size()));
+  for (const SloProbe& probe : r.probes) w.Put(probe);
+  w.PutString(r.why_not).Put(c.output_tokens_per_s_per_gpu);
+  return w.Take();
+}
+
+template <typename Candidate>
+absl::Status ReadOutcome(std::string_view bytes, Candidate& c) {
+  WireReader in(bytes);
+  const auto code = static_cast<absl::StatusCode>(in.Get<int32_t>());
+  std::string message = in.GetString();
+  if (code != absl::StatusCode::kOk) return absl::Status(code, message);
+  c.fits = in.Get<bool>();
+  c.problem = in.GetString();
+  SloSearchResult& r = c.result;
+  r.found = in.Get<bool>();
+  r.max_qps = in.Get<double>();
+  r.at_max = in.Get<ServeMetrics>();
+  r.capacity_qps = in.Get<double>();
+  r.probes.resize(in.Get<uint64_t>());
+  for (SloProbe& probe : r.probes) probe = in.Get<SloProbe>();
+  r.why_not = in.GetString();
+  c.output_tokens_per_s_per_gpu = in.Get<double>();
+  return absl::OkStatus();
+}
+
+// Every candidate's highest rate under the target (`search(c)`), side by side on the lanes of
+// `team`; every rank but the coordinator serves and returns ServedStatus(). The first internal
+// failure, in candidate order, ends the search.
+template <typename Candidate, typename Search>
+absl::Status SearchEach(std::vector<Candidate>& candidates, const Search& search, WorkTeam* workers,
+                        const std::function<void(int64_t, int64_t)>& progress) {
+  WorkTeam& team = workers != nullptr ? *workers : Solo();
+  PROJECTOR_RETURN_IF_ERROR(
+      CheckRanksFor(team, static_cast<int64_t>(candidates.size()), Candidate::kWhat));
+  std::vector<absl::Status> status(candidates.size());
+  ItemHooks items;
+  items.evaluate = [&](int64_t i) {
+    Candidate c = candidates[static_cast<size_t>(i)];
+    const absl::Status recorded = Record(search(c), c);
+    return OutcomeBytes(recorded, c);
+  };
+  items.collect = [&](int64_t i, std::string_view outcome) {
+    status[static_cast<size_t>(i)] = ReadOutcome(outcome, candidates[static_cast<size_t>(i)]);
+    return absl::OkStatus();
+  };
+  items.describe = [&](int64_t i) { return candidates[static_cast<size_t>(i)].Label(); };
+  items.progress = progress;
+  // A serving rank returns ServedStatus() here.
+  PROJECTOR_RETURN_IF_ERROR(
+      EvaluateItems(team, team.Lanes(0), static_cast<int64_t>(candidates.size()), items));
+  for (const absl::Status& s : status) PROJECTOR_RETURN_IF_ERROR(s);
+  return absl::OkStatus();
+}
+
 // Powers of two from 1 to `limit`.
 std::vector<int64_t> PowersOfTwo(int64_t limit) {
   std::vector<int64_t> out;
@@ -70,6 +135,14 @@ std::vector<int64_t> PowersOfTwo(int64_t limit) {
 }
 
 }  // namespace
+
+std::string ServingLayout::Label() const {
+  return absl::StrCat("TP", tp, " PP", pp, " x", replicas, " replicas");
+}
+
+std::string PoolSplit::Label() const {
+  return absl::StrCat(prefill_replicas, " prefill + ", decode_replicas, " decode replicas");
+}
 
 absl::Status ValidateSloTarget(const SloTarget& slo) {
   if (!(slo.ttft_ms > 0 && std::isfinite(slo.ttft_ms))) {
@@ -163,7 +236,7 @@ absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const DisaggregatedOptions& pools
 
 absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(
     const ServeOptions& base, const WorkloadSpec& workload, const SloTarget& slo,
-    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress) {
+    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress, WorkTeam* team) {
   PROJECTOR_RETURN_IF_ERROR(ValidateSloTarget(slo));
   if (num_gpus < 1) {
     return absl::InvalidArgumentError(absl::StrCat("num-gpus: must be >= 1, got ", num_gpus));
@@ -181,22 +254,23 @@ absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(
       layouts.push_back(std::move(layout));
     }
   }
-  for (size_t i = 0; i < layouts.size(); ++i) {
-    ServingLayout& layout = layouts[i];
-    ServeOptions options = base;
-    options.deployment.tp = layout.tp;
-    options.deployment.pp = layout.pp;
-    options.replicas = layout.replicas;
-    PROJECTOR_RETURN_IF_ERROR(Record(MaxQpsUnderSlo(options, workload, slo), layout));
-    if (progress) progress(static_cast<int64_t>(i + 1), static_cast<int64_t>(layouts.size()));
-  }
+  PROJECTOR_RETURN_IF_ERROR(SearchEach(
+      layouts,
+      [&](const ServingLayout& layout) {
+        ServeOptions options = base;
+        options.deployment.tp = layout.tp;
+        options.deployment.pp = layout.pp;
+        options.replicas = layout.replicas;
+        return MaxQpsUnderSlo(options, workload, slo);
+      },
+      team, progress));
   RankByTokensPerGpu(layouts);
   return layouts;
 }
 
 absl::StatusOr<std::vector<PoolSplit>> SearchPoolSplits(
     const DisaggregatedOptions& pools, const WorkloadSpec& workload, const SloTarget& slo,
-    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress) {
+    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress, WorkTeam* team) {
   PROJECTOR_RETURN_IF_ERROR(ValidateSloTarget(slo));
   const int64_t prefill_gpus = pools.prefill.deployment.NumGpus();
   const int64_t decode_gpus = pools.decode.deployment.NumGpus();
@@ -209,18 +283,20 @@ absl::StatusOr<std::vector<PoolSplit>> SearchPoolSplits(
     split.decode_replicas = rest / decode_gpus;
     splits.push_back(std::move(split));
   }
-  for (size_t i = 0; i < splits.size(); ++i) {
-    DisaggregatedOptions options = pools;
-    options.prefill.replicas = splits[i].prefill_replicas;
-    options.decode.replicas = splits[i].decode_replicas;
-    PROJECTOR_RETURN_IF_ERROR(Record(MaxQpsUnderSlo(options, workload, slo), splits[i]));
-    if (progress) progress(static_cast<int64_t>(i + 1), static_cast<int64_t>(splits.size()));
-  }
   if (splits.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "num-gpus: ", num_gpus, " GPUs do not split into prefill replicas of ", prefill_gpus,
         " GPUs and decode replicas of ", decode_gpus, " (at least one of each)"));
   }
+  PROJECTOR_RETURN_IF_ERROR(SearchEach(
+      splits,
+      [&](const PoolSplit& split) {
+        DisaggregatedOptions options = pools;
+        options.prefill.replicas = split.prefill_replicas;
+        options.decode.replicas = split.decode_replicas;
+        return MaxQpsUnderSlo(options, workload, slo);
+      },
+      team, progress));
   RankByTokensPerGpu(splits);
   return splits;
 }

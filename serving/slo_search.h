@@ -9,9 +9,11 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/work_team.h"
 #include "serving/disaggregated.h"
 #include "serving/serve.h"
 #include "serving/workload.h"
@@ -71,16 +73,21 @@ struct ServingLayout {
   std::string problem;  // why it was not evaluated (does not fit, TP does not divide ...)
   SloSearchResult result;
   double output_tokens_per_s_per_gpu = 0;  // at the highest rate meeting the target
+  std::string Label() const;  // "TP4 PP1 x2 replicas"
+  static constexpr std::string_view kWhat = "serving layouts";
 };
 
 // Every TP (powers of two within a node that divide the heads) x PP (powers of two up to the
 // layers) whose product divides `num_gpus`, the rest as replicas; each with its highest rate
 // under the target. Sorted best first: layouts meeting the target by output tokens/s per GPU,
-// then the others.
+// then the others. The layouts are searched side by side on the lanes of `team` (null: this
+// process alone); under MPI every rank calls it with the same arguments, and every rank but the
+// coordinator serves and returns ServedStatus(). The same for SearchPoolSplits.
 // `progress(done, total)` after each layout.
 absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(
     const ServeOptions& base, const WorkloadSpec& workload, const SloTarget& slo,
-    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress = {});
+    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress = {},
+    WorkTeam* team = nullptr);
 
 // One split of a GPU budget between a prefill and a decode pool (their TP and GPUs as given).
 struct PoolSplit {
@@ -90,6 +97,8 @@ struct PoolSplit {
   std::string problem;
   SloSearchResult result;
   double output_tokens_per_s_per_gpu = 0;
+  std::string Label() const;  // "2 prefill + 6 decode replicas"
+  static constexpr std::string_view kWhat = "prefill/decode splits";
 };
 
 // Every split of `num_gpus` into prefill replicas of pools.prefill's TP and decode replicas of
@@ -98,7 +107,8 @@ struct PoolSplit {
 // exactly.
 absl::StatusOr<std::vector<PoolSplit>> SearchPoolSplits(
     const DisaggregatedOptions& pools, const WorkloadSpec& workload, const SloTarget& slo,
-    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress = {});
+    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress = {},
+    WorkTeam* team = nullptr);
 
 }  // namespace projector
 

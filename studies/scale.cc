@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <future>
 #include <limits>
-#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/wire.h"
 
 namespace projector {
 namespace {
@@ -38,6 +37,28 @@ std::array<double, kNumBreakdownTerms> Shares(const LayoutMetrics& m) {
   if (m.step_time.value() <= 0) return out;
   for (size_t t = 0; t < kNumBreakdownTerms; ++t) out[t] = m.breakdown[t] / m.step_time;
   return out;
+}
+
+// A count's search as the coordinator needs it: its error, or its best layout (none when it
+// ranked nothing), as bytes.
+std::string CountReply(const absl::StatusOr<SearchResult>& found) {
+  WireWriter w;
+  w.Put(static_cast<int32_t>(found.status().code())).PutString(std::string(found.status().message()));
+  if (!found.ok()) return w.Take();
+  w.Put(static_cast<uint8_t>(!found->ranked.empty()));
+  if (!found->ranked.empty()) w.Put(found->ranked.front());
+  return w.Take();
+}
+
+// The search result CountReply sent: its error, or its best layout alone.
+absl::StatusOr<SearchResult> FromCountReply(std::string_view reply) {
+  WireReader in(reply);
+  const auto code = static_cast<absl::StatusCode>(in.Get<int32_t>());
+  std::string message = in.GetString();
+  if (code != absl::StatusCode::kOk) return absl::Status(code, message);
+  SearchResult result;
+  if (in.Get<uint8_t>() != 0) result.ranked.push_back(in.Get<RankedLayout>());
+  return result;
 }
 
 }  // namespace
@@ -75,7 +96,8 @@ double FitAmdahlSerialFraction(std::span<const double> p, std::span<const double
 
 absl::StatusOr<ScaleResult> RunScaling(const Scenario& base, std::span<const int64_t> gpu_counts,
                                        ScalingMode mode, const ScaleSearchOptions& options,
-                                       const std::function<void(int64_t, int64_t)>& progress) {
+                                       const std::function<void(int64_t, int64_t)>& progress,
+                                       WorkTeam* workers) {
   PROJECTOR_RETURN_IF_ERROR(CheckCounts(gpu_counts));
   const auto start = std::chrono::steady_clock::now();
   ScaleResult result;
@@ -84,6 +106,7 @@ absl::StatusOr<ScaleResult> RunScaling(const Scenario& base, std::span<const int
   // The scenario and search options of every count, checked before any search runs.
   std::vector<Scenario> scenarios;
   std::vector<SearchOptions> searches;
+  int lanes = 0;
   for (const int64_t n : gpu_counts) {
     Scenario s = base;
     s.num_gpus = n;
@@ -97,48 +120,52 @@ absl::StatusOr<ScaleResult> RunScaling(const Scenario& base, std::span<const int
       s.training.global_batch = base.training.global_batch * n / n0;
     }
     PROJECTOR_ASSIGN_OR_RETURN(SearchOptions opts, options(s));
-    // The counts run side by side, one thread each (a search's own threads gain little).
+    // The counts run side by side, one lane each (a search's own threads gain little).
+    lanes = opts.threads;
     opts.threads = 1;
     opts.progress = nullptr;
+    opts.team = nullptr;
     scenarios.push_back(std::move(s));
     searches.push_back(std::move(opts));
   }
-  const size_t workers = std::max<size_t>(1, std::thread::hardware_concurrency());
-  std::vector<std::future<absl::StatusOr<SearchResult>>> running(gpu_counts.size());
-  size_t launched = 0;
-  auto launch = [&]() {
-    const size_t i = launched++;
-    running[i] = std::async(std::launch::async, [&scenarios, &searches, i]() {
-      return SearchLayouts(scenarios[i], searches[i]);
-    });
+  WorkTeam& team = workers != nullptr ? *workers : Solo();
+  std::vector<absl::StatusOr<SearchResult>> found(gpu_counts.size(),
+                                                  absl::UnknownError("not evaluated"));
+  ItemHooks items;
+  items.evaluate = [&](int64_t i) {
+    return CountReply(SearchLayouts(scenarios[static_cast<size_t>(i)], searches[static_cast<size_t>(i)]));
   };
-  while (launched < std::min(workers, gpu_counts.size())) launch();
+  items.collect = [&](int64_t i, std::string_view outcome) {
+    found[static_cast<size_t>(i)] = FromCountReply(outcome);
+    return absl::OkStatus();
+  };
+  items.describe = [&](int64_t i) {
+    return absl::StrCat("the layout search at ", gpu_counts[static_cast<size_t>(i)], " GPUs");
+  };
+  items.progress = progress;
+  // A serving rank returns ServedStatus() here.
+  PROJECTOR_RETURN_IF_ERROR(
+      EvaluateItems(team, team.Lanes(lanes), static_cast<int64_t>(gpu_counts.size()), items));
   for (size_t i = 0; i < gpu_counts.size(); ++i) {
-    absl::StatusOr<SearchResult> found = running[i].get();
-    if (launched < gpu_counts.size()) launch();
     // A count where no layout is valid or fits (the search says why) is a point of the study,
     // not its end: the curve starts at the first count that has one.
     const bool none_here =
-        !found.ok() && found.status().code() == absl::StatusCode::kFailedPrecondition;
-    if (!found.ok() && !none_here) {
-      for (size_t j = i + 1; j < launched; ++j) running[j].wait();
-      return found.status();
-    }
+        !found[i].ok() && found[i].status().code() == absl::StatusCode::kFailedPrecondition;
+    if (!found[i].ok() && !none_here) return found[i].status();
     ScalePoint point;
     point.num_gpus = gpu_counts[i];
     point.global_batch = scenarios[i].training.global_batch;
     if (none_here) {
-      point.why_not = std::string(found.status().message());
-    } else if (!found->ranked.empty() && found->ranked.front().fits_memory) {
+      point.why_not = std::string(found[i].status().message());
+    } else if (!found[i]->ranked.empty() && found[i]->ranked.front().fits_memory) {
       point.found = true;
-      point.best = found->ranked.front();
+      point.best = found[i]->ranked.front();
     } else {
-      point.why_not = found->ranked.empty()
+      point.why_not = found[i]->ranked.empty()
                           ? "no valid layout (the global batch or the model does not split)"
                           : "no layout fits the memory limit";
     }
     result.points.push_back(std::move(point));
-    if (progress) progress(static_cast<int64_t>(i + 1), static_cast<int64_t>(gpu_counts.size()));
   }
   // Efficiency and speedup against the first count with a layout.
   const ScalePoint* first = nullptr;

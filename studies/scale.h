@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/work_team.h"
 #include "scenario/scenario.h"
 #include "studies/search.h"
 
@@ -68,10 +69,14 @@ using ScaleSearchOptions = std::function<absl::StatusOr<SearchOptions>(const Sce
 
 // Runs the study over `gpu_counts` (ascending, distinct, each >= 1; kInvalidArgument
 // otherwise). Weak scaling multiplies the base's global batch by N / N0. A count where no
-// layout fits is kept with the reason. `progress(done, total)` is called after each count.
+// layout fits is kept with the reason. `progress(done, total)` is called after each count. The
+// counts' searches run side by side on the lanes of `team` (null: this process alone; lanes:
+// the search options' threads), one lane each; under MPI every rank calls RunScaling with the
+// same arguments, and every rank but the coordinator serves it and returns ServedStatus().
 absl::StatusOr<ScaleResult> RunScaling(const Scenario& base, std::span<const int64_t> gpu_counts,
                                        ScalingMode mode, const ScaleSearchOptions& options,
-                                       const std::function<void(int64_t, int64_t)>& progress = {});
+                                       const std::function<void(int64_t, int64_t)>& progress = {},
+                                       WorkTeam* team = nullptr);
 
 }  // namespace projector
 

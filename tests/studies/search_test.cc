@@ -557,6 +557,37 @@ TEST(SearchTest, AlternativeSplitsAreEveryAcceptedSplitButTheEvaluatedOne) {
   EXPECT_EQ(CountAlternativeSplits(32, two), 30);
 }
 
+// The passes run on a work team's lanes in guided chunks, the pruned pass in batches judged
+// against the threshold at their start: the result (counts, ranking, figures) is the same on one
+// lane as on three, which is what lets MPI ranks share a search (issue 29).
+TEST(SearchTest, ResultDoesNotDependOnTheLanes) {
+  Scenario base = TinyScenarioWith("llama3.1-8b");
+  base.training.seq_len = 4096;
+  base.training.global_batch = 32;
+  SearchOptions o;
+  o.space = DefaultSearchSpace(base);
+  o.space.tp = {1, 2, 4};
+  o.space.pp = {1, 2, 4};
+  o.exact_top = 5;
+  o.threads = 1;
+  auto one = SearchLayouts(base, o);
+  o.threads = 3;
+  auto three = SearchLayouts(base, o);
+  ASSERT_THAT(one, IsOk());
+  ASSERT_THAT(three, IsOk());
+  EXPECT_EQ(one->threads, 1);
+  EXPECT_EQ(three->threads, 3);
+  EXPECT_GT(Removed(*one, SearchConstraint::kBound), 0);  // the pruning took part
+  EXPECT_EQ(one->candidates_evaluated, three->candidates_evaluated);
+  EXPECT_EQ(one->splits_enumerated, three->splits_enumerated);
+  EXPECT_EQ(one->removed, three->removed);
+  ASSERT_EQ(one->ranked.size(), three->ranked.size());
+  for (size_t i = 0; i < one->ranked.size(); ++i) {
+    EXPECT_EQ(CandidateLabel(one->ranked[i].candidate), CandidateLabel(three->ranked[i].candidate));
+    EXPECT_EQ(one->ranked[i].metrics.step_time.value(), three->ranked[i].metrics.step_time.value());
+  }
+}
+
 // The bound prunes only what cannot reach the top K: the best K of a pruned search, splits
 // included, are those of projecting every layout and every split to the end.
 TEST(SearchTest, PruningKeepsTheExhaustiveTopK) {
