@@ -22,6 +22,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/task_queue.h"
@@ -35,6 +36,10 @@ enum Tag : int { kReady = 1, kTask = 2, kReply = 3, kEnd = 4 };
 // How long a rank's main thread waits for its lanes between looks at the network: short next to
 // a task (tens of microseconds to seconds), long enough to leave the cores to the lanes.
 constexpr auto kPollInterval = std::chrono::microseconds(100);
+
+// Chunks a serving rank holds per lane: one running and one waiting, so that a lane never waits a
+// message's round trip (hundreds of microseconds between busy processes) for its next chunk.
+constexpr int kChunksPerLane = 2;
 
 // Rank 0 while it distributes: a SIGTERM or SIGINT (the launcher stopping the job because a rank
 // died, or the user cancelling it) asks for the report; outside, the signal does what it always
@@ -183,7 +188,8 @@ int MpiTeam::Lanes(int requested) const {
 
 absl::Status MpiTeam::Distribute(const TaskHooks& hooks, int lanes) {
   if (hooks.count <= 0) return absl::OkStatus();
-  lanes = std::max(1, lanes);
+  // With other ranks to serve it, the coordinator may only coordinate (0 lanes of its own).
+  lanes = std::max(size_ > 1 ? 0 : 1, lanes);
   int remote_lanes = 0;
   for (const int n : lanes_of_) remote_lanes += n;
   TaskQueue queue(hooks, lanes + remote_lanes);
@@ -196,9 +202,12 @@ absl::Status MpiTeam::Distribute(const TaskHooks& hooks, int lanes) {
   g_distributing = true;
   queue.StartLocalLanes(lanes);
   auto poll = [&] {
+    const auto began = std::chrono::steady_clock::now();
+    bool handled = false;
     int flag = 0;
     MPI_Status status;
     while (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status), flag) {
+      handled = true;
       const std::string bytes = Receive(status);
       const auto from = static_cast<size_t>(status.MPI_SOURCE);
       if (status.MPI_TAG == kReady) {
@@ -217,16 +226,21 @@ absl::Status MpiTeam::Distribute(const TaskHooks& hooks, int lanes) {
     }
     for (int r = 1; r < size_; ++r) {
       const auto at = static_cast<size_t>(r);
-      while (busy[at] < lanes_of_[at]) {
+      while (busy[at] < kChunksPerLane * lanes_of_[at]) {
         TaskQueue::Chunk chunk;
         if (queue.TryTake(chunk) != TaskQueue::Take::kChunk) break;
         sends.Post(r, kTask, WithId(next_id, chunk.request));
         chunk.request.clear();
         held.emplace(next_id++, std::pair{r, std::move(chunk)});
         ++busy[at];
+        ++remote_chunks_;
+        handled = true;
       }
     }
     sends.Progress();
+    if (handled) {
+      gather_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    }
     if (g_stop_requested.load()) {
       const std::string report = StoppedReport(hooks, queue, held);
       const std::string note = queue.Abandon();
@@ -331,9 +345,18 @@ void MpiTeam::EndStudy() {
     ranks.push_back(absl::StrCat("rank ", r, " ", tasks_of_[at], " (",
                                  r == 0 ? coordinator_lanes_ : lanes_of_[at], " lanes)"));
   }
-  err_ << "mpi: " << size_ << " ranks, tasks evaluated: " << absl::StrJoin(ranks, ", ") << "\n";
+  err_ << "mpi: " << size_ << " ranks, tasks evaluated: " << absl::StrJoin(ranks, ", ");
+  if (remote_chunks_ > 0) {
+    err_ << absl::StrFormat("; rank 0 handed out and gathered %d chunks at %.1f us each",
+                            remote_chunks_, gather_s_ / static_cast<double>(remote_chunks_) * 1e6);
+  }
+  err_ << "\n";
   std::fill(lanes_of_.begin(), lanes_of_.end(), 0);
   std::fill(tasks_of_.begin(), tasks_of_.end(), 0);
+  all_remote_chunks_ += remote_chunks_;
+  all_gather_s_ += gather_s_;
+  remote_chunks_ = 0;
+  gather_s_ = 0;
 }
 
 }  // namespace projector

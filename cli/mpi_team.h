@@ -16,6 +16,7 @@
 #ifndef PROJECTOR_CLI_MPI_TEAM_H_
 #define PROJECTOR_CLI_MPI_TEAM_H_
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -41,6 +42,11 @@ class MpiTeam final : public WorkTeam {
   absl::Status Distribute(const TaskHooks& hooks, int lanes) override;
   absl::Status Serve(const PerformFn& perform, int lanes) override;
   void EndStudy() override;
+  // Coordinator, over every study so far: the chunks handed out to other ranks and gathered
+  // back, and the wall time its main thread spent on them (MPI calls, collect): what a chunk
+  // costs the coordinator, whose main thread all ranks share.
+  int64_t GatheredChunks() const { return all_remote_chunks_ + remote_chunks_; }
+  double GatherSeconds() const { return all_gather_s_ + gather_s_; }
 
  private:
   int rank_ = 0;
@@ -52,6 +58,10 @@ class MpiTeam final : public WorkTeam {
   std::vector<int> lanes_of_;
   std::vector<int64_t> tasks_of_;
   int coordinator_lanes_ = 0;
+  int64_t remote_chunks_ = 0;  // this study
+  double gather_s_ = 0;
+  int64_t all_remote_chunks_ = 0;  // every study
+  double all_gather_s_ = 0;
 };
 
 }  // namespace projector

@@ -191,9 +191,9 @@ absl::Status RunSweepCommand(int argc, char** argv, const Output& io) {
   const int64_t to_evaluate =
       static_cast<int64_t>(sweep.networks.size() * candidates.size() - done.size());
   int64_t evaluated = 0;
-  auto write = [&](const nlohmann::json& line) -> absl::Status {
+  auto write = [&](std::string_view line) -> absl::Status {
     bar.Update(++evaluated, to_evaluate);
-    file << line.dump() << "\n" << std::flush;
+    file << line << "\n" << std::flush;
     if (!file) return absl::InternalError(absl::StrCat("sweep: writing '", path, "' failed"));
     return absl::OkStatus();
   };

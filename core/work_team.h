@@ -61,8 +61,8 @@ class WorkTeam {
   // The lanes this rank runs for a --threads value: `requested` when above 0, else this rank's
   // share of its node's cores.
   virtual int Lanes(int requested) const = 0;
-  // Coordinator: evaluates every task of `hooks` on `lanes` threads here and on the lanes of
-  // the ranks serving, and returns once every reply handed out is collected: the first error of
+  // Coordinator: evaluates every task of `hooks` on `lanes` threads here (0: none, when other
+  // ranks serve; a process alone runs at least one) and on the lanes of the ranks serving, and returns once every reply handed out is collected: the first error of
   // `collect`, or (kAborted) which ranks held which tasks when the job was stopped.
   virtual absl::Status Distribute(const TaskHooks& hooks, int lanes) = 0;
   // Every other rank: performs the coordinator's requests with `perform` on `lanes` threads until

@@ -97,28 +97,62 @@ nlohmann::json EvaluatePoint(int64_t index, const SweepNetwork& network, const S
   return line;
 }
 
-// Keeps the `count` best fitting points, highest tokens/s/GPU first (ties: lower index).
-void KeepBest(const nlohmann::json& line, int64_t count, std::vector<nlohmann::json>& best) {
-  if (!line.value("fits", false) || !line.contains("tokens_per_s_per_gpu") ||
-      !line["tokens_per_s_per_gpu"].is_number()) {
-    return;
+// What the summary reads of a point: its index, whether it failed or is over the memory limit,
+// and its tokens/s/GPU when it fits. Made where the point is evaluated, so the coordinator of many
+// ranks reads these few bytes and writes the line's text without parsing it.
+struct PointDigest {
+  int64_t index = 0;
+  bool failed = false;
+  bool over_memory = false;
+  bool ranks = false;  // fits, with a tokens/s/GPU
+  double tokens_per_s_per_gpu = 0;
+};
+
+PointDigest DigestOf(const nlohmann::json& line) {
+  PointDigest d;
+  d.index = line["index"].get<int64_t>();
+  d.failed = line.contains("error") && !line["error"].is_null();
+  d.over_memory = line.contains("fits") && !line["fits"].get<bool>();
+  d.ranks = line.value("fits", false) && line.contains("tokens_per_s_per_gpu") &&
+            line["tokens_per_s_per_gpu"].is_number();
+  if (d.ranks) d.tokens_per_s_per_gpu = line["tokens_per_s_per_gpu"].get<double>();
+  return d;
+}
+
+// The summary's counts and its `count` best fitting points, highest tokens/s/GPU first (ties:
+// lower index); a line is parsed only when it enters the best.
+class SummaryTally {
+ public:
+  SummaryTally(SweepSummary& summary, int64_t count) : summary_(summary), count_(count) {}
+
+  void Add(const PointDigest& d, std::string_view text) {
+    if (d.failed) ++summary_.failed;
+    if (d.over_memory) ++summary_.over_memory;
+    if (!d.ranks) return;
+    auto better = [](const PointDigest& a, const PointDigest& b) {
+      return a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu ||
+             (a.tokens_per_s_per_gpu == b.tokens_per_s_per_gpu && a.index < b.index);
+    };
+    if (static_cast<int64_t>(kept_.size()) == count_ && !better(d, kept_.back())) return;
+    const auto at = static_cast<size_t>(
+        std::upper_bound(kept_.begin(), kept_.end(), d, better) - kept_.begin());
+    kept_.insert(kept_.begin() + static_cast<std::ptrdiff_t>(at), d);
+    summary_.best.insert(summary_.best.begin() + static_cast<std::ptrdiff_t>(at),
+                         nlohmann::json::parse(text));
+    if (static_cast<int64_t>(kept_.size()) > count_) {
+      kept_.pop_back();
+      summary_.best.pop_back();
+    }
   }
-  best.push_back(line);
-  std::stable_sort(best.begin(), best.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
-    const double ta = a["tokens_per_s_per_gpu"].get<double>();
-    const double tb = b["tokens_per_s_per_gpu"].get<double>();
-    return ta > tb || (ta == tb && a["index"].get<int64_t>() < b["index"].get<int64_t>());
-  });
-  if (static_cast<int64_t>(best.size()) > count) best.resize(static_cast<size_t>(count));
-}
 
-void Count(const nlohmann::json& line, SweepSummary& summary) {
-  if (line.contains("error") && !line["error"].is_null()) ++summary.failed;
-  if (line.contains("fits") && !line["fits"].get<bool>()) ++summary.over_memory;
-}
+ private:
+  SweepSummary& summary_;
+  const int64_t count_;
+  std::vector<PointDigest> kept_;  // of summary_.best, in its order
+};
 
-// The lanes' side of a sweep: a request is a list of point indices, its reply their lines (one
-// JSON document per line). Every network's backend set is built once, before any point, and
+// The lanes' side of a sweep: a request is a list of point indices, its reply each point's digest
+// and line (a JSON document). Every network's backend set is built once, before any point, and
 // shared by the lanes of the rank.
 class PointEvaluator {
  public:
@@ -137,7 +171,7 @@ class PointEvaluator {
 
   std::string Perform(std::string_view request) const {
     WireReader in(request);
-    std::string reply;
+    WireWriter out;
     const int64_t per_network = static_cast<int64_t>(candidates_.size());
     while (!in.AtEnd()) {
       const auto index = in.Get<int64_t>();
@@ -145,9 +179,10 @@ class PointEvaluator {
       const SweepNetwork& network = options_.networks[n];
       const Scenario s = PointScenario(base_, candidates_[static_cast<size_t>(index % per_network)],
                                        network);
-      absl::StrAppend(&reply, EvaluatePoint(index, network, s, refs_[n], options_).dump(), "\n");
+      const nlohmann::json line = EvaluatePoint(index, network, s, refs_[n], options_);
+      out.Put(DigestOf(line)).PutString(line.dump());
     }
-    return reply;
+    return out.Take();
   }
 
  private:
@@ -162,19 +197,19 @@ class PointEvaluator {
   std::vector<BackendRefs> refs_;
 };
 
-// Hands lines to `sink` in task order as chunks of them are collected in any order.
+// Hands the points to `sink` in task order as chunks of them are collected in any order.
 class InOrderLines {
  public:
-  explicit InOrderLines(std::function<absl::Status(const nlohmann::json&)> sink)
-      : sink_(std::move(sink)) {}
+  using Sink = std::function<absl::Status(const PointDigest&, std::string_view)>;
+  explicit InOrderLines(Sink sink) : sink_(std::move(sink)) {}
 
-  // Hands on every line collected, in task order but past the gaps (the job was stopped):
-  // a resumed sweep reads its points in any order. Returns how many.
+  // Hands on every point collected, in task order but past the gaps (the job was stopped): a
+  // resumed sweep reads its points in any order. Returns how many.
   int64_t Flush() {
     int64_t n = 0;
     for (const auto& [first, chunk] : waiting_) {
-      for (const nlohmann::json& line : chunk) {
-        if (!sink_(line).ok()) return n;
+      for (const auto& [digest, text] : chunk) {
+        if (!sink_(digest, text).ok()) return n;
         ++n;
       }
     }
@@ -183,13 +218,14 @@ class InOrderLines {
   }
 
   absl::Status Collect(int64_t first, std::string_view reply) {
-    std::vector<nlohmann::json>& lines = waiting_[first];
-    for (const absl::string_view text : absl::StrSplit(absl::string_view(reply.data(), reply.size()), '\n', absl::SkipEmpty())) {
-      lines.push_back(nlohmann::json::parse(text));
+    std::vector<std::pair<PointDigest, std::string>>& points = waiting_[first];
+    for (WireReader in(reply); !in.AtEnd();) {
+      const auto digest = in.Get<PointDigest>();
+      points.emplace_back(digest, in.GetString());
     }
     while (!waiting_.empty() && waiting_.begin()->first == next_) {
-      for (const nlohmann::json& line : waiting_.begin()->second) {
-        PROJECTOR_RETURN_IF_ERROR(sink_(line));
+      for (const auto& [digest, text] : waiting_.begin()->second) {
+        PROJECTOR_RETURN_IF_ERROR(sink_(digest, text));
       }
       next_ += static_cast<int64_t>(waiting_.begin()->second.size());
       waiting_.erase(waiting_.begin());
@@ -198,8 +234,8 @@ class InOrderLines {
   }
 
  private:
-  std::function<absl::Status(const nlohmann::json&)> sink_;
-  std::map<int64_t, std::vector<nlohmann::json>> waiting_;  // by first task
+  Sink sink_;
+  std::map<int64_t, std::vector<std::pair<PointDigest, std::string>>> waiting_;  // by first task
   int64_t next_ = 0;
 };
 
@@ -289,17 +325,17 @@ absl::StatusOr<SweepFile> ReadSweepFile(const std::string& path, const nlohmann:
 absl::StatusOr<SweepSummary> RunSweep(
     const Scenario& base, const SweepOptions& options,
     const std::vector<SearchCandidate>& candidates, const SweepPoints& done,
-    const std::function<absl::Status(const nlohmann::json&)>& write, int64_t best_count) {
+    const std::function<absl::Status(std::string_view)>& write, int64_t best_count) {
   WorkTeam& team = options.team != nullptr ? *options.team : Solo();
   SweepSummary summary;
+  SummaryTally tally(summary, best_count);
   const int64_t per_network = static_cast<int64_t>(candidates.size());
   summary.points = per_network * static_cast<int64_t>(options.networks.size());
   std::vector<int64_t> pending;
   for (int64_t index = 0; index < summary.points; ++index) {
     if (auto it = done.find(index); it != done.end()) {
       ++summary.resumed;
-      Count(it->second, summary);
-      KeepBest(it->second, best_count, summary.best);
+      tally.Add(DigestOf(it->second), it->second.dump());
     } else {
       pending.push_back(index);
     }
@@ -307,11 +343,10 @@ absl::StatusOr<SweepSummary> RunSweep(
   if (pending.empty()) return summary;
   PROJECTOR_ASSIGN_OR_RETURN(std::shared_ptr<const PointEvaluator> evaluator,
                              PointEvaluator::Make(base, options, candidates));
-  InOrderLines lines([&](const nlohmann::json& line) -> absl::Status {
-    PROJECTOR_RETURN_IF_ERROR(write(line));
+  InOrderLines lines([&](const PointDigest& digest, std::string_view text) -> absl::Status {
+    PROJECTOR_RETURN_IF_ERROR(write(text));
     ++summary.evaluated;
-    Count(line, summary);
-    KeepBest(line, best_count, summary.best);
+    tally.Add(digest, text);
     return absl::OkStatus();
   });
   TaskHooks hooks;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -81,13 +82,14 @@ struct SweepSummary {
 };
 
 // Evaluates every point not in `done` (network outer, candidate inner) on the lanes of
-// options.team, handing the lines to `write` in index order as soon as each and those before it
+// options.team, handing the lines (JSON documents) to `write` in index order as soon as each and those before it
 // are evaluated (the same lines whatever the ranks and threads); stops at the first error `write`
-// returns. A point's own projection error is recorded in its line ("error"), not returned.
+// returns. A point's own projection error is recorded in its line ("error"), not returned. The
+// caller holds the StudyScope (the sweep command checks its file between the two).
 absl::StatusOr<SweepSummary> RunSweep(
     const Scenario& base, const SweepOptions& options,
     const std::vector<SearchCandidate>& candidates, const SweepPoints& done,
-    const std::function<absl::Status(const nlohmann::json&)>& write, int64_t best_count = 5);
+    const std::function<absl::Status(std::string_view)>& write, int64_t best_count = 5);
 
 // Every rank of options.team but the coordinator: evaluates the points the coordinator's RunSweep
 // hands out until it ends; returns ServedStatus().

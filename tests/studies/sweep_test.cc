@@ -71,8 +71,8 @@ Fixture SmallSweep(bool high = false) {
 
 absl::StatusOr<SweepSummary> RunAll(const Fixture& f, const SweepPoints& done,
                                     std::vector<nlohmann::json>& lines) {
-  return RunSweep(f.base, f.options, f.candidates, done, [&](const nlohmann::json& line) {
-    lines.push_back(line);
+  return RunSweep(f.base, f.options, f.candidates, done, [&](std::string_view line) {
+    lines.push_back(nlohmann::json::parse(line));
     return absl::OkStatus();
   });
 }
@@ -134,7 +134,7 @@ TEST(SweepTest, AWriteErrorStopsTheSweep) {
   f.options.threads = 2;
   int64_t written = 0;
   absl::StatusOr<SweepSummary> summary =
-      RunSweep(f.base, f.options, f.candidates, {}, [&](const nlohmann::json&) {
+      RunSweep(f.base, f.options, f.candidates, {}, [&](std::string_view) {
         return ++written == 3 ? absl::InternalError("disk full") : absl::OkStatus();
       });
   EXPECT_THAT(summary, StatusIs(absl::StatusCode::kInternal, HasSubstr("disk full")));
