@@ -32,9 +32,8 @@ constexpr int kIterations = 2;
 // Llama-3.1-8B on 16 H100, seq 4096, global batch 64: 2,385 layouts at the medium level of detail
 // (TP 1-8, PP 1-2 and the default rest), 288 at the high (TP 2-4, PP 1-2, no VPP or recompute).
 struct SweepCase {
-  Scenario base;
+  std::vector<SweepGpu> gpus;
   SweepOptions options;
-  std::vector<SearchCandidate> candidates;
 };
 
 SweepCase MakeSweep(bool high) {
@@ -49,20 +48,21 @@ SweepCase MakeSweep(bool high) {
     std::cerr << "team_benchmark: " << base.status() << "\n";
     std::abort();
   }
-  SweepCase c{.base = *base, .options = {}, .candidates = {}};
-  c.options.space = DefaultSearchSpace(c.base);
-  c.options.space.tp = high ? std::vector<int64_t>{2, 4} : std::vector<int64_t>{1, 2, 4, 8};
-  c.options.space.pp = {1, 2};
+  SearchSpace space = DefaultSearchSpace(*base);
+  space.tp = high ? std::vector<int64_t>{2, 4} : std::vector<int64_t>{1, 2, 4, 8};
+  space.pp = {1, 2};
   if (high) {
-    c.options.space.vpp = {1};
-    c.options.space.recompute = {Recompute::kNone};
+    space.vpp = {1};
+    space.recompute = {Recompute::kNone};
   }
+  SweepCase c;
+  c.gpus = {SweepGpu{.base = *base,
+                     .candidates = EnumerateCandidates(*base, space),
+                     .memory_limit = DefaultMemoryLimit(base->hw)}};
   c.options.networks = {SweepNetwork{.label = "builtin", .spec = nullptr}};
   c.options.high_lod = high;
-  c.options.memory_limit = DefaultMemoryLimit(c.base.hw);
   c.options.threads = 1;
   c.options.team = g_team;
-  c.candidates = EnumerateCandidates(c.base, c.options.space);
   return c;
 }
 
@@ -96,8 +96,8 @@ void RunSweepOnTeam(benchmark::State& state, bool high) {
   const auto before = GatherTotals();
   for (auto _ : state) {
     StudyScope study(*g_team);
-    absl::StatusOr<SweepSummary> s = RunSweep(
-        c.base, c.options, c.candidates, {}, [](std::string_view) { return absl::OkStatus(); });
+    absl::StatusOr<SweepSummary> s =
+        RunSweep(c.gpus, c.options, {}, [](std::string_view) { return absl::OkStatus(); });
     if (!s.ok()) {
       state.SkipWithError(std::string(s.status().message()).c_str());
       return;
@@ -141,7 +141,7 @@ BENCHMARK(BM_Team_EmptyTasks)->Iterations(kIterations)->Unit(benchmark::kMillise
 void ServeEveryBenchmark() {
   for (bool high : {false, true}) {
     const SweepCase c = MakeSweep(high);
-    for (int i = 0; i < kIterations; ++i) (void)ServeSweep(c.base, c.options, c.candidates);
+    for (int i = 0; i < kIterations; ++i) (void)ServeSweep(c.gpus, c.options);
   }
   const ItemHooks items = EmptyItems();
   for (int i = 0; i < kIterations; ++i) (void)EvaluateItems(*g_team, 1, kEmptyTasks, items);

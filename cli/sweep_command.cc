@@ -28,9 +28,10 @@ namespace projector {
 namespace {
 
 constexpr char kDescription[] =
-    "Projects every layout of a search space on each network of a list, at the medium or the "
-    "high level of detail, and writes every point as a JSON line as soon as it is evaluated; an "
-    "interrupted sweep continues with --resume.\n"
+    "Projects every layout of a search space on each network of a list and each GPU type of "
+    "--gpu-arch (one, or several comma-separated), at the medium or the high level of detail, "
+    "and writes every point as a JSON line as soon as it is evaluated; an interrupted sweep "
+    "continues with --resume.\n"
     "\n"
     "Example:\n"
     "  project sweep --model llama3.1-8b --gpu-arch h100-sxm --num-gpus 16 --seq-len 4096 \\\n"
@@ -97,6 +98,37 @@ absl::StatusOr<std::vector<SweepNetwork>> NetworksFromFlag(const FlagValues& fla
   return networks;
 }
 
+// --gpu-arch, one GPU type or a comma-separated list of them: the job on each, its layouts (the
+// space of the --*-values flags on that GPU) and its memory limit (the one given, or its HBM less
+// the reserve).
+absl::StatusOr<std::vector<SweepGpu>> GpusFromFlags(const FlagValues& flags) {
+  const std::vector<std::string> archs =
+      absl::StrSplit(StringFlag(flags, "gpu-arch"), ',', absl::SkipEmpty());
+  if (archs.empty()) return FlagError("gpu-arch", "give a GPU type, or several comma-separated");
+  std::vector<SweepGpu> gpus;
+  for (const std::string& arch : archs) {
+    FlagValues one = flags;
+    one.Add("gpu-arch", arch);
+    PROJECTOR_ASSIGN_OR_RETURN(Scenario base, ScenarioFromFlags(one, ScenarioUse::kSearchBase));
+    for (const SweepGpu& seen : gpus) {
+      if (seen.base.hw.gpu.name == base.hw.gpu.name) {
+        return FlagError("gpu-arch", absl::StrCat("'", arch, "' is listed twice"));
+      }
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(const SearchOptions search, SearchOptionsFromFlags(one, base));
+    std::vector<SearchCandidate> candidates = EnumerateCandidates(base, search.space);
+    if (candidates.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sweep: no layout of the space is valid for this job on ", base.hw.gpu.name,
+          " (see project search for why each is removed)"));
+    }
+    const Bytes limit = search.memory_limit.value_or(DefaultMemoryLimit(base.hw));
+    gpus.push_back(SweepGpu{.base = std::move(base), .candidates = std::move(candidates),
+                            .memory_limit = limit});
+  }
+  return gpus;
+}
+
 std::string SummaryText(const SweepSummary& summary, const std::string& path) {
   std::string out = absl::StrFormat(
       "Sweep: %d points (%d evaluated now, %d resumed), %d over the memory limit, %d failed\n",
@@ -104,16 +136,19 @@ std::string SummaryText(const SweepSummary& summary, const std::string& path) {
   if (summary.best.empty()) {
     out += "  no point fits in memory\n";
   } else {
-    out += "  best points that fit (index, network, layout, tokens/s/GPU, peak memory)\n";
-    size_t width = 0;
+    out += "  best points that fit (index, GPU, network, layout, tokens/s/GPU, peak memory)\n";
+    size_t gpu_width = 0, width = 0;
     for (const nlohmann::json& p : summary.best) {
+      gpu_width = std::max(gpu_width, p["gpu_arch"].get<std::string>().size());
       width = std::max(width, p["network"].get<std::string>().size());
     }
     for (const nlohmann::json& p : summary.best) {
-      absl::StrAppendFormat(
-          &out, "  %6d  %-*s  %-44s %10.1f  %7.1f GiB\n", p["index"].get<int64_t>(),
-          static_cast<int>(width), p["network"].get<std::string>(), p["layout"].get<std::string>(),
-          p["tokens_per_s_per_gpu"].get<double>(), p["peak_memory_gib"].get<double>());
+      absl::StrAppendFormat(&out, "  %6d  %-*s  %-*s  %-44s %10.1f  %7.1f GiB\n",
+                            p["index"].get<int64_t>(), static_cast<int>(gpu_width),
+                            p["gpu_arch"].get<std::string>(), static_cast<int>(width),
+                            p["network"].get<std::string>(), p["layout"].get<std::string>(),
+                            p["tokens_per_s_per_gpu"].get<double>(),
+                            p["peak_memory_gib"].get<double>());
     }
   }
   absl::StrAppend(&out, "points: ", path, " (JSON lines; docs/studies.md)\n");
@@ -145,33 +180,23 @@ absl::Status RunSweepCommand(int argc, char** argv, const Output& io) {
                      "give either --out FILE (a new sweep) or --resume FILE (continue one)");
   }
   const std::string path = StringFlag(flags, resume ? "resume" : "out");
-  PROJECTOR_ASSIGN_OR_RETURN(const Scenario base,
-                             ScenarioFromFlags(flags, ScenarioUse::kSearchBase));
-  PROJECTOR_ASSIGN_OR_RETURN(const SearchOptions search, SearchOptionsFromFlags(flags, base));
-  SweepOptions sweep{.space = search.space,
-                     .networks = {},
+  PROJECTOR_ASSIGN_OR_RETURN(std::vector<SweepGpu> gpus, GpusFromFlags(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(const SearchOptions search,
+                             SearchOptionsFromFlags(flags, gpus.front().base));
+  SweepOptions sweep{.networks = {},
                      .high_lod = lod == "high",
-                     .memory_limit = search.memory_limit.value_or(DefaultMemoryLimit(base.hw)),
                      .stop_above_limit = search.memory_limit.has_value(),
                      .threads = search.threads};
-  PROJECTOR_ASSIGN_OR_RETURN(sweep.networks, NetworksFromFlag(flags, base));
-  const std::vector<SearchCandidate> candidates = EnumerateCandidates(base, sweep.space);
-  if (candidates.empty()) {
-    return absl::InvalidArgumentError(
-        "sweep: no layout of the space is valid for this job (see project search for why each "
-        "is removed)");
-  }
-  PROJECTOR_ASSIGN_OR_RETURN(
-      sweep.team,
-      TeamFor(io, static_cast<int64_t>(sweep.networks.size() * candidates.size()), "points"));
+  PROJECTOR_ASSIGN_OR_RETURN(sweep.networks, NetworksFromFlag(flags, gpus.front().base));
+  PROJECTOR_ASSIGN_OR_RETURN(sweep.team, TeamFor(io, SweepPointCount(gpus, sweep), "points"));
   // The other ranks evaluate points: the file is the coordinator's alone.
-  if (!sweep.team->coordinator()) return ServeSweep(base, sweep, candidates);
+  if (!sweep.team->coordinator()) return ServeSweep(gpus, sweep);
   StudyScope study(*sweep.team);
   if (!resume && std::filesystem::exists(path)) {
     return FlagError("out",
                      absl::StrCat("'", path, "' exists; continue it with --resume, or remove it"));
   }
-  const nlohmann::json header = SweepHeader(base, sweep, candidates);
+  const nlohmann::json header = SweepHeader(gpus, sweep);
   SweepPoints done;
   if (resume) {
     PROJECTOR_ASSIGN_OR_RETURN(SweepFile existing, ReadSweepFile(path, header));
@@ -188,8 +213,7 @@ absl::Status RunSweepCommand(int argc, char** argv, const Output& io) {
   }
   if (!resume) file << header.dump() << "\n" << std::flush;
   ProgressBar bar(io.err, "sweep", show_progress);
-  const int64_t to_evaluate =
-      static_cast<int64_t>(sweep.networks.size() * candidates.size() - done.size());
+  const int64_t to_evaluate = SweepPointCount(gpus, sweep) - static_cast<int64_t>(done.size());
   int64_t evaluated = 0;
   auto write = [&](std::string_view line) -> absl::Status {
     bar.Update(++evaluated, to_evaluate);
@@ -197,7 +221,7 @@ absl::Status RunSweepCommand(int argc, char** argv, const Output& io) {
     if (!file) return absl::InternalError(absl::StrCat("sweep: writing '", path, "' failed"));
     return absl::OkStatus();
   };
-  absl::StatusOr<SweepSummary> run = RunSweep(base, sweep, candidates, done, write, top);
+  absl::StatusOr<SweepSummary> run = RunSweep(gpus, sweep, done, write, top);
   bar.Finish();
   PROJECTOR_ASSIGN_OR_RETURN(const SweepSummary summary, std::move(run));
   if (as_json) {

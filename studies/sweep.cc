@@ -46,6 +46,7 @@ std::string CandidateName(const Scenario& s) {
 
 nlohmann::json PointLine(int64_t index, const SweepNetwork& network, const Scenario& s) {
   return {{"index", index},
+          {"gpu_arch", s.hw.gpu.name},
           {"network", network.label},
           {"layout", CandidateName(s)},
           {"parallel", ParallelConfigJson(s.parallel)},
@@ -56,7 +57,8 @@ nlohmann::json PointLine(int64_t index, const SweepNetwork& network, const Scena
 // One point: projected (medium: stopped at the memory limit; high: replayed as events) and its
 // figures added to its line; a projection error is recorded in it.
 nlohmann::json EvaluatePoint(int64_t index, const SweepNetwork& network, const Scenario& s,
-                             const BackendRefs& backends, const SweepOptions& options) {
+                             Bytes memory_limit, const BackendRefs& backends,
+                             const SweepOptions& options) {
   nlohmann::json line = PointLine(index, network, s);
   line["lod"] = options.high_lod ? "high" : "medium";
   Projection p;
@@ -71,7 +73,7 @@ nlohmann::json EvaluatePoint(int64_t index, const SweepNetwork& network, const S
     p = std::move(r->medium);
   } else {
     ProjectionOptions projection;
-    if (options.stop_above_limit) projection.abandon_above_memory = options.memory_limit;
+    if (options.stop_above_limit) projection.abandon_above_memory = memory_limit;
     absl::StatusOr<Projection> r = Project(s, backends, projection);
     if (!r.ok()) {
       line["error"] = std::string(r.status().message());
@@ -79,7 +81,7 @@ nlohmann::json EvaluatePoint(int64_t index, const SweepNetwork& network, const S
     }
     p = *std::move(r);
   }
-  const bool fits = p.peak_memory_per_gpu <= options.memory_limit && !p.over_memory_limit;
+  const bool fits = p.peak_memory_per_gpu <= memory_limit && !p.over_memory_limit;
   line["peak_memory_gib"] = p.peak_memory_per_gpu.value() / Gibibytes(1).value();
   line["fits"] = fits;
   line["error"] = nullptr;
@@ -151,20 +153,60 @@ class SummaryTally {
   std::vector<PointDigest> kept_;  // of summary_.best, in its order
 };
 
+// Where a point lies: its GPU, network and candidate.
+struct PointPlace {
+  size_t gpu = 0;
+  size_t network = 0;
+  size_t candidate = 0;
+};
+
+// The points' index ranges: GPU g's points start at first[g]; inside, network-major.
+class PointIndex {
+ public:
+  PointIndex(const std::vector<SweepGpu>& gpus, size_t networks) {
+    int64_t at = 0;
+    for (const SweepGpu& g : gpus) {
+      first_.push_back(at);
+      per_network_.push_back(static_cast<int64_t>(g.candidates.size()));
+      at += static_cast<int64_t>(networks * g.candidates.size());
+    }
+    count_ = at;
+  }
+  int64_t count() const { return count_; }
+  PointPlace Locate(int64_t index) const {
+    const auto g = static_cast<size_t>(
+        std::upper_bound(first_.begin(), first_.end(), index) - first_.begin() - 1);
+    const int64_t local = index - first_[g];
+    return {.gpu = g,
+            .network = static_cast<size_t>(local / per_network_[g]),
+            .candidate = static_cast<size_t>(local % per_network_[g])};
+  }
+
+ private:
+  std::vector<int64_t> first_;
+  std::vector<int64_t> per_network_;
+  int64_t count_ = 0;
+};
+
 // The lanes' side of a sweep: a request is a list of point indices, its reply each point's digest
-// and line (a JSON document). Every network's backend set is built once, before any point, and
-// shared by the lanes of the rank.
+// and line (a JSON document). Every backend set (a GPU on a network) is built once, before any
+// point, and shared by the lanes of the rank.
 class PointEvaluator {
  public:
   static absl::StatusOr<std::shared_ptr<const PointEvaluator>> Make(
-      const Scenario& base, const SweepOptions& options,
-      const std::vector<SearchCandidate>& candidates) {
-    auto e = std::shared_ptr<PointEvaluator>(new PointEvaluator(base, options, candidates));
-    for (const SweepNetwork& network : options.networks) {
-      const Scenario first = PointScenario(base, candidates.front(), network);
-      PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(first.backends, first.hw));
-      e->sets_.push_back(std::make_unique<BackendSet>(std::move(set)));
-      e->refs_.push_back(RefsOf(*e->sets_.back()));
+      const std::vector<SweepGpu>& gpus, const SweepOptions& options) {
+    auto e = std::shared_ptr<PointEvaluator>(new PointEvaluator(gpus, options));
+    for (const SweepGpu& gpu : gpus) {
+      if (gpu.candidates.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("sweep: no layout to evaluate on ", gpu.base.hw.gpu.name));
+      }
+      for (const SweepNetwork& network : options.networks) {
+        const Scenario first = PointScenario(gpu.base, gpu.candidates.front(), network);
+        PROJECTOR_ASSIGN_OR_RETURN(BackendSet set, MakeBackendSet(first.backends, first.hw));
+        e->sets_.push_back(std::make_unique<BackendSet>(std::move(set)));
+        e->refs_.push_back(RefsOf(*e->sets_.back()));
+      }
     }
     return e;
   }
@@ -172,28 +214,28 @@ class PointEvaluator {
   std::string Perform(std::string_view request) const {
     WireReader in(request);
     WireWriter out;
-    const int64_t per_network = static_cast<int64_t>(candidates_.size());
     while (!in.AtEnd()) {
       const auto index = in.Get<int64_t>();
-      const auto n = static_cast<size_t>(index / per_network);
-      const SweepNetwork& network = options_.networks[n];
-      const Scenario s = PointScenario(base_, candidates_[static_cast<size_t>(index % per_network)],
-                                       network);
-      const nlohmann::json line = EvaluatePoint(index, network, s, refs_[n], options_);
+      const PointPlace at = index_.Locate(index);
+      const SweepGpu& gpu = gpus_[at.gpu];
+      const SweepNetwork& network = options_.networks[at.network];
+      const Scenario s = PointScenario(gpu.base, gpu.candidates[at.candidate], network);
+      const nlohmann::json line =
+          EvaluatePoint(index, network, s, gpu.memory_limit,
+                        refs_[at.gpu * options_.networks.size() + at.network], options_);
       out.Put(DigestOf(line)).PutString(line.dump());
     }
     return out.Take();
   }
 
  private:
-  PointEvaluator(const Scenario& base, const SweepOptions& options,
-                 const std::vector<SearchCandidate>& candidates)
-      : base_(base), options_(options), candidates_(candidates) {}
+  PointEvaluator(const std::vector<SweepGpu>& gpus, const SweepOptions& options)
+      : gpus_(gpus), options_(options), index_(gpus, options.networks.size()) {}
 
-  const Scenario& base_;
+  const std::vector<SweepGpu>& gpus_;
   const SweepOptions& options_;
-  const std::vector<SearchCandidate>& candidates_;
-  std::vector<std::unique_ptr<BackendSet>> sets_;
+  const PointIndex index_;
+  std::vector<std::unique_ptr<BackendSet>> sets_;  // GPU-major, a network each
   std::vector<BackendRefs> refs_;
 };
 
@@ -248,31 +290,39 @@ std::string PointsRequest(const std::vector<int64_t>& pending, int64_t first, in
 
 }  // namespace
 
-nlohmann::json SweepHeader(const Scenario& base, const SweepOptions& options,
-                           const std::vector<SearchCandidate>& candidates) {
+int64_t SweepPointCount(const std::vector<SweepGpu>& gpus, const SweepOptions& options) {
+  return PointIndex(gpus, options.networks.size()).count();
+}
+
+nlohmann::json SweepHeader(const std::vector<SweepGpu>& gpus, const SweepOptions& options) {
   nlohmann::json networks = nlohmann::json::array();
   for (const SweepNetwork& n : options.networks) {
     networks.push_back(
         {{"label", n.label}, {"spec", n.spec ? NetworkSpecJson(*n.spec) : nlohmann::json()}});
   }
-  nlohmann::json layouts = nlohmann::json::array();
-  for (const SearchCandidate& c : candidates) {
-    layouts.push_back(CandidateName(PointScenario(base, c, SweepNetwork{})));
+  nlohmann::json gpu_list = nlohmann::json::array();
+  for (const SweepGpu& gpu : gpus) {
+    nlohmann::json layouts = nlohmann::json::array();
+    for (const SearchCandidate& c : gpu.candidates) {
+      layouts.push_back(CandidateName(PointScenario(gpu.base, c, SweepNetwork{})));
+    }
+    gpu_list.push_back({{"gpu_arch", gpu.base.hw.gpu.name},
+                        {"memory_limit_gib", gpu.memory_limit.value() / Gibibytes(1).value()},
+                        {"candidates", std::move(layouts)}});
   }
+  const Scenario& base = gpus.front().base;
   return {{"sweep",
-           {{"version", 1},
+           {{"version", 2},
             {"model", base.model.name},
-            {"gpu_arch", base.hw.gpu.name},
             {"num_gpus", base.num_gpus},
             {"seq_len", base.training.seq_len},
             {"global_batch", base.training.global_batch},
             {"precision", std::string(DTypeName(base.training.precision))},
             {"lod", options.high_lod ? "high" : "medium"},
-            {"memory_limit_gib", options.memory_limit.value() / Gibibytes(1).value()},
             {"stop_above_limit", options.stop_above_limit},
             {"networks", std::move(networks)},
-            {"candidates", std::move(layouts)},
-            {"points", static_cast<int64_t>(options.networks.size() * candidates.size())}}}};
+            {"gpus", std::move(gpu_list)},
+            {"points", SweepPointCount(gpus, options)}}}};
 }
 
 absl::StatusOr<SweepFile> ReadSweepFile(const std::string& path, const nlohmann::json& header) {
@@ -323,14 +373,13 @@ absl::StatusOr<SweepFile> ReadSweepFile(const std::string& path, const nlohmann:
 }
 
 absl::StatusOr<SweepSummary> RunSweep(
-    const Scenario& base, const SweepOptions& options,
-    const std::vector<SearchCandidate>& candidates, const SweepPoints& done,
+    const std::vector<SweepGpu>& gpus, const SweepOptions& options, const SweepPoints& done,
     const std::function<absl::Status(std::string_view)>& write, int64_t best_count) {
   WorkTeam& team = options.team != nullptr ? *options.team : Solo();
   SweepSummary summary;
   SummaryTally tally(summary, best_count);
-  const int64_t per_network = static_cast<int64_t>(candidates.size());
-  summary.points = per_network * static_cast<int64_t>(options.networks.size());
+  const PointIndex index_of(gpus, options.networks.size());
+  summary.points = index_of.count();
   std::vector<int64_t> pending;
   for (int64_t index = 0; index < summary.points; ++index) {
     if (auto it = done.find(index); it != done.end()) {
@@ -342,7 +391,7 @@ absl::StatusOr<SweepSummary> RunSweep(
   }
   if (pending.empty()) return summary;
   PROJECTOR_ASSIGN_OR_RETURN(std::shared_ptr<const PointEvaluator> evaluator,
-                             PointEvaluator::Make(base, options, candidates));
+                             PointEvaluator::Make(gpus, options));
   InOrderLines lines([&](const PointDigest& digest, std::string_view text) -> absl::Status {
     PROJECTOR_RETURN_IF_ERROR(write(text));
     ++summary.evaluated;
@@ -370,11 +419,12 @@ absl::StatusOr<SweepSummary> RunSweep(
     std::vector<std::string> names;
     for (int64_t k = first; k < last; ++k) {
       const int64_t index = pending[static_cast<size_t>(k)];
+      const PointPlace at = index_of.Locate(index);
+      const SweepGpu& gpu = gpus[at.gpu];
       names.push_back(absl::StrCat(
           "point ", index, " (",
-          CandidateName(PointScenario(base, candidates[static_cast<size_t>(index % per_network)],
-                                      SweepNetwork{})),
-          " on ", options.networks[static_cast<size_t>(index / per_network)].label, ")"));
+          CandidateName(PointScenario(gpu.base, gpu.candidates[at.candidate], SweepNetwork{})),
+          " on ", gpu.base.hw.gpu.name, ", ", options.networks[at.network].label, ")"));
     }
     return absl::StrJoin(names, ", ");
   };
@@ -382,11 +432,10 @@ absl::StatusOr<SweepSummary> RunSweep(
   return summary;
 }
 
-absl::Status ServeSweep(const Scenario& base, const SweepOptions& options,
-                        const std::vector<SearchCandidate>& candidates) {
+absl::Status ServeSweep(const std::vector<SweepGpu>& gpus, const SweepOptions& options) {
   WorkTeam& team = options.team != nullptr ? *options.team : Solo();
   PROJECTOR_ASSIGN_OR_RETURN(std::shared_ptr<const PointEvaluator> evaluator,
-                             PointEvaluator::Make(base, options, candidates));
+                             PointEvaluator::Make(gpus, options));
   return team.Serve(
       [evaluator](int, std::string_view request) { return evaluator->Perform(request); },
       team.Lanes(options.threads));

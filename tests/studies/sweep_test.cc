@@ -36,19 +36,24 @@ using ::testing::HasSubstr;
 struct Fixture {
   Scenario base;
   SweepOptions options;
+  SearchSpace space;
   std::vector<SearchCandidate> candidates;
+  Bytes memory_limit;
+  std::vector<SweepGpu> Gpus() const {
+    return {SweepGpu{.base = base, .candidates = candidates, .memory_limit = memory_limit}};
+  }
 };
 
-Fixture SmallSweep(bool high = false) {
+Fixture SmallSweep(bool high = false, const char* gpu = "h100-sxm") {
   absl::StatusOr<Scenario> base = ScenarioFromFlags(GivenFlags({{"model", "llama3.1-8b"},
-                                                                {"gpu-arch", "h100-sxm"},
+                                                                {"gpu-arch", gpu},
                                                                 {"num-gpus", "8"},
                                                                 {"seq-len", "4096"},
                                                                 {"global-batch", "32"}}),
                                                     ScenarioUse::kSearchBase);
   EXPECT_THAT(base, IsOk());
-  Fixture f{.base = *base, .options = {}, .candidates = {}};
-  SearchSpace& space = f.options.space;
+  Fixture f{.base = *base, .options = {}, .space = {}, .candidates = {}, .memory_limit = {}};
+  SearchSpace& space = f.space;
   space = DefaultSearchSpace(f.base);
   space.tp = {2, 4};
   space.pp = {1};
@@ -63,15 +68,15 @@ Fixture SmallSweep(bool high = false) {
   f.options.networks = {{.label = "builtin", .spec = nullptr},
                         {.label = "node.json", .spec = std::make_shared<NetworkSpec>(*node)}};
   f.options.high_lod = high;
-  f.options.memory_limit = DefaultMemoryLimit(f.base.hw);
+  f.memory_limit = DefaultMemoryLimit(f.base.hw);
   f.options.stop_above_limit = true;
-  f.candidates = EnumerateCandidates(f.base, f.options.space);
+  f.candidates = EnumerateCandidates(f.base, f.space);
   return f;
 }
 
 absl::StatusOr<SweepSummary> RunAll(const Fixture& f, const SweepPoints& done,
                                     std::vector<nlohmann::json>& lines) {
-  return RunSweep(f.base, f.options, f.candidates, done, [&](std::string_view line) {
+  return RunSweep(f.Gpus(), f.options, done, [&](std::string_view line) {
     lines.push_back(nlohmann::json::parse(line));
     return absl::OkStatus();
   });
@@ -115,6 +120,44 @@ TEST(SweepTest, EveryPointIsEvaluatedOnceInIndexOrderAsItsProjection) {
   }
 }
 
+// Two GPU types: H100's 8 points (4 layouts × 2 networks), then MI300X's 8, each line naming its
+// GPU and holding its own projection's tokens/s/GPU; the header lists each GPU's layouts.
+TEST(SweepTest, GpuTypesAreADimensionGpuMajor) {
+  const Fixture h100 = SmallSweep();
+  const Fixture mi300x = SmallSweep(/*high=*/false, "mi300x");
+  std::vector<SweepGpu> gpus = h100.Gpus();
+  gpus.push_back(mi300x.Gpus().front());
+  ASSERT_EQ(SweepPointCount(gpus, h100.options), 16);
+  std::vector<nlohmann::json> lines;
+  absl::StatusOr<SweepSummary> summary =
+      RunSweep(gpus, h100.options, {}, [&](std::string_view line) {
+        lines.push_back(nlohmann::json::parse(line));
+        return absl::OkStatus();
+      });
+  ASSERT_THAT(summary, IsOk());
+  ASSERT_EQ(lines.size(), 16u);
+  for (int64_t i = 0; i < 16; ++i) {
+    const nlohmann::json& line = lines[static_cast<size_t>(i)];
+    EXPECT_EQ(line["index"], i);
+    EXPECT_EQ(line["gpu_arch"], i < 8 ? "h100-sxm" : "mi300x") << i;
+    EXPECT_EQ(line["network"], i % 8 < 4 ? "builtin" : "node.json") << i;
+  }
+  // Point 9: MI300X, builtin network, its second layout.
+  Scenario s = mi300x.base;
+  ApplyCandidate(mi300x.candidates[1], s.training.moe_imbalance, s);
+  absl::StatusOr<BackendSet> set = MakeBackendSet(s.backends, s.hw);
+  ASSERT_THAT(set, IsOk());
+  absl::StatusOr<Projection> p = Project(s, RefsOf(*set));
+  ASSERT_THAT(p, IsOk());
+  EXPECT_THAT(lines[9]["tokens_per_s_per_gpu"].get<double>(),
+              IsNearRel(p->tokens_per_s_per_gpu, 1e-12));
+  const nlohmann::json header = SweepHeader(gpus, h100.options);
+  ASSERT_EQ(header["sweep"]["gpus"].size(), 2u);
+  EXPECT_EQ(header["sweep"]["gpus"][1]["gpu_arch"], "mi300x");
+  EXPECT_EQ(header["sweep"]["gpus"][1]["candidates"].size(), 4u);
+  EXPECT_EQ(header["sweep"]["points"], 16);
+}
+
 // The same lines in the same order on one worker and on three.
 TEST(SweepTest, TheLinesDoNotDependOnTheThreads) {
   Fixture one = SmallSweep();
@@ -134,7 +177,7 @@ TEST(SweepTest, AWriteErrorStopsTheSweep) {
   f.options.threads = 2;
   int64_t written = 0;
   absl::StatusOr<SweepSummary> summary =
-      RunSweep(f.base, f.options, f.candidates, {}, [&](std::string_view) {
+      RunSweep(f.Gpus(), f.options, {}, [&](std::string_view) {
         return ++written == 3 ? absl::InternalError("disk full") : absl::OkStatus();
       });
   EXPECT_THAT(summary, StatusIs(absl::StatusCode::kInternal, HasSubstr("disk full")));
@@ -165,7 +208,7 @@ TEST(SweepTest, ASweepFileIsReadBackAndAnotherSweepsIsRefused) {
   const Fixture f = SmallSweep();
   std::vector<nlohmann::json> lines;
   ASSERT_THAT(RunAll(f, {}, lines), IsOk());
-  const nlohmann::json header = SweepHeader(f.base, f.options, f.candidates);
+  const nlohmann::json header = SweepHeader(f.Gpus(), f.options);
   const std::string path = ::testing::TempDir() + "/sweep_test.jsonl";
   const std::string whole = header.dump() + "\n" + lines[0].dump() + "\n" + lines[1].dump() + "\n";
   {
@@ -178,10 +221,10 @@ TEST(SweepTest, ASweepFileIsReadBackAndAnotherSweepsIsRefused) {
   EXPECT_EQ(file->whole_bytes, whole.size());
   EXPECT_EQ(file->points.at(1), lines[1]);
   Fixture other = SmallSweep();
-  other.options.space.tp = {2};
-  other.candidates = EnumerateCandidates(other.base, other.options.space);
+  other.space.tp = {2};
+  other.candidates = EnumerateCandidates(other.base, other.space);
   EXPECT_THAT(
-      ReadSweepFile(path, SweepHeader(other.base, other.options, other.candidates)),
+      ReadSweepFile(path, SweepHeader(other.Gpus(), other.options)),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("was written by another sweep")));
   EXPECT_THAT(ReadSweepFile(path + ".missing", header),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("--resume: cannot read")));
@@ -204,7 +247,7 @@ TEST(SweepTest, HighLevelPointsAreReplayedAndPointsAboveTheLimitHaveNoStep) {
   EXPECT_THAT(lines[0]["step_time_s"].get<double>(), IsNearRel(r->step_time.value(), 1e-12));
 
   Fixture tight = SmallSweep();
-  tight.options.memory_limit = Gibibytes(1);
+  tight.memory_limit = Gibibytes(1);
   std::vector<nlohmann::json> over;
   absl::StatusOr<SweepSummary> summary = RunAll(tight, {}, over);
   ASSERT_THAT(summary, IsOk());
