@@ -189,9 +189,13 @@ int ExitCodeFor(const absl::Status& status) {
   }
 }
 
-absl::StatusOr<WorkTeam*> TeamFor(const Output& io, int64_t tasks, absl::string_view what) {
+absl::StatusOr<WorkTeam*> TeamFor(const Output& io, const std::function<int64_t()>& tasks,
+                                  absl::string_view what) {
   WorkTeam* team = io.team != nullptr ? io.team : &Solo();
-  PROJECTOR_RETURN_IF_ERROR(CheckRanksFor(*team, tasks, std::string_view(what.data(), what.size())));
+  if (team->size() > 1) {
+    PROJECTOR_RETURN_IF_ERROR(
+        CheckRanksFor(*team, tasks(), std::string_view(what.data(), what.size())));
+  }
   return team;
 }
 

@@ -4,6 +4,7 @@
 #ifndef PROJECTOR_CLI_FLAGS_H_
 #define PROJECTOR_CLI_FLAGS_H_
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <span>
@@ -62,10 +63,11 @@ absl::StatusOr<bool> ProgressFlag(const FlagValues& flags);
 // check the user asked for failed (kOutOfRange: an accuracy floor); 1 anything else.
 int ExitCodeFor(const absl::Status& status);
 
-// The MPI team of `io` (the process alone when it has none), with at most `tasks` ranks: more
+// The MPI team of `io` (the process alone when it has none), with at most `tasks()` ranks: more
 // ranks than `what` to evaluate (points, candidates, GPU counts) is kInvalidArgument, the same on
-// every rank, so rank 0 alone says it.
-absl::StatusOr<WorkTeam*> TeamFor(const Output& io, int64_t tasks, absl::string_view what);
+// every rank, so rank 0 alone says it. `tasks` is called only for a team of several ranks.
+absl::StatusOr<WorkTeam*> TeamFor(const Output& io, const std::function<int64_t()>& tasks,
+                                  absl::string_view what);
 
 }  // namespace projector
 

@@ -81,7 +81,7 @@ absl::Status RunScaleCommand(int argc, char** argv, const Output& io) {
   };
   PROJECTOR_ASSIGN_OR_RETURN(const bool show_progress, ProgressFlag(*parsed));
   PROJECTOR_ASSIGN_OR_RETURN(WorkTeam* const team,
-                             TeamFor(io, static_cast<int64_t>(counts.size()), "GPU counts"));
+                             TeamFor(io, [&] { return static_cast<int64_t>(counts.size()); }, "GPU counts"));
   ProgressBar bar(io.err, "scale", show_progress);
   absl::StatusOr<ScaleResult> result =
       RunScaling(base, counts, weak ? ScalingMode::kWeak : ScalingMode::kStrong, search,

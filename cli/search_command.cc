@@ -84,7 +84,9 @@ absl::Status RunSearchCommand(int argc, char** argv, const Output& io) {
   opts.exact_top = top_k;
   PROJECTOR_ASSIGN_OR_RETURN(
       opts.team,
-      TeamFor(io, static_cast<int64_t>(EnumerateCandidates(base, opts.space).size()), "layouts"));
+      TeamFor(
+          io, [&] { return static_cast<int64_t>(EnumerateCandidates(base, opts.space).size()); },
+          "layouts"));
   absl::StatusOr<SearchResult> result = SearchLayouts(base, opts);
   if (progress_shown) io.err << "\n";
   if (!result.ok()) return result.status();

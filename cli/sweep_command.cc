@@ -188,7 +188,7 @@ absl::Status RunSweepCommand(int argc, char** argv, const Output& io) {
                      .stop_above_limit = search.memory_limit.has_value(),
                      .threads = search.threads};
   PROJECTOR_ASSIGN_OR_RETURN(sweep.networks, NetworksFromFlag(flags, gpus.front().base));
-  PROJECTOR_ASSIGN_OR_RETURN(sweep.team, TeamFor(io, SweepPointCount(gpus, sweep), "points"));
+  PROJECTOR_ASSIGN_OR_RETURN(sweep.team, TeamFor(io, [&] { return SweepPointCount(gpus, sweep); }, "points"));
   // The other ranks evaluate points: the file is the coordinator's alone.
   if (!sweep.team->coordinator()) return ServeSweep(gpus, sweep);
   StudyScope study(*sweep.team);
