@@ -38,9 +38,12 @@ struct SweepCase {
 
 SweepCase MakeSweep(bool high) {
   FlagValues flags;
-  for (const auto& [name, value] : std::vector<std::pair<const char*, const char*>>{
-           {"model", "llama3.1-8b"}, {"gpu-arch", "h100-sxm"}, {"num-gpus", "16"},
-           {"seq-len", "4096"}, {"global-batch", "64"}}) {
+  for (const auto& [name, value] :
+       std::vector<std::pair<const char*, const char*>>{{"model", "llama3.1-8b"},
+                                                        {"gpu-arch", "h100-sxm"},
+                                                        {"num-gpus", "16"},
+                                                        {"seq-len", "4096"},
+                                                        {"global-batch", "64"}}) {
     flags.Add(name, value);
   }
   absl::StatusOr<Scenario> base = ScenarioFromFlags(flags, ScenarioUse::kSearchBase);
@@ -80,8 +83,9 @@ void SetRates(benchmark::State& state, int64_t tasks, std::pair<int64_t, double>
   const auto [chunks, seconds] = GatherTotals();
   state.counters["gathered_chunks"] = static_cast<double>(chunks - before.first);
   state.counters["gather_us_per_chunk"] =
-      chunks > before.first ? (seconds - before.second) / static_cast<double>(chunks - before.first) * 1e6
-                            : 0.0;
+      chunks > before.first
+          ? (seconds - before.second) / static_cast<double>(chunks - before.first) * 1e6
+          : 0.0;
   const double ranks = g_team->size();
   state.counters["ranks"] = ranks;
   state.counters["tasks_per_s"] =
@@ -108,7 +112,10 @@ void RunSweepOnTeam(benchmark::State& state, bool high) {
 }
 
 void BM_Team_SweepMedium(benchmark::State& state) { RunSweepOnTeam(state, false); }
-BENCHMARK(BM_Team_SweepMedium)->Iterations(kIterations)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Team_SweepMedium)
+    ->Iterations(kIterations)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_Team_SweepHigh(benchmark::State& state) { RunSweepOnTeam(state, true); }
 BENCHMARK(BM_Team_SweepHigh)->Iterations(kIterations)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -135,7 +142,10 @@ void BM_Team_EmptyTasks(benchmark::State& state) {
   }
   SetRates(state, kEmptyTasks * static_cast<int64_t>(state.iterations()), before);
 }
-BENCHMARK(BM_Team_EmptyTasks)->Iterations(kIterations)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Team_EmptyTasks)
+    ->Iterations(kIterations)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // A serving rank: the same studies in the same order, served.
 void ServeEveryBenchmark() {

@@ -119,11 +119,12 @@ bool KilledAt(int rank, int64_t tasks_received) {
 }
 
 // What the ranks held when the job was stopped, for people.
-std::string StoppedReport(const TaskHooks& hooks, const TaskQueue& queue,
-                          const std::unordered_map<uint64_t, std::pair<int, TaskQueue::Chunk>>& held) {
+std::string StoppedReport(
+    const TaskHooks& hooks, const TaskQueue& queue,
+    const std::unordered_map<uint64_t, std::pair<int, TaskQueue::Chunk>>& held) {
   auto name = [&](int64_t first, int64_t last) {
-    std::string text = hooks.describe ? hooks.describe(first, last)
-                                      : absl::StrCat("tasks ", first, "-", last - 1);
+    std::string text =
+        hooks.describe ? hooks.describe(first, last) : absl::StrCat("tasks ", first, "-", last - 1);
     constexpr size_t kMost = 600;  // characters per chunk: the report stays readable
     if (text.size() > kMost) text = absl::StrCat(text.substr(0, kMost), " ...");
     return text;
@@ -147,8 +148,8 @@ std::string StoppedReport(const TaskHooks& hooks, const TaskQueue& queue,
       "cancelled; the launcher's message names the rank) before every task was evaluated; these "
       "were not:\n";
   for (const auto& [rank, names] : by_rank) {
-    absl::StrAppend(&out, "  rank ", rank, " held ", tasks_of[rank], " task(s): ",
-                    absl::StrJoin(names, "; "), "\n");
+    absl::StrAppend(&out, "  rank ", rank, " held ", tasks_of[rank],
+                    " task(s): ", absl::StrJoin(names, "; "), "\n");
   }
   absl::StrAppend(&out, "  ", queue.NotHandedOut(), " task(s) were not handed out yet\n");
   return out;
@@ -186,23 +187,18 @@ int MpiTeam::Lanes(int requested) const {
   return requested > 0 ? requested : std::max(1, HardwareThreads() / std::max(1, ranks_on_node_));
 }
 
-absl::Status MpiTeam::Distribute(const TaskHooks& hooks, int lanes) {
-  if (hooks.count <= 0) return absl::OkStatus();
-  // With other ranks to serve it, the coordinator may only coordinate (0 lanes of its own).
-  lanes = std::max(size_ > 1 ? 0 : 1, lanes);
-  int remote_lanes = 0;
-  for (const int n : lanes_of_) remote_lanes += n;
-  TaskQueue queue(hooks, lanes + remote_lanes);
-  std::unordered_map<uint64_t, std::pair<int, TaskQueue::Chunk>> held;  // by chunk id
-  std::vector<int> busy(static_cast<size_t>(size_), 0);
-  uint64_t next_id = 0;
-  int64_t remote_tasks = 0;
-  Sends sends;
-  g_stop_requested = false;
-  g_distributing = true;
-  queue.StartLocalLanes(lanes);
-  auto poll = [&] {
-    const auto began = std::chrono::steady_clock::now();
+namespace {
+
+// The coordinator's side of one Distribute: the serving ranks' chunks in flight, handed out
+// from the same queue as the coordinator's own lanes take theirs, and their replies gathered.
+class RemoteLanes {
+ public:
+  RemoteLanes(TaskQueue& queue, std::vector<int>& lanes_of, std::vector<int64_t>& tasks_of)
+      : queue_(queue), lanes_of_(lanes_of), tasks_of_(tasks_of), busy_(lanes_of.size(), 0) {}
+
+  // Takes every message waiting (a rank's lanes, a reply), then keeps every serving rank's lanes
+  // supplied; true when it did anything.
+  bool Poll() {
     bool handled = false;
     int flag = 0;
     MPI_Status status;
@@ -212,49 +208,160 @@ absl::Status MpiTeam::Distribute(const TaskHooks& hooks, int lanes) {
       const auto from = static_cast<size_t>(status.MPI_SOURCE);
       if (status.MPI_TAG == kReady) {
         lanes_of_[from] = WireReader(bytes).Get<int32_t>();
-        queue.AddLanes(lanes_of_[from]);
+        queue_.AddLanes(lanes_of_[from]);
       } else if (status.MPI_TAG == kReply) {
-        const auto id = WireReader(bytes).Get<uint64_t>();
-        auto it = held.find(id);
-        const TaskQueue::Chunk& chunk = it->second.second;
-        tasks_of_[from] += chunk.last - chunk.first;
-        remote_tasks += chunk.last - chunk.first;
-        queue.Finish(chunk, std::string_view(bytes).substr(sizeof(uint64_t)));
-        held.erase(it);
-        --busy[from];
+        Gather(from, bytes);
       }
     }
-    for (int r = 1; r < size_; ++r) {
-      const auto at = static_cast<size_t>(r);
-      while (busy[at] < kChunksPerLane * lanes_of_[at]) {
-        TaskQueue::Chunk chunk;
-        if (queue.TryTake(chunk) != TaskQueue::Take::kChunk) break;
-        sends.Post(r, kTask, WithId(next_id, chunk.request));
-        chunk.request.clear();
-        held.emplace(next_id++, std::pair{r, std::move(chunk)});
-        ++busy[at];
-        ++remote_chunks_;
-        handled = true;
-      }
+    for (size_t r = 1; r < lanes_of_.size(); ++r) {
+      while (busy_[r] < kChunksPerLane * lanes_of_[r] && HandOut(r)) handled = true;
     }
-    sends.Progress();
-    if (handled) {
+    sends_.Progress();
+    return handled;
+  }
+
+  void Finish() { sends_.WaitAll(); }
+  int64_t tasks() const { return tasks_; }
+  int64_t chunks() const { return chunks_; }
+  const std::unordered_map<uint64_t, std::pair<int, TaskQueue::Chunk>>& held() const {
+    return held_;
+  }
+
+ private:
+  // The reply to a chunk rank `from` held.
+  void Gather(size_t from, std::string_view bytes) {
+    auto it = held_.find(WireReader(bytes).Get<uint64_t>());
+    const TaskQueue::Chunk& chunk = it->second.second;
+    tasks_of_[from] += chunk.last - chunk.first;
+    tasks_ += chunk.last - chunk.first;
+    queue_.Finish(chunk, bytes.substr(sizeof(uint64_t)));
+    held_.erase(it);
+    --busy_[from];
+  }
+
+  // Sends rank r the next chunk; false when the queue has none for now.
+  bool HandOut(size_t r) {
+    TaskQueue::Chunk chunk;
+    if (queue_.TryTake(chunk) != TaskQueue::Take::kChunk) return false;
+    sends_.Post(static_cast<int>(r), kTask, WithId(next_id_, chunk.request));
+    chunk.request.clear();
+    held_.emplace(next_id_++, std::pair{static_cast<int>(r), std::move(chunk)});
+    ++busy_[r];
+    ++chunks_;
+    return true;
+  }
+
+  TaskQueue& queue_;
+  std::vector<int>& lanes_of_;
+  std::vector<int64_t>& tasks_of_;
+  std::vector<int> busy_;                                                // chunks each rank holds
+  std::unordered_map<uint64_t, std::pair<int, TaskQueue::Chunk>> held_;  // by chunk id
+  uint64_t next_id_ = 0;
+  int64_t tasks_ = 0;   // gathered from other ranks
+  int64_t chunks_ = 0;  // handed out to other ranks
+  Sends sends_;
+};
+
+}  // namespace
+
+absl::Status MpiTeam::Distribute(const TaskHooks& hooks, int lanes) {
+  if (hooks.count <= 0) return absl::OkStatus();
+  // With other ranks to serve it, the coordinator may only coordinate (0 lanes of its own).
+  lanes = std::max(size_ > 1 ? 0 : 1, lanes);
+  int remote_lanes = 0;
+  for (const int n : lanes_of_) remote_lanes += n;
+  TaskQueue queue(hooks, lanes + remote_lanes);
+  RemoteLanes remote(queue, lanes_of_, tasks_of_);
+  g_stop_requested = false;
+  g_distributing = true;
+  queue.StartLocalLanes(lanes);
+  auto poll = [&] {
+    const auto began = std::chrono::steady_clock::now();
+    if (remote.Poll()) {
       gather_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     }
     if (g_stop_requested.load()) {
-      const std::string report = StoppedReport(hooks, queue, held);
+      const std::string report = StoppedReport(hooks, queue, remote.held());
       const std::string note = queue.Abandon();
       err_ << "project: error: " << report << (note.empty() ? "" : note + "\n") << std::flush;
       std::_Exit(1);
     }
   };
   queue.WaitAll(poll, kPollInterval);
-  sends.WaitAll();
+  remote.Finish();
   g_distributing = false;
-  tasks_of_[0] += hooks.count - queue.NotHandedOut() - remote_tasks;
+  tasks_of_[0] += hooks.count - queue.NotHandedOut() - remote.tasks();
+  remote_chunks_ += remote.chunks();
   coordinator_lanes_ = lanes;
   return queue.status();
 }
+
+namespace {
+
+// A serving rank's lanes: threads that perform the chunks its main thread receives and leave
+// their replies for the main thread to send (only it calls MPI).
+class LanePool {
+ public:
+  LanePool(const PerformFn& perform, int lanes) {
+    for (int lane = 0; lane < lanes; ++lane) {
+      threads_.emplace_back([this, &perform, lane] { Run(perform, lane); });
+    }
+  }
+  ~LanePool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ended_ = true;
+    }
+    work_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  void Submit(uint64_t id, std::string request) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs_.emplace_back(id, std::move(request));
+    }
+    work_.notify_one();
+  }
+
+  // The replies finished since the last call; waits up to `wait` for one when there is none.
+  std::deque<std::string> TakeReplies(std::chrono::microseconds wait) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (replies_.empty() && wait.count() > 0) finished_.wait_for(lock, wait);
+    std::deque<std::string> ready;
+    ready.swap(replies_);
+    return ready;
+  }
+
+ private:
+  void Run(const PerformFn& perform, int lane) {
+    for (;;) {
+      std::pair<uint64_t, std::string> job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        work_.wait(lock, [&] { return ended_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      std::string reply = WithId(job.first, perform(lane, job.second));
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        replies_.push_back(std::move(reply));
+      }
+      finished_.notify_one();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable work_, finished_;
+  std::deque<std::pair<uint64_t, std::string>> jobs_;
+  std::deque<std::string> replies_;
+  bool ended_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
 
 absl::Status MpiTeam::Serve(const PerformFn& perform, int lanes) {
   lanes = std::max(1, lanes);
@@ -264,66 +371,28 @@ absl::Status MpiTeam::Serve(const PerformFn& perform, int lanes) {
     w.Put(static_cast<int32_t>(lanes));
     sends.Post(0, kReady, w.Take());
   }
-  std::mutex mu;
-  std::condition_variable work, finished;
-  std::deque<std::pair<uint64_t, std::string>> jobs;
-  std::deque<std::string> replies;
-  bool ended = false;
-  std::vector<std::thread> pool;
-  for (int lane = 0; lane < lanes; ++lane) {
-    pool.emplace_back([&, lane] {
-      for (;;) {
-        std::pair<uint64_t, std::string> job;
-        {
-          std::unique_lock<std::mutex> lock(mu);
-          work.wait(lock, [&] { return ended || !jobs.empty(); });
-          if (jobs.empty()) return;
-          job = std::move(jobs.front());
-          jobs.pop_front();
-        }
-        std::string reply = WithId(job.first, perform(lane, job.second));
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          replies.push_back(std::move(reply));
-        }
-        finished.notify_one();
-      }
-    });
-  }
-  int64_t received = 0;
-  for (bool end = false; !end;) {
-    int flag = 0;
-    MPI_Status status;
-    MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
-    if (flag) {
-      std::string bytes = Receive(status);
-      if (status.MPI_TAG == kEnd) {
-        end = true;
-      } else if (status.MPI_TAG == kTask) {
-        if (KilledAt(rank_, ++received)) std::raise(SIGKILL);
-        const auto id = WireReader(bytes).Get<uint64_t>();
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          jobs.emplace_back(id, bytes.substr(sizeof(uint64_t)));
-        }
-        work.notify_one();
-      }
-    }
-    std::deque<std::string> ready;
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      if (!flag && replies.empty()) finished.wait_for(lock, kPollInterval);
-      ready.swap(replies);
-    }
-    for (std::string& reply : ready) sends.Post(0, kReply, std::move(reply));
-    sends.Progress();
-  }
   {
-    std::lock_guard<std::mutex> lock(mu);
-    ended = true;
+    LanePool pool(perform, lanes);
+    int64_t received = 0;
+    for (bool end = false; !end;) {
+      int flag = 0;
+      MPI_Status status;
+      MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
+      if (flag) {
+        std::string bytes = Receive(status);
+        end = status.MPI_TAG == kEnd;
+        if (status.MPI_TAG == kTask) {
+          if (KilledAt(rank_, ++received)) std::raise(SIGKILL);
+          pool.Submit(WireReader(bytes).Get<uint64_t>(), bytes.substr(sizeof(uint64_t)));
+        }
+      }
+      for (std::string& reply :
+           pool.TakeReplies(flag ? std::chrono::microseconds(0) : kPollInterval)) {
+        sends.Post(0, kReply, std::move(reply));
+      }
+      sends.Progress();
+    }
   }
-  work.notify_all();
-  for (std::thread& t : pool) t.join();
   sends.WaitAll();
   return ServedStatus();
 }

@@ -62,8 +62,9 @@ class WorkTeam {
   // share of its node's cores.
   virtual int Lanes(int requested) const = 0;
   // Coordinator: evaluates every task of `hooks` on `lanes` threads here (0: none, when other
-  // ranks serve; a process alone runs at least one) and on the lanes of the ranks serving, and returns once every reply handed out is collected: the first error of
-  // `collect`, or (kAborted) which ranks held which tasks when the job was stopped.
+  // ranks serve; a process alone runs at least one) and on the lanes of the ranks serving, and
+  // returns once every reply handed out is collected: the first error of `collect`, or (kAborted)
+  // which ranks held which tasks when the job was stopped.
   virtual absl::Status Distribute(const TaskHooks& hooks, int lanes) = 0;
   // Every other rank: performs the coordinator's requests with `perform` on `lanes` threads until
   // the coordinator ends the study; returns ServedStatus().
