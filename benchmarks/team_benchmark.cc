@@ -147,6 +147,7 @@ BENCHMARK(BM_Team_EmptyTasks)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+#ifdef PROJECTOR_MPI
 // A serving rank: the same studies in the same order, served.
 void ServeEveryBenchmark() {
   for (bool high : {false, true}) {
@@ -156,6 +157,7 @@ void ServeEveryBenchmark() {
   const ItemHooks items = EmptyItems();
   for (int i = 0; i < kIterations; ++i) (void)EvaluateItems(*g_team, 1, kEmptyTasks, items);
 }
+#endif
 
 }  // namespace
 }  // namespace projector
