@@ -37,8 +37,9 @@ enum Tag : int { kReady = 1, kTask = 2, kReply = 3, kEnd = 4 };
 // a task (tens of microseconds to seconds), long enough to leave the cores to the lanes.
 constexpr auto kPollInterval = std::chrono::microseconds(100);
 
-// Chunks a serving rank holds per lane: one running and one waiting, so that a lane never waits a
-// message's round trip (hundreds of microseconds between busy processes) for its next chunk.
+// Chunks a serving rank holds per lane: one running and one waiting (while more tasks are left
+// than lanes), so that a lane never waits a message's round trip (hundreds of microseconds
+// between busy processes) for its next chunk.
 constexpr int kChunksPerLane = 2;
 
 // Rank 0 while it distributes: a SIGTERM or SIGINT (the launcher stopping the job because a rank
@@ -193,8 +194,14 @@ namespace {
 // from the same queue as the coordinator's own lanes take theirs, and their replies gathered.
 class RemoteLanes {
  public:
-  RemoteLanes(TaskQueue& queue, std::vector<int>& lanes_of, std::vector<int64_t>& tasks_of)
-      : queue_(queue), lanes_of_(lanes_of), tasks_of_(tasks_of), busy_(lanes_of.size(), 0) {}
+  // `all_lanes`: the lanes of every rank, the coordinator's included.
+  RemoteLanes(TaskQueue& queue, std::vector<int>& lanes_of, std::vector<int64_t>& tasks_of,
+              int all_lanes)
+      : queue_(queue),
+        lanes_of_(lanes_of),
+        tasks_of_(tasks_of),
+        busy_(lanes_of.size(), 0),
+        all_lanes_(all_lanes) {}
 
   // Takes every message waiting (a rank's lanes, a reply), then keeps every serving rank's lanes
   // supplied; true when it did anything.
@@ -213,8 +220,16 @@ class RemoteLanes {
         Gather(from, bytes);
       }
     }
+    // A chunk for every idle lane first; a second one waiting behind it only while more tasks
+    // are left than there are lanes, so the last tasks go to idle lanes, not into queues.
     for (size_t r = 1; r < lanes_of_.size(); ++r) {
-      while (busy_[r] < kChunksPerLane * lanes_of_[r] && HandOut(r)) handled = true;
+      while (busy_[r] < lanes_of_[r] && HandOut(r)) handled = true;
+    }
+    for (size_t r = 1; r < lanes_of_.size(); ++r) {
+      while (busy_[r] < kChunksPerLane * lanes_of_[r] && queue_.NotHandedOut() > all_lanes_ &&
+             HandOut(r)) {
+        handled = true;
+      }
     }
     sends_.Progress();
     return handled;
@@ -254,7 +269,8 @@ class RemoteLanes {
   TaskQueue& queue_;
   std::vector<int>& lanes_of_;
   std::vector<int64_t>& tasks_of_;
-  std::vector<int> busy_;                                                // chunks each rank holds
+  std::vector<int> busy_;  // chunks each rank holds
+  const int64_t all_lanes_;
   std::unordered_map<uint64_t, std::pair<int, TaskQueue::Chunk>> held_;  // by chunk id
   uint64_t next_id_ = 0;
   int64_t tasks_ = 0;   // gathered from other ranks
@@ -270,10 +286,33 @@ absl::Status MpiTeam::Distribute(const TaskHooks& hooks, int lanes) {
   lanes = std::max(size_ > 1 ? 0 : 1, lanes);
   int remote_lanes = 0;
   for (const int n : lanes_of_) remote_lanes += n;
-  TaskQueue queue(hooks, lanes + remote_lanes);
-  RemoteLanes remote(queue, lanes_of_, tasks_of_);
   g_stop_requested = false;
   g_distributing = true;
+  // Every serving rank builds the same study and announces its lanes moments after this one
+  // gets here: wait for them, so the first chunks are shared out among every lane.
+  for (size_t r = 1; r < lanes_of_.size(); ++r) {
+    while (lanes_of_[r] == 0) {
+      int flag = 0;
+      MPI_Status status;
+      MPI_Iprobe(static_cast<int>(r), kReady, MPI_COMM_WORLD, &flag, &status);
+      if (flag) {
+        lanes_of_[r] = WireReader(Receive(status)).Get<int32_t>();
+        remote_lanes += lanes_of_[r];
+      } else if (g_stop_requested.load()) {
+        err_ << "project: error: the MPI job was stopped before rank " << r
+             << " joined the study; nothing was evaluated\n"
+             << std::flush;
+        std::_Exit(1);
+      } else {
+        std::this_thread::sleep_for(kPollInterval);
+      }
+    }
+  }
+  TaskQueue queue(hooks, lanes + remote_lanes);
+  RemoteLanes remote(queue, lanes_of_, tasks_of_, lanes + remote_lanes);
+  // The serving ranks' first chunks before this rank's lanes start: every rank gets work even
+  // when there are as few tasks as lanes.
+  remote.Poll();
   queue.StartLocalLanes(lanes);
   auto poll = [&] {
     const auto began = std::chrono::steady_clock::now();

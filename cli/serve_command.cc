@@ -49,6 +49,12 @@ constexpr FlagSpec kOutputFlags[] = {
      "PCT"},
 };
 
+// The lanes of a rate search: every core of this process, or every rank's share under MPI.
+ProbeLanes ProbeLanesOf(const Output& io) {
+  WorkTeam& team = io.team != nullptr ? *io.team : Solo();
+  return {.team = &team, .lanes = team.Lanes(0)};
+}
+
 // --disaggregate: the pools beside the aggregated deployment, the highest rate of the pools
 // under a target (--max-qps), or every split of --num-gpus between them (--search-layouts).
 absl::Status RunDisaggregated(const FlagValues& flags, const ServeJob& job, const SloRequest& slo,
@@ -56,7 +62,7 @@ absl::Status RunDisaggregated(const FlagValues& flags, const ServeJob& job, cons
   if (Given(flags, "html")) return FlagError("html", "not with --disaggregate yet");
   if (slo.mode == SloMode::kMaxQps) {
     PROJECTOR_ASSIGN_OR_RETURN(const SloSearchResult r,
-                               MaxQpsUnderSlo(pools, job.spec, slo.target));
+                               MaxQpsUnderSlo(pools, job.spec, slo.target, ProbeLanesOf(io)));
     io.out << (as_json ? SloSearchJson(job, slo.target, r, &pools).dump(2) + "\n"
                        : SloSearchText(job, slo.target, r, &pools));
     return absl::OkStatus();
@@ -129,14 +135,11 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
     return FlagError("max-median-error-pct", "only with --validate FILE");
   }
   PROJECTOR_ASSIGN_OR_RETURN(const SloRequest slo, SloFromFlags(*flags));
-  if (io.team != nullptr && io.team->size() > 1 && slo.mode != SloMode::kSearchLayouts) {
-    return FlagError(slo.mode == SloMode::kMaxQps ? "max-qps" : "search-layouts",
-                     absl::StrCat("MPI ranks share the layouts of --search-layouts; ",
-                                  slo.mode == SloMode::kMaxQps
-                                      ? "one deployment's rate bisection is sequential"
-                                      : "one serving run is one process",
-                                  ": add --search-layouts --num-gpus N, or start it without "
-                                  "mpirun/srun"));
+  if (io.team != nullptr && io.team->size() > 1 && slo.mode == SloMode::kNone) {
+    return FlagError("search-layouts",
+                     "MPI ranks share the SLO searches (--max-qps, --search-layouts); one "
+                     "serving run is one process: add a target and one of them, or start it "
+                     "without mpirun/srun");
   }
   PROJECTOR_ASSIGN_OR_RETURN(const ServeJob job,
                              ServeJobFromFlags(*flags, slo.mode != SloMode::kNone));
@@ -145,7 +148,7 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
   if (pools) return RunDisaggregated(*flags, job, slo, *pools, as_json, io);
   if (slo.mode == SloMode::kMaxQps) {
     PROJECTOR_ASSIGN_OR_RETURN(const SloSearchResult r,
-                               MaxQpsUnderSlo(job.options, job.spec, slo.target));
+                               MaxQpsUnderSlo(job.options, job.spec, slo.target, ProbeLanesOf(io)));
     io.out << (as_json ? SloSearchJson(job, slo.target, r).dump(2) + "\n"
                        : SloSearchText(job, slo.target, r));
     return absl::OkStatus();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -171,17 +172,120 @@ bool MeetsSlo(const ServeMetrics& m, const SloTarget& slo) {
   return SloTtft(m, slo) <= slo.ttft_ms && SloTpot(m, slo) <= slo.tpot_ms;
 }
 
+namespace {
+
+// One simulated run of the search: all requests at once (the capacity) or Poisson arrivals at a
+// rate.
+struct RateRun {
+  ArrivalKind arrival = ArrivalKind::kPoisson;
+  double qps = 0;
+};
+
+// The runs of a rate search, several at once on the lanes of a team (or one after another on
+// this thread): their metrics travel as bytes.
+class RateRuns {
+ public:
+  RateRuns(const ServeRunner& run, const WorkloadSpec& workload, const ProbeLanes& lanes)
+      : run_(run), workload_(workload), lanes_(lanes) {}
+
+  // How many runs a round may hold: every lane of every rank busy.
+  int64_t Width() const {
+    if (lanes_.team == nullptr) return std::max(1, lanes_.lanes);
+    return std::max<int64_t>(1, static_cast<int64_t>(lanes_.lanes) * lanes_.team->size());
+  }
+
+  std::string Perform(std::string_view request) const {
+    WireReader in(request);
+    const auto r = in.Get<RateRun>();
+    const absl::StatusOr<ServeMetrics> m = RunAt(run_, workload_, r.arrival, r.qps);
+    WireWriter out;
+    out.Put(static_cast<int32_t>(m.status().code())).PutString(std::string(m.status().message()));
+    if (m.ok()) out.Put(*m);
+    return out.Take();
+  }
+
+  // The metrics of every run, in order.
+  absl::StatusOr<std::vector<absl::StatusOr<ServeMetrics>>> Measure(
+      const std::vector<RateRun>& runs) const {
+    std::vector<absl::StatusOr<ServeMetrics>> out(runs.size(), absl::UnknownError("not run"));
+    auto take = [&](size_t i, std::string_view bytes) {
+      WireReader in(bytes);
+      const auto code = static_cast<absl::StatusCode>(in.Get<int32_t>());
+      std::string message = in.GetString();
+      out[i] = code == absl::StatusCode::kOk ? absl::StatusOr<ServeMetrics>(in.Get<ServeMetrics>())
+                                             : absl::Status(code, message);
+    };
+    auto request = [&](size_t i) {
+      WireWriter w;
+      w.Put(runs[i]);
+      return w.Take();
+    };
+    if (Width() == 1 || runs.size() == 1) {
+      for (size_t i = 0; i < runs.size(); ++i) take(i, Perform(request(i)));
+      return out;
+    }
+    TaskHooks hooks;
+    hooks.count = static_cast<int64_t>(runs.size());
+    hooks.max_chunk = 1;
+    hooks.request = [&](int64_t first, int64_t) { return request(static_cast<size_t>(first)); };
+    hooks.perform = [this](int, std::string_view r) { return Perform(r); };
+    hooks.collect = [&](int64_t first, int64_t, std::string_view reply) {
+      take(static_cast<size_t>(first), reply);
+      return absl::OkStatus();
+    };
+    hooks.describe = [&](int64_t first, int64_t) {
+      return absl::StrFormat("the run at %.4g req/s", runs[static_cast<size_t>(first)].qps);
+    };
+    WorkTeam& team = lanes_.team != nullptr ? *lanes_.team : Solo();
+    PROJECTOR_RETURN_IF_ERROR(team.Distribute(hooks, std::max(1, lanes_.lanes)));
+    return out;
+  }
+
+ private:
+  const ServeRunner& run_;
+  const WorkloadSpec& workload_;
+  const ProbeLanes& lanes_;
+};
+
+// The bisection's next `levels` probes from [low, high] as a tree in breadth-first order: node k's
+// children are 2k+1 (the target missed: high = mid) and 2k+2 (met: low = mid); a node whose
+// interval is already within the tolerance is not probed (its rate 0).
+std::vector<double> BisectionTree(double low, double high, int levels) {
+  std::vector<double> mids((size_t{1} << levels) - 1, 0.0);
+  std::vector<std::pair<double, double>> bounds(mids.size());
+  bounds[0] = {low, high};
+  for (size_t k = 0; k < mids.size(); ++k) {
+    const auto [lo, hi] = bounds[k];
+    if (lo <= 0 || !(hi / lo > kRateTolerance)) continue;
+    mids[k] = std::sqrt(lo * hi);
+    if (2 * k + 2 < mids.size()) {
+      bounds[2 * k + 1] = {lo, mids[k]};
+      bounds[2 * k + 2] = {mids[k], hi};
+    }
+  }
+  return mids;
+}
+
+}  // namespace
+
 absl::StatusOr<SloSearchResult> MaxRateUnderSlo(const ServeRunner& run,
                                                 const WorkloadSpec& workload,
-                                                const SloTarget& slo) {
+                                                const SloTarget& slo, const ProbeLanes& lanes) {
   PROJECTOR_RETURN_IF_ERROR(ValidateSloTarget(slo));
+  const RateRuns runs(run, workload, lanes);
+  if (lanes.team != nullptr && !lanes.team->coordinator()) {
+    return lanes.team->Serve([&runs](int, std::string_view r) { return runs.Perform(r); },
+                             std::max(1, lanes.lanes));
+  }
+  std::optional<StudyScope> study;
+  if (lanes.team != nullptr) study.emplace(*lanes.team);
   SloSearchResult out;
-  PROJECTOR_ASSIGN_OR_RETURN(const ServeMetrics offline,
-                             RunAt(run, workload, ArrivalKind::kAllAtOnce, 0));
-  out.capacity_qps = offline.requests_per_s;
-  auto probe = [&](double qps) -> absl::StatusOr<bool> {
-    PROJECTOR_ASSIGN_OR_RETURN(const ServeMetrics m,
-                               RunAt(run, workload, ArrivalKind::kPoisson, qps));
+  PROJECTOR_ASSIGN_OR_RETURN(auto offline, runs.Measure({{ArrivalKind::kAllAtOnce, 0}}));
+  PROJECTOR_ASSIGN_OR_RETURN(const ServeMetrics capacity, std::move(offline[0]));
+  out.capacity_qps = capacity.requests_per_s;
+  // Records a probe as the sequential bisection would, in the order it would make them.
+  auto probe = [&](double qps, absl::StatusOr<ServeMetrics>& measured) -> absl::StatusOr<bool> {
+    PROJECTOR_ASSIGN_OR_RETURN(const ServeMetrics m, std::move(measured));
     const bool meets = MeetsSlo(m, slo);
     out.probes.push_back(SloProbe{
         .qps = qps, .ttft_ms = SloTtft(m, slo), .tpot_ms = SloTpot(m, slo), .meets = meets});
@@ -194,9 +298,18 @@ absl::StatusOr<SloSearchResult> MaxRateUnderSlo(const ServeRunner& run,
   };
   double high = kHighestRateFraction * out.capacity_qps;
   double low = kLowestRateFraction * out.capacity_qps;
-  PROJECTOR_ASSIGN_OR_RETURN(const bool high_meets, probe(high));
+  // The lowest rate is needed unless the highest meets the target: run both at once when there
+  // are lanes for both.
+  std::vector<RateRun> ends = {{ArrivalKind::kPoisson, high}};
+  if (runs.Width() > 1) ends.push_back({ArrivalKind::kPoisson, low});
+  PROJECTOR_ASSIGN_OR_RETURN(auto end_metrics, runs.Measure(ends));
+  PROJECTOR_ASSIGN_OR_RETURN(const bool high_meets, probe(high, end_metrics[0]));
   if (high_meets) return out;
-  PROJECTOR_ASSIGN_OR_RETURN(const bool low_meets, probe(low));
+  if (end_metrics.size() < 2) {
+    PROJECTOR_ASSIGN_OR_RETURN(end_metrics, runs.Measure({{ArrivalKind::kPoisson, low}}));
+    end_metrics.insert(end_metrics.begin(), absl::UnknownError("unused"));
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const bool low_meets, probe(low, end_metrics[1]));
   if (!low_meets) {
     const SloProbe& p = out.probes.back();
     out.why_not = absl::StrFormat(
@@ -206,32 +319,51 @@ absl::StatusOr<SloSearchResult> MaxRateUnderSlo(const ServeRunner& run,
         low, slo.percentile, p.ttft_ms, slo.ttft_ms, slo.percentile, p.tpot_ms, slo.tpot_ms);
     return out;
   }
+  // Speculative bisection: with L lanes, the next floor(log2(L + 1)) levels of the bisection at
+  // once, then the path the results take, probe by probe as the sequential bisection takes it;
+  // the probes off the path are dropped, so the result is the sequential one whatever the lanes.
+  const int levels = std::max(1, static_cast<int>(std::floor(std::log2(
+                                    static_cast<double>(runs.Width()) + 1.0))));
   while (high / low > kRateTolerance) {
-    const double mid = std::sqrt(low * high);
-    PROJECTOR_ASSIGN_OR_RETURN(const bool meets, probe(mid));
-    (meets ? low : high) = mid;
+    const std::vector<double> mids = BisectionTree(low, high, levels);
+    std::vector<RateRun> round;
+    std::vector<size_t> node_of_run(mids.size(), 0);
+    for (size_t k = 0; k < mids.size(); ++k) {
+      if (mids[k] <= 0) continue;
+      node_of_run[k] = round.size();
+      round.push_back({ArrivalKind::kPoisson, mids[k]});
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(auto measured, runs.Measure(round));
+    for (size_t k = 0; k < mids.size() && high / low > kRateTolerance;) {
+      const double mid = std::sqrt(low * high);
+      PROJECTOR_ASSIGN_OR_RETURN(const bool meets, probe(mid, measured[node_of_run[k]]));
+      (meets ? low : high) = mid;
+      k = 2 * k + (meets ? 2 : 1);
+    }
   }
   return out;
 }
 
 absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const ServeOptions& options,
-                                               const WorkloadSpec& workload, const SloTarget& slo) {
+                                               const WorkloadSpec& workload, const SloTarget& slo,
+                                               const ProbeLanes& lanes) {
   const ServeRunner run =
       [&options](std::span<const Request> requests) -> absl::StatusOr<ServeMetrics> {
     PROJECTOR_ASSIGN_OR_RETURN(const ServeResult r, Serve(options, requests));
     return r.metrics;
   };
-  return MaxRateUnderSlo(run, workload, slo);
+  return MaxRateUnderSlo(run, workload, slo, lanes);
 }
 
 absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const DisaggregatedOptions& pools,
-                                               const WorkloadSpec& workload, const SloTarget& slo) {
+                                               const WorkloadSpec& workload, const SloTarget& slo,
+                                               const ProbeLanes& lanes) {
   const ServeRunner run =
       [&pools](std::span<const Request> requests) -> absl::StatusOr<ServeMetrics> {
     PROJECTOR_ASSIGN_OR_RETURN(const DisaggregatedResult r, ServeDisaggregated(pools, requests));
     return r.metrics;
   };
-  return MaxRateUnderSlo(run, workload, slo);
+  return MaxRateUnderSlo(run, workload, slo, lanes);
 }
 
 absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(

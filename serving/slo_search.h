@@ -53,17 +53,30 @@ struct SloSearchResult {
 // Serves a set of requests and measures them (an aggregated or a disaggregated deployment).
 using ServeRunner = std::function<absl::StatusOr<ServeMetrics>(std::span<const Request>)>;
 
+// Where a rate search's simulations run: one after another on this thread (the default), or
+// several at once on `lanes` lanes of this process (team null) or of every rank of `team`.
+struct ProbeLanes {
+  WorkTeam* team = nullptr;
+  int lanes = 1;
+};
+
 // Rates from capacity/1024 to 1.25 x capacity, bisected (geometric) to 1% of the rate. `workload`
 // gives the lengths, request count and seed; its arrival process is replaced by Poisson arrivals
-// at each probed rate. Errors of the runner pass through.
+// at each probed rate. Errors of the runner pass through. With several lanes the bisection runs
+// speculatively (the next levels of its tree at once, the path the results take kept): the same
+// probes and result as one lane. Under MPI every rank calls it with the same arguments, and
+// every rank but the coordinator serves and returns ServedStatus().
 absl::StatusOr<SloSearchResult> MaxRateUnderSlo(const ServeRunner& run,
-                                                const WorkloadSpec& workload, const SloTarget& slo);
+                                                const WorkloadSpec& workload, const SloTarget& slo,
+                                                const ProbeLanes& lanes = {});
 // The same for an aggregated deployment (Serve) and for prefill and decode pools
 // (ServeDisaggregated).
 absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const ServeOptions& options,
-                                               const WorkloadSpec& workload, const SloTarget& slo);
+                                               const WorkloadSpec& workload, const SloTarget& slo,
+                                               const ProbeLanes& lanes = {});
 absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const DisaggregatedOptions& pools,
-                                               const WorkloadSpec& workload, const SloTarget& slo);
+                                               const WorkloadSpec& workload, const SloTarget& slo,
+                                               const ProbeLanes& lanes = {});
 
 struct ServingLayout {
   int64_t tp = 1;

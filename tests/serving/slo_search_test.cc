@@ -50,6 +50,34 @@ TEST(SloSearchTest, BisectsToTheHighestRateMeetingTheTarget) {
   EXPECT_LE(lowest_failing / r->max_qps, 1.0101);
 }
 
+// On 1, 3 and 7 lanes the bisection runs 1, 2 and 3 levels of its tree at once and keeps the
+// path the results take: the same probes in the same order and the same rate as one lane, for a
+// target met in between, one met by every rate and one met by none.
+TEST(SloSearchTest, SpeculativeBisectionGivesTheSequentialResult) {
+  for (const SloTarget& slo : {SloTarget{.ttft_ms = 200, .tpot_ms = 15, .percentile = 90},
+                               SloTarget{.ttft_ms = 1e9, .tpot_ms = 1e9, .percentile = 90},
+                               SloTarget{.ttft_ms = 1, .tpot_ms = 1, .percentile = 90}}) {
+    absl::StatusOr<SloSearchResult> one = MaxQpsUnderSlo(Llama8bOnH100(), Workload(), slo);
+    ASSERT_THAT(one, IsOk());
+    for (int lanes : {3, 7}) {
+      absl::StatusOr<SloSearchResult> many =
+          MaxQpsUnderSlo(Llama8bOnH100(), Workload(), slo, {.team = nullptr, .lanes = lanes});
+      ASSERT_THAT(many, IsOk());
+      EXPECT_EQ(many->found, one->found);
+      EXPECT_EQ(many->max_qps, one->max_qps);
+      EXPECT_EQ(many->capacity_qps, one->capacity_qps);
+      EXPECT_EQ(many->why_not, one->why_not);
+      ASSERT_EQ(many->probes.size(), one->probes.size()) << lanes;
+      for (size_t i = 0; i < one->probes.size(); ++i) {
+        EXPECT_EQ(many->probes[i].qps, one->probes[i].qps) << lanes << " " << i;
+        EXPECT_EQ(many->probes[i].meets, one->probes[i].meets) << lanes << " " << i;
+        EXPECT_EQ(many->probes[i].ttft_ms, one->probes[i].ttft_ms) << lanes << " " << i;
+      }
+      EXPECT_EQ(many->at_max.output_tokens_per_s, one->at_max.output_tokens_per_s);
+    }
+  }
+}
+
 // A target no rate can miss is met at 1.25 x capacity; one below a lone request's latency is
 // met by no rate, and the reason names the percentile and the target.
 TEST(SloSearchTest, LooseAndImpossibleTargets) {
