@@ -49,10 +49,11 @@ constexpr FlagSpec kOutputFlags[] = {
      "PCT"},
 };
 
-// The lanes of a rate search: every core of this process, or every rank's share under MPI.
-ProbeLanes ProbeLanesOf(const Output& io) {
+// The lanes of an SLO search: --threads, or every core of this process (every rank's share under
+// MPI).
+ProbeLanes ProbeLanesOf(const Output& io, const SloRequest& slo) {
   WorkTeam& team = io.team != nullptr ? *io.team : Solo();
-  return {.team = &team, .lanes = team.Lanes(0)};
+  return {.team = &team, .lanes = team.Lanes(slo.threads)};
 }
 
 // --disaggregate: the pools beside the aggregated deployment, the highest rate of the pools
@@ -62,7 +63,7 @@ absl::Status RunDisaggregated(const FlagValues& flags, const ServeJob& job, cons
   if (Given(flags, "html")) return FlagError("html", "not with --disaggregate yet");
   if (slo.mode == SloMode::kMaxQps) {
     PROJECTOR_ASSIGN_OR_RETURN(const SloSearchResult r,
-                               MaxQpsUnderSlo(pools, job.spec, slo.target, ProbeLanesOf(io)));
+                               MaxQpsUnderSlo(pools, job.spec, slo.target, ProbeLanesOf(io, slo)));
     io.out << (as_json ? SloSearchJson(job, slo.target, r, &pools).dump(2) + "\n"
                        : SloSearchText(job, slo.target, r, &pools));
     return absl::OkStatus();
@@ -76,7 +77,7 @@ absl::Status RunDisaggregated(const FlagValues& flags, const ServeJob& job, cons
     absl::StatusOr<std::vector<PoolSplit>> found =
         SearchPoolSplits(pools, job.spec, slo.target, slo.num_gpus,
                          [&bar](int64_t done, int64_t total) { bar.Update(done, total); },
-                         io.team);
+                         ProbeLanesOf(io, slo));
     bar.Finish();
     PROJECTOR_ASSIGN_OR_RETURN(const std::vector<PoolSplit> splits, std::move(found));
     io.out << (as_json ? PoolSplitJson(job, slo, pools, splits).dump(2) + "\n"
@@ -148,7 +149,7 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
   if (pools) return RunDisaggregated(*flags, job, slo, *pools, as_json, io);
   if (slo.mode == SloMode::kMaxQps) {
     PROJECTOR_ASSIGN_OR_RETURN(const SloSearchResult r,
-                               MaxQpsUnderSlo(job.options, job.spec, slo.target, ProbeLanesOf(io)));
+                               MaxQpsUnderSlo(job.options, job.spec, slo.target, ProbeLanesOf(io, slo)));
     io.out << (as_json ? SloSearchJson(job, slo.target, r).dump(2) + "\n"
                        : SloSearchText(job, slo.target, r));
     return absl::OkStatus();
@@ -159,7 +160,7 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
     absl::StatusOr<std::vector<ServingLayout>> found =
         SearchServingLayouts(job.options, job.spec, slo.target, slo.num_gpus,
                              [&bar](int64_t done, int64_t total) { bar.Update(done, total); },
-                             io.team);
+                             ProbeLanesOf(io, slo));
     bar.Finish();
     PROJECTOR_ASSIGN_OR_RETURN(const std::vector<ServingLayout> layouts, std::move(found));
     io.out << (as_json ? LayoutSearchJson(job, slo, layouts).dump(2) + "\n"

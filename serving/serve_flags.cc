@@ -105,6 +105,10 @@ constexpr FlagSpec kSloFlags[] = {
      "targets, ranked by output tokens/s per GPU",
      "", FlagArity::kSwitch},
     {"num-gpus", "GPUs the layout search divides (with --search-layouts)", "N"},
+    {"threads",
+     "Simulations at once in an SLO search (under MPI: on each rank; default: every core, "
+     "shared by the ranks of a node)",
+     "N"},
 };
 
 constexpr FlagSpec kDisaggregationFlags[] = {
@@ -335,7 +339,7 @@ absl::StatusOr<SloRequest> SloFromFlags(const FlagValues& flags) {
     return FlagError("search-layouts", "give --max-qps or --search-layouts, not both");
   }
   if (!max_qps && !layouts) {
-    for (const char* name : {"slo-ttft", "slo-tpot", "slo-percentile", "num-gpus"}) {
+    for (const char* name : {"slo-ttft", "slo-tpot", "slo-percentile", "num-gpus", "threads"}) {
       if (Given(flags, name)) {
         return FlagError(name, "a latency target needs --max-qps or --search-layouts");
       }
@@ -343,6 +347,11 @@ absl::StatusOr<SloRequest> SloFromFlags(const FlagValues& flags) {
     return slo;
   }
   slo.mode = max_qps ? SloMode::kMaxQps : SloMode::kSearchLayouts;
+  if (Given(flags, "threads")) {
+    PROJECTOR_ASSIGN_OR_RETURN(const int64_t threads,
+                               IntFlag(flags, "threads", {.min = 1, .max = 1024}));
+    slo.threads = static_cast<int>(threads);
+  }
   for (const char* name : {"slo-ttft", "slo-tpot"}) {
     if (!Given(flags, name)) return FlagError(name, "required with --max-qps and --search-layouts");
   }

@@ -47,6 +47,7 @@ struct SloRequest {
   SloMode mode = SloMode::kNone;
   SloTarget target;
   int64_t num_gpus = 0;
+  int threads = 0;  // --threads: simulations at once on each rank; 0 = its share of the cores
 };
 // FlagError naming the flag: a target without --max-qps or --search-layouts, or one of those
 // without both targets, a percentile other than 50/90/99, --search-layouts without --num-gpus.

@@ -99,13 +99,14 @@ absl::Status ReadOutcome(std::string_view bytes, Candidate& c) {
   return absl::OkStatus();
 }
 
-// Every candidate's highest rate under the target (`search(c)`), side by side on the lanes of
-// `team`; every rank but the coordinator serves and returns ServedStatus(). The first internal
+// Every candidate's highest rate under the target (`search(c)`), side by side on `lanes`; under
+// MPI every rank but the coordinator serves and returns ServedStatus(). The first internal
 // failure, in candidate order, ends the search.
 template <typename Candidate, typename Search>
-absl::Status SearchEach(std::vector<Candidate>& candidates, const Search& search, WorkTeam* workers,
+absl::Status SearchEach(std::vector<Candidate>& candidates, const Search& search,
+                        const ProbeLanes& lanes,
                         const std::function<void(int64_t, int64_t)>& progress) {
-  WorkTeam& team = workers != nullptr ? *workers : Solo();
+  WorkTeam& team = lanes.team != nullptr ? *lanes.team : Solo();
   PROJECTOR_RETURN_IF_ERROR(
       CheckRanksFor(team, static_cast<int64_t>(candidates.size()), Candidate::kWhat));
   std::vector<absl::Status> status(candidates.size());
@@ -123,7 +124,7 @@ absl::Status SearchEach(std::vector<Candidate>& candidates, const Search& search
   items.progress = progress;
   // A serving rank returns ServedStatus() here.
   PROJECTOR_RETURN_IF_ERROR(
-      EvaluateItems(team, team.Lanes(0), static_cast<int64_t>(candidates.size()), items));
+      EvaluateItems(team, std::max(1, lanes.lanes), static_cast<int64_t>(candidates.size()), items));
   for (const absl::Status& s : status) PROJECTOR_RETURN_IF_ERROR(s);
   return absl::OkStatus();
 }
@@ -368,7 +369,8 @@ absl::StatusOr<SloSearchResult> MaxQpsUnderSlo(const DisaggregatedOptions& pools
 
 absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(
     const ServeOptions& base, const WorkloadSpec& workload, const SloTarget& slo,
-    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress, WorkTeam* team) {
+    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress,
+    const ProbeLanes& lanes) {
   PROJECTOR_RETURN_IF_ERROR(ValidateSloTarget(slo));
   if (num_gpus < 1) {
     return absl::InvalidArgumentError(absl::StrCat("num-gpus: must be >= 1, got ", num_gpus));
@@ -395,14 +397,15 @@ absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(
         options.replicas = layout.replicas;
         return MaxQpsUnderSlo(options, workload, slo);
       },
-      team, progress));
+      lanes, progress));
   RankByTokensPerGpu(layouts);
   return layouts;
 }
 
 absl::StatusOr<std::vector<PoolSplit>> SearchPoolSplits(
     const DisaggregatedOptions& pools, const WorkloadSpec& workload, const SloTarget& slo,
-    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress, WorkTeam* team) {
+    int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress,
+    const ProbeLanes& lanes) {
   PROJECTOR_RETURN_IF_ERROR(ValidateSloTarget(slo));
   const int64_t prefill_gpus = pools.prefill.deployment.NumGpus();
   const int64_t decode_gpus = pools.decode.deployment.NumGpus();
@@ -428,7 +431,7 @@ absl::StatusOr<std::vector<PoolSplit>> SearchPoolSplits(
         options.decode.replicas = split.decode_replicas;
         return MaxQpsUnderSlo(options, workload, slo);
       },
-      team, progress));
+      lanes, progress));
   RankByTokensPerGpu(splits);
   return splits;
 }

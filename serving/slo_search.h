@@ -93,14 +93,14 @@ struct ServingLayout {
 // Every TP (powers of two within a node that divide the heads) x PP (powers of two up to the
 // layers) whose product divides `num_gpus`, the rest as replicas; each with its highest rate
 // under the target. Sorted best first: layouts meeting the target by output tokens/s per GPU,
-// then the others. The layouts are searched side by side on the lanes of `team` (null: this
-// process alone); under MPI every rank calls it with the same arguments, and every rank but the
-// coordinator serves and returns ServedStatus(). The same for SearchPoolSplits.
+// then the others. The layouts are searched side by side on `lanes` (one at a time by default),
+// each bisection on one lane; under MPI every rank calls it with the same arguments, and every
+// rank but the coordinator serves and returns ServedStatus(). The same for SearchPoolSplits.
 // `progress(done, total)` after each layout.
 absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(
     const ServeOptions& base, const WorkloadSpec& workload, const SloTarget& slo,
     int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress = {},
-    WorkTeam* team = nullptr);
+    const ProbeLanes& lanes = {});
 
 // One split of a GPU budget between a prefill and a decode pool (their TP and GPUs as given).
 struct PoolSplit {
@@ -121,7 +121,7 @@ struct PoolSplit {
 absl::StatusOr<std::vector<PoolSplit>> SearchPoolSplits(
     const DisaggregatedOptions& pools, const WorkloadSpec& workload, const SloTarget& slo,
     int64_t num_gpus, const std::function<void(int64_t, int64_t)>& progress = {},
-    WorkTeam* team = nullptr);
+    const ProbeLanes& lanes = {});
 
 }  // namespace projector
 
