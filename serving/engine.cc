@@ -41,14 +41,17 @@ struct Scheduled {
   int64_t new_tokens = 0;
 };
 
-// A prefix group's cached KV blocks (prefix caching): the full blocks of its shared prefix,
-// kept after the request that computed them; evictable, least recently used first, when no
-// running request reads them.
+// A prefix group's cached KV blocks (prefix caching): the full blocks of its shared prefix, each
+// cached as soon as the request computing it has computed it (vLLM caches a block once it is
+// full, so a request admitted while another is still prefilling the prefix reuses the blocks
+// done so far), kept after that request; evictable, least recently used first, when no running
+// request reads them.
 struct PrefixEntry {
   int64_t blocks = 0;
   int64_t refs = 0;      // running requests that read them
   int64_t last_use = 0;  // the engine's use counter when last released
   bool resident = false;
+  int32_t publisher = -1;  // the request whose computed blocks extend the entry
 };
 
 struct Batch {
@@ -225,20 +228,26 @@ class ContinuousEngine {
     r.shared_blocks = 0;
   }
 
-  // Once a request has computed its prefix's full blocks and its group has none cached, those
-  // blocks become the group's cached prefix (the request reads them from then on).
-  void PublishPrefix(Live& r) {
-    if (!config_.prefix_caching || r.request->prefix_group < 0 || r.request->prefilled ||
-        r.shared_blocks > 0) {
+  // A request's computed full blocks of its prefix become its group's cached prefix as it
+  // computes them (the request reads them from then on): it starts the group's entry when the
+  // group has none cached, and extends the entry it started.
+  void PublishPrefix(Live& r, int32_t index) {
+    if (!config_.prefix_caching || r.request->prefix_group < 0 || r.request->prefilled) return;
+    const int64_t full = r.request->prefix_tokens / block_size_;
+    const int64_t done = std::min(full, r.computed / block_size_);
+    if (done == 0) return;
+    PrefixEntry& entry = prefixes_[r.request->prefix_group];
+    if (!entry.resident) {
+      if (r.shared_blocks > 0) return;
+      entry = PrefixEntry{
+          .blocks = 0, .refs = 1, .last_use = ++uses_, .resident = true, .publisher = index};
+    } else if (entry.publisher != index || done <= entry.blocks) {
       return;
     }
-    const int64_t full = r.request->prefix_tokens / block_size_;
-    if (full == 0 || r.computed < full * block_size_) return;
-    PrefixEntry& entry = prefixes_[r.request->prefix_group];
-    if (entry.resident) return;
-    entry = PrefixEntry{.blocks = full, .refs = 1, .last_use = ++uses_, .resident = true};
-    r.blocks -= full;
-    r.shared_blocks = full;
+    const int64_t more = done - entry.blocks;
+    entry.blocks = done;
+    r.blocks -= more;
+    r.shared_blocks += more;
   }
 
   // vLLM's recompute preemption: the request's blocks are freed and it returns to the front of
@@ -390,7 +399,7 @@ class ContinuousEngine {
       Live& r = live_[static_cast<size_t>(item.index)];
       r.in_flight = false;
       r.computed += item.new_tokens;
-      PublishPrefix(r);
+      PublishPrefix(r, item.index);
       if (r.computed < r.Length()) continue;
       ++r.generated;
       if (r.first_token_s < 0) r.first_token_s = now;

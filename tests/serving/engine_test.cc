@@ -257,6 +257,29 @@ TEST(EngineTest, PrefixCachingPrefillsOnlyWhatIsNotCached) {
   EXPECT_EQ(plain->prefix_cache.query_tokens, 0);
 }
 
+// A block is cached as soon as it is computed (vLLM caches every full block): a request admitted
+// while another of its group is still prefilling the shared prefix reuses the blocks done so
+// far. Two 3,500-token prompts, all of one group's prefix, both at t = 0, a budget of 1,024
+// tokens a pass: the first prefills 1,024, 1,024, 1,024 and 428 tokens; the second is admitted
+// in that fourth pass with the budget left (596), when the first has computed 3,072 tokens =
+// 192 full blocks of 16, so it finds 3,072 tokens cached (none if blocks were cached only once
+// the first had computed its whole prefix).
+TEST(EngineTest, PrefixBlocksAreSharedAsSoonAsTheyAreComputed) {
+  const Deployment d = Llama8bOnH100();
+  std::unique_ptr<PassCostModel> cost = Cost(d);
+  std::vector<Request> requests;
+  for (int64_t i = 0; i < 2; ++i) requests.push_back(Prefixed(i, 0, 3500, 2, 5, 3500));
+  EngineConfig config;
+  config.prefix_caching = true;
+  config.max_batched_tokens = 1024;
+  absl::StatusOr<ReplicaRun> run = RunReplica(*cost, config, requests);
+  ASSERT_THAT(run, IsOk());
+  EXPECT_EQ(run->requests[0].cached_tokens, 0);
+  EXPECT_EQ(run->requests[1].cached_tokens, 3072);
+  EXPECT_EQ(run->prefix_cache.hit_tokens, 3072);
+  EXPECT_EQ(run->prefix_cache.query_tokens, 2 * 3500);
+}
+
 // A prompt that is all prefix still computes its last block: of a 1,024-token prompt that is
 // all the group's (64 full blocks), 63 blocks are reused and the last 16 tokens prefilled, so
 // the pass that emits the first token has work to do (vLLM's rule).
