@@ -33,17 +33,15 @@ absl::Status CheckPools(const DisaggregatedOptions& o) {
 }
 
 // Runs `requests` round robin over a pool's replicas; kFailedPrecondition messages name the pool.
+// Each replica of a pool runs its share of the requests (a share may be empty).
 absl::StatusOr<std::vector<ReplicaRun>> RunPool(const PoolConfig& pool, const EngineConfig& engine,
-                                                std::span<const Request> requests,
+                                                const std::vector<std::vector<Request>>& shares,
                                                 absl::string_view name) {
   absl::StatusOr<std::unique_ptr<PassCostModel>> cost = PassCostModel::Make(pool.deployment);
   if (!cost.ok()) {
     return absl::Status(cost.status().code(),
                         absl::StrCat(name, " pool: ", cost.status().message()));
   }
-  const size_t replicas = static_cast<size_t>(pool.replicas);
-  std::vector<std::vector<Request>> shares(replicas);
-  for (size_t i = 0; i < requests.size(); ++i) shares[i % replicas].push_back(requests[i]);
   std::vector<ReplicaRun> runs;
   for (const std::vector<Request>& share : shares) {
     if (share.empty()) continue;
@@ -55,6 +53,13 @@ absl::StatusOr<std::vector<ReplicaRun>> RunPool(const PoolConfig& pool, const En
     runs.push_back(*std::move(run));
   }
   return runs;
+}
+
+// The requests dealt to `replicas` replicas in turn.
+std::vector<std::vector<Request>> RoundRobin(std::span<const Request> requests, int64_t replicas) {
+  std::vector<std::vector<Request>> shares(static_cast<size_t>(replicas));
+  for (size_t i = 0; i < requests.size(); ++i) shares[i % shares.size()].push_back(requests[i]);
+  return shares;
 }
 
 }  // namespace
@@ -84,52 +89,67 @@ absl::StatusOr<DisaggregatedResult> ServeDisaggregated(const DisaggregatedOption
   // Prefill pool: every request ends with its first token.
   std::vector<Request> prefill_requests(requests.begin(), requests.end());
   for (Request& r : prefill_requests) r.output_tokens = 1;
-  PROJECTOR_ASSIGN_OR_RETURN(std::vector<ReplicaRun> prefill_runs,
-                             RunPool(options.prefill, options.engine, prefill_requests, "prefill"));
-  // The transfers, queued per prefill replica on its NICs, in the order the prompts finish.
+  PROJECTOR_ASSIGN_OR_RETURN(
+      std::vector<ReplicaRun> prefill_runs,
+      RunPool(options.prefill, options.engine,
+              RoundRobin(prefill_requests, options.prefill.replicas), "prefill"));
+  // The transfers in the order the prompts finish: each request goes to the decode replicas in
+  // turn, and its cache crosses when both its prefill replica's NICs and its decode replica's
+  // are free (one transfer at a time on each, first come first served).
+  struct Finished {
+    const RequestRecord* record;
+    size_t prefill_replica;
+  };
+  std::vector<Finished> finished;
+  for (size_t p = 0; p < prefill_runs.size(); ++p) {
+    for (const RequestRecord& r : prefill_runs[p].requests) finished.push_back({&r, p});
+  }
+  std::stable_sort(finished.begin(), finished.end(), [](const Finished& a, const Finished& b) {
+    return a.record->finish_s < b.record->finish_s;
+  });
   struct Landed {
     RequestRecord first;  // the prefill side's record
     double landed_s = 0;
+    size_t decode_replica = 0;
   };
   std::vector<Landed> landed;
   std::vector<double> transfer_ms;
-  for (const ReplicaRun& run : prefill_runs) {
-    std::vector<const RequestRecord*> order;
-    for (const RequestRecord& r : run.requests) order.push_back(&r);
-    std::stable_sort(
-        order.begin(), order.end(),
-        [](const RequestRecord* a, const RequestRecord* b) { return a->finish_s < b->finish_s; });
-    double nic_free = 0;
-    for (const RequestRecord* r : order) {
-      const Seconds t =
-          KvTransferTime(options.prefill.deployment.hw, options.prefill.deployment.tp,
-                         options.decode.deployment.tp,
-                         KvTransferBytes(options.decode.deployment, r->prompt_tokens));
-      const double start = std::max(r->finish_s, nic_free);
-      nic_free = start + t.value();
-      landed.push_back(Landed{.first = *r, .landed_s = nic_free});
-      transfer_ms.push_back(1e3 * (nic_free - r->finish_s));
-    }
+  std::vector<double> sender_free(prefill_runs.size(), 0.0);
+  std::vector<double> receiver_free(static_cast<size_t>(options.decode.replicas), 0.0);
+  for (size_t k = 0; k < finished.size(); ++k) {
+    const RequestRecord& r = *finished[k].record;
+    const size_t to = k % receiver_free.size();
+    const Seconds t = KvTransferTime(options.prefill.deployment.hw, options.prefill.deployment.tp,
+                                     options.decode.deployment.tp,
+                                     KvTransferBytes(options.decode.deployment, r.prompt_tokens));
+    double& sender = sender_free[finished[k].prefill_replica];
+    const double start = std::max({r.finish_s, sender, receiver_free[to]});
+    sender = receiver_free[to] = start + t.value();
+    landed.push_back(Landed{.first = r, .landed_s = start + t.value(), .decode_replica = to});
+    transfer_ms.push_back(1e3 * (start + t.value() - r.finish_s));
   }
   std::stable_sort(landed.begin(), landed.end(),
                    [](const Landed& a, const Landed& b) { return a.landed_s < b.landed_s; });
   absl::flat_hash_map<int64_t, size_t> index_of;
   for (size_t i = 0; i < requests.size(); ++i) index_of[requests[i].id] = i;
-  // Decode pool: the requests with more than one output token, arriving as their cache lands.
-  std::vector<Request> decode_requests;
+  // Decode pool: the requests with more than one output token, arriving at their replica as
+  // their cache lands.
+  std::vector<std::vector<Request>> decode_shares(receiver_free.size());
+  bool any_decode = false;
   for (const Landed& l : landed) {
     const Request& original = requests[index_of.at(l.first.id)];
     if (original.output_tokens <= 1) continue;
-    decode_requests.push_back(Request{.id = original.id,
-                                      .arrival_s = l.landed_s,
-                                      .prompt_tokens = original.prompt_tokens,
-                                      .output_tokens = original.output_tokens,
-                                      .prefilled = true});
+    any_decode = true;
+    decode_shares[l.decode_replica].push_back(Request{.id = original.id,
+                                                      .arrival_s = l.landed_s,
+                                                      .prompt_tokens = original.prompt_tokens,
+                                                      .output_tokens = original.output_tokens,
+                                                      .prefilled = true});
   }
   std::vector<ReplicaRun> decode_runs;
-  if (!decode_requests.empty()) {
+  if (any_decode) {
     PROJECTOR_ASSIGN_OR_RETURN(decode_runs,
-                               RunPool(options.decode, options.engine, decode_requests, "decode"));
+                               RunPool(options.decode, options.engine, decode_shares, "decode"));
   }
   // Each request end to end: sent and first token on the prefill side, last token on the decode
   // side (or the first, for a one-token output).

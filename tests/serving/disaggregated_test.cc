@@ -81,6 +81,32 @@ TEST(DisaggregatedTest, OneRequestByHand) {
   EXPECT_EQ(r->gpus, 12);
 }
 
+// Transfers queue at both ends. Two identical requests at t = 0 on two prefill replicas finish
+// together at T; with one decode replica its NICs take one cache at a time: the first lands at
+// T + t, the second at T + 2t (mean transfer 1.5t; p99 by linear interpolation between the two,
+// t + 0.99·t = 1.99t). With two decode replicas each receives one: both land at T + t.
+TEST(DisaggregatedTest, TransfersQueueOnTheReceivingReplicasNics) {
+  DisaggregatedOptions o;
+  o.prefill = {.deployment = Llama70bOnH100(8), .replicas = 2};
+  o.decode = {.deployment = Llama70bOnH100(4), .replicas = 1};
+  const std::vector<Request> two = {
+      {.id = 0, .arrival_s = 0, .prompt_tokens = 1000, .output_tokens = 20},
+      {.id = 1, .arrival_s = 0, .prompt_tokens = 1000, .output_tokens = 20}};
+  const double t =
+      KvTransferTime(o.prefill.deployment.hw, 8, 4, KvTransferBytes(o.decode.deployment, 1000))
+          .value();
+  absl::StatusOr<DisaggregatedResult> one_receiver = ServeDisaggregated(o, two);
+  ASSERT_THAT(one_receiver, IsOk());
+  EXPECT_NEAR(one_receiver->transfer_ms.mean, 1e3 * 1.5 * t, 1e-9);
+  EXPECT_NEAR(one_receiver->transfer_ms.p99, 1e3 * 1.99 * t, 1e-9);
+  EXPECT_EQ(one_receiver->metrics.completed, 2);
+  o.decode.replicas = 2;
+  absl::StatusOr<DisaggregatedResult> two_receivers = ServeDisaggregated(o, two);
+  ASSERT_THAT(two_receivers, IsOk());
+  EXPECT_NEAR(two_receivers->transfer_ms.mean, 1e3 * t, 1e-9);
+  EXPECT_NEAR(two_receivers->transfer_ms.p99, 1e3 * t, 1e-9);
+}
+
 // Under load the decode pool's steps are never stalled by a prefill, so TPOT is lower than in
 // an aggregated deployment of the same GPUs, and every request completes.
 TEST(DisaggregatedTest, DecodeIsNotStalledByPrefills) {
