@@ -26,7 +26,8 @@
 namespace projector {
 namespace {
 
-// Points evaluated ahead of the first one not yet written, at most: lines in memory, a few MB.
+// Points evaluated ahead of the first one not yet written, at most (tool choice): lines in
+// memory, a few MB.
 constexpr int64_t kWindow = 1024;
 
 // The candidate applied to the base: its layout, micro-batch and recompute.
@@ -122,12 +123,13 @@ PointDigest DigestOf(const nlohmann::json& line) {
 }
 
 // The summary's counts and its `count` best fitting points, highest tokens/s/GPU first (ties:
-// lower index); a line is parsed only when it enters the best.
+// lower index); a point's line (`line_json()`) is made only when it enters the best.
 class SummaryTally {
  public:
   SummaryTally(SweepSummary& summary, int64_t count) : summary_(summary), count_(count) {}
 
-  void Add(const PointDigest& d, std::string_view text) {
+  template <typename LineJson>
+  void Add(const PointDigest& d, const LineJson& line_json) {
     if (d.failed) ++summary_.failed;
     if (d.over_memory) ++summary_.over_memory;
     if (!d.ranks) return;
@@ -139,8 +141,7 @@ class SummaryTally {
     const auto at = static_cast<size_t>(
         std::upper_bound(kept_.begin(), kept_.end(), d, better) - kept_.begin());
     kept_.insert(kept_.begin() + static_cast<std::ptrdiff_t>(at), d);
-    summary_.best.insert(summary_.best.begin() + static_cast<std::ptrdiff_t>(at),
-                         nlohmann::json::parse(text));
+    summary_.best.insert(summary_.best.begin() + static_cast<std::ptrdiff_t>(at), line_json());
     if (static_cast<int64_t>(kept_.size()) > count_) {
       kept_.pop_back();
       summary_.best.pop_back();
@@ -384,7 +385,7 @@ absl::StatusOr<SweepSummary> RunSweep(
   for (int64_t index = 0; index < summary.points; ++index) {
     if (auto it = done.find(index); it != done.end()) {
       ++summary.resumed;
-      tally.Add(DigestOf(it->second), it->second.dump());
+      tally.Add(DigestOf(it->second), [&] { return it->second; });
     } else {
       pending.push_back(index);
     }
@@ -395,12 +396,14 @@ absl::StatusOr<SweepSummary> RunSweep(
   InOrderLines lines([&](const PointDigest& digest, std::string_view text) -> absl::Status {
     PROJECTOR_RETURN_IF_ERROR(write(text));
     ++summary.evaluated;
-    tally.Add(digest, text);
+    tally.Add(digest, [&] { return nlohmann::json::parse(text); });
     return absl::OkStatus();
   });
   TaskHooks hooks;
   hooks.count = static_cast<int64_t>(pending.size());
-  hooks.max_chunk = options.high_lod ? 1 : 16;  // a high-detail point takes 10 ms to seconds
+  // Tool choice: a high-detail point takes milliseconds to seconds, so one a chunk; 16 medium
+  // points (about 30 µs each, team_benchmark) keep the hand-out near 1 µs a point.
+  hooks.max_chunk = options.high_lod ? 1 : 16;
   hooks.window = kWindow;
   hooks.request = [&](int64_t first, int64_t last) { return PointsRequest(pending, first, last); };
   hooks.perform = [&](int, std::string_view request) { return evaluator->Perform(request); };
