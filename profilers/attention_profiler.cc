@@ -254,10 +254,13 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   // Korthikanti et al. 2022, section 4.1, generalised to GQA: QKV input 2sbh (the norm
   // output; kept sharded under SP), Q and K 4sbh and V 2sbh (now e·T·(a + 2g)·d/t), the core
   // (CoreActivationBytes), the output projection's input 2sbh/t and its 1-byte dropout mask
-  // sbh. QK-norm keeps its inputs (Q and K before the norm) as well.
+  // sbh. QK-norm keeps its inputs (Q and K before the norm) as well. The two linear layers'
+  // inputs are kept as SavedLinearInputBytes (quantised under a Transformer Engine fp8 recipe);
+  // the attention kernel's Q, K and V stay in the activation dtype.
   const double core = CoreActivationBytes(ctx, shape, e, dims.attention_dropout);
-  double stored = e * D(dims.sp_tokens) * D(h) + e * D(T) * D((a_l + 2 * g_l) * d) + core +
-                  e * D(T) * D(a_l * d);
+  const double saved = profiler_internal::SavedLinearInputBytes(dims);
+  double stored = saved * D(dims.sp_tokens) * D(h) + e * D(T) * D((a_l + 2 * g_l) * d) + core +
+                  saved * D(T) * D(a_l * d);
   if (model.qk_norm) stored += e * D(T) * D((a_l + g_l) * d);
   // An eager QK RMSNorm also keeps its fp32 input copy (EagerRmsNorm: 4 + e where the fused one
   // keeps e).
@@ -266,7 +269,7 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   if (eager_llama && a_l > g_l) stored += 2.0 * e * D(T) * D((a_l - g_l) * d);
   if (dims.hidden_dropout) stored += D(dims.sp_tokens) * D(h);
   profile.activation_bytes = Bytes(stored);
-  profile.activation_bytes_selective = Bytes(stored - core);
+  profile.activation_bytes_selective = dims.op_sac ? b.OpSacStoredBytes() : Bytes(stored - core);
   return profile;
 }
 
@@ -345,14 +348,19 @@ absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerD
 
   // Korthikanti's terms for MLA's graph: the shared norm output (SP-sharded), the inputs of
   // q_norm and q_up and of kv_norm and kv_up (SP-sharded), Q, K (nope+rope per head) and V for
-  // the core, the core itself, o_proj's input and the dropout mask.
+  // the core, the core itself, o_proj's input and the dropout mask. The linear layers' inputs
+  // are kept as SavedLinearInputBytes: under a Transformer Engine fp8 recipe the norm output
+  // as two quantised copies (q_down and kv_down each cast their own), q_up's and kv_up's as the
+  // fp8 their fused norms wrote, beside the norms' own bf16 inputs.
   const double core = CoreActivationBytes(ctx, shape, e, dims.attention_dropout);
-  double stored = e * D(Ts) * D(h) + (ql > 0 ? 2.0 * e * D(Ts) * D(ql) : 0.0) +
-                  2.0 * e * D(Ts) * D(kl) + e * D(T) * D(a_l * (2 * (nope + rope) + v)) + core +
-                  e * D(T) * D(a_l * v);
+  const double saved = profiler_internal::SavedLinearInputBytes(dims);
+  const double norm_output = saved < e ? 2.0 * saved : e;
+  double stored = norm_output * D(Ts) * D(h) + (ql > 0 ? (e + saved) * D(Ts) * D(ql) : 0.0) +
+                  (e + saved) * D(Ts) * D(kl) + e * D(T) * D(a_l * (2 * (nope + rope) + v)) +
+                  core + saved * D(T) * D(a_l * v);
   if (dims.hidden_dropout) stored += D(Ts) * D(h);
   profile.activation_bytes = Bytes(stored);
-  profile.activation_bytes_selective = Bytes(stored - core);
+  profile.activation_bytes_selective = dims.op_sac ? b.OpSacStoredBytes() : Bytes(stored - core);
   return profile;
 }
 

@@ -44,13 +44,15 @@ absl::StatusOr<ModuleProfile> ProfileDenseMlp(const ProfileContext& ctx) {
 
   // Korthikanti et al. 2022, section 4.1: fc1 input 2sbh (the norm output, SP-sharded), the
   // activation input (GELU: 8sbh for ffn = 4h; SwiGLU: both fc1 halves) and fc2's input (8sbh),
-  // plus the 1-byte dropout mask sbh. Total 19sbh for GPT with dropout, /t under TP+SP.
-  double stored = dims.act_bytes * D(dims.sp_tokens) * D(h) +
-                  profiler_internal::MlpInnerActivationBytes(T, f_l, gated, dims.act_bytes,
-                                                             dims.eager_elementwise);
+  // plus the 1-byte dropout mask sbh. Total 19sbh for GPT with dropout, /t under TP+SP. Under
+  // a Transformer Engine fp8 recipe fc1 and fc2 keep their quantised inputs
+  // (SavedLinearInputBytes: sbh each instead of 2sbh and 8sbh → 4sbh).
+  double stored = profiler_internal::SavedLinearInputBytes(dims) * D(dims.sp_tokens) * D(h) +
+                  profiler_internal::MlpInnerActivationBytes(T, f_l, gated, dims);
   if (dims.hidden_dropout) stored += D(dims.sp_tokens) * D(h);
   profile.activation_bytes = Bytes(stored);
-  profile.activation_bytes_selective = profile.activation_bytes;
+  profile.activation_bytes_selective =
+      dims.op_sac ? b.OpSacStoredBytes() : profile.activation_bytes;
   return profile;
 }
 

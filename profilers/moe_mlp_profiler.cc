@@ -184,9 +184,10 @@ void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
       dims.eager_elementwise);
   b.SetLinearHostFanout(1);
   if (s.local_experts > 1) b.Memory("unsort_chunks", sort_chunks, sort_chunks);
-  // Unpermutation scales each copy by its routing probability and sums the k copies back
-  // into token order; backward permutes the gradient again (and forms the probability
-  // gradient).
+  // Unpermutation sums the k copies back into token order; backward permutes the gradient
+  // again. The routing probabilities scale the copies inside the experts' activation
+  // (Megatron-Core experts.py, activation_func_with_probs: act(fc1_output) * permuted_probs,
+  // fused), so the probability gradient comes from there.
   const double moved = D(s.tokens_local) * D(s.top_k) * D(s.hidden) * e;
   const MemoryOp unpermute{.bytes = Bytes(2.0 * moved),
                            .flops = Flops(2.0 * D(s.tokens_local) * D(s.top_k) * D(s.hidden))};
@@ -201,21 +202,25 @@ void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
 }
 
 // Korthikanti et al. 2022's MLP terms applied per routed pair (pairs rows instead of sbh):
-// the MoE input (the norm output, SP-sharded; also the shared experts' fc1 input), the fp32
-// router probabilities, the permuted expert input, the experts' activation and fc2 inputs,
-// the expert outputs the weighted unpermutation keeps, the shared experts' activation and
-// fc2 inputs, and the dropout mask.
+// the MoE input (the norm output, SP-sharded; the router's input, and also the shared experts'
+// fc1 input, which under a Transformer Engine fp8 recipe keeps its own quantised copy), the
+// fp32 router probabilities, the permuted expert input (fc1's input: SavedLinearInputBytes),
+// the experts' activation and fc2 inputs and the permuted probabilities the weighted
+// activation keeps (4 bytes a pair; the unweighted unpermutation keeps nothing), the shared
+// experts' activation and fc2 inputs, and the dropout mask.
 Bytes StoredActivations(const MoeShape& s, const profiler_internal::LayerDims& dims) {
   const double e = dims.act_bytes;
+  const double saved = profiler_internal::SavedLinearInputBytes(dims);
   const double logits = D(s.tokens_local) * D(s.experts);
   double stored = e * D(s.tokens_local) * D(s.hidden) + 4.0 * logits +
-                  e * D(s.pairs) * D(s.hidden) +
+                  saved * D(s.pairs) * D(s.hidden) +
                   profiler_internal::MlpInnerActivationBytes(s.pairs, s.expert_ffn_local, s.gated,
-                                                             e, dims.eager_elementwise) +
-                  e * D(s.pairs) * D(s.hidden);
+                                                             dims) +
+                  4.0 * D(s.pairs);
   if (s.shared_ffn > 0) {
+    if (saved < e) stored += saved * D(s.tokens_local) * D(s.hidden);
     stored += profiler_internal::MlpInnerActivationBytes(dims.tokens, s.shared_ffn / dims.tp,
-                                                         s.gated, e, dims.eager_elementwise);
+                                                         s.gated, dims);
   }
   if (dims.hidden_dropout) stored += D(s.tokens_local) * D(s.hidden);
   return Bytes(stored);
@@ -245,7 +250,8 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
       D(s.local_experts) *
       profiler_internal::MlpParameters(s.hidden, s.expert_ffn_local, s.gated, bias);
   profile.activation_bytes = StoredActivations(s, dims);
-  profile.activation_bytes_selective = profile.activation_bytes;
+  profile.activation_bytes_selective =
+      dims.op_sac ? b.OpSacStoredBytes() : profile.activation_bytes;
   return profile;
 }
 

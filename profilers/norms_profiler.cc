@@ -72,7 +72,9 @@ absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx, bool moe_l
   // (/t under SP). The residual adds keep nothing. An eager RMSNorm keeps its fp32 copy of the
   // input and its normalised output instead (4 + e bytes per element, EagerRmsNorm).
   profile.activation_bytes = Bytes(2.0 * (eager_norm ? 4.0 + e : e) * n);
-  profile.activation_bytes_selective = profile.activation_bytes;
+  // torchtitan's per-op SAC checkpoints the whole block: the checkpoint keeps the block's input
+  // (the first norm's input, 2sbh) and re-runs the norms and residual adds in backward.
+  profile.activation_bytes_selective = dims.op_sac ? Bytes(e * n) : profile.activation_bytes;
   return profile;
 }
 

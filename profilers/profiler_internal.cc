@@ -54,12 +54,14 @@ Bytes GemmBytes(const GemmShape& s, bool accumulate_fp32) {
 // (2q bytes). ~3 vector FLOPs per element (|x|, running max, scale).
 constexpr double kCastFlopsPerElement = 3.0;
 
-// Scale bytes per element of the block-scaled recipes, for the two copies (row-wise for the
-// forward GEMM, column-wise for the wgrad GEMM): blockwise one fp32 scale per 128 elements
-// (TE Float8BlockScaling, 1x128 blocks; the 128x128 weight blocks are smaller still), MXFP8
-// one E8M0 byte per 32 elements (OCP Microscaling Formats v1.0, block size 32).
-constexpr double kBlockwiseScaleBytesPerElement = 2.0 * 4.0 / 128.0;
-constexpr double kMxfp8ScaleBytesPerElement = 2.0 * 1.0 / 32.0;
+// Scale bytes per element of one quantised copy under the block-scaled recipes: blockwise one
+// fp32 scale per 128 elements (TE Float8BlockScaling, 1x128 blocks; the 128x128 weight blocks
+// are smaller still), MXFP8 one E8M0 byte per 32 elements (OCP Microscaling Formats v1.0, block
+// size 32). A cast writes two copies (row-wise for the forward GEMM, column-wise for wgrad).
+constexpr double kBlockwiseScaleBytesPerCopy = 4.0 / 128.0;
+constexpr double kMxfp8ScaleBytesPerCopy = 1.0 / 32.0;
+constexpr double kBlockwiseScaleBytesPerElement = 2.0 * kBlockwiseScaleBytesPerCopy;
+constexpr double kMxfp8ScaleBytesPerElement = 2.0 * kMxfp8ScaleBytesPerCopy;
 
 }  // namespace
 
@@ -115,6 +117,34 @@ absl::Status CheckDivisible(std::string_view what, int64_t value, std::string_vi
   return absl::FailedPreconditionError(
       absl::StrCat(std::string(what), " ", value, " is not divisible by ", std::string(by_name),
                    " ", by));
+}
+
+// What a quantised linear layer keeps of its input for the weight gradient. Transformer
+// Engine keeps the quantised copy, not the bf16 input: transformer_engine/pytorch/module/
+// linear.py (_Linear.forward) and grouped_linear.py call
+// inputmat.update_usage(rowwise_usage=False, columnwise_usage=True) before saving it ("Discard
+// row-wise data since it is not needed in backward pass"; the row-wise copy is kept instead when
+// sequence parallelism gathers it again in backward, the same size), and layernorm_linear.py
+// saves the fp8 ln_out its norm kernel wrote. torchao's Float8Linear (the rowwise recipe,
+// torchtitan) saves the high-precision input and casts again in backward
+// (torchao/float8/float8_linear.py, matmul_with_hp_or_float8_args.forward:
+// ctx.save_for_backward(input_hp, weight_hp_t)).
+double SavedLinearInputBytes(const LayerDims& dims) {
+  if (!dims.quantized || dims.inference) return dims.act_bytes;
+  const double q = BytesPerElement(dims.gemm_dtype);
+  switch (dims.fp8_recipe) {
+    case Fp8Recipe::kRowwise:
+      return dims.act_bytes;
+    case Fp8Recipe::kBlockwise:
+      return q + kBlockwiseScaleBytesPerCopy;
+    case Fp8Recipe::kMxfp8:
+      return q + kMxfp8ScaleBytesPerCopy;
+    case Fp8Recipe::kAuto:
+    case Fp8Recipe::kDelayed:
+    case Fp8Recipe::kTensorwise:
+      break;
+  }
+  return q;  // one fp32 scale per tensor
 }
 
 double GemmOutputBytes(DType dtype) {
@@ -347,31 +377,57 @@ void ModuleOpBuilder::Attention(std::string_view name, const AttentionShape& sha
 }
 
 // torchtitan's per-op SAC over this module's forward ops (Finish): the kRecompute copies.
+ModuleOpBuilder::MmColumns ModuleOpBuilder::OpSacColumns(size_t at, int64_t& mm_count) const {
+  const Op& op = ops_[at];
+  const Pending& p = pending_[at - start_];
+  MmColumns columns;
+  const bool one_mm = op.kind == OpKind::kGemm && !p.attention_core && op.gemm.batch == 1 &&
+                      op.host_fanout == 1;
+  if (!one_mm) return columns;
+  // Every second mm of the block is re-run; a Linear of several mms re-runs its even ones.
+  const size_t parts = p.mm_parts > 0 ? p.mm_parts : 1;
+  for (size_t j = 0; j < parts; ++j) {
+    const int64_t width = p.mm_parts > 0 ? p.mm_outputs[j] : op.gemm.n;
+    (++mm_count % 2 == 0 ? columns.rerun : columns.saved) += width;
+  }
+  return columns;
+}
+
 void ModuleOpBuilder::AddOpSacRecompute(size_t first, size_t end) {
   int64_t mm_count = 0;
   for (size_t i = first; i < end; ++i) {
     const Pending& p = pending_[i - first];
     if (!p.recomputed) continue;
+    if (ops_[i].kind == OpKind::kAttention) continue;  // SDPA's output is saved
+    const MmColumns columns = OpSacColumns(i, mm_count);
+    if (columns.saved + columns.rerun > 0 && columns.rerun == 0) continue;
     Op copy = ops_[i];
     copy.phase = OpPhase::kRecompute;
-    if (copy.kind == OpKind::kAttention) continue;  // SDPA's output is saved
-    const bool one_mm = copy.kind == OpKind::kGemm && !p.attention_core &&
-                        copy.gemm.batch == 1 && copy.host_fanout == 1;
-    if (one_mm) {
-      // Every second mm of the block is re-run; a Linear of several mms re-runs its even ones.
-      int64_t rerun = 0;
-      const size_t parts = p.mm_parts > 0 ? p.mm_parts : 1;
-      for (size_t j = 0; j < parts; ++j) {
-        const int64_t width = p.mm_parts > 0 ? p.mm_outputs[j] : copy.gemm.n;
-        if (++mm_count % 2 == 0) rerun += width;
-      }
-      if (rerun == 0) continue;
-      copy.gemm.n = rerun;
+    if (columns.rerun > 0) {
+      copy.gemm.n = columns.rerun;
       copy.flops = GemmFlops(copy.gemm) * D(copy.repeat);
       copy.bytes = GemmBytes(copy.gemm, /*accumulate_fp32=*/false) * D(copy.repeat);
     }
     ops_.push_back(copy);
   }
+}
+
+Bytes ModuleOpBuilder::StoredUnderOpSac() const {
+  int64_t mm_count = 0;
+  double stored = 0;
+  for (size_t i = start_; i < start_ + forward_count_; ++i) {
+    const Op& op = ops_[i];
+    if (op.kind == OpKind::kAttention) {
+      const AttentionShape& a = op.attention;
+      const double rows = D(a.batch) * D(a.num_q_heads) * D(a.seq_q);
+      stored += rows * (act_bytes_ * D(a.v_head_dim) + 4.0);
+      continue;
+    }
+    if (!pending_[i - start_].recomputed) continue;
+    const MmColumns columns = OpSacColumns(i, mm_count);
+    stored += D(op.gemm.m) * D(columns.saved) * GemmOutputBytes(op.gemm.dtype) * D(op.repeat);
+  }
+  return Bytes(stored);
 }
 
 void ModuleOpBuilder::Finish(Recompute recompute) {
@@ -384,6 +440,7 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
     ops_.push_back(ops_[at]);
     return ops_.back();
   };
+  if (op_sac_) op_sac_stored_ += StoredUnderOpSac();
   if (recompute == Recompute::kSelective && op_sac_) {
     AddOpSacRecompute(first, end);
   } else if (recompute != Recompute::kNone) {
@@ -539,9 +596,11 @@ double NormParamsPerElement(const ModelSpec& model) {
   return model.norm == NormKind::kLayerNorm && model.linear_bias ? 2.0 : 1.0;
 }
 
-double MlpInnerActivationBytes(int64_t rows, int64_t f_local, bool gated, double act_bytes,
-                               bool eager) {
-  return act_bytes * D(rows) * D(f_local) * (gated ? (eager ? 4.0 : 3.0) : 2.0);
+double MlpInnerActivationBytes(int64_t rows, int64_t f_local, bool gated, const LayerDims& dims) {
+  const double activation_input = gated ? 2.0 : 1.0;
+  const double silu_output = gated && dims.eager_elementwise ? 1.0 : 0.0;
+  return D(rows) * D(f_local) *
+         (dims.act_bytes * (activation_input + silu_output) + SavedLinearInputBytes(dims));
 }
 
 }  // namespace projector::profiler_internal

@@ -148,6 +148,11 @@ enum class LinearInput {
   kSameAsPrevious,
 };
 
+// Bytes per element a linear layer keeps of its input for the weight gradient: the activation
+// dtype, or under a Transformer Engine fp8 recipe the quantised column-wise copy (1 byte and the
+// recipe's scales); torchao's rowwise recipe keeps the high-precision input.
+double SavedLinearInputBytes(const LayerDims& dims);
+
 // kInvalidArgument for non-positive sizes in the training config or model; kFailedPrecondition
 // when CP does not divide the sequence or, under sequence parallelism, TP does not divide T.
 absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx);
@@ -232,6 +237,12 @@ class ModuleOpBuilder {
   // attention bmm, which are not aten.mm; not the flash attention kernel. Counted per module:
   // a Llama attention module issues 4 mms, so the MLP's count starts on the block's parity.
   void Finish(Recompute recompute);
+  // What the module keeps for backward under that per-op policy: the outputs of the saved mms
+  // (the odd ones of the block, counted as Finish counts them) and of the flash attention
+  // kernel (O and its fp32 log-sum-exp per query row and head); everything else is re-run.
+  // The block's input, kept by the checkpoint itself, is the norms module's to count. Summed
+  // over the modules finished so far.
+  Bytes OpSacStoredBytes() const { return op_sac_stored_; }
 
  private:
   struct Pending {
@@ -258,6 +269,15 @@ class ModuleOpBuilder {
   };
   Op& AddForward(std::string_view name, OpKind kind);
   void AddOpSacRecompute(size_t first, size_t end);
+  // Under op SAC, the output columns of forward op `at` that the policy saves and re-runs;
+  // `mm_count` counts the block's mm calls so far. Both zero for an op that is not one aten.mm.
+  struct MmColumns {
+    int64_t saved = 0;
+    int64_t rerun = 0;
+  };
+  MmColumns OpSacColumns(size_t at, int64_t& mm_count) const;
+  // OpSacStoredBytes of the module being finished.
+  Bytes StoredUnderOpSac() const;
   // A memory-bound forward op without backward, run `repeat` times: in every micro-batch's
   // forward and its recompute, or once per step (OpPhase::kOncePerStep, not recomputed).
   void AddCast(std::string_view name, Bytes bytes_per_repeat, double elements_per_repeat,
@@ -277,6 +297,7 @@ class ModuleOpBuilder {
   bool te_modules_;       // LayerDims::te_modules
   bool op_sac_;           // LayerDims::op_sac
   bool inference_;        // LayerDims::inference
+  Bytes op_sac_stored_;   // OpSacStoredBytes
   OpList& ops_;
   size_t start_;
   // Slot i is constructed by AddForward (std::construct_at) before it is read, so the slots
@@ -316,11 +337,10 @@ double MlpParameters(int64_t hidden, int64_t f_local, bool gated, bool bias);
 // 2 for a LayerNorm with bias (GPT / Megatron GPT, i.e. model.linear_bias).
 double NormParamsPerElement(const ModelSpec& model);
 // Korthikanti et al. 2022 (section 4.1) MLP terms without the fc1 input: activation input
-// (gated: both fc1 halves, 2·f_local; plain: 4h → 8sbh) and fc2 input (f_local; 8sbh), in bytes
-// for `rows` rows.
-// `eager`: a gated activation also keeps silu(g) (EagerSwiGlu), 4·f_local.
-double MlpInnerActivationBytes(int64_t rows, int64_t f_local, bool gated, double act_bytes,
-                               bool eager = false);
+// (gated: both fc1 halves, 2·f_local; plain: 4h → 8sbh) and fc2 input (f_local; 8sbh, in
+// SavedLinearInputBytes), in bytes for `rows` rows. An eager gated activation
+// (dims.eager_elementwise, EagerSwiGlu) also keeps silu(g), f_local more.
+double MlpInnerActivationBytes(int64_t rows, int64_t f_local, bool gated, const LayerDims& dims);
 
 }  // namespace projector::profiler_internal
 

@@ -119,6 +119,12 @@ void AddLayers(const ComposedLayer& k, int64_t n, int64_t n_recomputed, Recomput
       c.transient_working_set = std::max(c.transient_working_set, k.activation_bytes);
   } else {
     c.activations += stored * dn;
+    // Selective recompute re-creates what it did not keep (the attention core, or under
+    // torchtitan's per-op SAC all but the saved outputs) for one layer at a time in backward.
+    if (mode == Recompute::kSelective && n_recomputed > 0) {
+      c.transient_working_set =
+          std::max(c.transient_working_set, k.activation_bytes - k.activation_bytes_selective);
+    }
   }
   c.dense_parameters += k.dense_parameters * dn;
   c.expert_parameters += k.expert_parameters * dn;

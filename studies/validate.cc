@@ -596,7 +596,9 @@ absl::StatusOr<ValidationOptions::Overlay> LoadValidationOverlay(const std::stri
 }
 
 absl::Status CheckAccuracyFloor(const ValidationReport& report, const AccuracyFloor& floor) {
-  if (!floor.max_median_abs_error_pct && !floor.min_within_20_pct) return absl::OkStatus();
+  if (!floor.max_median_abs_error_pct && !floor.min_within_20_pct && !floor.max_not_fitting) {
+    return absl::OkStatus();
+  }
   if (report.summary.projected == 0) {
     return absl::OutOfRangeError(
         "accuracy floor not met: no case was projected (none matched the filters, or see 'Cases "
@@ -612,6 +614,12 @@ absl::Status CheckAccuracyFloor(const ValidationReport& report, const AccuracyFl
     return absl::OutOfRangeError(
         absl::StrFormat("accuracy floor not met: %.1f%% of cases within 20%% < %.1f%%",
                         report.summary.within_20_pct, *floor.min_within_20_pct));
+  }
+  if (floor.max_not_fitting &&
+      static_cast<double>(report.measured_but_not_fitting) > *floor.max_not_fitting) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "accuracy floor not met: %d measured cases projected not to fit in HBM > %g",
+        report.measured_but_not_fitting, *floor.max_not_fitting));
   }
   return absl::OkStatus();
 }

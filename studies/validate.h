@@ -181,10 +181,13 @@ std::pair<int, std::string> ScaleBand(int64_t num_gpus, int64_t gpus_per_node);
 absl::StatusOr<ValidationOptions::Overlay> LoadValidationOverlay(const std::string& path);
 
 // The accuracy floor a user asks `project validate` to enforce (--max-median-error-pct,
-// --min-within-20-pct): kOutOfRange saying which limit was missed, or that nothing was projected.
+// --min-within-20-pct, --max-not-fitting): kOutOfRange saying which limit was missed, or that
+// nothing was projected.
 struct AccuracyFloor {
-  std::optional<double> max_median_abs_error_pct;
-  std::optional<double> min_within_20_pct;
+  std::optional<double> max_median_abs_error_pct = {};
+  std::optional<double> min_within_20_pct = {};
+  // Measured cases the memory model may reject (ValidationReport::measured_but_not_fitting).
+  std::optional<double> max_not_fitting = {};
 };
 absl::Status CheckAccuracyFloor(const ValidationReport& report, const AccuracyFloor& floor);
 

@@ -30,6 +30,10 @@ constexpr FlagSpec kRunFlags[] = {
      "", FlagArity::kSwitch},
     {"min-within-20-pct", "Fail (exit 3) when fewer cases are within 20%", "PCT"},
     {"max-median-error-pct", "Fail (exit 3) when the median |error| is larger", "PCT"},
+    {"max-not-fitting",
+     "Fail (exit 3) when more measured cases are projected not to fit in HBM (they ran, so the "
+     "memory model overestimates them)",
+     "N"},
 };
 constexpr FlagSpec kOverlapWhatIfs[] = {
     {"overlap-grad-reduce",
@@ -99,7 +103,8 @@ absl::StatusOr<ValidationOptions> ValidationOptionsFromFlags(const FlagValues& f
 absl::StatusOr<AccuracyFloor> AccuracyFloorFromFlags(const FlagValues& flags) {
   AccuracyFloor floor;
   for (auto [name, target] : {std::pair{"max-median-error-pct", &floor.max_median_abs_error_pct},
-                              {"min-within-20-pct", &floor.min_within_20_pct}}) {
+                              {"min-within-20-pct", &floor.min_within_20_pct},
+                              {"max-not-fitting", &floor.max_not_fitting}}) {
     if (!Given(flags, name)) continue;
     PROJECTOR_ASSIGN_OR_RETURN(*target, NumberFlag(flags, name));
   }

@@ -42,6 +42,32 @@ double ExpertFlops(const ModuleProfile& p, OpPhase phase) {
   return f;
 }
 
+// Kept for backward on Mixtral TP2+SP EP4 (T_l = 2048 routed tokens per GPU, k = 2, pairs
+// = 4096), 8 experts, h = 4096, expert ffn f = 14336 (SwiGLU), no shared experts, no dropout:
+//   MoE input (router input)   2·T_l·h
+//   router probabilities       4·T_l·8
+//   permuted fc1 input         s·pairs·h      (s = 2 in bf16, 1 under delayed fp8)
+//   fc1 output (both halves)   2·2·pairs·f
+//   fc2 input                  s·pairs·f
+//   permuted probabilities     4·pairs        (the weighted activation's; the unpermutation
+//                                              keeps nothing)
+double MixtralMoeBytes(double s) {
+  const double tl = 2048, pairs = 4096, h = 4096, f = 14336;
+  return 2 * tl * h + 4 * tl * 8 + s * pairs * h + 4 * pairs * f + s * pairs * f + 4 * pairs;
+}
+
+TEST(ProfileMoeMlpTest, KeepsQuantisedExpertInputsAndThePermutedProbabilities) {
+  Case c = Mixtral(true);
+  absl::StatusOr<ModuleProfile> bf16 = ProfileMoeMlp(c.Ctx());
+  c.training.precision = DType::kFp8;
+  c.training.fp8_recipe = Fp8Recipe::kDelayed;
+  absl::StatusOr<ModuleProfile> fp8 = ProfileMoeMlp(c.Ctx());
+  ASSERT_THAT(bf16, IsOk());
+  ASSERT_THAT(fp8, IsOk());
+  EXPECT_THAT(bf16->activation_bytes.value(), IsNearRel(MixtralMoeBytes(2), 1e-12));
+  EXPECT_THAT(fp8->activation_bytes.value(), IsNearRel(MixtralMoeBytes(1), 1e-12));
+}
+
 TEST(ProfileMoeMlpTest, TurboIsOneBatchedGemmOverLocalExperts) {
   Case c = Mixtral(true);
   absl::StatusOr<ModuleProfile> p = ProfileMoeMlp(c.Ctx());

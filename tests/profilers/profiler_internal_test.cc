@@ -32,6 +32,28 @@ LayerDims Fp8Dims(bool cached = true) {
   return dims;
 }
 
+// Transformer Engine keeps the column-wise fp8 copy (1 byte) and its scales: none per element
+// for a per-tensor scale, one fp32 per 128 elements (blockwise), one E8M0 byte per 32 (MXFP8);
+// torchao's rowwise Float8Linear keeps the bf16 input (2 bytes), as do bf16 training and an
+// inference forward.
+TEST(SavedLinearInputBytesTest, PerRecipe) {
+  using profiler_internal::SavedLinearInputBytes;
+  auto with = [](Fp8Recipe recipe) {
+    LayerDims dims = Fp8Dims();
+    dims.fp8_recipe = recipe;
+    return dims;
+  };
+  EXPECT_DOUBLE_EQ(SavedLinearInputBytes(with(Fp8Recipe::kDelayed)), 1.0);
+  EXPECT_DOUBLE_EQ(SavedLinearInputBytes(with(Fp8Recipe::kTensorwise)), 1.0);
+  EXPECT_DOUBLE_EQ(SavedLinearInputBytes(with(Fp8Recipe::kBlockwise)), 1.0 + 4.0 / 128);
+  EXPECT_DOUBLE_EQ(SavedLinearInputBytes(with(Fp8Recipe::kMxfp8)), 1.0 + 1.0 / 32);
+  EXPECT_DOUBLE_EQ(SavedLinearInputBytes(with(Fp8Recipe::kRowwise)), 2.0);
+  LayerDims inference = Fp8Dims();
+  inference.inference = true;
+  EXPECT_DOUBLE_EQ(SavedLinearInputBytes(inference), 2.0);
+  EXPECT_DOUBLE_EQ(SavedLinearInputBytes(LayerDims{}), 2.0);
+}
+
 std::vector<std::string_view> Names(const OpList& ops, OpPhase phase) {
   std::vector<std::string_view> names;
   for (const Op& op : ops) {

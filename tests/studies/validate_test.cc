@@ -410,6 +410,16 @@ TEST(CheckAccuracyFloorTest, EachLimitIsOutOfRangeWhenMissed) {
                                 ::testing::HasSubstr("70.0% of cases within 20% < 75.0%")));
 }
 
+TEST(CheckAccuracyFloorTest, MoreRejectedMeasuredCasesThanAllowedIsOutOfRange) {
+  ValidationReport r = ReportWith(10, 12.0, 70.0);
+  r.measured_but_not_fitting = 3;
+  EXPECT_TRUE(CheckAccuracyFloor(r, {.max_not_fitting = 3}).ok());
+  EXPECT_THAT(CheckAccuracyFloor(r, {.max_not_fitting = 2}),
+              testing::StatusIs(absl::StatusCode::kOutOfRange,
+                                ::testing::HasSubstr("3 measured cases projected not to fit in "
+                                                     "HBM > 2")));
+}
+
 TEST(CheckAccuracyFloorTest, NothingProjectedFailsAnyFloor) {
   EXPECT_THAT(CheckAccuracyFloor(ReportWith(0, 0, 100), {.max_median_abs_error_pct = std::nullopt, .min_within_20_pct = 1.0}),
               testing::StatusIs(absl::StatusCode::kOutOfRange,
