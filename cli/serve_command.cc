@@ -142,6 +142,9 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
                      "serving run is one process: add a target and one of them, or start it "
                      "without mpirun/srun");
   }
+  if (slo.mode == SloMode::kSearchLayouts && Given(*flags, "dp-attention")) {
+    return FlagError("dp-attention", "--search-layouts searches TP layouts; not with it yet");
+  }
   PROJECTOR_ASSIGN_OR_RETURN(const ServeJob job,
                              ServeJobFromFlags(*flags, slo.mode != SloMode::kNone));
   PROJECTOR_ASSIGN_OR_RETURN(const std::optional<DisaggregatedOptions> pools,

@@ -45,8 +45,9 @@ struct ForwardContext {
 ForwardContext MakeForwardContext(const InferenceContext& ctx, int64_t tokens) {
   ForwardContext f;
   f.parallel.tp = ctx.tp;
-  f.parallel.etp = ctx.expert_parallel ? 1 : ctx.tp;
-  f.parallel.ep = ctx.expert_parallel ? ctx.tp : 1;
+  const int64_t moe_gpus = ctx.moe_gpus > 0 ? ctx.moe_gpus : ctx.tp;
+  f.parallel.etp = ctx.expert_parallel ? 1 : moe_gpus;
+  f.parallel.ep = ctx.expert_parallel ? moe_gpus : 1;
   f.parallel.dp = 1;
   f.parallel.sequence_parallel = false;
   f.training.seq_len = tokens;

@@ -33,6 +33,10 @@ struct InferenceContext {
   // rank) instead of every expert's FFN split over them; either way the layer ends in the TP
   // all-reduce.
   bool expert_parallel = false;
+  // GPUs the routed experts are spread or split over when that is not the TP group (DP
+  // attention: attention at tp on each rank, the experts over all the deployment's GPUs);
+  // 0: the TP group.
+  int64_t moe_gpus = 0;
 };
 
 // The activation dtype of an inference pass: fp16 under fp16 weights, else bf16.

@@ -28,8 +28,12 @@ std::string StatsRow(std::string_view name, const LatencyStats& s) {
 
 std::string DeploymentLine(const ServeJob& job) {
   const Deployment& d = job.options.deployment;
-  return absl::StrFormat("%s on %s, TP%d PP%d%s x %d replica%s (%d GPUs), weights %s, KV %s",
-                         d.model.name, d.hw.gpu.name, d.tp, d.pp,
+  const std::string dp_attention =
+      d.dp_attention > 1 ? absl::StrFormat(" (attention DP%d x TP%d, KV cache per rank)",
+                                           d.dp_attention, d.tp / d.dp_attention)
+                         : "";
+  return absl::StrFormat("%s on %s, TP%d PP%d%s%s x %d replica%s (%d GPUs), weights %s, KV %s",
+                         d.model.name, d.hw.gpu.name, d.tp, d.pp, dp_attention,
                          d.expert_parallel ? " (experts spread over TP)" : "", job.options.replicas,
                          job.options.replicas == 1 ? "" : "s", d.NumGpus() * job.options.replicas,
                          DTypeName(d.weight_dtype), DTypeName(d.kv_dtype));
@@ -138,7 +142,8 @@ nlohmann::json ServeJson(const ServeJob& job, const ServeResult& r) {
         {"num_gpus", r.gpus},
         {"precision", DTypeName(d.weight_dtype)},
         {"kv_precision", DTypeName(d.kv_dtype)},
-        {"expert_parallel", d.expert_parallel}}},
+        {"expert_parallel", d.expert_parallel},
+        {"dp_attention", d.dp_attention}}},
       {"engine",
        {{"batching", BatchingModeName(e.batching)},
         {"max_num_seqs", e.max_num_seqs},

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -127,6 +128,45 @@ class ContinuousEngine {
         now = std::max(now, arrive);
       }
     }
+    return Result();
+  }
+
+  // The lock-step use of the engine (RunDpAttention): a caller that prices the pass itself.
+  // Requests that have arrived by `now` enter the waiting queue while a concurrency slot is
+  // free; one held back until a slot frees is sent then.
+  void Send(double now) {
+    while (next_ < requests_.size() && requests_[next_].arrival_s <= now && SlotFree()) {
+      Live& r = live_[next_];
+      r.sent_s = std::max(requests_[next_].arrival_s, now);
+      if (r.request->prefilled) r.first_token_s = r.sent_s;
+      waiting_.push_back(static_cast<int32_t>(next_));
+      ++in_system_;
+      ++next_;
+    }
+  }
+  double NextSendable() const {
+    if (next_ >= requests_.size() || !SlotFree()) return kNever;
+    return requests_[next_].arrival_s;
+  }
+  double NextCompletion() const {
+    double t = kNever;
+    for (const Batch& b : in_flight_) t = std::min(t, b.end_s);
+    return t;
+  }
+  bool Busy() const { return !in_flight_.empty(); }
+  // Schedules the next pass (vLLM's scheduler, see Schedule) without launching it: false when
+  // there is nothing to run. The pass is pass(), its requests scheduled_requests().
+  bool ScheduleNext() { return Schedule(); }
+  const BatchPass& pass() const { return pass_; }
+  size_t scheduled_requests() const { return items_.size(); }
+  // Launches the scheduled pass to end at `end_s` (priced by the caller).
+  void LaunchUntil(double end_s) {
+    in_flight_.push_back(Batch{.end_s = end_s, .items = items_});
+    tokens_by_batch_.push_back(pass_.NewTokens());
+  }
+  void CompleteNext(double now) { Complete(now); }
+
+  absl::StatusOr<ReplicaRun> Result() {
     if (finished_ != static_cast<int64_t>(live_.size())) {
       return absl::InternalError(absl::StrCat("the engine stopped with ",
                                               live_.size() - static_cast<size_t>(finished_),
@@ -148,30 +188,6 @@ class ContinuousEngine {
 
  private:
   bool SlotFree() const { return config_.concurrency == 0 || in_system_ < config_.concurrency; }
-
-  // Requests that have arrived by `now` enter the waiting queue while a concurrency slot is
-  // free; one held back until a slot frees is sent then.
-  void Send(double now) {
-    while (next_ < requests_.size() && requests_[next_].arrival_s <= now && SlotFree()) {
-      Live& r = live_[next_];
-      r.sent_s = std::max(requests_[next_].arrival_s, now);
-      if (r.request->prefilled) r.first_token_s = r.sent_s;
-      waiting_.push_back(static_cast<int32_t>(next_));
-      ++in_system_;
-      ++next_;
-    }
-  }
-
-  double NextSendable() const {
-    if (next_ >= requests_.size() || !SlotFree()) return kNever;
-    return requests_[next_].arrival_s;
-  }
-
-  double NextCompletion() const {
-    double t = kNever;
-    for (const Batch& b : in_flight_) t = std::min(t, b.end_s);
-    return t;
-  }
 
   // Blocks a request needs beyond those it holds or reads to have `tokens` in the cache.
   int64_t BlocksNeeded(const Live& r, int64_t tokens) const {
@@ -345,7 +361,7 @@ class ContinuousEngine {
   // passes (vLLM V0 without chunked prefill, SGLang without --enable-mixed-chunk): a pass of
   // prefills whenever there is prefill work, decode-only passes otherwise, so a new request
   // stalls every running decode for its prefill.
-  absl::StatusOr<bool> ScheduleAndLaunch(double now) {
+  bool Schedule() {
     pass_.Clear();
     items_.clear();
     int64_t budget = config_.max_batched_tokens;
@@ -358,7 +374,11 @@ class ContinuousEngine {
       if (!preempted) ScheduleWaiting(budget);
       if (items_.empty()) ScheduleRunning(Phase::kDecode, budget, preempted);
     }
-    if (items_.empty()) return false;
+    return !items_.empty();
+  }
+
+  absl::StatusOr<bool> ScheduleAndLaunch(double now) {
+    if (!Schedule()) return false;
     PROJECTOR_RETURN_IF_ERROR(Launch(now));
     return true;
   }
@@ -381,8 +401,7 @@ class ContinuousEngine {
       t = std::max(t, stage_free_[s]) + stage_times_[s].value();
       stage_free_[s] = t;
     }
-    in_flight_.push_back(Batch{.end_s = t, .items = items_});
-    tokens_by_batch_.push_back(pass_.NewTokens());
+    LaunchUntil(t);
     return absl::OkStatus();
   }
 
@@ -630,6 +649,92 @@ absl::StatusOr<ReplicaRun> RunReplica(PassCostModel& cost, const EngineConfig& c
   }
   if (result.ok()) result->events = events.events();
   return result;
+}
+
+absl::StatusOr<std::vector<ReplicaRun>> RunDpAttention(DpAttentionCost& cost,
+                                                       const EngineConfig& config,
+                                                       std::span<const Request> requests) {
+  PROJECTOR_RETURN_IF_ERROR(ValidateEngineConfig(config));
+  if (config.batching != BatchingMode::kContinuous) {
+    return absl::InvalidArgumentError(
+        "batching: DP attention runs continuous batching (SGLang's scheduler), not static");
+  }
+  if (config.lod != LevelOfDetail::kMedium) {
+    return absl::InvalidArgumentError(
+        "lod: DP attention is priced at the medium level of detail (--lod medium)");
+  }
+  if (config.concurrency > 0) {
+    return absl::InvalidArgumentError(
+        "concurrency: a client's limit spans the attention ranks, which DP attention does not "
+        "model yet; give the arrival rate (--qps) instead");
+  }
+  PassCostModel& rank = cost.rank();
+  PROJECTOR_ASSIGN_OR_RETURN(
+      const KvCacheSizing kv,
+      SizeKvCache(rank.deployment(), config.kv, config.max_batched_tokens, config.max_num_seqs));
+  PROJECTOR_RETURN_IF_ERROR(CheckServable(config, requests, kv));
+  const size_t ranks = static_cast<size_t>(cost.ranks());
+  std::vector<std::vector<Request>> shares(ranks);
+  for (size_t i = 0; i < requests.size(); ++i) shares[i % ranks].push_back(requests[i]);
+  PassTimer timer{.cost = rank};
+  std::vector<std::unique_ptr<ContinuousEngine>> engines;
+  engines.reserve(ranks);
+  for (const std::vector<Request>& share : shares) {
+    engines.push_back(std::make_unique<ContinuousEngine>(timer, config, share, kv));
+  }
+  std::vector<BatchPass> passes(ranks);
+  double now = 0;
+  while (true) {
+    bool busy = false;
+    for (auto& engine : engines) {
+      engine->Send(now);
+      busy = busy || engine->Busy();
+    }
+    if (!busy) {
+      bool scheduled = false;
+      size_t most_requests = 0;
+      for (size_t r = 0; r < ranks; ++r) {
+        if (engines[r]->ScheduleNext()) {
+          scheduled = true;
+          passes[r] = engines[r]->pass();
+          most_requests = std::max(most_requests, engines[r]->scheduled_requests());
+        } else {
+          passes[r].Clear();
+        }
+      }
+      if (scheduled) {
+        PROJECTOR_ASSIGN_OR_RETURN(const Seconds pass_time, cost.PassTime(passes));
+        const double end = now + config.pass_overhead.value() +
+                           config.request_overhead.value() * static_cast<double>(most_requests) +
+                           pass_time.value();
+        for (size_t r = 0; r < ranks; ++r) {
+          if (passes[r].NewTokens() > 0) engines[r]->LaunchUntil(end);
+        }
+        continue;
+      }
+    }
+    double done = kNever, arrive = kNever;
+    for (const auto& engine : engines) {
+      done = std::min(done, engine->NextCompletion());
+      arrive = std::min(arrive, engine->NextSendable());
+    }
+    if (done == kNever && arrive == kNever) break;
+    if (done <= arrive) {
+      now = std::max(now, done);
+      for (auto& engine : engines) {
+        if (engine->NextCompletion() == done) engine->CompleteNext(now);
+      }
+    } else {
+      now = std::max(now, arrive);
+    }
+  }
+  std::vector<ReplicaRun> runs;
+  runs.reserve(ranks);
+  for (auto& engine : engines) {
+    PROJECTOR_ASSIGN_OR_RETURN(ReplicaRun run, engine->Result());
+    runs.push_back(std::move(run));
+  }
+  return runs;
 }
 
 }  // namespace projector

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/units.h"
+#include "serving/dp_attention.h"
 #include "serving/kv_cache.h"
 #include "serving/pass_cost.h"
 #include "serving/pass_events.h"
@@ -123,6 +124,17 @@ struct ReplicaRun {
 // batch exceeds the cache; kInvalidArgument for a bad config.
 absl::StatusOr<ReplicaRun> RunReplica(PassCostModel& cost, const EngineConfig& config,
                                       std::span<const Request> requests);
+
+// Runs `requests` (arrival order) through one data-parallel-attention group
+// (serving/dp_attention.h): dealt to its attention ranks round robin (SGLang's data-parallel
+// controller), each rank's continuous-batching engine scheduling its own passes from its own
+// KV cache, every pass launched on all ranks at once (a rank without work idles through it) and
+// priced by `cost`; the host's overhead is the busiest rank's. One ReplicaRun per rank.
+// kInvalidArgument for static batching, the high level of detail or a concurrency limit, which
+// it does not model; RunReplica's errors otherwise.
+absl::StatusOr<std::vector<ReplicaRun>> RunDpAttention(DpAttentionCost& cost,
+                                                       const EngineConfig& config,
+                                                       std::span<const Request> requests);
 
 }  // namespace projector
 

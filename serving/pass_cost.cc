@@ -193,9 +193,9 @@ absl::StatusOr<PassBreakdown> PassCostModel::Breakdown(const BatchPass& pass, in
   PROJECTOR_ASSIGN_OR_RETURN(const LinearCost linear, Linear(tokens));
   const double dense = D(layers.count - layers.moe);
   const double moe = D(layers.moe);
-  PassBreakdown b;
+  PROJECTOR_ASSIGN_OR_RETURN(PassBreakdown b, Ends(pass, stage));
   b.linear = linear.dense.Linear() * dense + linear.moe.Linear() * moe;
-  b.tp_comm = (linear.dense.all_reduce * dense + linear.moe.all_reduce * moe) * 2.0;
+  b.tp_comm += (linear.dense.all_reduce * dense + linear.moe.all_reduce * moe) * 2.0;
   Seconds prefill(0);
   for (const PrefillChunk& chunk : pass.prefills) {
     PROJECTOR_ASSIGN_OR_RETURN(const Seconds t, PrefillAttention(chunk));
@@ -205,18 +205,32 @@ absl::StatusOr<PassBreakdown> PassCostModel::Breakdown(const BatchPass& pass, in
   PROJECTOR_ASSIGN_OR_RETURN(const Seconds decode,
                              DecodeAttention(pass.decode_sequences, pass.decode_kv_tokens));
   b.decode_attention = decode * D(layers.count);
+  if (stage != deployment_.pp - 1) b.pp_send = linear.pp_send;
+  return b;
+}
+
+absl::StatusOr<Seconds> PassCostModel::AttentionKernels(const BatchPass& pass) {
+  Seconds t(0);
+  for (const PrefillChunk& chunk : pass.prefills) {
+    PROJECTOR_ASSIGN_OR_RETURN(const Seconds chunk_time, PrefillAttention(chunk));
+    t += chunk_time;
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const Seconds decode,
+                             DecodeAttention(pass.decode_sequences, pass.decode_kv_tokens));
+  return t + decode;
+}
+
+absl::StatusOr<PassBreakdown> PassCostModel::Ends(const BatchPass& pass, int64_t stage) {
+  PassBreakdown b;
   if (stage == 0) {
+    PROJECTOR_ASSIGN_OR_RETURN(const LinearCost linear, Linear(pass.NewTokens()));
     b.head += linear.embedding;
     b.tp_comm += linear.embedding_comm;
   }
-  if (stage == deployment_.pp - 1) {
-    if (pass.emitting > 0) {
-      PROJECTOR_ASSIGN_OR_RETURN(const auto output, Output(pass.emitting));
-      b.head += output.first;
-      b.tp_comm += output.second;
-    }
-  } else {
-    b.pp_send = linear.pp_send;
+  if (stage == deployment_.pp - 1 && pass.emitting > 0) {
+    PROJECTOR_ASSIGN_OR_RETURN(const auto output, Output(pass.emitting));
+    b.head += output.first;
+    b.tp_comm += output.second;
   }
   return b;
 }

@@ -9,6 +9,7 @@
 #ifndef PROJECTOR_SERVING_PASS_COST_H_
 #define PROJECTOR_SERVING_PASS_COST_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -35,6 +36,11 @@ struct Deployment {
   DType weight_dtype = DType::kBf16;
   DType kv_dtype = DType::kBf16;
   bool expert_parallel = false;  // InferenceContext::expert_parallel
+  // Attention data parallelism inside the TP group (SGLang --enable-dp-attention --dp D): D
+  // ranks each run attention at TP tp/D for their own requests, and every MoE layer runs the
+  // experts over all tp GPUs on the tokens of all ranks (serving/dp_attention.h). 1: off.
+  int64_t dp_attention = 1;
+  int64_t moe_gpus = 0;  // InferenceContext::moe_gpus
   BackendSelection backends;
 
   int64_t NumGpus() const { return tp * pp; }
@@ -43,7 +49,16 @@ struct Deployment {
                             .tp = tp,
                             .weight_dtype = weight_dtype,
                             .kv_dtype = kv_dtype,
-                            .expert_parallel = expert_parallel};
+                            .expert_parallel = expert_parallel,
+                            .moe_gpus = moe_gpus};
+  }
+  // One attention rank of a DP-attention deployment: TP tp/D, the experts still over tp GPUs.
+  Deployment AttentionRank() const {
+    Deployment rank = *this;
+    rank.tp = tp / std::max<int64_t>(dp_attention, 1);
+    rank.dp_attention = 1;
+    rank.moe_gpus = tp;
+    return rank;
   }
 };
 
@@ -90,6 +105,24 @@ struct PassBreakdown {
   Seconds Total() const {
     return linear + prefill_attention + decode_attention + tp_comm + head + pp_send;
   }
+  PassBreakdown& operator+=(const PassBreakdown& other) {
+    linear += other.linear;
+    prefill_attention += other.prefill_attention;
+    decode_attention += other.decode_attention;
+    tp_comm += other.tp_comm;
+    head += other.head;
+    pp_send += other.pp_send;
+    return *this;
+  }
+  // Every part times `count` (the layers that each take this part).
+  PassBreakdown Times(double count) const {
+    return PassBreakdown{.linear = linear * count,
+                         .prefill_attention = prefill_attention * count,
+                         .decode_attention = decode_attention * count,
+                         .tp_comm = tp_comm * count,
+                         .head = head * count,
+                         .pp_send = pp_send * count};
+  }
 };
 
 class PassCostModel {
@@ -116,6 +149,11 @@ class PassCostModel {
   // One layer's attention kernel for one prefill chunk, and the decode attention over the
   // decoding requests' caches (0 without any).
   absl::StatusOr<Seconds> PrefillAttention(const PrefillChunk& chunk);
+  // The attention kernels of one layer for the pass: every prefill chunk's and the decode.
+  absl::StatusOr<Seconds> AttentionKernels(const BatchPass& pass);
+  // The embedding of the pass's tokens (first stage) and the output head of its emitting
+  // requests (last stage), on one stage: `head` and their collectives in `tp_comm`.
+  absl::StatusOr<PassBreakdown> Ends(const BatchPass& pass, int64_t stage);
   absl::StatusOr<Seconds> DecodeAttention(int64_t sequences, int64_t kv_tokens);
 
   const Deployment& deployment() const { return deployment_; }

@@ -2,13 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <vector>
 #include <utility>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/statistics.h"
 #include "core/status_macros.h"
 #include "scenario/scenario.h"
+#include "serving/dp_attention.h"
 
 namespace projector {
 
@@ -65,25 +69,20 @@ ServeMetrics MeasureRuns(std::span<const ReplicaRun> runs, int64_t gpus) {
 
 namespace {
 
-PassBreakdown Sum(const PassBreakdown& a, const PassBreakdown& b) {
-  return PassBreakdown{.linear = a.linear + b.linear,
-                       .prefill_attention = a.prefill_attention + b.prefill_attention,
-                       .decode_attention = a.decode_attention + b.decode_attention,
-                       .tp_comm = a.tp_comm + b.tp_comm,
-                       .head = a.head + b.head,
-                       .pp_send = a.pp_send + b.pp_send};
-}
-
 absl::StatusOr<PassBreakdown> AllStages(PassCostModel& cost, const BatchPass& pass) {
   PassBreakdown total;
   for (int64_t s = 0; s < cost.deployment().pp; ++s) {
     PROJECTOR_ASSIGN_OR_RETURN(const PassBreakdown b, cost.Breakdown(pass, s));
-    total = Sum(total, b);
+    total += b;
   }
   return total;
 }
 
-absl::StatusOr<std::vector<PassAnatomy>> Anatomy(PassCostModel& cost,
+// `price(pass, every_rank)`: the pass's breakdown on the deployment, on one rank (the others
+// idle) or on every rank of a DP-attention group.
+using PricePass = absl::FunctionRef<absl::StatusOr<PassBreakdown>(const BatchPass&, bool)>;
+
+absl::StatusOr<std::vector<PassAnatomy>> Anatomy(PricePass price,
                                                  std::span<const Request> requests,
                                                  const ServeMetrics& m) {
   double prompt = 0, output = 0;
@@ -99,15 +98,64 @@ absl::StatusOr<std::vector<PassAnatomy>> Anatomy(PassCostModel& cost,
   BatchPass prefill;
   prefill.prefills.push_back({.new_tokens = mean_prompt, .context = 0});
   prefill.emitting = 1;
-  PROJECTOR_ASSIGN_OR_RETURN(PassBreakdown p, AllStages(cost, prefill));
+  PROJECTOR_ASSIGN_OR_RETURN(PassBreakdown p, price(prefill, false));
   out.push_back({absl::StrCat("prefill of ", mean_prompt, " tokens"), p});
   BatchPass decode;
   decode.decode_sequences = batch;
   decode.decode_kv_tokens = batch * context;
   decode.emitting = batch;
-  PROJECTOR_ASSIGN_OR_RETURN(PassBreakdown d, AllStages(cost, decode));
+  PROJECTOR_ASSIGN_OR_RETURN(PassBreakdown d, price(decode, true));
   out.push_back({absl::StrCat("decode of ", batch, " requests at ", context, " tokens"), d});
   return out;
+}
+
+// Round-robin dispatch: request i to replica i mod R, each replica's share in arrival order.
+std::vector<std::vector<Request>> ReplicaShares(int64_t replicas,
+                                                std::span<const Request> requests) {
+  std::vector<std::vector<Request>> shares(static_cast<size_t>(replicas));
+  for (size_t i = 0; i < requests.size(); ++i) shares[i % shares.size()].push_back(requests[i]);
+  return shares;
+}
+
+// The metrics of the replicas' runs on the deployment's GPUs; replica 0's run for the timeline.
+ServeResult ResultOf(const ServeOptions& options, std::vector<ReplicaRun> runs) {
+  ServeResult result;
+  result.gpus = options.deployment.NumGpus() * options.replicas;
+  result.metrics = MeasureRuns(runs, result.gpus);
+  result.metrics.prefix_caching = options.engine.prefix_caching;
+  result.kv = runs.front().kv;
+  result.first_replica = std::move(runs.front());
+  return result;
+}
+
+// Replicas of a DP-attention group: every attention rank's run counts as a replica's for the
+// metrics (its requests, its passes); the timeline is rank 0's of replica 0.
+absl::StatusOr<ServeResult> ServeDpAttention(const ServeOptions& options,
+                                             std::span<const Request> requests) {
+  PROJECTOR_ASSIGN_OR_RETURN(std::unique_ptr<DpAttentionCost> cost,
+                             DpAttentionCost::Make(options.deployment));
+  std::vector<ReplicaRun> runs;
+  for (const std::vector<Request>& share : ReplicaShares(options.replicas, requests)) {
+    if (share.empty()) continue;
+    PROJECTOR_ASSIGN_OR_RETURN(std::vector<ReplicaRun> ranks,
+                               RunDpAttention(*cost, options.engine, share));
+    for (ReplicaRun& run : ranks) runs.push_back(std::move(run));
+  }
+  ServeResult result = ResultOf(options, std::move(runs));
+  std::vector<BatchPass> passes(static_cast<size_t>(cost->ranks()));
+  auto price = [&](const BatchPass& pass, bool every_rank) {
+    for (size_t r = 0; r < passes.size(); ++r) {
+      if (r == 0 || every_rank) {
+        passes[r] = pass;
+      } else {
+        passes[r].Clear();
+      }
+    }
+    return cost->Breakdown(passes);
+  };
+  PROJECTOR_ASSIGN_OR_RETURN(result.anatomy, Anatomy(price, requests, result.metrics));
+  result.priced_token_counts = cost->rank().PricedTokenCounts();
+  return result;
 }
 
 }  // namespace
@@ -141,26 +189,20 @@ absl::StatusOr<ServeResult> Serve(const ServeOptions& options, std::span<const R
         absl::StrCat("replicas: must be >= 1, got ", options.replicas));
   }
   if (requests.empty()) return absl::InvalidArgumentError("the workload has no requests");
+  if (options.deployment.dp_attention > 1) return ServeDpAttention(options, requests);
   PROJECTOR_ASSIGN_OR_RETURN(std::unique_ptr<PassCostModel> cost,
                              PassCostModel::Make(options.deployment));
-  // Round-robin dispatch: request i to replica i mod R, each replica's share in arrival order.
-  const size_t replicas = static_cast<size_t>(options.replicas);
-  std::vector<std::vector<Request>> shares(replicas);
-  for (size_t i = 0; i < requests.size(); ++i) shares[i % replicas].push_back(requests[i]);
   std::vector<ReplicaRun> runs;
-  runs.reserve(replicas);
-  for (const std::vector<Request>& share : shares) {
+  for (const std::vector<Request>& share : ReplicaShares(options.replicas, requests)) {
     if (share.empty()) continue;
     PROJECTOR_ASSIGN_OR_RETURN(ReplicaRun run, RunReplica(*cost, options.engine, share));
     runs.push_back(std::move(run));
   }
-  ServeResult result;
-  result.gpus = options.deployment.NumGpus() * options.replicas;
-  result.metrics = MeasureRuns(runs, result.gpus);
-  result.metrics.prefix_caching = options.engine.prefix_caching;
-  result.kv = runs.front().kv;
-  result.first_replica = std::move(runs.front());
-  PROJECTOR_ASSIGN_OR_RETURN(result.anatomy, Anatomy(*cost, requests, result.metrics));
+  ServeResult result = ResultOf(options, std::move(runs));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      result.anatomy,
+      Anatomy([&](const BatchPass& pass, bool) { return AllStages(*cost, pass); }, requests,
+              result.metrics));
   result.priced_token_counts = cost->PricedTokenCounts();
   return result;
 }

@@ -32,6 +32,12 @@ constexpr FlagSpec kDeploymentFlags[] = {
      "MoE: whole experts spread over the TP ranks (vLLM --enable-expert-parallel) instead of "
      "every expert split over them",
      "", FlagArity::kSwitch},
+    {"dp-attention",
+     "MoE: attention data-parallel over N ranks of the TP group (SGLang --enable-dp-attention "
+     "--dp N): each rank runs attention at TP tp/N for its own requests (dealt round robin) "
+     "from its own KV cache, every MoE layer runs the experts over all tp GPUs on the tokens "
+     "of all ranks, and the ranks run each pass in lock-step",
+     "N", FlagArity::kValue, "1"},
 };
 
 constexpr FlagSpec kEngineFlags[] = {
@@ -165,6 +171,20 @@ absl::StatusOr<Deployment> DeploymentFromFlags(const FlagValues& flags) {
                        absl::StrCat(d.model.name, "'s ", d.model.moe->num_experts,
                                     " experts do not split over tp=", d.tp));
     }
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(d.dp_attention, IntFlag(flags, "dp-attention", {.min = 1, .max = 1024}));
+  if (d.dp_attention > 1) {
+    if (d.model.NumMoeLayers() == 0) {
+      return FlagError("dp-attention",
+                       absl::StrCat(d.model.name,
+                                    " has no MoE layer: its attention ranks would share nothing; "
+                                    "serve independent replicas with --replicas"));
+    }
+    if (d.tp % d.dp_attention != 0) {
+      return FlagError("dp-attention", absl::StrCat(d.dp_attention, " ranks do not divide tp=",
+                                                    d.tp, " (each rank runs attention on tp/N GPUs)"));
+    }
+    if (d.pp != 1) return FlagError("dp-attention", "runs without pipeline stages: drop --pp");
   }
   PROJECTOR_ASSIGN_OR_RETURN(d.weight_dtype, ServingDType(flags, "precision"));
   if (StringFlag(flags, "kv-precision") == "auto") {
@@ -321,6 +341,9 @@ absl::StatusOr<std::optional<DisaggregatedOptions>> DisaggregationFromFlags(cons
     }
     return std::nullopt;
   }
+  if (job.options.deployment.dp_attention > 1) {
+    return FlagError("dp-attention", "not with --disaggregate yet (the pools run TP attention)");
+  }
   if (job.options.engine.batching != BatchingMode::kContinuous) {
     return FlagError("disaggregate", "the pools run continuous batching; drop --batching static");
   }
@@ -393,6 +416,20 @@ absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_se
   ServeJob job;
   PROJECTOR_ASSIGN_OR_RETURN(job.options.deployment, DeploymentFromFlags(flags));
   PROJECTOR_ASSIGN_OR_RETURN(job.options.engine, EngineFromFlags(flags));
+  if (job.options.deployment.dp_attention > 1) {
+    const EngineConfig& e = job.options.engine;
+    if (e.batching != BatchingMode::kContinuous) {
+      return FlagError("dp-attention", "runs continuous batching; drop --batching static");
+    }
+    if (e.lod != LevelOfDetail::kMedium) {
+      return FlagError("dp-attention", "is priced at the medium level of detail; drop --lod high");
+    }
+    if (e.concurrency > 0) {
+      return FlagError("dp-attention",
+                       "a client's --concurrency spans the ranks, which is not modelled yet; give "
+                       "--qps instead");
+    }
+  }
   PROJECTOR_ASSIGN_OR_RETURN(job.options.replicas,
                              IntFlag(flags, "replicas", {.min = 1, .max = 1 << 16}));
   if (Given(flags, "trace")) {

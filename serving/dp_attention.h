@@ -1,0 +1,66 @@
+// Data-parallel attention with the experts over the whole group (SGLang --enable-dp-attention
+// --dp D, DeepSeek's serving layout; vLLM's data parallelism with expert parallelism): a
+// deployment of tp GPUs runs D attention ranks, each with its own requests, scheduler and KV
+// cache and the attention weights at TP tp/D, while every MoE layer gathers the tokens of all
+// ranks, runs the routed experts over all tp GPUs (each expert's FFN split over them, or whole
+// experts spread with expert parallelism) and scatters the results back. The ranks run every
+// pass in lock-step (SGLang runs an idle batch on a rank without work): at each MoE layer every
+// rank waits for the slowest rank's attention, so a pass takes, per layer, the busiest rank's
+// attention side and then the MoE over the tokens of all.
+#ifndef PROJECTOR_SERVING_DP_ATTENTION_H_
+#define PROJECTOR_SERVING_DP_ATTENTION_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "serving/pass_cost.h"
+
+namespace projector {
+
+class DpAttentionCost {
+ public:
+  // kInvalidArgument when dp_attention does not divide tp, the model has no MoE layer (its
+  // ranks would be independent replicas: --replicas), pp > 1, or a split fails.
+  static absl::StatusOr<std::unique_ptr<DpAttentionCost>> Make(const Deployment& deployment);
+
+  // Where one lock-step pass goes, `passes` one per rank (an empty pass: an idle rank):
+  //   linear            per dense layer the busiest rank's attention, norms and dense MLP
+  //                     (at TP tp/D), per MoE layer the busiest rank's attention projections
+  //                     plus the MoE (router, experts, norms) over the tokens of all ranks on
+  //                     tp GPUs;
+  //   prefill/decode    the busiest rank's attention kernels, as part of that rank's side;
+  //   tp_comm           the attention ranks' own all-reduces (tp/D > 1) and per MoE layer the
+  //                     gather of all ranks' tokens and the scatter of the results over tp GPUs
+  //                     (all-gather plus reduce-scatter: the traffic of one all-reduce);
+  //   head              the busiest rank's embedding and output head.
+  // The busiest rank is the one whose side of a layer takes longest (a layer's time is set by
+  // it); kInvalidArgument when no rank has a token.
+  absl::StatusOr<PassBreakdown> Breakdown(std::span<const BatchPass> passes);
+  absl::StatusOr<Seconds> PassTime(std::span<const BatchPass> passes);
+
+  // One attention rank's model (its KV cache, the requests it can serve).
+  PassCostModel& rank() { return *rank_; }
+  const Deployment& deployment() const { return deployment_; }
+  int64_t ranks() const { return deployment_.dp_attention; }
+
+ private:
+  DpAttentionCost(Deployment deployment, std::unique_ptr<PassCostModel> rank,
+                  std::unique_ptr<PassCostModel> group);
+
+  // One rank's side of a dense and of a MoE layer, and its head, with the parts split as
+  // PassBreakdown splits them.
+  struct RankSide {
+    PassBreakdown dense, moe, head;
+  };
+  absl::StatusOr<RankSide> Side(const BatchPass& pass);
+
+  Deployment deployment_;
+  std::unique_ptr<PassCostModel> rank_;   // TP tp/D, experts over tp GPUs (weights, attention)
+  std::unique_ptr<PassCostModel> group_;  // TP tp: the MoE over all ranks' tokens
+};
+
+}  // namespace projector
+
+#endif  // PROJECTOR_SERVING_DP_ATTENTION_H_

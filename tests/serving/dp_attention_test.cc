@@ -1,0 +1,173 @@
+#include "serving/dp_attention.h"
+
+#include <memory>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "serving/engine.h"
+#include "serving/kv_cache.h"
+#include "serving/serve.h"
+#include "tests/testing/serving_fixtures.h"
+#include "tests/testing/status_matchers.h"
+
+namespace projector {
+namespace {
+
+using ::projector::testing::IsOk;
+using ::projector::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// DeepSeek-V2-Lite (27 layers: 1 dense, 26 MoE of 64 experts top-6, MLA) on 4 H100, fp8
+// weights, experts spread whole over the 4 GPUs.
+Deployment Group(int64_t dp_attention) {
+  Deployment d = testing::LibraryDeployment("deepseek-v2-lite", "h100-sxm", 4, 1);
+  d.weight_dtype = DType::kFp8;
+  d.expert_parallel = true;
+  d.dp_attention = dp_attention;
+  return d;
+}
+
+std::unique_ptr<PassCostModel> Model(const Deployment& d) {
+  absl::StatusOr<std::unique_ptr<PassCostModel>> m = PassCostModel::Make(d);
+  EXPECT_THAT(m, IsOk());
+  return *std::move(m);
+}
+
+BatchPass Prefill(int64_t tokens) {
+  BatchPass p;
+  p.prefills.push_back({.new_tokens = tokens, .context = 0});
+  p.emitting = 1;
+  return p;
+}
+
+// One rank's side of the pass priced from the TP1 attention rank's own model, the MoE from the
+// TP4 group's: with L_d dense and L_m MoE layers,
+//   T = L_d·(dense linear + kernels) + L_m·(attention projections + kernels
+//       + group experts(T_all) + group all-reduce(T_all)) + embedding and head,
+// the attention rank at TP1 having no all-reduce of its own.
+double ExpectedOneRankBusy(const BatchPass& pass, int64_t all_tokens) {
+  const Deployment d = Group(4);
+  std::unique_ptr<PassCostModel> rank = Model(d.AttentionRank());
+  Deployment whole = d;
+  whole.dp_attention = 1;
+  std::unique_ptr<PassCostModel> group = Model(whole);
+  const int64_t tokens = pass.NewTokens();
+  const double kernels = rank->AttentionKernels(pass)->value();
+  const PassCostModel::LayerParts dense = *rank->Parts(tokens, false);
+  const PassCostModel::LayerParts moe = *rank->Parts(tokens, true);
+  const PassCostModel::LayerParts experts = *group->Parts(all_tokens, true);
+  EXPECT_EQ(dense.all_reduce.value(), 0.0);
+  const double dense_layers = 1, moe_layers = 26;
+  return dense_layers * (dense.Linear().value() + kernels) +
+         moe_layers * (moe.attention_linear.value() + kernels + experts.mlp_linear.value() +
+                       experts.all_reduce.value()) +
+         rank->Ends(pass, 0)->Total().value();
+}
+
+TEST(DpAttentionTest, AnIdleRankWaitsAndTheExpertsSeeEveryRanksTokens) {
+  absl::StatusOr<std::unique_ptr<DpAttentionCost>> cost = DpAttentionCost::Make(Group(4));
+  ASSERT_THAT(cost, IsOk());
+  std::vector<BatchPass> passes(4);
+  passes[0] = Prefill(1024);
+  absl::StatusOr<Seconds> one = (*cost)->PassTime(passes);
+  ASSERT_THAT(one, IsOk());
+  EXPECT_NEAR(one->value(), ExpectedOneRankBusy(passes[0], 1024), 1e-12);
+  // A second, lighter rank adds its tokens to the experts' work only: the busy rank still
+  // sets every layer's attention side.
+  passes[2] = Prefill(256);
+  absl::StatusOr<Seconds> two = (*cost)->PassTime(passes);
+  ASSERT_THAT(two, IsOk());
+  EXPECT_NEAR(two->value(), ExpectedOneRankBusy(passes[0], 1280), 1e-12);
+  // Which rank is busy does not matter.
+  std::swap(passes[0], passes[3]);
+  EXPECT_NEAR((*cost)->PassTime(passes)->value(), two->value(), 1e-12);
+  passes.assign(4, BatchPass{});
+  EXPECT_THAT((*cost)->PassTime(passes), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at least one new token")));
+}
+
+// Each rank holds the whole attention (weights at TP1) but a quarter of the experts, and caches
+// the MLA latent of its own requests only: four ranks hold more tokens than the TP4 group, which
+// caches every request's latent on every GPU.
+TEST(DpAttentionTest, EachRankCachesItsOwnRequests) {
+  const KvCacheConfig config;
+  absl::StatusOr<KvCacheSizing> rank = SizeKvCache(Group(4).AttentionRank(), config, 8192, 256);
+  absl::StatusOr<KvCacheSizing> tp = SizeKvCache(Group(1), config, 8192, 256);
+  ASSERT_THAT(rank, IsOk());
+  ASSERT_THAT(tp, IsOk());
+  EXPECT_GT(rank->weights.value(), tp->weights.value());
+  EXPECT_GT(4 * rank->Tokens(), tp->Tokens());
+}
+
+// Two requests at t = 0 go to ranks 0 and 1 and prefill in one lock-step pass: both first tokens
+// come when that pass ends. A third request alone later finds the other ranks idle.
+TEST(DpAttentionTest, RanksRunEachPassInLockStep) {
+  absl::StatusOr<std::unique_ptr<DpAttentionCost>> cost = DpAttentionCost::Make(Group(4));
+  ASSERT_THAT(cost, IsOk());
+  const std::vector<Request> requests = {
+      {.id = 0, .arrival_s = 0, .prompt_tokens = 1000, .output_tokens = 1},
+      {.id = 1, .arrival_s = 0, .prompt_tokens = 200, .output_tokens = 1},
+      {.id = 2, .arrival_s = 10, .prompt_tokens = 200, .output_tokens = 1}};
+  EngineConfig config;
+  absl::StatusOr<std::vector<ReplicaRun>> runs = RunDpAttention(**cost, config, requests);
+  ASSERT_THAT(runs, IsOk());
+  ASSERT_EQ(runs->size(), 4u);
+  std::vector<BatchPass> passes(4);
+  passes[0] = Prefill(1000);
+  passes[1] = Prefill(200);
+  const double joint = (*cost)->PassTime(passes)->value();
+  passes[0].Clear();
+  passes[1].Clear();
+  passes[2] = Prefill(200);
+  const double alone = (*cost)->PassTime(passes)->value();
+  ASSERT_EQ((*runs)[0].requests.size(), 1u);
+  ASSERT_EQ((*runs)[1].requests.size(), 1u);
+  ASSERT_EQ((*runs)[2].requests.size(), 1u);
+  EXPECT_TRUE((*runs)[3].requests.empty());
+  EXPECT_NEAR((*runs)[0].requests[0].first_token_s, joint, 1e-12);
+  EXPECT_NEAR((*runs)[1].requests[0].first_token_s, joint, 1e-12);
+  EXPECT_NEAR((*runs)[2].requests[0].first_token_s, 10 + alone, 1e-12);
+  EXPECT_LT(alone, joint);
+}
+
+TEST(DpAttentionTest, BadLayoutsAreInvalidArguments) {
+  Deployment dense = testing::LibraryDeployment("llama3.1-8b", "h100-sxm", 4, 1);
+  dense.dp_attention = 4;
+  EXPECT_THAT(DpAttentionCost::Make(dense),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--replicas")));
+  EXPECT_THAT(DpAttentionCost::Make(Group(3)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("do not divide tp=4")));
+  Deployment staged = Group(2);
+  staged.pp = 2;
+  EXPECT_THAT(DpAttentionCost::Make(staged),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("pp=1")));
+  absl::StatusOr<std::unique_ptr<DpAttentionCost>> cost = DpAttentionCost::Make(Group(2));
+  ASSERT_THAT(cost, IsOk());
+  EngineConfig config;
+  config.lod = LevelOfDetail::kHigh;
+  const std::vector<Request> one = {{.id = 0, .arrival_s = 0, .prompt_tokens = 10, .output_tokens = 2}};
+  EXPECT_THAT(RunDpAttention(**cost, config, one),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lod")));
+}
+
+// Through Serve: every request completes, and the GPUs counted are the group's.
+TEST(DpAttentionTest, ServeRunsEveryRankAndCountsTheGroupsGpus) {
+  ServeOptions options;
+  options.deployment = Group(4);
+  ASSERT_THAT(ResolveServingKernels(options.deployment), IsOk());
+  std::vector<Request> requests;
+  for (int64_t i = 0; i < 64; ++i) {
+    requests.push_back({.id = i,
+                        .arrival_s = 0.05 * static_cast<double>(i),
+                        .prompt_tokens = 512,
+                        .output_tokens = 64});
+  }
+  absl::StatusOr<ServeResult> r = Serve(options, requests);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->metrics.completed, 64);
+  EXPECT_EQ(r->gpus, 4);
+  EXPECT_EQ(r->anatomy.size(), 2u);
+}
+
+}  // namespace
+}  // namespace projector
