@@ -136,14 +136,19 @@ class ContinuousEngine {
   // free; one held back until a slot frees is sent then.
   void Send(double now) {
     while (next_ < requests_.size() && requests_[next_].arrival_s <= now && SlotFree()) {
-      Live& r = live_[next_];
-      r.sent_s = std::max(requests_[next_].arrival_s, now);
-      if (r.request->prefilled) r.first_token_s = r.sent_s;
-      waiting_.push_back(static_cast<int32_t>(next_));
-      ++in_system_;
-      ++next_;
+      SendNext(now);
     }
   }
+  // Sends the next request (arrived by `now`) whatever the limit: a caller that holds it.
+  void SendNext(double now) {
+    Live& r = live_[next_];
+    r.sent_s = std::max(requests_[next_].arrival_s, now);
+    if (r.request->prefilled) r.first_token_s = r.sent_s;
+    waiting_.push_back(static_cast<int32_t>(next_));
+    ++in_system_;
+    ++next_;
+  }
+  int64_t finished() const { return finished_; }
   double NextSendable() const {
     if (next_ >= requests_.size() || !SlotFree()) return kNever;
     return requests_[next_].arrival_s;
@@ -663,11 +668,6 @@ absl::StatusOr<std::vector<ReplicaRun>> RunDpAttention(DpAttentionCost& cost,
     return absl::InvalidArgumentError(
         "lod: DP attention is priced at the medium level of detail (--lod medium)");
   }
-  if (config.concurrency > 0) {
-    return absl::InvalidArgumentError(
-        "concurrency: a client's limit spans the attention ranks, which DP attention does not "
-        "model yet; give the arrival rate (--qps) instead");
-  }
   PassCostModel& rank = cost.rank();
   PROJECTOR_ASSIGN_OR_RETURN(
       const KvCacheSizing kv,
@@ -677,19 +677,31 @@ absl::StatusOr<std::vector<ReplicaRun>> RunDpAttention(DpAttentionCost& cost,
   std::vector<std::vector<Request>> shares(ranks);
   for (size_t i = 0; i < requests.size(); ++i) shares[i % ranks].push_back(requests[i]);
   PassTimer timer{.cost = rank};
+  // The client sends requests in arrival order while fewer than config.concurrency are
+  // unfinished over all ranks; the ranks' own engines send whatever they are given.
+  EngineConfig rank_config = config;
+  rank_config.concurrency = 0;
   std::vector<std::unique_ptr<ContinuousEngine>> engines;
   engines.reserve(ranks);
   for (const std::vector<Request>& share : shares) {
-    engines.push_back(std::make_unique<ContinuousEngine>(timer, config, share, kv));
+    engines.push_back(std::make_unique<ContinuousEngine>(timer, rank_config, share, kv));
   }
+  size_t sent = 0;
+  auto slot_free = [&] {
+    int64_t finished = 0;
+    for (const auto& engine : engines) finished += engine->finished();
+    return config.concurrency == 0 ||
+           static_cast<int64_t>(sent) - finished < config.concurrency;
+  };
   std::vector<BatchPass> passes(ranks);
   double now = 0;
   while (true) {
-    bool busy = false;
-    for (auto& engine : engines) {
-      engine->Send(now);
-      busy = busy || engine->Busy();
+    while (sent < requests.size() && requests[sent].arrival_s <= now && slot_free()) {
+      engines[sent % ranks]->SendNext(now);
+      ++sent;
     }
+    bool busy = false;
+    for (const auto& engine : engines) busy = busy || engine->Busy();
     if (!busy) {
       bool scheduled = false;
       size_t most_requests = 0;
@@ -713,11 +725,10 @@ absl::StatusOr<std::vector<ReplicaRun>> RunDpAttention(DpAttentionCost& cost,
         continue;
       }
     }
-    double done = kNever, arrive = kNever;
-    for (const auto& engine : engines) {
-      done = std::min(done, engine->NextCompletion());
-      arrive = std::min(arrive, engine->NextSendable());
-    }
+    double done = kNever;
+    for (const auto& engine : engines) done = std::min(done, engine->NextCompletion());
+    const double arrive =
+        sent < requests.size() && slot_free() ? requests[sent].arrival_s : kNever;
     if (done == kNever && arrive == kNever) break;
     if (done <= arrive) {
       now = std::max(now, done);

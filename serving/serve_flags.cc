@@ -424,11 +424,6 @@ absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_se
     if (e.lod != LevelOfDetail::kMedium) {
       return FlagError("dp-attention", "is priced at the medium level of detail; drop --lod high");
     }
-    if (e.concurrency > 0) {
-      return FlagError("dp-attention",
-                       "a client's --concurrency spans the ranks, which is not modelled yet; give "
-                       "--qps instead");
-    }
   }
   PROJECTOR_ASSIGN_OR_RETURN(job.options.replicas,
                              IntFlag(flags, "replicas", {.min = 1, .max = 1 << 16}));

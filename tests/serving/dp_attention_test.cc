@@ -130,6 +130,29 @@ TEST(DpAttentionTest, RanksRunEachPassInLockStep) {
   EXPECT_LT(alone, joint);
 }
 
+// A client limit of one request in flight spans the ranks: the second request (rank 1) is sent
+// when the first (rank 0) has finished, and prefills alone.
+TEST(DpAttentionTest, TheClientsConcurrencyLimitSpansTheRanks) {
+  absl::StatusOr<std::unique_ptr<DpAttentionCost>> cost = DpAttentionCost::Make(Group(2));
+  ASSERT_THAT(cost, IsOk());
+  const std::vector<Request> requests = {
+      {.id = 0, .arrival_s = 0, .prompt_tokens = 1000, .output_tokens = 1},
+      {.id = 1, .arrival_s = 0, .prompt_tokens = 200, .output_tokens = 1}};
+  EngineConfig config;
+  config.concurrency = 1;
+  absl::StatusOr<std::vector<ReplicaRun>> runs = RunDpAttention(**cost, config, requests);
+  ASSERT_THAT(runs, IsOk());
+  std::vector<BatchPass> passes(2);
+  passes[0] = Prefill(1000);
+  const double first = (*cost)->PassTime(passes)->value();
+  passes[0].Clear();
+  passes[1] = Prefill(200);
+  const double second = (*cost)->PassTime(passes)->value();
+  EXPECT_NEAR((*runs)[0].requests[0].finish_s, first, 1e-12);
+  EXPECT_NEAR((*runs)[1].requests[0].arrival_s, first, 1e-12);
+  EXPECT_NEAR((*runs)[1].requests[0].finish_s, first + second, 1e-12);
+}
+
 TEST(DpAttentionTest, BadLayoutsAreInvalidArguments) {
   Deployment dense = testing::LibraryDeployment("llama3.1-8b", "h100-sxm", 4, 1);
   dense.dp_attention = 4;
