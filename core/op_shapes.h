@@ -142,6 +142,11 @@ struct A2aRouting {
   }
 };
 
+// DeepEP's FP8 dispatch: one E4M3 byte per element plus one fp32 scale per 128-element block
+// (DeepSeek-V3 report, arXiv 2412.19437 §3.3.2; deepseek-ai/DeepEP low-precision dispatch); the
+// combine stays bf16.
+inline constexpr double kFp8DispatchBytesPerElement = 1.0 + 4.0 / 128.0;
+
 // One collective call. `bytes` follows the nccl-tests convention: AllReduce and Broadcast the
 // buffer size; AllGather the gathered output size; ReduceScatter the full input size;
 // AllToAll the total bytes a rank sends (its whole buffer, own share included, top_k copies of

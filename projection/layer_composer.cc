@@ -12,9 +12,6 @@ namespace {
 // Activations and gradients cross the wire in bf16 (Megatron communicates in the params dtype;
 // fp8 training keeps bf16 activations between layers).
 constexpr double kCommBytesPerElement = 2.0;
-// DeepEP's FP8 dispatch: one E4M3 byte per element plus one fp32 scale per 128-element block
-// (DeepSeek-V3 report, arXiv 2412.19437 §3.3.2; deepseek-ai/DeepEP low-precision dispatch).
-constexpr double kFp8DispatchBytesPerElement = 1.0 + 4.0 / 128.0;
 
 
 // HBM traffic of a collective per byte it moves over the wire in each direction. A byte sent is

@@ -29,9 +29,11 @@ std::string StatsRow(std::string_view name, const LatencyStats& s) {
 std::string DeploymentLine(const ServeJob& job) {
   const Deployment& d = job.options.deployment;
   const std::string dp_attention =
-      d.dp_attention > 1 ? absl::StrFormat(" (attention DP%d x TP%d, KV cache per rank)",
-                                           d.dp_attention, d.tp / d.dp_attention)
-                         : "";
+      d.dp_attention > 1
+          ? absl::StrFormat(" (attention DP%d x TP%d, KV cache per rank, MoE by %s)",
+                            d.dp_attention, d.tp / d.dp_attention,
+                            d.deepep ? "DeepEP all-to-all" : "gather and scatter")
+          : "";
   return absl::StrFormat("%s on %s, TP%d PP%d%s%s x %d replica%s (%d GPUs), weights %s, KV %s",
                          d.model.name, d.hw.gpu.name, d.tp, d.pp, dp_attention,
                          d.expert_parallel ? " (experts spread over TP)" : "", job.options.replicas,
@@ -143,7 +145,8 @@ nlohmann::json ServeJson(const ServeJob& job, const ServeResult& r) {
         {"precision", DTypeName(d.weight_dtype)},
         {"kv_precision", DTypeName(d.kv_dtype)},
         {"expert_parallel", d.expert_parallel},
-        {"dp_attention", d.dp_attention}}},
+        {"dp_attention", d.dp_attention},
+        {"deepep", d.deepep}}},
       {"engine",
        {{"batching", BatchingModeName(e.batching)},
         {"max_num_seqs", e.max_num_seqs},

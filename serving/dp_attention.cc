@@ -1,10 +1,12 @@
 #include "serving/dp_attention.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "backends/simulate/hierarchical_collective_backend.h"
 #include "core/status_macros.h"
 
 namespace projector {
@@ -33,6 +35,10 @@ absl::Status CheckDpAttention(const Deployment& d) {
     return absl::InvalidArgumentError(
         absl::StrCat("dp-attention: runs without pipeline stages (pp=1), got pp=", d.pp));
   }
+  if (d.deepep && !d.expert_parallel) {
+    return absl::InvalidArgumentError(
+        "deepep: DeepEP dispatches tokens to whole experts: add --expert-parallel");
+  }
   return absl::OkStatus();
 }
 
@@ -46,6 +52,13 @@ const PassBreakdown& Busiest(const std::vector<PassBreakdown>& sides) {
 }
 
 }  // namespace
+
+// Each of R ranks is hit with the probability that one remote node is in
+// ExpectedRemoteNodesPerRow (ranks taken as nodes), its own included.
+double ExpectedDistinctRanks(const A2aRouting& routing, int64_t ranks) {
+  if (ranks <= 1) return 1.0;
+  return ExpectedRemoteNodesPerRow(routing, ranks) * D(ranks) / D(ranks - 1);
+}
 
 DpAttentionCost::DpAttentionCost(Deployment deployment, std::unique_ptr<PassCostModel> rank,
                                  std::unique_ptr<PassCostModel> group)
@@ -94,13 +107,14 @@ absl::StatusOr<DpAttentionCost::RankSide> DpAttentionCost::Side(const BatchPass&
 }
 
 absl::StatusOr<PassBreakdown> DpAttentionCost::Breakdown(std::span<const BatchPass> passes) {
-  int64_t tokens = 0;
+  int64_t tokens = 0, busiest_tokens = 0;
   std::vector<PassBreakdown> dense, moe, head;
   dense.reserve(passes.size());
   moe.reserve(passes.size());
   head.reserve(passes.size());
   for (const BatchPass& pass : passes) {
     tokens += pass.NewTokens();
+    busiest_tokens = std::max(busiest_tokens, pass.NewTokens());
     PROJECTOR_ASSIGN_OR_RETURN(const RankSide side, Side(pass));
     dense.push_back(side.dense);
     moe.push_back(side.moe);
@@ -112,12 +126,52 @@ absl::StatusOr<PassBreakdown> DpAttentionCost::Breakdown(std::span<const BatchPa
                              group_->Parts(tokens, true));
   PassBreakdown moe_layer = Busiest(moe);
   moe_layer.linear += experts.mlp_linear;
-  moe_layer.tp_comm += experts.all_reduce;
+  if (deployment_.deepep) {
+    PROJECTOR_ASSIGN_OR_RETURN(const Seconds a2a, DeepEpDispatchAndCombine(busiest_tokens));
+    moe_layer.tp_comm += a2a;
+  } else {
+    moe_layer.tp_comm += experts.all_reduce;
+  }
   const ModelSpec& model = deployment_.model;
   PassBreakdown pass = Busiest(dense).Times(D(model.NumDenseLayers()));
   pass += moe_layer.Times(D(model.NumMoeLayers()));
   pass += Busiest(head);
   return pass;
+}
+
+// DeepEP's dispatch and combine of one MoE layer; the rank with the most tokens sets the time.
+// Inside one node DeepEP sends a token once to each rank that holds one of its experts
+// (intranode dispatch: a token-by-rank mask, the rank's experts' copies made on arrival; the
+// combine sends back one partial sum per rank): ExpectedDistinctRanks copies, not top_k. A group
+// over several nodes is priced as the training side's DeepEP all-to-all: top_k copies, sent once
+// per destination node (PXN with the model's routing). The dispatch goes in fp8 when the experts
+// run fp8 (DeepEP's low-precision dispatch), the combine in the activation dtype.
+absl::StatusOr<Seconds> DpAttentionCost::DeepEpDispatchAndCombine(int64_t busiest_tokens) {
+  const ModelSpec& model = deployment_.model;
+  const A2aRouting routing{.top_k = model.moe->top_k,
+                           .experts = model.moe->num_experts,
+                           .groups = model.moe->num_groups,
+                           .topk_groups = model.moe->topk_groups};
+  const bool one_node = deployment_.tp <= deployment_.hw.gpus_per_node;
+  const double copies =
+      one_node ? ExpectedDistinctRanks(routing, deployment_.tp) : D(model.moe->top_k);
+  const double rows = D(busiest_tokens) * copies * D(model.hidden_size);
+  const double activation = BytesPerElement(InferenceActivationDType(deployment_.Context()));
+  const double dispatch =
+      deployment_.weight_dtype == DType::kFp8 ? kFp8DispatchBytesPerElement : activation;
+  const ProcessGroup group{.size = deployment_.tp, .stride = 1};
+  Seconds t(0);
+  for (const double bytes : {dispatch, activation}) {
+    PROJECTOR_ASSIGN_OR_RETURN(
+        const Seconds one,
+        group_->Collective(CollectiveOp{.kind = CollectiveKind::kAllToAll,
+                                        .bytes = Bytes(rows * bytes),
+                                        .group = group,
+                                        .routing = routing},
+                           CollectiveAlgorithm::kPxn));
+    t += one;
+  }
+  return t;
 }
 
 absl::StatusOr<Seconds> DpAttentionCost::PassTime(std::span<const BatchPass> passes) {

@@ -19,6 +19,10 @@
 
 namespace projector {
 
+// The ranks of `ranks` (experts spread evenly over them) one routed token reaches: its top_k
+// experts' distinct holders (routing as in ExpectedRemoteNodesPerRow); 1 for one rank.
+double ExpectedDistinctRanks(const A2aRouting& routing, int64_t ranks);
+
 class DpAttentionCost {
  public:
   // kInvalidArgument when dp_attention does not divide tp, the model has no MoE layer (its
@@ -33,7 +37,8 @@ class DpAttentionCost {
   //   prefill/decode    the busiest rank's attention kernels, as part of that rank's side;
   //   tp_comm           the attention ranks' own all-reduces (tp/D > 1) and per MoE layer the
   //                     gather of all ranks' tokens and the scatter of the results over tp GPUs
-  //                     (all-gather plus reduce-scatter: the traffic of one all-reduce);
+  //                     (all-gather plus reduce-scatter: the traffic of one all-reduce), or
+  //                     with DeepEP the all-to-all dispatch and combine of the routed copies;
   //   head              the busiest rank's embedding and output head.
   // The busiest rank is the one whose side of a layer takes longest (a layer's time is set by
   // it); kInvalidArgument when no rank has a token.
@@ -55,6 +60,7 @@ class DpAttentionCost {
     PassBreakdown dense, moe, head;
   };
   absl::StatusOr<RankSide> Side(const BatchPass& pass);
+  absl::StatusOr<Seconds> DeepEpDispatchAndCombine(int64_t busiest_tokens);
 
   Deployment deployment_;
   std::unique_ptr<PassCostModel> rank_;   // TP tp/D, experts over tp GPUs (weights, attention)

@@ -173,6 +173,13 @@ absl::StatusOr<Seconds> PassCostModel::DecodeAttention(int64_t sequences, int64_
   return std::max(e.time, compute);
 }
 
+absl::StatusOr<Seconds> PassCostModel::Collective(const CollectiveOp& op,
+                                                  CollectiveAlgorithm algorithm) {
+  PROJECTOR_ASSIGN_OR_RETURN(const CollectiveEstimate e,
+                             backends_.collective->Estimate(op, algorithm));
+  return e.time;
+}
+
 absl::StatusOr<std::pair<Seconds, Seconds>> PassCostModel::Output(int64_t sequences) {
   if (auto it = output_.find(sequences); it != output_.end()) return it->second;
   PROJECTOR_ASSIGN_OR_RETURN(OpList ops, InferenceOutputOps(deployment_.Context(), sequences));

@@ -36,6 +36,10 @@ struct Deployment {
   DType weight_dtype = DType::kBf16;
   DType kv_dtype = DType::kBf16;
   bool expert_parallel = false;  // InferenceContext::expert_parallel
+  // With dp_attention: the MoE layers dispatch the routed tokens to their experts' GPUs and
+  // combine them back by DeepEP's all-to-all (SGLang --moe-a2a-backend deepep) instead of
+  // gathering every rank's tokens on every GPU. Needs expert_parallel.
+  bool deepep = false;
   // Attention data parallelism inside the TP group (SGLang --enable-dp-attention --dp D): D
   // ranks each run attention at TP tp/D for their own requests, and every MoE layer runs the
   // experts over all tp GPUs on the tokens of all ranks (serving/dp_attention.h). 1: off.
@@ -155,6 +159,9 @@ class PassCostModel {
   // requests (last stage), on one stage: `head` and their collectives in `tp_comm`.
   absl::StatusOr<PassBreakdown> Ends(const BatchPass& pass, int64_t stage);
   absl::StatusOr<Seconds> DecodeAttention(int64_t sequences, int64_t kv_tokens);
+  // One collective on the deployment's GPUs.
+  absl::StatusOr<Seconds> Collective(const CollectiveOp& op,
+                                     CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto);
 
   const Deployment& deployment() const { return deployment_; }
   const std::vector<StageLayers>& stages() const { return stages_; }

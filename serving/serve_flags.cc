@@ -38,6 +38,11 @@ constexpr FlagSpec kDeploymentFlags[] = {
      "from its own KV cache, every MoE layer runs the experts over all tp GPUs on the tokens "
      "of all ranks, and the ranks run each pass in lock-step",
      "N", FlagArity::kValue, "1"},
+    {"deepep",
+     "With --dp-attention and --expert-parallel: the MoE layers dispatch and combine the routed "
+     "tokens by DeepEP's all-to-all (SGLang --moe-a2a-backend deepep; fp8 dispatch under fp8) "
+     "instead of gathering every rank's tokens on every GPU",
+     "", FlagArity::kSwitch},
 };
 
 constexpr FlagSpec kEngineFlags[] = {
@@ -185,6 +190,12 @@ absl::StatusOr<Deployment> DeploymentFromFlags(const FlagValues& flags) {
                                                     d.tp, " (each rank runs attention on tp/N GPUs)"));
     }
     if (d.pp != 1) return FlagError("dp-attention", "runs without pipeline stages: drop --pp");
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(d.deepep, BoolFlag(flags, "deepep"));
+  if (d.deepep && (d.dp_attention < 2 || !d.expert_parallel)) {
+    return FlagError("deepep",
+                     "dispatches between data-parallel attention ranks and whole experts: add "
+                     "--dp-attention N and --expert-parallel");
   }
   PROJECTOR_ASSIGN_OR_RETURN(d.weight_dtype, ServingDType(flags, "precision"));
   if (StringFlag(flags, "kv-precision") == "auto") {
