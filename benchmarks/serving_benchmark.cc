@@ -61,6 +61,28 @@ void BM_Serve_Llama70bTp8_10kRequests(benchmark::State& state) {
 }
 BENCHMARK(BM_Serve_Llama70bTp8_10kRequests)->Unit(benchmark::kMillisecond);
 
+// DeepSeek-V3 fp8 on 8 H200 with data-parallel attention (8 ranks in lock-step) and DeepEP,
+// 10,000 requests at 20 req/s, lognormal lengths: 8 engines priced pass by pass together.
+void BM_Serve_DeepSeekV3DpAttention8_10kRequests(benchmark::State& state) {
+  static const ServeJob job = Job({{"model", "deepseek-v3"},
+                                   {"gpu-arch", "h200-sxm"},
+                                   {"tp", "8"},
+                                   {"precision", "fp8"},
+                                   {"expert-parallel", "true"},
+                                   {"dp-attention", "8"},
+                                   {"deepep", "true"},
+                                   {"qps", "20"},
+                                   {"num-requests", "10000"},
+                                   {"input-len", "1024"},
+                                   {"input-dist", "lognormal"},
+                                   {"input-spread", "1"},
+                                   {"output-len", "256"},
+                                   {"output-dist", "lognormal"},
+                                   {"output-spread", "1"}});
+  RunServe(state, job);
+}
+BENCHMARK(BM_Serve_DeepSeekV3DpAttention8_10kRequests)->Unit(benchmark::kMillisecond);
+
 // Scenario A: an 80-layer model on one GPU (Llama-3.1-70B in fp8 on an H200), 2,000 requests.
 void BM_Serve_ScenarioA_80LayersOneGpu(benchmark::State& state) {
   static const ServeJob job = Job({{"model", "llama3.1-70b"},

@@ -1238,6 +1238,8 @@ std::string ServeHtml(const ServeJob& job, const ServeResult& r) {
   }
   out += "</div>\n";
 
+  // The timeline is one engine's: replica 0, or its first attention rank under DP attention.
+  const std::string who = d.dp_attention > 1 ? "replica 0, attention rank 0" : "replica 0";
   const std::vector<PassSample>& passes = r.first_replica.passes;
   Series running{"running (holding KV blocks)", kForwardColor, {}};
   Series waiting{"waiting", kTailColor, {}};
@@ -1254,12 +1256,12 @@ std::string ServeHtml(const ServeJob& job, const ServeResult& r) {
     tokens.points.emplace_back(p.time_s, p.batch_tokens);
     preempted.points.emplace_back(p.time_s, static_cast<double>(p.preemptions));
   }
-  LineChart(out, "Requests in the engine over time (replica 0)", {running, waiting}, "time (s)");
-  LineChart(out, "KV-cache use over time (replica 0)", {kv}, "time (s)", 100.0);
+  LineChart(out, absl::StrCat("Requests in the engine over time (", who, ")"), {running, waiting}, "time (s)");
+  LineChart(out, absl::StrCat("KV-cache use over time (", who, ")"), {kv}, "time (s)", 100.0);
   if (m.preemptions > 0) {
-    LineChart(out, "Preemptions over time (replica 0, cumulative)", {preempted}, "time (s)");
+    LineChart(out, absl::StrCat("Preemptions over time (", who, ", cumulative)"), {preempted}, "time (s)");
   }
-  LineChart(out, "New tokens per pass (replica 0)", {tokens}, "time (s)");
+  LineChart(out, absl::StrCat("New tokens per pass (", who, ")"), {tokens}, "time (s)");
 
   std::vector<double> ttft, tpot, e2e;
   for (const RequestRecord& q : r.first_replica.requests) {
@@ -1270,11 +1272,11 @@ std::string ServeHtml(const ServeJob& job, const ServeResult& r) {
                      static_cast<double>(q.output_tokens - 1));
     }
   }
-  LineChart(out, "TTFT distribution (replica 0; share of requests at or below)",
+  LineChart(out, absl::StrCat("TTFT distribution (", who, "; share of requests at or below)"),
             {{"TTFT", kForwardColor, Cdf(ttft)}}, "TTFT (ms)", 1.0);
-  LineChart(out, "TPOT distribution (replica 0)", {{"TPOT", kBackwardColor, Cdf(tpot)}},
+  LineChart(out, absl::StrCat("TPOT distribution (", who, ")"), {{"TPOT", kBackwardColor, Cdf(tpot)}},
             "TPOT (ms)", 1.0);
-  LineChart(out, "End-to-end latency distribution (replica 0)",
+  LineChart(out, absl::StrCat("End-to-end latency distribution (", who, ")"),
             {{"end-to-end", kCommColor, Cdf(e2e)}}, "end-to-end latency (ms)", 1.0);
   Put(out, {"<h2>Full report</h2>\n<pre>", HtmlEscape(text), "</pre>\n"});
   out += "</body></html>\n";
