@@ -103,7 +103,15 @@ absl::StatusOr<DpAttentionCost::RankSide> DpAttentionCost::Side(const BatchPass&
   side.moe.linear = moe.attention_linear;
   side.moe.tp_comm = moe.all_reduce;
   PROJECTOR_ASSIGN_OR_RETURN(side.head, rank_->Ends(pass, 0));
+  BatchPass silent = pass;  // the embedding alone: no request emits
+  silent.emitting = 0;
+  PROJECTOR_ASSIGN_OR_RETURN(const PassBreakdown embedding, rank_->Ends(silent, 0));
+  side.embedding = embedding.Total();
   return side;
+}
+
+absl::StatusOr<PassCostModel::LayerParts> DpAttentionCost::Experts(int64_t tokens) {
+  return group_->Parts(tokens, true);
 }
 
 absl::StatusOr<PassBreakdown> DpAttentionCost::Breakdown(std::span<const BatchPass> passes) {
@@ -122,13 +130,12 @@ absl::StatusOr<PassBreakdown> DpAttentionCost::Breakdown(std::span<const BatchPa
   }
   if (tokens < 1) return absl::InvalidArgumentError("a pass needs at least one new token");
   // The MoE over the tokens of all ranks on the whole group, with their gather and scatter.
-  PROJECTOR_ASSIGN_OR_RETURN(const PassCostModel::LayerParts experts,
-                             group_->Parts(tokens, true));
+  PROJECTOR_ASSIGN_OR_RETURN(const PassCostModel::LayerParts experts, Experts(tokens));
   PassBreakdown moe_layer = Busiest(moe);
   moe_layer.linear += experts.mlp_linear;
   if (deployment_.deepep) {
-    PROJECTOR_ASSIGN_OR_RETURN(const Seconds a2a, DeepEpDispatchAndCombine(busiest_tokens));
-    moe_layer.tp_comm += a2a;
+    PROJECTOR_ASSIGN_OR_RETURN(const AllToAllTimes a2a, DeepEpDispatchAndCombine(busiest_tokens));
+    moe_layer.tp_comm += a2a.dispatch + a2a.combine;
   } else {
     moe_layer.tp_comm += experts.all_reduce;
   }
@@ -146,7 +153,8 @@ absl::StatusOr<PassBreakdown> DpAttentionCost::Breakdown(std::span<const BatchPa
 // over several nodes is priced as the training side's DeepEP all-to-all: top_k copies, sent once
 // per destination node (PXN with the model's routing). The dispatch goes in fp8 when the experts
 // run fp8 (DeepEP's low-precision dispatch), the combine in the activation dtype.
-absl::StatusOr<Seconds> DpAttentionCost::DeepEpDispatchAndCombine(int64_t busiest_tokens) {
+absl::StatusOr<DpAttentionCost::AllToAllTimes> DpAttentionCost::DeepEpDispatchAndCombine(
+    int64_t busiest_tokens) {
   const ModelSpec& model = deployment_.model;
   const A2aRouting routing{.top_k = model.moe->top_k,
                            .experts = model.moe->num_experts,
@@ -160,17 +168,16 @@ absl::StatusOr<Seconds> DpAttentionCost::DeepEpDispatchAndCombine(int64_t busies
   const double dispatch =
       deployment_.weight_dtype == DType::kFp8 ? kFp8DispatchBytesPerElement : activation;
   const ProcessGroup group{.size = deployment_.tp, .stride = 1};
-  Seconds t(0);
-  for (const double bytes : {dispatch, activation}) {
-    PROJECTOR_ASSIGN_OR_RETURN(
-        const Seconds one,
-        group_->Collective(CollectiveOp{.kind = CollectiveKind::kAllToAll,
-                                        .bytes = Bytes(rows * bytes),
-                                        .group = group,
-                                        .routing = routing},
-                           CollectiveAlgorithm::kPxn));
-    t += one;
-  }
+  auto a2a = [&](double bytes) {
+    return group_->Collective(CollectiveOp{.kind = CollectiveKind::kAllToAll,
+                                           .bytes = Bytes(rows * bytes),
+                                           .group = group,
+                                           .routing = routing},
+                              CollectiveAlgorithm::kPxn);
+  };
+  AllToAllTimes t;
+  PROJECTOR_ASSIGN_OR_RETURN(t.dispatch, a2a(dispatch));
+  PROJECTOR_ASSIGN_OR_RETURN(t.combine, a2a(activation));
   return t;
 }
 

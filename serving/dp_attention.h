@@ -45,6 +45,23 @@ class DpAttentionCost {
   absl::StatusOr<PassBreakdown> Breakdown(std::span<const BatchPass> passes);
   absl::StatusOr<Seconds> PassTime(std::span<const BatchPass> passes);
 
+  // The parts the high level of detail replays (serving/pass_events.h). One rank's side of a
+  // dense and of a MoE layer, and its head (embedding, in `embedding`, and output head), with
+  // the parts split as PassBreakdown splits them; all zero for an idle rank.
+  struct RankSide {
+    PassBreakdown dense, moe, head;
+    Seconds embedding;
+  };
+  absl::StatusOr<RankSide> Side(const BatchPass& pass);
+  // The MoE of one layer over `tokens` tokens of all ranks on the whole group: its compute
+  // (mlp_linear) and the all-reduce its gather and scatter together cost (all_reduce).
+  absl::StatusOr<PassCostModel::LayerParts> Experts(int64_t tokens);
+  // DeepEP's dispatch and combine of one MoE layer when the busiest rank has `busiest_tokens`.
+  struct AllToAllTimes {
+    Seconds dispatch, combine;
+  };
+  absl::StatusOr<AllToAllTimes> DeepEpDispatchAndCombine(int64_t busiest_tokens);
+
   // One attention rank's model (its KV cache, the requests it can serve).
   PassCostModel& rank() { return *rank_; }
   const Deployment& deployment() const { return deployment_; }
@@ -53,14 +70,6 @@ class DpAttentionCost {
  private:
   DpAttentionCost(Deployment deployment, std::unique_ptr<PassCostModel> rank,
                   std::unique_ptr<PassCostModel> group);
-
-  // One rank's side of a dense and of a MoE layer, and its head, with the parts split as
-  // PassBreakdown splits them.
-  struct RankSide {
-    PassBreakdown dense, moe, head;
-  };
-  absl::StatusOr<RankSide> Side(const BatchPass& pass);
-  absl::StatusOr<Seconds> DeepEpDispatchAndCombine(int64_t busiest_tokens);
 
   Deployment deployment_;
   std::unique_ptr<PassCostModel> rank_;   // TP tp/D, experts over tp GPUs (weights, attention)

@@ -664,11 +664,14 @@ absl::StatusOr<std::vector<ReplicaRun>> RunDpAttention(DpAttentionCost& cost,
     return absl::InvalidArgumentError(
         "batching: DP attention runs continuous batching (SGLang's scheduler), not static");
   }
-  if (config.lod != LevelOfDetail::kMedium) {
-    return absl::InvalidArgumentError(
-        "lod: DP attention is priced at the medium level of detail (--lod medium)");
+  if (config.slow_gpu.gpu >= cost.deployment().NumGpus()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "slow-gpu: GPU ", config.slow_gpu.gpu, " is not in a group of ",
+        cost.deployment().NumGpus(), " GPUs (0 to ", cost.deployment().NumGpus() - 1, ")"));
   }
   PassCostModel& rank = cost.rank();
+  EventDpPassTimer events(cost, config.slow_gpu);
+  const bool high = config.lod == LevelOfDetail::kHigh;
   PROJECTOR_ASSIGN_OR_RETURN(
       const KvCacheSizing kv,
       SizeKvCache(rank.deployment(), config.kv, config.max_batched_tokens, config.max_num_seqs));
@@ -715,7 +718,8 @@ absl::StatusOr<std::vector<ReplicaRun>> RunDpAttention(DpAttentionCost& cost,
         }
       }
       if (scheduled) {
-        PROJECTOR_ASSIGN_OR_RETURN(const Seconds pass_time, cost.PassTime(passes));
+        PROJECTOR_ASSIGN_OR_RETURN(const Seconds pass_time,
+                                   high ? events.PassTime(passes) : cost.PassTime(passes));
         const double end = now + config.pass_overhead.value() +
                            config.request_overhead.value() * static_cast<double>(most_requests) +
                            pass_time.value();
@@ -745,6 +749,7 @@ absl::StatusOr<std::vector<ReplicaRun>> RunDpAttention(DpAttentionCost& cost,
     PROJECTOR_ASSIGN_OR_RETURN(ReplicaRun run, engine->Result());
     runs.push_back(std::move(run));
   }
+  runs.front().events = events.events();  // the group's, counted once
   return runs;
 }
 

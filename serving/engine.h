@@ -129,9 +129,10 @@ absl::StatusOr<ReplicaRun> RunReplica(PassCostModel& cost, const EngineConfig& c
 // (serving/dp_attention.h): dealt to its attention ranks round robin (SGLang's data-parallel
 // controller), each rank's continuous-batching engine scheduling its own passes from its own
 // KV cache, every pass launched on all ranks at once (a rank without work idles through it) and
-// priced by `cost`; the host's overhead is the busiest rank's. A concurrency limit is the
-// client's, over all ranks. One ReplicaRun per rank. kInvalidArgument for static batching or
-// the high level of detail, which it does not model; RunReplica's errors otherwise.
+// priced by `cost` (at the high level of detail replayed as events, EventDpPassTimer, with
+// config.slow_gpu); the host's overhead is the busiest rank's. A concurrency limit is the
+// client's, over all ranks. One ReplicaRun per rank (the group's events on the first).
+// kInvalidArgument for static batching, which it does not model; RunReplica's errors otherwise.
 absl::StatusOr<std::vector<ReplicaRun>> RunDpAttention(DpAttentionCost& cost,
                                                        const EngineConfig& config,
                                                        std::span<const Request> requests);

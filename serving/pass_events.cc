@@ -37,10 +37,15 @@ class StageBuilder {
   // A task of `duration` on every rank's stream, after the rank's last ring step when an
   // all-reduce came before it.
   void Compute(Seconds duration) {
+    ComputeEach([duration](size_t) { return duration; });
+  }
+  // The same with `duration(rank)` on each rank.
+  template <typename Duration>
+  void ComputeEach(Duration duration) {
     for (size_t r = 0; r < tp_; ++r) {
+      const Seconds d = duration(r);
       const bool slow = static_cast<int64_t>(r) == slow_rank_;
-      const TaskId t =
-          graph_.AddTask(static_cast<ResourceId>(r), slow ? duration * slow_factor_ : duration);
+      const TaskId t = graph_.AddTask(static_cast<ResourceId>(r), slow ? d * slow_factor_ : d);
       if (inbox_[r] != kNoTask) graph_.AddDependency(inbox_[r], t);
       last_[r] = t;
     }
@@ -52,8 +57,26 @@ class StageBuilder {
   // later step forwards what the sender received in the step before.
   void AllReduce(Seconds total) {
     if (tp_ < 2) return;
-    const size_t steps = 2 * (tp_ - 1);
-    const Seconds step = total / static_cast<double>(steps);
+    RingSteps(total / static_cast<double>(2 * (tp_ - 1)), 2 * (tp_ - 1));
+  }
+  // One half of such a ring, tp - 1 steps of `step`: the all-gather (or the reduce-scatter).
+  void HalfRing(Seconds step) {
+    if (tp_ < 2) return;
+    RingSteps(step, tp_ - 1);
+  }
+  // An all-to-all of `duration`: every rank's transfer waits for every rank's compute.
+  void AllToAll(Seconds duration) {
+    for (size_t r = 0; r < tp_; ++r) {
+      const TaskId t = graph_.AddTask(static_cast<ResourceId>(tp_ + r), duration);
+      for (size_t from = 0; from < tp_; ++from) graph_.AddDependency(last_[from], t);
+      scratch_.resize(tp_);
+      scratch_[r] = t;
+    }
+    inbox_.swap(scratch_);
+  }
+
+ private:
+  void RingSteps(Seconds step, size_t steps) {
     std::vector<TaskId>& received = scratch_;
     received.assign(tp_, kNoTask);
     for (size_t k = 0; k < steps; ++k) {
@@ -72,7 +95,6 @@ class StageBuilder {
     }
   }
 
- private:
   TaskGraph& graph_;
   std::vector<TaskId>& last_;
   std::vector<TaskId>& inbox_;
@@ -134,6 +156,51 @@ absl::Status EventPassTimer::StageTimes(const BatchPass& pass, std::span<Seconds
     PROJECTOR_ASSIGN_OR_RETURN(out[static_cast<size_t>(s)], SimulateStage(pass, s));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<Seconds> EventDpPassTimer::PassTime(std::span<const BatchPass> passes) {
+  const Deployment& d = cost_.deployment();
+  const int64_t per_rank = d.tp / d.dp_attention;
+  sides_.clear();
+  int64_t tokens = 0, busiest = 0;
+  for (const BatchPass& pass : passes) {
+    PROJECTOR_ASSIGN_OR_RETURN(DpAttentionCost::RankSide side, cost_.Side(pass));
+    sides_.push_back(side);
+    tokens += pass.NewTokens();
+    busiest = std::max(busiest, pass.NewTokens());
+  }
+  if (tokens < 1) return absl::InvalidArgumentError("a pass needs at least one new token");
+  PROJECTOR_ASSIGN_OR_RETURN(const PassCostModel::LayerParts experts, cost_.Experts(tokens));
+  DpAttentionCost::AllToAllTimes a2a;
+  if (d.deepep) {
+    PROJECTOR_ASSIGN_OR_RETURN(a2a, cost_.DeepEpDispatchAndCombine(busiest));
+  }
+  StageBuilder b(graph_, last_, inbox_, d.tp, slow_.gpu < d.tp ? slow_.gpu : -1, slow_.factor);
+  auto side = [&](size_t gpu) -> const DpAttentionCost::RankSide& {
+    return sides_[gpu / static_cast<size_t>(per_rank)];
+  };
+  b.ComputeEach([&](size_t g) { return side(g).embedding; });
+  const Seconds ring_step = experts.all_reduce / static_cast<double>(2 * (d.tp - 1));
+  for (int64_t l = 0; l < d.model.num_layers; ++l) {
+    if (!d.model.IsMoeLayer(l)) {
+      b.ComputeEach([&](size_t g) { return side(g).dense.Total(); });
+      continue;
+    }
+    b.ComputeEach([&](size_t g) { return side(g).moe.Total(); });
+    if (d.deepep) {
+      b.AllToAll(a2a.dispatch);
+      b.Compute(experts.mlp_linear);
+      b.AllToAll(a2a.combine);
+    } else {
+      b.HalfRing(ring_step);
+      b.Compute(experts.mlp_linear);
+      b.HalfRing(ring_step);
+    }
+  }
+  b.ComputeEach([&](size_t g) { return side(g).head.Total() - side(g).embedding; });
+  PROJECTOR_RETURN_IF_ERROR(simulator_.Run(graph_, result_));
+  events_ += result_.events;
+  return result_.makespan;
 }
 
 }  // namespace projector

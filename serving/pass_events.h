@@ -13,10 +13,12 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "core/units.h"
 #include "events/event_engine.h"
+#include "serving/dp_attention.h"
 #include "serving/pass_cost.h"
 
 namespace projector {
@@ -49,6 +51,35 @@ class EventPassTimer {
   events::SimulationResult result_;
   std::vector<events::TaskId> last_;   // by TP rank: its stream's latest task
   std::vector<events::TaskId> inbox_;  // by TP rank: the latest ring step into it
+  int64_t events_ = 0;
+};
+
+// Data-parallel attention (serving/dp_attention.h) at the high level of detail: one lock-step
+// pass of the group's tp GPUs, GPU g in attention rank g / (tp/D). Every GPU runs its rank's
+// embedding, then layer by layer its rank's side (a dense layer: attention, norms and dense MLP;
+// a MoE layer: the attention projections and kernels; the rank's own all-reduces inside them),
+// each MoE layer's experts over all ranks' tokens between the gather and the scatter (the two
+// halves of a ring all-reduce over the group, tp - 1 steps each) or between DeepEP's dispatch
+// and combine (all-to-alls waiting for every GPU), and its rank's output head last. Dense
+// layers do not synchronise the ranks; every MoE layer does. A slow GPU slows its rank's side
+// and its share of the experts. Balanced ranks give the medium level's time.
+class EventDpPassTimer {
+ public:
+  explicit EventDpPassTimer(DpAttentionCost& cost, SlowGpu slow = {}) : cost_(cost), slow_(slow) {}
+
+  // kInvalidArgument when no rank has a token. Not thread-safe.
+  absl::StatusOr<Seconds> PassTime(std::span<const BatchPass> passes);
+  int64_t events() const { return events_; }
+
+ private:
+  DpAttentionCost& cost_;
+  SlowGpu slow_;
+  events::TaskGraph graph_;
+  events::Simulator simulator_;
+  events::SimulationResult result_;
+  std::vector<events::TaskId> last_;
+  std::vector<events::TaskId> inbox_;
+  std::vector<DpAttentionCost::RankSide> sides_;
   int64_t events_ = 0;
 };
 

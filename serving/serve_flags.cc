@@ -432,9 +432,6 @@ absl::StatusOr<ServeJob> ServeJobFromFlags(const FlagValues& flags, bool rate_se
     if (e.batching != BatchingMode::kContinuous) {
       return FlagError("dp-attention", "runs continuous batching; drop --batching static");
     }
-    if (e.lod != LevelOfDetail::kMedium) {
-      return FlagError("dp-attention", "is priced at the medium level of detail; drop --lod high");
-    }
   }
   PROJECTOR_ASSIGN_OR_RETURN(job.options.replicas,
                              IntFlag(flags, "replicas", {.min = 1, .max = 1 << 16}));

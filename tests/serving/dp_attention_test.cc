@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "serving/engine.h"
 #include "serving/kv_cache.h"
+#include "serving/pass_events.h"
 #include "serving/serve.h"
 #include "tests/testing/serving_fixtures.h"
 #include "tests/testing/status_matchers.h"
@@ -192,6 +193,31 @@ TEST(DpAttentionTest, DeepEpCommunicationFollowsTheBusiestRank) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--expert-parallel")));
 }
 
+// The high level of detail replays the pass as events: with every rank doing the same work the
+// ranks never wait for each other and the makespan is the medium level's sum; with one rank
+// busier the others' ring steps go ahead while it computes and dense layers do not wait, so
+// the pass is at most the medium level's; a GPU twice as slow lengthens it.
+TEST(DpAttentionTest, EventsAgreeWithTheMediumLevelWhenRanksAreBalanced) {
+  for (const bool deepep : {false, true}) {
+    Deployment d = Group(4);
+    d.deepep = deepep;
+    absl::StatusOr<std::unique_ptr<DpAttentionCost>> cost = DpAttentionCost::Make(d);
+    ASSERT_THAT(cost, IsOk());
+    EventDpPassTimer events(**cost);
+    std::vector<BatchPass> balanced(4, Prefill(512));
+    const double medium = (*cost)->PassTime(balanced)->value();
+    absl::StatusOr<Seconds> high = events.PassTime(balanced);
+    ASSERT_THAT(high, IsOk());
+    EXPECT_NEAR(high->value(), medium, 1e-9 * medium) << "deepep " << deepep;
+    std::vector<BatchPass> skewed(4, Prefill(128));
+    skewed[2] = Prefill(2048);
+    EXPECT_LE(events.PassTime(skewed)->value(), (*cost)->PassTime(skewed)->value() * (1 + 1e-12));
+    EventDpPassTimer slow(**cost, SlowGpu{.gpu = 1, .factor = 2.0});
+    EXPECT_GT(slow.PassTime(balanced)->value(), medium * 1.5);
+    EXPECT_GT(events.events(), 0);
+  }
+}
+
 TEST(DpAttentionTest, BadLayoutsAreInvalidArguments) {
   Deployment dense = testing::LibraryDeployment("llama3.1-8b", "h100-sxm", 4, 1);
   dense.dp_attention = 4;
@@ -206,10 +232,15 @@ TEST(DpAttentionTest, BadLayoutsAreInvalidArguments) {
   absl::StatusOr<std::unique_ptr<DpAttentionCost>> cost = DpAttentionCost::Make(Group(2));
   ASSERT_THAT(cost, IsOk());
   EngineConfig config;
-  config.lod = LevelOfDetail::kHigh;
+  config.batching = BatchingMode::kStatic;
   const std::vector<Request> one = {{.id = 0, .arrival_s = 0, .prompt_tokens = 10, .output_tokens = 2}};
   EXPECT_THAT(RunDpAttention(**cost, config, one),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lod")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("batching")));
+  config.batching = BatchingMode::kContinuous;
+  config.lod = LevelOfDetail::kHigh;
+  config.slow_gpu = SlowGpu{.gpu = 4, .factor = 2.0};
+  EXPECT_THAT(RunDpAttention(**cost, config, one),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("slow-gpu: GPU 4")));
 }
 
 // Through Serve: every request completes, and the GPUs counted are the group's.
