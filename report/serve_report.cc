@@ -431,10 +431,15 @@ int64_t MeanPrompt(const ServeJob& job) {
 }
 
 std::string PoolLine(const PoolConfig& pool, const KvCacheSizing& kv) {
-  return absl::StrFormat("TP%d x %d replica%s on %s (%d GPUs), KV cache %s tokens per replica",
-                         pool.deployment.tp, pool.replicas, pool.replicas == 1 ? "" : "s",
-                         pool.deployment.hw.gpu.name, pool.deployment.NumGpus() * pool.replicas,
-                         FormatCount(kv.Tokens()));
+  const Deployment& d = pool.deployment;
+  const std::string dp_attention =
+      d.dp_attention > 1 ? absl::StrFormat(" (attention DP%d x TP%d%s)", d.dp_attention,
+                                           d.tp / d.dp_attention, d.deepep ? ", DeepEP" : "")
+                         : "";
+  return absl::StrFormat("TP%d%s x %d replica%s on %s (%d GPUs), KV cache %s tokens per %s",
+                         d.tp, dp_attention, pool.replicas, pool.replicas == 1 ? "" : "s",
+                         d.hw.gpu.name, d.NumGpus() * pool.replicas, FormatCount(kv.Tokens()),
+                         d.dp_attention > 1 ? "attention rank" : "replica");
 }
 
 nlohmann::json MetricsJson(const ServeMetrics& m, int64_t gpus) {
@@ -496,6 +501,8 @@ nlohmann::json DisaggregatedJson(const ServeJob& job, const DisaggregatedOptions
   auto pool_json = [](const PoolConfig& p, const KvCacheSizing& kv, const ServeMetrics& m) {
     return nlohmann::json{
         {"tp", p.deployment.tp},
+        {"dp_attention", p.deployment.dp_attention},
+        {"deepep", p.deployment.deepep},
         {"replicas", p.replicas},
         {"gpu", p.deployment.hw.gpu.name},
         {"kv_cache_tokens", kv.Tokens()},

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "profilers/inference_profiler.h"
+#include "serving/dp_attention.h"
+#include "serving/engine.h"
 
 namespace projector {
 namespace {
@@ -34,9 +36,26 @@ absl::Status CheckPools(const DisaggregatedOptions& o) {
 
 // Runs `requests` round robin over a pool's replicas; kFailedPrecondition messages name the pool.
 // Each replica of a pool runs its share of the requests (a share may be empty).
+// A pool with data-parallel attention runs each replica's share on its ranks in lock-step
+// (RunDpAttention): every rank's run is one of the pool's runs.
 absl::StatusOr<std::vector<ReplicaRun>> RunPool(const PoolConfig& pool, const EngineConfig& engine,
                                                 const std::vector<std::vector<Request>>& shares,
                                                 absl::string_view name) {
+  auto named = [name](const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat(name, " pool: ", s.message()));
+  };
+  if (pool.deployment.dp_attention > 1) {
+    absl::StatusOr<std::unique_ptr<DpAttentionCost>> cost = DpAttentionCost::Make(pool.deployment);
+    if (!cost.ok()) return named(cost.status());
+    std::vector<ReplicaRun> runs;
+    for (const std::vector<Request>& share : shares) {
+      if (share.empty()) continue;
+      absl::StatusOr<std::vector<ReplicaRun>> ranks = RunDpAttention(**cost, engine, share);
+      if (!ranks.ok()) return named(ranks.status());
+      for (ReplicaRun& run : *ranks) runs.push_back(std::move(run));
+    }
+    return runs;
+  }
   absl::StatusOr<std::unique_ptr<PassCostModel>> cost = PassCostModel::Make(pool.deployment);
   if (!cost.ok()) {
     return absl::Status(cost.status().code(),
@@ -54,6 +73,10 @@ absl::StatusOr<std::vector<ReplicaRun>> RunPool(const PoolConfig& pool, const En
   }
   return runs;
 }
+
+// The GPUs that hold one request's cache: the TP group, or one attention rank's under data-
+// parallel attention (the cache lives on the rank that serves the request).
+int64_t AttentionTp(const Deployment& d) { return d.tp / std::max<int64_t>(d.dp_attention, 1); }
 
 // The requests dealt to `replicas` replicas in turn.
 std::vector<std::vector<Request>> RoundRobin(std::span<const Request> requests, int64_t replicas) {
@@ -119,8 +142,9 @@ absl::StatusOr<DisaggregatedResult> ServeDisaggregated(const DisaggregatedOption
   for (size_t k = 0; k < finished.size(); ++k) {
     const RequestRecord& r = *finished[k].record;
     const size_t to = k % receiver_free.size();
-    const Seconds t = KvTransferTime(options.prefill.deployment.hw, options.prefill.deployment.tp,
-                                     options.decode.deployment.tp,
+    const Seconds t = KvTransferTime(options.prefill.deployment.hw,
+                                     AttentionTp(options.prefill.deployment),
+                                     AttentionTp(options.decode.deployment),
                                      KvTransferBytes(options.decode.deployment, r.prompt_tokens));
     double& sender = sender_free[finished[k].prefill_replica];
     const double start = std::max({r.finish_s, sender, receiver_free[to]});

@@ -133,6 +133,10 @@ constexpr FlagSpec kDisaggregationFlags[] = {
     {"decode-tp", "Decode pool: tensor-parallel GPUs per replica (default: --tp)", "N"},
     {"decode-replicas", "Decode pool: replicas", "N", FlagArity::kValue, "1"},
     {"decode-gpu-arch", "Decode pool: GPU profile (default: --gpu-arch)", "NAME|FILE"},
+    {"prefill-dp-attention",
+     "Prefill pool: attention data-parallel ranks per replica (default: --dp-attention)", "N"},
+    {"decode-dp-attention",
+     "Decode pool: attention data-parallel ranks per replica (default: --dp-attention)", "N"},
 };
 
 absl::StatusOr<DType> ServingDType(const FlagValues& flags, absl::string_view name) {
@@ -144,6 +148,22 @@ absl::StatusOr<DType> ServingDType(const FlagValues& flags, absl::string_view na
                                         "fp16, fp8"));
   }
   return *d;
+}
+
+// d.dp_attention as flag `flag` gave it, for the TP flag `tp`.
+absl::Status CheckDpAttention(const Deployment& d, absl::string_view flag, absl::string_view tp) {
+  if (d.dp_attention <= 1) return absl::OkStatus();
+  if (d.model.NumMoeLayers() == 0) {
+    return FlagError(flag, absl::StrCat(d.model.name,
+                                        " has no MoE layer: its attention ranks would share "
+                                        "nothing; serve independent replicas with --replicas"));
+  }
+  if (d.tp % d.dp_attention != 0) {
+    return FlagError(flag, absl::StrCat(d.dp_attention, " ranks do not divide ", tp, "=", d.tp,
+                                        " (each rank runs attention on tp/N GPUs)"));
+  }
+  if (d.pp != 1) return FlagError(flag, "runs without pipeline stages: drop --pp");
+  return absl::OkStatus();
 }
 
 // The model, GPU (with the flash kernel the GPU's profile runs) and layout.
@@ -178,25 +198,17 @@ absl::StatusOr<Deployment> DeploymentFromFlags(const FlagValues& flags) {
     }
   }
   PROJECTOR_ASSIGN_OR_RETURN(d.dp_attention, IntFlag(flags, "dp-attention", {.min = 1, .max = 1024}));
-  if (d.dp_attention > 1) {
-    if (d.model.NumMoeLayers() == 0) {
-      return FlagError("dp-attention",
-                       absl::StrCat(d.model.name,
-                                    " has no MoE layer: its attention ranks would share nothing; "
-                                    "serve independent replicas with --replicas"));
-    }
-    if (d.tp % d.dp_attention != 0) {
-      return FlagError("dp-attention", absl::StrCat(d.dp_attention, " ranks do not divide tp=",
-                                                    d.tp, " (each rank runs attention on tp/N GPUs)"));
-    }
-    if (d.pp != 1) return FlagError("dp-attention", "runs without pipeline stages: drop --pp");
-  }
+  PROJECTOR_RETURN_IF_ERROR(CheckDpAttention(d, "dp-attention", "tp"));
   PROJECTOR_ASSIGN_OR_RETURN(d.deepep, BoolFlag(flags, "deepep"));
-  if (d.deepep && (d.dp_attention < 2 || !d.expert_parallel)) {
+  // With --disaggregate it applies to the pools with data-parallel attention
+  // (--prefill-dp-attention, --decode-dp-attention).
+  PROJECTOR_ASSIGN_OR_RETURN(const bool pools, BoolFlag(flags, "disaggregate"));
+  if (d.deepep && ((d.dp_attention < 2 && !pools) || !d.expert_parallel)) {
     return FlagError("deepep",
                      "dispatches between data-parallel attention ranks and whole experts: add "
-                     "--dp-attention N and --expert-parallel");
+                     "--dp-attention N (or a pool's) and --expert-parallel");
   }
+  if (d.dp_attention < 2) d.deepep = false;  // only the pools' (PoolFromFlags)
   PROJECTOR_ASSIGN_OR_RETURN(d.weight_dtype, ServingDType(flags, "precision"));
   if (StringFlag(flags, "kv-precision") == "auto") {
     d.kv_dtype = InferenceActivationDType(d.Context());
@@ -327,6 +339,13 @@ absl::StatusOr<PoolConfig> PoolFromFlags(const FlagValues& flags, const ServeJob
                                       " attention heads; tp must divide them"));
   }
   PROJECTOR_ASSIGN_OR_RETURN(out.replicas, IntFlag(flags, replicas, {.min = 1, .max = 1 << 16}));
+  const std::string dp_attention = absl::StrCat(pool, "-dp-attention");
+  PROJECTOR_ASSIGN_OR_RETURN(out.deployment.dp_attention,
+                             IntFlag(flags, dp_attention, {.min = 1, .max = 1024},
+                                     job.options.deployment.dp_attention));
+  PROJECTOR_RETURN_IF_ERROR(CheckDpAttention(out.deployment, dp_attention, tp));
+  PROJECTOR_ASSIGN_OR_RETURN(const bool deepep, BoolFlag(flags, "deepep"));
+  out.deployment.deepep = deepep && out.deployment.dp_attention > 1;
   if (Given(flags, gpu)) {
     absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(StringFlag(flags, gpu));
     if (!hw.ok()) return FlagError(gpu, hw.status().message());
@@ -351,9 +370,6 @@ absl::StatusOr<std::optional<DisaggregatedOptions>> DisaggregationFromFlags(cons
       if (Given(flags, f.name)) return FlagError(f.name, "only with --disaggregate");
     }
     return std::nullopt;
-  }
-  if (job.options.deployment.dp_attention > 1) {
-    return FlagError("dp-attention", "not with --disaggregate yet (the pools run TP attention)");
   }
   if (job.options.engine.batching != BatchingMode::kContinuous) {
     return FlagError("disaggregate", "the pools run continuous batching; drop --batching static");

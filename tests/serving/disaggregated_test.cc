@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "hw_profiles/hardware_profile.h"
 #include "models/model_spec.h"
+#include "serving/dp_attention.h"
 #include "tests/testing/serving_fixtures.h"
 #include "tests/testing/status_matchers.h"
 
@@ -79,6 +80,41 @@ TEST(DisaggregatedTest, OneRequestByHand) {
   EXPECT_NEAR(r->metrics.e2e_ms.mean, 1e3 * (ttft + transfer + decode), 1e-6);
   EXPECT_NEAR(r->transfer_ms.mean, 1e3 * transfer, 1e-9);
   EXPECT_EQ(r->gpus, 12);
+}
+
+// A decode pool with data-parallel attention: DeepSeek-V2-Lite, prefill TP4, decode TP4 as 4
+// attention ranks of TP1. One request lands on rank 0 after its transfer, which crosses one
+// GPU's share of the NICs (a rank's cache lives on its TP1 GPU: min(4, 1) senders); each of its
+// 9 decode steps is a lock-step pass with the other ranks idle.
+TEST(DisaggregatedTest, DecodePoolWithDataParallelAttention) {
+  DisaggregatedOptions o;
+  Deployment prefill = testing::LibraryDeployment("deepseek-v2-lite", "h100-sxm", 4);
+  prefill.expert_parallel = true;
+  Deployment decode = prefill;
+  decode.dp_attention = 4;
+  o.prefill = {.deployment = prefill, .replicas = 1};
+  o.decode = {.deployment = decode, .replicas = 1};
+  const std::vector<Request> one = {
+      {.id = 0, .arrival_s = 0, .prompt_tokens = 1000, .output_tokens = 10}};
+  absl::StatusOr<DisaggregatedResult> r = ServeDisaggregated(o, one);
+  ASSERT_THAT(r, IsOk());
+  BatchPass first;
+  first.prefills.push_back({.new_tokens = 1000, .context = 0});
+  first.emitting = 1;
+  const double ttft = PassSeconds(prefill, first);
+  const double transfer =
+      KvTransferTime(prefill.hw, 4, 1, KvTransferBytes(decode, 1000)).value();
+  std::unique_ptr<DpAttentionCost> dp = *DpAttentionCost::Make(decode);
+  std::vector<BatchPass> passes(4);
+  double steps = 0;
+  for (int64_t k = 1; k < 10; ++k) {
+    passes[0].decode_sequences = 1;
+    passes[0].decode_kv_tokens = 1000 + k;
+    passes[0].emitting = 1;
+    steps += dp->PassTime(passes)->value();
+  }
+  EXPECT_NEAR(r->metrics.e2e_ms.mean, 1e3 * (ttft + transfer + steps), 1e-6);
+  EXPECT_EQ(r->gpus, 8);
 }
 
 // Transfers queue at both ends. Two identical requests at t = 0 on two prefill replicas finish
