@@ -134,14 +134,22 @@ absl::StatusOr<DisaggregatedResult> ServeDisaggregated(const DisaggregatedOption
     RequestRecord first;  // the prefill side's record
     double landed_s = 0;
     size_t decode_replica = 0;
+    int64_t decode_rank = 0;
   };
   std::vector<Landed> landed;
   std::vector<double> transfer_ms;
   std::vector<double> sender_free(prefill_runs.size(), 0.0);
-  std::vector<double> receiver_free(static_cast<size_t>(options.decode.replicas), 0.0);
+  // The receiving GPUs: each decode replica's, or under data-parallel attention each attention
+  // rank's (the k-th request to replica k mod R, and there to rank (k / R) mod D, bound to it).
+  const size_t decode_replicas = static_cast<size_t>(options.decode.replicas);
+  const size_t decode_ranks =
+      static_cast<size_t>(std::max<int64_t>(options.decode.deployment.dp_attention, 1));
+  std::vector<double> receiver_free(decode_replicas * decode_ranks, 0.0);
   for (size_t k = 0; k < finished.size(); ++k) {
     const RequestRecord& r = *finished[k].record;
-    const size_t to = k % receiver_free.size();
+    const size_t replica = k % decode_replicas;
+    const size_t rank = (k / decode_replicas) % decode_ranks;
+    const size_t to = replica * decode_ranks + rank;
     const Seconds t = KvTransferTime(options.prefill.deployment.hw,
                                      AttentionTp(options.prefill.deployment),
                                      AttentionTp(options.decode.deployment),
@@ -149,7 +157,10 @@ absl::StatusOr<DisaggregatedResult> ServeDisaggregated(const DisaggregatedOption
     double& sender = sender_free[finished[k].prefill_replica];
     const double start = std::max({r.finish_s, sender, receiver_free[to]});
     sender = receiver_free[to] = start + t.value();
-    landed.push_back(Landed{.first = r, .landed_s = start + t.value(), .decode_replica = to});
+    landed.push_back(Landed{.first = r,
+                            .landed_s = start + t.value(),
+                            .decode_replica = replica,
+                            .decode_rank = static_cast<int64_t>(rank)});
     transfer_ms.push_back(1e3 * (start + t.value() - r.finish_s));
   }
   std::stable_sort(landed.begin(), landed.end(),
@@ -158,7 +169,7 @@ absl::StatusOr<DisaggregatedResult> ServeDisaggregated(const DisaggregatedOption
   for (size_t i = 0; i < requests.size(); ++i) index_of[requests[i].id] = i;
   // Decode pool: the requests with more than one output token, arriving at their replica as
   // their cache lands.
-  std::vector<std::vector<Request>> decode_shares(receiver_free.size());
+  std::vector<std::vector<Request>> decode_shares(decode_replicas);
   bool any_decode = false;
   for (const Landed& l : landed) {
     const Request& original = requests[index_of.at(l.first.id)];
@@ -168,7 +179,9 @@ absl::StatusOr<DisaggregatedResult> ServeDisaggregated(const DisaggregatedOption
                                                       .arrival_s = l.landed_s,
                                                       .prompt_tokens = original.prompt_tokens,
                                                       .output_tokens = original.output_tokens,
-                                                      .prefilled = true});
+                                                      .prefilled = true,
+                                                      .dp_rank = decode_ranks > 1 ? l.decode_rank
+                                                                                  : -1});
   }
   std::vector<ReplicaRun> decode_runs;
   if (any_decode) {

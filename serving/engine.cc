@@ -678,7 +678,12 @@ absl::StatusOr<std::vector<ReplicaRun>> RunDpAttention(DpAttentionCost& cost,
   PROJECTOR_RETURN_IF_ERROR(CheckServable(config, requests, kv));
   const size_t ranks = static_cast<size_t>(cost.ranks());
   std::vector<std::vector<Request>> shares(ranks);
-  for (size_t i = 0; i < requests.size(); ++i) shares[i % ranks].push_back(requests[i]);
+  std::vector<size_t> rank_of(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const int64_t bound = requests[i].dp_rank;
+    rank_of[i] = bound >= 0 ? static_cast<size_t>(bound) % ranks : i % ranks;
+    shares[rank_of[i]].push_back(requests[i]);
+  }
   PassTimer timer{.cost = rank};
   // The client sends requests in arrival order while fewer than config.concurrency are
   // unfinished over all ranks; the ranks' own engines send whatever they are given.
@@ -700,7 +705,7 @@ absl::StatusOr<std::vector<ReplicaRun>> RunDpAttention(DpAttentionCost& cost,
   double now = 0;
   while (true) {
     while (sent < requests.size() && requests[sent].arrival_s <= now && slot_free()) {
-      engines[sent % ranks]->SendNext(now);
+      engines[rank_of[sent]]->SendNext(now);
       ++sent;
     }
     bool busy = false;

@@ -127,7 +127,7 @@ absl::StatusOr<ReplicaRun> RunReplica(PassCostModel& cost, const EngineConfig& c
 
 // Runs `requests` (arrival order) through one data-parallel-attention group
 // (serving/dp_attention.h): dealt to its attention ranks round robin (SGLang's data-parallel
-// controller), each rank's continuous-batching engine scheduling its own passes from its own
+// controller) unless a request is bound to one (Request::dp_rank), each rank's continuous-batching engine scheduling its own passes from its own
 // KV cache, every pass launched on all ranks at once (a rank without work idles through it) and
 // priced by `cost` (at the high level of detail replayed as events, EventDpPassTimer, with
 // config.slow_gpu); the host's overhead is the busiest rank's. A concurrency limit is the

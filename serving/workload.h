@@ -29,6 +29,9 @@ struct Request {
   // engine's prefix cache can reuse (EngineConfig::prefix_caching).
   int64_t prefix_group = -1;
   int64_t prefix_tokens = 0;
+  // Under data-parallel attention, the attention rank the request is bound to (a disaggregated
+  // decode pool's request: the rank its cache was sent to); -1: dealt round robin.
+  int64_t dp_rank = -1;
 };
 
 // How requests arrive. kPoisson: exponential gaps at `qps` (vLLM's benchmark_serving

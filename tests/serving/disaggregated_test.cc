@@ -117,6 +117,29 @@ TEST(DisaggregatedTest, DecodePoolWithDataParallelAttention) {
   EXPECT_EQ(r->gpus, 8);
 }
 
+// Under data-parallel attention each rank receives on its own GPUs' NICs: two requests finishing
+// together on two prefill replicas go to ranks 0 and 1 of the one decode replica and both land
+// t after (with one rank they would queue: t and 2t, as TransfersQueueOnTheReceivingReplicasNics
+// derives), and each is served by the rank it was sent to.
+TEST(DisaggregatedTest, EachAttentionRankReceivesOnItsOwnNics) {
+  DisaggregatedOptions o;
+  Deployment prefill = testing::LibraryDeployment("deepseek-v2-lite", "h100-sxm", 4);
+  prefill.expert_parallel = true;
+  Deployment decode = prefill;
+  decode.dp_attention = 2;
+  o.prefill = {.deployment = prefill, .replicas = 2};
+  o.decode = {.deployment = decode, .replicas = 1};
+  const std::vector<Request> two = {
+      {.id = 0, .arrival_s = 0, .prompt_tokens = 1000, .output_tokens = 20},
+      {.id = 1, .arrival_s = 0, .prompt_tokens = 1000, .output_tokens = 20}};
+  const double t = KvTransferTime(prefill.hw, 4, 2, KvTransferBytes(decode, 1000)).value();
+  absl::StatusOr<DisaggregatedResult> r = ServeDisaggregated(o, two);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_NEAR(r->transfer_ms.mean, 1e3 * t, 1e-9);
+  EXPECT_NEAR(r->transfer_ms.p99, 1e3 * t, 1e-9);
+  EXPECT_EQ(r->metrics.completed, 2);
+}
+
 // Transfers queue at both ends. Two identical requests at t = 0 on two prefill replicas finish
 // together at T; with one decode replica its NICs take one cache at a time: the first lands at
 // T + t, the second at T + 2t (mean transfer 1.5t; p99 by linear interpolation between the two,

@@ -218,6 +218,20 @@ TEST(DpAttentionTest, EventsAgreeWithTheMediumLevelWhenRanksAreBalanced) {
   }
 }
 
+// A request bound to a rank (Request::dp_rank) is served there, whatever the round robin says.
+TEST(DpAttentionTest, ABoundRequestRunsOnItsRank) {
+  absl::StatusOr<std::unique_ptr<DpAttentionCost>> cost = DpAttentionCost::Make(Group(4));
+  ASSERT_THAT(cost, IsOk());
+  const std::vector<Request> requests = {
+      {.id = 0, .arrival_s = 0, .prompt_tokens = 100, .output_tokens = 3, .dp_rank = 2},
+      {.id = 1, .arrival_s = 0, .prompt_tokens = 100, .output_tokens = 3, .dp_rank = 2},
+      {.id = 2, .arrival_s = 0, .prompt_tokens = 100, .output_tokens = 3}};
+  absl::StatusOr<std::vector<ReplicaRun>> runs = RunDpAttention(**cost, EngineConfig{}, requests);
+  ASSERT_THAT(runs, IsOk());
+  EXPECT_EQ((*runs)[2].requests.size(), 3u);  // the third request's round-robin rank is 2 too
+  EXPECT_TRUE((*runs)[0].requests.empty());
+}
+
 TEST(DpAttentionTest, BadLayoutsAreInvalidArguments) {
   Deployment dense = testing::LibraryDeployment("llama3.1-8b", "h100-sxm", 4, 1);
   dense.dp_attention = 4;
