@@ -82,18 +82,26 @@ TEST(DisaggregatedTest, OneRequestByHand) {
   EXPECT_EQ(r->gpus, 12);
 }
 
+// DeepSeek-V2-Lite with whole experts on 4 H100: `prefill_replicas` TP4 prefill replicas and one
+// decode replica of `ranks` attention ranks.
+DisaggregatedOptions LiteWithDecodeRanks(int64_t ranks, int64_t prefill_replicas) {
+  DisaggregatedOptions o;
+  o.prefill.deployment = testing::LibraryDeployment("deepseek-v2-lite", "h100-sxm", 4);
+  o.prefill.deployment.expert_parallel = true;
+  o.prefill.replicas = prefill_replicas;
+  o.decode.deployment = o.prefill.deployment;
+  o.decode.deployment.dp_attention = ranks;
+  return o;
+}
+
 // A decode pool with data-parallel attention: DeepSeek-V2-Lite, prefill TP4, decode TP4 as 4
 // attention ranks of TP1. One request lands on rank 0 after its transfer, which crosses one
 // GPU's share of the NICs (a rank's cache lives on its TP1 GPU: min(4, 1) senders); each of its
 // 9 decode steps is a lock-step pass with the other ranks idle.
 TEST(DisaggregatedTest, DecodePoolWithDataParallelAttention) {
-  DisaggregatedOptions o;
-  Deployment prefill = testing::LibraryDeployment("deepseek-v2-lite", "h100-sxm", 4);
-  prefill.expert_parallel = true;
-  Deployment decode = prefill;
-  decode.dp_attention = 4;
-  o.prefill = {.deployment = prefill, .replicas = 1};
-  o.decode = {.deployment = decode, .replicas = 1};
+  const DisaggregatedOptions o = LiteWithDecodeRanks(4, 1);
+  const Deployment& prefill = o.prefill.deployment;
+  const Deployment& decode = o.decode.deployment;
   const std::vector<Request> one = {
       {.id = 0, .arrival_s = 0, .prompt_tokens = 1000, .output_tokens = 10}};
   absl::StatusOr<DisaggregatedResult> r = ServeDisaggregated(o, one);
@@ -122,13 +130,9 @@ TEST(DisaggregatedTest, DecodePoolWithDataParallelAttention) {
 // t after (with one rank they would queue: t and 2t, as TransfersQueueOnTheReceivingReplicasNics
 // derives), and each is served by the rank it was sent to.
 TEST(DisaggregatedTest, EachAttentionRankReceivesOnItsOwnNics) {
-  DisaggregatedOptions o;
-  Deployment prefill = testing::LibraryDeployment("deepseek-v2-lite", "h100-sxm", 4);
-  prefill.expert_parallel = true;
-  Deployment decode = prefill;
-  decode.dp_attention = 2;
-  o.prefill = {.deployment = prefill, .replicas = 2};
-  o.decode = {.deployment = decode, .replicas = 1};
+  const DisaggregatedOptions o = LiteWithDecodeRanks(2, 2);
+  const Deployment& prefill = o.prefill.deployment;
+  const Deployment& decode = o.decode.deployment;
   const std::vector<Request> two = {
       {.id = 0, .arrival_s = 0, .prompt_tokens = 1000, .output_tokens = 20},
       {.id = 1, .arrival_s = 0, .prompt_tokens = 1000, .output_tokens = 20}};
