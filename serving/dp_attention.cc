@@ -14,34 +14,6 @@ namespace {
 
 double D(int64_t v) { return static_cast<double>(v); }
 
-absl::Status CheckDpAttention(const Deployment& d) {
-  const int64_t ranks = d.dp_attention;
-  if (ranks < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dp-attention: needs 2 or more attention ranks, got ", ranks));
-  }
-  if (d.tp % ranks != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dp-attention: ", ranks, " attention ranks do not divide tp=", d.tp,
-        " (each rank runs attention on tp/ranks GPUs; SGLang's --dp divides --tp)"));
-  }
-  if (d.model.NumMoeLayers() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dp-attention: ", d.model.name,
-        " has no MoE layer, so its attention ranks would share nothing: serve them as "
-        "independent replicas (--replicas)"));
-  }
-  if (d.pp != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dp-attention: runs without pipeline stages (pp=1), got pp=", d.pp));
-  }
-  if (d.deepep && !d.expert_parallel) {
-    return absl::InvalidArgumentError(
-        "deepep: DeepEP dispatches tokens to whole experts: add --expert-parallel");
-  }
-  return absl::OkStatus();
-}
-
 // The side that takes longest: the one every rank waits for.
 const PassBreakdown& Busiest(const std::vector<PassBreakdown>& sides) {
   size_t busiest = 0;
@@ -52,6 +24,30 @@ const PassBreakdown& Busiest(const std::vector<PassBreakdown>& sides) {
 }
 
 }  // namespace
+
+absl::Status CheckDpAttentionLayout(const Deployment& d, absl::string_view tp_name) {
+  const int64_t ranks = d.dp_attention;
+  if (ranks < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("needs 2 or more attention ranks, got ", ranks));
+  }
+  if (d.model.NumMoeLayers() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        d.model.name,
+        " has no MoE layer: its attention ranks would share nothing; serve independent "
+        "replicas with --replicas"));
+  }
+  if (d.tp % ranks != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(ranks, " ranks do not divide ", tp_name, "=",
+                                                   d.tp, " (each rank runs attention on tp/N GPUs)"));
+  }
+  if (d.pp != 1) return absl::InvalidArgumentError("runs without pipeline stages: drop --pp");
+  if (d.deepep && !d.expert_parallel) {
+    return absl::InvalidArgumentError(
+        "DeepEP dispatches tokens to whole experts: add --expert-parallel");
+  }
+  return absl::OkStatus();
+}
 
 // Each of R ranks is hit with the probability that one remote node is in
 // ExpectedRemoteNodesPerRow (ranks taken as nodes), its own included.
@@ -66,7 +62,9 @@ DpAttentionCost::DpAttentionCost(Deployment deployment, std::unique_ptr<PassCost
 
 absl::StatusOr<std::unique_ptr<DpAttentionCost>> DpAttentionCost::Make(
     const Deployment& deployment) {
-  PROJECTOR_RETURN_IF_ERROR(CheckDpAttention(deployment));
+  if (absl::Status s = CheckDpAttentionLayout(deployment, "tp"); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("dp-attention: ", s.message()));
+  }
   PROJECTOR_ASSIGN_OR_RETURN(std::unique_ptr<PassCostModel> rank,
                              PassCostModel::Make(deployment.AttentionRank()));
   Deployment group = deployment;

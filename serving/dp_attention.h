@@ -15,9 +15,15 @@
 #include <span>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "serving/pass_cost.h"
 
 namespace projector {
+
+// kInvalidArgument unless `d` can run data-parallel attention: 2 or more ranks dividing its TP
+// (named `tp_name` in the message), a model with MoE layers, no pipeline stages, and whole
+// experts under DeepEP. The message names no flag.
+absl::Status CheckDpAttentionLayout(const Deployment& d, absl::string_view tp_name);
 
 // The ranks of `ranks` (experts spread evenly over them) one routed token reaches: its top_k
 // experts' distinct holders (routing as in ExpectedRemoteNodesPerRow); 1 for one rank.

@@ -11,6 +11,7 @@
 #include "core/status_macros.h"
 #include "models/model_spec.h"
 #include "scenario/scenario_flags.h"
+#include "serving/dp_attention.h"
 
 namespace projector {
 namespace {
@@ -150,19 +151,14 @@ absl::StatusOr<DType> ServingDType(const FlagValues& flags, absl::string_view na
   return *d;
 }
 
-// d.dp_attention as flag `flag` gave it, for the TP flag `tp`.
+// d.dp_attention as flag `flag` gave it, for the TP flag `tp` (1: off).
 absl::Status CheckDpAttention(const Deployment& d, absl::string_view flag, absl::string_view tp) {
   if (d.dp_attention <= 1) return absl::OkStatus();
-  if (d.model.NumMoeLayers() == 0) {
-    return FlagError(flag, absl::StrCat(d.model.name,
-                                        " has no MoE layer: its attention ranks would share "
-                                        "nothing; serve independent replicas with --replicas"));
+  Deployment layout = d;
+  layout.deepep = false;  // checked with its own flag
+  if (absl::Status s = CheckDpAttentionLayout(layout, tp); !s.ok()) {
+    return FlagError(flag, s.message());
   }
-  if (d.tp % d.dp_attention != 0) {
-    return FlagError(flag, absl::StrCat(d.dp_attention, " ranks do not divide ", tp, "=", d.tp,
-                                        " (each rank runs attention on tp/N GPUs)"));
-  }
-  if (d.pp != 1) return FlagError(flag, "runs without pipeline stages: drop --pp");
   return absl::OkStatus();
 }
 

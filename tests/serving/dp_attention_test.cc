@@ -242,7 +242,7 @@ TEST(DpAttentionTest, BadLayoutsAreInvalidArguments) {
   Deployment staged = Group(2);
   staged.pp = 2;
   EXPECT_THAT(DpAttentionCost::Make(staged),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("pp=1")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("without pipeline stages")));
   absl::StatusOr<std::unique_ptr<DpAttentionCost>> cost = DpAttentionCost::Make(Group(2));
   ASSERT_THAT(cost, IsOk());
   EngineConfig config;
