@@ -46,7 +46,7 @@ absl::StatusOr<ModuleProfile> ProfileDenseMlp(const ProfileContext& ctx) {
   // activation input (GELU: 8sbh for ffn = 4h; SwiGLU: both fc1 halves) and fc2's input (8sbh),
   // plus the 1-byte dropout mask sbh. Total 19sbh for GPT with dropout, /t under TP+SP. Under
   // a Transformer Engine fp8 recipe fc1 and fc2 keep their quantised inputs
-  // (SavedLinearInputBytes: sbh each instead of 2sbh and 8sbh → 4sbh).
+  // (SavedLinearInputBytes, 1 byte an element: sbh and 4sbh instead of 2sbh and 8sbh).
   double stored = profiler_internal::SavedLinearInputBytes(dims) * D(dims.sp_tokens) * D(h) +
                   profiler_internal::MlpInnerActivationBytes(T, f_l, gated, dims);
   if (dims.hidden_dropout) stored += D(dims.sp_tokens) * D(h);

@@ -376,7 +376,6 @@ void ModuleOpBuilder::Attention(std::string_view name, const AttentionShape& sha
   pending_[forward_count_ - 1].backward_bytes = backward_bytes;
 }
 
-// torchtitan's per-op SAC over this module's forward ops (Finish): the kRecompute copies.
 ModuleOpBuilder::MmColumns ModuleOpBuilder::OpSacColumns(size_t at, int64_t& mm_count) const {
   const Op& op = ops_[at];
   const Pending& p = pending_[at - start_];
@@ -393,6 +392,7 @@ ModuleOpBuilder::MmColumns ModuleOpBuilder::OpSacColumns(size_t at, int64_t& mm_
   return columns;
 }
 
+// torchtitan's per-op SAC over this module's forward ops (Finish): the kRecompute copies.
 void ModuleOpBuilder::AddOpSacRecompute(size_t first, size_t end) {
   int64_t mm_count = 0;
   for (size_t i = first; i < end; ++i) {

@@ -66,10 +66,10 @@ class StageBuilder {
   }
   // An all-to-all of `duration`: every rank's transfer waits for every rank's compute.
   void AllToAll(Seconds duration) {
+    scratch_.resize(tp_);
     for (size_t r = 0; r < tp_; ++r) {
       const TaskId t = graph_.AddTask(static_cast<ResourceId>(tp_ + r), duration);
       for (size_t from = 0; from < tp_; ++from) graph_.AddDependency(last_[from], t);
-      scratch_.resize(tp_);
       scratch_[r] = t;
     }
     inbox_.swap(scratch_);
