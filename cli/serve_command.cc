@@ -143,7 +143,7 @@ absl::Status RunServeCommand(int argc, char** argv, const Output& io) {
                      "without mpirun/srun");
   }
   if (slo.mode == SloMode::kSearchLayouts && Given(*flags, "dp-attention")) {
-    return FlagError("dp-attention", "--search-layouts searches TP layouts; not with it yet");
+    return FlagError("dp-attention", "--search-layouts chooses it; drop it");
   }
   PROJECTOR_ASSIGN_OR_RETURN(const ServeJob job,
                              ServeJobFromFlags(*flags, slo.mode != SloMode::kNone));

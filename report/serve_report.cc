@@ -380,22 +380,21 @@ std::string LayoutSearchText(const ServeJob& job, const SloRequest& slo,
   std::string out = absl::StrFormat("Serving layouts of %d x %s for %s under %s\n", slo.num_gpus,
                                     d.hw.gpu.name, d.model.name, TargetPhrase(slo.target));
   absl::StrAppend(&out, "  workload   ", job.workload, "\n\n");
-  absl::StrAppendFormat(&out, "  %4s %4s %4s %8s %12s %14s %14s %16s\n", "rank", "TP", "PP",
-                        "replicas", "max req/s",
+  absl::StrAppendFormat(&out, "  %4s %4s %4s %7s %8s %12s %14s %14s %16s\n", "rank", "TP", "PP",
+                        "attn DP", "replicas", "max req/s",
                         absl::StrFormat("p%d TTFT ms", slo.target.percentile),
                         absl::StrFormat("p%d TPOT ms", slo.target.percentile), "out tok/s/GPU");
   int rank = 0;
   for (const ServingLayout& l : layouts) {
+    const std::string head =
+        absl::StrFormat("%4d %4d %7d %8d", l.tp, l.pp, l.dp_attention, l.replicas);
     if (!l.fits) {
-      absl::StrAppendFormat(&out, "  %4s %4d %4d %8d  not evaluated: %s\n", "-", l.tp, l.pp,
-                            l.replicas, l.problem);
+      absl::StrAppendFormat(&out, "  %4s %s  not evaluated: %s\n", "-", head, l.problem);
     } else if (!l.result.found) {
-      absl::StrAppendFormat(&out, "  %4s %4d %4d %8d  no rate meets the target\n", "-", l.tp, l.pp,
-                            l.replicas);
+      absl::StrAppendFormat(&out, "  %4s %s  no rate meets the target\n", "-", head);
     } else {
-      absl::StrAppendFormat(&out, "  %4d %4d %4d %8d %12.4g %14.1f %14.2f %16.1f\n", ++rank, l.tp,
-                            l.pp, l.replicas, l.result.max_qps,
-                            SloTtft(l.result.at_max, slo.target),
+      absl::StrAppendFormat(&out, "  %4d %s %12.4g %14.1f %14.2f %16.1f\n", ++rank, head,
+                            l.result.max_qps, SloTtft(l.result.at_max, slo.target),
                             SloTpot(l.result.at_max, slo.target), l.output_tokens_per_s_per_gpu);
     }
   }
@@ -407,7 +406,11 @@ nlohmann::json LayoutSearchJson(const ServeJob& job, const SloRequest& slo,
                                 const std::vector<ServingLayout>& layouts) {
   nlohmann::json rows = nlohmann::json::array();
   for (const ServingLayout& l : layouts) {
-    nlohmann::json row = {{"tp", l.tp}, {"pp", l.pp}, {"replicas", l.replicas}, {"fits", l.fits}};
+    nlohmann::json row = {{"tp", l.tp},
+                          {"pp", l.pp},
+                          {"dp_attention", l.dp_attention},
+                          {"replicas", l.replicas},
+                          {"fits", l.fits}};
     if (!l.fits) {
       row["problem"] = l.problem;
     } else {

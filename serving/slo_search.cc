@@ -139,7 +139,8 @@ std::vector<int64_t> PowersOfTwo(int64_t limit) {
 }  // namespace
 
 std::string ServingLayout::Label() const {
-  return absl::StrCat("TP", tp, " PP", pp, " x", replicas, " replicas");
+  const std::string ranks = dp_attention > 1 ? absl::StrCat(" attention DP", dp_attention) : "";
+  return absl::StrCat("TP", tp, " PP", pp, ranks, " x", replicas, " replicas");
 }
 
 std::string PoolSplit::Label() const {
@@ -385,7 +386,13 @@ absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(
       layout.tp = tp;
       layout.pp = pp;
       layout.replicas = num_gpus / (tp * pp);
-      layouts.push_back(std::move(layout));
+      layouts.push_back(layout);
+      if (pp != 1 || model.NumMoeLayers() == 0) continue;
+      for (int64_t ranks : PowersOfTwo(tp)) {
+        if (ranks < 2) continue;
+        layout.dp_attention = ranks;
+        layouts.push_back(layout);
+      }
     }
   }
   PROJECTOR_RETURN_IF_ERROR(SearchEach(
@@ -394,6 +401,7 @@ absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(
         ServeOptions options = base;
         options.deployment.tp = layout.tp;
         options.deployment.pp = layout.pp;
+        options.deployment.dp_attention = layout.dp_attention;
         options.replicas = layout.replicas;
         return MaxQpsUnderSlo(options, workload, slo);
       },

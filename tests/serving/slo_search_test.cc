@@ -125,6 +125,30 @@ TEST(SloSearchTest, LayoutSearchCoversEveryDivisorAndRanksByTokensPerGpu) {
   EXPECT_EQ(best.tp * best.pp * best.replicas, 8);
 }
 
+// A MoE model's layouts also run attention data-parallel: on 8 GPUs the 10 TP x PP layouts and,
+// at PP 1, 2 attention ranks of TP2, 2 and 4 of TP4, 2, 4 and 8 of TP8: 16 in all; the rank
+// count always divides the TP.
+TEST(SloSearchTest, MoeLayoutsIncludeDataParallelAttention) {
+  ServeOptions o;
+  o.deployment.model = *ResolveModel("deepseek-v2-lite");
+  o.deployment.hw = *ResolveHardwareProfile("h100-sxm");
+  o.deployment.expert_parallel = true;
+  WorkloadSpec w = Workload();
+  w.num_requests = 100;
+  absl::StatusOr<std::vector<ServingLayout>> layouts =
+      SearchServingLayouts(o, w, {.ttft_ms = 1000, .tpot_ms = 50}, 8);
+  ASSERT_THAT(layouts, IsOk());
+  EXPECT_EQ(layouts->size(), 16u);
+  int with_ranks = 0;
+  for (const ServingLayout& l : *layouts) {
+    if (l.dp_attention == 1) continue;
+    ++with_ranks;
+    EXPECT_EQ(l.pp, 1);
+    EXPECT_EQ(l.tp % l.dp_attention, 0);
+  }
+  EXPECT_EQ(with_ranks, 6);
+}
+
 // 16 GPUs in TP4 prefill and TP2 decode replicas: 1 + 6, 2 + 4, 3 + 2 (4 + 0 leaves no decode
 // pool), each ranked by its tokens per GPU; 10 GPUs cannot hold a TP8 prefill and a TP4 decode
 // replica without a remainder.
