@@ -6,7 +6,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "backends/simulate/hierarchical_collective_backend.h"
 #include "core/status_macros.h"
 
 namespace projector {
@@ -47,13 +46,6 @@ absl::Status CheckDpAttentionLayout(const Deployment& d, absl::string_view tp_na
         "DeepEP dispatches tokens to whole experts: add --expert-parallel");
   }
   return absl::OkStatus();
-}
-
-// Each of R ranks is hit with the probability that one remote node is in
-// ExpectedRemoteNodesPerRow (ranks taken as nodes), its own included.
-double ExpectedDistinctRanks(const A2aRouting& routing, int64_t ranks) {
-  if (ranks <= 1) return 1.0;
-  return ExpectedRemoteNodesPerRow(routing, ranks) * D(ranks) / D(ranks - 1);
 }
 
 DpAttentionCost::DpAttentionCost(Deployment deployment, std::unique_ptr<PassCostModel> rank,
@@ -145,12 +137,11 @@ absl::StatusOr<PassBreakdown> DpAttentionCost::Breakdown(std::span<const BatchPa
 }
 
 // DeepEP's dispatch and combine of one MoE layer; the rank with the most tokens sets the time.
-// Inside one node DeepEP sends a token once to each rank that holds one of its experts
-// (intranode dispatch: a token-by-rank mask, the rank's experts' copies made on arrival; the
-// combine sends back one partial sum per rank): ExpectedDistinctRanks copies, not top_k. A group
-// over several nodes is priced as the training side's DeepEP all-to-all: top_k copies, sent once
-// per destination node (PXN with the model's routing). The dispatch goes in fp8 when the experts
-// run fp8 (DeepEP's low-precision dispatch), the combine in the activation dtype.
+// The all-to-all of every rank's top_k routed copies with the model's routing, as the training
+// side prices DeepEP (PXN): sent once per destination node over the network and once per
+// destination rank over the scale-up fabric (ExpectedDistinctRanks). The dispatch goes in fp8
+// when the experts run fp8 (DeepEP's low-precision dispatch), the combine in the activation
+// dtype.
 absl::StatusOr<DpAttentionCost::AllToAllTimes> DpAttentionCost::DeepEpDispatchAndCombine(
     int64_t busiest_tokens) {
   const ModelSpec& model = deployment_.model;
@@ -158,10 +149,7 @@ absl::StatusOr<DpAttentionCost::AllToAllTimes> DpAttentionCost::DeepEpDispatchAn
                            .experts = model.moe->num_experts,
                            .groups = model.moe->num_groups,
                            .topk_groups = model.moe->topk_groups};
-  const bool one_node = deployment_.tp <= deployment_.hw.gpus_per_node;
-  const double copies =
-      one_node ? ExpectedDistinctRanks(routing, deployment_.tp) : D(model.moe->top_k);
-  const double rows = D(busiest_tokens) * copies * D(model.hidden_size);
+  const double rows = D(busiest_tokens) * D(model.moe->top_k) * D(model.hidden_size);
   const double activation = BytesPerElement(InferenceActivationDType(deployment_.Context()));
   const double dispatch =
       deployment_.weight_dtype == DType::kFp8 ? kFp8DispatchBytesPerElement : activation;

@@ -25,10 +25,6 @@ namespace projector {
 // experts under DeepEP. The message names no flag.
 absl::Status CheckDpAttentionLayout(const Deployment& d, absl::string_view tp_name);
 
-// The ranks of `ranks` (experts spread evenly over them) one routed token reaches: its top_k
-// experts' distinct holders (routing as in ExpectedRemoteNodesPerRow); 1 for one rank.
-double ExpectedDistinctRanks(const A2aRouting& routing, int64_t ranks);
-
 class DpAttentionCost {
  public:
   // kInvalidArgument when dp_attention does not divide tp, the model has no MoE layer (its

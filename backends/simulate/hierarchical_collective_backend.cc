@@ -134,6 +134,9 @@ struct Call {
   // to its share of peers). A dispatcher that sends a row once per destination node sets it
   // from the routing (ExpectedRemoteNodesPerRow / top_k).
   double network_share = -1;
+  // AllToAll under PXN: the share of S the scale-up fabric carries: 1 (every routed copy), or
+  // for a dispatcher that sends a row once per destination rank ExpectedDistinctRanks / top_k.
+  double scale_up_share = 1.0;
 };
 
 // The RDMA warm-up penalty of a multi-node AllReduce (kRdmaWarmupSeconds).
@@ -323,11 +326,12 @@ Cost HierarchicalAllToAll(const Call& c, double intra_peer_s) {
   return Make(intra + inter, lat, c);
 }
 
-// PXN (NCCL PXN / DeepEP): the same volumes as two-phase, but the NIC hop streams while the
-// scale-up aggregation is still running; it starts after one 4 MB chunk has been aggregated
+// PXN (NCCL PXN / DeepEP): the same volumes as two-phase (with the routing, a row once per
+// destination node over the NICs and once per destination rank over the scale-up fabric), but
+// the NIC hop streams while the scale-up aggregation is still running; it starts after one 4 MB chunk has been aggregated
 // (Primus PXN model, reference/primus.md 6.6).
 Cost PxnAllToAll(const Call& c, double intra_peer_s) {
-  double intra = UpTime(c.bytes * D(c.r - 1) / D(c.r), c.up_all);
+  double intra = UpTime(c.bytes * c.scale_up_share * D(c.r - 1) / D(c.r), c.up_all);
   double out_bytes = c.bytes * (c.network_share >= 0 ? c.network_share
                                                      : D(c.nodes - 1) / D(c.nodes));
   double inter = c.nodes > 1 ? out_bytes / c.out : 0.0;
@@ -590,6 +594,10 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
     c.network_share = ExpectedRemoteNodesPerRow(op.routing, c.nodes) /
                       static_cast<double>(op.routing.top_k);
   }
+  if (op.kind == CollectiveKind::kAllToAll && op.routing.top_k > 0 && c.n > 1) {
+    c.scale_up_share = std::min(1.0, ExpectedDistinctRanks(op.routing, c.n) /
+                                         static_cast<double>(op.routing.top_k));
+  }
 
   Cost best;
   if (algorithm == Algo::kAuto) {
@@ -636,6 +644,12 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
 
 std::unique_ptr<CollectiveBackend> MakeHierarchicalCollectiveBackend(const HardwareProfile& hw) {
   return std::make_unique<HierarchicalCollectiveBackend>(hw);
+}
+
+double ExpectedDistinctRanks(const A2aRouting& routing, int64_t ranks) {
+  if (ranks <= 1) return 1.0;
+  return ExpectedRemoteNodesPerRow(routing, ranks) * static_cast<double>(ranks) /
+         static_cast<double>(ranks - 1);
 }
 
 double ExpectedRemoteNodesPerRow(const A2aRouting& routing, int64_t nodes) {

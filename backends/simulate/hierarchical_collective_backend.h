@@ -34,6 +34,13 @@ std::unique_ptr<CollectiveBackend> MakeHierarchicalCollectiveBackend(const Hardw
 // against 7 of the 8 copies crossing without per-node deduplication.
 double ExpectedRemoteNodesPerRow(const A2aRouting& routing, int64_t nodes);
 
+// The ranks of `ranks` (experts spread evenly over them) one routed row reaches, its own
+// included: each is hit with the probability a node is above, ranks taken as nodes; 1 for one
+// rank. DeepEP sends a row once to each (its intranode dispatch: a token-by-rank mask, the
+// rank's experts' copies made on arrival; the combine returns one partial sum per rank), so
+// the scale-up fabric carries this many copies of a row, not top_k.
+double ExpectedDistinctRanks(const A2aRouting& routing, int64_t ranks);
+
 }  // namespace projector
 
 #endif  // PROJECTOR_BACKENDS_SIMULATE_HIERARCHICAL_COLLECTIVE_BACKEND_H_

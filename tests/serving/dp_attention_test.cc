@@ -154,18 +154,6 @@ TEST(DpAttentionTest, TheClientsConcurrencyLimitSpansTheRanks) {
   EXPECT_NEAR((*runs)[1].requests[0].finish_s, first + second, 1e-12);
 }
 
-// A token reaches its experts' distinct ranks. DeepSeek-V2-Lite, 64 experts top-6, no group
-// limit, on 4 ranks of 16 experts: a rank is missed with C(48,6)/C(64,6) = 8,835,488,640 /
-// 53,981,544,960 = 0.163677, so 4 × 0.836323 = 3.34529 ranks. DeepSeek-V3, 256 experts top-8
-// from the best 4 of 8 groups, on 8 ranks of one group each: exactly 4 ranks.
-TEST(DpAttentionTest, DeepEpSendsATokenOncePerRankItReaches) {
-  const A2aRouting lite{.top_k = 6, .experts = 64, .groups = 0, .topk_groups = 0};
-  EXPECT_NEAR(ExpectedDistinctRanks(lite, 4), 4 * (1 - 8835488640.0 / 53981544960.0), 1e-9);
-  const A2aRouting v3{.top_k = 8, .experts = 256, .groups = 8, .topk_groups = 4};
-  EXPECT_NEAR(ExpectedDistinctRanks(v3, 8), 4.0, 1e-12);
-  EXPECT_DOUBLE_EQ(ExpectedDistinctRanks(lite, 1), 1.0);
-}
-
 // With DeepEP the MoE's communication follows the busiest rank's tokens (what it sends and
 // receives back); gathering follows every rank's. A lighter second rank adds to the gathered
 // traffic, not to DeepEP's.
