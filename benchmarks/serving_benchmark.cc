@@ -17,10 +17,12 @@
 namespace projector {
 namespace {
 
-ServeJob Job(std::vector<std::pair<const char*, const char*>> given) {
+ServeJob Job(std::vector<std::pair<const char*, const char*>> given,
+             const std::vector<std::pair<const char*, const char*>>& more = {}) {
   FlagValues flags;
   SetServeFlagDefaults(flags);
   for (const auto& [name, value] : given) flags.Add(name, value);
+  for (const auto& [name, value] : more) flags.Add(name, value);
   absl::StatusOr<ServeJob> job = ServeJobFromFlags(flags);
   if (!job.ok()) {
     std::cerr << "serving_benchmark: " << job.status() << "\n";
@@ -28,6 +30,12 @@ ServeJob Job(std::vector<std::pair<const char*, const char*>> given) {
   }
   return *std::move(job);
 }
+
+// Lognormal lengths (coefficient of variation 1) with means of 1,024 prompt and 256 output
+// tokens.
+const std::vector<std::pair<const char*, const char*>> kLognormal1024In256Out = {
+    {"input-len", "1024"},  {"input-dist", "lognormal"},  {"input-spread", "1"},
+    {"output-len", "256"},  {"output-dist", "lognormal"}, {"output-spread", "1"}};
 
 void RunServe(benchmark::State& state, const ServeJob& job) {
   int64_t passes = 0;
@@ -50,13 +58,8 @@ void BM_Serve_Llama70bTp8_10kRequests(benchmark::State& state) {
                                    {"gpu-arch", "h100-sxm"},
                                    {"tp", "8"},
                                    {"qps", "10"},
-                                   {"num-requests", "10000"},
-                                   {"input-len", "1024"},
-                                   {"input-dist", "lognormal"},
-                                   {"input-spread", "1"},
-                                   {"output-len", "256"},
-                                   {"output-dist", "lognormal"},
-                                   {"output-spread", "1"}});
+                                   {"num-requests", "10000"}},
+                                  kLognormal1024In256Out);
   RunServe(state, job);
 }
 BENCHMARK(BM_Serve_Llama70bTp8_10kRequests)->Unit(benchmark::kMillisecond);
@@ -72,13 +75,8 @@ void BM_Serve_DeepSeekV3DpAttention8_10kRequests(benchmark::State& state) {
                                    {"dp-attention", "8"},
                                    {"deepep", "true"},
                                    {"qps", "20"},
-                                   {"num-requests", "10000"},
-                                   {"input-len", "1024"},
-                                   {"input-dist", "lognormal"},
-                                   {"input-spread", "1"},
-                                   {"output-len", "256"},
-                                   {"output-dist", "lognormal"},
-                                   {"output-spread", "1"}});
+                                   {"num-requests", "10000"}},
+                                  kLognormal1024In256Out);
   RunServe(state, job);
 }
 BENCHMARK(BM_Serve_DeepSeekV3DpAttention8_10kRequests)->Unit(benchmark::kMillisecond);
