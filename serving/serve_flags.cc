@@ -376,6 +376,12 @@ absl::StatusOr<std::optional<DisaggregatedOptions>> DisaggregationFromFlags(cons
   o.engine = job.options.engine;
   PROJECTOR_ASSIGN_OR_RETURN(o.prefill, PoolFromFlags(flags, job, "prefill"));
   PROJECTOR_ASSIGN_OR_RETURN(o.decode, PoolFromFlags(flags, job, "decode"));
+  PROJECTOR_ASSIGN_OR_RETURN(const bool deepep, BoolFlag(flags, "deepep"));
+  if (deepep && !o.prefill.deployment.deepep && !o.decode.deployment.deepep) {
+    return FlagError("deepep",
+                     "no pool has data-parallel attention ranks: add --decode-dp-attention N "
+                     "(or --prefill-dp-attention N)");
+  }
   return o;
 }
 
