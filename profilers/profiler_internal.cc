@@ -383,6 +383,13 @@ ModuleOpBuilder::MmColumns ModuleOpBuilder::OpSacColumns(size_t at, int64_t& mm_
   const bool one_mm = op.kind == OpKind::kGemm && !p.attention_core && op.gemm.batch == 1 &&
                       op.host_fanout == 1;
   if (!one_mm) return columns;
+  // A float8 linear (torchao's Float8Linear) multiplies with aten._scaled_mm, which the
+  // policy's save list (aten.mm, the SDPA kernels, reduce_scatter, aten.max) does not hold and
+  // its mm count does not count: re-run whole (torchtitan parallelize_llama.py _save_list).
+  if (quantized_ && BytesPerElement(op.gemm.dtype) < act_bytes_) {
+    columns.rerun = op.gemm.n;
+    return columns;
+  }
   // Every second mm of the block is re-run; a Linear of several mms re-runs its even ones.
   const size_t parts = p.mm_parts > 0 ? p.mm_parts : 1;
   for (size_t j = 0; j < parts; ++j) {

@@ -63,5 +63,36 @@ TEST(SavedActivationsTest, TorchTitanOpSacKeepsTheSavedOpsOutputs) {
   EXPECT_GT(mlp->activation_bytes.value(), mlp->activation_bytes_selective.value());
 }
 
+// Under float8 (torchao's Float8Linear, the rowwise recipe) every linear multiplies with
+// aten._scaled_mm, which the policy neither saves nor counts: the attention keeps only SDPA's
+// O and log-sum-exp (2·4096 + 4·32 bytes a token), the MLP nothing, and every forward GEMM of
+// both runs again in backward at its full width.
+TEST(SavedActivationsTest, TorchTitanOpSacReRunsEveryFloat8Linear) {
+  Case c(testing::Llama31_8B());
+  c.training.seq_len = 1024;
+  c.training.micro_batch = 1;
+  c.training.stack = TrainingStack::kTorchTitan;
+  c.training.precision = DType::kFp8;
+  c.training.fp8_recipe = Fp8Recipe::kRowwise;
+  const ProfileContext ctx = c.Ctx(Recompute::kSelective);
+  absl::StatusOr<ModuleProfile> attention = ProfileAttention(ctx);
+  absl::StatusOr<ModuleProfile> mlp = ProfileDenseMlp(ctx);
+  ASSERT_THAT(attention, IsOk());
+  ASSERT_THAT(mlp, IsOk());
+  EXPECT_THAT(attention->activation_bytes_selective.value(), IsNearRel(1024.0 * 8320, 1e-12));
+  EXPECT_DOUBLE_EQ(mlp->activation_bytes_selective.value(), 0.0);
+  for (const ModuleProfile* p : {&*attention, &*mlp}) {
+    for (const Op& op : p->ops) {
+      if (op.phase != OpPhase::kForward || op.kind != OpKind::kGemm) continue;
+      bool rerun_whole = false;
+      for (const Op& r : p->ops) {
+        rerun_whole = rerun_whole || (r.phase == OpPhase::kRecompute && r.name == op.name &&
+                                      r.gemm == op.gemm);
+      }
+      EXPECT_TRUE(rerun_whole) << op.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace projector
