@@ -341,7 +341,10 @@ absl::StatusOr<PoolConfig> PoolFromFlags(const FlagValues& flags, const ServeJob
   PROJECTOR_ASSIGN_OR_RETURN(out.deployment.dp_attention,
                              IntFlag(flags, dp_attention, {.min = 1, .max = 1024},
                                      job.options.deployment.dp_attention));
-  PROJECTOR_RETURN_IF_ERROR(CheckDpAttention(out.deployment, dp_attention, tp));
+  // A pool without its own count takes --dp-attention's: a bad value is that flag's.
+  PROJECTOR_RETURN_IF_ERROR(CheckDpAttention(
+      out.deployment, Given(flags, dp_attention) ? dp_attention : std::string("dp-attention"),
+      tp));
   PROJECTOR_ASSIGN_OR_RETURN(const bool deepep, BoolFlag(flags, "deepep"));
   out.deployment.deepep = deepep && out.deployment.dp_attention > 1;
   if (Given(flags, gpu)) {
