@@ -78,13 +78,6 @@ absl::StatusOr<std::vector<ReplicaRun>> RunPool(const PoolConfig& pool, const En
 // parallel attention (the cache lives on the rank that serves the request).
 int64_t AttentionTp(const Deployment& d) { return d.tp / std::max<int64_t>(d.dp_attention, 1); }
 
-// The requests dealt to `replicas` replicas in turn.
-std::vector<std::vector<Request>> RoundRobin(std::span<const Request> requests, int64_t replicas) {
-  std::vector<std::vector<Request>> shares(static_cast<size_t>(replicas));
-  for (size_t i = 0; i < requests.size(); ++i) shares[i % shares.size()].push_back(requests[i]);
-  return shares;
-}
-
 }  // namespace
 
 Bytes KvTransferBytes(const Deployment& prefill, int64_t prompt_tokens) {
@@ -115,7 +108,7 @@ absl::StatusOr<DisaggregatedResult> ServeDisaggregated(const DisaggregatedOption
   PROJECTOR_ASSIGN_OR_RETURN(
       std::vector<ReplicaRun> prefill_runs,
       RunPool(options.prefill, options.engine,
-              RoundRobin(prefill_requests, options.prefill.replicas), "prefill"));
+              DealRoundRobin(prefill_requests, options.prefill.replicas), "prefill"));
   // The transfers in the order the prompts finish: each request goes to the decode replicas in
   // turn, and its cache crosses when both its prefill replica's NICs and its decode replica's
   // are free (one transfer at a time on each, first come first served).

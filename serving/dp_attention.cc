@@ -71,15 +71,16 @@ absl::StatusOr<DpAttentionCost::RankSide> DpAttentionCost::Side(const BatchPass&
   RankSide side;
   const int64_t tokens = pass.NewTokens();
   if (tokens == 0) return side;  // an idle rank: waits at every MoE layer
-  PROJECTOR_ASSIGN_OR_RETURN(const Seconds kernels, rank_->AttentionKernels(pass));
   Seconds prefill(0);
   for (const PrefillChunk& chunk : pass.prefills) {
     PROJECTOR_ASSIGN_OR_RETURN(const Seconds t, rank_->PrefillAttention(chunk));
     prefill += t;
   }
+  PROJECTOR_ASSIGN_OR_RETURN(const Seconds decode,
+                             rank_->DecodeAttention(pass.decode_sequences, pass.decode_kv_tokens));
   for (PassBreakdown* b : {&side.dense, &side.moe}) {
     b->prefill_attention = prefill;
-    b->decode_attention = kernels - prefill;
+    b->decode_attention = decode;
   }
   if (deployment_.model.NumDenseLayers() > 0) {
     PROJECTOR_ASSIGN_OR_RETURN(const PassCostModel::LayerParts dense,
@@ -106,10 +107,12 @@ absl::StatusOr<PassCostModel::LayerParts> DpAttentionCost::Experts(int64_t token
 
 absl::StatusOr<PassBreakdown> DpAttentionCost::Breakdown(std::span<const BatchPass> passes) {
   int64_t tokens = 0, busiest_tokens = 0;
-  std::vector<PassBreakdown> dense, moe, head;
-  dense.reserve(passes.size());
-  moe.reserve(passes.size());
-  head.reserve(passes.size());
+  std::vector<PassBreakdown>& dense = dense_sides_;
+  std::vector<PassBreakdown>& moe = moe_sides_;
+  std::vector<PassBreakdown>& head = heads_;
+  dense.clear();
+  moe.clear();
+  head.clear();
   for (const BatchPass& pass : passes) {
     tokens += pass.NewTokens();
     busiest_tokens = std::max(busiest_tokens, pass.NewTokens());

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -76,6 +77,8 @@ class DpAttentionCost {
   Deployment deployment_;
   std::unique_ptr<PassCostModel> rank_;   // TP tp/D, experts over tp GPUs (weights, attention)
   std::unique_ptr<PassCostModel> group_;  // TP tp: the MoE over all ranks' tokens
+  // Breakdown's per-rank sides, reused from pass to pass.
+  std::vector<PassBreakdown> dense_sides_, moe_sides_, heads_;
 };
 
 }  // namespace projector

@@ -216,17 +216,6 @@ absl::StatusOr<PassBreakdown> PassCostModel::Breakdown(const BatchPass& pass, in
   return b;
 }
 
-absl::StatusOr<Seconds> PassCostModel::AttentionKernels(const BatchPass& pass) {
-  Seconds t(0);
-  for (const PrefillChunk& chunk : pass.prefills) {
-    PROJECTOR_ASSIGN_OR_RETURN(const Seconds chunk_time, PrefillAttention(chunk));
-    t += chunk_time;
-  }
-  PROJECTOR_ASSIGN_OR_RETURN(const Seconds decode,
-                             DecodeAttention(pass.decode_sequences, pass.decode_kv_tokens));
-  return t + decode;
-}
-
 absl::StatusOr<PassBreakdown> PassCostModel::Ends(const BatchPass& pass, int64_t stage) {
   PassBreakdown b;
   if (stage == 0) {

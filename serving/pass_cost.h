@@ -153,8 +153,6 @@ class PassCostModel {
   // One layer's attention kernel for one prefill chunk, and the decode attention over the
   // decoding requests' caches (0 without any).
   absl::StatusOr<Seconds> PrefillAttention(const PrefillChunk& chunk);
-  // The attention kernels of one layer for the pass: every prefill chunk's and the decode.
-  absl::StatusOr<Seconds> AttentionKernels(const BatchPass& pass);
   // The embedding of the pass's tokens (first stage) and the output head of its emitting
   // requests (last stage), on one stage: `head` and their collectives in `tp_comm`.
   absl::StatusOr<PassBreakdown> Ends(const BatchPass& pass, int64_t stage);

@@ -109,14 +109,6 @@ absl::StatusOr<std::vector<PassAnatomy>> Anatomy(PricePass price,
   return out;
 }
 
-// Round-robin dispatch: request i to replica i mod R, each replica's share in arrival order.
-std::vector<std::vector<Request>> ReplicaShares(int64_t replicas,
-                                                std::span<const Request> requests) {
-  std::vector<std::vector<Request>> shares(static_cast<size_t>(replicas));
-  for (size_t i = 0; i < requests.size(); ++i) shares[i % shares.size()].push_back(requests[i]);
-  return shares;
-}
-
 // The metrics of the replicas' runs on the deployment's GPUs; replica 0's run for the timeline.
 ServeResult ResultOf(const ServeOptions& options, std::vector<ReplicaRun> runs) {
   ServeResult result;
@@ -135,7 +127,7 @@ absl::StatusOr<ServeResult> ServeDpAttention(const ServeOptions& options,
   PROJECTOR_ASSIGN_OR_RETURN(std::unique_ptr<DpAttentionCost> cost,
                              DpAttentionCost::Make(options.deployment));
   std::vector<ReplicaRun> runs;
-  for (const std::vector<Request>& share : ReplicaShares(options.replicas, requests)) {
+  for (const std::vector<Request>& share : DealRoundRobin(requests, options.replicas)) {
     if (share.empty()) continue;
     PROJECTOR_ASSIGN_OR_RETURN(std::vector<ReplicaRun> ranks,
                                RunDpAttention(*cost, options.engine, share));
@@ -193,7 +185,7 @@ absl::StatusOr<ServeResult> Serve(const ServeOptions& options, std::span<const R
   PROJECTOR_ASSIGN_OR_RETURN(std::unique_ptr<PassCostModel> cost,
                              PassCostModel::Make(options.deployment));
   std::vector<ReplicaRun> runs;
-  for (const std::vector<Request>& share : ReplicaShares(options.replicas, requests)) {
+  for (const std::vector<Request>& share : DealRoundRobin(requests, options.replicas)) {
     if (share.empty()) continue;
     PROJECTOR_ASSIGN_OR_RETURN(ReplicaRun run, RunReplica(*cost, options.engine, share));
     runs.push_back(std::move(run));

@@ -276,4 +276,10 @@ absl::StatusOr<std::vector<Request>> LoadRequestTrace(const std::string& path) {
   return requests;
 }
 
+std::vector<std::vector<Request>> DealRoundRobin(std::span<const Request> requests, int64_t parts) {
+  std::vector<std::vector<Request>> shares(static_cast<size_t>(std::max<int64_t>(parts, 1)));
+  for (size_t i = 0; i < requests.size(); ++i) shares[i % shares.size()].push_back(requests[i]);
+  return shares;
+}
+
 }  // namespace projector

@@ -8,6 +8,7 @@
 #define PROJECTOR_SERVING_WORKLOAD_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,6 +88,10 @@ std::vector<Request> GenerateRequests(const WorkloadSpec& spec);
 // counts < 1, arrivals out of order, a prefix longer than its prompt, or a group whose rows
 // give it different prefix lengths.
 absl::StatusOr<std::vector<Request>> LoadRequestTrace(const std::string& path);
+
+// `requests` dealt to `parts` replicas in turn (a round-robin load balancer): request i to part
+// i mod parts, each part's share in the given order.
+std::vector<std::vector<Request>> DealRoundRobin(std::span<const Request> requests, int64_t parts);
 
 }  // namespace projector
 

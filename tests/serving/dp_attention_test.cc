@@ -54,7 +54,11 @@ double ExpectedOneRankBusy(const BatchPass& pass, int64_t all_tokens) {
   whole.dp_attention = 1;
   std::unique_ptr<PassCostModel> group = Model(whole);
   const int64_t tokens = pass.NewTokens();
-  const double kernels = rank->AttentionKernels(pass)->value();
+  double kernels =
+      rank->DecodeAttention(pass.decode_sequences, pass.decode_kv_tokens)->value();
+  for (const PrefillChunk& chunk : pass.prefills) {
+    kernels += rank->PrefillAttention(chunk)->value();
+  }
   const PassCostModel::LayerParts dense = *rank->Parts(tokens, false);
   const PassCostModel::LayerParts moe = *rank->Parts(tokens, true);
   const PassCostModel::LayerParts experts = *group->Parts(all_tokens, true);
