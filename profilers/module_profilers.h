@@ -95,7 +95,10 @@ struct CrossEntropyTraffic {
   double kept = 0;  // kept from forward to backward
   double peak = 0;  // alive at the loss's peak, the bf16 logits included
 };
-CrossEntropyTraffic CrossEntropyBytesPerLogit(LossKernel kernel);
+// `logits_freed_before_backward`: the train step drops the model's output before backward
+// (torchtitan), which lowers the eager loss's peak.
+CrossEntropyTraffic CrossEntropyBytesPerLogit(LossKernel kernel,
+                                              bool logits_freed_before_backward = false);
 
 // HBM bytes per logit of one training-metric pass (an eager torch cross-entropy forward under
 // autocast, no grad) and what is alive at its peak, the bf16 logits included.

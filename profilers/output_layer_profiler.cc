@@ -9,7 +9,8 @@
 
 namespace projector {
 
-CrossEntropyTraffic CrossEntropyBytesPerLogit(LossKernel kernel) {
+CrossEntropyTraffic CrossEntropyBytesPerLogit(LossKernel kernel,
+                                              bool logits_freed_before_backward) {
   switch (kernel) {
     case LossKernel::kPyTorch:
       // torch.nn.functional.cross_entropy under autocast, eager. Forward: autocast runs the loss
@@ -22,8 +23,12 @@ CrossEntropyTraffic CrossEntropyBytesPerLogit(LossKernel kernel) {
       // backward converts it to bf16 (read 4, write 2). 4 + 16 + 6 = 26 bytes. Kept: the fp32
       // log-softmax output (4). Peak, in log_softmax_backward: the bf16 logits the model's
       // output still references (2), the kept output, the NLL gradient and the new gradient
-      // (3 x 4) = 14 (the forward peaks at 2 + 4 + 4 = 10).
-      return {.forward = 22.0, .backward = 26.0, .kept = 4.0, .peak = 14.0};
+      // (3 x 4) = 14 (the forward peaks at 2 + 4 + 4 = 10). A train step that drops the model
+      // output before backward (nothing in autograd keeps the bf16 logits) peaks at 12.
+      return {.forward = 22.0,
+              .backward = 26.0,
+              .kept = 4.0,
+              .peak = logits_freed_before_backward ? 12.0 : 14.0};
     case LossKernel::kFused:
       // One online-softmax pass over the bf16 logits keeps the per-row log-sum-exp only (2);
       // backward reads the logits again and writes their bf16 gradient (2 + 2). Kept: the bf16
@@ -82,14 +87,10 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx, Outp
            norm.Backward(norm_n, (layer_norm ? 14.0 : 8.0) * norm_n));
   b.Linear("output_proj", rows, h, v_l, dims.act_dtype);
   b.PlainTorchLinear();  // Megatron's own ColumnParallelLinear, not a TE module
-  CrossEntropyTraffic ce = CrossEntropyBytesPerLogit(ctx.run.loss_kernel);
-  if (ctx.run.stack == TrainingStack::kTorchTitan && ctx.run.loss_kernel == LossKernel::kPyTorch) {
-    // torchtitan's train step drops the model output before backward (train.py: "need to free
-    // to before bwd to avoid peaking memory", del pred), and nothing in autograd keeps the bf16
-    // logits: the eager loss's backward peaks without them (14 - 2 = 12 bytes per logit), above
-    // its forward's 10.
-    ce.peak -= 2.0;
-  }
+  // torchtitan's train step drops the model output before backward (train.py: "need to free to
+  // before bwd to avoid peaking memory", del pred).
+  const CrossEntropyTraffic ce = CrossEntropyBytesPerLogit(
+      ctx.run.loss_kernel, /*logits_freed_before_backward=*/ctx.run.stack == TrainingStack::kTorchTitan);
   b.Memory("cross_entropy",
            MemoryOp{.bytes = Bytes(ce.forward * logits), .flops = Flops(5.0 * logits)},
            MemoryOp{.bytes = Bytes(ce.backward * logits), .flops = Flops(2.0 * logits)});
