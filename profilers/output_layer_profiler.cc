@@ -90,7 +90,8 @@ absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx, Outp
   // torchtitan's train step drops the model output before backward (train.py: "need to free to
   // before bwd to avoid peaking memory", del pred).
   const CrossEntropyTraffic ce = CrossEntropyBytesPerLogit(
-      ctx.run.loss_kernel, /*logits_freed_before_backward=*/ctx.run.stack == TrainingStack::kTorchTitan);
+      ctx.run.loss_kernel,
+      /*logits_freed_before_backward=*/ctx.run.stack == TrainingStack::kTorchTitan);
   b.Memory("cross_entropy",
            MemoryOp{.bytes = Bytes(ce.forward * logits), .flops = Flops(5.0 * logits)},
            MemoryOp{.bytes = Bytes(ce.backward * logits), .flops = Flops(2.0 * logits)});
