@@ -30,7 +30,8 @@ constexpr CollectiveAlgorithm kAllAlgorithms[] = {
     CollectiveAlgorithm::kAuto,         CollectiveAlgorithm::kRing,
     CollectiveAlgorithm::kTree,         CollectiveAlgorithm::kDirect,
     CollectiveAlgorithm::kHalvingDoubling, CollectiveAlgorithm::kHierarchical,
-    CollectiveAlgorithm::kPxn, CollectiveAlgorithm::kNvls};
+    CollectiveAlgorithm::kPxn, CollectiveAlgorithm::kNvls,
+    CollectiveAlgorithm::kLowLatency};
 }  // namespace
 
 std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a) {
@@ -51,6 +52,8 @@ std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a) {
       return "pxn";
     case CollectiveAlgorithm::kNvls:
       return "nvls";
+    case CollectiveAlgorithm::kLowLatency:
+      return "low-latency";
   }
   return "?";
 }

@@ -105,6 +105,10 @@ enum class CollectiveAlgorithm {
   kHierarchical,  // intra-node RS, inter-node collective, intra-node AG (A2A: 2-phase)
   kPxn,           // A2A: aggregate over scale-up, then one NIC hop (DeepEP / NCCL PXN)
   kNvls,          // all-reduce reduced inside the switch (NVLink SHARP, NCCL's NVLS)
+  // A2A: every routed copy sent straight to its destination rank by GPU-initiated puts, over
+  // the scale-up fabric inside a node and the rank's NIC across nodes, nothing aggregated or
+  // deduplicated (DeepEP's low-latency kernels). A kernel the caller picks, never NCCL's tuner.
+  kLowLatency,
 };
 std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a);
 absl::StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name);

@@ -319,6 +319,7 @@ Steps FlatSteps(Algo algo, CollectiveKind kind, std::span<const int64_t> g, doub
     case Algo::kAuto:
     case Algo::kHierarchical:
     case Algo::kPxn:
+    case Algo::kLowLatency:
       break;
   }
   return {};

@@ -90,7 +90,11 @@ class NetworkCollectiveBackend final : public CollectiveBackend {
                        " apart reaches rank ", ranks.back(), "; the network '",
                        topology_.spec().name, "' has ", topology_.npu_count(), " NPUs"));
     }
-    const Algo requested = algorithm == Algo::kPxn ? Algo::kHierarchical : algorithm;
+    // On an explicit topology PXN is its two-phase exchange, and DeepEP's low-latency copies
+    // a direct exchange (every rank straight to every peer over its routes).
+    const Algo requested = algorithm == Algo::kPxn          ? Algo::kHierarchical
+                           : algorithm == Algo::kLowLatency ? Algo::kDirect
+                                                            : algorithm;
     absl::StatusOr<NetworkCollectiveEstimate> e =
         collectives_.Estimate({.kind = op.kind,
                                .bytes = op.bytes,

@@ -82,6 +82,20 @@ TEST(NetworkCollectiveBackendTest, PxnIsTheHierarchicalAllToAll) {
               1e-12);
 }
 
+// DeepEP's low-latency copies on an explicit network: every rank straight to every peer.
+TEST(NetworkCollectiveBackendTest, LowLatencyIsTheDirectAllToAll) {
+  const auto backend =
+      MakeNetworkCollectiveBackend(testing::EightGpuNodeWithRailNics(), TwoNodes());
+  const CollectiveOp ep{
+      .kind = CollectiveKind::kAllToAll, .bytes = Bytes(1e9), .group = {.size = 16, .stride = 1}};
+  const auto low_latency = backend->Estimate(ep, CollectiveAlgorithm::kLowLatency);
+  const auto direct = backend->Estimate(ep, CollectiveAlgorithm::kDirect);
+  ASSERT_THAT(low_latency, IsOk());
+  ASSERT_THAT(direct, IsOk());
+  EXPECT_EQ(low_latency->algorithm, CollectiveAlgorithm::kDirect);
+  EXPECT_EQ(low_latency->time, direct->time);
+}
+
 TEST(NetworkCollectiveBackendTest, GroupBeyondTheNetworkIsRefused) {
   const auto backend =
       MakeNetworkCollectiveBackend(testing::EightGpuNodeWithRailNics(), TwoNodes());
