@@ -26,13 +26,27 @@ std::string StatsRow(std::string_view name, const LatencyStats& s) {
                          s.p90, s.p99);
 }
 
+// How the MoE's tokens travel under DeepEP, by mode.
+std::string DeepEpWords(DeepEpMode mode) {
+  switch (mode) {
+    case DeepEpMode::kAuto:
+      return "DeepEP all-to-all: normal kernels for passes with a prefill, low-latency for "
+             "decode-only passes";
+    case DeepEpMode::kNormal:
+      return "DeepEP's normal all-to-all";
+    case DeepEpMode::kLowLatency:
+      return "DeepEP's low-latency all-to-all";
+  }
+  return "DeepEP";
+}
+
 std::string DeploymentLine(const ServeJob& job) {
   const Deployment& d = job.options.deployment;
   const std::string dp_attention =
       d.dp_attention > 1
           ? absl::StrFormat(" (attention DP%d x TP%d, KV cache per rank, MoE by %s)",
                             d.dp_attention, d.tp / d.dp_attention,
-                            d.deepep ? "DeepEP all-to-all" : "gather and scatter")
+                            d.deepep ? DeepEpWords(d.deepep_mode) : "gather and scatter")
           : "";
   return absl::StrFormat("%s on %s, TP%d PP%d%s%s x %d replica%s (%d GPUs), weights %s, KV %s",
                          d.model.name, d.hw.gpu.name, d.tp, d.pp, dp_attention,
@@ -146,7 +160,8 @@ nlohmann::json ServeJson(const ServeJob& job, const ServeResult& r) {
         {"kv_precision", DTypeName(d.kv_dtype)},
         {"expert_parallel", d.expert_parallel},
         {"dp_attention", d.dp_attention},
-        {"deepep", d.deepep}}},
+        {"deepep", d.deepep},
+        {"deepep_mode", d.deepep ? nlohmann::json(DeepEpModeName(d.deepep_mode)) : nullptr}}},
       {"engine",
        {{"batching", BatchingModeName(e.batching)},
         {"max_num_seqs", e.max_num_seqs},
@@ -166,6 +181,7 @@ nlohmann::json ServeJson(const ServeJob& job, const ServeResult& r) {
         {"weights_gib", r.kv.weights.value() / kGib},
         {"activations_gib", r.kv.activations.value() / kGib},
         {"runtime_gib", r.kv.runtime.value() / kGib},
+        {"deepep_buffers_gib", r.kv.deepep_buffers.value() / kGib},
         {"cache_gib", r.kv.per_block.value() * static_cast<double>(r.kv.blocks) / kGib}}},
       {"ttft_ms", StatsJson(m.ttft_ms)},
       {"tpot_ms", StatsJson(m.tpot_ms)},
@@ -437,7 +453,11 @@ std::string PoolLine(const PoolConfig& pool, const KvCacheSizing& kv) {
   const Deployment& d = pool.deployment;
   const std::string dp_attention =
       d.dp_attention > 1 ? absl::StrFormat(" (attention DP%d x TP%d%s)", d.dp_attention,
-                                           d.tp / d.dp_attention, d.deepep ? ", DeepEP" : "")
+                                           d.tp / d.dp_attention,
+                                           d.deepep ? absl::StrCat(", DeepEP ",
+                                                                   std::string(DeepEpModeName(
+                                                                       d.deepep_mode)))
+                                                    : "")
                          : "";
   return absl::StrFormat("TP%d%s x %d replica%s on %s (%d GPUs), KV cache %s tokens per %s",
                          d.tp, dp_attention, pool.replicas, pool.replicas == 1 ? "" : "s",
@@ -506,6 +526,9 @@ nlohmann::json DisaggregatedJson(const ServeJob& job, const DisaggregatedOptions
         {"tp", p.deployment.tp},
         {"dp_attention", p.deployment.dp_attention},
         {"deepep", p.deployment.deepep},
+        {"deepep_mode", p.deployment.deepep
+                            ? nlohmann::json(DeepEpModeName(p.deployment.deepep_mode))
+                            : nullptr},
         {"replicas", p.replicas},
         {"gpu", p.deployment.hw.gpu.name},
         {"kv_cache_tokens", kv.Tokens()},

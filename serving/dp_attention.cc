@@ -24,6 +24,19 @@ const PassBreakdown& Busiest(const std::vector<PassBreakdown>& sides) {
 
 }  // namespace
 
+Bytes DeepEpLowLatencyBufferBytes(int64_t hidden, int64_t experts, int64_t max_tokens) {
+  constexpr double kHeaderBytes = 16;  // the int4 carrying the token's source index
+  constexpr double kScaleBlock = 128;  // fp8 elements per fp32 scale
+  const double h = D(hidden);
+  const double dispatch_msg = kHeaderBytes + std::max(2.0 * h, h + h / kScaleBlock * 4.0);
+  const double combine_msg = 2.0 * h;
+  const double slots = D(experts) * D(max_tokens);
+  const double send = std::max(D(max_tokens) * dispatch_msg, slots * combine_msg);
+  const double receive = std::max(slots * dispatch_msg, slots * combine_msg);
+  const double signalling = D(experts) * 4.0;
+  return Bytes(2.0 * (send + receive + signalling));
+}
+
 absl::Status CheckDpAttentionLayout(const Deployment& d, absl::string_view tp_name) {
   const int64_t ranks = d.dp_attention;
   if (ranks < 2) {
@@ -106,7 +119,7 @@ absl::StatusOr<PassCostModel::LayerParts> DpAttentionCost::Experts(int64_t token
 }
 
 absl::StatusOr<PassBreakdown> DpAttentionCost::Breakdown(std::span<const BatchPass> passes) {
-  int64_t tokens = 0, busiest_tokens = 0;
+  int64_t tokens = 0;
   std::vector<PassBreakdown>& dense = dense_sides_;
   std::vector<PassBreakdown>& moe = moe_sides_;
   std::vector<PassBreakdown>& head = heads_;
@@ -115,7 +128,6 @@ absl::StatusOr<PassBreakdown> DpAttentionCost::Breakdown(std::span<const BatchPa
   head.clear();
   for (const BatchPass& pass : passes) {
     tokens += pass.NewTokens();
-    busiest_tokens = std::max(busiest_tokens, pass.NewTokens());
     PROJECTOR_ASSIGN_OR_RETURN(const RankSide side, Side(pass));
     dense.push_back(side.dense);
     moe.push_back(side.moe);
@@ -127,7 +139,7 @@ absl::StatusOr<PassBreakdown> DpAttentionCost::Breakdown(std::span<const BatchPa
   PassBreakdown moe_layer = Busiest(moe);
   moe_layer.linear += experts.mlp_linear;
   if (deployment_.deepep) {
-    PROJECTOR_ASSIGN_OR_RETURN(const AllToAllTimes a2a, DeepEpDispatchAndCombine(busiest_tokens));
+    PROJECTOR_ASSIGN_OR_RETURN(const AllToAllTimes a2a, DeepEpDispatchAndCombine(passes));
     moe_layer.tp_comm += a2a.dispatch + a2a.combine;
   } else {
     moe_layer.tp_comm += experts.all_reduce;
@@ -139,14 +151,26 @@ absl::StatusOr<PassBreakdown> DpAttentionCost::Breakdown(std::span<const BatchPa
   return pass;
 }
 
+DeepEpMode DpAttentionCost::DeepEpKernels(std::span<const BatchPass> passes) const {
+  if (deployment_.deepep_mode != DeepEpMode::kAuto) return deployment_.deepep_mode;
+  const bool extend = std::any_of(passes.begin(), passes.end(),
+                                  [](const BatchPass& p) { return !p.prefills.empty(); });
+  return extend ? DeepEpMode::kNormal : DeepEpMode::kLowLatency;
+}
+
 // DeepEP's dispatch and combine of one MoE layer; the rank with the most tokens sets the time.
-// The all-to-all of every rank's top_k routed copies with the model's routing, as the training
-// side prices DeepEP (PXN): sent once per destination node over the network and once per
-// destination rank over the scale-up fabric (ExpectedDistinctRanks). The dispatch goes in fp8
-// when the experts run fp8 (DeepEP's low-precision dispatch), the combine in the activation
-// dtype.
+// The all-to-all of every rank's top_k routed copies with the model's routing. The normal
+// kernels as the training side prices DeepEP (PXN): sent once per destination node over the
+// network and once per destination rank over the scale-up fabric (ExpectedDistinctRanks); the
+// low-latency kernels send every copy to its expert's rank. The dispatch goes in fp8 when the
+// experts run fp8 (DeepEP's low-precision dispatch), the combine in the activation dtype.
 absl::StatusOr<DpAttentionCost::AllToAllTimes> DpAttentionCost::DeepEpDispatchAndCombine(
-    int64_t busiest_tokens) {
+    std::span<const BatchPass> passes) {
+  int64_t busiest_tokens = 0;
+  for (const BatchPass& pass : passes) busiest_tokens = std::max(busiest_tokens, pass.NewTokens());
+  const CollectiveAlgorithm kernels = DeepEpKernels(passes) == DeepEpMode::kLowLatency
+                                          ? CollectiveAlgorithm::kLowLatency
+                                          : CollectiveAlgorithm::kPxn;
   const ModelSpec& model = deployment_.model;
   const A2aRouting routing{.top_k = model.moe->top_k,
                            .experts = model.moe->num_experts,
@@ -162,7 +186,7 @@ absl::StatusOr<DpAttentionCost::AllToAllTimes> DpAttentionCost::DeepEpDispatchAn
                                            .bytes = Bytes(rows * bytes),
                                            .group = group,
                                            .routing = routing},
-                              CollectiveAlgorithm::kPxn);
+                              kernels);
   };
   AllToAllTimes t;
   PROJECTOR_ASSIGN_OR_RETURN(t.dispatch, a2a(dispatch));

@@ -17,9 +17,19 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/units.h"
 #include "serving/pass_cost.h"
 
 namespace projector {
+
+// The RDMA buffer DeepEP's low-latency kernels register on every GPU, for up to `max_tokens`
+// tokens a rank (deepseek-ai/DeepEP csrc/config.hpp, LowLatencyLayout; SGLang sizes it by
+// SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK): two send, two receive and two signalling
+// buffers, odd and even. A dispatch message is a 16-byte header and a token in bf16 (the
+// larger of bf16 and fp8 with its per-128 fp32 scales), a combine message a token in bf16;
+// a send buffer holds the larger of one message per token and one per token and expert, a
+// receive buffer one per token and expert, a signalling buffer one int per expert.
+Bytes DeepEpLowLatencyBufferBytes(int64_t hidden, int64_t experts, int64_t max_tokens);
 
 // kInvalidArgument unless `d` can run data-parallel attention: 2 or more ranks dividing its TP
 // (named `tp_name` in the message), a model with MoE layers, no pipeline stages, and whole
@@ -59,11 +69,15 @@ class DpAttentionCost {
   // The MoE of one layer over `tokens` tokens of all ranks on the whole group: its compute
   // (mlp_linear) and the all-reduce its gather and scatter together cost (all_reduce).
   absl::StatusOr<PassCostModel::LayerParts> Experts(int64_t tokens);
-  // DeepEP's dispatch and combine of one MoE layer when the busiest rank has `busiest_tokens`.
+  // DeepEP's dispatch and combine of one MoE layer of a lock-step pass, by the kernels
+  // `DeepEpKernels` picks; the rank with the most tokens sets the time.
   struct AllToAllTimes {
     Seconds dispatch, combine;
   };
-  absl::StatusOr<AllToAllTimes> DeepEpDispatchAndCombine(int64_t busiest_tokens);
+  absl::StatusOr<AllToAllTimes> DeepEpDispatchAndCombine(std::span<const BatchPass> passes);
+  // The kernels a lock-step pass runs: the deployment's mode, auto resolved to normal when some
+  // rank prefills and to low-latency when every rank only decodes.
+  DeepEpMode DeepEpKernels(std::span<const BatchPass> passes) const;
 
   // One attention rank's model (its KV cache, the requests it can serve).
   PassCostModel& rank() { return *rank_; }

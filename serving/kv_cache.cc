@@ -13,6 +13,7 @@
 #include "profilers/inference_profiler.h"
 #include "profilers/module_profilers.h"
 #include "projection/memory_model.h"
+#include "serving/dp_attention.h"
 
 namespace projector {
 namespace {
@@ -57,6 +58,14 @@ absl::StatusOr<KvCacheSizing> ComputeSizing(const Deployment& deployment,
   sizing.budget = sizing.hbm * config.memory_utilization;
   sizing.activations = PeakActivationBytes(deployment, max_batched_tokens, max_num_seqs);
   sizing.runtime = Gibibytes(kWorkspaceFixedGib);
+  if (deployment.deepep && deployment.deepep_mode != DeepEpMode::kNormal) {
+    sizing.deepep_buffer_tokens = deployment.deepep_mode == DeepEpMode::kLowLatency
+                                      ? max_batched_tokens
+                                      : std::min(max_num_seqs, max_batched_tokens);
+    sizing.deepep_buffers =
+        DeepEpLowLatencyBufferBytes(deployment.model.hidden_size,
+                                    deployment.model.moe->num_experts, sizing.deepep_buffer_tokens);
+  }
   sizing.block_size = config.block_size;
   const std::vector<StageLayers> stages = SplitStages(deployment.model, deployment.pp);
   int64_t blocks = std::numeric_limits<int64_t>::max();
@@ -65,7 +74,7 @@ absl::StatusOr<KvCacheSizing> ComputeSizing(const Deployment& deployment,
     PROJECTOR_ASSIGN_OR_RETURN(
         const StageRoom room,
         RoomOf(deployment, stages[s], s == 0, s + 1 == stages.size(), sizing.budget,
-               sizing.activations, sizing.runtime, config.block_size));
+               sizing.activations, sizing.runtime + sizing.deepep_buffers, config.block_size));
     const double fit = std::floor(room.free.value() / room.per_block.value());
     const int64_t stage_blocks = fit > 0 ? static_cast<int64_t>(fit) : 0;
     if (stage_blocks < blocks) {
@@ -143,23 +152,33 @@ absl::StatusOr<KvCacheSizing> SizeKvCache(const Deployment& deployment, const Kv
   } else {
     suggestion = "; no layout of up to 64 GPUs of this kind fits";
   }
+  const std::string buffers =
+      sizing.deepep_buffers.value() > 0
+          ? absl::StrFormat(", %.1f GiB of DeepEP low-latency buffers (%d tokens a rank)",
+                            sizing.deepep_buffers.value() / kGib, sizing.deepep_buffer_tokens)
+          : "";
   return absl::FailedPreconditionError(absl::StrFormat(
       "%s does not fit on %s at tp=%d pp=%d: stage %d holds %.1f GiB of weights, %.1f GiB of "
-      "activations (--max-batched-tokens %d) and %.1f GiB of runtime within %.0f%% of %.1f GiB "
+      "activations (--max-batched-tokens %d)%s and %.1f GiB of runtime within %.0f%% of %.1f GiB "
       "HBM, leaving no room for a single KV block (%.1f GiB short)%s",
       deployment.model.name, deployment.hw.gpu.name, deployment.tp, deployment.pp, sizing.stage,
       sizing.weights.value() / kGib, sizing.activations.value() / kGib, max_batched_tokens,
-      sizing.runtime.value() / kGib, 100.0 * config.memory_utilization, sizing.hbm.value() / kGib,
-      worst_shortfall.value() / kGib, suggestion));
+      buffers, sizing.runtime.value() / kGib, 100.0 * config.memory_utilization,
+      sizing.hbm.value() / kGib, worst_shortfall.value() / kGib, suggestion));
 }
 
 std::string DescribeKvCache(const KvCacheSizing& s) {
+  const std::string buffers =
+      s.deepep_buffers.value() > 0
+          ? absl::StrFormat(", %.1f GiB DeepEP low-latency buffers (%d tokens a rank)",
+                            s.deepep_buffers.value() / kGib, s.deepep_buffer_tokens)
+          : "";
   return absl::StrFormat(
       "%s blocks of %d tokens (%s tokens); per GPU: %.1f GiB HBM, %.1f GiB budget, %.1f GiB "
-      "weights, %.1f GiB activations, %.1f GiB runtime, %.1f GiB KV cache",
+      "weights, %.1f GiB activations, %.1f GiB runtime%s, %.1f GiB KV cache",
       FormatCount(s.blocks), s.block_size, FormatCount(s.Tokens()), s.hbm.value() / kGib,
       s.budget.value() / kGib, s.weights.value() / kGib, s.activations.value() / kGib,
-      s.runtime.value() / kGib, s.per_block.value() * D(s.blocks) / kGib);
+      s.runtime.value() / kGib, buffers, s.per_block.value() * D(s.blocks) / kGib);
 }
 
 }  // namespace projector

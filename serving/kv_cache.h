@@ -31,6 +31,11 @@ struct KvCacheSizing {
   Bytes weights;      // the stage's weights
   Bytes activations;  // the largest pass's live activations (max_batched_tokens tokens)
   Bytes runtime;      // CUDA/HIP context, NCCL/RCCL buffers, GEMM workspaces
+  // DeepEP's low-latency RDMA buffers (DeepEpLowLatencyBufferBytes) when the deployment's
+  // DeepEP mode runs them, sized for the most tokens a rank sends through them: a decode-only
+  // pass's (max_num_seqs, at most max_batched_tokens) under auto, any pass's under low-latency.
+  Bytes deepep_buffers;
+  int64_t deepep_buffer_tokens = 0;
   Bytes per_block;    // one block's K and V over the stage's layers
   int64_t stage = 0;  // the stage that bounds the cache
   int64_t blocks = 0;

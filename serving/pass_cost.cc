@@ -33,6 +33,18 @@ absl::Status CheckSplits(const Deployment& d) {
 
 }  // namespace
 
+std::string_view DeepEpModeName(DeepEpMode mode) {
+  switch (mode) {
+    case DeepEpMode::kAuto:
+      return "auto";
+    case DeepEpMode::kNormal:
+      return "normal";
+    case DeepEpMode::kLowLatency:
+      return "low-latency";
+  }
+  return "?";
+}
+
 std::vector<StageLayers> SplitStages(const ModelSpec& model, int64_t pp) {
   const int64_t stages = std::max<int64_t>(pp, 1);
   std::vector<int64_t> counts(static_cast<size_t>(stages), model.num_layers / stages);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -25,6 +26,13 @@
 #include "profilers/inference_profiler.h"
 
 namespace projector {
+
+// Which of DeepEP's kernels a MoE layer's dispatch and combine run (SGLang --deepep-mode, whose
+// default is auto): the normal (high-throughput) kernels, the low-latency ones, or auto: normal
+// for a lock-step pass in which some rank prefills, low-latency for a decode-only pass (SGLang's
+// DeepEPMode.resolve on is_extend_in_batch, OR-reduced over the attention ranks).
+enum class DeepEpMode { kAuto, kNormal, kLowLatency };
+std::string_view DeepEpModeName(DeepEpMode mode);
 
 // What an inference engine runs: a model on tp × pp GPUs of one kind, weights and KV cache in
 // their precisions.
@@ -40,6 +48,7 @@ struct Deployment {
   // combine them back by DeepEP's all-to-all (SGLang --moe-a2a-backend deepep) instead of
   // gathering every rank's tokens on every GPU. Needs expert_parallel.
   bool deepep = false;
+  DeepEpMode deepep_mode = DeepEpMode::kAuto;
   // Attention data parallelism inside the TP group (SGLang --enable-dp-attention --dp D): D
   // ranks each run attention at TP tp/D for their own requests, and every MoE layer runs the
   // experts over all tp GPUs on the tokens of all ranks (serving/dp_attention.h). 1: off.

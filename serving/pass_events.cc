@@ -162,18 +162,17 @@ absl::StatusOr<Seconds> EventDpPassTimer::PassTime(std::span<const BatchPass> pa
   const Deployment& d = cost_.deployment();
   const int64_t per_rank = d.tp / d.dp_attention;
   sides_.clear();
-  int64_t tokens = 0, busiest = 0;
+  int64_t tokens = 0;
   for (const BatchPass& pass : passes) {
     PROJECTOR_ASSIGN_OR_RETURN(DpAttentionCost::RankSide side, cost_.Side(pass));
     sides_.push_back(side);
     tokens += pass.NewTokens();
-    busiest = std::max(busiest, pass.NewTokens());
   }
   if (tokens < 1) return absl::InvalidArgumentError("a pass needs at least one new token");
   PROJECTOR_ASSIGN_OR_RETURN(const PassCostModel::LayerParts experts, cost_.Experts(tokens));
   DpAttentionCost::AllToAllTimes a2a;
   if (d.deepep) {
-    PROJECTOR_ASSIGN_OR_RETURN(a2a, cost_.DeepEpDispatchAndCombine(busiest));
+    PROJECTOR_ASSIGN_OR_RETURN(a2a, cost_.DeepEpDispatchAndCombine(passes));
   }
   StageBuilder b(graph_, last_, inbox_, d.tp, slow_.gpu < d.tp ? slow_.gpu : -1, slow_.factor);
   auto side = [&](size_t gpu) -> const DpAttentionCost::RankSide& {

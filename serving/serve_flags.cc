@@ -44,6 +44,12 @@ constexpr FlagSpec kDeploymentFlags[] = {
      "tokens by DeepEP's all-to-all (SGLang --moe-a2a-backend deepep; fp8 dispatch under fp8) "
      "instead of gathering every rank's tokens on every GPU",
      "", FlagArity::kSwitch},
+    {"deepep-mode",
+     "With --deepep, DeepEP's kernels (SGLang --deepep-mode): auto (the normal kernels for a "
+     "pass in which some rank prefills, the low-latency ones, every routed copy straight to its "
+     "expert's GPU and their buffers held for max-num-seqs tokens a rank, for decode-only "
+     "passes), normal or low-latency",
+     "MODE", FlagArity::kValue, "auto"},
 };
 
 constexpr FlagSpec kEngineFlags[] = {
@@ -153,6 +159,19 @@ absl::StatusOr<DType> ServingDType(const FlagValues& flags, absl::string_view na
   return *d;
 }
 
+// --deepep-mode, which only --deepep takes.
+absl::StatusOr<DeepEpMode> DeepEpModeFlag(const FlagValues& flags, bool deepep) {
+  if (!Given(flags, "deepep-mode")) return DeepEpMode::kAuto;
+  if (!deepep) return FlagError("deepep-mode", "only with --deepep");
+  const std::string value = StringFlag(flags, "deepep-mode");
+  for (const DeepEpMode mode : {DeepEpMode::kAuto, DeepEpMode::kNormal, DeepEpMode::kLowLatency}) {
+    if (value == DeepEpModeName(mode)) return mode;
+  }
+  if (value == "low_latency") return DeepEpMode::kLowLatency;  // SGLang's spelling
+  return FlagError("deepep-mode",
+                   absl::StrCat("unknown mode '", value, "'; accepted: auto, normal, low-latency"));
+}
+
 // d.dp_attention as flag `flag` gave it, for the TP flag `tp` (1: off).
 absl::Status CheckDpAttention(const Deployment& d, absl::string_view flag, absl::string_view tp) {
   if (d.dp_attention <= 1) return absl::OkStatus();
@@ -206,6 +225,7 @@ absl::StatusOr<Deployment> DeploymentFromFlags(const FlagValues& flags) {
                      "dispatches between data-parallel attention ranks and whole experts: add "
                      "--dp-attention N (or a pool's) and --expert-parallel");
   }
+  PROJECTOR_ASSIGN_OR_RETURN(d.deepep_mode, DeepEpModeFlag(flags, d.deepep));
   if (d.dp_attention < 2) d.deepep = false;  // only the pools' (PoolFromFlags)
   PROJECTOR_ASSIGN_OR_RETURN(d.weight_dtype, ServingDType(flags, "precision"));
   if (StringFlag(flags, "kv-precision") == "auto") {

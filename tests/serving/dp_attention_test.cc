@@ -104,6 +104,82 @@ TEST(DpAttentionTest, EachRankCachesItsOwnRequests) {
   EXPECT_GT(4 * rank->Tokens(), tp->Tokens());
 }
 
+// DeepEP's low-latency buffers (DeepEP csrc/config.hpp LowLatencyLayout). DeepSeek-V3 at
+// SGLang's default 128 tokens a rank: dispatch messages 16 + max(2·7168, 7168 + 56·4) = 14,352
+// bytes, combine 14,336; send max(128·14,352, 256·128·14,336) = 469,762,048; receive
+// max(256·128·14,352, 256·128·14,336) = 470,286,336; signalling 256·4; twice each:
+// 1,880,098,816 bytes. DeepSeek-V2-Lite at 256 tokens (the engine's max-num-seqs): messages
+// 16 + 4,096 and 4,096 bytes over 64·256 slots: 2·(67,108,864 + 67,371,008 + 256) =
+// 268,960,256. The cache gives them up under auto (decode-only passes run the kernels), keeps
+// them under normal.
+TEST(DpAttentionTest, DeepEpLowLatencyBuffersComeOutOfTheCache) {
+  EXPECT_DOUBLE_EQ(DeepEpLowLatencyBufferBytes(7168, 256, 128).value(), 1880098816.0);
+  EXPECT_DOUBLE_EQ(DeepEpLowLatencyBufferBytes(2048, 64, 256).value(), 268960256.0);
+  Deployment rank = Group(4).AttentionRank();
+  rank.deepep = true;
+  const KvCacheConfig config;
+  absl::StatusOr<KvCacheSizing> low_latency = SizeKvCache(rank, config, 8192, 256);
+  rank.deepep_mode = DeepEpMode::kNormal;
+  absl::StatusOr<KvCacheSizing> normal = SizeKvCache(rank, config, 8192, 256);
+  ASSERT_THAT(low_latency, IsOk());
+  ASSERT_THAT(normal, IsOk());
+  EXPECT_DOUBLE_EQ(low_latency->deepep_buffers.value(), 268960256.0);
+  EXPECT_EQ(low_latency->deepep_buffer_tokens, 256);
+  EXPECT_EQ(normal->deepep_buffers.value(), 0.0);
+  const double freed_blocks = 268960256.0 / normal->per_block.value();
+  EXPECT_NEAR(static_cast<double>(normal->blocks - low_latency->blocks), freed_blocks, 1.0);
+  EXPECT_THAT(DescribeKvCache(*low_latency),
+              HasSubstr("0.3 GiB DeepEP low-latency buffers (256 tokens a rank)"));
+  // Low-latency kernels for every pass need room for a whole prefill pass a rank.
+  rank.deepep_mode = DeepEpMode::kLowLatency;
+  absl::StatusOr<KvCacheSizing> always = SizeKvCache(rank, config, 8192, 256);
+  ASSERT_THAT(always, IsOk());
+  EXPECT_EQ(always->deepep_buffer_tokens, 8192);
+}
+
+// SGLang's auto mode: the normal kernels when some rank prefills, the low-latency ones when every
+// rank only decodes. 64 decoding requests a rank on 4 H100 (one node): each MoE layer sends the
+// busiest rank's 64·6 copies of 2,048 elements, 3/4 of them to the node's other GPUs at
+// 450·0.8 GB/s, in fp8 with a scale per 128 (1.03125 bytes an element: 811,008 bytes) and back
+// in bf16 (1,572,864 bytes), each with one NVLink latency (0.45 us) and a launch (2.8 us):
+// 2,383,872·0.75 / 360e9 + 6.5 us = 11.466 us a layer, 26 MoE layers. The normal kernels send
+// fewer bytes (a copy once per destination rank) but pay 2.5 us per peer: 24.3 us a layer.
+TEST(DpAttentionTest, DecodeOnlyPassesRunDeepEpLowLatencyKernels) {
+  Deployment d = Group(4);
+  d.deepep = true;
+  absl::StatusOr<std::unique_ptr<DpAttentionCost>> cost = DpAttentionCost::Make(d);
+  ASSERT_THAT(cost, IsOk());
+  BatchPass decode;
+  decode.decode_sequences = 64;
+  decode.decode_kv_tokens = 64 * 1000;
+  decode.emitting = 64;
+  std::vector<BatchPass> passes(4, decode);
+  EXPECT_EQ((*cost)->DeepEpKernels(passes), DeepEpMode::kLowLatency);
+  const double per_layer = 2383872.0 * 0.75 / 360e9 + 2 * (0.45 + 2.8) * 1e-6;
+  const double low_latency = (*cost)->Breakdown(passes)->tp_comm.value();
+  EXPECT_NEAR(low_latency, 26 * per_layer, 1e-12);
+  std::vector<BatchPass> mixed = passes;
+  mixed[3] = Prefill(64);
+  EXPECT_EQ((*cost)->DeepEpKernels(mixed), DeepEpMode::kNormal);
+  d.deepep_mode = DeepEpMode::kNormal;
+  absl::StatusOr<std::unique_ptr<DpAttentionCost>> normal = DpAttentionCost::Make(d);
+  ASSERT_THAT(normal, IsOk());
+  EXPECT_EQ((*normal)->DeepEpKernels(passes), DeepEpMode::kNormal);
+  // A copy once per destination rank: 4·(1 − C(48,6)/C(64,6)) of the 6 copies, plus 3 peers.
+  const double ranks_reached = 4 * (1 - 8835488640.0 / 53981544960.0);
+  const double normal_layer =
+      2383872.0 * ranks_reached / 6 * 0.75 / 360e9 + 2 * (0.45 + 2.8 + 3 * 2.5) * 1e-6;
+  EXPECT_NEAR((*normal)->Breakdown(passes)->tp_comm.value(), 26 * normal_layer, 1e-12);
+  d.deepep_mode = DeepEpMode::kLowLatency;
+  absl::StatusOr<std::unique_ptr<DpAttentionCost>> always = DpAttentionCost::Make(d);
+  ASSERT_THAT(always, IsOk());
+  EXPECT_EQ((*always)->DeepEpKernels(mixed), DeepEpMode::kLowLatency);
+  // The high level of detail prices the same kernels.
+  EventDpPassTimer events(**cost);
+  EXPECT_NEAR(events.PassTime(passes)->value(), (*cost)->PassTime(passes)->value(),
+              1e-9 * (*cost)->PassTime(passes)->value());
+}
+
 // Two requests at t = 0 go to ranks 0 and 1 and prefill in one lock-step pass: both first tokens
 // come when that pass ends. A third request alone later finds the other ranks idle.
 TEST(DpAttentionTest, RanksRunEachPassInLockStep) {
