@@ -139,6 +139,11 @@ struct TrainingConfig {
   // same): the A2A is exposed only where it outlasts the MoE compute beside it, which loses the
   // SMs the A2A kernels hold. Off by default, as in Megatron-LM.
   bool moe_a2a_overlap = false;
+  // The shared experts run on their own stream beside the dispatcher's All-to-All in forward
+  // (Megatron-Core --moe-shared-expert-overlap: fc1 and the activation beside the dispatch, fc2
+  // beside the combine; backward runs them in order). Megatron-Core takes it with the alltoall
+  // dispatcher only, not DeepEP's (TransformerConfig asserts). Off by default, as there.
+  bool moe_shared_expert_overlap = false;
   // The step runs as captured CUDA graphs (Megatron --cuda-graph-impl local with the
   // full_iteration scope, as NVIDIA's Megatron-Bridge benchmark presets for B200/GB200 set it):
   // the host replays one graph instead of issuing every op, so no per-op host cost. A dropless

@@ -83,6 +83,13 @@ absl::StatusOr<ModuleProfile> ProfileEmbedding(const ProfileContext& ctx);
 // memory-bound op, "train_metrics" (TrainMetricBytesPerLogit), on the main head only: an MTP
 // module's pass of the head (kMtp) has none, the metrics read the model's output.
 enum class OutputHead { kMain, kMtp };
+
+// The ops of a MoE layer's shared experts (moe_mlp_profiler.cc): their fc1 and activation, and
+// their fc2, which Megatron-Core's --moe-shared-expert-overlap runs beside the dispatch and the
+// combine All-to-All (projection/layer_composer.cc).
+inline constexpr std::string_view kSharedExpertFc1 = "shared_fc1";
+inline constexpr std::string_view kSharedExpertAct = "shared_act";
+inline constexpr std::string_view kSharedExpertFc2 = "shared_fc2";
 absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx,
                                                  OutputHead head = OutputHead::kMain);
 

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "core/status_macros.h"
+#include "profilers/module_profilers.h"
 
 namespace projector {
 namespace {
@@ -55,6 +56,9 @@ struct ModuleSums {
   Seconds wgrad;                      // weight-gradient ops (part of bwd)
   Seconds attention_fwd, attention_bwd, attention_rec;  // flash-attention kernels
   Seconds max_fwd_gemm, max_dgrad_gemm, max_wgrad_gemm;  // largest single GEMM per phase
+  // Forward shared-expert work Megatron-Core's --moe-shared-expert-overlap runs beside the
+  // dispatch (fc1 and the activation, the latter memory-bound) and beside the combine (fc2).
+  Seconds shared_fc1_fwd, shared_act_fwd, shared_fc2_fwd;
 };
 
 ModuleSums SumModule(const ModuleProfile& m) {
@@ -69,6 +73,9 @@ ModuleSums SumModule(const ModuleProfile& m) {
         if (op.kind == OpKind::kMemory) s.mem_fwd += op.time;
         if (op.kind == OpKind::kAttention) s.attention_fwd += op.time;
         if (op.kind == OpKind::kGemm) s.max_fwd_gemm = std::max(s.max_fwd_gemm, op.time);
+        if (op.name == kSharedExpertFc1) s.shared_fc1_fwd += op.time;
+        if (op.name == kSharedExpertAct) s.shared_act_fwd += op.time;
+        if (op.name == kSharedExpertFc2) s.shared_fc2_fwd += op.time;
         break;
       case OpPhase::kBackwardDgrad:
       case OpPhase::kBackwardWgrad:
@@ -470,6 +477,8 @@ absl::Status AddEpComm(CommBuilder& b, const LayerCompositionContext& ctx,
                  repeat, routing);
   };
   TimedCollective a2a_f, a2a_b;
+  TimedCollective one_way;  // the dispatch (or the combine) alone, alltoall dispatcher
+  Seconds count_gather(0);
   if (ep.size > 1 && fp8_dispatch) {
     const Bytes fp8_msg(rows * kFp8DispatchBytesPerElement);
     PROJECTOR_ASSIGN_OR_RETURN(TimedCollective d, a2a("ep_dispatch_fp8", OpPhase::kForward, fp8_msg, 1));
@@ -482,6 +491,7 @@ absl::Status AddEpComm(CommBuilder& b, const LayerCompositionContext& ctx,
     a2a_b = Sum(cg, dg);
   } else if (ep.size > 1) {
     PROJECTOR_ASSIGN_OR_RETURN(a2a_f, a2a("ep_dispatch_combine", OpPhase::kForward, msg, 2));
+    one_way = {.time = a2a_f.time / 2.0, .slowdown = a2a_f.slowdown};
     if (!par.deepep && MoeForwardSyncsHost(tr)) {
       // Megatron's All-to-All dispatcher gathers every EP rank's per-expert token counts
       // (E int64) before the dispatch (its preprocess); padded to capacity the splits are
@@ -493,6 +503,7 @@ absl::Status AddEpComm(CommBuilder& b, const LayerCompositionContext& ctx,
           b.Add("ep_count_gather", "moe", OpPhase::kForward, CommDim::kEp,
                 CollectiveKind::kAllGather, counts, ep, CollectiveAlgorithm::kAuto, 1, {}));
       a2a_f = Sum(gather, a2a_f);
+      count_gather = gather.time;
     }
     PROJECTOR_ASSIGN_OR_RETURN(a2a_b,
                                a2a("ep_dispatch_combine_grad", OpPhase::kBackwardDgrad, msg, 2));
@@ -507,6 +518,18 @@ absl::Status AddEpComm(CommBuilder& b, const LayerCompositionContext& ctx,
                             .memory_bound = mlp.mem_bwd};
     layer.forward_comm.ep = Exposure(a2a_f, fwd) + etp.forward;
     layer.backward_comm.ep = Exposure(a2a_b, bwd) + etp.backward;
+  } else if (tr.moe_shared_expert_overlap && ep.size > 1 && !par.deepep) {
+    // Megatron-Core's shared-expert overlap (moe_layer.py / token_dispatcher.py: the shared
+    // experts on their own stream, linear_fc1_forward_and_act after the dispatch is launched,
+    // linear_fc2_forward after the combine): each A2A exposed where it outlasts that work, which
+    // loses the SMs the A2A holds. Backward runs in order.
+    const OverlapWindow beside_dispatch{.total = mlp.shared_fc1_fwd + mlp.shared_act_fwd,
+                                        .compute_bound = mlp.shared_fc1_fwd,
+                                        .memory_bound = mlp.shared_act_fwd};
+    layer.forward_comm.ep = count_gather + Exposure(one_way, beside_dispatch) +
+                            Exposure(one_way, ComputeBoundWindow(mlp.shared_fc2_fwd)) +
+                            etp.forward;
+    layer.backward_comm.ep = a2a_b.time + etp.backward;
   } else {
     layer.forward_comm.ep = a2a_f.time + etp.forward;
     layer.backward_comm.ep = a2a_b.time + etp.backward;

@@ -247,6 +247,13 @@ void NoteInertSwitches(const Scenario& scenario, Projection& p) {
                                   ? "moe_a2a_overlap=true has no effect with ep 1 (no All-to-All)"
                                   : "moe_a2a_overlap=true has no effect: the model has no experts");
   }
+  if (scenario.training.moe_shared_expert_overlap &&
+      (!scenario.model.moe || scenario.model.moe->num_shared_experts == 0 || par.ep == 1)) {
+    p.defaults_used.push_back(
+        !scenario.model.moe || scenario.model.moe->num_shared_experts == 0
+            ? "moe_shared_expert_overlap=true has no effect: the model has no shared experts"
+            : "moe_shared_expert_overlap=true has no effect with ep 1 (no All-to-All)");
+  }
   if (!par.turbo_grouped_gemm && !scenario.model.moe) {
     p.defaults_used.push_back("moe_grouped_gemm=legacy has no effect: the model has no experts");
   }
@@ -335,6 +342,7 @@ CompositionKey CompositionKeyOf(const Scenario& scenario) {
   k.turbo_grouped_gemm = p.turbo_grouped_gemm;
   k.deepep = p.deepep;
   k.moe_a2a_overlap = t.moe_a2a_overlap;
+  k.moe_shared_expert_overlap = t.moe_shared_expert_overlap;
   k.pipelined = p.pp > 1;
   k.zero_bubble = p.pipeline_schedule == PipelineSchedule::kZeroBubbleH1;
   k.stack = ResolvedStack(t, p);
@@ -422,6 +430,9 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   // How the EP All-to-All runs, where there is one.
   if (par.ep > 1 && par.deepep) p.layout += " DeepEP";
   if (par.ep > 1 && tr.moe_a2a_overlap) p.layout += " A2A-overlap";
+  if (par.ep > 1 && tr.moe_shared_expert_overlap && !tr.moe_a2a_overlap) {
+    p.layout += " shared-overlap";
+  }
   p.num_gpus = scenario.num_gpus;
   p.schedule = par.vpp > 1 ? "interleaved" : PipelineScheduleName(par.pipeline_schedule);
   PROJECTOR_RETURN_IF_ERROR(SetThroughput(scenario, step, p));

@@ -403,6 +403,7 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"attention_kernel", std::string(AttentionKernelOf(scenario))},
       {"tp_comm_overlap", scenario.training.tp_comm_overlap},
       {"moe_a2a_overlap", scenario.training.moe_a2a_overlap},
+      {"moe_shared_expert_overlap", scenario.training.moe_shared_expert_overlap},
       {"cuda_graphs", scenario.training.cuda_graphs},
       {"fp8_recipe", Fp8RecipeJson(scenario)},
       {"grad_reduce_dtype", std::string(DTypeName(scenario.training.grad_reduce_dtype))},

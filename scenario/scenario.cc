@@ -157,6 +157,8 @@ absl::Status ParseTrainingSwitches(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_param_gather, t.BoolOr("overlap_param_gather", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.tp_comm_overlap, t.BoolOr("tp_comm_overlap", false));
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_a2a_overlap, t.BoolOr("moe_a2a_overlap", false));
+  PROJECTOR_ASSIGN_OR_RETURN(out.moe_shared_expert_overlap,
+                             t.BoolOr("moe_shared_expert_overlap", false));
   PROJECTOR_ASSIGN_OR_RETURN(out.cuda_graphs, t.BoolOr("cuda_graphs", false));
   PROJECTOR_ASSIGN_OR_RETURN(std::string fp8_recipe, t.EnumOr("fp8_recipe", kFp8Recipes, "auto"));
   out.fp8_recipe = *ParseFp8Recipe(fp8_recipe);
@@ -385,6 +387,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"overlap_param_gather", t.overlap_param_gather},
                    {"tp_comm_overlap", t.tp_comm_overlap},
                    {"moe_a2a_overlap", t.moe_a2a_overlap},
+                   {"moe_shared_expert_overlap", t.moe_shared_expert_overlap},
                    {"cuda_graphs", t.cuda_graphs},
                    {"fp8_recipe", std::string(Fp8RecipeName(t.fp8_recipe))},
                    {"grad_reduce_dtype", std::string(DTypeName(t.grad_reduce_dtype))},
@@ -555,6 +558,12 @@ absl::Status ValidateMoeRouting(const Scenario& s, const std::string& origin) {
                         "without padding) copies its per-expert token counts to the host every "
                         "layer and cannot be captured in a CUDA graph: set moe_capacity_factor "
                         "> 0 with moe_pad_to_capacity (static shapes) or cuda_graphs false");
+  }
+  if (t.moe_shared_expert_overlap && s.parallel.deepep) {
+    return Precondition(origin, "/training/moe_shared_expert_overlap",
+                        "Megatron-Core overlaps the shared experts with the alltoall "
+                        "dispatcher's All-to-All only, not with DeepEP's (its TransformerConfig "
+                        "refuses the pair): set deepep false or moe_shared_expert_overlap false");
   }
   if (t.moe_pad_to_capacity && t.moe_capacity_factor == 0) {
     return Precondition(origin, "/training/moe_pad_to_capacity",

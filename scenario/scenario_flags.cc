@@ -148,6 +148,11 @@ constexpr FlagSpec kKernelAndCommFlags[] = {
      "Overlap the EP All-to-All of one micro-batch with another's MoE compute (Megatron "
      "--overlap-moe-expert-parallel-comm, DeepSeek's DualPipe; default false)",
      "BOOL", FlagArity::kBool},
+    {"moe-shared-expert-overlap",
+     "Run the shared experts beside the EP All-to-All in forward, fc1 beside the dispatch and "
+     "fc2 beside the combine (Megatron-Core --moe-shared-expert-overlap; alltoall dispatcher "
+     "only, not with --deepep; default false)",
+     "BOOL", FlagArity::kBool},
     {"cuda-graphs",
      "Run the step as captured CUDA graphs (Megatron --cuda-graph-impl local, full_iteration): "
      "no per-op host cost; a dropless MoE cannot be captured (default false)",
@@ -259,6 +264,8 @@ absl::Status ReadTrainingSettings(const FlagValues& flags, TrainingConfig& train
   if (recipe) training.fp8_recipe = *recipe;
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "tp-comm-overlap", training.tp_comm_overlap));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "moe-a2a-overlap", training.moe_a2a_overlap));
+  PROJECTOR_RETURN_IF_ERROR(
+      ReadBoolFlag(flags, "moe-shared-expert-overlap", training.moe_shared_expert_overlap));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "cuda-graphs", training.cuda_graphs));
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<DType> grad_dtype,
                              ParsedFlag<DType>(flags, "grad-reduce-dtype", &ParseGradReduceDtype));

@@ -352,6 +352,9 @@ absl::Status ApplyWhatIfs(const ValidationOptions& options, const std::string& o
   TrainingConfig& t = scenario->training;
   if (options.tp_comm_overlap) t.tp_comm_overlap = *options.tp_comm_overlap;
   if (options.moe_a2a_overlap) t.moe_a2a_overlap = *options.moe_a2a_overlap;
+  if (options.moe_shared_expert_overlap) {
+    t.moe_shared_expert_overlap = *options.moe_shared_expert_overlap;
+  }
   if (options.grad_reduce_dtype) t.grad_reduce_dtype = *options.grad_reduce_dtype;
   if (options.overlap_grad_reduce) t.overlap_grad_reduce = *options.overlap_grad_reduce;
   if (options.distributed_optimizer && !scenario->parallel.fsdp && scenario->parallel.dp > 1) {

@@ -138,6 +138,7 @@ struct ValidationOptions {
   // training.tp_comm_overlap and training.grad_reduce_dtype for every case.
   std::optional<bool> tp_comm_overlap;
   std::optional<bool> moe_a2a_overlap;  // training.moe_a2a_overlap, likewise
+  std::optional<bool> moe_shared_expert_overlap;  // training.moe_shared_expert_overlap
   std::optional<DType> grad_reduce_dtype;
   // training.overlap_grad_reduce, and parallel.distributed_optimizer of the non-FSDP cases with
   // DP > 1 (the case default is true for both; false models pre-2022/2023 Megatron-LM).

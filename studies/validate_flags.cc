@@ -92,6 +92,8 @@ absl::StatusOr<ValidationOptions> ValidationOptionsFromFlags(const FlagValues& f
   }
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "tp-comm-overlap", v.tp_comm_overlap));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "moe-a2a-overlap", v.moe_a2a_overlap));
+  PROJECTOR_RETURN_IF_ERROR(
+      ReadBoolFlag(flags, "moe-shared-expert-overlap", v.moe_shared_expert_overlap));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "overlap-grad-reduce", v.overlap_grad_reduce));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "distributed-optimizer", v.distributed_optimizer));
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<DType> grad_dtype,
