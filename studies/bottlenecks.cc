@@ -70,6 +70,15 @@ std::vector<ScenarioChange> NetworkChanges(const Scenario& s) {
                    c.training.moe_a2a_overlap = true;
                    return true;
                  }});
+  out.push_back({"--moe-shared-expert-overlap", [](Scenario& c) {
+                   if (!c.model.moe || c.model.moe->num_shared_experts == 0 ||
+                       c.parallel.ep < 2 || c.parallel.deepep || c.training.moe_a2a_overlap ||
+                       c.training.moe_shared_expert_overlap) {
+                     return false;
+                   }
+                   c.training.moe_shared_expert_overlap = true;
+                   return true;
+                 }});
   out.push_back({"--grad-reduce-dtype bf16", [](Scenario& c) {
                    if (c.training.grad_reduce_dtype == DType::kBf16) return false;
                    c.training.grad_reduce_dtype = DType::kBf16;

@@ -236,5 +236,40 @@ TEST(BottlenecksTest, RecommendationsAreReprojected) {
   }
 }
 
+// An exposed EP All-to-All with shared experts: Megatron-Core's shared-expert overlap is offered
+// and re-projected (DeepSeek-V2-Lite on 16 H100, EP16 across two nodes, NCCL's All-to-All); not
+// with DeepEP, which Megatron-Core does not overlap with the shared experts.
+TEST(BottlenecksTest, SharedExpertOverlapIsOfferedForTheAlltoallDispatcher) {
+  Scenario s;
+  s.name = "moe";
+  s.model = *ResolveModel("deepseek-v2-lite");
+  s.hw = *ResolveHardwareProfile("h100-sxm");
+  s.num_gpus = 16;
+  s.parallel.ep = 16;
+  s.parallel.dp = 16;
+  s.training.seq_len = 4096;
+  s.training.global_batch = 64;
+  ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
+  const auto offered = [](const Scenario& scenario) -> std::optional<Reprojected> {
+    absl::StatusOr<std::vector<Bottleneck>> all =
+        AnalyzeBottlenecks(scenario, ProjectOf(scenario));
+    EXPECT_THAT(all, IsOk());
+    const std::optional<Bottleneck> network = Find(*all, BottleneckKind::kNetwork);
+    if (!network) return std::nullopt;
+    for (const Reprojected& r : network->recommendations) {
+      if (r.flags == "--moe-shared-expert-overlap") return r;
+    }
+    return std::nullopt;
+  };
+  const std::optional<Reprojected> r = offered(s);
+  ASSERT_TRUE(r.has_value());
+  Scenario overlapped = s;
+  overlapped.training.moe_shared_expert_overlap = true;
+  EXPECT_DOUBLE_EQ(r->tokens_per_s_per_gpu, ProjectOf(overlapped).tokens_per_s_per_gpu);
+  EXPECT_GT(r->tokens_per_s_per_gpu, ProjectOf(s).tokens_per_s_per_gpu);
+  s.parallel.deepep = true;
+  EXPECT_FALSE(offered(s).has_value());
+}
+
 }  // namespace
 }  // namespace projector
