@@ -396,14 +396,15 @@ std::string LayoutSearchText(const ServeJob& job, const SloRequest& slo,
   std::string out = absl::StrFormat("Serving layouts of %d x %s for %s under %s\n", slo.num_gpus,
                                     d.hw.gpu.name, d.model.name, TargetPhrase(slo.target));
   absl::StrAppend(&out, "  workload   ", job.workload, "\n\n");
-  absl::StrAppendFormat(&out, "  %4s %4s %4s %7s %8s %12s %14s %14s %16s\n", "rank", "TP", "PP",
-                        "attn DP", "replicas", "max req/s",
+  absl::StrAppendFormat(&out, "  %4s %4s %4s %7s %6s %8s %12s %14s %14s %16s\n", "rank", "TP",
+                        "PP", "attn DP", "DeepEP", "replicas", "max req/s",
                         absl::StrFormat("p%d TTFT ms", slo.target.percentile),
                         absl::StrFormat("p%d TPOT ms", slo.target.percentile), "out tok/s/GPU");
   int rank = 0;
   for (const ServingLayout& l : layouts) {
     const std::string head =
-        absl::StrFormat("%4d %4d %7d %8d", l.tp, l.pp, l.dp_attention, l.replicas);
+        absl::StrFormat("%4d %4d %7d %6s %8d", l.tp, l.pp, l.dp_attention,
+                        l.deepep ? "auto" : "-", l.replicas);
     if (!l.fits) {
       absl::StrAppendFormat(&out, "  %4s %s  not evaluated: %s\n", "-", head, l.problem);
     } else if (!l.result.found) {
@@ -425,6 +426,7 @@ nlohmann::json LayoutSearchJson(const ServeJob& job, const SloRequest& slo,
     nlohmann::json row = {{"tp", l.tp},
                           {"pp", l.pp},
                           {"dp_attention", l.dp_attention},
+                          {"deepep", l.deepep},
                           {"replicas", l.replicas},
                           {"fits", l.fits}};
     if (!l.fits) {

@@ -140,7 +140,8 @@ std::vector<int64_t> PowersOfTwo(int64_t limit) {
 
 std::string ServingLayout::Label() const {
   const std::string ranks = dp_attention > 1 ? absl::StrCat(" attention DP", dp_attention) : "";
-  return absl::StrCat("TP", tp, " PP", pp, ranks, " x", replicas, " replicas");
+  return absl::StrCat("TP", tp, " PP", pp, ranks, deepep ? " DeepEP" : "", " x", replicas,
+                      " replicas");
 }
 
 std::string PoolSplit::Label() const {
@@ -391,6 +392,10 @@ absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(
       for (int64_t ranks : PowersOfTwo(tp)) {
         if (ranks < 2) continue;
         layout.dp_attention = ranks;
+        layout.deepep = false;
+        layouts.push_back(layout);
+        if (!base.deployment.expert_parallel) continue;
+        layout.deepep = true;
         layouts.push_back(layout);
       }
     }
@@ -402,6 +407,7 @@ absl::StatusOr<std::vector<ServingLayout>> SearchServingLayouts(
         options.deployment.tp = layout.tp;
         options.deployment.pp = layout.pp;
         options.deployment.dp_attention = layout.dp_attention;
+        options.deployment.deepep = layout.deepep;
         options.replicas = layout.replicas;
         return MaxQpsUnderSlo(options, workload, slo);
       },

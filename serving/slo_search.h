@@ -83,17 +83,20 @@ struct ServingLayout {
   int64_t pp = 1;
   int64_t replicas = 1;
   int64_t dp_attention = 1;  // attention ranks per replica (Deployment::dp_attention)
+  bool deepep = false;       // the MoE by DeepEP's kernels in auto mode (Deployment::deepep)
   bool fits = true;
   std::string problem;  // why it was not evaluated (does not fit, TP does not divide ...)
   SloSearchResult result;
   double output_tokens_per_s_per_gpu = 0;  // at the highest rate meeting the target
-  std::string Label() const;  // "TP4 PP1 x2 replicas", "TP8 PP1 attention DP8 x1 replicas"
+  // "TP4 PP1 x2 replicas", "TP8 PP1 attention DP8 DeepEP x1 replicas"
+  std::string Label() const;
   static constexpr std::string_view kWhat = "serving layouts";
 };
 
 // Every TP (powers of two within a node that divide the heads) x PP (powers of two up to the
 // layers) whose product divides `num_gpus`, the rest as replicas, and for a MoE model every
-// data-parallel attention of 2 or more ranks (powers of two dividing TP) at PP 1; each with its
+// data-parallel attention of 2 or more ranks (powers of two dividing TP) at PP 1, with whole
+// experts (expert_parallel) both gathering and by DeepEP's kernels (auto mode); each with its
 // highest rate under the target. Sorted best first: layouts meeting the target by output tokens/s per GPU,
 // then the others. The layouts are searched side by side on `lanes` (one at a time by default),
 // each bisection on one lane; under MPI every rank calls it with the same arguments, and every

@@ -126,8 +126,8 @@ TEST(SloSearchTest, LayoutSearchCoversEveryDivisorAndRanksByTokensPerGpu) {
 }
 
 // A MoE model's layouts also run attention data-parallel: on 8 GPUs the 10 TP x PP layouts and,
-// at PP 1, 2 attention ranks of TP2, 2 and 4 of TP4, 2, 4 and 8 of TP8: 16 in all; the rank
-// count always divides the TP.
+// at PP 1, 2 attention ranks of TP2, 2 and 4 of TP4, 2, 4 and 8 of TP8, each gathering and by
+// DeepEP: 22 in all; the rank count always divides the TP.
 TEST(SloSearchTest, MoeLayoutsIncludeDataParallelAttention) {
   ServeOptions o;
   o.deployment.model = *ResolveModel("deepseek-v2-lite");
@@ -138,15 +138,23 @@ TEST(SloSearchTest, MoeLayoutsIncludeDataParallelAttention) {
   absl::StatusOr<std::vector<ServingLayout>> layouts =
       SearchServingLayouts(o, w, {.ttft_ms = 1000, .tpot_ms = 50}, 8);
   ASSERT_THAT(layouts, IsOk());
-  EXPECT_EQ(layouts->size(), 16u);
-  int with_ranks = 0;
+  EXPECT_EQ(layouts->size(), 22u);
+  int with_ranks = 0, with_deepep = 0;
   for (const ServingLayout& l : *layouts) {
+    EXPECT_TRUE(l.dp_attention > 1 || !l.deepep);
     if (l.dp_attention == 1) continue;
     ++with_ranks;
+    with_deepep += l.deepep;
     EXPECT_EQ(l.pp, 1);
     EXPECT_EQ(l.tp % l.dp_attention, 0);
   }
-  EXPECT_EQ(with_ranks, 6);
+  EXPECT_EQ(with_ranks, 12);
+  EXPECT_EQ(with_deepep, 6);
+  // Experts split over the TP ranks cannot be dispatched to: no DeepEP layouts.
+  o.deployment.expert_parallel = false;
+  layouts = SearchServingLayouts(o, w, {.ttft_ms = 1000, .tpot_ms = 50}, 8);
+  ASSERT_THAT(layouts, IsOk());
+  EXPECT_EQ(layouts->size(), 16u);
 }
 
 // 16 GPUs in TP4 prefill and TP2 decode replicas: 1 + 6, 2 + 4, 3 + 2 (4 + 0 leaves no decode
