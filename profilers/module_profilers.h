@@ -64,6 +64,14 @@ int64_t PaddedVocabSize(const ModelSpec& model, int64_t tp);
 absl::StatusOr<ModuleProfile> ProfileAttention(const ProfileContext& ctx);
 // Dense MLP: SwiGLU (gate, up, down) or plain (up, down) GEMMs and the activation.
 absl::StatusOr<ModuleProfile> ProfileDenseMlp(const ProfileContext& ctx);
+
+// The ops of a MoE layer's shared experts (moe_mlp_profiler.cc): their fc1 and activation, and
+// their fc2, which Megatron-Core's --moe-shared-expert-overlap runs beside the dispatch and the
+// combine All-to-All (projection/layer_composer.cc).
+inline constexpr std::string_view kSharedExpertFc1 = "shared_fc1";
+inline constexpr std::string_view kSharedExpertAct = "shared_act";
+inline constexpr std::string_view kSharedExpertFc2 = "shared_fc2";
+
 // MoE MLP: router GEMM + top-k, permutation/unpermutation, grouped expert GEMMs (turbo: one
 // batched GEMM over local experts; legacy: one GEMM per local expert), shared experts,
 // activation. EP All-to-All is added by the composer.
@@ -84,12 +92,6 @@ absl::StatusOr<ModuleProfile> ProfileEmbedding(const ProfileContext& ctx);
 // module's pass of the head (kMtp) has none, the metrics read the model's output.
 enum class OutputHead { kMain, kMtp };
 
-// The ops of a MoE layer's shared experts (moe_mlp_profiler.cc): their fc1 and activation, and
-// their fc2, which Megatron-Core's --moe-shared-expert-overlap runs beside the dispatch and the
-// combine All-to-All (projection/layer_composer.cc).
-inline constexpr std::string_view kSharedExpertFc1 = "shared_fc1";
-inline constexpr std::string_view kSharedExpertAct = "shared_act";
-inline constexpr std::string_view kSharedExpertFc2 = "shared_fc2";
 absl::StatusOr<ModuleProfile> ProfileOutputLayer(const ProfileContext& ctx,
                                                  OutputHead head = OutputHead::kMain);
 

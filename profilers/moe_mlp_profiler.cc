@@ -195,7 +195,10 @@ void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
   if (s.shared_ffn <= 0) return;
   // Shared experts: one dense MLP of num_shared·shared_ffn, TP-split like the dense MLP, on
   // all T tokens (gathered under SP).
-  profiler_internal::AddMlpOps(b, {.fc1 = kSharedExpertFc1, .act = kSharedExpertAct, .fc2 = kSharedExpertFc2},
+  profiler_internal::AddMlpOps(b,
+                               {.fc1 = kSharedExpertFc1,
+                                .act = kSharedExpertAct,
+                                .fc2 = kSharedExpertFc2},
                                dims.tokens, s.hidden, s.shared_ffn / dims.tp, s.gated,
                                dims.gemm_dtype, e, dims.tokens, /*batch=*/1, /*repeat=*/1,
                                profiler_internal::LinearInput::kCast, dims.eager_elementwise);

@@ -209,9 +209,9 @@ struct CompositionKey {
   template <typename H>
   friend H AbslHashValue(H h, const CompositionKey& k) {
     return H::combine(std::move(h), k.tp, k.cp, k.ep, k.etp, k.sequence_parallel, k.fsdp,
-                      k.turbo_grouped_gemm, k.deepep, k.moe_a2a_overlap, k.moe_shared_expert_overlap,
-                      k.pipelined, k.zero_bubble,
-                      k.stack, k.micro_batch, k.recompute, k.recompute_layers, k.moe_imbalance);
+                      k.turbo_grouped_gemm, k.deepep, k.moe_a2a_overlap,
+                      k.moe_shared_expert_overlap, k.pipelined, k.zero_bubble, k.stack,
+                      k.micro_batch, k.recompute, k.recompute_layers, k.moe_imbalance);
   }
 };
 CompositionKey CompositionKeyOf(const Scenario& scenario);
