@@ -1039,6 +1039,15 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   }
   if (base.training.tp_comm_overlap) absl::StrAppend(&cmd, " --tp-comm-overlap");
   if (base.training.moe_a2a_overlap) absl::StrAppend(&cmd, " --moe-a2a-overlap");
+  if (base.training.moe_shared_expert_overlap) {
+    absl::StrAppend(&cmd, " --moe-shared-expert-overlap");
+  }
+  if (base.training.cuda_graphs) absl::StrAppend(&cmd, " --cuda-graphs");
+  if (!base.training.overlap_grad_reduce) absl::StrAppend(&cmd, " --overlap-grad-reduce=false");
+  if (!base.training.overlap_param_gather) absl::StrAppend(&cmd, " --overlap-param-gather=false");
+  if (base.training.fp8_recipe != Fp8Recipe::kAuto) {
+    absl::StrAppend(&cmd, " --fp8-recipe ", std::string(Fp8RecipeName(base.training.fp8_recipe)));
+  }
   if (base.training.torch_compile) absl::StrAppend(&cmd, " --torch-compile");
   if (base.backends.network) absl::StrAppend(&cmd, " --network ", base.backends.network->source_file);
   if (base.training.fsdp_impl != FsdpImpl::kAuto) {
