@@ -453,13 +453,11 @@ int64_t MeanPrompt(const ServeJob& job) {
 
 std::string PoolLine(const PoolConfig& pool, const KvCacheSizing& kv) {
   const Deployment& d = pool.deployment;
+  const std::string deepep =
+      d.deepep ? absl::StrCat(", DeepEP ", std::string(DeepEpModeName(d.deepep_mode))) : "";
   const std::string dp_attention =
       d.dp_attention > 1 ? absl::StrFormat(" (attention DP%d x TP%d%s)", d.dp_attention,
-                                           d.tp / d.dp_attention,
-                                           d.deepep ? absl::StrCat(", DeepEP ",
-                                                                   std::string(DeepEpModeName(
-                                                                       d.deepep_mode)))
-                                                    : "")
+                                           d.tp / d.dp_attention, deepep)
                          : "";
   return absl::StrFormat("TP%d%s x %d replica%s on %s (%d GPUs), KV cache %s tokens per %s",
                          d.tp, dp_attention, pool.replicas, pool.replicas == 1 ? "" : "s",
