@@ -44,9 +44,10 @@ std::string DeploymentLine(const ServeJob& job) {
   const Deployment& d = job.options.deployment;
   const std::string dp_attention =
       d.dp_attention > 1
-          ? absl::StrFormat(" (attention DP%d x TP%d, KV cache per rank, MoE by %s)",
+          ? absl::StrFormat(" (attention DP%d x TP%d, KV cache per rank, MoE by %s%s)",
                             d.dp_attention, d.tp / d.dp_attention,
-                            d.deepep ? DeepEpWords(d.deepep_mode) : "gather and scatter")
+                            d.deepep ? DeepEpWords(d.deepep_mode) : "gather and scatter",
+                            d.two_batch_overlap ? "; two-batch overlap" : "")
           : "";
   return absl::StrFormat("%s on %s, TP%d PP%d%s%s x %d replica%s (%d GPUs), weights %s, KV %s",
                          d.model.name, d.hw.gpu.name, d.tp, d.pp, dp_attention,
@@ -161,7 +162,8 @@ nlohmann::json ServeJson(const ServeJob& job, const ServeResult& r) {
         {"expert_parallel", d.expert_parallel},
         {"dp_attention", d.dp_attention},
         {"deepep", d.deepep},
-        {"deepep_mode", d.deepep ? nlohmann::json(DeepEpModeName(d.deepep_mode)) : nullptr}}},
+        {"deepep_mode", d.deepep ? nlohmann::json(DeepEpModeName(d.deepep_mode)) : nullptr},
+        {"two_batch_overlap", d.two_batch_overlap}}},
       {"engine",
        {{"batching", BatchingModeName(e.batching)},
         {"max_num_seqs", e.max_num_seqs},
@@ -454,7 +456,9 @@ int64_t MeanPrompt(const ServeJob& job) {
 std::string PoolLine(const PoolConfig& pool, const KvCacheSizing& kv) {
   const Deployment& d = pool.deployment;
   const std::string deepep =
-      d.deepep ? absl::StrCat(", DeepEP ", std::string(DeepEpModeName(d.deepep_mode))) : "";
+      d.deepep ? absl::StrCat(", DeepEP ", std::string(DeepEpModeName(d.deepep_mode)),
+                              d.two_batch_overlap ? ", two-batch overlap" : "")
+               : "";
   const std::string dp_attention =
       d.dp_attention > 1 ? absl::StrFormat(" (attention DP%d x TP%d%s)", d.dp_attention,
                                            d.tp / d.dp_attention, deepep)
@@ -529,6 +533,7 @@ nlohmann::json DisaggregatedJson(const ServeJob& job, const DisaggregatedOptions
         {"deepep_mode", p.deployment.deepep
                             ? nlohmann::json(DeepEpModeName(p.deployment.deepep_mode))
                             : nullptr},
+        {"two_batch_overlap", p.deployment.two_batch_overlap},
         {"replicas", p.replicas},
         {"gpu", p.deployment.hw.gpu.name},
         {"kv_cache_tokens", kv.Tokens()},

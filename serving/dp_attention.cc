@@ -37,6 +37,30 @@ Bytes DeepEpLowLatencyBufferBytes(int64_t hidden, int64_t experts, int64_t max_t
   return Bytes(2.0 * (send + receive + signalling));
 }
 
+std::pair<BatchPass, BatchPass> SplitPass(const BatchPass& pass) {
+  std::pair<BatchPass, BatchPass> halves;
+  BatchPass& first = halves.first;
+  BatchPass& second = halves.second;
+  int64_t room = (pass.NewTokens() + 1) / 2;  // the first half's tokens
+  first.decode_sequences = std::min(pass.decode_sequences, room);
+  second.decode_sequences = pass.decode_sequences - first.decode_sequences;
+  room -= first.decode_sequences;
+  if (pass.decode_sequences > 0) {
+    first.decode_kv_tokens = pass.decode_kv_tokens * first.decode_sequences / pass.decode_sequences;
+    second.decode_kv_tokens = pass.decode_kv_tokens - first.decode_kv_tokens;
+  }
+  for (const PrefillChunk& chunk : pass.prefills) {
+    const int64_t here = std::min(chunk.new_tokens, room);
+    if (here > 0) first.prefills.push_back({.new_tokens = here, .context = chunk.context});
+    if (here < chunk.new_tokens) {
+      second.prefills.push_back(
+          {.new_tokens = chunk.new_tokens - here, .context = chunk.context + here});
+    }
+    room -= here;
+  }
+  return halves;
+}
+
 absl::Status CheckDpAttentionLayout(const Deployment& d, absl::string_view tp_name) {
   const int64_t ranks = d.dp_attention;
   if (ranks < 2) {
@@ -57,6 +81,10 @@ absl::Status CheckDpAttentionLayout(const Deployment& d, absl::string_view tp_na
   if (d.deepep && !d.expert_parallel) {
     return absl::InvalidArgumentError(
         "DeepEP dispatches tokens to whole experts: add --expert-parallel");
+  }
+  if (d.two_batch_overlap && !d.deepep) {
+    return absl::InvalidArgumentError(
+        "two-batch overlap hides DeepEP's dispatch and combine: add --deepep");
   }
   return absl::OkStatus();
 }
@@ -119,6 +147,7 @@ absl::StatusOr<PassCostModel::LayerParts> DpAttentionCost::Experts(int64_t token
 }
 
 absl::StatusOr<PassBreakdown> DpAttentionCost::Breakdown(std::span<const BatchPass> passes) {
+  if (deployment_.deepep && deployment_.two_batch_overlap) return TwoBatchBreakdown(passes);
   int64_t tokens = 0;
   std::vector<PassBreakdown>& dense = dense_sides_;
   std::vector<PassBreakdown>& moe = moe_sides_;
@@ -168,7 +197,12 @@ absl::StatusOr<DpAttentionCost::AllToAllTimes> DpAttentionCost::DeepEpDispatchAn
     std::span<const BatchPass> passes) {
   int64_t busiest_tokens = 0;
   for (const BatchPass& pass : passes) busiest_tokens = std::max(busiest_tokens, pass.NewTokens());
-  const CollectiveAlgorithm kernels = DeepEpKernels(passes) == DeepEpMode::kLowLatency
+  return DeepEpTimes(busiest_tokens, DeepEpKernels(passes));
+}
+
+absl::StatusOr<DpAttentionCost::AllToAllTimes> DpAttentionCost::DeepEpTimes(
+    int64_t busiest_tokens, DeepEpMode mode) {
+  const CollectiveAlgorithm kernels = mode == DeepEpMode::kLowLatency
                                           ? CollectiveAlgorithm::kLowLatency
                                           : CollectiveAlgorithm::kPxn;
   const ModelSpec& model = deployment_.model;
@@ -192,6 +226,64 @@ absl::StatusOr<DpAttentionCost::AllToAllTimes> DpAttentionCost::DeepEpDispatchAn
   PROJECTOR_ASSIGN_OR_RETURN(t.dispatch, a2a(dispatch));
   PROJECTOR_ASSIGN_OR_RETURN(t.combine, a2a(activation));
   return t;
+}
+
+absl::StatusOr<PassBreakdown> DpAttentionCost::TwoBatchBreakdown(
+    std::span<const BatchPass> passes) {
+  // One DeepEP mode for the whole forward (SGLang resolves it once per batch).
+  const DeepEpMode kernels = DeepEpKernels(passes);
+  std::vector<BatchPass> halves[2];
+  for (const BatchPass& pass : passes) {
+    std::pair<BatchPass, BatchPass> split = SplitPass(pass);
+    halves[0].push_back(std::move(split.first));
+    halves[1].push_back(std::move(split.second));
+  }
+  PassBreakdown dense_layer, moe_layer;
+  Seconds compute(0), communication(0), chain(0);
+  for (const std::vector<BatchPass>& half : halves) {
+    int64_t tokens = 0, busiest_tokens = 0;
+    std::vector<PassBreakdown> dense, moe;
+    for (const BatchPass& pass : half) {
+      tokens += pass.NewTokens();
+      busiest_tokens = std::max(busiest_tokens, pass.NewTokens());
+      PROJECTOR_ASSIGN_OR_RETURN(const RankSide side, Side(pass));
+      dense.push_back(side.dense);
+      moe.push_back(side.moe);
+    }
+    if (tokens == 0) continue;  // a pass of one token: the second half is empty
+    dense_layer += Busiest(dense);
+    PROJECTOR_ASSIGN_OR_RETURN(const PassCostModel::LayerParts experts, Experts(tokens));
+    PassBreakdown side = Busiest(moe);
+    side.linear += experts.mlp_linear;
+    PROJECTOR_ASSIGN_OR_RETURN(const AllToAllTimes a2a, DeepEpTimes(busiest_tokens, kernels));
+    const Seconds own = side.Total();
+    const Seconds sent = a2a.dispatch + a2a.combine;
+    compute += own;
+    communication += sent;
+    chain = std::max(chain, own + sent);
+    moe_layer += side;
+  }
+  if (compute.value() <= 0) {
+    return absl::InvalidArgumentError("a pass needs at least one new token");
+  }
+  // The layer takes max(compute, communication, chain): what it takes beyond the compute is
+  // DeepEP's exposed time.
+  moe_layer.tp_comm += Max0(std::max(communication, chain) - compute);
+  std::vector<PassBreakdown>& head = heads_;
+  head.clear();
+  for (const BatchPass& pass : passes) {
+    if (pass.NewTokens() == 0) {
+      head.emplace_back();
+      continue;
+    }
+    PROJECTOR_ASSIGN_OR_RETURN(const PassBreakdown ends, rank_->Ends(pass, 0));
+    head.push_back(ends);
+  }
+  const ModelSpec& model = deployment_.model;
+  PassBreakdown pass = dense_layer.Times(D(model.NumDenseLayers()));
+  pass += moe_layer.Times(D(model.NumMoeLayers()));
+  pass += Busiest(head);
+  return pass;
 }
 
 absl::StatusOr<Seconds> DpAttentionCost::PassTime(std::span<const BatchPass> passes) {

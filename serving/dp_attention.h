@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -30,6 +31,13 @@ namespace projector {
 // a send buffer holds the larger of one message per token and one per token and expert, a
 // receive buffer one per token and expert, a signalling buffer one int per expert.
 Bytes DeepEpLowLatencyBufferBytes(int64_t hidden, int64_t experts, int64_t max_tokens);
+
+// Two-batch overlap's split of one rank's pass (SGLang two_batch_overlap.py balances the two
+// micro-batches' tokens): the decoding sequences first, then the prefill chunks in order, into
+// a first half of ceil(tokens / 2) tokens, a chunk that straddles the boundary cut in two (its
+// second part with the first part as context); the decode tokens attended over shared in
+// proportion. Requests emitting tokens stay with the pass (the head runs on the whole pass).
+std::pair<BatchPass, BatchPass> SplitPass(const BatchPass& pass);
 
 // kInvalidArgument unless `d` can run data-parallel attention: 2 or more ranks dividing its TP
 // (named `tp_name` in the message), a model with MoE layers, no pipeline stages, and whole
@@ -55,6 +63,17 @@ class DpAttentionCost {
   //   head              the busiest rank's embedding and output head.
   // The busiest rank is the one whose side of a layer takes longest (a layer's time is set by
   // it); kInvalidArgument when no rank has a token.
+  //
+  // With two-batch overlap (SGLang --enable-two-batch-overlap, with DeepEP) every rank's pass is
+  // split into two micro-batches of about half its tokens (SplitPass), which go through each
+  // layer one after the other on the compute stream while the other's dispatch and combine run
+  // on the communication side: per MoE layer the attention side a and the experts m of each
+  // half compute, its dispatch d and combine c communicate, and the layer takes the bound of a
+  // two-resource pipeline of two micro-batches,
+  //   max(a1 + m1 + a2 + m2, d1 + c1 + d2 + c2, max_h(a_h + d_h + m_h + c_h)),
+  // the compute, the communication, or one micro-batch's own chain (its next layer waits for
+  // its combine); what it takes beyond the compute is the exposed DeepEP time (tp_comm). Dense
+  // layers run both halves in turn; the embedding and output head the whole pass.
   absl::StatusOr<PassBreakdown> Breakdown(std::span<const BatchPass> passes);
   absl::StatusOr<Seconds> PassTime(std::span<const BatchPass> passes);
 
@@ -78,6 +97,8 @@ class DpAttentionCost {
   // The kernels a lock-step pass runs: the deployment's mode, auto resolved to normal when some
   // rank prefills and to low-latency when every rank only decodes.
   DeepEpMode DeepEpKernels(std::span<const BatchPass> passes) const;
+  // DeepEP's dispatch and combine when the busiest rank sends `busiest_tokens` by `kernels`.
+  absl::StatusOr<AllToAllTimes> DeepEpTimes(int64_t busiest_tokens, DeepEpMode kernels);
 
   // One attention rank's model (its KV cache, the requests it can serve).
   PassCostModel& rank() { return *rank_; }
@@ -87,6 +108,8 @@ class DpAttentionCost {
  private:
   DpAttentionCost(Deployment deployment, std::unique_ptr<PassCostModel> rank,
                   std::unique_ptr<PassCostModel> group);
+
+  absl::StatusOr<PassBreakdown> TwoBatchBreakdown(std::span<const BatchPass> passes);
 
   Deployment deployment_;
   std::unique_ptr<PassCostModel> rank_;   // TP tp/D, experts over tp GPUs (weights, attention)

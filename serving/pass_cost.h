@@ -49,6 +49,9 @@ struct Deployment {
   // gathering every rank's tokens on every GPU. Needs expert_parallel.
   bool deepep = false;
   DeepEpMode deepep_mode = DeepEpMode::kAuto;
+  // With deepep: every rank splits its batch into two micro-batches whose dispatch and combine
+  // run while the other computes (SGLang --enable-two-batch-overlap; serving/dp_attention.h).
+  bool two_batch_overlap = false;
   // Attention data parallelism inside the TP group (SGLang --enable-dp-attention --dp D): D
   // ranks each run attention at TP tp/D for their own requests, and every MoE layer runs the
   // experts over all tp GPUs on the tokens of all ranks (serving/dp_attention.h). 1: off.

@@ -160,6 +160,10 @@ absl::Status EventPassTimer::StageTimes(const BatchPass& pass, std::span<Seconds
 
 absl::StatusOr<Seconds> EventDpPassTimer::PassTime(std::span<const BatchPass> passes) {
   const Deployment& d = cost_.deployment();
+  if (d.two_batch_overlap) {
+    return absl::UnimplementedError(
+        "two-batch overlap is priced at the medium level of detail only");
+  }
   const int64_t per_rank = d.tp / d.dp_attention;
   sides_.clear();
   int64_t tokens = 0;

@@ -50,6 +50,11 @@ constexpr FlagSpec kDeploymentFlags[] = {
      "expert's GPU and their buffers held for max-num-seqs tokens a rank, for decode-only "
      "passes), normal or low-latency",
      "MODE", FlagArity::kValue, "auto"},
+    {"two-batch-overlap",
+     "With --deepep: every attention rank splits its batch into two micro-batches whose MoE "
+     "dispatch and combine run while the other computes (SGLang --enable-two-batch-overlap); "
+     "medium level of detail",
+     "", FlagArity::kSwitch},
 };
 
 constexpr FlagSpec kEngineFlags[] = {
@@ -172,6 +177,22 @@ absl::StatusOr<DeepEpMode> DeepEpModeFlag(const FlagValues& flags, bool deepep) 
                    absl::StrCat("unknown mode '", value, "'; accepted: auto, normal, low-latency"));
 }
 
+// --two-batch-overlap, which only --deepep takes, at the medium level of detail.
+absl::StatusOr<bool> TwoBatchOverlapFlag(const FlagValues& flags, bool deepep) {
+  PROJECTOR_ASSIGN_OR_RETURN(const bool on, BoolFlag(flags, "two-batch-overlap"));
+  if (!on) return false;
+  if (!deepep) {
+    return FlagError("two-batch-overlap",
+                     "overlaps DeepEP's dispatch and combine with computation: add --deepep");
+  }
+  if (StringFlag(flags, "lod") == "high") {
+    return FlagError("two-batch-overlap",
+                     "is priced at the medium level of detail only (the event replay does not "
+                     "split a pass into micro-batches): drop --lod high");
+  }
+  return true;
+}
+
 // d.dp_attention as flag `flag` gave it, for the TP flag `tp` (1: off).
 absl::Status CheckDpAttention(const Deployment& d, absl::string_view flag, absl::string_view tp) {
   if (d.dp_attention <= 1) return absl::OkStatus();
@@ -226,7 +247,11 @@ absl::StatusOr<Deployment> DeploymentFromFlags(const FlagValues& flags) {
                      "--dp-attention N (or a pool's) and --expert-parallel");
   }
   PROJECTOR_ASSIGN_OR_RETURN(d.deepep_mode, DeepEpModeFlag(flags, d.deepep));
-  if (d.dp_attention < 2) d.deepep = false;  // only the pools' (PoolFromFlags)
+  PROJECTOR_ASSIGN_OR_RETURN(d.two_batch_overlap, TwoBatchOverlapFlag(flags, d.deepep));
+  if (d.dp_attention < 2) {  // only the pools' (PoolFromFlags)
+    d.deepep = false;
+    d.two_batch_overlap = false;
+  }
   PROJECTOR_ASSIGN_OR_RETURN(d.weight_dtype, ServingDType(flags, "precision"));
   if (StringFlag(flags, "kv-precision") == "auto") {
     d.kv_dtype = InferenceActivationDType(d.Context());
@@ -367,6 +392,8 @@ absl::StatusOr<PoolConfig> PoolFromFlags(const FlagValues& flags, const ServeJob
       tp));
   PROJECTOR_ASSIGN_OR_RETURN(const bool deepep, BoolFlag(flags, "deepep"));
   out.deployment.deepep = deepep && out.deployment.dp_attention > 1;
+  PROJECTOR_ASSIGN_OR_RETURN(const bool two_batch, BoolFlag(flags, "two-batch-overlap"));
+  out.deployment.two_batch_overlap = two_batch && out.deployment.deepep;
   if (Given(flags, gpu)) {
     absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile(StringFlag(flags, gpu));
     if (!hw.ok()) return FlagError(gpu, hw.status().message());

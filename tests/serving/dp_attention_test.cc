@@ -1,5 +1,6 @@
 #include "serving/dp_attention.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -178,6 +179,77 @@ TEST(DpAttentionTest, DecodeOnlyPassesRunDeepEpLowLatencyKernels) {
   EventDpPassTimer events(**cost);
   EXPECT_NEAR(events.PassTime(passes)->value(), (*cost)->PassTime(passes)->value(),
               1e-9 * (*cost)->PassTime(passes)->value());
+}
+
+// Two-batch overlap's split: 3 decoding sequences (300 cached tokens) and a 10-token prompt
+// chunk (13 tokens): the first half takes ceil(13/2) = 7, the 3 decodes and 4 prompt tokens;
+// the second the prompt's other 6 tokens with those 4 as context. A one-token pass leaves the
+// second half empty.
+TEST(DpAttentionTest, TwoBatchOverlapSplitsAPassInHalves) {
+  BatchPass pass;
+  pass.decode_sequences = 3;
+  pass.decode_kv_tokens = 300;
+  pass.prefills.push_back({.new_tokens = 10, .context = 0});
+  const auto [first, second] = SplitPass(pass);
+  EXPECT_EQ(first.decode_sequences, 3);
+  EXPECT_EQ(first.decode_kv_tokens, 300);
+  ASSERT_EQ(first.prefills.size(), 1u);
+  EXPECT_EQ(first.prefills[0].new_tokens, 4);
+  EXPECT_EQ(first.prefills[0].context, 0);
+  EXPECT_EQ(second.decode_sequences, 0);
+  ASSERT_EQ(second.prefills.size(), 1u);
+  EXPECT_EQ(second.prefills[0].new_tokens, 6);
+  EXPECT_EQ(second.prefills[0].context, 4);
+  BatchPass decode;
+  decode.decode_sequences = 5;
+  decode.decode_kv_tokens = 1000;
+  const auto [a, b] = SplitPass(decode);
+  EXPECT_EQ(a.decode_sequences, 3);
+  EXPECT_EQ(a.decode_kv_tokens, 600);
+  EXPECT_EQ(b.decode_sequences, 2);
+  EXPECT_EQ(b.decode_kv_tokens, 400);
+  BatchPass one;
+  one.decode_sequences = 1;
+  one.decode_kv_tokens = 10;
+  EXPECT_EQ(SplitPass(one).second.NewTokens(), 0);
+}
+
+// With two-batch overlap each MoE layer takes the bound of a two-resource pipeline of the two
+// halves: max(a1 + m1 + a2 + m2, d1 + c1 + d2 + c2, max_h(a_h + d_h + m_h + c_h)), with a_h the
+// busiest rank's attention side of half h, m_h the experts over every rank's half, d_h and c_h
+// DeepEP's dispatch and combine of the busiest half; the dense layer runs both halves in turn,
+// the head the whole pass. Four ranks prefilling 512 tokens each (halves of 256).
+TEST(DpAttentionTest, TwoBatchOverlapTakesTheBoundOfATwoMicroBatchPipeline) {
+  Deployment d = Group(4);
+  d.deepep = true;
+  d.two_batch_overlap = true;
+  absl::StatusOr<std::unique_ptr<DpAttentionCost>> cost = DpAttentionCost::Make(d);
+  ASSERT_THAT(cost, IsOk());
+  const std::vector<BatchPass> passes(4, Prefill(512));
+  BatchPass half1, half2;
+  half1.prefills.push_back({.new_tokens = 256, .context = 0});
+  half2.prefills.push_back({.new_tokens = 256, .context = 256});
+  double compute = 0, communication = 0, chain = 0, dense = 0;
+  for (const BatchPass& half : {half1, half2}) {
+    const DpAttentionCost::RankSide side = *(*cost)->Side(half);
+    const double a = side.moe.Total().value();
+    const double m = (*cost)->Experts(4 * 256)->mlp_linear.value();
+    const DpAttentionCost::AllToAllTimes t = *(*cost)->DeepEpTimes(256, DeepEpMode::kNormal);
+    const double sent = (t.dispatch + t.combine).value();
+    compute += a + m;
+    communication += sent;
+    chain = std::max(chain, a + m + sent);
+    dense += side.dense.Total().value();
+  }
+  const double layer = std::max({compute, communication, chain});
+  const double head = (*cost)->Side(passes[0])->head.Total().value();
+  EXPECT_NEAR((*cost)->PassTime(passes)->value(), dense + 26 * layer + head, 1e-12);
+  EXPECT_NEAR((*cost)->Breakdown(passes)->tp_comm.value(),
+              26 * std::max(0.0, std::max(communication, chain) - compute), 1e-12);
+  // Without DeepEP there is nothing to overlap: refused.
+  d.deepep = false;
+  EXPECT_THAT(DpAttentionCost::Make(d),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("add --deepep")));
 }
 
 // Two requests at t = 0 go to ranks 0 and 1 and prefill in one lock-step pass: both first tokens
