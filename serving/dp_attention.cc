@@ -240,9 +240,12 @@ absl::StatusOr<PassBreakdown> DpAttentionCost::TwoBatchBreakdown(
   }
   PassBreakdown dense_layer, moe_layer;
   Seconds compute(0), communication(0), chain(0);
+  std::vector<PassBreakdown>& dense = dense_sides_;
+  std::vector<PassBreakdown>& moe = moe_sides_;
   for (const std::vector<BatchPass>& half : halves) {
     int64_t tokens = 0, busiest_tokens = 0;
-    std::vector<PassBreakdown> dense, moe;
+    dense.clear();
+    moe.clear();
     for (const BatchPass& pass : half) {
       tokens += pass.NewTokens();
       busiest_tokens = std::max(busiest_tokens, pass.NewTokens());
