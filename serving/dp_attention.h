@@ -40,8 +40,8 @@ Bytes DeepEpLowLatencyBufferBytes(int64_t hidden, int64_t experts, int64_t max_t
 std::pair<BatchPass, BatchPass> SplitPass(const BatchPass& pass);
 
 // kInvalidArgument unless `d` can run data-parallel attention: 2 or more ranks dividing its TP
-// (named `tp_name` in the message), a model with MoE layers, no pipeline stages, and whole
-// experts under DeepEP. The message names no flag.
+// (named `tp_name` in the message), a model with MoE layers, no pipeline stages, whole experts
+// under DeepEP, and DeepEP under two-batch overlap. The message names no flag.
 absl::Status CheckDpAttentionLayout(const Deployment& d, absl::string_view tp_name);
 
 class DpAttentionCost {
