@@ -1,6 +1,7 @@
 #include "serving/pass_events.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "core/status_macros.h"
@@ -18,17 +19,22 @@ using events::TaskId;
 // each rank to the next (tp .. 2tp-1).
 class StageBuilder {
  public:
+  // A new graph of tp in-order compute streams and tp first-ready links; with `fresh` false a
+  // second chain of work on the graph another builder made (two-batch overlap's second
+  // micro-batch), its tasks in order with the first's on each compute stream.
   StageBuilder(TaskGraph& graph, std::vector<TaskId>& last, std::vector<TaskId>& inbox, int64_t tp,
-               int64_t slow_rank, double slow_factor)
+               int64_t slow_rank, double slow_factor, bool fresh = true)
       : graph_(graph),
         last_(last),
         inbox_(inbox),
         tp_(static_cast<size_t>(tp)),
         slow_rank_(slow_rank),
         slow_factor_(slow_factor) {
-    graph_.Clear();
-    for (size_t r = 0; r < 2 * tp_; ++r) {
-      graph_.AddResource(r < tp_ ? ResourceOrder::kInOrder : ResourceOrder::kFirstReady);
+    if (fresh) {
+      graph_.Clear();
+      for (size_t r = 0; r < 2 * tp_; ++r) {
+        graph_.AddResource(r < tp_ ? ResourceOrder::kInOrder : ResourceOrder::kFirstReady);
+      }
     }
     last_.assign(tp_, kNoTask);
     inbox_.assign(tp_, kNoTask);
@@ -160,10 +166,7 @@ absl::Status EventPassTimer::StageTimes(const BatchPass& pass, std::span<Seconds
 
 absl::StatusOr<Seconds> EventDpPassTimer::PassTime(std::span<const BatchPass> passes) {
   const Deployment& d = cost_.deployment();
-  if (d.two_batch_overlap) {
-    return absl::UnimplementedError(
-        "two-batch overlap is priced at the medium level of detail only");
-  }
+  if (d.deepep && d.two_batch_overlap) return TwoBatchPassTime(passes);
   const int64_t per_rank = d.tp / d.dp_attention;
   sides_.clear();
   int64_t tokens = 0;
@@ -201,6 +204,80 @@ absl::StatusOr<Seconds> EventDpPassTimer::PassTime(std::span<const BatchPass> pa
     }
   }
   b.ComputeEach([&](size_t g) { return side(g).head.Total() - side(g).embedding; });
+  PROJECTOR_RETURN_IF_ERROR(simulator_.Run(graph_, result_));
+  events_ += result_.events;
+  return result_.makespan;
+}
+
+// Two-batch overlap as events: the two halves of every rank's pass (SplitPass) are two chains
+// of work on the same GPUs, added layer by layer in SGLang's order (first half's attention side
+// and dispatch, second half's attention side and dispatch, first half's experts and combine,
+// second half's experts and combine): each GPU's compute stream runs its tasks in that order,
+// a dispatch or combine waits for its own half's compute on every GPU, and a half's next step
+// for its own all-to-all, so one half's communication runs while the other computes. The
+// embedding comes before both halves, the output head after both.
+absl::StatusOr<Seconds> EventDpPassTimer::TwoBatchPassTime(std::span<const BatchPass> passes) {
+  const Deployment& d = cost_.deployment();
+  const int64_t per_rank = d.tp / d.dp_attention;
+  const DeepEpMode kernels = cost_.DeepEpKernels(passes);
+  struct Half {
+    std::vector<DpAttentionCost::RankSide> sides;
+    int64_t tokens = 0, busiest = 0;
+    Seconds experts;
+    DpAttentionCost::AllToAllTimes a2a;
+  };
+  Half halves[2];
+  sides_.clear();
+  for (const BatchPass& pass : passes) {
+    PROJECTOR_ASSIGN_OR_RETURN(DpAttentionCost::RankSide whole, cost_.Side(pass));
+    sides_.push_back(whole);
+    const std::pair<BatchPass, BatchPass> split = SplitPass(pass);
+    for (int h = 0; h < 2; ++h) {
+      const BatchPass& part = h == 0 ? split.first : split.second;
+      PROJECTOR_ASSIGN_OR_RETURN(DpAttentionCost::RankSide side, cost_.Side(part));
+      halves[h].sides.push_back(side);
+      halves[h].tokens += part.NewTokens();
+      halves[h].busiest = std::max(halves[h].busiest, part.NewTokens());
+    }
+  }
+  if (halves[0].tokens < 1) {
+    return absl::InvalidArgumentError("a pass needs at least one new token");
+  }
+  for (Half& half : halves) {
+    if (half.tokens < 1) continue;  // one token in all: the second half is empty
+    PROJECTOR_ASSIGN_OR_RETURN(const PassCostModel::LayerParts experts, cost_.Experts(half.tokens));
+    half.experts = experts.mlp_linear;
+    PROJECTOR_ASSIGN_OR_RETURN(half.a2a, cost_.DeepEpTimes(half.busiest, kernels));
+  }
+  const int64_t slow = slow_.gpu < d.tp ? slow_.gpu : -1;
+  StageBuilder first(graph_, last_, inbox_, d.tp, slow, slow_.factor);
+  StageBuilder second(graph_, second_last_, second_inbox_, d.tp, slow, slow_.factor,
+                      /*fresh=*/false);
+  StageBuilder* chain[2] = {&first, &second};
+  auto rank_of = [&](size_t gpu) { return gpu / static_cast<size_t>(per_rank); };
+  first.ComputeEach([&](size_t g) { return sides_[rank_of(g)].embedding; });
+  for (int64_t l = 0; l < d.model.num_layers; ++l) {
+    if (!d.model.IsMoeLayer(l)) {
+      for (int h = 0; h < 2; ++h) {
+        chain[h]->ComputeEach(
+            [&](size_t g) { return halves[h].sides[rank_of(g)].dense.Total(); });
+      }
+      continue;
+    }
+    for (int h = 0; h < 2; ++h) {
+      chain[h]->ComputeEach([&](size_t g) { return halves[h].sides[rank_of(g)].moe.Total(); });
+      chain[h]->AllToAll(halves[h].a2a.dispatch);
+    }
+    for (int h = 0; h < 2; ++h) {
+      chain[h]->Compute(halves[h].experts);
+      chain[h]->AllToAll(halves[h].a2a.combine);
+    }
+  }
+  second.Compute(Seconds(0));  // the second half's last combine, before the head
+  first.ComputeEach([&](size_t g) {
+    const DpAttentionCost::RankSide& whole = sides_[rank_of(g)];
+    return whole.head.Total() - whole.embedding;
+  });
   PROJECTOR_RETURN_IF_ERROR(simulator_.Run(graph_, result_));
   events_ += result_.events;
   return result_.makespan;

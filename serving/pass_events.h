@@ -77,8 +77,13 @@ class EventDpPassTimer {
   events::TaskGraph graph_;
   events::Simulator simulator_;
   events::SimulationResult result_;
+  absl::StatusOr<Seconds> TwoBatchPassTime(std::span<const BatchPass> passes);
+
   std::vector<events::TaskId> last_;
   std::vector<events::TaskId> inbox_;
+  // Two-batch overlap's second micro-batch's chain.
+  std::vector<events::TaskId> second_last_;
+  std::vector<events::TaskId> second_inbox_;
   std::vector<DpAttentionCost::RankSide> sides_;
   int64_t events_ = 0;
 };

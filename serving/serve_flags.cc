@@ -52,8 +52,7 @@ constexpr FlagSpec kDeploymentFlags[] = {
      "MODE", FlagArity::kValue, "auto"},
     {"two-batch-overlap",
      "With --deepep: every attention rank splits its batch into two micro-batches whose MoE "
-     "dispatch and combine run while the other computes (SGLang --enable-two-batch-overlap); "
-     "medium level of detail",
+     "dispatch and combine run while the other computes (SGLang --enable-two-batch-overlap)",
      "", FlagArity::kSwitch},
 };
 
@@ -177,18 +176,13 @@ absl::StatusOr<DeepEpMode> DeepEpModeFlag(const FlagValues& flags, bool deepep) 
                    absl::StrCat("unknown mode '", value, "'; accepted: auto, normal, low-latency"));
 }
 
-// --two-batch-overlap, which only --deepep takes, at the medium level of detail.
+// --two-batch-overlap, which only --deepep takes.
 absl::StatusOr<bool> TwoBatchOverlapFlag(const FlagValues& flags, bool deepep) {
   PROJECTOR_ASSIGN_OR_RETURN(const bool on, BoolFlag(flags, "two-batch-overlap"));
   if (!on) return false;
   if (!deepep) {
     return FlagError("two-batch-overlap",
                      "overlaps DeepEP's dispatch and combine with computation: add --deepep");
-  }
-  if (StringFlag(flags, "lod") == "high") {
-    return FlagError("two-batch-overlap",
-                     "is priced at the medium level of detail only (the event replay does not "
-                     "split a pass into micro-batches): drop --lod high");
   }
   return true;
 }

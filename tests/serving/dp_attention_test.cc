@@ -246,6 +246,14 @@ TEST(DpAttentionTest, TwoBatchOverlapTakesTheBoundOfATwoMicroBatchPipeline) {
   EXPECT_NEAR((*cost)->PassTime(passes)->value(), dense + 26 * layer + head, 1e-12);
   EXPECT_NEAR((*cost)->Breakdown(passes)->tp_comm.value(),
               26 * std::max(0.0, std::max(communication, chain) - compute), 1e-12);
+  // As events the halves' work runs in SGLang's order on each GPU's stream: never under that
+  // bound, never over both halves' compute and communication one after the other.
+  EventDpPassTimer events(**cost);
+  absl::StatusOr<Seconds> replayed = events.PassTime(passes);
+  ASSERT_THAT(replayed, IsOk());
+  const double medium = (*cost)->PassTime(passes)->value();
+  EXPECT_GE(replayed->value(), medium * (1 - 1e-12));
+  EXPECT_LE(replayed->value(), dense + 26 * (compute + communication) + head + 1e-12);
   // Without DeepEP there is nothing to overlap: refused.
   d.deepep = false;
   EXPECT_THAT(DpAttentionCost::Make(d),
