@@ -108,7 +108,7 @@ absl::StatusOr<std::unique_ptr<DpAttentionCost>> DpAttentionCost::Make(
       new DpAttentionCost(deployment, std::move(rank), std::move(group_model)));
 }
 
-absl::StatusOr<DpAttentionCost::RankSide> DpAttentionCost::Side(const BatchPass& pass) {
+absl::StatusOr<DpAttentionCost::RankSide> DpAttentionCost::LayerSide(const BatchPass& pass) {
   RankSide side;
   const int64_t tokens = pass.NewTokens();
   if (tokens == 0) return side;  // an idle rank: waits at every MoE layer
@@ -134,11 +134,25 @@ absl::StatusOr<DpAttentionCost::RankSide> DpAttentionCost::Side(const BatchPass&
   PROJECTOR_ASSIGN_OR_RETURN(const PassCostModel::LayerParts moe, rank_->Parts(tokens, true));
   side.moe.linear = moe.attention_linear;
   side.moe.tp_comm = moe.all_reduce;
+  return side;
+}
+
+absl::StatusOr<DpAttentionCost::RankSide> DpAttentionCost::Ends(const BatchPass& pass) {
+  RankSide side;
+  if (pass.NewTokens() == 0) return side;
   PROJECTOR_ASSIGN_OR_RETURN(side.head, rank_->Ends(pass, 0));
   BatchPass silent = pass;  // the embedding alone: no request emits
   silent.emitting = 0;
   PROJECTOR_ASSIGN_OR_RETURN(const PassBreakdown embedding, rank_->Ends(silent, 0));
   side.embedding = embedding.Total();
+  return side;
+}
+
+absl::StatusOr<DpAttentionCost::RankSide> DpAttentionCost::Side(const BatchPass& pass) {
+  PROJECTOR_ASSIGN_OR_RETURN(RankSide side, LayerSide(pass));
+  PROJECTOR_ASSIGN_OR_RETURN(const RankSide ends, Ends(pass));
+  side.head = ends.head;
+  side.embedding = ends.embedding;
   return side;
 }
 
@@ -232,24 +246,25 @@ absl::StatusOr<PassBreakdown> DpAttentionCost::TwoBatchBreakdown(
     std::span<const BatchPass> passes) {
   // One DeepEP mode for the whole forward (SGLang resolves it once per batch).
   const DeepEpMode kernels = DeepEpKernels(passes);
-  std::vector<BatchPass> halves[2];
+  halves_[0].clear();
+  halves_[1].clear();
   for (const BatchPass& pass : passes) {
     std::pair<BatchPass, BatchPass> split = SplitPass(pass);
-    halves[0].push_back(std::move(split.first));
-    halves[1].push_back(std::move(split.second));
+    halves_[0].push_back(std::move(split.first));
+    halves_[1].push_back(std::move(split.second));
   }
   PassBreakdown dense_layer, moe_layer;
   Seconds compute(0), communication(0), chain(0);
   std::vector<PassBreakdown>& dense = dense_sides_;
   std::vector<PassBreakdown>& moe = moe_sides_;
-  for (const std::vector<BatchPass>& half : halves) {
+  for (const std::vector<BatchPass>& half : halves_) {
     int64_t tokens = 0, busiest_tokens = 0;
     dense.clear();
     moe.clear();
     for (const BatchPass& pass : half) {
       tokens += pass.NewTokens();
       busiest_tokens = std::max(busiest_tokens, pass.NewTokens());
-      PROJECTOR_ASSIGN_OR_RETURN(const RankSide side, Side(pass));
+      PROJECTOR_ASSIGN_OR_RETURN(const RankSide side, LayerSide(pass));
       dense.push_back(side.dense);
       moe.push_back(side.moe);
     }
@@ -275,12 +290,8 @@ absl::StatusOr<PassBreakdown> DpAttentionCost::TwoBatchBreakdown(
   std::vector<PassBreakdown>& head = heads_;
   head.clear();
   for (const BatchPass& pass : passes) {
-    if (pass.NewTokens() == 0) {
-      head.emplace_back();
-      continue;
-    }
-    PROJECTOR_ASSIGN_OR_RETURN(const PassBreakdown ends, rank_->Ends(pass, 0));
-    head.push_back(ends);
+    PROJECTOR_ASSIGN_OR_RETURN(const RankSide ends, Ends(pass));
+    head.push_back(ends.head);
   }
   const ModelSpec& model = deployment_.model;
   PassBreakdown pass = dense_layer.Times(D(model.NumDenseLayers()));

@@ -85,6 +85,10 @@ class DpAttentionCost {
     Seconds embedding;
   };
   absl::StatusOr<RankSide> Side(const BatchPass& pass);
+  // The same without the embedding and output head (two-batch overlap's halves, whose head
+  // runs on the whole pass), and those alone (the rest zero).
+  absl::StatusOr<RankSide> LayerSide(const BatchPass& pass);
+  absl::StatusOr<RankSide> Ends(const BatchPass& pass);
   // The MoE of one layer over `tokens` tokens of all ranks on the whole group: its compute
   // (mlp_linear) and the all-reduce its gather and scatter together cost (all_reduce).
   absl::StatusOr<PassCostModel::LayerParts> Experts(int64_t tokens);
@@ -116,6 +120,7 @@ class DpAttentionCost {
   std::unique_ptr<PassCostModel> group_;  // TP tp: the MoE over all ranks' tokens
   // Breakdown's per-rank sides, reused from pass to pass.
   std::vector<PassBreakdown> dense_sides_, moe_sides_, heads_;
+  std::vector<BatchPass> halves_[2];  // TwoBatchBreakdown's split passes
 };
 
 }  // namespace projector

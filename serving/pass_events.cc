@@ -229,12 +229,12 @@ absl::StatusOr<Seconds> EventDpPassTimer::TwoBatchPassTime(std::span<const Batch
   Half halves[2];
   sides_.clear();
   for (const BatchPass& pass : passes) {
-    PROJECTOR_ASSIGN_OR_RETURN(DpAttentionCost::RankSide whole, cost_.Side(pass));
+    PROJECTOR_ASSIGN_OR_RETURN(DpAttentionCost::RankSide whole, cost_.Ends(pass));
     sides_.push_back(whole);
     const std::pair<BatchPass, BatchPass> split = SplitPass(pass);
     for (int h = 0; h < 2; ++h) {
       const BatchPass& part = h == 0 ? split.first : split.second;
-      PROJECTOR_ASSIGN_OR_RETURN(DpAttentionCost::RankSide side, cost_.Side(part));
+      PROJECTOR_ASSIGN_OR_RETURN(DpAttentionCost::RankSide side, cost_.LayerSide(part));
       halves[h].sides.push_back(side);
       halves[h].tokens += part.NewTokens();
       halves[h].busiest = std::max(halves[h].busiest, part.NewTokens());
