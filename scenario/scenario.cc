@@ -312,6 +312,42 @@ void DefaultDistributedOptimizer(bool given, Scenario& s) {
       "replicated optimizer state)");
 }
 
+namespace {
+
+// Megatron-LM as the SC21 paper ran it (SourceIsMegatronSc21), for what the case's optional
+// training object and parallel.distributed_optimizer do not state.
+void DefaultMegatronSc21(bool distributed_optimizer_given,
+                         const std::optional<JsonObject>& training, Scenario& s) {
+  constexpr std::string_view kWho = "the case's source, the SC21 Megatron-LM paper, ran";
+  auto stated = [&](const char* key) { return training && training->Has(key); };
+  if (!stated("attention_kernel")) {
+    s.training.attention_kernel = AttentionKernel::kUnfused;
+    s.defaults_used.push_back(absl::StrFormat(
+        "attention_kernel=unfused (%s attention as two batched GEMMs around its fused "
+        "scale-mask-softmax kernel, section 4.2; FlashAttention came in 2022; "
+        "--attention-kernel for another)",
+        kWho));
+  }
+  if (!stated("overlap_grad_reduce")) {
+    s.training.overlap_grad_reduce = false;
+    s.defaults_used.push_back(absl::StrFormat(
+        "overlap_grad_reduce=false (%s Megatron-LM's local DDP of 2021, which all-reduced the "
+        "gradients after the step's last backward)",
+        kWho));
+  }
+  if (!distributed_optimizer_given && s.parallel.distributed_optimizer) {
+    std::erase_if(s.defaults_used,
+                  [](const std::string& d) { return d.starts_with("distributed_optimizer="); });
+    s.parallel.distributed_optimizer = false;
+    s.defaults_used.push_back(absl::StrFormat(
+        "distributed_optimizer=false (%s a replicated optimizer state; the distributed "
+        "optimizer came to Megatron-LM in 2022)",
+        kWho));
+  }
+}
+
+}  // namespace
+
 double LayoutProduct(const ParallelConfig& p, bool with_dp) {
   return static_cast<double>(p.tp) * static_cast<double>(p.pp) * static_cast<double>(p.cp) *
          (with_dp ? static_cast<double>(p.dp) : 1.0);
@@ -509,7 +545,20 @@ absl::Status ResolveAttention(Scenario& s, const std::string& origin) {
 
 }  // namespace
 
+void DropDefaultNote(std::string_view key, Scenario& s) {
+  std::erase_if(s.defaults_used, [&](const std::string& d) {
+    return d.starts_with(key) && d.size() > key.size() && d[key.size()] == '=';
+  });
+}
+
 absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
+  // A kernel the case's source named (not "auto") keeps its note while it is the kernel run.
+  std::vector<std::string> named_kernel_notes;
+  for (const std::string& d : s.defaults_used) {
+    if (d.starts_with(kKernelNotePrefix) && d.find("(auto:") == std::string::npos) {
+      named_kernel_notes.push_back(d);
+    }
+  }
   std::erase_if(s.defaults_used, [](const std::string& d) {
     return d.starts_with(kKernelNotePrefix) || IsRunChoiceNote(d);
   });
@@ -517,6 +566,11 @@ absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
     s.defaults_used.push_back(AutoStackNote(s.training, s.parallel));
   }
   PROJECTOR_RETURN_IF_ERROR(ResolveAttention(s, origin));
+  for (std::string& note : named_kernel_notes) {
+    if (note.starts_with(absl::StrCat(std::string(kKernelNotePrefix), s.attention_kernel_used, " ("))) {
+      s.defaults_used.push_back(std::move(note));
+    }
+  }
   for (std::string& note : StackChoiceNotes(s.model, s.parallel, s.training)) {
     s.defaults_used.push_back(std::move(note));
   }
@@ -1200,9 +1254,14 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
   }
   // What the case does not state, the tool's defaults decide.
   DefaultDistributedOptimizer(parallel.Has("distributed_optimizer"), s);
+  const bool sc21 = SourceIsMegatronSc21(source);
+  if (sc21) DefaultMegatronSc21(parallel.Has("distributed_optimizer"), training, s);
   std::vector<std::string> unstated;
   for (const char* key : {"overlap_grad_reduce", "overlap_param_gather"}) {
-    if (!training || !training->Has(key)) unstated.push_back(absl::StrCat(key, "=true"));
+    const bool set_by_source = sc21 && std::string_view(key) == "overlap_grad_reduce";
+    if ((!training || !training->Has(key)) && !set_by_source) {
+      unstated.push_back(absl::StrCat(key, "=true"));
+    }
   }
   const bool reduce_dtype_stated = training && training->Has("grad_reduce_dtype");
   if (!reduce_dtype_stated && !SourceIsMegatronBridgePresets(source)) {

@@ -82,6 +82,10 @@ double LayoutProduct(const ParallelConfig& parallel, bool with_dp);
 // under a PyTorch-native stack (DDP), and records the default (replacing an earlier record).
 void DefaultDistributedOptimizer(bool given, Scenario& scenario);
 
+// Forgets the defaults_used entries on `key` (those starting "key="), for a caller that sets the
+// key itself (a command-line what-if over a case's or file's default).
+void DropDefaultNote(std::string_view key, Scenario& scenario);
+
 // training.moe_capacity_factor, moe_pad_to_capacity and moe_imbalance against the model and
 // layout (part of ValidateScenario): MoE models only, capacity in (0, E/top_k] or 0, padding
 // only with a capacity, imbalance in [1, MaxMoeImbalance].

@@ -482,6 +482,12 @@ absl::StatusOr<Scenario> ProjectionScenarioFromFlags(const FlagValues& flags) {
   PROJECTOR_RETURN_IF_ERROR(ReadClockAndMeasurement(flags, s));
   PROJECTOR_ASSIGN_OR_RETURN(const bool layout_changed, ReadLayoutFlags(flags, s));
   PROJECTOR_RETURN_IF_ERROR(ReadTrainingSettings(flags, s.training));
+  for (auto [flag, key] : {std::pair<const char*, const char*>{"overlap-grad-reduce",
+                                                               "overlap_grad_reduce"},
+                           {"distributed-optimizer", "distributed_optimizer"},
+                           {"grad-reduce-dtype", "grad_reduce_dtype"}}) {
+    if (Given(flags, flag)) DropDefaultNote(key, s);
+  }
   DefaultPrecisionForGpu(flags, from_file, s);
   ReadBackendFlags(flags, s.backends);
   PROJECTOR_RETURN_IF_ERROR(ReadGpuCountAndDp(flags, layout_changed, s));

@@ -28,6 +28,13 @@ bool SourceIsMegatronBridgePresets(std::string_view source) {
   return source.find("Megatron-Bridge") != std::string_view::npos;
 }
 
+bool SourceIsMegatronSc21(std::string_view source) {
+  return source.find("Efficient Large-Scale Language Model Training on GPU Clusters") !=
+             std::string_view::npos ||
+         (source.find("SC21") != std::string_view::npos &&
+          source.find("Megatron") != std::string_view::npos);
+}
+
 std::optional<TrainingStack> StackNamedBySource(std::string_view source) {
   struct Named {
     std::string_view text;  // found in the source, case-sensitively

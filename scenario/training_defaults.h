@@ -116,6 +116,15 @@ std::optional<TrainingStack> StackNamedBySource(std::string_view source);
 // `cfg.ddp.grad_reduce_in_fp32 = False`: their gradients are kept and reduced in bf16.
 bool SourceIsMegatronBridgePresets(std::string_view source);
 
+// Whether a measured run's `source` is Narayanan et al., "Efficient Large-Scale Language Model
+// Training on GPU Clusters Using Megatron-LM" (SC21, arXiv 2104.04473), whose runs used
+// Megatron-LM as of early 2021: attention as two batched GEMMs around its fused
+// scale-mask-softmax kernel (the paper's section 4.2; FlashAttention came in 2022), gradients
+// all-reduced by its local DDP after the step's last backward (training.py train_step:
+// `model_module.allreduce_gradients()` after forward_backward_func), an optimizer state
+// replicated over the data-parallel ranks (the distributed optimizer came to Megatron-LM in 2022).
+bool SourceIsMegatronSc21(std::string_view source);
+
 // Whether the GPU's matrix cores take MX block-scaled operands (OCP Microscaling formats, an
 // E8M0 scale per 32 elements): NVIDIA Blackwell, sm_100 and later (B200, GB200: NVIDIA
 // Blackwell architecture technical brief, "MXFP8" among the 5th-generation Tensor Core

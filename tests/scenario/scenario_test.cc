@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "projection/projection.h"
@@ -94,6 +95,62 @@ TEST(ScenarioTest, CaseSourceSetsTheStack) {
   EXPECT_EQ(s->training.stack, TrainingStack::kMegatron);
   EXPECT_THAT(s->defaults_used, Contains(HasSubstr("stack named by the case's source: megatron "
                                                    "(NVIDIA-NeMo/Megatron-Bridge")));
+}
+
+TEST(ScenarioTest, SourceIsMegatronSc21ReadsThePaper) {
+  EXPECT_TRUE(SourceIsMegatronSc21(
+      "Narayanan et al., SC21, 'Efficient Large-Scale Language Model Training on GPU Clusters "
+      "Using Megatron-LM', Table 1"));
+  EXPECT_TRUE(SourceIsMegatronSc21("Megatron-LM paper (SC21), Table 1"));
+  EXPECT_FALSE(SourceIsMegatronSc21("NVIDIA/Megatron-LM README.md (2024-07-15)"));
+  EXPECT_FALSE(SourceIsMegatronSc21("SC21 poster on a CNN"));
+}
+
+// A case of the SC21 paper runs Megatron-LM as of 2021: unfused attention, the gradients
+// all-reduced after the backward, a replicated optimizer state, each noted; what the case's
+// training object or parallel.distributed_optimizer states wins.
+TEST(ScenarioTest, Sc21CaseRunsMegatronOf2021) {
+  const std::string path = std::string(PROJECTOR_CALIBRATION_DIR) + "/public.jsonl";
+  absl::StatusOr<Scenario> s = LoadCalibrationCase(path + ":megatron_sc21_table1_1.7b");
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->training.attention_kernel, AttentionKernel::kUnfused);
+  EXPECT_EQ(s->attention_kernel_used, "unfused");
+  EXPECT_FALSE(s->training.overlap_grad_reduce);
+  EXPECT_FALSE(s->parallel.distributed_optimizer);
+  EXPECT_THAT(s->defaults_used, Contains(HasSubstr("attention_kernel=unfused (the case's source, "
+                                                   "the SC21 Megatron-LM paper")));
+  EXPECT_THAT(s->defaults_used, Contains(HasSubstr("overlap_grad_reduce=false (the case's")));
+  EXPECT_THAT(s->defaults_used, Contains(HasSubstr("distributed_optimizer=false (the case's")));
+  EXPECT_THAT(s->defaults_used, Not(Contains(HasSubstr("overlap_grad_reduce=true"))));
+
+  nlohmann::json stated = nlohmann::json::parse(R"({"id": "x",
+    "source": "Narayanan et al., SC21, Megatron-LM",
+    "model": {"name": "GPT 1.7B", "layers": 24, "hidden": 2304, "ffn_hidden": 9216, "heads": 24,
+              "kv_heads": 24, "vocab": 51200, "head_dim": null, "mlp": "gelu", "moe": null,
+              "mla": null},
+    "gpu": "a100-sxm-80gb", "num_gpus": 32, "gpus_per_node": 8, "precision": "fp16",
+    "parallel": {"tp": 1, "pp": 1, "vpp": 1, "cp": 1, "ep": 1, "dp": 32,
+                 "sequence_parallel": false, "fsdp": false, "distributed_optimizer": true},
+    "seq_len": 2048, "micro_batch": 16, "global_batch": 512, "recompute": "full",
+    "measured": {"tokens_per_s_per_gpu": 9287.93},
+    "training": {"attention_kernel": "flash", "overlap_grad_reduce": true}})");
+  absl::StatusOr<Scenario> kept = ScenarioFromCase(stated, "stated");
+  ASSERT_THAT(kept, IsOk());
+  EXPECT_EQ(kept->attention_kernel_used, "fa2");
+  EXPECT_TRUE(kept->training.overlap_grad_reduce);
+  EXPECT_TRUE(kept->parallel.distributed_optimizer);
+  EXPECT_THAT(kept->defaults_used, Not(Contains(HasSubstr("SC21 Megatron-LM paper"))));
+}
+
+// Only the notes on that key go: "key=..." entries, not those of a longer key or other text.
+TEST(ScenarioTest, DropDefaultNoteForgetsThatKeyOnly) {
+  Scenario s;
+  s.defaults_used = {"overlap_grad_reduce=false (source)", "overlap_grad_reduce_x=1",
+                     "distributed_optimizer=false (source)", "overlap_grad_reduce"};
+  DropDefaultNote("overlap_grad_reduce", s);
+  EXPECT_THAT(s.defaults_used, ElementsAre("overlap_grad_reduce_x=1",
+                                           "distributed_optimizer=false (source)",
+                                           "overlap_grad_reduce"));
 }
 
 TEST(ScenarioTest, DefaultIsLlama8bOnEightMi300x) {
