@@ -1,5 +1,6 @@
 #include "hw_profiles/hardware_profile.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -463,6 +464,27 @@ TEST(AttentionKernelsTest, ProfileWithoutNamesHasNoKernels) {
   ASSERT_THAT(hw, IsOk());
   EXPECT_TRUE(hw->gpu.attention_kernels.empty());
   EXPECT_TRUE(hw->gpu.attention_kernel_pytorch.empty());
+}
+
+// GB200 is the B200 silicon on a 1200 W board (B200: 1000 W): its sustained clock under dense
+// compute is the B200's measured 1580 MHz scaled by f ~ P^(1/3) (dynamic power f V^2, V ~ f),
+// 1580 x 1.2^(1/3) = 1678.9 MHz, and it keeps the B200's measured main-loop fractions, so a
+// sustained GEMM runs 1679 / 1580 = 1.063x the B200's and a bf16 one at 0.775 x 148 x 8192 x
+// 1679 MHz = 1577.6 TFLOP/s.
+TEST(ShippedFiguresTest, Gb200IsTheB200SiliconAtItsBoardPower) {
+  auto b200 = ResolveHardwareProfile("b200");
+  auto gb200 = ResolveHardwareProfile("gb200");
+  ASSERT_THAT(b200, IsOk());
+  ASSERT_THAT(gb200, IsOk());
+  EXPECT_NEAR(ToMegahertz(gb200->gpu.sustained_clock),
+              ToMegahertz(b200->gpu.sustained_clock) * std::cbrt(1200.0 / 1000.0), 0.5);
+  EXPECT_DOUBLE_EQ(gb200->gpu.gemm_efficiency, b200->gpu.gemm_efficiency);
+  EXPECT_EQ(gb200->gpu.gemm_efficiency_fp8, b200->gpu.gemm_efficiency_fp8);
+  EXPECT_DOUBLE_EQ(gb200->gpu.attention_fwd_efficiency, b200->gpu.attention_fwd_efficiency);
+  EXPECT_DOUBLE_EQ(gb200->gpu.attention_bwd_efficiency, b200->gpu.attention_bwd_efficiency);
+  const double sustained_bf16_tflops = gb200->gpu.gemm_efficiency * 148 * 8192 *
+                                       ToMegahertz(gb200->gpu.sustained_clock) * 1e6 / 1e12;
+  EXPECT_NEAR(sustained_bf16_tflops, 1577.6, 1.0);
 }
 
 TEST(ShippedFiguresTest, NetworkFiguresMatchTheReferences) {
