@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -27,6 +28,57 @@ absl::StatusOr<Recompute> ParseRecompute(std::string_view name) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown recompute '", absl::string_view(name.data(), name.size()), "'; valid: none, selective, full"));
+}
+
+namespace {
+constexpr std::string_view kRecomputeModuleNames[kRecomputeModuleCount] = {
+    "core_attn", "mla_up_proj", "layernorm", "moe_act", "mlp", "shared_experts", "moe"};
+}  // namespace
+
+std::string_view RecomputeModuleName(RecomputeModule m) {
+  return kRecomputeModuleNames[static_cast<size_t>(m)];
+}
+
+std::vector<std::string> RecomputeModuleNames(RecomputeModules modules) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < kRecomputeModuleCount; ++i) {
+    if ((modules & RecomputeBit(static_cast<RecomputeModule>(i))) != 0) {
+      names.emplace_back(kRecomputeModuleNames[i]);
+    }
+  }
+  return names;
+}
+
+std::string RecomputeModulesName(RecomputeModules modules) {
+  std::string out;
+  for (const std::string& name : RecomputeModuleNames(modules)) {
+    out += (out.empty() ? "" : ",") + name;
+  }
+  return out;
+}
+
+std::string RecomputePhrase(Recompute mode, RecomputeModules modules) {
+  std::string out(RecomputeName(mode));
+  if (mode == Recompute::kSelective && modules != kDefaultRecomputeModules) {
+    out += " (" + (modules == 0 ? std::string("no module") : RecomputeModulesName(modules)) + ")";
+  }
+  return out;
+}
+
+absl::StatusOr<RecomputeModules> ParseRecomputeModules(std::string_view list) {
+  RecomputeModules modules = 0;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    const std::string_view name = list.substr(0, comma);
+    absl::StatusOr<RecomputeModule> m =
+        ParseByName<RecomputeModule>(name, kRecomputeModuleNames, "recompute module");
+    if (!m.ok()) return m.status();
+    modules |= RecomputeBit(*m);
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+    if (list.empty()) return absl::InvalidArgumentError("empty recompute module after ','");
+  }
+  return modules;
 }
 
 std::string_view LossKernelName(LossKernel k) { return kLossKernelNames[static_cast<size_t>(k)]; }

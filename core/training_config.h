@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -20,6 +21,48 @@ namespace projector {
 enum class Recompute { kNone, kSelective, kFull };
 std::string_view RecomputeName(Recompute r);
 absl::StatusOr<Recompute> ParseRecompute(std::string_view name);
+
+// The submodules Megatron-Core's selective recompute re-runs in backward (TransformerConfig
+// recompute_modules, --recompute-modules; default core_attn). core_attn, mlp, moe and
+// shared_experts are normal checkpoints (the submodule keeps its input, the rest is re-run);
+// mla_up_proj, layernorm and moe_act discard their outputs and re-create them before the
+// backward needs them (CheckpointWithoutOutput).
+//   core_attn       the attention core (scores, softmax, P·V or the flash kernel)
+//   mla_up_proj     MLA's q/kv up-projections and RoPE (their Q, K and V are not kept)
+//   layernorm       the input and pre-MLP norms that are modules of their own (MLA's input
+//                   norm, MoE's pre-MLP norm; a norm fused into a TE linear layer is not)
+//   moe_act         the routed experts' activation (fc2's input is not kept)
+//   mlp             the dense MLP layers
+//   shared_experts  the MoE layers' shared experts
+//   moe             the whole MoE layer, its All-to-Alls included
+enum class RecomputeModule : uint8_t {
+  kCoreAttn,
+  kMlaUpProj,
+  kLayernorm,
+  kMoeAct,
+  kMlp,
+  kSharedExperts,
+  kMoe,
+};
+inline constexpr size_t kRecomputeModuleCount = 7;
+// A set of RecomputeModule, one bit each.
+using RecomputeModules = uint8_t;
+constexpr RecomputeModules RecomputeBit(RecomputeModule m) {
+  return static_cast<RecomputeModules>(1u << static_cast<unsigned>(m));
+}
+inline constexpr RecomputeModules kDefaultRecomputeModules =
+    RecomputeBit(RecomputeModule::kCoreAttn);
+std::string_view RecomputeModuleName(RecomputeModule m);
+// The names of the modules in `modules`, in enumerator order.
+std::vector<std::string> RecomputeModuleNames(RecomputeModules modules);
+// Those names joined by commas ("core_attn,mla_up_proj"); "" for the empty set.
+std::string RecomputeModulesName(RecomputeModules modules);
+// "selective (core_attn,mla_up_proj)" for selective recompute with other modules than the
+// default, else the mode's name.
+std::string RecomputePhrase(Recompute mode, RecomputeModules modules);
+// A comma-separated list of module names (empty: no module); kInvalidArgument naming an unknown
+// one and listing the accepted names.
+absl::StatusOr<RecomputeModules> ParseRecomputeModules(std::string_view list);
 
 // How the attention core (softmax(QKᵀ)·V) runs. kFlash: one fused tiled kernel per pass
 // (FlashAttention / cuDNN / CK / AITER; which one is TrainingConfig::flash_kernel), causal tiles
@@ -102,6 +145,18 @@ struct TrainingConfig {
   int64_t global_batch = 8;
   Recompute recompute = Recompute::kNone;
   int64_t recompute_layers = 0;  // full recompute: layers per stage (0 = all)
+  // Selective recompute on the megatron stack: the submodules it re-runs (RecomputeModule).
+  RecomputeModules recompute_modules = kDefaultRecomputeModules;
+  // Another recompute mode; the modules (selective only) go back to the default when it is not
+  // selective, so that a what-if or a search candidate stays a valid scenario.
+  void SetRecompute(Recompute r) {
+    recompute = r;
+    if (r != Recompute::kSelective) recompute_modules = kDefaultRecomputeModules;
+  }
+  // Whether the run re-runs `m` in backward: selective recompute with `m` among its modules.
+  bool Recomputes(RecomputeModule m) const {
+    return recompute == Recompute::kSelective && (recompute_modules & RecomputeBit(m)) != 0;
+  }
   DType precision = DType::kBf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kAuto;  // precision fp8 only (Fp8Recipe)
   AttentionKernel attention_kernel = AttentionKernel::kFlash;

@@ -242,7 +242,7 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   AddAttentionCore(b, ctx, shape, e, dims.attention_dropout);
   if (eager_llama) AddEagerSdpaLayout(b, T, a_l, g_l, d, e);
   b.Linear("out_proj", T, a_l * d, h, dims.gemm_dtype);
-  b.Finish(ctx.recompute);
+  b.Finish(ctx.recompute, ctx.training.recompute_modules);
 
   double params = D(h) * D((a_l + 2 * g_l) * d) + D(a_l * d) * D(h);
   if (model.attention_bias || model.linear_bias) params += D((a_l + 2 * g_l) * d);
@@ -269,7 +269,9 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   if (eager_llama && a_l > g_l) stored += 2.0 * e * D(T) * D((a_l - g_l) * d);
   if (dims.hidden_dropout) stored += D(dims.sp_tokens) * D(h);
   profile.activation_bytes = Bytes(stored);
-  profile.activation_bytes_selective = dims.op_sac ? b.OpSacStoredBytes() : Bytes(stored - core);
+  const bool core_rerun = profiler_internal::SelectiveRecomputes(ctx, RecomputeModule::kCoreAttn);
+  profile.activation_bytes_selective =
+      dims.op_sac ? b.OpSacStoredBytes() : Bytes(stored - (core_rerun ? core : 0.0));
   return profile;
 }
 
@@ -323,7 +325,9 @@ absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerD
   if (ql > 0) {
     b.Linear("q_down_proj", Ts, h, ql, dt);
     AddNorm(b, "q_norm", Ts, ql, e, fused_norm_out, eager_rms);
+    b.BeginRecomputeGroup(RecomputeModule::kMlaUpProj);
     b.Linear("q_up_proj", T, ql, a_l * (nope + rope), dt, 1, 1, LinearInput::kFusedNorm);
+    b.EndRecomputeGroup(RecomputeModule::kMlaUpProj);
     params += D(h) * D(ql) + norm_w * D(ql) + D(ql) * D(a_l * (nope + rope));
   } else {
     b.Linear("q_proj", T, h, a_l * (nope + rope), dt);
@@ -332,13 +336,18 @@ absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerD
   b.Linear("kv_down_proj", Ts, h, kl, dt);
   b.Linear("k_rope_proj", Ts, h, rope, dt, 1, 1, LinearInput::kSameAsPrevious);
   AddNorm(b, "kv_norm", Ts, kl, e, fused_norm_out, eager_rms);
+  // Megatron-Core's "mla_up_proj" recompute (CheckpointWithoutOutput around
+  // qkv_up_proj_and_rope_apply) discards the up-projections' and RoPE's outputs, the core's Q, K
+  // and V, and re-creates them before the core's backward.
+  b.BeginRecomputeGroup(RecomputeModule::kMlaUpProj);
   b.Linear("kv_up_proj", T, kl, a_l * (nope + v), dt, 1, 1, LinearInput::kFusedNorm);
   AddRope(b, T, a_l * rope, rope, e, dims.eager_elementwise, true);
+  b.EndRecomputeGroup(RecomputeModule::kMlaUpProj);
   // After kv_up every head has its own K and V: kv heads = q heads.
   const AttentionShape shape = KernelShape(dims, a_l, a_l, nope + rope, v, ctx.model.causal_attention);
   AddAttentionCore(b, ctx, shape, e, dims.attention_dropout);
   b.Linear("o_proj", T, a_l * v, h, dt);
-  b.Finish(ctx.recompute);
+  b.Finish(ctx.recompute, ctx.training.recompute_modules);
   params += D(h) * D(kl + rope) + norm_w * D(kl) + D(kl) * D(a_l * (nope + v)) + D(a_l * v) * D(h);
   if (model.linear_bias) {
     params += (ql > 0 ? D(ql) : 0.0) + D(a_l * (nope + rope)) + D(kl + rope) +
@@ -360,7 +369,19 @@ absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerD
                   core + saved * D(T) * D(a_l * v);
   if (dims.hidden_dropout) stored += D(Ts) * D(h);
   profile.activation_bytes = Bytes(stored);
-  profile.activation_bytes_selective = dims.op_sac ? b.OpSacStoredBytes() : Bytes(stored - core);
+  // Selective recompute drops what its modules re-create: the core's own tensors (core_attn),
+  // Q, K and V (mla_up_proj), the separate input norm's bf16 output that q_down and kv_down
+  // keep when they are not quantised (layernorm; an fp8 recipe keeps their own copies).
+  double dropped = 0;
+  if (profiler_internal::SelectiveRecomputes(ctx, RecomputeModule::kCoreAttn)) dropped += core;
+  if (profiler_internal::SelectiveRecomputes(ctx, RecomputeModule::kMlaUpProj)) {
+    dropped += e * D(T) * D(a_l * (2 * (nope + rope) + v));
+  }
+  if (profiler_internal::SelectiveRecomputes(ctx, RecomputeModule::kLayernorm) && saved >= e) {
+    dropped += e * D(Ts) * D(h);
+  }
+  profile.activation_bytes_selective =
+      dims.op_sac ? b.OpSacStoredBytes() : Bytes(stored - dropped);
   return profile;
 }
 

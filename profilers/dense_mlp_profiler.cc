@@ -32,6 +32,7 @@ absl::StatusOr<ModuleProfile> ProfileDenseMlp(const ProfileContext& ctx) {
   profile.module = "mlp";
   profile.tokens = T;
   profiler_internal::ModuleOpBuilder b("mlp", profile.ops, 24, dims);
+  b.BeginRecomputeGroup(RecomputeModule::kMlp);
   profiler_internal::AddMlpOps(b,
                                {.fc1 = gated ? "fc1_gate_up" : "fc1_up",
                                 .act = gated ? "swiglu" : "gelu",
@@ -39,7 +40,8 @@ absl::StatusOr<ModuleProfile> ProfileDenseMlp(const ProfileContext& ctx) {
                                T, h, f_l, gated, dims.gemm_dtype, dims.act_bytes, T,
                                /*batch=*/1, /*repeat=*/1,
                                profiler_internal::LinearInput::kFusedNorm, dims.eager_elementwise);
-  b.Finish(ctx.recompute);
+  b.EndRecomputeGroup(RecomputeModule::kMlp);
+  b.Finish(ctx.recompute, ctx.training.recompute_modules);
   profile.dense_parameters = profiler_internal::MlpParameters(h, f_l, gated, model.linear_bias);
 
   // Korthikanti et al. 2022, section 4.1: fc1 input 2sbh (the norm output, SP-sharded), the
@@ -51,8 +53,14 @@ absl::StatusOr<ModuleProfile> ProfileDenseMlp(const ProfileContext& ctx) {
                   profiler_internal::MlpInnerActivationBytes(T, f_l, gated, dims);
   if (dims.hidden_dropout) stored += D(dims.sp_tokens) * D(h);
   profile.activation_bytes = Bytes(stored);
+  // Megatron-Core's "mlp" recompute checkpoints the MLP on its input, the residual stream the
+  // fused pre-MLP norm reads (kept by the norms module): only the dropout mask of the
+  // bias-dropout-add after it stays.
+  const double mask = dims.hidden_dropout ? D(dims.sp_tokens) * D(h) : 0.0;
   profile.activation_bytes_selective =
-      dims.op_sac ? b.OpSacStoredBytes() : profile.activation_bytes;
+      dims.op_sac ? b.OpSacStoredBytes()
+      : profiler_internal::SelectiveRecomputes(ctx, RecomputeModule::kMlp) ? Bytes(mask)
+                                                                          : profile.activation_bytes;
   return profile;
 }
 

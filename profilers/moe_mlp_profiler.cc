@@ -177,7 +177,8 @@ void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
   if (s.local_experts > 1) b.Memory("sort_chunks", sort_chunks, sort_chunks);
   b.SetLinearHostFanout(turbo ? s.active_experts : 1);
   profiler_internal::AddMlpOps(
-      b, {.fc1 = "expert_fc1", .act = "expert_act", .fc2 = "expert_fc2"}, s.rows_per_expert,
+      b, {.fc1 = "expert_fc1", .act = "expert_act", .fc2 = "expert_fc2", .routed_experts = true},
+      s.rows_per_expert,
       s.hidden, s.expert_ffn_local, s.gated, dims.gemm_dtype, e,
       s.rows_per_expert * s.active_experts, /*batch=*/turbo ? s.active_experts : 1,
       /*repeat=*/turbo ? 1 : s.active_experts, profiler_internal::LinearInput::kCast,
@@ -195,6 +196,7 @@ void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
   if (s.shared_ffn <= 0) return;
   // Shared experts: one dense MLP of num_shared·shared_ffn, TP-split like the dense MLP, on
   // all T tokens (gathered under SP).
+  b.BeginRecomputeGroup(RecomputeModule::kSharedExperts);
   profiler_internal::AddMlpOps(b,
                                {.fc1 = kSharedExpertFc1,
                                 .act = kSharedExpertAct,
@@ -202,6 +204,7 @@ void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
                                dims.tokens, s.hidden, s.shared_ffn / dims.tp, s.gated,
                                dims.gemm_dtype, e, dims.tokens, /*batch=*/1, /*repeat=*/1,
                                profiler_internal::LinearInput::kCast, dims.eager_elementwise);
+  b.EndRecomputeGroup(RecomputeModule::kSharedExperts);
 }
 
 // Korthikanti et al. 2022's MLP terms applied per routed pair (pairs rows instead of sbh):
@@ -229,6 +232,34 @@ Bytes StoredActivations(const MoeShape& s, const profiler_internal::LayerDims& d
   return Bytes(stored);
 }
 
+// What selective recompute's modules leave of StoredActivations: "moe" keeps the layer's input
+// (the pre-MLP norm's output) and the dropout mask; otherwise "layernorm" drops that norm output
+// (the router's and, unquantised, the shared experts' input), "moe_act" the routed experts' fc2
+// input, "shared_experts" everything the shared experts keep beyond their input.
+Bytes StoredUnderSelective(const ProfileContext& ctx, const MoeShape& s,
+                           const profiler_internal::LayerDims& dims) {
+  using profiler_internal::SelectiveRecomputes;
+  const double e = dims.act_bytes;
+  const double mask = dims.hidden_dropout ? D(s.tokens_local) * D(s.hidden) : 0.0;
+  if (SelectiveRecomputes(ctx, RecomputeModule::kMoe)) {
+    return Bytes(e * D(s.tokens_local) * D(s.hidden) + mask);
+  }
+  const double saved = profiler_internal::SavedLinearInputBytes(dims);
+  double stored = StoredActivations(s, dims).value();
+  if (SelectiveRecomputes(ctx, RecomputeModule::kLayernorm)) {
+    stored -= e * D(s.tokens_local) * D(s.hidden);
+  }
+  if (SelectiveRecomputes(ctx, RecomputeModule::kMoeAct)) {
+    stored -= saved * D(s.pairs) * D(s.expert_ffn_local);
+  }
+  if (s.shared_ffn > 0 && SelectiveRecomputes(ctx, RecomputeModule::kSharedExperts)) {
+    if (saved < e) stored -= saved * D(s.tokens_local) * D(s.hidden);
+    stored -= profiler_internal::MlpInnerActivationBytes(dims.tokens, s.shared_ffn / dims.tp,
+                                                         s.gated, dims);
+  }
+  return Bytes(stored);
+}
+
 }  // namespace
 
 absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
@@ -239,9 +270,11 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
   profile.module = "moe";
   profile.tokens = s.pairs;
   profiler_internal::ModuleOpBuilder b("moe", profile.ops, 64, dims);
+  b.BeginRecomputeGroup(RecomputeModule::kMoe);
   AddRoutingOps(b, s, dims, ctx.training);
   AddExpertOps(b, s, dims, ctx.parallel);
-  b.Finish(ctx.recompute);
+  b.EndRecomputeGroup(RecomputeModule::kMoe);
+  b.Finish(ctx.recompute, ctx.training.recompute_modules);
 
   const bool bias = ctx.model.linear_bias;
   profile.dense_parameters = D(s.hidden) * D(s.experts);  // router, no bias
@@ -254,7 +287,7 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
       profiler_internal::MlpParameters(s.hidden, s.expert_ffn_local, s.gated, bias);
   profile.activation_bytes = StoredActivations(s, dims);
   profile.activation_bytes_selective =
-      dims.op_sac ? b.OpSacStoredBytes() : profile.activation_bytes;
+      dims.op_sac ? b.OpSacStoredBytes() : StoredUnderSelective(ctx, s, dims);
   return profile;
 }
 

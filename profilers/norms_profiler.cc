@@ -58,13 +58,20 @@ absl::StatusOr<ModuleProfile> ProfileNorms(const ProfileContext& ctx, bool moe_l
   profile.module = "norms";
   profile.tokens = dims.sp_tokens;
   profiler_internal::ModuleOpBuilder b("norms", profile.ops, 12, dims);
+  // Megatron-Core's "layernorm" recompute re-runs the norms that are modules of their own
+  // (MLA's input norm, MoE's pre-MLP norm); a norm fused into a TE linear layer is part of it.
+  const bool separate_input_norm = model.mla.has_value();
+  if (separate_input_norm) b.BeginRecomputeGroup(RecomputeModule::kLayernorm);
   b.Memory("input_norm", input_norm.Forward(n, flops_per_element * n),
            input_norm.Backward(n, norm_bwd_flops));
+  b.EndRecomputeGroup(RecomputeModule::kLayernorm);
   b.Memory("attention_residual_add", residual, residual_bwd);
+  if (moe_layer) b.BeginRecomputeGroup(RecomputeModule::kLayernorm);
   b.Memory("pre_mlp_norm", pre_mlp_norm.Forward(n, flops_per_element * n),
            pre_mlp_norm.Backward(n, norm_bwd_flops));
+  b.EndRecomputeGroup(RecomputeModule::kLayernorm);
   b.Memory("mlp_residual_add", residual, residual_bwd);
-  b.Finish(ctx.recompute);
+  b.Finish(ctx.recompute, ctx.training.recompute_modules);
   profile.dense_parameters =
       2.0 * profiler_internal::NormParamsPerElement(model) * D(model.hidden_size);
 

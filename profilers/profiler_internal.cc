@@ -232,7 +232,9 @@ ModuleOpBuilder::ModuleOpBuilder(std::string_view module, OpList& ops, size_t ca
 Op& ModuleOpBuilder::AddForward(std::string_view name, OpKind kind) {
   PROJECTOR_CHECK(forward_count_ < kMaxForwardOps);
   std::construct_at(&pending_[forward_count_]);  // the slot's lifetime starts here
-  pending_[forward_count_].attention_core = in_attention_core_ || kind == OpKind::kAttention;
+  pending_[forward_count_].groups =
+      current_groups_ |
+      (kind == OpKind::kAttention ? RecomputeBit(RecomputeModule::kCoreAttn) : RecomputeModules{0});
   ++forward_count_;
   Op& op = ops_.emplace_back();
   op.name = name;
@@ -380,7 +382,8 @@ ModuleOpBuilder::MmColumns ModuleOpBuilder::OpSacColumns(size_t at, int64_t& mm_
   const Op& op = ops_[at];
   const Pending& p = pending_[at - start_];
   MmColumns columns;
-  const bool one_mm = op.kind == OpKind::kGemm && !p.attention_core && op.gemm.batch == 1 &&
+  const bool in_core = (p.groups & RecomputeBit(RecomputeModule::kCoreAttn)) != 0;
+  const bool one_mm = op.kind == OpKind::kGemm && !in_core && op.gemm.batch == 1 &&
                       op.host_fanout == 1;
   if (!one_mm) return columns;
   // A float8 linear (torchao's Float8Linear) multiplies with aten._scaled_mm, which the
@@ -437,7 +440,7 @@ Bytes ModuleOpBuilder::StoredUnderOpSac() const {
   return Bytes(stored);
 }
 
-void ModuleOpBuilder::Finish(Recompute recompute) {
+void ModuleOpBuilder::Finish(Recompute recompute, RecomputeModules modules) {
   const size_t first = start_;
   const size_t end = start_ + forward_count_;
   // Recompute and backward ops start as a copy of their forward op made in place (push_back of
@@ -452,7 +455,9 @@ void ModuleOpBuilder::Finish(Recompute recompute) {
     AddOpSacRecompute(first, end);
   } else if (recompute != Recompute::kNone) {
     for (size_t i = first; i < end; ++i) {
-      if (recompute == Recompute::kSelective && !pending_[i - first].attention_core) continue;
+      if (recompute == Recompute::kSelective && (pending_[i - first].groups & modules) == 0) {
+        continue;
+      }
       if (!pending_[i - first].recomputed) continue;
       copy_forward(i).phase = OpPhase::kRecompute;
     }
@@ -575,6 +580,7 @@ void AddMlpOps(ModuleOpBuilder& b, const MlpOpNames& names, int64_t m, int64_t h
   if (gated && eager) b.SeparateInputGradients(2);
   const double n = D(act_rows) * D(f_local);
   const double e = act_bytes;
+  if (names.routed_experts) b.BeginRecomputeGroup(RecomputeModule::kMoeAct);
   if (gated && eager) {
     // One eager kernel per op over all `act_rows` rows (grouped experts included).
     const EagerKernels k = EagerSwiGlu(e);
@@ -590,6 +596,7 @@ void AddMlpOps(ModuleOpBuilder& b, const MlpOpNames& names, int64_t m, int64_t h
     b.Memory(names.act, MemoryOp{.bytes = Bytes(2.0 * e * n), .flops = Flops(8.0 * n)},
              MemoryOp{.bytes = Bytes(3.0 * e * n), .flops = Flops(16.0 * n)});
   }
+  if (names.routed_experts) b.EndRecomputeGroup(RecomputeModule::kMoeAct);
   b.Linear(names.fc2, m, f_local, hidden, gemm_dtype, batch, repeat);
 }
 

@@ -153,6 +153,12 @@ enum class LinearInput {
 // recipe's scales); torchao's rowwise recipe keeps the high-precision input.
 double SavedLinearInputBytes(const LayerDims& dims);
 
+// Whether selective recompute re-runs Megatron-Core recompute module `m` (one of
+// training.recompute_modules): what ModuleProfile::activation_bytes_selective leaves out.
+inline bool SelectiveRecomputes(const ProfileContext& ctx, RecomputeModule m) {
+  return (ctx.training.recompute_modules & RecomputeBit(m)) != 0;
+}
+
 // kInvalidArgument for non-positive sizes in the training config or model; kFailedPrecondition
 // when CP does not divide the sequence or, under sequence parallelism, TP does not divide T.
 absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx);
@@ -223,11 +229,18 @@ class ModuleOpBuilder {
   // Flash-attention forward now, backward at Finish. Bytes are HBM traffic per pass.
   void Attention(std::string_view name, const AttentionShape& shape, Bytes forward_bytes,
                  Bytes backward_bytes);
+  // Ops declared between these calls belong to Megatron-Core recompute module `m` (groups nest:
+  // an op can be in several); a flash-attention op is always in core_attn.
+  void BeginRecomputeGroup(RecomputeModule m) { current_groups_ |= RecomputeBit(m); }
+  void EndRecomputeGroup(RecomputeModule m) {
+    current_groups_ &= static_cast<RecomputeModules>(~RecomputeBit(m));
+  }
   // Ops declared between these calls form the attention core (the unfused QKᵀ, softmax and P·V
   // kernels): selective recompute re-runs them as it re-runs a flash-attention kernel.
-  void BeginAttentionCore() { in_attention_core_ = true; }
-  void EndAttentionCore() { in_attention_core_ = false; }
-  // kFull: a kRecompute copy of every forward op; kSelective: of the attention core only, or
+  void BeginAttentionCore() { BeginRecomputeGroup(RecomputeModule::kCoreAttn); }
+  void EndAttentionCore() { EndRecomputeGroup(RecomputeModule::kCoreAttn); }
+  // kFull: a kRecompute copy of every forward op; kSelective: of the ops in one of `modules`'
+  // groups (Megatron-Core's recompute_modules; by default the attention core), or
   // under LayerDims::op_sac torchtitan's per-op selective activation checkpointing
   // (torchtitan/parallelisms/parallelize_llama.py, _apply_ac_to_transformer_block, late 2024):
   // the outputs of aten.mm, SDPA and reduce-scatter are saved except every second mm of the
@@ -236,7 +249,7 @@ class ModuleOpBuilder {
   // block: 2, 4 and 6 of wq wk wv wo w1 w3 w2), and the grouped expert GEMMs and unfused
   // attention bmm, which are not aten.mm; not the flash attention kernel. Counted per module:
   // a Llama attention module issues 4 mms, so the MLP's count starts on the block's parity.
-  void Finish(Recompute recompute);
+  void Finish(Recompute recompute, RecomputeModules modules = kDefaultRecomputeModules);
   // What the module keeps for backward under that per-op policy: the outputs of the saved mms
   // (the odd ones of the block, counted as Finish counts them) and of the flash attention
   // kernel (O and its fp32 log-sum-exp per query row and head); everything else is re-run.
@@ -252,8 +265,8 @@ class ModuleOpBuilder {
     bool has_backward = true;
     // Full recompute re-runs the op (false for a weight cast cached for the whole step).
     bool recomputed = true;
-    // Part of the attention core (selective recompute re-runs it).
-    bool attention_core = false;
+    // The recompute modules the op belongs to (BeginRecomputeGroup).
+    RecomputeModules groups = 0;
     // SeparateInputGradients: the add kernels after the dgrad.
     MemoryOp input_grad_sum{.bytes = Bytes(0), .flops = Flops(0), .launches = 0};
     // SetMmOutputs: the output widths of the separate mms a Linear stands for (none: one).
@@ -308,7 +321,7 @@ class ModuleOpBuilder {
   } pending_slots_;
   std::array<Pending, kMaxForwardOps>& pending_ = pending_slots_.at;
   size_t forward_count_ = 0;
-  bool in_attention_core_ = false;
+  RecomputeModules current_groups_ = 0;
   int64_t linear_host_fanout_ = 1;
 };
 
@@ -321,6 +334,8 @@ struct MlpOpNames {
   std::string_view fc1;
   std::string_view act;
   std::string_view fc2;
+  // The routed experts' MLP: its activation is Megatron-Core's "moe_act" recompute module.
+  bool routed_experts = false;
 };
 // `eager`: the SwiGLU runs as eager PyTorch ops (EagerSwiGlu), and the gate and up
 // projections are separate linear layers whose input gradients autograd sums (one add kernel,

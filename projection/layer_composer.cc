@@ -376,6 +376,14 @@ absl::Status AddTpComm(CommBuilder& b, const LayerProfile& timed_layer,
   layer.forward_comm.tp = tp_attn.fwd + tp_mlp.fwd;
   layer.backward_comm.tp = tp_attn.bwd + tp_mlp.bwd;
   if (ctx.recompute == Recompute::kFull) layer.recompute_comm.tp = layer.forward_comm.tp;
+  // Megatron-Core's module checkpoints re-run the collectives inside them: the dense MLP's (its
+  // gather and reduce-scatter under SP) for "mlp", the shared experts' for "shared_experts" or
+  // "moe".
+  const bool mlp_rerun =
+      timed_layer.is_moe ? tr.Recomputes(RecomputeModule::kSharedExperts) ||
+                               tr.Recomputes(RecomputeModule::kMoe)
+                         : tr.Recomputes(RecomputeModule::kMlp);
+  if (ctx.recompute == Recompute::kSelective && mlp_rerun) layer.recompute_comm.tp = tp_mlp.fwd;
   return absl::OkStatus();
 }
 
@@ -534,7 +542,11 @@ absl::Status AddEpComm(CommBuilder& b, const LayerCompositionContext& ctx,
     layer.forward_comm.ep = a2a_f.time + etp.forward;
     layer.backward_comm.ep = a2a_b.time + etp.backward;
   }
-  if (ctx.recompute == Recompute::kFull) layer.recompute_comm.ep = layer.forward_comm.ep;
+  // Megatron-Core's "moe" recompute re-runs the whole MoE layer, its All-to-Alls included.
+  if (ctx.recompute == Recompute::kFull ||
+      (ctx.recompute == Recompute::kSelective && tr.Recomputes(RecomputeModule::kMoe))) {
+    layer.recompute_comm.ep = layer.forward_comm.ep;
+  }
   return absl::OkStatus();
 }
 

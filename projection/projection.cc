@@ -349,6 +349,7 @@ CompositionKey CompositionKeyOf(const Scenario& scenario) {
   k.micro_batch = t.micro_batch;
   k.recompute = t.recompute;
   k.recompute_layers = t.recompute_layers;
+  k.recompute_modules = t.recompute_modules;
   k.moe_imbalance = t.moe_imbalance;
   return k;
 }

@@ -204,6 +204,7 @@ struct CompositionKey {
   int64_t micro_batch = 1;
   Recompute recompute = Recompute::kNone;
   int64_t recompute_layers = 0;
+  RecomputeModules recompute_modules = kDefaultRecomputeModules;
   double moe_imbalance = 1.0;
   auto operator<=>(const CompositionKey&) const = default;
   template <typename H>
@@ -211,7 +212,8 @@ struct CompositionKey {
     return H::combine(std::move(h), k.tp, k.cp, k.ep, k.etp, k.sequence_parallel, k.fsdp,
                       k.turbo_grouped_gemm, k.deepep, k.moe_a2a_overlap,
                       k.moe_shared_expert_overlap, k.pipelined, k.zero_bubble, k.stack,
-                      k.micro_batch, k.recompute, k.recompute_layers, k.moe_imbalance);
+                      k.micro_batch, k.recompute, k.recompute_layers, k.recompute_modules,
+                      k.moe_imbalance);
   }
 };
 CompositionKey CompositionKeyOf(const Scenario& scenario);

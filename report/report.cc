@@ -120,7 +120,8 @@ std::vector<std::pair<std::string, std::string>> ProjectionSummaryRows(const Sce
           "seq %d, micro-batch %d, global batch %d, %s, recompute %s, %s stack: %s "
           "attention, %s loss%s%s%s%s%s",
           tr.seq_len, tr.micro_batch, tr.global_batch, PrecisionPhrase(scenario),
-          RecomputeName(tr.recompute), TrainingStackName(ResolvedStack(tr, scenario.parallel)),
+          RecomputePhrase(tr.recompute, tr.recompute_modules),
+          TrainingStackName(ResolvedStack(tr, scenario.parallel)),
           AttentionKernelOf(scenario), LossKernelName(ResolvedLossKernel(tr, scenario.parallel)),
           TrainingSwitchesPhrase(scenario),
           tr.tp_comm_overlap ? ", TP comm overlapped" : "",
@@ -401,6 +402,10 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"global_batch", scenario.training.global_batch},
       {"seq_len", scenario.training.seq_len},
       {"attention_kernel", std::string(AttentionKernelOf(scenario))},
+      {"recompute", std::string(RecomputeName(scenario.training.recompute))},
+      {"recompute_modules", scenario.training.recompute == Recompute::kSelective
+                                ? RecomputeModuleNames(scenario.training.recompute_modules)
+                                : std::vector<std::string>{}},
       {"tp_comm_overlap", scenario.training.tp_comm_overlap},
       {"moe_a2a_overlap", scenario.training.moe_a2a_overlap},
       {"moe_shared_expert_overlap", scenario.training.moe_shared_expert_overlap},

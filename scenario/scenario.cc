@@ -134,6 +134,31 @@ absl::StatusOr<double> ReadDropout(JsonObject& t, std::string_view key) {
   return t.FieldError(key, "must be \"auto\" or a probability in [0, 1)");
 }
 
+// training.recompute_modules: a list of Megatron-Core recompute module names (or one
+// comma-separated string); absent: core_attn.
+absl::Status ReadRecomputeModules(JsonObject& t, TrainingConfig& out) {
+  if (!t.Has("recompute_modules")) {
+    t.Accept("recompute_modules");
+    return absl::OkStatus();
+  }
+  PROJECTOR_ASSIGN_OR_RETURN(const nlohmann::json* list, t.Array("recompute_modules"));
+  std::string names;
+  for (const nlohmann::json& name : *list) {
+    if (!name.is_string()) {
+      return t.FieldError("recompute_modules",
+                          "must be a list of module names (core_attn, mla_up_proj, layernorm, "
+                          "moe_act, mlp, shared_experts, moe)");
+    }
+    absl::StrAppend(&names, names.empty() ? "" : ",", name.get<std::string>());
+  }
+  absl::StatusOr<RecomputeModules> modules = ParseRecomputeModules(names);
+  if (!modules.ok()) {
+    return t.FieldError("recompute_modules", std::string(modules.status().message()));
+  }
+  out.recompute_modules = *modules;
+  return absl::OkStatus();
+}
+
 // The training fields that say how a run executes rather than what it trains: the stack and its
 // kernels, the communication switches and the MoE routing what-ifs. Shared by a scenario's
 // training object and a calibration case's optional one. Leaves the unknown-key check to the
@@ -168,7 +193,7 @@ absl::Status ParseTrainingSwitches(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_capacity_factor, t.NumberOr("moe_capacity_factor", 0.0));
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_pad_to_capacity, t.BoolOr("moe_pad_to_capacity", false));
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_imbalance, t.NumberOr("moe_imbalance", 1.0));
-  return absl::OkStatus();
+  return ReadRecomputeModules(t, out);
 }
 
 absl::Status ParseTraining(JsonObject& t, TrainingConfig& out) {
@@ -410,6 +435,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"global_batch", t.global_batch},
                    {"recompute", std::string(RecomputeName(t.recompute))},
                    {"recompute_layers", t.recompute_layers},
+                   {"recompute_modules", RecomputeModuleNames(t.recompute_modules)},
                    {"precision", std::string(DTypeName(t.precision))},
                    {"stack", std::string(TrainingStackName(ResolvedStack(t, p)))},
                    {"attention_kernel", std::string(AttentionKernelOf(s))},
@@ -490,7 +516,7 @@ std::string DescribeScenario(const Scenario& s) {
           : std::string(),
       s.num_gpus, s.hw.name, s.hw.gpus_per_node, ToMegahertz(s.hw.gpu.sustained_clock),
       LayoutSummary(s.parallel), t.seq_len, t.micro_batch, t.global_batch,
-      RecomputeName(t.recompute), DTypeName(t.precision),
+      RecomputePhrase(t.recompute, t.recompute_modules), DTypeName(t.precision),
       TrainingStackName(ResolvedStack(t, s.parallel)), AttentionKernelOf(s),
       LossKernelName(ResolvedLossKernel(t, s.parallel)), TrainingSwitchesPhrase(s), s.backends.gemm,
       s.backends.attention, s.backends.memory, s.backends.collective);
@@ -963,6 +989,53 @@ absl::Status ValidateFp8Recipe(const Scenario& s, const std::string& origin) {
   return absl::OkStatus();
 }
 
+// training.recompute_modules: Megatron-Core's, under selective recompute, each module one the
+// model has (a module that re-runs nothing is a mistake in the input, not a no-op to ignore).
+absl::Status ValidateRecomputeModules(const Scenario& s, const std::string& origin) {
+  const TrainingConfig& t = s.training;
+  if (t.recompute_modules == kDefaultRecomputeModules) return absl::OkStatus();
+  const std::string kField = "/training/recompute_modules";
+  if (t.recompute != Recompute::kSelective) {
+    return Precondition(origin, kField,
+                        absl::StrFormat("recompute_modules (%s) apply to recompute selective "
+                                        "(Megatron-Core's recompute_granularity); recompute is %s",
+                                        RecomputeModulesName(t.recompute_modules),
+                                        RecomputeName(t.recompute)));
+  }
+  if (const TrainingStack stack = ResolvedStack(t, s.parallel); stack != TrainingStack::kMegatron) {
+    return Precondition(
+        origin, kField,
+        absl::StrFormat("recompute_modules are Megatron-Core's; the %s stack's selective "
+                        "recompute is its own (leave recompute_modules unset or use stack megatron)",
+                        TrainingStackName(stack)));
+  }
+  const ModelSpec& m = s.model;
+  const bool moe = m.moe.has_value() && m.NumMoeLayers() > 0;
+  struct Needs {
+    RecomputeModule module;
+    bool present;
+    std::string_view what;
+  };
+  const Needs needs[] = {
+      {RecomputeModule::kMlaUpProj, m.mla.has_value(), "multi-latent attention"},
+      {RecomputeModule::kLayernorm, m.mla.has_value() || moe,
+       "a norm of its own (MLA's input norm or a MoE layer's pre-MLP norm; Megatron fuses the "
+       "others into their linear layers)"},
+      {RecomputeModule::kMoeAct, moe, "MoE layers"},
+      {RecomputeModule::kMoe, moe, "MoE layers"},
+      {RecomputeModule::kSharedExperts, moe && m.moe->num_shared_experts > 0, "shared experts"},
+      {RecomputeModule::kMlp, m.NumDenseLayers() > 0, "dense MLP layers"},
+  };
+  for (const Needs& n : needs) {
+    if ((t.recompute_modules & RecomputeBit(n.module)) != 0 && !n.present) {
+      return Precondition(origin, kField,
+                          absl::StrFormat("%s re-runs nothing: model %s has no %s",
+                                          RecomputeModuleName(n.module), m.name, n.what));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The attention kernel, the recomputed layers and the precision the GPU runs.
 absl::Status ValidateKernelsAndRecompute(const Scenario& s, const std::string& origin) {
   const ParallelConfig& p = s.parallel;
@@ -975,6 +1048,7 @@ absl::Status ValidateKernelsAndRecompute(const Scenario& s, const std::string& o
                         "attention_kernel unfused does not support cp > 1 (context parallelism "
                         "runs a ring of fused attention kernels); use flash or cp 1");
   }
+  PROJECTOR_RETURN_IF_ERROR(ValidateRecomputeModules(s, origin));
   int64_t layers_per_stage = m.num_layers / p.pp;
   if (t.recompute_layers > 0 && t.recompute != Recompute::kFull) {
     return Precondition(origin, "/training/recompute_layers",

@@ -163,6 +163,11 @@ constexpr FlagSpec kKernelAndCommFlags[] = {
      "fp32|bf16"},
 };
 constexpr FlagSpec kPrecisionAndRoutingFlags[] = {
+    {"recompute-modules",
+     "Under selective recompute on the megatron stack, Megatron-Core's modules to re-run, "
+     "comma-separated: core_attn, mla_up_proj, layernorm, moe_act, mlp, shared_experts, moe "
+     "(default core_attn)",
+     "LIST"},
     {"precision", "GEMM precision: bf16, fp16 or fp8", "DTYPE"},
     {"fp8-recipe",
      "FP8 scaling: auto (default: the stack's on this GPU), delayed, tensorwise, blockwise, "
@@ -267,6 +272,10 @@ absl::Status ReadTrainingSettings(const FlagValues& flags, TrainingConfig& train
   PROJECTOR_RETURN_IF_ERROR(
       ReadBoolFlag(flags, "moe-shared-expert-overlap", training.moe_shared_expert_overlap));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "cuda-graphs", training.cuda_graphs));
+  PROJECTOR_ASSIGN_OR_RETURN(
+      std::optional<RecomputeModules> modules,
+      ParsedFlag<RecomputeModules>(flags, "recompute-modules", &ParseRecomputeModules));
+  if (modules) training.recompute_modules = *modules;
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<DType> grad_dtype,
                              ParsedFlag<DType>(flags, "grad-reduce-dtype", &ParseGradReduceDtype));
   if (grad_dtype) training.grad_reduce_dtype = *grad_dtype;

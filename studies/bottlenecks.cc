@@ -149,12 +149,12 @@ std::vector<ScenarioChange> MemoryBandwidthChanges() {
   std::vector<ScenarioChange> out;
   out.push_back({"--recompute none", [](Scenario& c) {
                    if (c.training.recompute == Recompute::kNone) return false;
-                   c.training.recompute = Recompute::kNone;
+                   c.training.SetRecompute(Recompute::kNone);
                    return true;
                  }});
   out.push_back({"--recompute selective", [](Scenario& c) {
                    if (c.training.recompute != Recompute::kFull) return false;
-                   c.training.recompute = Recompute::kSelective;
+                   c.training.SetRecompute(Recompute::kSelective);
                    return true;
                  }});
   out.push_back({"--torch-compile", [](Scenario& c) {
@@ -184,7 +184,7 @@ std::vector<ScenarioChange> ComputeChanges(const Scenario& s) {
                  }});
   out.push_back({"--recompute none", [](Scenario& c) {
                    if (c.training.recompute == Recompute::kNone) return false;
-                   c.training.recompute = Recompute::kNone;
+                   c.training.SetRecompute(Recompute::kNone);
                    return true;
                  }});
   return out;

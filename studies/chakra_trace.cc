@@ -434,7 +434,8 @@ class ProgramBuilder {
   }
 
   void Layer(int64_t layer, const PassPhases& phases, const std::string& prefix) {
-    // Under selective recompute the table's recompute ops are the attention core's: every layer.
+    // Under selective recompute the table's recompute ops are its modules' (by default the
+    // attention core's): every layer.
     PassPhases run = phases;
     if (s_.training.recompute == Recompute::kSelective && (phases.dgrad || phases.wgrad)) {
       run.recompute = phases.dgrad;

@@ -20,12 +20,12 @@ std::vector<ScenarioChange> MemoryChanges(const Scenario& s) {
   std::vector<ScenarioChange> out;
   out.push_back({"--recompute selective", [](Scenario& c) {
                    if (c.training.recompute != Recompute::kNone) return false;
-                   c.training.recompute = Recompute::kSelective;
+                   c.training.SetRecompute(Recompute::kSelective);
                    return true;
                  }});
   out.push_back({"--recompute full", [](Scenario& c) {
                    if (c.training.recompute == Recompute::kFull) return false;
-                   c.training.recompute = Recompute::kFull;
+                   c.training.SetRecompute(Recompute::kFull);
                    c.training.recompute_layers = 0;
                    return true;
                  }});

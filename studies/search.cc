@@ -227,7 +227,7 @@ void ApplyCandidate(const SearchCandidate& candidate, double requested_moe_imbal
                     Scenario& scenario) {
   scenario.parallel = candidate.parallel;
   scenario.training.micro_batch = candidate.micro_batch;
-  scenario.training.recompute = candidate.recompute;
+  scenario.training.SetRecompute(candidate.recompute);
   scenario.training.recompute_layers = 0;
   scenario.training.moe_imbalance =
       std::min(requested_moe_imbalance, MaxMoeImbalance(scenario.model, candidate.parallel));
@@ -1020,6 +1020,11 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   absl::StrAppend(&cmd, " --seq-len ", base.training.seq_len, " --micro-batch ", c.micro_batch,
                   " --global-batch ", base.training.global_batch, " --recompute ",
                   std::string(RecomputeName(c.recompute)));
+  if (c.recompute == Recompute::kSelective &&
+      base.training.recompute_modules != kDefaultRecomputeModules) {
+    absl::StrAppend(&cmd, " --recompute-modules=",
+                    RecomputeModulesName(base.training.recompute_modules));
+  }
   if (base.training.precision != DType::kBf16) {
     absl::StrAppend(&cmd, " --precision ", std::string(DTypeName(base.training.precision)));
   }

@@ -380,5 +380,88 @@ TEST(ProfileLayerTest, BadTrainingConfigIsAnError) {
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("tp (sequence parallel)")));
 }
 
+// Megatron-Core's recompute modules on DeepSeek-V3 (bf16, TP1, EP64, one sequence of 4096, no
+// dropout): what each leaves out of the stored activations and which forward ops it re-runs.
+//   mla_up_proj: Q and K (nope+rope = 192 per head) and V (128) of 128 heads,
+//     2 B · 4096 · 128 · (2·192 + 128) = 536,870,912 B; re-runs q_up_proj, kv_up_proj and RoPE.
+//   layernorm: the bf16 norm outputs MLA's q_down/kv_down and the MoE router keep,
+//     2 B · 4096 · 7168 = 58,720,256 B each; re-runs the input and pre-MLP norms.
+//   moe_act: the routed experts' fc2 input, 4096·8 = 32,768 pairs on 4 local experts (balanced)
+//     × 2048 × 2 B = 134,217,728 B; re-runs expert_act.
+//   shared_experts: the shared MLP's SwiGLU input (2·2048) and fc2 input (2048) for 4096 tokens,
+//     4096 · 2048 · 3 · 2 B = 50,331,648 B.
+//   moe: the MoE layer keeps only its input, 2 B · 4096 · 7168 = 58,720,256 B, and re-runs every
+//     forward op. mlp (a dense layer): the MLP keeps nothing (its input is the norms' to count).
+TEST(ProfileLayerTest, RecomputeModulesDropWhatTheyRerun) {
+  Case c(testing::DeepSeekV3());
+  c.training.seq_len = 4096;
+  c.training.precision = DType::kBf16;
+  c.parallel.ep = 64;
+  auto module_of = [](const LayerProfile& layer, std::string_view name) -> const ModuleProfile& {
+    for (const ModuleProfile& m : layer.modules) {
+      if (m.module == name) return m;
+    }
+    ADD_FAILURE() << "no module " << name;
+    return layer.modules.front();
+  };
+  auto rerun = [](const ModuleProfile& m) {
+    std::vector<std::string> names;
+    for (const Op& op : m.ops) {
+      if (op.phase == OpPhase::kRecompute) names.emplace_back(op.name);
+    }
+    return names;
+  };
+  auto dropped = [](const ModuleProfile& m) {
+    return m.activation_bytes.value() - m.activation_bytes_selective.value();
+  };
+  auto profile = [&](RecomputeModules modules, bool moe) {
+    c.training.recompute_modules = modules;
+    absl::StatusOr<LayerProfile> layer = ProfileLayer(c.Ctx(Recompute::kSelective), moe);
+    EXPECT_THAT(layer, IsOk());
+    return *layer;
+  };
+  using ::testing::ElementsAre;
+  using ::testing::IsEmpty;
+  const double qkv = 2.0 * 4096 * 128 * (2 * 192 + 128);
+  const double norm_out = 2.0 * 4096 * 7168;
+
+  LayerProfile l = profile(RecomputeBit(RecomputeModule::kMlaUpProj), true);
+  EXPECT_EQ(qkv, 536870912.0);
+  EXPECT_DOUBLE_EQ(dropped(module_of(l, "attention")), qkv);
+  EXPECT_THAT(rerun(module_of(l, "attention")), ElementsAre("q_up_proj", "kv_up_proj", "rope"));
+  EXPECT_THAT(rerun(module_of(l, "moe")), IsEmpty());
+  EXPECT_DOUBLE_EQ(dropped(module_of(l, "moe")), 0.0);
+
+  l = profile(RecomputeBit(RecomputeModule::kLayernorm), true);
+  EXPECT_DOUBLE_EQ(dropped(module_of(l, "attention")), norm_out);
+  EXPECT_DOUBLE_EQ(dropped(module_of(l, "moe")), norm_out);
+  EXPECT_THAT(rerun(module_of(l, "norms")), ElementsAre("input_norm", "pre_mlp_norm"));
+
+  l = profile(RecomputeBit(RecomputeModule::kMoeAct), true);
+  EXPECT_DOUBLE_EQ(dropped(module_of(l, "moe")), 32768.0 * 2048 * 2);
+  EXPECT_THAT(rerun(module_of(l, "moe")), ElementsAre("expert_act"));
+
+  l = profile(RecomputeBit(RecomputeModule::kSharedExperts), true);
+  EXPECT_DOUBLE_EQ(dropped(module_of(l, "moe")), 4096.0 * 2048 * 3 * 2);
+  EXPECT_THAT(rerun(module_of(l, "moe")),
+              ElementsAre("shared_fc1", "shared_act", "shared_fc2"));
+
+  l = profile(RecomputeBit(RecomputeModule::kMoe), true);
+  const ModuleProfile& moe = module_of(l, "moe");
+  EXPECT_DOUBLE_EQ(moe.activation_bytes_selective.value(), norm_out);
+  EXPECT_EQ(CountPhase(moe.ops, OpPhase::kRecompute), CountPhase(moe.ops, OpPhase::kForward));
+
+  l = profile(RecomputeBit(RecomputeModule::kMlp), false);
+  const ModuleProfile& mlp = module_of(l, "mlp");
+  EXPECT_DOUBLE_EQ(mlp.activation_bytes_selective.value(), 0.0);
+  EXPECT_THAT(rerun(mlp), ElementsAre("fc1_gate_up", "swiglu", "fc2_down"));
+  EXPECT_THAT(rerun(module_of(l, "attention")), IsEmpty());
+
+  // The default, core_attn: the flash kernel alone, and only its own tensors dropped.
+  l = profile(kDefaultRecomputeModules, true);
+  EXPECT_THAT(rerun(module_of(l, "attention")), ElementsAre("attention_core"));
+  EXPECT_THAT(rerun(module_of(l, "moe")), IsEmpty());
+}
+
 }  // namespace
 }  // namespace projector

@@ -153,6 +153,64 @@ TEST(ScenarioTest, DropDefaultNoteForgetsThatKeyOnly) {
                                            "overlap_grad_reduce"));
 }
 
+TEST(ScenarioTest, RecomputeModulesParseAndPrint) {
+  absl::StatusOr<RecomputeModules> m = ParseRecomputeModules("moe,mla_up_proj");
+  ASSERT_THAT(m, IsOk());
+  EXPECT_EQ(*m, RecomputeBit(RecomputeModule::kMlaUpProj) | RecomputeBit(RecomputeModule::kMoe));
+  EXPECT_EQ(RecomputeModulesName(*m), "mla_up_proj,moe");
+  EXPECT_EQ(RecomputePhrase(Recompute::kSelective, *m), "selective (mla_up_proj,moe)");
+  EXPECT_EQ(RecomputePhrase(Recompute::kSelective, kDefaultRecomputeModules), "selective");
+  EXPECT_EQ(RecomputePhrase(Recompute::kSelective, 0), "selective (no module)");
+  EXPECT_THAT(ParseRecomputeModules(""), IsOk());
+  EXPECT_EQ(*ParseRecomputeModules(""), 0);
+  EXPECT_THAT(ParseRecomputeModules("core_attn,experts"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("unknown recompute module 'experts'"),
+                             HasSubstr("accepted: core_attn, mla_up_proj, layernorm, moe_act, "
+                                       "mlp, shared_experts, moe"))));
+  EXPECT_THAT(ParseRecomputeModules("core_attn,"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty recompute module")));
+  // A what-if to another mode takes the default modules back.
+  TrainingConfig t;
+  t.recompute = Recompute::kSelective;
+  t.recompute_modules = *m;
+  EXPECT_TRUE(t.Recomputes(RecomputeModule::kMoe));
+  EXPECT_FALSE(t.Recomputes(RecomputeModule::kCoreAttn));
+  t.SetRecompute(Recompute::kFull);
+  EXPECT_EQ(t.recompute_modules, kDefaultRecomputeModules);
+  EXPECT_FALSE(t.Recomputes(RecomputeModule::kMoe));
+}
+
+// Recompute modules are Megatron-Core's selective recompute, each one the model has.
+TEST(ScenarioTest, RecomputeModulesAreChecked) {
+  Scenario s = DefaultWithModel("llama3.1-8b");
+  s.training.recompute_modules = RecomputeBit(RecomputeModule::kMlp);
+  EXPECT_THAT(ValidateScenario(s, "x"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("/training/recompute_modules"),
+                             HasSubstr("apply to recompute selective"))));
+  s.training.recompute = Recompute::kSelective;
+  EXPECT_THAT(ValidateScenario(s, "x"), IsOk());
+  s.training.recompute_modules = RecomputeBit(RecomputeModule::kMlaUpProj);
+  EXPECT_THAT(ValidateScenario(s, "x"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("mla_up_proj re-runs nothing: model llama3.1-8b has no "
+                                 "multi-latent attention")));
+  for (RecomputeModule m : {RecomputeModule::kMoeAct, RecomputeModule::kMoe,
+                            RecomputeModule::kSharedExperts, RecomputeModule::kLayernorm}) {
+    s.training.recompute_modules = RecomputeBit(m);
+    EXPECT_THAT(ValidateScenario(s, "x"),
+                StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("re-runs nothing")))
+        << RecomputeModuleName(m);
+  }
+  s.training.recompute_modules = kDefaultRecomputeModules;
+  s.training.stack = TrainingStack::kTorchTitan;
+  s.training.recompute_modules = RecomputeBit(RecomputeModule::kMlp);
+  EXPECT_THAT(ValidateScenario(s, "x"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("recompute_modules are Megatron-Core's; the torchtitan stack")));
+}
+
 TEST(ScenarioTest, DefaultIsLlama8bOnEightMi300x) {
   Scenario s = Default();
   EXPECT_EQ(s.model.name.find("Llama") != std::string::npos ||
