@@ -46,7 +46,7 @@ enum class RecomputeModule : uint8_t {
 };
 inline constexpr size_t kRecomputeModuleCount = 7;
 // A set of RecomputeModule, one bit each.
-using RecomputeModules = uint8_t;
+using RecomputeModules = uint32_t;
 constexpr RecomputeModules RecomputeBit(RecomputeModule m) {
   return static_cast<RecomputeModules>(1u << static_cast<unsigned>(m));
 }

@@ -23,6 +23,36 @@ std::vector<ScenarioChange> MemoryChanges(const Scenario& s) {
                    c.training.SetRecompute(Recompute::kSelective);
                    return true;
                  }});
+  // Megatron-Core's output-discarding recompute modules the model has: they re-run RoPE, norms,
+  // activations and MLA's up-projections, little compute for the Q, K, V and activations they
+  // drop (refused off the megatron stack by ValidateScenario).
+  RecomputeModules cheap = 0;
+  if (s.model.mla.has_value()) cheap |= RecomputeBit(RecomputeModule::kMlaUpProj);
+  if (s.model.moe.has_value() && s.model.NumMoeLayers() > 0) {
+    cheap |= RecomputeBit(RecomputeModule::kLayernorm) | RecomputeBit(RecomputeModule::kMoeAct);
+  }
+  if (cheap != 0) {
+    // From no recompute, these modules alone (as Megatron-Bridge's DeepSeek-V3 presets run
+    // mla_up_proj); from selective, beside the modules it has.
+    const RecomputeModules from_selective =
+        s.training.recompute == Recompute::kSelective ? s.training.recompute_modules | cheap
+                                                      : cheap;
+    out.push_back({absl::StrCat("--recompute selective --recompute-modules ",
+                                RecomputeModulesName(from_selective)),
+                   [cheap](Scenario& c) {
+                     if (c.training.recompute == Recompute::kFull ||
+                         (c.training.recompute == Recompute::kSelective &&
+                          (c.training.recompute_modules & cheap) == cheap)) {
+                       return false;
+                     }
+                     c.training.recompute_modules =
+                         c.training.recompute == Recompute::kSelective
+                             ? c.training.recompute_modules | cheap
+                             : cheap;
+                     c.training.recompute = Recompute::kSelective;
+                     return true;
+                   }});
+  }
   out.push_back({"--recompute full", [](Scenario& c) {
                    if (c.training.recompute == Recompute::kFull) return false;
                    c.training.SetRecompute(Recompute::kFull);
