@@ -134,8 +134,8 @@ absl::StatusOr<double> ReadDropout(JsonObject& t, std::string_view key) {
   return t.FieldError(key, "must be \"auto\" or a probability in [0, 1)");
 }
 
-// training.recompute_modules: a list of Megatron-Core recompute module names (or one
-// comma-separated string); absent: core_attn.
+// training.recompute_modules: a list of Megatron-Core recompute module names (as its
+// TransformerConfig takes them); absent: core_attn.
 absl::Status ReadRecomputeModules(JsonObject& t, TrainingConfig& out) {
   if (!t.Has("recompute_modules")) {
     t.Accept("recompute_modules");
