@@ -144,7 +144,7 @@ absl::Status ReadRecomputeModules(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(const nlohmann::json* list, t.Array("recompute_modules"));
   std::string names;
   for (const nlohmann::json& name : *list) {
-    if (!name.is_string()) {
+    if (!name.is_string() || name.get<std::string>().empty()) {
       return t.FieldError("recompute_modules",
                           "must be a list of module names (core_attn, mla_up_proj, layernorm, "
                           "moe_act, mlp, shared_experts, moe)");

@@ -181,6 +181,30 @@ TEST(ScenarioTest, RecomputeModulesParseAndPrint) {
   EXPECT_FALSE(t.Recomputes(RecomputeModule::kMoe));
 }
 
+// training.recompute_modules: a list of names, read, round-tripped through the scenario JSON;
+// a bad name, a string or an empty name names the file and the field.
+TEST(ScenarioTest, RecomputeModulesAreReadFromAFile) {
+  absl::StatusOr<Scenario> s = LoadScenarioFile(Data("recompute_modules.json"));
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->training.recompute_modules,
+            RecomputeBit(RecomputeModule::kMlaUpProj) | RecomputeBit(RecomputeModule::kMoeAct));
+  EXPECT_EQ(ScenarioToJson(*s)["training"]["recompute_modules"],
+            nlohmann::json::array({"mla_up_proj", "moe_act"}));
+  EXPECT_THAT(LoadScenarioFile(Data("bad_recompute_modules_name.json")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("bad_recompute_modules_name.json"),
+                             HasSubstr("/training/recompute_modules"),
+                             HasSubstr("unknown recompute module 'experts'"))));
+  EXPECT_THAT(LoadScenarioFile(Data("bad_recompute_modules_string.json")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/training/recompute_modules"),
+                             HasSubstr("expected an array"))));
+  EXPECT_THAT(LoadScenarioFile(Data("bad_recompute_modules_empty_name.json")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/training/recompute_modules"),
+                             HasSubstr("must be a list of module names"))));
+}
+
 // Recompute modules are Megatron-Core's selective recompute, each one the model has.
 TEST(ScenarioTest, RecomputeModulesAreChecked) {
   Scenario s = DefaultWithModel("llama3.1-8b");
