@@ -33,12 +33,13 @@ std::string CompareText(const Comparison& c) {
   std::string out = absl::StrFormat("Comparison of %d projections\n", c.sides.size());
   for (size_t i = 0; i < c.sides.size(); ++i) {
     const CompareSide& s = c.sides[i];
-    absl::StrAppendFormat(&out, "  %s  %s: %s on %d x %s, %s, seq %d, global batch %d, %s%s\n",
-                          Letter(i), s.name, s.scenario.model.name, s.scenario.num_gpus,
-                          s.scenario.hw.name, s.projection.layout, s.scenario.training.seq_len,
-                          s.scenario.training.global_batch,
-                          DTypeName(s.scenario.training.precision),
-                          s.projection.fits_in_memory ? "" : "  ** DOES NOT FIT **");
+    const TrainingConfig& t = s.scenario.training;
+    absl::StrAppendFormat(
+        &out, "  %s  %s: %s on %d x %s, %s, seq %d, micro-batch %d, global batch %d, %s, recompute %s%s\n",
+        Letter(i), s.name, s.scenario.model.name, s.scenario.num_gpus, s.scenario.hw.name,
+        s.projection.layout, t.seq_len, t.micro_batch, t.global_batch, DTypeName(t.precision),
+        RecomputePhrase(t.recompute, t.recompute_modules),
+        s.projection.fits_in_memory ? "" : "  ** DOES NOT FIT **");
   }
   absl::StrAppendFormat(&out, "\n  %-24s", "");
   for (size_t i = 0; i < c.sides.size(); ++i) {
