@@ -66,6 +66,9 @@ json SearchResultToJson(const Scenario& base, const SearchResult& r) {
          {"dp", p.dp},
          {"micro_batch", l.candidate.micro_batch},
          {"recompute", std::string(RecomputeName(l.candidate.recompute))},
+         {"recompute_modules", l.candidate.recompute == Recompute::kSelective
+                                   ? RecomputeModuleNames(l.candidate.recompute_modules)
+                                   : std::vector<std::string>{}},
          {"sequence_parallel", p.sequence_parallel},
          {"sharding", p.fsdp                    ? "fsdp"
                       : p.distributed_optimizer ? "distopt"

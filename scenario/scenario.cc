@@ -989,6 +989,8 @@ absl::Status ValidateFp8Recipe(const Scenario& s, const std::string& origin) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
 // training.recompute_modules: Megatron-Core's, under selective recompute, each module one the
 // model has (a module that re-runs nothing is a mistake in the input, not a no-op to ignore).
 absl::Status ValidateRecomputeModules(const Scenario& s, const std::string& origin) {
@@ -1035,6 +1037,8 @@ absl::Status ValidateRecomputeModules(const Scenario& s, const std::string& orig
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 // The attention kernel, the recomputed layers and the precision the GPU runs.
 absl::Status ValidateKernelsAndRecompute(const Scenario& s, const std::string& origin) {

@@ -82,6 +82,11 @@ double LayoutProduct(const ParallelConfig& parallel, bool with_dp);
 // under a PyTorch-native stack (DDP), and records the default (replacing an earlier record).
 void DefaultDistributedOptimizer(bool given, Scenario& scenario);
 
+// training.recompute_modules against the scenario: Megatron-Core's, under selective recompute
+// (unless they are the default), each module one the model has. kFailedPrecondition
+// "<origin>: /training/recompute_modules: ..." otherwise. Part of ValidateScenario.
+absl::Status ValidateRecomputeModules(const Scenario& scenario, const std::string& origin);
+
 // Forgets the defaults_used entries on `key` (those starting "key="), for a caller that sets the
 // key itself (a command-line what-if over a case's or file's default).
 void DropDefaultNote(std::string_view key, Scenario& scenario);

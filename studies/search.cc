@@ -180,11 +180,20 @@ absl::StatusOr<DpSharding> ParseDpSharding(std::string_view name) {
       absl::StrCat("unknown DP sharding '", std::string(name), "'; accepted: dp, distopt, fsdp"));
 }
 
+int64_t SearchSpace::RecomputePoints() const {
+  int64_t n = 0;
+  for (Recompute r : recompute) {
+    n += r == Recompute::kSelective ? static_cast<int64_t>(selective_modules.size()) : 1;
+  }
+  return n;
+}
+
 int64_t SearchSpace::Size() const {
   return static_cast<int64_t>(tp.size() * pp.size() * vpp.size() * cp.size() * ep.size() *
-                              etp.size() * micro_batch.size() * recompute.size() *
-                              sequence_parallel.size() * sharding.size() *
-                              turbo_grouped_gemm.size() * deepep.size() * pipeline_schedule.size());
+                              etp.size() * micro_batch.size() * sequence_parallel.size() *
+                              sharding.size() * turbo_grouped_gemm.size() * deepep.size() *
+                              pipeline_schedule.size()) *
+         RecomputePoints();
 }
 
 SearchSpace DefaultSearchSpace(const Scenario& base) {
@@ -198,6 +207,7 @@ SearchSpace DefaultSearchSpace(const Scenario& base) {
   s.vpp = {1, 2, 4};
   s.micro_batch = {1, 2, 4, 8};
   s.recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  s.selective_modules = {base.training.recompute_modules};
   s.sequence_parallel = {false, true};
   s.sharding = {DpSharding::kNone, DpSharding::kDistributedOptimizer, DpSharding::kFsdp};
   s.pipeline_schedule = {PipelineSchedule::kOneFOneB};
@@ -228,6 +238,9 @@ void ApplyCandidate(const SearchCandidate& candidate, double requested_moe_imbal
   scenario.parallel = candidate.parallel;
   scenario.training.micro_batch = candidate.micro_batch;
   scenario.training.SetRecompute(candidate.recompute);
+  if (candidate.recompute == Recompute::kSelective) {
+    scenario.training.recompute_modules = candidate.recompute_modules;
+  }
   scenario.training.recompute_layers = 0;
   scenario.training.moe_imbalance =
       std::min(requested_moe_imbalance, MaxMoeImbalance(scenario.model, candidate.parallel));
@@ -314,10 +327,21 @@ std::vector<SearchCandidate> EnumerateCandidates(
   SearchCandidate c;
   ParallelConfig& p = c.parallel;
   p = base.parallel;
-  const int64_t inner_points = static_cast<int64_t>(
-      space.ep.size() * space.etp.size() * space.micro_batch.size() * space.recompute.size() *
-      space.sequence_parallel.size() * space.sharding.size() * space.turbo_grouped_gemm.size() *
-      space.deepep.size() * space.pipeline_schedule.size());
+  const int64_t inner_points =
+      static_cast<int64_t>(space.ep.size() * space.etp.size() * space.micro_batch.size() *
+                           space.sequence_parallel.size() * space.sharding.size() *
+                           space.turbo_grouped_gemm.size() * space.deepep.size() *
+                           space.pipeline_schedule.size()) *
+      space.RecomputePoints();
+  // The (recompute, modules) pairs: the module sets apply to selective alone.
+  std::vector<std::pair<Recompute, RecomputeModules>> recompute_points;
+  for (Recompute r : space.recompute) {
+    if (r != Recompute::kSelective) {
+      recompute_points.emplace_back(r, kDefaultRecomputeModules);
+      continue;
+    }
+    for (RecomputeModules m : space.selective_modules) recompute_points.emplace_back(r, m);
+  }
   for (int64_t tp : space.tp) {
     for (int64_t pp : space.pp) {
       for (int64_t vpp : space.vpp) {
@@ -345,7 +369,7 @@ std::vector<SearchCandidate> EnumerateCandidates(
           for (int64_t ep : space.ep) {
             for (int64_t etp : space.etp) {
               for (int64_t mb : space.micro_batch) {
-                for (Recompute rc : space.recompute) {
+                for (auto [rc, modules] : recompute_points) {
                   for (bool sp : space.sequence_parallel) {
                     for (DpSharding sh : space.sharding) {
                       for (bool turbo : space.turbo_grouped_gemm) {
@@ -366,6 +390,7 @@ std::vector<SearchCandidate> EnumerateCandidates(
                             p.pipeline_schedule = sched;
                             c.micro_batch = mb;
                             c.recompute = rc;
+                            c.recompute_modules = modules;
                             std::optional<SearchConstraint> bad =
                                 FirstViolatedConstraint(base, c, space.allow_cross_node_tp);
                             if (bad) {
@@ -522,6 +547,7 @@ absl::Status CheckSearchSpace(const Scenario& base, const SearchSpace& space) {
   PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.etp, "etp values"));
   PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.micro_batch, "micro-batch values"));
   PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.recompute, "recompute values"));
+  PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.selective_modules, "recompute module sets"));
   PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.sequence_parallel, "sp values"));
   PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.sharding, "sharding values"));
   PROJECTOR_RETURN_IF_ERROR(NonEmpty(space.pipeline_schedule, "pipeline schedule values"));
@@ -947,9 +973,10 @@ std::string DifferenceFrom(const SearchCandidate& best, const SearchCandidate& c
     return p.fsdp ? "FSDP" : (p.distributed_optimizer ? "DistOpt" : "DP");
   };
   auto on_off = [](bool v) { return v ? "on" : "off"; };
-  if (best.recompute != c.recompute) {
-    parts.push_back(absl::StrCat("recompute ", std::string(RecomputeName(best.recompute)), "→",
-                                 std::string(RecomputeName(c.recompute))));
+  if (best.recompute != c.recompute || best.recompute_modules != c.recompute_modules) {
+    parts.push_back(absl::StrCat("recompute ",
+                                 RecomputePhrase(best.recompute, best.recompute_modules), "→",
+                                 RecomputePhrase(c.recompute, c.recompute_modules)));
   }
   if (a.sequence_parallel != b.sequence_parallel) {
     parts.push_back(absl::StrCat("SP ", on_off(a.sequence_parallel), "→",
@@ -973,7 +1000,8 @@ std::string DifferenceFrom(const SearchCandidate& best, const SearchCandidate& c
 
 std::string CandidateLabel(const SearchCandidate& c) {
   return absl::StrCat(
-      LayoutSummary(c.parallel), " mb", c.micro_batch, " ", std::string(RecomputeName(c.recompute)),
+      LayoutSummary(c.parallel), " mb", c.micro_batch, " ",
+      RecomputePhrase(c.recompute, c.recompute_modules),
       c.parallel.ep > 1 || !c.parallel.turbo_grouped_gemm
           ? (c.parallel.turbo_grouped_gemm ? " turbo" : " legacy")
           : "",
@@ -1020,10 +1048,8 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   absl::StrAppend(&cmd, " --seq-len ", base.training.seq_len, " --micro-batch ", c.micro_batch,
                   " --global-batch ", base.training.global_batch, " --recompute ",
                   std::string(RecomputeName(c.recompute)));
-  if (c.recompute == Recompute::kSelective &&
-      base.training.recompute_modules != kDefaultRecomputeModules) {
-    absl::StrAppend(&cmd, " --recompute-modules=",
-                    RecomputeModulesName(base.training.recompute_modules));
+  if (c.recompute == Recompute::kSelective && c.recompute_modules != kDefaultRecomputeModules) {
+    absl::StrAppend(&cmd, " --recompute-modules=", RecomputeModulesName(c.recompute_modules));
   }
   if (base.training.precision != DType::kBf16) {
     absl::StrAppend(&cmd, " --precision ", std::string(DTypeName(base.training.precision)));

@@ -58,6 +58,9 @@ struct SearchSpace {
   std::vector<int64_t> etp;
   std::vector<int64_t> micro_batch;
   std::vector<Recompute> recompute;
+  // The Megatron-Core recompute module sets a selective candidate takes (each one point); by
+  // default the base scenario's (training.recompute_modules).
+  std::vector<RecomputeModules> selective_modules = {kDefaultRecomputeModules};
   std::vector<bool> sequence_parallel;
   std::vector<DpSharding> sharding;
   std::vector<bool> turbo_grouped_gemm;  // MoE: turbo (true) or legacy (false) grouped GEMM
@@ -67,10 +70,14 @@ struct SearchSpace {
 
   // Points in the Cartesian product.
   int64_t Size() const;
+  // The (recompute, modules) pairs: one per non-selective value, one per module set for
+  // selective.
+  int64_t RecomputePoints() const;
 };
 
 // The default space for a scenario: tp, pp, cp and (MoE) ep take every divisor of num_gpus,
-// etp {1, 2, 4, 8} (MoE), vpp {1, 2, 4}, micro-batch {1, 2, 4, 8}, recompute none/selective/full,
+// etp {1, 2, 4, 8} (MoE), vpp {1, 2, 4}, micro-batch {1, 2, 4, 8}, recompute none/selective/full
+// (selective with the base's recompute modules),
 // sequence parallelism off/on, sharding dp/distopt/fsdp, the 1f1b schedule, and for MoE
 // turbo/legacy grouped GEMM and DeepEP off/on. Dense models get ep = etp = {1} and the MoE
 // switches at their defaults.
@@ -110,6 +117,7 @@ struct SearchCandidate {
   ParallelConfig parallel;  // dp derived; sharding encoded in fsdp / distributed_optimizer
   int64_t micro_batch = 1;
   Recompute recompute = Recompute::kNone;
+  RecomputeModules recompute_modules = kDefaultRecomputeModules;  // selective only
 };
 
 // Applies the candidate to a copy of `base` (parallel layout, micro-batch, recompute).

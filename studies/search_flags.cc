@@ -8,6 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "core/status_macros.h"
 
 namespace projector {
@@ -40,6 +41,11 @@ constexpr FlagSpec kSpaceFlags[] = {
     {"etp-values", "Expert-TP sizes, MoE (default: 1,2,4,8)", "LIST"},
     {"micro-batch-values", "Micro-batch sizes (default: 1,2,4,8)", "LIST"},
     {"recompute-values", "none, selective, full (default: all three)", "LIST"},
+    {"recompute-modules-values",
+     "Megatron-Core module sets a selective candidate takes, comma-separated, the modules of a "
+     "set joined by + (e.g. core_attn,mla_up_proj+layernorm+moe_act; default: "
+     "--recompute-modules, else core_attn)",
+     "LIST"},
     {"sp-values", "Megatron sequence parallelism: off, on (default: both)", "LIST"},
     {"sharding-values", "dp (replicated), distopt (ZeRO-1), fsdp (default: all three)", "LIST"},
     {"pipeline-schedule-values",
@@ -110,6 +116,31 @@ absl::Status ReadDegreeLists(const FlagValues& flags, const Scenario& base, Sear
   return absl::OkStatus();
 }
 
+// A module set of --recompute-modules-values: names joined by '+'.
+absl::StatusOr<RecomputeModules> ParseRecomputeModuleSet(absl::string_view set) {
+  return ParseRecomputeModules(absl::StrReplaceAll(set, {{"+", ","}}));
+}
+
+// --recompute-modules-values: each set valid for the base's model and stack under selective
+// recompute (ValidateRecomputeModules), so that a set the model cannot take is refused here
+// instead of emptying the selective candidates.
+absl::Status ReadRecomputeModuleSets(const FlagValues& flags, const Scenario& base,
+                                     SearchSpace& space) {
+  constexpr absl::string_view kFlag = "recompute-modules-values";
+  if (!Given(flags, kFlag)) return absl::OkStatus();
+  PROJECTOR_ASSIGN_OR_RETURN(space.selective_modules,
+                             NameListFlag<RecomputeModules>(flags, kFlag, &ParseRecomputeModuleSet));
+  for (RecomputeModules modules : space.selective_modules) {
+    Scenario probe = base;
+    probe.training.recompute = Recompute::kSelective;
+    probe.training.recompute_modules = modules;
+    if (absl::Status s = ValidateRecomputeModules(probe, "search"); !s.ok()) {
+      return FlagError(kFlag, s.message());
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The --*-values flags over the default space of the base scenario.
 absl::StatusOr<SearchSpace> SpaceFromFlags(const FlagValues& flags, const Scenario& base) {
   SearchSpace space = DefaultSearchSpace(base);
@@ -121,6 +152,7 @@ absl::StatusOr<SearchSpace> SpaceFromFlags(const FlagValues& flags, const Scenar
     return absl::OkStatus();
   };
   PROJECTOR_RETURN_IF_ERROR(list("recompute-values", space.recompute, &ParseRecompute));
+  PROJECTOR_RETURN_IF_ERROR(ReadRecomputeModuleSets(flags, base, space));
   PROJECTOR_RETURN_IF_ERROR(list("sp-values", space.sequence_parallel, &ParseOnOff));
   PROJECTOR_RETURN_IF_ERROR(list("sharding-values", space.sharding, &ParseDpSharding));
   PROJECTOR_RETURN_IF_ERROR(

@@ -42,7 +42,7 @@ Scenario PointScenario(const Scenario& base, const SearchCandidate& candidate,
 // How a point names its layout: the layout summary, the micro-batch and the recompute.
 std::string CandidateName(const Scenario& s) {
   return absl::StrCat(LayoutSummary(s.parallel), " mb", s.training.micro_batch, " recompute ",
-                      std::string(RecomputeName(s.training.recompute)));
+                      RecomputePhrase(s.training.recompute, s.training.recompute_modules));
 }
 
 nlohmann::json PointLine(int64_t index, const SweepNetwork& network, const Scenario& s) {
@@ -52,7 +52,10 @@ nlohmann::json PointLine(int64_t index, const SweepNetwork& network, const Scena
           {"layout", CandidateName(s)},
           {"parallel", ParallelConfigJson(s.parallel)},
           {"micro_batch", s.training.micro_batch},
-          {"recompute", std::string(RecomputeName(s.training.recompute))}};
+          {"recompute", std::string(RecomputeName(s.training.recompute))},
+          {"recompute_modules", s.training.recompute == Recompute::kSelective
+                                    ? RecomputeModuleNames(s.training.recompute_modules)
+                                    : std::vector<std::string>{}}};
 }
 
 // One point: projected (medium: stopped at the memory limit; high: replayed as events) and its

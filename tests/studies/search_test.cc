@@ -248,6 +248,41 @@ TEST(SearchTest, MoeConstraintsAndDuplicateSwitches) {
   EXPECT_EQ(c.size(), 4u);  // ep1 turbo/legacy without DeepEP, ep4 turbo with/without DeepEP
 }
 
+// Selective recompute takes each module set as a point of its own; the other modes one each:
+// recompute {none, selective, full} with two module sets = 4 points per layout. Each candidate
+// applies its set, and a non-selective one keeps the default.
+TEST(SearchTest, RecomputeModuleSetsArePointsOfSelective) {
+  Scenario base = TinyMoeScenario();
+  base.training.stack = TrainingStack::kMegatron;
+  SearchSpace space = TinySpace();
+  space.tp = {1};
+  space.pp = {1};
+  space.vpp = {1};
+  space.micro_batch = {1};
+  space.sequence_parallel = {false};
+  space.sharding = {DpSharding::kNone};
+  space.recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  const RecomputeModules cheap = RecomputeBit(RecomputeModule::kMoeAct) |
+                                 RecomputeBit(RecomputeModule::kLayernorm);
+  space.selective_modules = {kDefaultRecomputeModules, cheap};
+  base.training.global_batch = 8;
+  EXPECT_EQ(space.RecomputePoints(), 4);
+  EXPECT_EQ(space.Size(), 4);
+  std::vector<SearchCandidate> c = EnumerateCandidates(base, space);
+  ASSERT_EQ(c.size(), 4u);
+  std::vector<std::string> labels;
+  Scenario s = base;
+  for (const SearchCandidate& k : c) {
+    ApplyCandidate(k, 1.0, s);
+    EXPECT_EQ(s.training.recompute, k.recompute);
+    EXPECT_EQ(s.training.recompute_modules, k.recompute_modules);
+    EXPECT_THAT(ValidateScenario(s, "test"), IsOk()) << CandidateLabel(k);
+    labels.push_back(RecomputePhrase(k.recompute, k.recompute_modules));
+  }
+  EXPECT_THAT(labels, ::testing::ElementsAre("none", "selective", "selective (layernorm,moe_act)",
+                                             "full"));
+}
+
 // The lab of seeds/004: dp·tp·sp = 64 over powers of two, pp 1, recompute on/off = 56 points.
 // With the lab's sp as CP, the GPU-count constraint leaves exactly those 56.
 TEST(SearchTest, SeedLabSpaceHasFiftySixPoints) {
