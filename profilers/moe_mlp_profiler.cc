@@ -232,12 +232,13 @@ Bytes StoredActivations(const MoeShape& s, const profiler_internal::LayerDims& d
   return Bytes(stored);
 }
 
-// What selective recompute's modules leave of StoredActivations: "moe" keeps the layer's input
-// (the pre-MLP norm's output) and the dropout mask; otherwise "layernorm" drops that norm output
-// (the router's and, unquantised, the shared experts' input), "moe_act" the routed experts' fc2
-// input, "shared_experts" everything the shared experts keep beyond their input.
+// What selective recompute's modules leave of `stored_without` (StoredActivations): "moe" keeps
+// the layer's input (the pre-MLP norm's output) and the dropout mask; otherwise "layernorm" drops
+// that norm output (the router's and, unquantised, the shared experts' input), "moe_act" the
+// routed experts' fc2 input, "shared_experts" everything the shared experts keep beyond their
+// input.
 Bytes StoredUnderSelective(const ProfileContext& ctx, const MoeShape& s,
-                           const profiler_internal::LayerDims& dims) {
+                           const profiler_internal::LayerDims& dims, Bytes stored_without) {
   using profiler_internal::SelectiveRecomputes;
   const double e = dims.act_bytes;
   const double mask = dims.hidden_dropout ? D(s.tokens_local) * D(s.hidden) : 0.0;
@@ -245,7 +246,7 @@ Bytes StoredUnderSelective(const ProfileContext& ctx, const MoeShape& s,
     return Bytes(e * D(s.tokens_local) * D(s.hidden) + mask);
   }
   const double saved = profiler_internal::SavedLinearInputBytes(dims);
-  double stored = StoredActivations(s, dims).value();
+  double stored = stored_without.value();
   if (SelectiveRecomputes(ctx, RecomputeModule::kLayernorm)) {
     stored -= e * D(s.tokens_local) * D(s.hidden);
   }
@@ -287,7 +288,8 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
       profiler_internal::MlpParameters(s.hidden, s.expert_ffn_local, s.gated, bias);
   profile.activation_bytes = StoredActivations(s, dims);
   profile.activation_bytes_selective =
-      dims.op_sac ? b.OpSacStoredBytes() : StoredUnderSelective(ctx, s, dims);
+      dims.op_sac ? b.OpSacStoredBytes()
+                  : StoredUnderSelective(ctx, s, dims, profile.activation_bytes);
   return profile;
 }
 

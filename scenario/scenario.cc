@@ -142,20 +142,18 @@ absl::Status ReadRecomputeModules(JsonObject& t, TrainingConfig& out) {
     return absl::OkStatus();
   }
   PROJECTOR_ASSIGN_OR_RETURN(const nlohmann::json* list, t.Array("recompute_modules"));
-  std::string names;
+  RecomputeModules modules = 0;
   for (const nlohmann::json& name : *list) {
     if (!name.is_string() || name.get<std::string>().empty()) {
       return t.FieldError("recompute_modules",
                           "must be a list of module names (core_attn, mla_up_proj, layernorm, "
                           "moe_act, mlp, shared_experts, moe)");
     }
-    absl::StrAppend(&names, names.empty() ? "" : ",", name.get<std::string>());
+    absl::StatusOr<RecomputeModules> one = ParseRecomputeModules(name.get<std::string>());
+    if (!one.ok()) return t.FieldError("recompute_modules", std::string(one.status().message()));
+    modules |= *one;
   }
-  absl::StatusOr<RecomputeModules> modules = ParseRecomputeModules(names);
-  if (!modules.ok()) {
-    return t.FieldError("recompute_modules", std::string(modules.status().message()));
-  }
-  out.recompute_modules = *modules;
+  out.recompute_modules = modules;
   return absl::OkStatus();
 }
 
@@ -317,8 +315,7 @@ absl::Status Complete(Scenario& s, bool dp_given, bool num_gpus_given, const std
 }  // namespace
 
 void DefaultDistributedOptimizer(bool given, Scenario& s) {
-  std::erase_if(s.defaults_used,
-                [](const std::string& d) { return d.starts_with("distributed_optimizer="); });
+  DropDefaultNote("distributed_optimizer", s);
   if (given || s.parallel.fsdp || s.parallel.dp <= 1) return;
   if (const TrainingStack stack = ResolvedStack(s.training, s.parallel);
       stack != TrainingStack::kMegatron) {
@@ -361,8 +358,7 @@ void DefaultMegatronSc21(bool distributed_optimizer_given,
         kWho));
   }
   if (!distributed_optimizer_given && s.parallel.distributed_optimizer) {
-    std::erase_if(s.defaults_used,
-                  [](const std::string& d) { return d.starts_with("distributed_optimizer="); });
+    DropDefaultNote("distributed_optimizer", s);
     s.parallel.distributed_optimizer = false;
     s.defaults_used.push_back(absl::StrFormat(
         "distributed_optimizer=false (%s a replicated optimizer state; the distributed "

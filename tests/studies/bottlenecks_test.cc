@@ -18,13 +18,19 @@ namespace {
 
 using ::projector::testing::IsOk;
 
+// A library model on `num_gpus` H100; the layout and run are the caller's.
+Scenario OnH100(const char* name, const char* model, int64_t num_gpus) {
+  Scenario s;
+  s.name = name;
+  s.model = *ResolveModel(model);
+  s.hw = *ResolveHardwareProfile("h100-sxm");
+  s.num_gpus = num_gpus;
+  return s;
+}
+
 // Llama-3.1-70B on one node of 8 H100, TP8 with sequence parallelism, PP1, seq 8192.
 Scenario Llama70bTp8() {
-  Scenario s;
-  s.name = "b";
-  s.model = *ResolveModel("llama3.1-70b");
-  s.hw = *ResolveHardwareProfile("h100-sxm");
-  s.num_gpus = 8;
+  Scenario s = OnH100("b", "llama3.1-70b", 8);
   s.parallel.tp = 8;
   s.parallel.dp = 1;
   s.parallel.sequence_parallel = true;
@@ -240,11 +246,7 @@ TEST(BottlenecksTest, RecommendationsAreReprojected) {
 // and re-projected (DeepSeek-V2-Lite on 16 H100, EP16 across two nodes, NCCL's All-to-All); not
 // with DeepEP, which Megatron-Core does not overlap with the shared experts.
 TEST(BottlenecksTest, SharedExpertOverlapIsOfferedForTheAlltoallDispatcher) {
-  Scenario s;
-  s.name = "moe";
-  s.model = *ResolveModel("deepseek-v2-lite");
-  s.hw = *ResolveHardwareProfile("h100-sxm");
-  s.num_gpus = 16;
+  Scenario s = OnH100("moe", "deepseek-v2-lite", 16);
   s.parallel.ep = 16;
   s.parallel.dp = 16;
   s.training.seq_len = 4096;
