@@ -76,17 +76,27 @@ constexpr Flops AttentionFlops(const AttentionShape& s, AttentionPass pass) {
   return Flops(f);
 }
 
+// The kernel of a scatter-add that accumulates rows into fewer rows by one atomic add per
+// element, whose time follows the number of adds rather than the bytes (measured:
+// docs/gpu_measurements.md, session 30): PyTorch's scatter_add_ (also torch.gather's backward)
+// or its index_add (also index_select's backward), a different kernel at about half the rate.
+enum class AtomicAddKernel { kNone, kScatterAdd, kIndexAdd };
+
 // A memory-bound kernel (norm, residual add, activation, RoPE, permutation, optimizer update,
-// embedding lookup): bytes read plus written, optional vector FLOPs, number of kernel launches.
+// embedding lookup): bytes read plus written, optional vector FLOPs, number of kernel launches,
+// and for a scatter-add by atomics its kernel and element adds.
 struct MemoryOp {
   Bytes bytes;
   Flops flops;
   int64_t launches = 1;
+  AtomicAddKernel atomic_kernel = AtomicAddKernel::kNone;
+  double atomic_adds = 0;
 
   bool operator==(const MemoryOp&) const = default;
   template <typename H>
   friend H AbslHashValue(H h, const MemoryOp& s) {
-    return H::combine(std::move(h), s.bytes.value(), s.flops.value(), s.launches);
+    return H::combine(std::move(h), s.bytes.value(), s.flops.value(), s.launches,
+                      s.atomic_kernel, s.atomic_adds);
   }
 };
 

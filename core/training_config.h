@@ -218,6 +218,11 @@ struct TrainingConfig {
   double moe_capacity_factor = 0;
   bool moe_pad_to_capacity = false;
   double moe_imbalance = 1.0;
+  // Megatron-Core --moe-permute-fusion: the token permutation and unpermutation as Transformer
+  // Engine's fused kernels (true) or as PyTorch ops (false: index_select, and scatter_add_ to
+  // sum the copies back, atomic adds; torchtitan's gather and scatter_add likewise). nullopt =
+  // auto, the stack's choice (ResolvedMoePermuteFusion).
+  std::optional<bool> moe_permute_fusion;
 };
 
 // Whether a MoE layer's experts take inputs of a size known only on the GPU (dropless, or a
@@ -265,6 +270,9 @@ struct RunChoices {
   bool eager_elementwise = false;
   // The FP8 recipe (ResolvedFp8Recipe); kDelayed when the precision is not fp8 (unused).
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
+  // MoE token permutation by fused kernels, or by PyTorch's gather and atomic scatter-add
+  // (ResolvedMoePermuteFusion).
+  bool moe_permute_fused = true;
   // The forward of an inference engine (serving/): weights are stored in the GEMM precision
   // (quantised once offline, so no per-step weight casts), no load-balancing loss, no dropout.
   bool inference = false;

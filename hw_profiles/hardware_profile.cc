@@ -375,6 +375,13 @@ absl::Status ReadGpu(JsonObject& root, std::map<std::string, std::string>& sourc
   PROJECTOR_RETURN_IF_ERROR(ReadAttentionKernels(gpu, sources, g));
   PROJECTOR_ASSIGN_OR_RETURN(g.hbm_efficiency,
                              gpu.Or("hbm_efficiency", Range::kFraction, g.hbm_efficiency));
+  // Atomic scatter-add rates, in 10^9 element adds per second.
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<double> scatter_add_g,
+                             gpu.Optional("scatter_add_gelems_per_s", Range::kPositive));
+  PROJECTOR_ASSIGN_OR_RETURN(std::optional<double> index_add_g,
+                             gpu.Optional("index_add_gelems_per_s", Range::kPositive));
+  if (scatter_add_g) g.scatter_add_rate = *scatter_add_g * 1e9;
+  if (index_add_g) g.index_add_rate = *index_add_g * 1e9;
   PROJECTOR_ASSIGN_OR_RETURN(double launch_us,
                              gpu.Or("kernel_launch_overhead_us", Range::kNonNegative, 0.0));
   g.kernel_launch_overhead = Microseconds(launch_us);
@@ -540,6 +547,18 @@ double GpuSpec::GemmEfficiency(DType dtype, bool block_scaled) const {
                                                                  : gemm_efficiency;
   if (dtype == DType::kFp8 && block_scaled) return base * fp8_block_scaled_gemm_ratio.value_or(1.0);
   return base;
+}
+
+std::optional<double> GpuSpec::AtomicAddRate(AtomicAddKernel kernel) const {
+  switch (kernel) {
+    case AtomicAddKernel::kScatterAdd:
+      return scatter_add_rate;
+    case AtomicAddKernel::kIndexAdd:
+      return index_add_rate;
+    case AtomicAddKernel::kNone:
+      break;
+  }
+  return std::nullopt;
 }
 
 const AttentionKernelSpec* GpuSpec::FindAttentionKernel(std::string_view kernel) const {

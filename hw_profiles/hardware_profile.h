@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "core/dtype.h"
+#include "core/op_shapes.h"
 #include "core/units.h"
 
 namespace projector {
@@ -84,6 +85,13 @@ struct GpuSpec {
   // attention_kernel_pytorch.
   std::string attention_kernel_pytorch_bias;
   double hbm_efficiency = 0.8;  // achievable fraction of HBM bandwidth for streaming kernels
+  // Element adds per second of a scatter-add by atomics (AtomicAddKernel), measured on this
+  // architecture: PyTorch's scatter_add_ and index_add kernels; absent (nullopt) = not
+  // measured, such an op is timed by its bytes alone.
+  std::optional<double> scatter_add_rate;
+  std::optional<double> index_add_rate;
+  // The rate of `kernel`; nullopt for kNone or an unmeasured kernel.
+  std::optional<double> AtomicAddRate(AtomicAddKernel kernel) const;
   Seconds kernel_launch_overhead;
   // CPU time the training framework spends to issue one op from Python (PyTorch dispatch and the
   // module code around it, launching its kernel) on the host CPU the GPU ships with; 0 = host

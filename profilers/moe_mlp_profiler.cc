@@ -114,9 +114,40 @@ absl::StatusOr<MoeShape> ResolveMoeShape(const ProfileContext& ctx,
   return s;
 }
 
+// Which directions of the permutation sum T_l·k rows back into T_l rows by atomic adds, one per
+// element (RunChoices::moe_permute_fused and the stack; the kernels' rates are measured:
+// docs/gpu_measurements.md, session 30):
+//   fused (Transformer Engine's moe_permute/moe_unpermute): none, every direction a gather or a
+//     gather-reduce;
+//   Megatron-Core unfused (moe_utils.permute/unpermute): the permutation is tokens.index_select,
+//     whose backward is index_add; the unpermutation is scatter_add_, whose backward a gather;
+//   torchtitan (models/moe/moe.py): torch.gather, whose backward is scatter_add_, and
+//     out.scatter_add, whose backward a gather.
+struct PermutationAdds {
+  AtomicAddKernel permute_backward = AtomicAddKernel::kNone;
+  AtomicAddKernel unpermute_forward = AtomicAddKernel::kNone;
+};
+
+PermutationAdds PermutationAddsOf(const RunChoices& run) {
+  if (run.moe_permute_fused) return {};
+  if (run.stack == TrainingStack::kTorchTitan) {
+    return {AtomicAddKernel::kScatterAdd, AtomicAddKernel::kScatterAdd};
+  }
+  return {AtomicAddKernel::kIndexAdd, AtomicAddKernel::kScatterAdd};
+}
+
+// `op` as a scatter-add of the T_l·k routed rows of h elements into T_l rows by `kernel`.
+MemoryOp SummedByAtomics(MemoryOp op, AtomicAddKernel kernel, const MoeShape& s) {
+  if (kernel == AtomicAddKernel::kNone) return op;
+  op.atomic_kernel = kernel;
+  op.atomic_adds = D(s.tokens_local) * D(s.top_k) * D(s.hidden);
+  return op;
+}
+
 // Router GEMM, fused softmax and top-k, and the permutation gather.
 void AddRoutingOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
-                   const profiler_internal::LayerDims& dims, const TrainingConfig& training) {
+                   const profiler_internal::LayerDims& dims, const TrainingConfig& training,
+                   const PermutationAdds& adds) {
   const double e = dims.act_bytes;
   // Router: replicated over TP (not split), in the parameter dtype (bf16; Megatron's
   // moe_router_dtype=fp32 is not modelled), never FP8.
@@ -155,13 +186,14 @@ void AddRoutingOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
   // backward is the unpermutation (scatter-add) of the gradients, the same traffic.
   const double moved = D(s.tokens_local) * D(s.top_k) * D(s.hidden) * e;
   const MemoryOp permute{.bytes = Bytes(2.0 * moved), .flops = Flops(0)};
-  b.Memory("permute", permute, permute);
+  b.Memory("permute", permute, SummedByAtomics(permute, adds.permute_backward, s));
 }
 
 // The local experts' GEMMs (turbo: one batched GEMM per projection; legacy: one per expert),
 // the unpermutation, and the shared experts.
 void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
-                  const profiler_internal::LayerDims& dims, const ParallelConfig& parallel) {
+                  const profiler_internal::LayerDims& dims, const ParallelConfig& parallel,
+                  const PermutationAdds& adds) {
   const double e = dims.act_bytes;
   const bool turbo = parallel.turbo_grouped_gemm;
   // The batched (turbo) path is Transformer Engine's GroupedLinear: one call per projection,
@@ -192,7 +224,7 @@ void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
   const double moved = D(s.tokens_local) * D(s.top_k) * D(s.hidden) * e;
   const MemoryOp unpermute{.bytes = Bytes(2.0 * moved),
                            .flops = Flops(2.0 * D(s.tokens_local) * D(s.top_k) * D(s.hidden))};
-  b.Memory("unpermute", unpermute, unpermute);
+  b.Memory("unpermute", SummedByAtomics(unpermute, adds.unpermute_forward, s), unpermute);
   if (s.shared_ffn <= 0) return;
   // Shared experts: one dense MLP of num_shared·shared_ffn, TP-split like the dense MLP, on
   // all T tokens (gathered under SP).
@@ -272,8 +304,9 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
   profile.tokens = s.pairs;
   profiler_internal::ModuleOpBuilder b("moe", profile.ops, 64, dims);
   b.BeginRecomputeGroup(RecomputeModule::kMoe);
-  AddRoutingOps(b, s, dims, ctx.training);
-  AddExpertOps(b, s, dims, ctx.parallel);
+  const PermutationAdds adds = PermutationAddsOf(ctx.run);
+  AddRoutingOps(b, s, dims, ctx.training, adds);
+  AddExpertOps(b, s, dims, ctx.parallel, adds);
   b.EndRecomputeGroup(RecomputeModule::kMoe);
   b.Finish(ctx.recompute, ctx.training.recompute_modules);
 

@@ -410,6 +410,10 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"moe_a2a_overlap", scenario.training.moe_a2a_overlap},
       {"moe_shared_expert_overlap", scenario.training.moe_shared_expert_overlap},
       {"cuda_graphs", scenario.training.cuda_graphs},
+      {"moe_permute_fusion",
+       scenario.model.moe ? nlohmann::json(ResolvedMoePermuteFusion(scenario.training,
+                                                                    scenario.parallel))
+                          : nlohmann::json(nullptr)},
       {"fp8_recipe", Fp8RecipeJson(scenario)},
       {"grad_reduce_dtype", std::string(DTypeName(scenario.training.grad_reduce_dtype))},
       {"moe_capacity_factor", scenario.training.moe_capacity_factor},

@@ -118,6 +118,25 @@ absl::StatusOr<int64_t> ReadTrainMetricPasses(JsonObject& t) {
       kKey, absl::StrFormat("must be \"auto\" or an integer from 0 to %d", kMaxTrainMetricPasses));
 }
 
+// training.moe_permute_fusion: "auto" (absent or null: the stack's choice), true or false.
+absl::StatusOr<std::optional<bool>> ReadMoePermuteFusion(JsonObject& t) {
+  constexpr std::string_view kKey = "moe_permute_fusion";
+  if (!t.Has(kKey)) {
+    t.Accept(kKey);
+    return std::nullopt;
+  }
+  const nlohmann::json& v = t.json().at(kKey);
+  if (v.is_boolean()) {
+    t.Accept(kKey);
+    return v.get<bool>();
+  }
+  if (v.is_string() && v.get<std::string>() == "auto") {
+    t.Accept(kKey);
+    return std::nullopt;
+  }
+  return t.FieldError(kKey, "must be true, false or \"auto\" (the stack's choice)");
+}
+
 // training.hidden_dropout / attention_dropout: "auto" (absent or null) or a probability in
 // [0, 1).
 absl::StatusOr<double> ReadDropout(JsonObject& t, std::string_view key) {
@@ -191,6 +210,7 @@ absl::Status ParseTrainingSwitches(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_capacity_factor, t.NumberOr("moe_capacity_factor", 0.0));
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_pad_to_capacity, t.BoolOr("moe_pad_to_capacity", false));
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_imbalance, t.NumberOr("moe_imbalance", 1.0));
+  PROJECTOR_ASSIGN_OR_RETURN(out.moe_permute_fusion, ReadMoePermuteFusion(t));
   return ReadRecomputeModules(t, out);
 }
 
@@ -452,6 +472,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"moe_capacity_factor", t.moe_capacity_factor},
                    {"moe_pad_to_capacity", t.moe_pad_to_capacity},
                    {"moe_imbalance", t.moe_imbalance}};
+  if (s.model.moe) j["training"]["moe_permute_fusion"] = ResolvedMoePermuteFusion(t, p);
   j["backends"] = {{"gemm", s.backends.gemm},
                    {"attention", s.backends.attention},
                    {"memory", s.backends.memory},
@@ -599,6 +620,8 @@ absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
   std::string fp8_note =
       AutoFp8RecipeNote(s.training, s.parallel, s.hw.gpu.arch, s.hw.name);
   if (!fp8_note.empty()) s.defaults_used.push_back(std::move(fp8_note));
+  std::string permute_note = AutoMoePermuteFusionNote(s.model, s.training, s.parallel);
+  if (!permute_note.empty()) s.defaults_used.push_back(std::move(permute_note));
   return absl::OkStatus();
 }
 
@@ -608,12 +631,14 @@ absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
 // experts) pairs of every token, ep·min(...)/top_k times the balanced share).
 absl::Status ValidateMoeRouting(const Scenario& s, const std::string& origin) {
   const TrainingConfig& t = s.training;
-  const bool set = t.moe_capacity_factor != 0 || t.moe_pad_to_capacity || t.moe_imbalance != 1.0;
+  const bool set = t.moe_capacity_factor != 0 || t.moe_pad_to_capacity ||
+                   t.moe_imbalance != 1.0 || t.moe_permute_fusion.has_value();
   if (!s.model.moe) {
     if (!set) return absl::OkStatus();
     const char* field = t.moe_capacity_factor != 0 ? "/training/moe_capacity_factor"
                         : t.moe_pad_to_capacity    ? "/training/moe_pad_to_capacity"
-                                                   : "/training/moe_imbalance";
+                        : t.moe_imbalance != 1.0   ? "/training/moe_imbalance"
+                                                   : "/training/moe_permute_fusion";
     return Precondition(origin, field,
                         absl::StrFormat("%s has no experts; MoE routing settings apply to MoE "
                                         "models only (leave them out)",
@@ -640,6 +665,13 @@ absl::Status ValidateMoeRouting(const Scenario& s, const std::string& origin) {
                         "Megatron-Core overlaps the shared experts with the alltoall "
                         "dispatcher's All-to-All only, not with DeepEP's (its TransformerConfig "
                         "refuses the pair): set deepep false or moe_shared_expert_overlap false");
+  }
+  if (t.moe_permute_fusion.value_or(false) &&
+      ResolvedStack(t, s.parallel) == TrainingStack::kTorchTitan) {
+    return Precondition(origin, "/training/moe_permute_fusion",
+                        "torchtitan's MoE permutes with torch.gather and scatter_add and has no "
+                        "fused permutation: leave moe_permute_fusion out, or false, or take "
+                        "another stack");
   }
   if (t.moe_pad_to_capacity && t.moe_capacity_factor == 0) {
     return Precondition(origin, "/training/moe_pad_to_capacity",

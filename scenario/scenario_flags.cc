@@ -177,6 +177,11 @@ constexpr FlagSpec kPrecisionAndRoutingFlags[] = {
      "MoE: each expert takes at most X times its balanced share of tokens and drops the rest "
      "(Megatron --moe-expert-capacity-factor; default 0 = dropless)",
      "X"},
+    {"moe-permute-fusion",
+     "MoE token permutation: true (Transformer Engine's fused kernels, Megatron-Core "
+     "--moe-permute-fusion), false (PyTorch index_select and atomic scatter_add_) or auto "
+     "(default: the stack's; unfused on torchtitan)",
+     "auto|true|false"},
     {"moe-pad-to-capacity",
      "MoE: pad every expert's input to the capacity (Megatron --moe-pad-expert-input-to-capacity)",
      "BOOL", FlagArity::kBool},
@@ -290,6 +295,15 @@ absl::Status ReadTrainingSettings(const FlagValues& flags, TrainingConfig& train
         {"moe-imbalance", &training.moe_imbalance}}) {
     if (!Given(flags, name)) continue;
     PROJECTOR_ASSIGN_OR_RETURN(*target, NumberFlag(flags, name));
+  }
+  if (Given(flags, "moe-permute-fusion")) {
+    const std::string v = StringFlag(flags, "moe-permute-fusion");
+    if (v != "auto" && v != "true" && v != "false") {
+      return FlagError("moe-permute-fusion",
+                       absl::StrCat("unknown value '", v, "'; accepted: auto, true, false"));
+    }
+    training.moe_permute_fusion =
+        v == "auto" ? std::nullopt : std::optional<bool>(v == "true");
   }
   return ReadBoolFlag(flags, "moe-pad-to-capacity", training.moe_pad_to_capacity);
 }

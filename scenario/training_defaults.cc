@@ -80,6 +80,11 @@ Fp8Recipe ResolvedFp8Recipe(const TrainingConfig& training, const ParallelConfig
   return Fp8Recipe::kDelayed;
 }
 
+bool ResolvedMoePermuteFusion(const TrainingConfig& training, const ParallelConfig& parallel) {
+  if (training.moe_permute_fusion) return *training.moe_permute_fusion;
+  return ResolvedStack(training, parallel) != TrainingStack::kTorchTitan;
+}
+
 RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& parallel,
                              const TrainingConfig& training, std::string_view arch) {
   const DropoutRates dropout = ResolvedDropout(model, parallel, training);
@@ -89,7 +94,8 @@ RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& paral
                     .train_metric_passes = ResolvedTrainMetricPasses(training, parallel),
                     .dropout = dropout,
                     .eager_elementwise = RunsEagerElementwise(training, parallel),
-                    .fp8_recipe = ResolvedFp8Recipe(training, parallel, arch)};
+                    .fp8_recipe = ResolvedFp8Recipe(training, parallel, arch),
+                    .moe_permute_fused = ResolvedMoePermuteFusion(training, parallel)};
 }
 
 namespace {
@@ -102,6 +108,7 @@ constexpr std::string_view kHiddenDropoutNotePrefix = "hidden_dropout=";
 constexpr std::string_view kFsdpImplNotePrefix = "fsdp_impl=";
 constexpr std::string_view kAttentionDropoutNotePrefix = "attention_dropout=";
 constexpr std::string_view kFp8RecipeNotePrefix = "fp8_recipe=";
+constexpr std::string_view kMoePermuteNotePrefix = "moe_permute_fusion=";
 
 // The defaults_used entry of an "auto" loss kernel.
 std::string AutoLossNote(const TrainingConfig& t, const ParallelConfig& parallel) {
@@ -228,10 +235,37 @@ std::string AutoFp8RecipeNote(const TrainingConfig& training, const ParallelConf
                          Fp8RecipeName(r), StackPhrase(training, parallel), why);
 }
 
+std::string AutoMoePermuteFusionNote(const ModelSpec& model, const TrainingConfig& training,
+                                     const ParallelConfig& parallel) {
+  if (!model.moe || training.moe_permute_fusion) return "";
+  std::string why;
+  switch (ResolvedStack(training, parallel)) {
+    case TrainingStack::kTorchTitan:
+      why = "gathers the routed tokens with torch.gather and sums them back with scatter_add, "
+            "one atomic add per element in each scatter-add";
+      break;
+    case TrainingStack::kLlmFoundry:
+      why = "runs MegaBlocks' own gather and scatter kernels, taken as fused";
+      break;
+    case TrainingStack::kAuto:
+    case TrainingStack::kMegatron:
+      why = "runs Transformer Engine's fused permutation, as the Megatron-Bridge/NeMo MoE "
+            "recipes set moe_permute_fusion=True (Megatron-Core's own default is False)";
+      break;
+  }
+  const bool fused = ResolvedMoePermuteFusion(training, parallel);
+  return absl::StrFormat("%s%s (auto: %s %s%s)", kMoePermuteNotePrefix, fused ? "true" : "false",
+                         StackPhrase(training, parallel), why,
+                         fused ? "; --moe-permute-fusion false for PyTorch's index_select and "
+                                 "scatter_add_"
+                               : "");
+}
+
 bool IsRunChoiceNote(std::string_view note) {
   for (std::string_view prefix :
        {kLossNotePrefix, kMetricNotePrefix, kStackNotePrefix, kHiddenDropoutNotePrefix,
-        kAttentionDropoutNotePrefix, kFsdpImplNotePrefix, kFp8RecipeNotePrefix}) {
+        kAttentionDropoutNotePrefix, kFsdpImplNotePrefix, kFp8RecipeNotePrefix,
+        kMoePermuteNotePrefix}) {
     if (note.starts_with(prefix)) return true;
   }
   return false;

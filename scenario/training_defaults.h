@@ -144,6 +144,16 @@ Fp8Recipe ResolvedFp8Recipe(const TrainingConfig& training, const ParallelConfig
 std::string AutoFp8RecipeNote(const TrainingConfig& training, const ParallelConfig& parallel,
                               std::string_view arch, std::string_view gpu_name);
 
+// Whether the MoE token permutation runs as fused kernels: training.moe_permute_fusion when set;
+// auto: false on torchtitan (its MoE gathers the routed tokens with torch.gather and sums them
+// back with scatter_add, PyTorch ops), true elsewhere (the Megatron-Bridge/NeMo MoE recipes set
+// moe_permute_fusion=True, Transformer Engine's fused permute kernels, although Megatron-Core's
+// own default is False; llm-foundry's MegaBlocks runs its own Triton gather/scatter kernels).
+bool ResolvedMoePermuteFusion(const TrainingConfig& training, const ParallelConfig& parallel);
+// "moe_permute_fusion=true (auto: ...)" for an auto setting on a MoE model, else empty.
+std::string AutoMoePermuteFusionNote(const ModelSpec& model, const TrainingConfig& training,
+                                     const ParallelConfig& parallel);
+
 // Every choice above for one scenario's model, layout, settings and GPU architecture.
 RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& parallel,
                              const TrainingConfig& training, std::string_view arch);

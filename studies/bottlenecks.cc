@@ -144,7 +144,9 @@ std::vector<ScenarioChange> HostChanges(const Scenario& s) {
 }
 
 // What cuts memory-bound work: no recompute (it re-runs the forward's elementwise kernels), the
-// selective one instead of the full one, and compiled elementwise kernels on an eager stack.
+// selective one instead of the full one, compiled elementwise kernels on an eager stack, and
+// Transformer Engine's fused MoE permutation instead of the atomic scatter-adds (a stack that
+// has it).
 std::vector<ScenarioChange> MemoryBandwidthChanges() {
   std::vector<ScenarioChange> out;
   out.push_back({"--recompute none", [](Scenario& c) {
@@ -163,6 +165,14 @@ std::vector<ScenarioChange> MemoryBandwidthChanges() {
                      return false;
                    }
                    c.training.torch_compile = true;
+                   return true;
+                 }});
+  out.push_back({"--moe-permute-fusion true", [](Scenario& c) {
+                   if (!c.model.moe || ResolvedMoePermuteFusion(c.training, c.parallel) ||
+                       ResolvedStack(c.training, c.parallel) == TrainingStack::kTorchTitan) {
+                     return false;
+                   }
+                   c.training.moe_permute_fusion = true;
                    return true;
                  }});
   return out;

@@ -1074,6 +1074,10 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
     absl::StrAppend(&cmd, " --moe-shared-expert-overlap");
   }
   if (base.training.cuda_graphs) absl::StrAppend(&cmd, " --cuda-graphs");
+  if (base.training.moe_permute_fusion) {
+    absl::StrAppend(&cmd, " --moe-permute-fusion ",
+                    *base.training.moe_permute_fusion ? "true" : "false");
+  }
   if (!base.training.overlap_grad_reduce) absl::StrAppend(&cmd, " --overlap-grad-reduce=false");
   if (!base.training.overlap_param_gather) absl::StrAppend(&cmd, " --overlap-param-gather=false");
   if (base.training.fp8_recipe != Fp8Recipe::kAuto) {

@@ -15,27 +15,31 @@ RooflineMemoryBackend::RooflineMemoryBackend(const HardwareProfile& hw)
       vector_rate_(FlopsPerSecond(hw.gpu.vector_fp32_flops_per_clock_per_cu *
                                   static_cast<double>(hw.gpu.compute_units) *
                                   gpu_model::RunningClock(hw.gpu).value())),
-      launch_overhead_(hw.gpu.kernel_launch_overhead) {}
+      launch_overhead_(hw.gpu.kernel_launch_overhead),
+      gpu_(hw.gpu) {}
 
 absl::StatusOr<MemoryEstimate> RooflineMemoryBackend::Estimate(const MemoryOp& op) const {
   if (std::optional<MemoryEstimate> hit = cache_.Find(op)) return *hit;
-  if (op.bytes.value() < 0 || op.flops.value() < 0 || op.launches < 1) {
+  if (op.bytes.value() < 0 || op.flops.value() < 0 || op.launches < 1 || op.atomic_adds < 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "memory op must have bytes >= 0, flops >= 0 and launches >= 1; got bytes=%g flops=%g "
-        "launches=%d",
-        op.bytes.value(), op.flops.value(), op.launches));
+        "memory op must have bytes >= 0, flops >= 0, atomic adds >= 0 and launches >= 1; got "
+        "bytes=%g flops=%g atomic_adds=%g launches=%d",
+        op.bytes.value(), op.flops.value(), op.atomic_adds, op.launches));
   }
   const Seconds launch = launch_overhead_ * static_cast<double>(op.launches);
   const Seconds memory_time =
       hbm_bandwidth_.value() > 0 ? op.bytes / hbm_bandwidth_ : Seconds(0);
   const Seconds vector_time = vector_rate_.value() > 0 ? op.flops / vector_rate_ : Seconds(0);
+  const std::optional<double> atomic_rate = gpu_.AtomicAddRate(op.atomic_kernel);
+  const Seconds atomic_time = Seconds(atomic_rate ? op.atomic_adds / *atomic_rate : 0.0);
+  const Seconds data_time = std::max(memory_time, atomic_time);
 
   MemoryEstimate estimate;
-  estimate.time = launch + std::max(memory_time, vector_time);
-  if (vector_time > memory_time) {
+  estimate.time = launch + std::max(data_time, vector_time);
+  if (vector_time > data_time) {
     estimate.bound = Bound::kCompute;
     estimate.clock_scaled_time = vector_time;
-  } else if (memory_time.value() > 0) {
+  } else if (data_time.value() > 0) {
     estimate.bound = Bound::kMemory;
   } else {
     estimate.bound = Bound::kLatency;

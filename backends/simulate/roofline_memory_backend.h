@@ -17,9 +17,12 @@
 namespace projector {
 
 // time = launches · kernel_launch_overhead
-//        + max(bytes / (hbm_bandwidth · hbm_efficiency), flops / vector FP32 rate at the clock).
-// bound = memory, or compute when the vector-FLOP term is larger, or latency when there is no
-// work at all. clock_scaled_time is the vector-FLOP term when it is the larger one, else zero.
+//        + max(bytes / (hbm_bandwidth · hbm_efficiency), flops / vector FP32 rate at the clock,
+//              atomic_adds / the profile's rate of the op's atomic kernel).
+// bound = memory (also for the atomic term: the adds are read-modify-writes in the memory
+// system), or compute when the vector-FLOP term is larger, or latency when there is no work at
+// all. clock_scaled_time is the vector-FLOP term when it is the larger one, else zero. An
+// atomic kernel the profile has no rate for is timed by its bytes.
 class RooflineMemoryBackend final : public MemoryBackend {
  public:
   explicit RooflineMemoryBackend(const HardwareProfile& hw);
@@ -31,6 +34,7 @@ class RooflineMemoryBackend final : public MemoryBackend {
   BytesPerSecond hbm_bandwidth_;  // already times hbm_efficiency
   FlopsPerSecond vector_rate_;    // zero when the profile gives no vector rate
   Seconds launch_overhead_;
+  GpuSpec gpu_;  // a copy: its atomic scatter-add rates
   MemoCache<MemoryOp, MemoryEstimate> cache_;
 };
 

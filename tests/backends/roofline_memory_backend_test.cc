@@ -79,6 +79,45 @@ TEST(RooflineMemoryBackendTest, RejectsNegativeSizesAndNoLaunches) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("launches >= 1")));
 }
 
+// A scatter-add of 67,108,864 element adds (32,768 rows of 2,048 summed into 4,096 rows) moving
+// 268,435,456 B, on a GPU doing 2.5e11 scatter_add_ adds/s and 1.2e11 index_add adds/s:
+//   scatter_add_: 4 µs + max(268,435,456 / (3.35e12 · 0.85), 67,108,864 / 2.5e11)
+//               = 4 µs + max(94.27 µs, 268.44 µs) = 272.44 µs;
+//   index_add:    4 µs + 67,108,864 / 1.2e11 = 563.24 µs;
+// the same op as a plain copy (no atomic kernel), or on a GPU without the rates, 98.27 µs.
+TEST(RooflineMemoryBackendTest, AtomicScatterAddIsTimedByItsAdds) {
+  HardwareProfile hw = testing::compute::H100Like();
+  hw.gpu.scatter_add_rate = 2.5e11;
+  hw.gpu.index_add_rate = 1.2e11;
+  const double adds = 32768.0 * 2048;
+  const MemoryOp copy{.bytes = Bytes(2 * adds * 2), .flops = Flops(0)};
+  MemoryOp scatter = copy;
+  scatter.atomic_kernel = AtomicAddKernel::kScatterAdd;
+  scatter.atomic_adds = adds;
+  MemoryOp index = scatter;
+  index.atomic_kernel = AtomicAddKernel::kIndexAdd;
+  RooflineMemoryBackend backend(hw);
+  absl::StatusOr<MemoryEstimate> c = backend.Estimate(copy);
+  absl::StatusOr<MemoryEstimate> sa = backend.Estimate(scatter);
+  absl::StatusOr<MemoryEstimate> ia = backend.Estimate(index);
+  absl::StatusOr<MemoryEstimate> unmeasured =
+      RooflineMemoryBackend(testing::compute::H100Like()).Estimate(scatter);
+  ASSERT_THAT(c, IsOk());
+  ASSERT_THAT(sa, IsOk());
+  ASSERT_THAT(ia, IsOk());
+  ASSERT_THAT(unmeasured, IsOk());
+  EXPECT_THAT(c->time.value(), IsNearRel(4e-6 + 4 * adds / (3.35e12 * 0.85), 1e-12));
+  EXPECT_THAT(sa->time.value(), IsNearRel(4e-6 + adds / 2.5e11, 1e-12));
+  EXPECT_THAT(ia->time.value(), IsNearRel(4e-6 + adds / 1.2e11, 1e-12));
+  EXPECT_EQ(sa->bound, Bound::kMemory);
+  EXPECT_EQ(sa->clock_scaled_time.value(), 0.0);
+  EXPECT_EQ(unmeasured->time, c->time);
+  MemoryOp negative = scatter;
+  negative.atomic_adds = -1;
+  EXPECT_THAT(backend.Estimate(negative),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("atomic adds >= 0")));
+}
+
 TEST(RooflineMemoryBackendTest, MemoisedResultEqualsColdResult) {
   RooflineMemoryBackend backend(testing::compute::H100Like());
   const MemoryOp op{.bytes = Megabytes(12), .flops = Flops(3e6), .launches = 2};

@@ -337,6 +337,22 @@ TEST(GemmEfficiencyTest, BlockScaledFp8TakesTheMeasuredRatio) {
   EXPECT_FALSE(h100->figure_sources.at("/gpu/fp8_block_scaled_gemm_ratio").empty());
 }
 
+// The Hopper profiles carry the scatter-add rates measured on an H200 (docs/gpu_measurements.md,
+// session 30), in 10^9 adds/s; other GPUs have none measured.
+TEST(AtomicAddRateTest, HopperProfilesCarryTheMeasuredRates) {
+  for (const char* gpu : {"h100-sxm", "h200-sxm", "h800-sxm"}) {
+    auto hw = LoadHardwareProfileFile(LibraryFile(gpu));
+    ASSERT_THAT(hw, IsOk());
+    EXPECT_EQ(hw->gpu.AtomicAddRate(AtomicAddKernel::kScatterAdd), 251e9) << gpu;
+    EXPECT_EQ(hw->gpu.AtomicAddRate(AtomicAddKernel::kIndexAdd), 116e9) << gpu;
+    EXPECT_EQ(hw->gpu.AtomicAddRate(AtomicAddKernel::kNone), std::nullopt) << gpu;
+    EXPECT_FALSE(hw->figure_sources.at("/gpu/scatter_add_gelems_per_s").empty()) << gpu;
+  }
+  auto mi300x = LoadHardwareProfileFile(LibraryFile("mi300x"));
+  ASSERT_THAT(mi300x, IsOk());
+  EXPECT_EQ(mi300x->gpu.AtomicAddRate(AtomicAddKernel::kScatterAdd), std::nullopt);
+}
+
 TEST(GemmEfficiencyTest, AbsentFp8FigureFallsBackToTheBf16One) {
   // MI355X has no measured FP8 GEMM in the stored sources; user_minimal gives none either.
   for (const std::string& path : {LibraryFile("mi355x"), TestData("user_minimal.json")}) {
@@ -600,6 +616,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "/gpu/gemm_efficiency_fp8/value", "must be a fraction in [0.001, 1], got 1.3"},
         BadInput{"bad_gemm_efficiency_fp8_zero.json", absl::StatusCode::kInvalidArgument,
                  "/gpu/gemm_efficiency_fp8", "must be a fraction in [0.001, 1], got 0"},
+        BadInput{"bad_scatter_add_rate_zero.json", absl::StatusCode::kInvalidArgument,
+                 "/gpu/scatter_add_gelems_per_s", "must be in [0.001, 1e7]"},
         BadInput{"bad_missing_field.json", absl::StatusCode::kInvalidArgument,
                  "/gpu/hbm_bandwidth_tbs", "required field is missing"},
         BadInput{"bad_topology.json", absl::StatusCode::kInvalidArgument, "/scale_up/topology",

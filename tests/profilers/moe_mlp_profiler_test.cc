@@ -287,6 +287,46 @@ TEST(ProfileMoeMlpTest, FullRecomputeCopiesTheForward) {
               IsNearRel(SumFlops(p->ops, OpKind::kGemm, OpPhase::kForward), 1e-12));
 }
 
+// The permutation's scatter-adds by stack and fusion (Mixtral TP2+SP EP4: T_l = 2048 tokens
+// routed per GPU, k = 2, h = 4096): T_l·k·h = 16,777,216 element adds each, moving the same
+// 2·T_l·k·h·2 B as the fused kernels' gathers.
+TEST(ProfileMoeMlpTest, UnfusedPermutationSumsBackByAtomicAdds) {
+  const double adds = 2048.0 * 2 * 4096;
+  struct Want {
+    TrainingStack stack;
+    std::optional<bool> fusion;
+    AtomicAddKernel permute_backward, unpermute_forward;
+  };
+  for (const Want& w :
+       {Want{TrainingStack::kMegatron, std::nullopt, AtomicAddKernel::kNone,
+             AtomicAddKernel::kNone},
+        Want{TrainingStack::kMegatron, false, AtomicAddKernel::kIndexAdd,
+             AtomicAddKernel::kScatterAdd},
+        Want{TrainingStack::kTorchTitan, std::nullopt, AtomicAddKernel::kScatterAdd,
+             AtomicAddKernel::kScatterAdd}}) {
+    Case c = Mixtral(true);
+    c.training.stack = w.stack;
+    c.training.moe_permute_fusion = w.fusion;
+    absl::StatusOr<ModuleProfile> p = ProfileMoeMlp(c.Ctx());
+    ASSERT_THAT(p, IsOk());
+    const Op* pf = FindOp(p->ops, "permute", OpPhase::kForward);
+    const Op* pb = FindOp(p->ops, "permute", OpPhase::kBackwardDgrad);
+    const Op* uf = FindOp(p->ops, "unpermute", OpPhase::kForward);
+    const Op* ub = FindOp(p->ops, "unpermute", OpPhase::kBackwardDgrad);
+    ASSERT_TRUE(pf && pb && uf && ub);
+    const std::string label(TrainingStackName(w.stack));
+    EXPECT_EQ(pf->memory.atomic_kernel, AtomicAddKernel::kNone) << label;
+    EXPECT_EQ(ub->memory.atomic_kernel, AtomicAddKernel::kNone) << label;
+    EXPECT_EQ(pb->memory.atomic_kernel, w.permute_backward) << label;
+    EXPECT_EQ(uf->memory.atomic_kernel, w.unpermute_forward) << label;
+    for (const Op* op : {pb, uf}) {
+      EXPECT_EQ(op->memory.atomic_adds, op->memory.atomic_kernel == AtomicAddKernel::kNone ? 0 : adds)
+          << label;
+      EXPECT_EQ(op->memory.bytes.value(), 2 * adds * 2) << label;
+    }
+  }
+}
+
 TEST(ProfileMoeMlpTest, ErrorPaths) {
   Case dense(testing::Llama31_8B());
   EXPECT_THAT(ProfileMoeMlp(dense.Ctx()),

@@ -634,6 +634,13 @@ TEST(ScenarioTest, MoeRoutingIsReadAndRoundTrips) {
   EXPECT_EQ(j["training"]["moe_capacity_factor"], 1.5);
   EXPECT_EQ(j["training"]["moe_pad_to_capacity"], false);
   EXPECT_EQ(j["training"]["moe_imbalance"], 1.3);
+  EXPECT_EQ(s->training.moe_permute_fusion, std::optional<bool>(false));
+  EXPECT_EQ(j["training"]["moe_permute_fusion"], false);
+  EXPECT_EQ(ScenarioToJson(Default()).at("training").count("moe_permute_fusion"), 0u);
+  EXPECT_THAT(LoadScenarioFile(Data("bad_moe_permute_fusion.json")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/training/moe_permute_fusion"),
+                             HasSubstr("must be true, false or \"auto\""))));
   EXPECT_THAT(
       LoadScenarioFile(Data("bad_moe_imbalance.json")),
       StatusIs(absl::StatusCode::kInvalidArgument,
@@ -676,11 +683,24 @@ TEST(ScenarioTest, MoeRoutingBoundsNameTheirField) {
   s.training.moe_pad_to_capacity = true;
   expect_error("/training/moe_pad_to_capacity", "set moe_capacity_factor > 0",
                absl::StatusCode::kFailedPrecondition);
+  s.training.moe_pad_to_capacity = false;
+  s.training.stack = TrainingStack::kTorchTitan;
+  s.training.moe_permute_fusion = true;
+  expect_error("/training/moe_permute_fusion", "torchtitan's MoE permutes with torch.gather",
+               absl::StatusCode::kFailedPrecondition);
+  s.training.moe_permute_fusion = false;
+  EXPECT_THAT(ValidateScenario(s, "x.json"), IsOk());
   Scenario dense = Default();
   dense.training.moe_imbalance = 1.2;
   EXPECT_THAT(ValidateScenario(dense, "x.json"),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        AllOf(HasSubstr("/training/moe_imbalance"), HasSubstr("has no experts"))));
+  dense.training.moe_imbalance = 1.0;
+  dense.training.moe_permute_fusion = false;
+  EXPECT_THAT(ValidateScenario(dense, "x.json"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("/training/moe_permute_fusion"),
+                             HasSubstr("has no experts"))));
 }
 
 TEST(ScenarioTest, GlobalBatchNotDivisible) {

@@ -72,6 +72,20 @@ std::optional<Bottleneck> Find(const std::vector<Bottleneck>& all, BottleneckKin
   return std::nullopt;
 }
 
+// The recommendation `flags` of the `kind` bottleneck of `scenario`'s own projection, if offered.
+std::optional<Reprojected> Offered(const Scenario& scenario, BottleneckKind kind,
+                                   std::string_view flags) {
+  absl::StatusOr<std::vector<Bottleneck>> all = AnalyzeBottlenecks(scenario, ProjectOf(scenario));
+  EXPECT_THAT(all, IsOk());
+  if (!all.ok()) return std::nullopt;
+  const std::optional<Bottleneck> bottleneck = Find(*all, kind);
+  if (!bottleneck) return std::nullopt;
+  for (const Reprojected& r : bottleneck->recommendations) {
+    if (r.flags == flags) return r;
+  }
+  return std::nullopt;
+}
+
 // Each rule at its thresholds: high at the high threshold, medium just under it and at the
 // medium threshold, absent just under that.
 TEST(BottlenecksTest, EachRuleAtItsThresholds) {
@@ -252,16 +266,8 @@ TEST(BottlenecksTest, SharedExpertOverlapIsOfferedForTheAlltoallDispatcher) {
   s.training.seq_len = 4096;
   s.training.global_batch = 64;
   ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
-  const auto offered = [](const Scenario& scenario) -> std::optional<Reprojected> {
-    absl::StatusOr<std::vector<Bottleneck>> all =
-        AnalyzeBottlenecks(scenario, ProjectOf(scenario));
-    EXPECT_THAT(all, IsOk());
-    const std::optional<Bottleneck> network = Find(*all, BottleneckKind::kNetwork);
-    if (!network) return std::nullopt;
-    for (const Reprojected& r : network->recommendations) {
-      if (r.flags == "--moe-shared-expert-overlap") return r;
-    }
-    return std::nullopt;
+  const auto offered = [](const Scenario& scenario) {
+    return Offered(scenario, BottleneckKind::kNetwork, "--moe-shared-expert-overlap");
   };
   const std::optional<Reprojected> r = offered(s);
   ASSERT_TRUE(r.has_value());
@@ -271,6 +277,39 @@ TEST(BottlenecksTest, SharedExpertOverlapIsOfferedForTheAlltoallDispatcher) {
   EXPECT_GT(r->tokens_per_s_per_gpu, ProjectOf(s).tokens_per_s_per_gpu);
   s.parallel.deepep = true;
   EXPECT_FALSE(offered(s).has_value());
+}
+
+// Megatron-Core's unfused MoE permutation sums the routed rows back by atomic scatter-adds:
+// where memory-bound kernels bind, Transformer Engine's fused permutation is offered and
+// re-projected (Qwen3-30B-A3B on 8 H100, EP8, full recompute, where memory-bound work is 28% of
+// the step); not on torchtitan, which has no fused permutation, nor when it is fused already.
+TEST(BottlenecksTest, FusedPermutationIsOfferedForAnUnfusedMegatronMoe) {
+  Scenario s = OnH100("moe", "qwen3-30b-a3b", 8);
+  s.parallel.ep = 8;
+  s.parallel.dp = 8;
+  s.training.seq_len = 4096;
+  s.training.global_batch = 256;
+  s.training.recompute = Recompute::kFull;
+  s.training.moe_permute_fusion = false;
+  ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
+  const auto offered = [](const Scenario& scenario) {
+    return Offered(scenario, BottleneckKind::kMemoryBandwidth, "--moe-permute-fusion true");
+  };
+  const std::optional<Reprojected> r = offered(s);
+  ASSERT_TRUE(r.has_value());
+  Scenario fused = s;
+  fused.training.moe_permute_fusion = true;
+  EXPECT_DOUBLE_EQ(r->tokens_per_s_per_gpu, ProjectOf(fused).tokens_per_s_per_gpu);
+  EXPECT_GT(r->tokens_per_s_per_gpu, ProjectOf(s).tokens_per_s_per_gpu);
+  EXPECT_FALSE(offered(fused).has_value());
+  Scenario titan = s;
+  titan.training.stack = TrainingStack::kTorchTitan;
+  titan.training.moe_permute_fusion = std::nullopt;
+  ASSERT_THAT(ResolveKernels(titan, "test"), IsOk());
+  absl::StatusOr<std::vector<Bottleneck>> all = AnalyzeBottlenecks(titan, ProjectOf(titan));
+  ASSERT_THAT(all, IsOk());
+  ASSERT_TRUE(Find(*all, BottleneckKind::kMemoryBandwidth).has_value());
+  EXPECT_FALSE(offered(titan).has_value());
 }
 
 }  // namespace
