@@ -26,12 +26,17 @@ struct GemmShape {
   // epilogue (delayed, current and rowwise scaling); GpuSpec::GemmEfficiency prices the
   // difference.
   bool block_scaled = false;
+  // The batch issued as this many kernels rather than one (1 <= kernels <= batch): Transformer
+  // Engine's GroupedLinear launches one cuBLAS GEMM per local expert, spread over its 4 compute
+  // streams (multi_stream_cublas_gemm). The tiles keep the batched schedule; each kernel beyond
+  // the first adds a launch (measured on an H200: docs/gpu_measurements.md, session 30).
+  int64_t kernels = 1;
 
   bool operator==(const GemmShape&) const = default;
   template <typename H>
   friend H AbslHashValue(H h, const GemmShape& s) {
     return H::combine(std::move(h), s.m, s.n, s.k, s.batch, s.dtype, s.transpose_a, s.transpose_b,
-                      s.block_scaled);
+                      s.block_scaled, s.kernels);
   }
 };
 

@@ -273,6 +273,10 @@ struct RunChoices {
   // MoE token permutation by fused kernels, or by PyTorch's gather and atomic scatter-add
   // (ResolvedMoePermuteFusion).
   bool moe_permute_fused = true;
+  // A Transformer Engine GroupedLinear launches one GEMM kernel per local expert (cuBLAS over
+  // TE's 4 compute streams: the megatron stack on NVIDIA GPUs) rather than one grouped kernel
+  // (GemmShape::kernels).
+  bool grouped_linear_kernel_per_expert = false;
   // The forward of an inference engine (serving/): weights are stored in the GEMM precision
   // (quantised once offline, so no per-step weight casts), no load-balancing loss, no dropout.
   bool inference = false;

@@ -207,6 +207,7 @@ absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
   dims.pytorch_modules = RunsPyTorchAttention(ctx.run.stack);
   dims.op_sac = ctx.run.stack == TrainingStack::kTorchTitan;
   dims.te_modules = ctx.run.stack == TrainingStack::kMegatron && !dims.pytorch_modules;
+  dims.grouped_linear_kernel_per_expert = ctx.run.grouped_linear_kernel_per_expert;
   dims.hidden_dropout = ctx.run.dropout.hidden > 0;
   dims.attention_dropout = ctx.run.dropout.attention > 0;
   dims.inference = ctx.run.inference;
@@ -224,6 +225,7 @@ ModuleOpBuilder::ModuleOpBuilder(std::string_view module, OpList& ops, size_t ca
       te_modules_(dims.te_modules),
       op_sac_(dims.op_sac),
       inference_(dims.inference),
+      grouped_linear_kernel_per_expert_(dims.grouped_linear_kernel_per_expert),
       ops_(ops),
       start_(ops.size()) {
   ops_.reserve(start_ + capacity);
@@ -307,6 +309,8 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
   if (te_modules_) op.host_extra = kTeModuleExtraDispatches;
   op.gemm = GemmShape{.m = m, .n = out, .k = in, .batch = batch, .dtype = dtype};
   op.gemm.block_scaled = quantized && recipe.block_scaled_gemm;
+  // A GroupedLinear of batched experts: one kernel per expert where TE launches them so.
+  if (linear_host_fanout_ > 1 && grouped_linear_kernel_per_expert_) op.gemm.kernels = batch;
   op.repeat = repeat;
   op.flops = GemmFlops(op.gemm) * D(repeat);
   op.bytes = GemmBytes(op.gemm, /*accumulate_fp32=*/false) * D(repeat);
@@ -494,7 +498,8 @@ void ModuleOpBuilder::Finish(Recompute recompute, RecomputeModules modules) {
         dgrad.phase = OpPhase::kBackwardDgrad;
         dgrad.host_extra = 0;  // the module's forward call was counted once
         dgrad.gemm = GemmShape{.m = f.m, .n = f.k, .k = f.n, .batch = f.batch, .dtype = f.dtype,
-                               .transpose_b = true, .block_scaled = f.block_scaled};
+                               .transpose_b = true, .block_scaled = f.block_scaled,
+                               .kernels = f.kernels};
         dgrad.flops = GemmFlops(dgrad.gemm) * D(repeat);
         dgrad.bytes = GemmBytes(dgrad.gemm, false) * D(repeat);
         if (p.input_grad_sum.launches > 0) {
@@ -507,7 +512,8 @@ void ModuleOpBuilder::Finish(Recompute recompute, RecomputeModules modules) {
         wgrad.phase = OpPhase::kBackwardWgrad;
         wgrad.host_extra = 0;
         wgrad.gemm = GemmShape{.m = f.k, .n = f.n, .k = f.m, .batch = f.batch, .dtype = f.dtype,
-                               .transpose_a = true, .block_scaled = f.block_scaled};
+                               .transpose_a = true, .block_scaled = f.block_scaled,
+                               .kernels = f.kernels};
         wgrad.flops = GemmFlops(wgrad.gemm) * D(repeat);
         wgrad.bytes = GemmBytes(wgrad.gemm, true) * D(repeat);
         break;

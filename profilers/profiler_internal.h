@@ -60,6 +60,9 @@ struct LayerDims {
   bool op_sac = false;
   // The forward of an inference engine (RunChoices::inference): no weight casts.
   bool inference = false;
+  // RunChoices::grouped_linear_kernel_per_expert: a GroupedLinear's GEMMs launch one kernel per
+  // expert.
+  bool grouped_linear_kernel_per_expert = false;
 };
 
 // The kernels of one eager PyTorch elementwise block, per element: bytes moved (reads +
@@ -310,6 +313,7 @@ class ModuleOpBuilder {
   bool te_modules_;       // LayerDims::te_modules
   bool op_sac_;           // LayerDims::op_sac
   bool inference_;        // LayerDims::inference
+  bool grouped_linear_kernel_per_expert_;  // LayerDims::grouped_linear_kernel_per_expert
   Bytes op_sac_stored_;   // OpSacStoredBytes
   OpList& ops_;
   size_t start_;

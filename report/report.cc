@@ -480,6 +480,7 @@ std::string OpShapeText(const Op& op) {
       const GemmShape& g = op.gemm;
       std::string s = absl::StrFormat("%dx%dx%d", g.m, g.n, g.k);
       if (g.batch > 1) absl::StrAppendFormat(&s, " x%d", g.batch);
+      if (g.kernels > 1) absl::StrAppendFormat(&s, " (%d kernels)", g.kernels);
       if (op.repeat > 1) absl::StrAppendFormat(&s, " (%d runs)", op.repeat);
       absl::StrAppendFormat(&s, " %s%s%s", DTypeName(g.dtype), g.block_scaled ? "/blk" : "",
                             g.transpose_a ? " Aᵀ" : (g.transpose_b ? " Bᵀ" : ""));

@@ -95,7 +95,10 @@ RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& paral
                     .dropout = dropout,
                     .eager_elementwise = RunsEagerElementwise(training, parallel),
                     .fp8_recipe = ResolvedFp8Recipe(training, parallel, arch),
-                    .moe_permute_fused = ResolvedMoePermuteFusion(training, parallel)};
+                    .moe_permute_fused = ResolvedMoePermuteFusion(training, parallel),
+                    .grouped_linear_kernel_per_expert =
+                        ResolvedStack(training, parallel) == TrainingStack::kMegatron &&
+                        arch.starts_with("sm_")};
 }
 
 namespace {

@@ -32,6 +32,7 @@ import sys
 try:
     import torch
     import torch.nn.functional as F
+    from gpu_timing import graph_ms, median_ms
 except ImportError:
     print("gpu_moe_probe.py: PyTorch is not installed; skipped")
     sys.exit(77)
@@ -128,21 +129,6 @@ def step_fn(layer, params, grad_y, top_k):
     return step
 
 
-def median_ms(fn, iters, warmup=3):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
-
-
 def wall_ms(fn, iters, warmup=3):
     import time
     for _ in range(warmup):
@@ -155,19 +141,6 @@ def wall_ms(fn, iters, warmup=3):
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)
-
-
-def graph_ms(step, iters):
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
-    return median_ms(graph.replay, iters)
 
 
 def kernel_table(step, iters, top):

@@ -348,6 +348,9 @@ json ProfileToJson(const Profile& profile) {
         j["m"] = op.gemm.m;
         j["n"] = op.gemm.n;
         j["k"] = op.gemm.k;
+        // No `kernels`: the measure runners time a batch as one batched GEMM, so a measured
+        // op stands for one kernel, and a projection of a per-expert-kernel GroupedLinear
+        // (GemmShape::kernels) scales from it by the simulate backends' ratio, launches included.
         j["batch"] = op.gemm.batch;
         j["dtype"] = std::string(DTypeName(op.gemm.dtype));
         j["transpose_a"] = op.gemm.transpose_a;

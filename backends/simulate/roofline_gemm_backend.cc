@@ -47,7 +47,8 @@ absl::StatusOr<GemmEstimate> RooflineGemmBackend::Estimate(const GemmShape& shap
   const Seconds memory_time = bytes * static_cast<double>(shape.batch) / hbm_bandwidth_;
 
   GemmEstimate estimate;
-  estimate.time = std::max(compute_time, memory_time) + launch_overhead_;
+  estimate.time = std::max(compute_time, memory_time) +
+                  launch_overhead_ * static_cast<double>(shape.kernels);
   estimate.bound = compute_time >= memory_time ? Bound::kCompute : Bound::kMemory;
   estimate.clock_scaled_time = compute_time >= memory_time ? compute_time : Seconds(0);
   estimate.waves = 1;

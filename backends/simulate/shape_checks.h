@@ -12,12 +12,15 @@
 
 namespace projector::shape_checks {
 
-// kInvalidArgument unless m, n, k and batch are positive.
+// kInvalidArgument unless m, n, k and batch are positive and kernels is in [1, batch].
 inline absl::Status ValidateGemmShape(const GemmShape& s) {
-  if (s.m > 0 && s.n > 0 && s.k > 0 && s.batch > 0) return absl::OkStatus();
+  if (s.m > 0 && s.n > 0 && s.k > 0 && s.batch > 0 && s.kernels >= 1 && s.kernels <= s.batch) {
+    return absl::OkStatus();
+  }
   return absl::InvalidArgumentError(absl::StrFormat(
-      "GEMM shape must have positive m, n, k and batch; got m=%d n=%d k=%d batch=%d", s.m, s.n,
-      s.k, s.batch));
+      "GEMM shape must have positive m, n, k and batch, and kernels in [1, batch]; got m=%d n=%d "
+      "k=%d batch=%d kernels=%d",
+      s.m, s.n, s.k, s.batch, s.kernels));
 }
 
 // kInvalidArgument unless every size is positive and num_q_heads is a multiple of num_kv_heads.

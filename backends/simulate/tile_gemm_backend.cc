@@ -235,7 +235,10 @@ GemmEstimate TileGemmBackend::Finish(const GemmShape& shape, const Evaluation& b
     estimate.bound = compute ? Bound::kCompute : Bound::kMemory;
     estimate.clock_scaled_time = compute ? compute_floor : Seconds(0);
   }
-  if (launch_overhead_ * 2.0 >= estimate.time) estimate.bound = Bound::kLatency;
+  // Each kernel of the batch beyond the first launches on its own (GemmShape::kernels).
+  const Seconds launches = launch_overhead_ * static_cast<double>(shape.kernels);
+  estimate.time += launches - launch_overhead_;
+  if (launches * 2.0 >= estimate.time) estimate.bound = Bound::kLatency;
   return estimate;
 }
 

@@ -60,6 +60,11 @@ TEST(RooflineGemmBackendTest, BatchMultipliesTime) {
   ASSERT_THAT(four, IsOk());
   const double launch = 4.5e-6;
   EXPECT_THAT(four->time.value() - launch, IsNearRel(4 * (one->time.value() - launch), 1e-9));
+  // The same batch as four kernels: three more launches.
+  absl::StatusOr<GemmEstimate> four_kernels =
+      backend.Estimate({.m = 4096, .n = 4096, .k = 4096, .batch = 4, .kernels = 4});
+  ASSERT_THAT(four_kernels, IsOk());
+  EXPECT_THAT(four_kernels->time.value(), IsNearRel(four->time.value() + 3 * launch, 1e-12));
 }
 
 TEST(RooflineGemmBackendTest, ErrorsForBadShapesAndDtypes) {

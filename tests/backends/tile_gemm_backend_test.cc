@@ -162,6 +162,27 @@ TEST(TileGemmBackendTest, NonPositiveShapeIsInvalid) {
   }
   EXPECT_THAT(backend.EstimateWithTile({.m = 8, .n = 8, .k = 8}, {.m = 0, .n = 64}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("tile")));
+  for (int64_t kernels : {0, 5}) {
+    EXPECT_THAT(backend.Estimate({.m = 8, .n = 8, .k = 8, .batch = 4, .kernels = kernels}),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("kernels in [1, batch]")));
+  }
+}
+
+// A batch launched as one kernel per problem (Transformer Engine's GroupedLinear) keeps the
+// batched tile schedule and adds one launch per kernel beyond the first: 16 experts of
+// 256 x 1536 x 2048 take the batched time + 15 · 4 µs (H100Like's launch overhead).
+TEST(TileGemmBackendTest, AKernelPerProblemAddsItsLaunches) {
+  TileGemmBackend backend(testing::compute::H100Like());
+  const GemmShape batched{.m = 256, .n = 1536, .k = 2048, .batch = 16};
+  GemmShape per_expert = batched;
+  per_expert.kernels = 16;
+  absl::StatusOr<GemmEstimate> one = backend.Estimate(batched);
+  absl::StatusOr<GemmEstimate> sixteen = backend.Estimate(per_expert);
+  ASSERT_THAT(one, IsOk());
+  ASSERT_THAT(sixteen, IsOk());
+  EXPECT_THAT(sixteen->time.value(), IsNearRel(one->time.value() + 15 * 4e-6, 1e-12));
+  EXPECT_EQ(sixteen->clock_scaled_time, one->clock_scaled_time);
+  EXPECT_EQ(sixteen->waves, one->waves);
 }
 
 // Halving the clock doubles the cycles-bound part: a compute-bound GEMM takes ≈ 2× (minus launch

@@ -75,12 +75,41 @@ TEST(ProfileMoeMlpTest, TurboIsOneBatchedGemmOverLocalExperts) {
   EXPECT_EQ(p->tokens, 4096);
   const Op* fc1 = FindOp(p->ops, "expert_fc1", OpPhase::kForward);
   ASSERT_NE(fc1, nullptr);
-  EXPECT_EQ(fc1->gemm, (GemmShape{.m = 2048, .n = 2 * 14336, .k = 4096, .batch = 2}));
+  // On an NVIDIA GPU (the case's sm_90), TE's GroupedLinear launches each expert's GEMM.
+  EXPECT_EQ(fc1->gemm,
+            (GemmShape{.m = 2048, .n = 2 * 14336, .k = 4096, .batch = 2, .kernels = 2}));
   EXPECT_EQ(fc1->repeat, 1);
   const Op* fc2w = FindOp(p->ops, "expert_fc2", OpPhase::kBackwardWgrad);
   ASSERT_NE(fc2w, nullptr);
   EXPECT_EQ(fc2w->gemm, (GemmShape{.m = 14336, .n = 4096, .k = 2048, .batch = 2,
-                                   .transpose_a = true}));
+                                   .transpose_a = true, .kernels = 2}));
+}
+
+// One kernel per expert only where Transformer Engine's GroupedLinear launches them so: the
+// megatron stack on NVIDIA (every expert GEMM, forward and backward); one grouped kernel on an
+// AMD GPU (Primus-Turbo's grouped GEMM) and on torchtitan (torch._grouped_mm); the legacy path
+// repeats a one-expert GEMM instead.
+TEST(ProfileMoeMlpTest, GroupedLinearLaunchesAKernelPerExpertOnNvidia) {
+  const auto expert_kernels = [](const Case& c) {
+    absl::StatusOr<ModuleProfile> p = ProfileMoeMlp(c.Ctx());
+    EXPECT_THAT(p, IsOk());
+    std::vector<int64_t> kernels;
+    for (const Op& op : p->ops) {
+      if (op.kind == OpKind::kGemm && op.name.starts_with("expert_")) {
+        kernels.push_back(op.gemm.kernels);
+      }
+    }
+    return kernels;
+  };
+  Case nvidia = Mixtral(true);
+  EXPECT_EQ(expert_kernels(nvidia), std::vector<int64_t>(6, 2));
+  Case amd = nvidia;
+  amd.arch = "gfx942";
+  EXPECT_EQ(expert_kernels(amd), std::vector<int64_t>(6, 1));
+  Case titan = nvidia;
+  titan.training.stack = TrainingStack::kTorchTitan;
+  EXPECT_EQ(expert_kernels(titan), std::vector<int64_t>(6, 1));
+  EXPECT_EQ(expert_kernels(Mixtral(false)), std::vector<int64_t>(6, 1));
 }
 
 // The dispatcher's and router's own kernels on Mixtral TP2+SP EP4 (T_l = 2048 routed tokens,
@@ -192,7 +221,7 @@ TEST(ProfileMoeMlpTest, ImbalanceScalesTheBusiestRanksExpertWork) {
   ASSERT_THAT(p, IsOk());
   EXPECT_EQ(p->tokens, 6144);
   EXPECT_EQ(FindOp(p->ops, "expert_fc1", OpPhase::kForward)->gemm,
-            (GemmShape{.m = 3072, .n = 2 * 14336, .k = 4096, .batch = 2}));
+            (GemmShape{.m = 3072, .n = 2 * 14336, .k = 4096, .batch = 2, .kernels = 2}));
   for (OpPhase phase : {OpPhase::kForward, OpPhase::kBackwardDgrad, OpPhase::kBackwardWgrad}) {
     EXPECT_THAT(ExpertFlops(*p, phase), IsNearRel(1.5 * ExpertFlops(*base, phase), 1e-12));
   }
