@@ -620,8 +620,10 @@ absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
   std::string fp8_note =
       AutoFp8RecipeNote(s.training, s.parallel, s.hw.gpu.arch, s.hw.name);
   if (!fp8_note.empty()) s.defaults_used.push_back(std::move(fp8_note));
-  std::string permute_note = AutoMoePermuteFusionNote(s.model, s.training, s.parallel);
-  if (!permute_note.empty()) s.defaults_used.push_back(std::move(permute_note));
+  for (std::string note : {AutoMoePermuteFusionNote(s.model, s.training, s.parallel),
+                           UnmeasuredScatterAddNote(s.model, s.training, s.parallel, s.hw)}) {
+    if (!note.empty()) s.defaults_used.push_back(std::move(note));
+  }
   return absl::OkStatus();
 }
 

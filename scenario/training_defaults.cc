@@ -112,6 +112,7 @@ constexpr std::string_view kFsdpImplNotePrefix = "fsdp_impl=";
 constexpr std::string_view kAttentionDropoutNotePrefix = "attention_dropout=";
 constexpr std::string_view kFp8RecipeNotePrefix = "fp8_recipe=";
 constexpr std::string_view kMoePermuteNotePrefix = "moe_permute_fusion=";
+constexpr std::string_view kScatterAddNotePrefix = "scatter_add_rate=";
 
 // The defaults_used entry of an "auto" loss kernel.
 std::string AutoLossNote(const TrainingConfig& t, const ParallelConfig& parallel) {
@@ -264,11 +265,25 @@ std::string AutoMoePermuteFusionNote(const ModelSpec& model, const TrainingConfi
                                : "");
 }
 
+std::string UnmeasuredScatterAddNote(const ModelSpec& model, const TrainingConfig& training,
+                                     const ParallelConfig& parallel, const HardwareProfile& hw) {
+  if (!model.moe || ResolvedMoePermuteFusion(training, parallel)) return "";
+  const bool torchtitan = ResolvedStack(training, parallel) == TrainingStack::kTorchTitan;
+  const bool measured = hw.gpu.scatter_add_rate.has_value() &&
+                        (torchtitan || hw.gpu.index_add_rate.has_value());
+  if (measured) return "";
+  return absl::StrFormat(
+      "%sunmeasured (%s's profile has no gpu.scatter_add_gelems_per_s/index_add_gelems_per_s: the "
+      "unfused permutation's atomic scatter-adds are timed by their bytes, faster than they run; "
+      "on an H200 they ran 4-9x slower than a copy)",
+      kScatterAddNotePrefix, hw.name);
+}
+
 bool IsRunChoiceNote(std::string_view note) {
   for (std::string_view prefix :
        {kLossNotePrefix, kMetricNotePrefix, kStackNotePrefix, kHiddenDropoutNotePrefix,
         kAttentionDropoutNotePrefix, kFsdpImplNotePrefix, kFp8RecipeNotePrefix,
-        kMoePermuteNotePrefix}) {
+        kMoePermuteNotePrefix, kScatterAddNotePrefix}) {
     if (note.starts_with(prefix)) return true;
   }
   return false;

@@ -13,6 +13,7 @@
 
 #include "core/parallel_config.h"
 #include "core/training_config.h"
+#include "hw_profiles/hardware_profile.h"
 #include "models/model_spec.h"
 
 namespace projector {
@@ -153,6 +154,11 @@ bool ResolvedMoePermuteFusion(const TrainingConfig& training, const ParallelConf
 // "moe_permute_fusion=true (auto: ...)" for an auto setting on a MoE model, else empty.
 std::string AutoMoePermuteFusionNote(const ModelSpec& model, const TrainingConfig& training,
                                      const ParallelConfig& parallel);
+// "scatter_add_rate=unmeasured (...)" where a MoE model's unfused permutation runs on a GPU whose
+// profile has no measured rate for its scatter-adds (timed by their bytes, a lower bound), else
+// empty.
+std::string UnmeasuredScatterAddNote(const ModelSpec& model, const TrainingConfig& training,
+                                     const ParallelConfig& parallel, const HardwareProfile& hw);
 
 // Every choice above for one scenario's model, layout, settings and GPU architecture.
 RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& parallel,
