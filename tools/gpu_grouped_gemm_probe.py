@@ -30,9 +30,10 @@ except ImportError:
 
 STREAMS = 4  # transformer_engine/common/util/multi_stream.cpp: num_compute_streams = 4
 
-# name: local experts, rows per expert, hidden, expert ffn (SwiGLU: fc1 is 2·ffn wide)
+# name: local experts, rows per expert, hidden, expert ffn (SwiGLU: fc1 is 2·ffn wide). Rows per
+# local expert under balanced routing: T_l·k·EP/E for T_l tokens per GPU.
 EXPERTS = {
-    "qwen3-30b-a3b ep8 (16 x 256)": (16, 256, 2048, 768),
+    "qwen3-30b-a3b ep8 512 tok (16 x 256)": (16, 256, 2048, 768),
     "qwen3-235b-a22b tp2 ep32 (4 x 4096)": (4, 4096, 4096, 1536),
     "deepseek-v3 ep8 (32 x 1024)": (32, 1024, 7168, 2048),
     "deepseek-v3 tp2 ep64 (4 x 4096)": (4, 4096, 7168, 2048),

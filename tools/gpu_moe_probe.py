@@ -42,7 +42,7 @@ ALIGN = 16  # rows per group torch._grouped_mm is fed in (torchtitan pads bf16 g
 LAYERS = {
     # name: tokens, hidden, experts, top-k, expert ffn
     "qwen3-30b-a3b": (4096, 2048, 128, 8, 768),
-    "qwen3-30b-a3b-ep8-local": (4096, 2048, 16, 1, 768),  # 16 local experts, 256 pairs each
+    "16-experts-x-256": (4096, 2048, 16, 1, 768),  # Qwen3-30B-A3B's experts, 256 rows each
     "qwen3-235b-a22b": (4096, 4096, 128, 8, 1536),
 }
 
