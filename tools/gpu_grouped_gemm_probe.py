@@ -34,6 +34,7 @@ STREAMS = 4  # transformer_engine/common/util/multi_stream.cpp: num_compute_stre
 # local expert under balanced routing: T_l·k·EP/E for T_l tokens per GPU.
 EXPERTS = {
     "qwen3-30b-a3b ep8 512 tok (16 x 256)": (16, 256, 2048, 768),
+    "qwen3-30b-a3b ep8 4096 tok (16 x 2048)": (16, 2048, 2048, 768),
     "qwen3-235b-a22b tp2 ep32 (4 x 4096)": (4, 4096, 4096, 1536),
     "deepseek-v3 ep8 (32 x 1024)": (32, 1024, 7168, 2048),
     "deepseek-v3 tp2 ep64 (4 x 4096)": (4, 4096, 7168, 2048),
@@ -90,6 +91,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fp8", action="store_true")
     parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--only", default="", help="run the expert sets whose name holds this")
     parser.add_argument("--out")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -101,6 +103,8 @@ def main():
           flush=True)
     results = []
     for name, (e, m, h, f) in EXPERTS.items():
+        if args.only not in name:
+            continue
         for label, mm, n, k in gemms(m, h, f):
             try:
                 row = probe_shape(e, mm, n, k, args.fp8, args.iters, streams)
