@@ -34,10 +34,12 @@ struct GemmRange {
   double high_tflops;
 };
 
-// 8192³ BF16: H100 SXM cuBLAS 794.5 (ml-engineering MAMF); MI300X 708 at 1207 MHz (AMD MAF) and
-// 668 torch; MI325X 843 MAF / 785 torch; MI355X 1591 AITER / 1521 torch; A100 271.2; B200 1745.
+// 8192³ BF16: H100/H200 SXM 653.9 sustained under the 700 W cap (measured on an H200 here,
+// docs/gpu_measurements.md; short runs at boost reach 794.5, ml-engineering MAMF); MI300X 708
+// at 1207 MHz (AMD MAF) and 668 torch; MI325X 843 MAF / 785 torch; MI355X 1591 AITER / 1521
+// torch; A100 271.2; B200 1745.
 TEST(ComputeLibraryCalibrationTest, LargeSquareBf16GemmInPublishedRange) {
-  const std::vector<GemmRange> ranges = {{"h100-sxm", 700, 800},      {"mi300x", 600, 750},
+  const std::vector<GemmRange> ranges = {{"h100-sxm", 600, 660},      {"mi300x", 600, 750},
                                          {"mi325x", 780, 850},        {"mi355x", 1500, 1600},
                                          {"a100-sxm-80gb", 250, 280}, {"b200", 1600, 1800}};
   const GemmShape shape{.m = 8192, .n = 8192, .k = 8192};
@@ -56,12 +58,13 @@ TEST(ComputeLibraryCalibrationTest, LargeSquareBf16GemmInPublishedRange) {
 }
 
 // 8192³ FP8 against the measured FP8 GEMMs of hardware_models.md 4.1 (gemm_efficiency_fp8):
-// H100 1402.6, H200 1453.4, B200 3432.5 (MAMF); MI300X 1273, MI325X 1519 (AMD MAF). The tile
+// H100/H800/H200 1197.0 sustained at 700 W (measured on an H200 here), B200 3432.5 (MAMF);
+// MI300X 1273, MI325X 1519 (AMD MAF). The tile
 // model sits a few percent under the measured best shape, as it does for bf16 (wave
 // quantisation, prologue/epilogue), and never above it.
 TEST(ComputeLibraryCalibrationTest, LargeSquareFp8GemmNearMeasured) {
   const std::vector<std::pair<std::string, double>> measured = {
-      {"h100-sxm", 1402.6}, {"h800-sxm", 1402.6}, {"h200-sxm", 1453.4},
+      {"h100-sxm", 1197.0}, {"h800-sxm", 1197.0}, {"h200-sxm", 1197.0},
       {"b200", 3432.5},     {"mi300x", 1273},     {"mi325x", 1519}};
   const GemmShape shape{.m = 8192, .n = 8192, .k = 8192, .dtype = DType::kFp8};
   int checked = 0;
