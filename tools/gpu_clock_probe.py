@@ -2,7 +2,8 @@
 """Sustained GEMM throughput and SM clock of a GPU under continuous matrix load.
 
 Runs back-to-back 8192^3 GEMMs on random normal operands (bf16, then FP8 with per-tensor scales
-through torch._scaled_mm) for --seconds each, and reports per window of --window seconds the
+through torch._scaled_mm; --kinds adds Llama-3.1-8B's fc1 GEMM and cuDNN causal attention forward
+and backward) for --seconds each, and reports per window of --window seconds the
 achieved TFLOP/s (CUDA events around each batch of GEMMs) beside the SM clock, power draw and
 temperature NVML reports (sampled every 0.2 s on a thread). The first window shows the boost a
 short benchmark sees; the last ones what a training step runs at.
@@ -49,20 +50,47 @@ class Sampler(threading.Thread):
             time.sleep(self.period)
 
 
+def attention_fn():
+    """cuDNN causal attention forward and backward, Llama-3.1-8B's shape (32/8 heads, s8192,
+    d128): the fused attention Transformer Engine runs on Hopper. FLOPs: 4·h·s²·d/2 forward,
+    2.5x that backward."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    h, g, s, d = 32, 8, 8192, 128
+    q = torch.randn(1, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(1, g, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    v = torch.randn(1, g, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    grad = torch.randn(1, h, s, d, device="cuda", dtype=torch.bfloat16)
+
+    def step():
+        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+            torch.autograd.grad(out, (q, k, v), grad)
+    return step, 3.5 * 4.0 * h * s * s * d / 2
+
+
 def gemm_fn(dtype):
+    if dtype == "attention":
+        return attention_fn()
+    if dtype == "bf16-llama8b-fc1":
+        a = torch.randn(8192, 4096, device="cuda").to(torch.bfloat16)
+        b = torch.randn(4096, 28672, device="cuda").to(torch.bfloat16)
+        out = torch.empty(8192, 28672, device="cuda", dtype=torch.bfloat16)
+        return (lambda: torch.mm(a, b, out=out)), 2.0 * 8192 * 4096 * 28672
     a = torch.randn(N, N, device="cuda").to(torch.bfloat16)
     b = torch.randn(N, N, device="cuda").to(torch.bfloat16)
     if dtype == "bf16":
         out = torch.empty(N, N, device="cuda", dtype=torch.bfloat16)
-        return lambda: torch.mm(a, b, out=out)
+        return (lambda: torch.mm(a, b, out=out)), 2.0 * N ** 3
     a8 = a.to(torch.float8_e4m3fn)
     b8 = b.t().contiguous().to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm takes B
     one = torch.ones((), device="cuda")
-    return lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    return ((lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one,
+                                      out_dtype=torch.bfloat16)), 2.0 * N ** 3)
 
 
 def run(dtype, seconds, window, sampler):
-    fn = gemm_fn(dtype)
+    fn, flops = gemm_fn(dtype)
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -75,8 +103,8 @@ def run(dtype, seconds, window, sampler):
             fn()
         end.record()
         end.synchronize()
-        batches.append((time.perf_counter(), 2.0 * N ** 3 * BATCH / begin.elapsed_time(end) / 1e9))
-    print(f"{dtype}: {N}^3, random normal operands, {seconds} s of back-to-back GEMMs", flush=True)
+        batches.append((time.perf_counter(), flops * BATCH / begin.elapsed_time(end) / 1e9))
+    print(f"{dtype}: random normal operands, {seconds} s back to back", flush=True)
     t = start
     while t < start + seconds - 1e-9:
         rates = [r for (e, r) in batches if t <= e < t + window]
@@ -94,6 +122,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--window", type=float, default=5)
+    parser.add_argument("--kinds", default="bf16,fp8",
+                        help="bf16, fp8 (8192^3), bf16-llama8b-fc1, attention (cuDNN fwd+bwd)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("gpu_clock_probe.py: no CUDA device; skipped")
@@ -101,7 +131,7 @@ def main():
     sampler = Sampler()
     sampler.start()
     print(f"# {torch.cuda.get_device_name()} torch {torch.__version__}", flush=True)
-    for dtype in ("bf16", "fp8"):
+    for dtype in args.kinds.split(","):
         run(dtype, args.seconds, args.window, sampler)
     sampler.stop.set()
 
