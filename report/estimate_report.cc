@@ -62,9 +62,11 @@ std::string GemmEstimateText(const GemmOpEstimate& r) {
   const GemmShape& s = r.shape;
   const GemmEstimate& e = r.estimate;
   return absl::StrFormat(
-      "GEMM %dx%dx%d batch %d %s on %s @ %.0f MHz (%s backend)\n  time      %.3f us\n  "
+      "GEMM %dx%dx%d batch %d%s %s on %s @ %.0f MHz (%s backend)\n  time      %.3f us\n  "
       "achieved  %.1f TFLOP/s\n  tile      %dx%dx%d, %d waves\n  bound     %s\n",
-      s.m, s.n, s.k, s.batch, DTypeName(s.dtype), r.context.gpu, r.context.clock_mhz,
+      s.m, s.n, s.k, s.batch,
+      s.kernels > 1 ? absl::StrFormat(" in %d kernels", s.kernels) : std::string(),
+      DTypeName(s.dtype), r.context.gpu, r.context.clock_mhz,
       r.context.backend, ToMicroseconds(e.time), r.tflops, e.tile_m, e.tile_n, e.tile_k, e.waves,
       BoundName(e.bound));
 }
@@ -78,6 +80,7 @@ json GemmEstimateJson(const GemmOpEstimate& r) {
             {"n", s.n},
             {"k", s.k},
             {"batch", s.batch},
+            {"kernels", s.kernels},
             {"dtype", std::string(DTypeName(s.dtype))},
             {"time_s", e.time.value()},
             {"tflops", r.tflops},

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "backends/backend_registry.h"
 #include "core/status_macros.h"
@@ -28,6 +29,10 @@ constexpr FlagSpec kGemmFlags[] = {
     {"gemm-n", "N (given as --n)", "N"},
     {"gemm-k", "K (given as --k)", "N"},
     {"batch", "Batch count", "N"},
+    {"kernels",
+     "Launch the batch as N kernels, one per problem (Transformer Engine's GroupedLinear: a GEMM "
+     "per expert; default 1, one batched kernel)",
+     "N"},
     {"gemm-backend", "GEMM backend", "NAME", FlagArity::kValue, "tile"},
 };
 constexpr FlagSpec kAttentionFlags[] = {
@@ -116,6 +121,12 @@ absl::StatusOr<GemmOpEstimate> EstimateGemmFromFlags(const FlagValues& flags,
   PROJECTOR_ASSIGN_OR_RETURN(
       shape.k, IntFlag(flags, "gemm-k", {.max = kDim.max, .beyond = kDim.beyond, .shown = "k"}));
   PROJECTOR_ASSIGN_OR_RETURN(shape.batch, IntFlag(flags, "batch", kCount, shape.batch));
+  PROJECTOR_ASSIGN_OR_RETURN(shape.kernels, IntFlag(flags, "kernels", kCount, shape.kernels));
+  if (shape.kernels > shape.batch) {
+    return FlagError("kernels", absl::StrFormat("%d kernels for a batch of %d; accepted: 1 to "
+                                                "the batch count (--batch)",
+                                                shape.kernels, shape.batch));
+  }
   PROJECTOR_ASSIGN_OR_RETURN(shape.dtype, DTypeFlag(flags));
   PROJECTOR_ASSIGN_OR_RETURN(auto backend, BackendFlag(flags, "gemm-backend", hw, MakeGemmBackend));
   return EstimateGemmOp(hw, *backend, shape);
