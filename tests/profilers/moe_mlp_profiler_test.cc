@@ -349,8 +349,8 @@ TEST(ProfileMoeMlpTest, UnfusedPermutationSumsBackByAtomicAdds) {
     EXPECT_EQ(pb->memory.atomic_kernel, w.permute_backward) << label;
     EXPECT_EQ(uf->memory.atomic_kernel, w.unpermute_forward) << label;
     for (const Op* op : {pb, uf}) {
-      EXPECT_EQ(op->memory.atomic_adds, op->memory.atomic_kernel == AtomicAddKernel::kNone ? 0 : adds)
-          << label;
+      const bool atomic = op->memory.atomic_kernel != AtomicAddKernel::kNone;
+      EXPECT_EQ(op->memory.atomic_adds, atomic ? adds : 0) << label;
       EXPECT_EQ(op->memory.bytes.value(), 2 * adds * 2) << label;
     }
   }

@@ -281,7 +281,7 @@ TEST(BottlenecksTest, SharedExpertOverlapIsOfferedForTheAlltoallDispatcher) {
 
 // Megatron-Core's unfused MoE permutation sums the routed rows back by atomic scatter-adds:
 // where memory-bound kernels bind, Transformer Engine's fused permutation is offered and
-// re-projected (Qwen3-30B-A3B on 8 H100, EP8, full recompute, where memory-bound work is 28% of
+// re-projected (Qwen3-30B-A3B on 8 H100, EP8, full recompute, where memory-bound work is 26% of
 // the step); not on torchtitan, which has no fused permutation, nor when it is fused already.
 TEST(BottlenecksTest, FusedPermutationIsOfferedForAnUnfusedMegatronMoe) {
   Scenario s = OnH100("moe", "qwen3-30b-a3b", 8);
