@@ -26,13 +26,12 @@ Needs PyTorch with CUDA and a GPU; exits 77 without them. Writes JSON to --out i
 """
 import argparse
 import json
-import statistics
 import sys
 
 try:
     import torch
     import torch.nn.functional as F
-    from gpu_timing import graph_ms, median_ms
+    from gpu_timing import graph_ms, median_ms, wall_ms
 except ImportError:
     print("gpu_moe_probe.py: PyTorch is not installed; skipped")
     sys.exit(77)
@@ -127,20 +126,6 @@ def step_fn(layer, params, grad_y, top_k):
         y, aux = layer(*params, top_k)
         return torch.autograd.grad([y, aux], params, [grad_y, torch.ones_like(aux)])
     return step
-
-
-def wall_ms(fn, iters, warmup=3):
-    import time
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def kernel_table(step, iters, top):

@@ -1,23 +1,41 @@
 """GPU timing helpers shared by the tools/gpu_*_probe.py scripts (PyTorch with CUDA)."""
 import statistics
+import time
 
 import torch
 
 
-def median_ms(fn, iters, warmup=3):
-    """Median over `iters` calls of fn's GPU time between two CUDA events, after warm-up."""
+def _median_ms(fn, iters, warmup, time_one_ms):
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return statistics.median(time_one_ms(fn) for _ in range(iters))
+
+
+def _event_ms(fn):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def _wall_ms(fn):
+    t0 = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def median_ms(fn, iters, warmup=3):
+    """Median over `iters` calls of fn's GPU time between two CUDA events, after warm-up."""
+    return _median_ms(fn, iters, warmup, _event_ms)
+
+
+def wall_ms(fn, iters, warmup=3):
+    """Median over `iters` calls of fn's wall time to a synchronised GPU (host time included)."""
+    return _median_ms(fn, iters, warmup, _wall_ms)
 
 
 def graph_ms(fn, iters):

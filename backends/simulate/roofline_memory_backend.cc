@@ -10,13 +10,18 @@
 
 namespace projector {
 
+static_assert(static_cast<int>(AtomicAddKernel::kIndexAdd) == 2,
+              "atomic_rates_ holds one rate per AtomicAddKernel, by index");
+
 RooflineMemoryBackend::RooflineMemoryBackend(const HardwareProfile& hw)
     : hbm_bandwidth_(hw.gpu.hbm_bandwidth * hw.gpu.hbm_efficiency),
       vector_rate_(FlopsPerSecond(hw.gpu.vector_fp32_flops_per_clock_per_cu *
                                   static_cast<double>(hw.gpu.compute_units) *
                                   gpu_model::RunningClock(hw.gpu).value())),
       launch_overhead_(hw.gpu.kernel_launch_overhead),
-      gpu_(hw.gpu) {}
+      atomic_rates_{hw.gpu.AtomicAddRate(AtomicAddKernel::kNone),
+                    hw.gpu.AtomicAddRate(AtomicAddKernel::kScatterAdd),
+                    hw.gpu.AtomicAddRate(AtomicAddKernel::kIndexAdd)} {}
 
 absl::StatusOr<MemoryEstimate> RooflineMemoryBackend::Estimate(const MemoryOp& op) const {
   if (std::optional<MemoryEstimate> hit = cache_.Find(op)) return *hit;
@@ -30,7 +35,8 @@ absl::StatusOr<MemoryEstimate> RooflineMemoryBackend::Estimate(const MemoryOp& o
   const Seconds memory_time =
       hbm_bandwidth_.value() > 0 ? op.bytes / hbm_bandwidth_ : Seconds(0);
   const Seconds vector_time = vector_rate_.value() > 0 ? op.flops / vector_rate_ : Seconds(0);
-  const std::optional<double> atomic_rate = gpu_.AtomicAddRate(op.atomic_kernel);
+  const std::optional<double>& atomic_rate =
+      atomic_rates_[static_cast<size_t>(op.atomic_kernel)];
   const Seconds atomic_time = Seconds(atomic_rate ? op.atomic_adds / *atomic_rate : 0.0);
   const Seconds data_time = std::max(memory_time, atomic_time);
 

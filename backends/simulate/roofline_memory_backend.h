@@ -4,7 +4,9 @@
 #ifndef PROJECTOR_BACKENDS_SIMULATE_ROOFLINE_MEMORY_BACKEND_H_
 #define PROJECTOR_BACKENDS_SIMULATE_ROOFLINE_MEMORY_BACKEND_H_
 
+#include <array>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -34,7 +36,8 @@ class RooflineMemoryBackend final : public MemoryBackend {
   BytesPerSecond hbm_bandwidth_;  // already times hbm_efficiency
   FlopsPerSecond vector_rate_;    // zero when the profile gives no vector rate
   Seconds launch_overhead_;
-  GpuSpec gpu_;  // a copy: its atomic scatter-add rates
+  // GpuSpec::AtomicAddRate of each AtomicAddKernel, by its index (kNone: none).
+  std::array<std::optional<double>, 3> atomic_rates_;
   MemoCache<MemoryOp, MemoryEstimate> cache_;
 };
 

@@ -28,6 +28,17 @@ Scenario OnH100(const char* name, const char* model, int64_t num_gpus) {
   return s;
 }
 
+// A MoE library model on `num_gpus` H100 with its experts over all of them (EP = DP = num_gpus),
+// seq 4096.
+Scenario ExpertParallelOnH100(const char* model, int64_t num_gpus, int64_t global_batch) {
+  Scenario s = OnH100("moe", model, num_gpus);
+  s.parallel.ep = num_gpus;
+  s.parallel.dp = num_gpus;
+  s.training.seq_len = 4096;
+  s.training.global_batch = global_batch;
+  return s;
+}
+
 // Llama-3.1-70B on one node of 8 H100, TP8 with sequence parallelism, PP1, seq 8192.
 Scenario Llama70bTp8() {
   Scenario s = OnH100("b", "llama3.1-70b", 8);
@@ -260,11 +271,7 @@ TEST(BottlenecksTest, RecommendationsAreReprojected) {
 // and re-projected (DeepSeek-V2-Lite on 16 H100, EP16 across two nodes, NCCL's All-to-All); not
 // with DeepEP, which Megatron-Core does not overlap with the shared experts.
 TEST(BottlenecksTest, SharedExpertOverlapIsOfferedForTheAlltoallDispatcher) {
-  Scenario s = OnH100("moe", "deepseek-v2-lite", 16);
-  s.parallel.ep = 16;
-  s.parallel.dp = 16;
-  s.training.seq_len = 4096;
-  s.training.global_batch = 64;
+  Scenario s = ExpertParallelOnH100("deepseek-v2-lite", 16, 64);
   ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
   const auto offered = [](const Scenario& scenario) {
     return Offered(scenario, BottleneckKind::kNetwork, "--moe-shared-expert-overlap");
@@ -284,11 +291,7 @@ TEST(BottlenecksTest, SharedExpertOverlapIsOfferedForTheAlltoallDispatcher) {
 // re-projected (Qwen3-30B-A3B on 8 H100, EP8, full recompute, where memory-bound work is 26% of
 // the step); not on torchtitan, which has no fused permutation, nor when it is fused already.
 TEST(BottlenecksTest, FusedPermutationIsOfferedForAnUnfusedMegatronMoe) {
-  Scenario s = OnH100("moe", "qwen3-30b-a3b", 8);
-  s.parallel.ep = 8;
-  s.parallel.dp = 8;
-  s.training.seq_len = 4096;
-  s.training.global_batch = 256;
+  Scenario s = ExpertParallelOnH100("qwen3-30b-a3b", 8, 256);
   s.training.recompute = Recompute::kFull;
   s.training.moe_permute_fusion = false;
   ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
