@@ -127,10 +127,56 @@ absl::Status TimeOps(const BackendRefs& backends, OpList& ops) {
   return absl::OkStatus();
 }
 
-double HostDispatches(const Op& op) {
+namespace {
+
+// The calls HostDispatches counts, without the module Python of host_extra.
+double HostCalls(const Op& op) {
   const int64_t kernels = op.kind == OpKind::kMemory ? op.memory.launches : 1;
+  return static_cast<double>(kernels * op.host_fanout);
+}
+
+// Relative host cost of one call (HostCallWeight), forward and backward.
+struct CallWeight {
+  double forward;
+  double backward;
+};
+
+// Each the mean of three runs' ratios (tools/gpu_host_probe.py, session 31; the nn.Linear
+// forward measured 28.02, 29.79 and 28.32 us on that host):
+//   GEMM backward per GEMM: 87.66/2/28.02, 95.86/2/29.79, 87.11/2/28.32 = 1.56, 1.61, 1.54;
+//   element-wise forward: add 8.66, 12.71, 11.72 and SiLU 8.86, 12.89, 12.06 us = 0.31-0.43;
+//   element-wise backward: 28.84, 22.52, 27.50 us = 1.03, 0.76, 0.97;
+//   SDPA forward: 47.38, 45.11, 41.49 us = 1.69, 1.51, 1.47;
+//   SDPA backward: 154.51, 159.54, 137.34 us = 5.51, 5.36, 4.85.
+CallWeight WeightOf(OpKind kind) {
+  switch (kind) {
+    case OpKind::kGemm:
+      return {.forward = 1.0, .backward = 1.57};
+    case OpKind::kMemory:
+      return {.forward = 0.39, .backward = 0.92};
+    case OpKind::kAttention:
+      return {.forward = 1.56, .backward = 5.24};
+    case OpKind::kCollective:
+      break;
+  }
+  return {.forward = 1.0, .backward = 1.0};
+}
+
+}  // namespace
+
+double HostDispatches(const Op& op) {
+  return static_cast<double>(op.repeat) * (HostCalls(op) + op.host_extra);
+}
+
+double HostCallWeight(OpKind kind, OpPhase phase) {
+  const CallWeight w = WeightOf(kind);
+  const bool backward = phase == OpPhase::kBackwardDgrad || phase == OpPhase::kBackwardWgrad;
+  return backward ? w.backward : w.forward;
+}
+
+double HostDispatchEquivalents(const Op& op) {
   return static_cast<double>(op.repeat) *
-         (static_cast<double>(kernels * op.host_fanout) + op.host_extra);
+         (HostCallWeight(op.kind, op.phase) * HostCalls(op) + op.host_extra);
 }
 
 Seconds SumTime(const OpList& ops, OpPhase phase, std::string_view module) {

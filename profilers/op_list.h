@@ -83,6 +83,21 @@ absl::Status TimeOps(const BackendRefs& backends, OpList& ops);
 // host_fanout + host_extra).
 double HostDispatches(const Op& op);
 
+// Host time of one framework call of an op of `kind` in `phase`, relative to an nn.Linear
+// forward (the call behind a profile's host_op_dispatch_us). Measured in this project with
+// PyTorch 2.11 on the lent H200's host (tools/gpu_host_probe.py, three runs, session 31;
+// docs/gpu_measurements.md), each figure over the nn.Linear forward of the same run: a GEMM's
+// backward (dgrad or wgrad) 1.57 (a Linear chain's backward per layer over two GEMMs), an
+// element-wise kernel 0.39 forward (torch.add and F.silu, autograd recording) and 0.92 backward
+// (a SiLU chain's backward per op), SDPA's fused attention 1.56 forward and 5.24 backward (its
+// backward issues several kernels). A recomputed op is a forward call; a collective is taken
+// at 1 (not measured).
+double HostCallWeight(OpKind kind, OpPhase phase);
+
+// HostDispatches with each call weighted by HostCallWeight (a module's Python, host_extra, is
+// already in dispatch-equivalents): the op's host time over the profile's host_op_dispatch.
+double HostDispatchEquivalents(const Op& op);
+
 // Sum of op times whose phase is `phase` (and module, when not empty).
 Seconds SumTime(const OpList& ops, OpPhase phase, std::string_view module = {});
 

@@ -14,7 +14,7 @@ template <typename PhaseTest>
 Seconds HostTime(const OpList& ops, Seconds per_dispatch, PhaseTest in_pass) {
   double dispatches = 0;
   for (const Op& op : ops) {
-    if (in_pass(op.phase)) dispatches += HostDispatches(op);
+    if (in_pass(op.phase)) dispatches += HostDispatchEquivalents(op);
   }
   return per_dispatch * dispatches;
 }
@@ -27,7 +27,7 @@ Seconds LayerHostTime(const LayerHostInput& in, Seconds per_dispatch, PhaseTest 
 }
 
 IssuedWork Issued(const Op& op, Seconds per_dispatch) {
-  return {.host = per_dispatch * HostDispatches(op), .gpu = op.time};
+  return {.host = per_dispatch * HostDispatchEquivalents(op), .gpu = op.time};
 }
 
 // A queue drained by a sync, fed op by op: DrainedMakespan's recurrence without a list.

@@ -15,7 +15,7 @@
 // CUDA graphs (training.cuda_graphs) replay the captured step with one launch: no per-op host
 // cost.
 //
-// Per layer and pass, with H the host time (HostDispatches of its ops × the profile's
+// Per layer and pass, with H the host time (HostDispatchEquivalents of its ops × the profile's
 // host_op_dispatch) and G the GPU time (compute and exposed communication):
 //   no sync       exposed = max(0, H − G)   (the host runs ahead within the pass);
 //   with a sync   exposed = DrainedMakespan(ops issued after the sync, in order) − G.

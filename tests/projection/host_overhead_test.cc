@@ -91,9 +91,41 @@ TEST(HostDispatchesTest, CountsRepeatsKernelsAndFanout) {
   EXPECT_EQ(HostDispatches(eager), 16);
 }
 
+// The measured relative host cost of one call (tools/gpu_host_probe.py): a forward GEMM is the
+// unit, the rest as measured; a recomputed op is a forward call, a collective 1.
+TEST(HostCallWeightTest, BackwardCallsCostMoreThanForwardOnes) {
+  EXPECT_EQ(HostCallWeight(OpKind::kGemm, OpPhase::kForward), 1.0);
+  EXPECT_EQ(HostCallWeight(OpKind::kGemm, OpPhase::kBackwardDgrad), 1.57);
+  EXPECT_EQ(HostCallWeight(OpKind::kGemm, OpPhase::kBackwardWgrad), 1.57);
+  EXPECT_EQ(HostCallWeight(OpKind::kGemm, OpPhase::kRecompute), 1.0);
+  EXPECT_EQ(HostCallWeight(OpKind::kMemory, OpPhase::kForward), 0.39);
+  EXPECT_EQ(HostCallWeight(OpKind::kMemory, OpPhase::kBackwardDgrad), 0.92);
+  EXPECT_EQ(HostCallWeight(OpKind::kAttention, OpPhase::kForward), 1.56);
+  EXPECT_EQ(HostCallWeight(OpKind::kAttention, OpPhase::kBackwardDgrad), 5.24);
+  EXPECT_EQ(HostCallWeight(OpKind::kCollective, OpPhase::kBackwardDgrad), 1.0);
+}
+
+// Equivalents: repeat × (weight × calls + the module's Python). A TE expert GEMM of 16 experts
+// in backward: 16 × 1.57 = 25.12; its forward with the module's 1.7: 16 + 1.7 = 17.7; a
+// two-launch element-wise op repeated 3 times in forward: 3 × 2 × 0.39 = 2.34.
+TEST(HostCallWeightTest, EquivalentsWeightTheCallsNotTheModulePython) {
+  Op dgrad = MakeOp("expert_fc1", OpKind::kGemm, OpPhase::kBackwardDgrad, 20, 1, 16);
+  EXPECT_NEAR(HostDispatchEquivalents(dgrad), 25.12, 1e-12);
+  Op forward = MakeOp("expert_fc1", OpKind::kGemm, OpPhase::kForward, 10, 1, 16);
+  forward.host_extra = 1.7;
+  EXPECT_NEAR(HostDispatchEquivalents(forward), 17.7, 1e-12);
+  EXPECT_NEAR(HostDispatches(forward), 17.7, 1e-12);
+  Op eager = MakeOp("norm", OpKind::kMemory, OpPhase::kForward, 5, 3);
+  eager.memory.launches = 2;
+  EXPECT_NEAR(HostDispatchEquivalents(eager), 2.34, 1e-12);
+  EXPECT_EQ(HostDispatches(eager), 6);
+}
+
 // A MoE layer with one attention op (400 µs GPU) and the MoE ops router (5 µs), permute (5),
 // expert GEMM (10, 16 experts' dispatches) and unpermute (5), in forward; one backward op per
-// module. Host cost 10 µs per dispatch.
+// module. Host cost 10 µs per dispatch-equivalent, each call weighted by HostCallWeight: a
+// forward GEMM call 10 µs, an element-wise one 3.9, the attention forward 15.6 and backward
+// 52.4, a backward GEMM call 15.7.
 struct ToyHostLayer {
   LayerProfile layer;
   OpList comm;
@@ -124,20 +156,21 @@ struct ToyHostLayer {
 };
 
 // Dropless: after the sync (past the permutation) the host issues expert_fc1 (160 µs host,
-// 10 GPU), unpermute (10, 5), attention (10, 400), router (10, 5), permute (10, 5), after an
-// empty communication item (0, 0). Issue times 160, 170, 180, 190, 200; finishes 170, 175,
-// 580, 585, 590: makespan 590 µs against 425 µs of GPU work, 165 µs exposed.
-// Backward: 16 + 1 dispatches, 170 µs host against 820 µs GPU: nothing exposed.
+// 10 GPU), unpermute (3.9, 5), attention (15.6, 400), router (10, 5), permute (3.9, 5), after
+// an empty communication item (0, 0). Issue times 160, 163.9, 179.5, 189.5, 193.4; finishes
+// 170, 175, 579.5, 584.5, 589.5: makespan 589.5 µs against 425 µs of GPU work, 164.5 exposed.
+// Backward: 16 GEMM calls at 15.7 and the attention's 52.4, 303.6 µs host against 820 µs GPU:
+// nothing exposed.
 TEST(LayerHostExposureTest, DroplessMoeForwardDrainsAtItsSync) {
   ToyHostLayer toy;
   TrainingConfig t;
   HostExposure e = LayerHostExposure(toy.Input(), {.per_dispatch = Microseconds(10)}, t);
-  EXPECT_NEAR(Us(e.forward), 165.0, 1e-6);
+  EXPECT_NEAR(Us(e.forward), 164.5, 1e-6);
   EXPECT_EQ(e.backward.value(), 0.0);
 }
 
-// Padded to capacity: no sync, the host runs ahead: 20 forward dispatches, 200 µs against
-// 425 µs: nothing exposed. A slower host (30 µs per dispatch: 600 µs) exposes 175 µs.
+// Padded to capacity: no sync, the host runs ahead: 19.34 forward dispatch-equivalents, 193.4
+// µs against 425 µs: nothing exposed. A slower host (30 µs each: 580.2 µs) exposes 155.2 µs.
 TEST(LayerHostExposureTest, PaddedMoeHidesTheHostBehindItsGpuWork) {
   ToyHostLayer toy;
   TrainingConfig t;
@@ -146,7 +179,7 @@ TEST(LayerHostExposureTest, PaddedMoeHidesTheHostBehindItsGpuWork) {
   EXPECT_EQ(LayerHostExposure(toy.Input(), {.per_dispatch = Microseconds(10)}, t).forward.value(),
             0.0);
   EXPECT_NEAR(Us(LayerHostExposure(toy.Input(), {.per_dispatch = Microseconds(30)}, t).forward),
-              175.0, 1e-6);
+              155.2, 1e-6);
 }
 
 TEST(LayerHostExposureTest, CudaGraphsAndAnUnmodelledHostCostNothing) {
