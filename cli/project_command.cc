@@ -409,7 +409,7 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
     if (!outputs.show_ops) projection.op_tables.clear();
     if (advice) io.out << FitAdviceText(*advice);
     io.out << ProjectionText(scenario, projection)
-           << BottlenecksText(bottlenecks, projection.tokens_per_s_per_gpu) << OpsText(projection);
+           << BottlenecksText(bottlenecks, projection.tokens_per_s_per_gpu) << OpsText(scenario, projection);
     if (high) io.out << HighLodText(*high);
   }
   std::ostream& note = NoteStream(as_json, io.out, io.err);

@@ -840,7 +840,7 @@ std::string ProjectionHtml(const Scenario& scenario, const Projection& p,
   }
   Put(out,
       {"<h2>Text report</h2>\n<details><summary>show</summary><pre>",
-       HtmlEscape(ProjectionText(scenario, p) + OpsText(p)), "</pre></details>\n</body></html>\n"});
+       HtmlEscape(ProjectionText(scenario, p) + OpsText(scenario, p)), "</pre></details>\n</body></html>\n"});
   return out;
 }
 

@@ -86,6 +86,13 @@ OpRates RatesOf(const Op& op) {
           .clock_scaled_share = op.clock_scaled_time.value() / time};
 }
 
+// CPU time the host spends issuing `op` (projection/host_overhead.h): the profile's per-call
+// figure times the op's weighted calls; none under CUDA graphs.
+Seconds HostIssueTime(const Scenario& scenario, const Op& op) {
+  if (scenario.training.cuda_graphs) return Seconds(0);
+  return scenario.hw.gpu.host_op_dispatch * HostDispatchEquivalents(op);
+}
+
 nlohmann::json ModuleJson(std::string_view layer, const ModuleTimes& m) {
   return {{"layer", std::string(layer)},
           {"module", std::string(m.module)},
@@ -466,6 +473,7 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
                        {"tflops", rates.tflops},
                        {"gbps", rates.gbps},
                        {"clock_scaled_share", rates.clock_scaled_share},
+                       {"host_s", HostIssueTime(scenario, op).value()},
                        {"provenance", std::string(ProvenanceName(op.provenance))}});
       }
     }
@@ -568,7 +576,7 @@ nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& p) 
   return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
 }
 
-std::string OpsText(const Projection& p) {
+std::string OpsText(const Scenario& scenario, const Projection& p) {
   std::string out;
   for (const OpTable& t : p.op_tables) {
     Seconds total(0), once(0);
@@ -580,17 +588,18 @@ std::string OpsText(const Projection& p) {
                             Ms(once));
     }
     out += "\n";
-    absl::StrAppendFormat(&out, "  %-10s %-24s %-14s %-38s %9s %8s %8s %6s %5s\n", "module",
-                          "op", "phase", "shape", "ms", "TFLOP/s", "GB/s", "share", "clk");
+    absl::StrAppendFormat(&out, "  %-10s %-24s %-14s %-38s %9s %8s %8s %6s %5s %7s\n", "module",
+                          "op", "phase", "shape", "ms", "TFLOP/s", "GB/s", "share", "clk",
+                          "host us");
     for (const Op& op : t.ops) {
       const double time = op.time.value();
       const OpRates rates = RatesOf(op);
       absl::StrAppendFormat(
-          &out, "  %-10s %-24s %-14s %s %9.3f %8.1f %8.0f %5.1f%% %4.0f%%%s\n", op.module,
+          &out, "  %-10s %-24s %-14s %s %9.3f %8.1f %8.0f %5.1f%% %4.0f%% %7.1f%s\n", op.module,
           op.name, OpPhaseName(op.phase), PadToColumns(OpShapeText(op), 38), Ms(op.time),
           rates.tflops, rates.gbps,
           total.value() > 0 ? 100.0 * time / total.value() : 0.0,
-          100.0 * rates.clock_scaled_share,
+          100.0 * rates.clock_scaled_share, HostIssueTime(scenario, op).value() * 1e6,
           op.provenance == Provenance::kSimulated ? ""
                                                   : absl::StrCat("  ", std::string(ProvenanceName(op.provenance))));
     }

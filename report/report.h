@@ -85,8 +85,9 @@ void AppendTraceThread(nlohmann::json& events, int64_t tid, const std::string& n
 std::string_view TimelineKindName(TimelineKind kind);
 
 // Per-op table of every kept op table (empty without ProjectionOptions::keep_ops): op, phase,
-// shape, time, achieved TFLOP/s and GB/s, share of its group's time, clock-scaled share.
-std::string OpsText(const Projection& projection);
+// shape, time, achieved TFLOP/s and GB/s, share of its group's time, clock-scaled share, and
+// the host's CPU time to issue it (0 under CUDA graphs).
+std::string OpsText(const Scenario& scenario, const Projection& projection);
 
 // "m×n×k" (×batch, transposes) for GEMMs; "b×hq/hkv×sq×skv×d" for attention; bytes for memory
 // ops; "kind bytes over group" for collectives.
