@@ -204,6 +204,16 @@ struct TrainingConfig {
   // the host replays one graph instead of issuing every op, so no per-op host cost. A dropless
   // MoE cannot be captured (its per-expert token counts reach the host every layer).
   bool cuda_graphs = false;
+  // Mixed precision by TensorFlow's automatic mixed precision graph rewrite (TF 1.x AMP, as
+  // NVIDIA's TF1 containers run it with --amp): the variables stay fp32 and every read is cast
+  // to fp16 (and every weight gradient back to fp32), the GEMMs (MatMul, BatchMatMul: its
+  // allow list) run in fp16, and the elementwise work between them in fp32: its deny list holds
+  // Mean, Pow, Softmax, Exp, Log, Sum and the softmax cross-entropies, and the infer-list ops
+  // downstream of them (Add, Mul, Sub, Tanh, BiasAdd...) stay fp32 too, so a transformer's layer
+  // norms, residual stream, GELU, softmax and dropouts run in fp32 (NVIDIA/tensorflow
+  // tensorflow/core/grappler/optimizers/auto_mixed_precision_lists.h, r1.15). Needs precision
+  // fp16 or bf16.
+  bool tf_amp = false;
   // Data type of the gradient reduction and of Megatron's main-grad buffer: kFp32 (Megatron
   // forces accumulate_allreduce_grads_in_fp32 under bf16; the default) or kBf16 (Megatron
   // --grad-reduce-in-bf16, PyTorch FSDP MixedPrecision(reduce_dtype=bfloat16)).

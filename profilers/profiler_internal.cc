@@ -130,6 +130,8 @@ absl::Status CheckDivisible(std::string_view what, int64_t value, std::string_vi
 // (torchao/float8/float8_linear.py, matmul_with_hp_or_float8_args.forward:
 // ctx.save_for_backward(input_hp, weight_hp_t)).
 double SavedLinearInputBytes(const LayerDims& dims) {
+  // TF AMP saves the fp16 cast of the GEMM's input for its weight gradient.
+  if (dims.tf_amp) return BytesPerElement(dims.act_dtype);
   if (!dims.quantized || dims.inference) return dims.act_bytes;
   const double q = BytesPerElement(dims.gemm_dtype);
   switch (dims.fp8_recipe) {
@@ -196,6 +198,11 @@ absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
   if (dims.act_dtype == DType::kTf32) dims.act_dtype = DType::kFp32;
   dims.act_bytes = BytesPerElement(dims.act_dtype);
   dims.quantized = BytesPerElement(dims.gemm_dtype) < dims.act_bytes;
+  // TensorFlow's AMP keeps the elementwise work between the fp16 GEMMs in fp32
+  // (TrainingConfig::tf_amp): 4 bytes per element there; the GEMMs and the attention core's
+  // batched GEMMs keep act_dtype.
+  dims.tf_amp = training.tf_amp;
+  if (dims.tf_amp) dims.act_bytes = BytesPerElement(DType::kFp32);
   // TE casts a weight on the first micro-batch of a step (is_first_microbatch) and reuses the
   // cached fp8 copy for the step's other micro-batches. Under FSDP the gathered full weight is
   // freed after each micro-batch's forward (reshard), so its fp8 copy is made every micro-batch
@@ -226,6 +233,7 @@ ModuleOpBuilder::ModuleOpBuilder(std::string_view module, OpList& ops, size_t ca
       op_sac_(dims.op_sac),
       inference_(dims.inference),
       grouped_linear_kernel_per_expert_(dims.grouped_linear_kernel_per_expert),
+      amp_casts_(dims.tf_amp && !dims.inference),
       ops_(ops),
       start_(ops.size()) {
   ops_.reserve(start_ + capacity);
@@ -273,6 +281,15 @@ void ModuleOpBuilder::AddCast(std::string_view name, Bytes bytes_per_repeat,
   p.recomputed = !once_per_step;
 }
 
+void ModuleOpBuilder::AddAmpWeightCast(const MemoryOp& cast, int64_t repeat) {
+  Op& op = AddForward("weight_amp_cast", OpKind::kMemory);
+  op.memory = cast;
+  op.repeat = repeat;
+  op.flops = cast.flops * D(repeat);
+  op.bytes = cast.bytes * D(repeat);
+  pending_[forward_count_ - 1].has_backward = false;
+}
+
 // A quantised layer (TE Linear / LayerNormLinear, see the top of this file), per repeat, with
 // c the recipe's bytes per quantised element (QuantizationOf; e + 2q under delayed scaling):
 //   forward   weight_fp8_cast   in·out·batch elements, c bytes each, once per step in the
@@ -304,6 +321,15 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
       AddCast("input_fp8_cast", Bytes(cast * x), x, repeat, /*once_per_step=*/false);
     }
   }
+  // TF AMP: the fp32 variable is read and cast to fp16 in every micro-batch, 4 + 2 bytes per
+  // weight (the activations' casts fuse into XLA's elementwise kernels, counted in their fp32
+  // bytes); the weight gradient is cast back at the wgrad, 2 + 4 bytes.
+  // The attention core's batched GEMMs multiply activations: no weight there.
+  const bool amp_casts = amp_casts_ && (current_groups_ & RecomputeBit(RecomputeModule::kCoreAttn)) == 0;
+  const double amp_weights = D(in) * D(out) * D(batch);
+  const MemoryOp amp_cast{.bytes = Bytes(6.0 * amp_weights),
+                          .flops = Flops(kCastFlopsPerElement * amp_weights)};
+  if (amp_casts) AddAmpWeightCast(amp_cast, repeat);
   Op& op = AddForward(name, OpKind::kGemm);
   op.host_fanout = linear_host_fanout_;
   if (te_modules_) op.host_extra = kTeModuleExtraDispatches;
@@ -314,6 +340,7 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
   op.repeat = repeat;
   op.flops = GemmFlops(op.gemm) * D(repeat);
   op.bytes = GemmBytes(op.gemm, /*accumulate_fp32=*/false) * D(repeat);
+  if (amp_casts) pending_[forward_count_ - 1].wgrad_cast = amp_cast;
   if (!quantized) return;
   Pending& p = pending_[forward_count_ - 1];
   const double dy = D(m) * D(out) * D(batch);
@@ -516,6 +543,9 @@ void ModuleOpBuilder::Finish(Recompute recompute, RecomputeModules modules) {
                                .kernels = f.kernels};
         wgrad.flops = GemmFlops(wgrad.gemm) * D(repeat);
         wgrad.bytes = GemmBytes(wgrad.gemm, true) * D(repeat);
+        if (p.wgrad_cast.bytes.value() > 0) {
+          add_memory("wgrad_amp_cast", p.wgrad_cast, OpPhase::kBackwardWgrad);
+        }
         break;
       }
       case OpKind::kAttention: {

@@ -60,6 +60,10 @@ struct LayerDims {
   bool op_sac = false;
   // The forward of an inference engine (RunChoices::inference): no weight casts.
   bool inference = false;
+  // TensorFlow's AMP graph rewrite (TrainingConfig::tf_amp): act_bytes is the fp32 of the
+  // elementwise work between the GEMMs, act_dtype the GEMMs' fp16; every linear layer casts its
+  // fp32 weight to fp16 each micro-batch and its weight gradient back (ModuleOpBuilder::Linear).
+  bool tf_amp = false;
   // RunChoices::grouped_linear_kernel_per_expert: a GroupedLinear's GEMMs launch one kernel per
   // expert.
   bool grouped_linear_kernel_per_expert = false;
@@ -282,6 +286,8 @@ class ModuleOpBuilder {
     MemoryOp grad_cast;
     int64_t grad_cast_host_fanout = 1;
     MemoryOp input_transpose;
+    // TF AMP: the fp16 weight gradient cast back to its fp32 variable, after the wgrad.
+    MemoryOp wgrad_cast;
   };
   Op& AddForward(std::string_view name, OpKind kind);
   void AddOpSacRecompute(size_t first, size_t end);
@@ -298,6 +304,9 @@ class ModuleOpBuilder {
   // forward and its recompute, or once per step (OpPhase::kOncePerStep, not recomputed).
   void AddCast(std::string_view name, Bytes bytes_per_repeat, double elements_per_repeat,
                int64_t repeat, bool once_per_step);
+  // TF AMP's cast of a linear layer's fp32 weight to fp16 (LayerDims::tf_amp), in every
+  // micro-batch's forward and its recompute, run `repeat` times; no backward op.
+  void AddAmpWeightCast(const MemoryOp& cast, int64_t repeat);
   // The kernels of one quantisation (QuantizationOf) over the current GroupedLinear's experts
   // (linear_host_fanout_): one multi-tensor kernel the host still prepares per expert, or
   // kernels per expert.
@@ -314,6 +323,7 @@ class ModuleOpBuilder {
   bool op_sac_;           // LayerDims::op_sac
   bool inference_;        // LayerDims::inference
   bool grouped_linear_kernel_per_expert_;  // LayerDims::grouped_linear_kernel_per_expert
+  bool amp_casts_;        // LayerDims::tf_amp outside inference: per-micro-batch weight casts
   Bytes op_sac_stored_;   // OpSacStoredBytes
   OpList& ops_;
   size_t start_;

@@ -125,7 +125,7 @@ std::vector<std::pair<std::string, std::string>> ProjectionSummaryRows(const Sce
       "training",
       absl::StrFormat(
           "seq %d, micro-batch %d, global batch %d, %s, recompute %s, %s stack: %s "
-          "attention, %s loss%s%s%s%s%s",
+          "attention, %s loss%s%s%s%s%s%s",
           tr.seq_len, tr.micro_batch, tr.global_batch, PrecisionPhrase(scenario),
           RecomputePhrase(tr.recompute, tr.recompute_modules),
           TrainingStackName(ResolvedStack(tr, scenario.parallel)),
@@ -133,6 +133,7 @@ std::vector<std::pair<std::string, std::string>> ProjectionSummaryRows(const Sce
           TrainingSwitchesPhrase(scenario),
           tr.tp_comm_overlap ? ", TP comm overlapped" : "",
           tr.cuda_graphs ? ", CUDA graphs" : "",
+          tr.tf_amp ? ", TF AMP (elementwise fp32)" : "",
           tr.grad_reduce_dtype == DType::kFp32
               ? ""
               : ", grads reduced in " + std::string(DTypeName(tr.grad_reduce_dtype)),
@@ -417,6 +418,7 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"moe_a2a_overlap", scenario.training.moe_a2a_overlap},
       {"moe_shared_expert_overlap", scenario.training.moe_shared_expert_overlap},
       {"cuda_graphs", scenario.training.cuda_graphs},
+      {"tf_amp", scenario.training.tf_amp},
       {"moe_permute_fusion",
        scenario.model.moe ? nlohmann::json(ResolvedMoePermuteFusion(scenario.training,
                                                                     scenario.parallel))

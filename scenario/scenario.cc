@@ -202,6 +202,7 @@ absl::Status ParseTrainingSwitches(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_shared_expert_overlap,
                              t.BoolOr("moe_shared_expert_overlap", false));
   PROJECTOR_ASSIGN_OR_RETURN(out.cuda_graphs, t.BoolOr("cuda_graphs", false));
+  PROJECTOR_ASSIGN_OR_RETURN(out.tf_amp, t.BoolOr("tf_amp", false));
   PROJECTOR_ASSIGN_OR_RETURN(std::string fp8_recipe, t.EnumOr("fp8_recipe", kFp8Recipes, "auto"));
   out.fp8_recipe = *ParseFp8Recipe(fp8_recipe);
   PROJECTOR_ASSIGN_OR_RETURN(std::string grad_reduce,
@@ -467,6 +468,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"moe_a2a_overlap", t.moe_a2a_overlap},
                    {"moe_shared_expert_overlap", t.moe_shared_expert_overlap},
                    {"cuda_graphs", t.cuda_graphs},
+                   {"tf_amp", t.tf_amp},
                    {"fp8_recipe", std::string(Fp8RecipeName(t.fp8_recipe))},
                    {"grad_reduce_dtype", std::string(DTypeName(t.grad_reduce_dtype))},
                    {"moe_capacity_factor", t.moe_capacity_factor},
@@ -1106,6 +1108,13 @@ absl::Status ValidateKernelsAndRecompute(const Scenario& s, const std::string& o
         absl::StrFormat("%s: /training/precision: %s has no %s matrix rate; accepted: %s", origin,
                         s.hw.name, DTypeName(t.precision), supported));
   }
+  if (t.tf_amp && t.precision != DType::kFp16 && t.precision != DType::kBf16) {
+    return Precondition(origin, "/training/tf_amp",
+                        absl::StrFormat("TensorFlow's automatic mixed precision casts to fp16 "
+                                        "or bf16, got precision %s; set precision fp16 or bf16 "
+                                        "or tf_amp false",
+                                        DTypeName(t.precision)));
+  }
   return ValidateFp8Recipe(s, origin);
 }
 
@@ -1265,6 +1274,15 @@ absl::StatusOr<Scenario> ScenarioFromClassicCase(const json& value, const std::s
         "framework tensorflow: attention as two GEMMs around the softmax (TF1 BERT's "
         "modeling.py; no fused attention kernel), the rest as the Megatron stack's fused kernels "
         "(XLA's fusions)");
+    // The cases' "amp" precision is TF's automatic mixed precision graph rewrite (--amp in
+    // DeepLearningExamples' TF1 scripts).
+    if (run.precision != DType::kFp32) {
+      s.training.tf_amp = true;
+      s.defaults_used.push_back(
+          "tf_amp=true (framework tensorflow, mixed precision: TF's AMP graph rewrite keeps "
+          "fp32 variables cast at every use and the elementwise work between the GEMMs in fp32; "
+          "--tf-amp false for fused half-precision kernels)");
+    }
   }
   s.defaults_used.push_back(absl::StrFormat("interconnect from hw profile %s", s.hw.name));
   PROJECTOR_RETURN_IF_ERROR(ResolveKernels(s, origin));

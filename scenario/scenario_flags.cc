@@ -157,6 +157,11 @@ constexpr FlagSpec kKernelAndCommFlags[] = {
      "Run the step as captured CUDA graphs (Megatron --cuda-graph-impl local, full_iteration): "
      "no per-op host cost; a dropless MoE cannot be captured (default false)",
      "BOOL", FlagArity::kBool},
+    {"tf-amp",
+     "Mixed precision as TensorFlow's AMP graph rewrite runs it: fp32 variables cast to fp16 at "
+     "every use, GEMMs in fp16, norms, softmax, activations, dropouts and residual adds in fp32 "
+     "(default false)",
+     "BOOL", FlagArity::kBool},
     {"grad-reduce-dtype",
      "Gradient reduction and main-grad buffer dtype: fp32 (default, Megatron under bf16) or bf16 "
      "(Megatron --grad-reduce-in-bf16, FSDP reduce_dtype bf16)",
@@ -277,6 +282,7 @@ absl::Status ReadTrainingSettings(const FlagValues& flags, TrainingConfig& train
   PROJECTOR_RETURN_IF_ERROR(
       ReadBoolFlag(flags, "moe-shared-expert-overlap", training.moe_shared_expert_overlap));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "cuda-graphs", training.cuda_graphs));
+  PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "tf-amp", training.tf_amp));
   PROJECTOR_ASSIGN_OR_RETURN(
       std::optional<RecomputeModules> modules,
       ParsedFlag<RecomputeModules>(flags, "recompute-modules", &ParseRecomputeModules));
@@ -508,7 +514,8 @@ absl::StatusOr<Scenario> ProjectionScenarioFromFlags(const FlagValues& flags) {
   for (auto [flag, key] : {std::pair<const char*, const char*>{"overlap-grad-reduce",
                                                                "overlap_grad_reduce"},
                            {"distributed-optimizer", "distributed_optimizer"},
-                           {"grad-reduce-dtype", "grad_reduce_dtype"}}) {
+                           {"grad-reduce-dtype", "grad_reduce_dtype"},
+                           {"tf-amp", "tf_amp"}}) {
     if (Given(flags, flag)) DropDefaultNote(key, s);
   }
   DefaultPrecisionForGpu(flags, from_file, s);

@@ -1074,6 +1074,7 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
     absl::StrAppend(&cmd, " --moe-shared-expert-overlap");
   }
   if (base.training.cuda_graphs) absl::StrAppend(&cmd, " --cuda-graphs");
+  if (base.training.tf_amp) absl::StrAppend(&cmd, " --tf-amp");
   if (base.training.moe_permute_fusion) {
     absl::StrAppend(&cmd, " --moe-permute-fusion ",
                     *base.training.moe_permute_fusion ? "true" : "false");

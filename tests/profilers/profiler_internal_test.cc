@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "profilers/module_profilers.h"
 #include "tests/testing/models_and_op_queries.h"
 #include "tests/testing/status_matchers.h"
 
@@ -382,6 +383,81 @@ TEST(ResolveDimsTest, Fp8WeightCastCachedForTheStepExceptUnderFsdp) {
   ASSERT_THAT(dims, IsOk());
   EXPECT_FALSE(dims->quantized);
   EXPECT_THAT(profiler_internal::NormOutputBytes(*dims, true), IsNearRel(2.0, 1e-12));
+}
+
+// TensorFlow's AMP (training.tf_amp): the GEMMs stay fp16 (act_dtype), the elementwise work
+// between them is counted at fp32 (act_bytes 4), and a GEMM keeps the fp16 cast of its input
+// for the weight gradient (2 bytes).
+TEST(ResolveDimsTest, TfAmpCountsTheElementwiseWorkInFp32) {
+  Case c(testing::Llama31_8B());
+  c.training.precision = DType::kFp16;
+  c.training.tf_amp = true;
+  absl::StatusOr<LayerDims> dims = profiler_internal::ResolveDims(c.Ctx());
+  ASSERT_THAT(dims, IsOk());
+  EXPECT_TRUE(dims->tf_amp);
+  EXPECT_FALSE(dims->quantized);
+  EXPECT_EQ(dims->gemm_dtype, DType::kFp16);
+  EXPECT_EQ(dims->act_dtype, DType::kFp16);
+  EXPECT_DOUBLE_EQ(dims->act_bytes, 4.0);
+  EXPECT_DOUBLE_EQ(profiler_internal::SavedLinearInputBytes(*dims), 2.0);
+}
+
+// x[512, 1024] · W[1024, 2048] in fp16 under TF AMP: the fp32 variable is read and cast to fp16
+// in every micro-batch, 1024·2048 = 2,097,152 weights · (4 + 2) B = 12,582,912 B, and the fp16
+// weight gradient is cast back after the wgrad, the same bytes. A GEMM inside the attention
+// core multiplies activations and has no cast.
+TEST(ModuleOpBuilderTest, TfAmpCastsEveryWeightBothWays) {
+  LayerDims dims;
+  dims.gemm_dtype = DType::kFp16;
+  dims.act_dtype = DType::kFp16;
+  dims.act_bytes = 4.0;
+  dims.tf_amp = true;
+  OpList ops;
+  ModuleOpBuilder b("mlp", ops, 8, dims);
+  b.Linear("fc", 512, 1024, 2048, DType::kFp16);
+  b.BeginAttentionCore();
+  b.Linear("attention_scores", 128, 64, 128, DType::kFp16, 16);
+  b.EndAttentionCore();
+  b.Finish(Recompute::kNone);
+  EXPECT_THAT(Names(ops, OpPhase::kForward),
+              ::testing::ElementsAre("weight_amp_cast", "fc", "attention_scores"));
+  EXPECT_THAT(Names(ops, OpPhase::kBackwardWgrad),
+              ::testing::ElementsAre("attention_scores", "fc", "wgrad_amp_cast"));
+  EXPECT_EQ(CountPhase(ops, OpPhase::kOncePerStep), 0);
+  const Op* weight = FindOp(ops, "weight_amp_cast", OpPhase::kForward);
+  const Op* grad = FindOp(ops, "wgrad_amp_cast", OpPhase::kBackwardWgrad);
+  ASSERT_NE(weight, nullptr);
+  ASSERT_NE(grad, nullptr);
+  EXPECT_EQ(weight->kind, OpKind::kMemory);
+  EXPECT_THAT(weight->bytes.value(), IsNearRel(12582912.0, 1e-12));
+  EXPECT_THAT(grad->bytes.value(), IsNearRel(12582912.0, 1e-12));
+  // Full recompute casts the weight again with the forward.
+  OpList recompute_ops;
+  ModuleOpBuilder r("mlp", recompute_ops, 8, dims);
+  r.Linear("fc", 512, 1024, 2048, DType::kFp16);
+  r.Finish(Recompute::kFull);
+  EXPECT_NE(FindOp(recompute_ops, "weight_amp_cast", OpPhase::kRecompute), nullptr);
+}
+
+// The norms of one layer under TF AMP move twice the bytes of fp16 kernels: a LayerNorm reads x
+// and writes y, 2·4 bytes per element instead of 2·2.
+TEST(ProfileNormsTest, TfAmpNormsMoveFp32Bytes) {
+  Case c(testing::Llama31_8B());
+  c.training.precision = DType::kFp16;
+  c.training.micro_batch = 1;
+  c.training.seq_len = 4096;
+  absl::StatusOr<ModuleProfile> half = ProfileNorms(c.Ctx());
+  c.training.tf_amp = true;
+  absl::StatusOr<ModuleProfile> amp = ProfileNorms(c.Ctx());
+  ASSERT_THAT(half, IsOk());
+  ASSERT_THAT(amp, IsOk());
+  const Op* h = FindOp(half->ops, "attention_residual_add", OpPhase::kForward);
+  const Op* a = FindOp(amp->ops, "attention_residual_add", OpPhase::kForward);
+  ASSERT_NE(h, nullptr);
+  ASSERT_NE(a, nullptr);
+  // 3 streams of 4096·4096 elements: 3·2 B and 3·4 B per element.
+  EXPECT_THAT(h->bytes.value(), IsNearRel(3.0 * 2.0 * 4096.0 * 4096.0, 1e-12));
+  EXPECT_THAT(a->bytes.value(), IsNearRel(3.0 * 4.0 * 4096.0 * 4096.0, 1e-12));
 }
 
 }  // namespace
