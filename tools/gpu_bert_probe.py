@@ -11,7 +11,7 @@ next-sentence head. Mixed precision by torch.autocast(fp16) (matmuls in fp16, so
 LayerNorm in fp32, as TF's AMP lists keep them), a static loss scale. One micro-batch's forward
 and backward, no optimizer step (BERT's LAMB steps once per 256-1024 micro-batches), timed:
   - eager: wall time per micro-batch over --seconds of back-to-back micro-batches;
-  - graph: the same captured in a CUDA graph and replayed (GPU time, no host);
+  - graph: the same captured in a CUDA graph and replayed (GPU time, no host; median of 20);
 plus the GPU's kernels grouped by name (torch.profiler) for one eager micro-batch.
 
   tools/gpu_bert_probe.py [--model large|base] [--batch 64] [--seq 128] [--dtype fp16|bf16]
@@ -27,6 +27,7 @@ import time
 try:
     import torch
     import torch.nn.functional as F
+    import gpu_timing
 except ImportError:
     print("gpu_bert_probe.py: PyTorch is not installed; skipped")
     sys.exit(77)
@@ -159,27 +160,8 @@ def main():
           f"({b * s / eager_ms * 1e3:.0f} tokens/s, {b / eager_ms * 1e3:.1f} sequences/s)")
     if not cuda:
         return
-    for p in model.parameters():
-        p.grad = None
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
-    count, start, end = 0, torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    t0 = time.perf_counter()
-    start.record()
-    while time.perf_counter() - t0 < args.seconds:
-        graph.replay()
-        count += 1
-    end.record()
-    end.synchronize()
-    graph_ms = start.elapsed_time(end) / count
-    print(f"graph: {graph_ms:.2f} ms per micro-batch over {count} replays "
+    graph_ms = gpu_timing.graph_ms(step, 20)
+    print(f"graph: {graph_ms:.2f} ms per micro-batch, median of 20 replays "
           f"({b * s / graph_ms * 1e3:.0f} tokens/s)")
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         step()
