@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "core/progress.h"
 #include "core/status_macros.h"
 #include "report/calibrate_report.h"
 #include "scenario/scenario_flags.h"
@@ -36,6 +37,7 @@ void AddCalibrateFlags(cxxopts::Options& options) {
        kDefaults.collective}};
   AddFlags(options, "", kCalibrateFlags);
   AddFlags(options, "", backends);
+  AddFlags(options, "", kProgressFlags);
   AddFlags(options, kStackGroup, StackFlags());
 }
 
@@ -70,9 +72,13 @@ absl::Status RunStackCalibration(const FlagValues& flags, bool as_json, const Ou
   // The stack the runs were taken on: the case schema does not say, and the fitted scale is
   // only meaningful for the kernels that stack runs.
   PROJECTOR_ASSIGN_OR_RETURN(options.training, ReadStackFlags(flags));
-  PROJECTOR_ASSIGN_OR_RETURN(
-      const StackCalibrationResult result,
-      CalibrateFromCases(StringFlag(flags, "cases"), gpu, std::move(options)));
+  PROJECTOR_ASSIGN_OR_RETURN(const bool show_progress, ProgressFlag(flags));
+  ProgressBar bar(io.err, "calibrate", show_progress);
+  absl::StatusOr<StackCalibrationResult> fitted =
+      CalibrateFromCases(StringFlag(flags, "cases"), gpu, std::move(options),
+                         [&bar](int64_t done, int64_t total) { bar.Update(done, total); });
+  bar.Finish();
+  PROJECTOR_ASSIGN_OR_RETURN(const StackCalibrationResult result, std::move(fitted));
   const std::string path = StringFlag(flags, "overlay-out");
   return WriteOverlayAndReport(flags, StackOverlayJson(result), StackCalibrationJson(result),
                                StackCalibrationText(result) + "\n",
@@ -108,6 +114,8 @@ absl::Status RunCalibrateCommand(int argc, char** argv, const Output& io) {
   if (!parsed) return absl::OkStatus();
   const FlagValues& flags = *parsed;
   PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(flags));
+  // A profile fits in well under a second and draws no bar; the flags are checked either way.
+  PROJECTOR_RETURN_IF_ERROR(ProgressFlag(flags).status());
   if (Given(flags, "profile") && Given(flags, "cases")) {
     return absl::InvalidArgumentError("--profile and --cases are exclusive; give one of them");
   }

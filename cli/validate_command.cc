@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "core/progress.h"
 #include "core/status_macros.h"
 #include "report/calibrate_report.h"
 #include "report/html_report.h"
@@ -34,6 +35,7 @@ void AddValidateFlags(cxxopts::Options& options) {
   AddFlags(options, "", kValidateFlags);
   AddFlags(options, "", ValidationRunFlags());
   AddFlags(options, "", kHtmlFlag);
+  AddFlags(options, "", kProgressFlags);
   AddFlags(options, kWhatIfs, ValidationWhatIfFlags());
 }
 
@@ -51,11 +53,17 @@ absl::Status RunValidateCommand(int argc, char** argv, const Output& io) {
   PROJECTOR_ASSIGN_OR_RETURN(const bool as_json, WantsJson(flags));
   if (!Given(flags, "cases")) return FlagError("cases", "required (a calibration JSONL file)");
   const std::string cases = StringFlag(flags, "cases");
-  PROJECTOR_ASSIGN_OR_RETURN(const ValidationOptions validation, ValidationOptionsFromFlags(flags));
+  PROJECTOR_ASSIGN_OR_RETURN(ValidationOptions validation, ValidationOptionsFromFlags(flags));
   PROJECTOR_ASSIGN_OR_RETURN(const std::string html_path, OutputFileFlag(flags, "html"));
   // The accuracy floor is read before the run so that a bad value fails fast.
   PROJECTOR_ASSIGN_OR_RETURN(const AccuracyFloor floor, AccuracyFloorFromFlags(flags));
-  PROJECTOR_ASSIGN_OR_RETURN(const ValidationReport report, ValidateCasesFile(cases, validation));
+  PROJECTOR_ASSIGN_OR_RETURN(const bool show_progress, ProgressFlag(flags));
+  ProgressBar bar(io.err, "validate", show_progress);
+  validation.on_progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
+  absl::StatusOr<ValidationReport> validated = ValidateCasesFile(cases, validation);
+  bar.Finish();
+  validation.on_progress = nullptr;
+  PROJECTOR_ASSIGN_OR_RETURN(const ValidationReport report, std::move(validated));
   if (!html_path.empty()) {
     PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("html", html_path, ValidationHtml(report)));
   }

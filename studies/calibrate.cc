@@ -65,9 +65,10 @@ double RmsPct(const Eigen::VectorXd& sim, const Eigen::VectorXd& measured) {
 absl::StatusOr<CalibrationResult> Calibrate(const Profile& profile, const HardwareProfile& hw,
                                             const BackendSelection& selection) {
   if (profile.ops.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        profile.origin, ": /ops: calibration needs measured ops; accepted: a profile with a "
-                        "non-empty ops list (module times alone do not identify the constants)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(profile.origin,
+                     ": /ops: calibration needs measured ops; accepted: a profile with a "
+                     "non-empty ops list (module times alone do not identify the constants)"));
   }
   const auto n = static_cast<Eigen::Index>(profile.ops.size());
   Eigen::VectorXd measured(n);
@@ -85,11 +86,11 @@ absl::StatusOr<CalibrationResult> Calibrate(const Profile& profile, const Hardwa
   std::vector<int> active;
   HardwareProfile probe_base = hw;
   for (int c = 0; c < kNumConstants; ++c) {
-    CalibratedConstant constant{.name = kConstants[c].name,
-                                .json_pointer = absl::StrCat("/", kConstants[c].section, "/",
-                                                             kConstants[c].name),
-                                .initial = kConstants[c].ref(probe_base),
-                                .fitted = kConstants[c].ref(probe_base)};
+    CalibratedConstant constant{
+        .name = kConstants[c].name,
+        .json_pointer = absl::StrCat("/", kConstants[c].section, "/", kConstants[c].name),
+        .initial = kConstants[c].ref(probe_base),
+        .fitted = kConstants[c].ref(probe_base)};
     HardwareProfile probe = hw;
     double& v = kConstants[c].ref(probe);
     v = v > 0.5 ? v * 0.9 : v * 1.1;
@@ -104,7 +105,8 @@ absl::StatusOr<CalibrationResult> Calibrate(const Profile& profile, const Hardwa
   // Levenberg–Marquardt on r(p) = log(sim(p)) − log(measured), p clamped to [0.01, 1].
   const auto m = static_cast<Eigen::Index>(active.size());
   Eigen::VectorXd p(m);
-  for (Eigen::Index j = 0; j < m; ++j) p[j] = result.constants[static_cast<size_t>(active[static_cast<size_t>(j)])].initial;
+  for (Eigen::Index j = 0; j < m; ++j)
+    p[j] = result.constants[static_cast<size_t>(active[static_cast<size_t>(j)])].initial;
   auto residual = [&](const Eigen::VectorXd& params) -> absl::StatusOr<Eigen::VectorXd> {
     PROJECTOR_ASSIGN_OR_RETURN(Eigen::VectorXd t,
                                Simulate(profile, WithConstants(hw, active, params), selection));
@@ -220,15 +222,29 @@ double MeanSquaredLogError(const ValidationReport& r) {
 
 }  // namespace
 
-absl::StatusOr<StackCalibrationResult> CalibrateFromCases(const std::string& cases_file,
-                                                          const std::string& gpu,
-                                                          ValidationOptions options) {
+int64_t CalibrationEvaluations() {
+  const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
+  int64_t steps = 0;
+  for (double width = kMaxComputeScale - kMinFitScale; width > kScaleTolerance; width *= phi) {
+    ++steps;
+  }
+  return 1 + 2 + steps + 1;
+}
+
+absl::StatusOr<StackCalibrationResult> CalibrateFromCases(
+    const std::string& cases_file, const std::string& gpu, ValidationOptions options,
+    const std::function<void(int64_t done, int64_t total)>& on_progress) {
   options.gpu = gpu;
   StackCalibrationResult result;
   result.gpu = gpu;
   result.cases_file = cases_file;
+  const int64_t total = CalibrationEvaluations();
+  auto evaluated = [&] {
+    ++result.evaluations;
+    if (on_progress) on_progress(result.evaluations, total);
+  };
   PROJECTOR_ASSIGN_OR_RETURN(ValidationReport before, ValidateCasesFile(cases_file, options));
-  ++result.evaluations;
+  evaluated();
   if (before.summary.projected == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         cases_file, ": no case on '", gpu, "' could be projected (", before.summary.count,
@@ -241,9 +257,8 @@ absl::StatusOr<StackCalibrationResult> CalibrateFromCases(const std::string& cas
   const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
   double lo = kMinFitScale, hi = kMaxComputeScale;
   auto objective = [&](double scale) -> absl::StatusOr<double> {
-    PROJECTOR_ASSIGN_OR_RETURN(ValidationReport r,
-                               ValidateScaled(cases_file, gpu, scale, options));
-    ++result.evaluations;
+    PROJECTOR_ASSIGN_OR_RETURN(ValidationReport r, ValidateScaled(cases_file, gpu, scale, options));
+    evaluated();
     return MeanSquaredLogError(r);
   };
   double a = hi - phi * (hi - lo), b = lo + phi * (hi - lo);
@@ -269,7 +284,7 @@ absl::StatusOr<StackCalibrationResult> CalibrateFromCases(const std::string& cas
                     kMaxComputeScale - result.compute_scale < kScaleTolerance;
   PROJECTOR_ASSIGN_OR_RETURN(ValidationReport after,
                              ValidateScaled(cases_file, gpu, result.compute_scale, options));
-  ++result.evaluations;
+  evaluated();
   result.after = after.summary;
   return result;
 }

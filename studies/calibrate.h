@@ -6,6 +6,7 @@
 #define PROJECTOR_STUDIES_CALIBRATE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,7 +40,7 @@ struct CalibrationResidual {
 };
 
 struct CalibrationResult {
-  std::string gpu;          // hardware profile name
+  std::string gpu;  // hardware profile name
   std::string profile_file;
   std::vector<CalibratedConstant> constants;
   std::vector<CalibrationResidual> residuals;
@@ -59,9 +60,9 @@ absl::StatusOr<CalibrationResult> Calibrate(const Profile& profile, const Hardwa
 
 // The overlay file: {"format": "projector-hw-overlay", "version": 1, "base": GPU name,
 // "fitted_from": profile file, "gpu": {gemm_efficiency, gemm_efficiency_fp8,
-// attention_fwd_efficiency, attention_bwd_efficiency, hbm_efficiency}, "scale_up": {allreduce_efficiency,
-// alltoall_efficiency}, "scale_out": {efficiency}, "fit": {rms_error_before_pct,
-// rms_error_after_pct, ops}}, with only the identifiable constants.
+// attention_fwd_efficiency, attention_bwd_efficiency, hbm_efficiency}, "scale_up":
+// {allreduce_efficiency, alltoall_efficiency}, "scale_out": {efficiency}, "fit":
+// {rms_error_before_pct, rms_error_after_pct, ops}}, with only the identifiable constants.
 nlohmann::json HwOverlayJson(const CalibrationResult& result);
 
 // Stack calibration (`project calibrate --cases FILE --gpu-arch NAME`): the one compute scale
@@ -82,9 +83,14 @@ inline constexpr double kScaleTolerance = 1e-3;
 // Minimises the mean of log(projected / measured)² over the projected cases on `gpu` (the
 // ValidationOptions filters and what-ifs apply; `options.gpu` is set to `gpu`) by golden-section
 // search over the scale. kInvalidArgument when no case on that GPU can be projected.
-absl::StatusOr<StackCalibrationResult> CalibrateFromCases(const std::string& cases_file,
-                                                          const std::string& gpu,
-                                                          ValidationOptions options);
+// `on_progress` (empty: none) is called with (validations done, validations the search runs)
+// after each validation of the cases.
+absl::StatusOr<StackCalibrationResult> CalibrateFromCases(
+    const std::string& cases_file, const std::string& gpu, ValidationOptions options,
+    const std::function<void(int64_t done, int64_t total)>& on_progress = {});
+// The validations CalibrateFromCases runs: one at the start, two to open the golden-section
+// search, one per step until the interval is under kScaleTolerance, one at the fitted scale.
+int64_t CalibrationEvaluations();
 // The stack scale of every (source, GPU) group of a validation with at least kMinCasesForScaleFit
 // projected cases: CalibrateFromCases on that group alone (`project validate --fit-scales`), to
 // show which stack sits how far from the kernel-level figures. Groups in the report's order.

@@ -1,7 +1,5 @@
 #include "studies/validate.h"
 
-#include "studies/convnet_training.h"
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -9,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -25,6 +24,7 @@
 #include "projection/projection.h"
 #include "scenario/scenario.h"
 #include "scenario/training_defaults.h"
+#include "studies/convnet_training.h"
 
 namespace projector {
 namespace {
@@ -235,8 +235,11 @@ std::vector<Speedup> CompareAcross(const std::vector<ValidationCase>& cases, Key
   }
   std::vector<Speedup> out;
   for (auto& [k, r] : groups) {
-    Speedup g{.source = std::get<0>(k), .context = std::get<1>(k), .a = std::get<2>(k),
-              .b = std::get<3>(k), .pairs = static_cast<int64_t>(r.measured.size())};
+    Speedup g{.source = std::get<0>(k),
+              .context = std::get<1>(k),
+              .a = std::get<2>(k),
+              .b = std::get<3>(k),
+              .pairs = static_cast<int64_t>(r.measured.size())};
     if (Median(r.measured) < 1.0) {
       // Orient from the slower variant to the faster: invert every ratio.
       std::swap(g.a, g.b);
@@ -321,8 +324,7 @@ void ReadCaseFields(const json& value, int64_t line_no, ValidationCase& c) {
     c.model_family = "dense";
   }
   if (value.contains("per_gpu_batch")) {
-    c.measured_tokens_per_s_per_gpu =
-        ClassicCaseSamplesPerSecondPerGpu(value, "").value_or(0.0);
+    c.measured_tokens_per_s_per_gpu = ClassicCaseSamplesPerSecondPerGpu(value, "").value_or(0.0);
   } else if (value.contains("measured") && value["measured"].is_object()) {
     c.measured_tokens_per_s_per_gpu = value["measured"].value("tokens_per_s_per_gpu", 0.0);
   }
@@ -381,8 +383,7 @@ absl::Status ApplyWhatIfs(const ValidationOptions& options, const std::string& o
 
 // One case of the file: nullopt when the filters drop it.
 absl::StatusOr<std::optional<ParsedCase>> ParseCaseLine(const json& value,
-                                                        const std::string& origin,
-                                                        int64_t line_no,
+                                                        const std::string& origin, int64_t line_no,
                                                         const ValidationOptions& options) {
   if (IsImageCase(value)) {
     // The what-ifs are a transformer projection's switches; an image case takes none of them.
@@ -483,7 +484,8 @@ void ProjectConvNetCase(const ConvNetCase& cc, const BackendSet& set, Validation
 
 // Projects every projectable case on `threads` workers (all cores when <= 0), one backend set
 // per distinct hardware (backends are immutable and shared across threads).
-absl::Status ProjectCases(std::vector<ParsedCase>& parsed, int threads) {
+absl::Status ProjectCases(std::vector<ParsedCase>& parsed, int threads,
+                          const std::function<void(int64_t, int64_t)>& on_progress) {
   std::map<std::string, BackendSet> backends;
   for (ParsedCase& pc : parsed) {
     if (!pc.scenario) continue;
@@ -500,36 +502,45 @@ absl::Status ProjectCases(std::vector<ParsedCase>& parsed, int threads) {
     backends.emplace(pc.convnet->hw.name, *std::move(set));
   }
   std::atomic<size_t> next{0};
+  std::mutex progress_mutex;
+  int64_t done = 0;
+  const auto total = static_cast<int64_t>(parsed.size());
+  auto project_case = [&](ParsedCase& pc) {
+    if (pc.convnet) {
+      ProjectConvNetCase(*pc.convnet, backends.at(pc.convnet->hw.name), pc.result);
+      return;
+    }
+    if (!pc.scenario) return;
+    const BackendSet& set = backends.at(HardwareKey(*pc.scenario));
+    auto projection = Project(*pc.scenario, RefsOf(set));
+    ValidationCase& c = pc.result;
+    if (!projection.ok()) {
+      c.status = "unsupported";
+      c.reason = std::string(projection.status().message());
+      return;
+    }
+    const Scenario& s = *pc.scenario;
+    c.status = "ok";
+    c.projected_tokens_per_s_per_gpu = projection->tokens_per_s_per_gpu;
+    c.error_pct = 100.0 * (projection->tokens_per_s_per_gpu - c.measured_tokens_per_s_per_gpu) /
+                  c.measured_tokens_per_s_per_gpu;
+    c.dominant_terms = DominantTerms(*projection);
+    c.attention_kernel = s.attention_kernel_used;
+    c.loss_kernel = std::string(LossKernelName(ResolvedLossKernel(s.training, s.parallel)));
+    c.train_metric_passes = ResolvedTrainMetricPasses(s.training, s.parallel);
+    c.stack = std::string(TrainingStackName(ResolvedStack(s.training, s.parallel)));
+    c.fits_in_memory = projection->fits_in_memory;
+  };
   auto worker = [&]() {
     for (size_t i = next++; i < parsed.size(); i = next++) {
-      ParsedCase& pc = parsed[i];
-      if (pc.convnet) {
-        ProjectConvNetCase(*pc.convnet, backends.at(pc.convnet->hw.name), pc.result);
-        continue;
-      }
-      if (!pc.scenario) continue;
-      const BackendSet& set = backends.at(HardwareKey(*pc.scenario));
-      auto projection = Project(*pc.scenario, RefsOf(set));
-      ValidationCase& c = pc.result;
-      if (!projection.ok()) {
-        c.status = "unsupported";
-        c.reason = std::string(projection.status().message());
-        continue;
-      }
-      const Scenario& s = *pc.scenario;
-      c.status = "ok";
-      c.projected_tokens_per_s_per_gpu = projection->tokens_per_s_per_gpu;
-      c.error_pct = 100.0 * (projection->tokens_per_s_per_gpu - c.measured_tokens_per_s_per_gpu) /
-                    c.measured_tokens_per_s_per_gpu;
-      c.dominant_terms = DominantTerms(*projection);
-      c.attention_kernel = s.attention_kernel_used;
-      c.loss_kernel = std::string(LossKernelName(ResolvedLossKernel(s.training, s.parallel)));
-      c.train_metric_passes = ResolvedTrainMetricPasses(s.training, s.parallel);
-      c.stack = std::string(TrainingStackName(ResolvedStack(s.training, s.parallel)));
-      c.fits_in_memory = projection->fits_in_memory;
+      project_case(parsed[i]);
+      if (!on_progress) continue;
+      const std::lock_guard<std::mutex> lock(progress_mutex);
+      on_progress(++done, total);
     }
   };
-  int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int n =
+      threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
   for (int t = 1; t < n; ++t) pool.emplace_back(worker);
   worker();
@@ -576,7 +587,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
                                                    const ValidationOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   PROJECTOR_ASSIGN_OR_RETURN(std::vector<ParsedCase> parsed, ParseCasesFile(path, options));
-  PROJECTOR_RETURN_IF_ERROR(ProjectCases(parsed, options.threads));
+  PROJECTOR_RETURN_IF_ERROR(ProjectCases(parsed, options.threads, options.on_progress));
   CheckSiblings(parsed);
   CheckSequenceMonotonicity(parsed);
   ValidationReport report;

@@ -5,6 +5,7 @@
 #define PROJECTOR_STUDIES_VALIDATE_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -137,7 +138,7 @@ struct ValidationOptions {
   // Stack switches the schema does not carry either (defaults: off and fp32, Megatron's):
   // training.tp_comm_overlap and training.grad_reduce_dtype for every case.
   std::optional<bool> tp_comm_overlap;
-  std::optional<bool> moe_a2a_overlap;  // training.moe_a2a_overlap, likewise
+  std::optional<bool> moe_a2a_overlap;            // training.moe_a2a_overlap, likewise
   std::optional<bool> moe_shared_expert_overlap;  // training.moe_shared_expert_overlap
   std::optional<DType> grad_reduce_dtype;
   // training.overlap_grad_reduce, and parallel.distributed_optimizer of the non-FSDP cases with
@@ -160,6 +161,9 @@ struct ValidationOptions {
   std::string only;
   // Keep only cases of this model family, "dense" or "moe" (empty: all).
   std::string model_family;
+  // Called as cases finish with (cases done, cases in the file), one call at a time though the
+  // cases are projected on several threads (a progress bar's Update); empty: none.
+  std::function<void(int64_t done, int64_t total)> on_progress;
 };
 
 // Reads and projects every case. A malformed line (bad JSON, wrong type, missing or unknown

@@ -361,9 +361,19 @@ TEST(CalibrateTest, StackCalibrationRecoversAKnownComputeScale) {
       out << c.dump() << "\n";
     }
   }
-  auto fit = CalibrateFromCases(synthetic, "h100-sxm", {});
+  std::vector<std::pair<int64_t, int64_t>> progress;
+  auto fit = CalibrateFromCases(synthetic, "h100-sxm", {}, [&](int64_t done, int64_t total) {
+    progress.emplace_back(done, total);
+  });
   ASSERT_THAT(fit, IsOk());
   EXPECT_THAT(fit->compute_scale, IsNearRel(0.7, 0.01));
+  // One progress call per validation, the last at the total CalibrationEvaluations counts: 1 at
+  // the start, 2 to open the search, ceil(ln(1e-3 / width) / ln 0.618) steps, 1 at the end.
+  // Width 2.0 − 0.2 = 1.8: ln(1e-3 / 1.8) / ln 0.618 = 15.6, so 16 steps and 1 + 2 + 16 + 1 = 20.
+  EXPECT_EQ(CalibrationEvaluations(), 20);
+  EXPECT_EQ(fit->evaluations, CalibrationEvaluations());
+  ASSERT_EQ(static_cast<int64_t>(progress.size()), fit->evaluations);
+  EXPECT_EQ(progress.back(), std::make_pair(fit->evaluations, fit->evaluations));
   EXPECT_FALSE(fit->at_bound);
   EXPECT_EQ(fit->after.projected, 5);
   EXPECT_GT(fit->before.median_abs_error_pct, 10.0);

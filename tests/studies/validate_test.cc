@@ -243,6 +243,23 @@ TEST(ValidateCasesFileTest, CountsMeasuredCasesProjectedNotToFit) {
               HasSubstr("1 measured cases are projected not to fit in HBM (marked [does not fit])"));
 }
 
+// Progress over the cases: one call per case, one at a time though 4 threads project them,
+// counting up to the file's cases.
+TEST(ValidateCasesFileTest, ReportsProgressOncePerCase) {
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  ValidationOptions options;
+  options.threads = 4;
+  options.on_progress = [&calls](int64_t done, int64_t total) { calls.emplace_back(done, total); };
+  auto r = ValidateCasesFile(std::string(PROJECTOR_CALIBRATION_DIR) + "/classic_public.jsonl",
+                             options);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(calls.size(), r->cases.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].first, static_cast<int64_t>(i + 1));
+    EXPECT_EQ(calls[i].second, static_cast<int64_t>(r->cases.size()));
+  }
+}
+
 TEST(ValidateCasesFileTest, MalformedLineNamesLineAndField) {
   EXPECT_THAT(ValidateCasesFile(std::string(PROJECTOR_TESTDATA_DIR) +
                                 "/scenarios/cases_bad_line.jsonl"),
