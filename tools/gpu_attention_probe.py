@@ -20,7 +20,7 @@ try:
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    from gpu_timing import graph_ms
+    from gpu_timing import graph_ms, require_cuda
 except ImportError:
     print("gpu_attention_probe.py: PyTorch is not installed; skipped")
     sys.exit(77)
@@ -62,9 +62,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iters", type=int, default=20)
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("gpu_attention_probe.py: no CUDA device; skipped")
-        sys.exit(77)
+    require_cuda("gpu_attention_probe.py")
     print(f"# {torch.cuda.get_device_name()} torch {torch.__version__}, bf16 causal, ms", flush=True)
     for name, (b, hq, hkv, s, d, dv) in SHAPES.items():
         for label, backend in BACKENDS.items():

@@ -113,9 +113,8 @@ def main():
     parser.add_argument("--device", default="cuda")
     args = parser.parse_args()
     cuda = args.device == "cuda"
-    if cuda and not torch.cuda.is_available():
-        print("gpu_bert_probe.py: no CUDA device; skipped")
-        sys.exit(77)
+    if cuda:
+        gpu_timing.require_cuda("gpu_bert_probe.py")
     torch.manual_seed(0)
     dev = torch.device(args.device)
     dtype = torch.float16 if args.dtype == "fp16" else torch.bfloat16

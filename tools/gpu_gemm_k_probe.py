@@ -17,7 +17,7 @@ import sys
 
 try:
     import torch
-    from gpu_timing import graph_ms
+    from gpu_timing import graph_ms, require_cuda
 except ImportError:
     print("gpu_gemm_k_probe.py: PyTorch is not installed; skipped")
     sys.exit(77)
@@ -39,9 +39,7 @@ def kernel_names(fn):
 
 
 def main():
-    if not torch.cuda.is_available():
-        print("gpu_gemm_k_probe.py: no CUDA device; skipped")
-        sys.exit(77)
+    require_cuda("gpu_gemm_k_probe.py")
     torch.manual_seed(0)
     dev, bf16 = "cuda", torch.bfloat16
     print(f"# {torch.cuda.get_device_name()} torch {torch.__version__}")

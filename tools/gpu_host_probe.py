@@ -23,6 +23,7 @@ import time
 
 try:
     import torch
+    from gpu_timing import require_cuda
 except ImportError:
     print("gpu_host_probe.py: PyTorch is not installed; skipped")
     sys.exit(77)
@@ -90,9 +91,7 @@ def main():
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("gpu_host_probe.py: no CUDA device; skipped")
-        sys.exit(77)
+    require_cuda("gpu_host_probe.py")
     torch.manual_seed(0)
     dev, bf16 = "cuda", torch.bfloat16
     print(f"# {torch.cuda.get_device_name()} torch {torch.__version__}; host CPU: {cpu_model()}")

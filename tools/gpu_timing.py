@@ -1,8 +1,16 @@
 """GPU timing helpers shared by the tools/gpu_*_probe.py scripts (PyTorch with CUDA)."""
 import statistics
+import sys
 import time
 
 import torch
+
+
+def require_cuda(script):
+    """Exit 77 (skipped) with a line saying so when PyTorch sees no CUDA device."""
+    if not torch.cuda.is_available():
+        print(f"{script}: no CUDA device; skipped")
+        sys.exit(77)
 
 
 def _median_ms(fn, iters, warmup, time_one_ms):
