@@ -503,9 +503,17 @@ std::vector<size_t> SourceIndex(const std::vector<ValidationCase>& cases,
 }
 
 std::string CaseTooltip(const ValidationCase& c) {
-  return HtmlEscape(absl::StrFormat("%s: measured %.0f, projected %.0f TGS (%+.1f%%)", c.id,
-                                    c.measured_tokens_per_s_per_gpu,
-                                    *c.projected_tokens_per_s_per_gpu, *c.error_pct));
+  return HtmlEscape(absl::StrFormat("%s: measured %.0f, projected %.0f %s/s per GPU (%+.1f%%)",
+                                    c.id, c.measured_tokens_per_s_per_gpu,
+                                    *c.projected_tokens_per_s_per_gpu, c.unit, *c.error_pct));
+}
+
+// The throughput the cases count: "tokens/s", "images/s", or both when a file mixes them.
+std::string ThroughputUnit(const std::vector<ValidationCase>& cases) {
+  bool tokens = false, images = false;
+  for (const ValidationCase& c : cases) (c.unit == "images" ? images : tokens) = true;
+  if (tokens && images) return "(tokens or images)/s";
+  return images ? "images/s" : "tokens/s";
 }
 
 // Log-log projected against measured TGS with the y = x line and the ±10% / ±20% bands.
@@ -559,11 +567,13 @@ void ScatterChart(std::string& out, const ValidationReport& r, const std::vector
                           py(*c.projected_tokens_per_s_per_gpu), c.inconsistent ? "none" : color,
                           color, CaseTooltip(c));
   }
-  Text(out, kLeft + kSize / 2, kTop + kSize + 32, "measured tokens/s per GPU", "middle");
+  const std::string unit = ThroughputUnit(r.cases);
+  Text(out, kLeft + kSize / 2, kTop + kSize + 32, absl::StrCat("measured ", unit, " per GPU"),
+       "middle");
   absl::StrAppendFormat(&out,
                         "<text x=\"14\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#1d2330\" "
-                        "transform=\"rotate(-90 14 %.0f)\">projected tokens/s per GPU</text>",
-                        kTop + kSize / 2, kTop + kSize / 2);
+                        "transform=\"rotate(-90 14 %.0f)\">projected %s per GPU</text>",
+                        kTop + kSize / 2, kTop + kSize / 2, unit);
   // Legend: one row per source.
   double y = kTop + 10;
   for (size_t s = 0; s < sources.size(); ++s) {

@@ -197,6 +197,7 @@ json ValidationToJson(const ValidationReport& r) {
               {"line", c.line},
               {"model", c.model},
               {"model_family", c.model_family},
+              {"unit", c.unit},
               {"gpu", c.gpu},
               {"source", c.source},
               {"num_gpus", c.num_gpus},

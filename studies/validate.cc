@@ -469,6 +469,7 @@ void ProjectConvNetCase(const ConvNetCase& cc, const BackendSet& set, Validation
     return;
   }
   c.status = "ok";
+  c.unit = "images";
   c.projected_tokens_per_s_per_gpu = t->images_per_s_per_gpu;
   c.error_pct = 100.0 * (t->images_per_s_per_gpu - c.measured_tokens_per_s_per_gpu) /
                 c.measured_tokens_per_s_per_gpu;

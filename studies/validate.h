@@ -23,6 +23,9 @@ struct ValidationCase {
   std::string id;
   std::string model;
   std::string model_family;  // "moe" when the model has routed experts, else "dense"
+  // What the throughputs count: "tokens", or "images" for an image model's case (the
+  // *_tokens_per_s_per_gpu fields then hold images/s per GPU).
+  std::string unit = "tokens";
   std::string gpu;
   std::string source;  // short source label used for grouping
   int64_t num_gpus = 0;

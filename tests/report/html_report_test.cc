@@ -259,14 +259,28 @@ ValidationReport ToyValidation() {
   return r;
 }
 
+// An image model's case counts images/s: the axes say so, and "(tokens or images)/s" when a file
+// mixes both kinds.
+TEST(ValidationHtmlTest, AxesNameTheUnitTheCasesCount) {
+  ValidationReport r = ToyValidation();
+  for (ValidationCase& c : r.cases) c.unit = "images";
+  EXPECT_THAT(ValidationHtml(r), HasSubstr(">measured images/s per GPU</text>"));
+  r.cases[0].unit = "tokens";
+  const std::string mixed = ValidationHtml(r);
+  EXPECT_THAT(mixed, HasSubstr(">measured (tokens or images)/s per GPU</text>"));
+  EXPECT_THAT(mixed, HasSubstr(">projected (tokens or images)/s per GPU</text>"));
+}
+
 TEST(ValidationHtmlTest, EveryProjectedCaseIsPlottedTwiceAndEveryOtherListed) {
   const std::string html = ValidationHtml(ToyValidation());
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_THAT(html, Not(HasSubstr("<script")));
   // Scatter + error strip: one circle per projected case in each.
   EXPECT_EQ(Count(html, "<circle"), 4);
-  EXPECT_EQ(Count(html, "<title>run&lt;a&gt;: measured 1000, projected 1100 TGS (+10.0%)</title>"),
+  EXPECT_EQ(Count(html, "<title>run&lt;a&gt;: measured 1000, projected 1100 tokens/s per GPU "
+                        "(+10.0%)</title>"),
             2);
+  EXPECT_THAT(html, HasSubstr(">measured tokens/s per GPU</text>"));
   // The inconsistent case is drawn hollow, and its flags are listed.
   EXPECT_EQ(Count(html, "fill=\"none\""), 2);
   EXPECT_THAT(html, HasSubstr("does not fit; inconsistent: +14% vs 4-case series"));
