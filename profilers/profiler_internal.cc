@@ -325,8 +325,7 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
   // weight (the activations' casts fuse into XLA's elementwise kernels, counted in their fp32
   // bytes); the weight gradient is cast back at the wgrad, 2 + 4 bytes.
   // The attention core's batched GEMMs multiply activations: no weight there.
-  const bool in_core = (current_groups_ & RecomputeBit(RecomputeModule::kCoreAttn)) != 0;
-  const bool amp_casts = amp_casts_ && !in_core;
+  const bool amp_casts = amp_casts_ && !InAttentionCore();
   const double amp_weights = D(in) * D(out) * D(batch);
   const MemoryOp amp_cast{.bytes = Bytes(6.0 * amp_weights),
                           .flops = Flops(kCastFlopsPerElement * amp_weights)};

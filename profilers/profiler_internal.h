@@ -246,6 +246,10 @@ class ModuleOpBuilder {
   // kernels): selective recompute re-runs them as it re-runs a flash-attention kernel.
   void BeginAttentionCore() { BeginRecomputeGroup(RecomputeModule::kCoreAttn); }
   void EndAttentionCore() { EndRecomputeGroup(RecomputeModule::kCoreAttn); }
+  // Between BeginAttentionCore and EndAttentionCore: GEMMs of activations, no weights.
+  bool InAttentionCore() const {
+    return (current_groups_ & RecomputeBit(RecomputeModule::kCoreAttn)) != 0;
+  }
   // kFull: a kRecompute copy of every forward op; kSelective: of the ops in one of `modules`'
   // groups (Megatron-Core's recompute_modules; by default the attention core), or
   // under LayerDims::op_sac torchtitan's per-op selective activation checkpointing

@@ -26,8 +26,8 @@ Seconds LayerHostTime(const LayerHostInput& in, Seconds per_dispatch, PhaseTest 
   return total;
 }
 
-IssuedWork Issued(const Op& op, Seconds per_dispatch) {
-  return {.host = per_dispatch * HostDispatchEquivalents(op), .gpu = op.time};
+IssuedWork Issued(const Op& op, const HostCostModel& host) {
+  return {.host = host.IssueTime(op), .gpu = op.time};
 }
 
 // A queue drained by a sync, fed op by op: DrainedMakespan's recurrence without a list.
@@ -43,7 +43,8 @@ struct DrainedQueue {
 // dispatch (the exposed forward communication, with the host time of the forward collectives),
 // the MoE ops after the permutation, the other modules (the next layer's norms and attention),
 // and the MoE ops up to the permutation, where the next sync falls. No allocation.
-Seconds ForwardAfterSync(const LayerHostInput& in, Seconds per_dispatch) {
+Seconds ForwardAfterSync(const LayerHostInput& in, const HostCostModel& host) {
+  const Seconds per_dispatch = host.per_dispatch;
   DrainedQueue queue;
   queue.Issue({.host = HostTime(in.comm_ops, per_dispatch,
                                 [](OpPhase p) { return p == OpPhase::kForward; }),
@@ -58,7 +59,7 @@ Seconds ForwardAfterSync(const LayerHostInput& in, Seconds per_dispatch) {
     bool past = false;
     for (const Op& op : moe->ops) {
       if (op.phase != OpPhase::kForward) continue;
-      if (past == after_permutation) queue.Issue(Issued(op, per_dispatch));
+      if (past == after_permutation) queue.Issue(Issued(op, host));
       if (op.name == "permute") past = true;
     }
   };
@@ -66,7 +67,7 @@ Seconds ForwardAfterSync(const LayerHostInput& in, Seconds per_dispatch) {
   for (const ModuleProfile& m : in.layer.modules) {
     if (&m == moe) continue;
     for (const Op& op : m.ops) {
-      if (op.phase == OpPhase::kForward) queue.Issue(Issued(op, per_dispatch));
+      if (op.phase == OpPhase::kForward) queue.Issue(Issued(op, host));
     }
   }
   issue_moe(/*after_permutation=*/false);
@@ -74,6 +75,11 @@ Seconds ForwardAfterSync(const LayerHostInput& in, Seconds per_dispatch) {
 }
 
 }  // namespace
+
+Seconds HostCostModel::IssueTime(const Op& op) const {
+  if (cuda_graphs) return Seconds(0);
+  return per_dispatch * HostDispatchEquivalents(op);
+}
 
 Seconds DrainedMakespan(const std::vector<IssuedWork>& seq) {
   DrainedQueue queue;
@@ -91,7 +97,7 @@ HostExposure LayerHostExposure(const LayerHostInput& in, const HostCostModel& ho
   out.backward = Max0(h_b - in.gpu_backward);
   out.recompute = Max0(h_r - in.gpu_recompute);
   if (in.layer.is_moe && MoeForwardSyncsHost(training)) {
-    out.forward = Max0(ForwardAfterSync(in, d) - in.gpu_forward);
+    out.forward = Max0(ForwardAfterSync(in, host) - in.gpu_forward);
   } else {
     const Seconds h_f = LayerHostTime(in, d, [](OpPhase p) { return p == OpPhase::kForward; });
     out.forward = Max0(h_f - in.gpu_forward);

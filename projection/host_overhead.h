@@ -36,6 +36,9 @@ namespace projector {
 struct HostCostModel {
   Seconds per_dispatch;
   bool cuda_graphs = false;
+  // CPU time to issue `op`: per_dispatch × its weighted calls (HostDispatchEquivalents); none
+  // under CUDA graphs.
+  Seconds IssueTime(const Op& op) const;
 };
 
 // One op as the host issues it: CPU time to issue, GPU time to run.

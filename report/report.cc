@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "projection/host_overhead.h"
 #include "scenario/training_defaults.h"
 
 namespace projector {
@@ -86,11 +87,11 @@ OpRates RatesOf(const Op& op) {
           .clock_scaled_share = op.clock_scaled_time.value() / time};
 }
 
-// CPU time the host spends issuing `op` (projection/host_overhead.h): the profile's per-call
-// figure times the op's weighted calls; none under CUDA graphs.
+// CPU time the host spends issuing `op` (HostCostModel::IssueTime).
 Seconds HostIssueTime(const Scenario& scenario, const Op& op) {
-  if (scenario.training.cuda_graphs) return Seconds(0);
-  return scenario.hw.gpu.host_op_dispatch * HostDispatchEquivalents(op);
+  return HostCostModel{.per_dispatch = scenario.hw.gpu.host_op_dispatch,
+                       .cuda_graphs = scenario.training.cuda_graphs}
+      .IssueTime(op);
 }
 
 nlohmann::json ModuleJson(std::string_view layer, const ModuleTimes& m) {

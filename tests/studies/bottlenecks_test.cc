@@ -1,6 +1,7 @@
 #include "studies/bottlenecks.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -95,6 +96,18 @@ std::optional<Reprojected> Offered(const Scenario& scenario, BottleneckKind kind
     if (r.flags == flags) return r;
   }
   return std::nullopt;
+}
+
+// The recommendation `flags` offered for `kind` on `s` gives exactly the TGS of `s` projected with
+// `change` made, and more than `s` itself.
+void ExpectOfferedAsReprojected(const Scenario& s, BottleneckKind kind, std::string_view flags,
+                                const std::function<void(Scenario&)>& change) {
+  const std::optional<Reprojected> r = Offered(s, kind, flags);
+  ASSERT_TRUE(r.has_value()) << flags;
+  Scenario changed = s;
+  change(changed);
+  EXPECT_DOUBLE_EQ(r->tokens_per_s_per_gpu, ProjectOf(changed).tokens_per_s_per_gpu) << flags;
+  EXPECT_GT(r->tokens_per_s_per_gpu, ProjectOf(s).tokens_per_s_per_gpu) << flags;
 }
 
 // Each rule at its thresholds: high at the high threshold, medium just under it and at the
@@ -273,17 +286,11 @@ TEST(BottlenecksTest, RecommendationsAreReprojected) {
 TEST(BottlenecksTest, SharedExpertOverlapIsOfferedForTheAlltoallDispatcher) {
   Scenario s = ExpertParallelOnH100("deepseek-v2-lite", 16, 64);
   ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
-  const auto offered = [](const Scenario& scenario) {
-    return Offered(scenario, BottleneckKind::kNetwork, "--moe-shared-expert-overlap");
-  };
-  const std::optional<Reprojected> r = offered(s);
-  ASSERT_TRUE(r.has_value());
-  Scenario overlapped = s;
-  overlapped.training.moe_shared_expert_overlap = true;
-  EXPECT_DOUBLE_EQ(r->tokens_per_s_per_gpu, ProjectOf(overlapped).tokens_per_s_per_gpu);
-  EXPECT_GT(r->tokens_per_s_per_gpu, ProjectOf(s).tokens_per_s_per_gpu);
+  ExpectOfferedAsReprojected(s, BottleneckKind::kNetwork, "--moe-shared-expert-overlap",
+                             [](Scenario& c) { c.training.moe_shared_expert_overlap = true; });
   s.parallel.deepep = true;
-  EXPECT_FALSE(offered(s).has_value());
+  EXPECT_FALSE(
+      Offered(s, BottleneckKind::kNetwork, "--moe-shared-expert-overlap").has_value());
 }
 
 // Megatron-Core's unfused MoE permutation sums the routed rows back by atomic scatter-adds:
@@ -298,12 +305,10 @@ TEST(BottlenecksTest, FusedPermutationIsOfferedForAnUnfusedMegatronMoe) {
   const auto offered = [](const Scenario& scenario) {
     return Offered(scenario, BottleneckKind::kMemoryBandwidth, "--moe-permute-fusion true");
   };
-  const std::optional<Reprojected> r = offered(s);
-  ASSERT_TRUE(r.has_value());
+  ExpectOfferedAsReprojected(s, BottleneckKind::kMemoryBandwidth, "--moe-permute-fusion true",
+                             [](Scenario& c) { c.training.moe_permute_fusion = true; });
   Scenario fused = s;
   fused.training.moe_permute_fusion = true;
-  EXPECT_DOUBLE_EQ(r->tokens_per_s_per_gpu, ProjectOf(fused).tokens_per_s_per_gpu);
-  EXPECT_GT(r->tokens_per_s_per_gpu, ProjectOf(s).tokens_per_s_per_gpu);
   EXPECT_FALSE(offered(fused).has_value());
   Scenario titan = s;
   titan.training.stack = TrainingStack::kTorchTitan;
