@@ -47,8 +47,8 @@ struct ParallelConfig {
   bool turbo_grouped_gemm = true;  // one batched GEMM over local experts (else one per expert)
   // DeepEP dispatch kernels (Megatron --moe-token-dispatcher-type flex --moe-enable-deepep): a
   // token sent once per destination node and fanned out over NVLink there (PXN), FP8 dispatch
-  // under FP8 training. They run in the layer's stream like NCCL's All-to-All; hiding them is
-  // TrainingConfig::moe_a2a_overlap's.
+  // under FP8 training off the megatron stack (whose DeepEP path sends BF16). They run in the
+  // layer's stream like NCCL's All-to-All; hiding them is TrainingConfig::moe_a2a_overlap's.
   bool deepep = false;
   PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
 

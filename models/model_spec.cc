@@ -495,20 +495,47 @@ absl::StatusOr<ModelSpec> ParseLibraryModel(JsonObject& obj) {
 // ---------------------------------------------------------------------------------------------
 // The calibration case schema's `model` object (../shared/calibration/README.md).
 
-// The schema has no position-embedding field. A case naming a library model (case-insensitive,
-// "MPT-7b" = mpt-7b) of the same shape takes that model's; nullopt for any other case.
-std::optional<PositionEmbedding> LibraryPositionEmbedding(const ModelSpec& m) {
+}  // namespace
+
+std::optional<ModelSpec> LibraryTwin(const ModelSpec& m) {
   const std::string stem = absl::AsciiStrToLower(m.name);
-  if (stem.find_first_of("/\\") != std::string::npos) return std::nullopt;
+  if (stem.empty() || stem.find_first_of("/\\") != std::string::npos) return std::nullopt;
   const std::filesystem::path path = std::filesystem::path(ModelLibraryDir()) / (stem + ".json");
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
   absl::StatusOr<ModelSpec> lib = LoadModelFile(path.string());
   if (!lib.ok() || lib->num_layers != m.num_layers || lib->hidden_size != m.hidden_size ||
-      lib->num_attention_heads != m.num_attention_heads) {
+      lib->num_attention_heads != m.num_attention_heads || lib->moe.has_value() != m.moe.has_value()) {
     return std::nullopt;
   }
-  return lib->position_embedding;
+  if (m.moe && (lib->moe->num_experts != m.moe->num_experts || lib->moe->top_k != m.moe->top_k)) {
+    return std::nullopt;
+  }
+  return *std::move(lib);
+}
+
+namespace {
+
+// What the schema cannot state, from the library model of the same name and shape (LibraryTwin):
+// its position embedding (MPT's ALiBi), per-head q/k norms (Qwen3), multi-token-prediction
+// modules (DeepSeek-V3's one) and group-limited routing (DeepSeek-V3's 4 of 8 groups). Without a
+// twin: learned absolute positions for a GELU model (GPT-2/3, Megatron GPT:
+// --position-embedding-type learned_absolute is Megatron-LM's default), RoPE for a SwiGLU one,
+// and none of the rest.
+void TakeUnstatedFieldsFromLibraryTwin(ModelSpec& m) {
+  const std::optional<ModelSpec> twin = LibraryTwin(m);
+  if (!twin) {
+    m.position_embedding =
+        m.mlp == MlpKind::kGelu ? PositionEmbedding::kLearned : PositionEmbedding::kRope;
+    return;
+  }
+  m.position_embedding = twin->position_embedding;
+  m.qk_norm = twin->qk_norm;
+  m.mtp_layers = twin->mtp_layers;
+  if (m.moe) {
+    m.moe->num_groups = twin->moe->num_groups;
+    m.moe->topk_groups = twin->moe->topk_groups;
+  }
 }
 
 absl::StatusOr<ModelSpec> ParseCalibrationModel(JsonObject& obj) {
@@ -535,16 +562,12 @@ absl::StatusOr<ModelSpec> ParseCalibrationModel(JsonObject& obj) {
   // The schema states neither norm nor embedding tying. Every GELU model of the published
   // results (Megatron GPT, MPT) uses LayerNorm and ties the output layer to the embedding;
   // every SwiGLU one (Llama, Qwen, Mixtral, DeepSeek) uses RMSNorm and an untied output layer.
-  // Biases are left out: they are < 0.01 % of the parameters and FLOPs. Positions: those of
-  // the library model of the same name and shape (MPT's ALiBi), else learned absolute ones for a
-  // GELU model (GPT-2/3, Megatron GPT: --position-embedding-type learned_absolute is
-  // Megatron-LM's default) and RoPE for a SwiGLU one.
+  // Biases are left out: they are < 0.01 % of the parameters and FLOPs. Positions and the rest
+  // the schema has no field for: TakeUnstatedFieldsFromLibraryTwin, once the model is parsed.
   if (m.mlp == MlpKind::kGelu) {
     m.norm = NormKind::kLayerNorm;
     m.tied_embeddings = true;
   }
-  m.position_embedding = LibraryPositionEmbedding(m).value_or(
-      m.mlp == MlpKind::kGelu ? PositionEmbedding::kLearned : PositionEmbedding::kRope);
 
   PROJECTOR_ASSIGN_OR_RETURN(std::optional<JsonObject> moe_obj, obj.OptionalObject("moe"));
   if (moe_obj.has_value()) {
@@ -590,6 +613,7 @@ absl::StatusOr<ModelSpec> ParseCalibrationModel(JsonObject& obj) {
   } else {
     PROJECTOR_RETURN_IF_ERROR(DefaultHeadDim(obj, "heads", m));
   }
+  TakeUnstatedFieldsFromLibraryTwin(m);
   return m;
 }
 

@@ -134,9 +134,10 @@ absl::StatusOr<ModelSpec> LoadModelFile(const std::string& path);
 // Parses a model object: the library format, or the calibration case schema's `model` object
 // (keys layers, hidden, ffn_hidden, heads, kv_heads, head_dim, vocab, mlp, moe, mla), told
 // apart by "layers" vs "num_layers". Calibration models get source "inline", RMSNorm/untied
-// for SwiGLU and LayerNorm/tied for GELU (the GPT/MPT convention), no biases, and the position
-// embedding of the library model of the same name and shape (MPT: ALiBi), else RoPE; the
-// schema has no field for it. Also runs the
+// for SwiGLU and LayerNorm/tied for GELU (the GPT/MPT convention), no biases, and from the
+// library model of the same name and shape (LibraryTwin) what the schema has no field for: the
+// position embedding (MPT: ALiBi; without a twin learned for GELU, RoPE for SwiGLU), q/k norms,
+// MTP modules and group-limited routing. Also runs the
 // ValidateModel checks, naming the fields in the schema's own keys under `pointer`.
 // kInvalidArgument naming `origin` and the JSON pointer of the bad field.
 absl::StatusOr<ModelSpec> ParseModelJson(const nlohmann::json& value, const std::string& origin,
@@ -144,6 +145,10 @@ absl::StatusOr<ModelSpec> ParseModelJson(const nlohmann::json& value, const std:
 // Cross-field checks (heads divisible by kv heads, top-k <= experts, pattern length, ...).
 // kInvalidArgument "<origin>: <pointer in library keys>: <problem>".
 absl::Status ValidateModel(const ModelSpec& model, const std::string& origin);
+
+// The library model named like `m` (case-insensitively: "DeepSeek-V3" = deepseek-v3) with its
+// layers, hidden size, heads and, for a MoE, experts and top-k; nullopt when there is none.
+std::optional<ModelSpec> LibraryTwin(const ModelSpec& m);
 
 // Directory of the shipped library (compile-time default, overridable by $PROJECTOR_MODELS_DIR).
 std::string ModelLibraryDir();

@@ -694,13 +694,22 @@ absl::Status ValidateMoeRouting(const Scenario& s, const std::string& origin) {
   return absl::OkStatus();
 }
 
-std::optional<std::pair<int64_t, int64_t>> SuggestUnevenSplit(int64_t layers, int64_t pp) {
+std::optional<std::pair<int64_t, int64_t>> SuggestUnevenSplit(int64_t layers, int64_t pp,
+                                                              int64_t vpp, int64_t mtp_layers) {
   if (pp < 2 || layers < pp) return std::nullopt;
   if (pp == 2) return std::make_pair(layers - layers / 2, layers / 2);
   const int64_t m = (layers + pp - 1) / pp;
   // rest <= 2·m since m >= layers/pp; rest >= 2 gives the first and last stage a layer each.
   const int64_t rest = layers - m * (pp - 2);
   if (rest < 2) return std::nullopt;
+  if (mtp_layers > 0 && vpp <= 1) {
+    // The last stage also runs the MTP modules: Megatron-Bridge's DeepSeek-V3 layouts
+    // (recipes/deepseek/deepseek_v3.py, layout_map for pp 4, 8, 16 without VPP) give the first
+    // stage as many layers as a middle one and the last stage the rest (16 stages: 4 | 4 x 14 |
+    // 1 + MTP + loss).
+    const int64_t first = std::min(m, rest - 1);
+    return std::make_pair(first, rest - first);
+  }
   return std::make_pair(rest - rest / 2, rest / 2);
 }
 
@@ -904,7 +913,8 @@ absl::Status ValidatePipelineSplit(const Scenario& s, const std::string& origin)
     // (layers + 2) divisible is accepted: Megatron's embedding/loss-aware pipeline split gives
     // the first and last virtual stage one layer less.
     std::string hint;
-    if (auto split = SuggestUnevenSplit(m.num_layers, p.pp); split && split->second >= p.vpp) {
+    if (auto split = SuggestUnevenSplit(m.num_layers, p.pp, p.vpp, m.mtp_layers);
+        split && split->second >= p.vpp) {
       hint = absl::StrFormat(" (e.g. first_stage_layers %d, last_stage_layers %d)", split->first,
                              split->second);
     }
@@ -1401,20 +1411,35 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
         "presets set grad_reduce_in_fp32 = False; --grad-reduce-dtype for another)");
   }
   s.defaults_used.push_back(absl::StrFormat("interconnect from hw profile %s", s.hw.name));
+  const std::optional<ModelSpec> twin = LibraryTwin(s.model);
   s.defaults_used.push_back(absl::StrFormat(
       "position_embedding=%s (%s; the case format has no field for it)",
       PositionEmbeddingName(s.model.position_embedding),
-      s.model.position_embedding == PositionEmbedding::kAlibi
-          ? "the library model of the same name and shape"
+      twin ? absl::StrCat("the library model ", twin->name, " of the same name and shape")
       : s.model.position_embedding == PositionEmbedding::kLearned
           ? "a GELU/LayerNorm GPT model: learned absolute positions, Megatron-LM's default"
           : "the default for a SwiGLU model"));
+  if (twin) {
+    std::vector<std::string> taken;
+    if (s.model.qk_norm) taken.push_back("qk_norm=true");
+    if (s.model.mtp_layers > 0) taken.push_back(absl::StrCat("mtp_layers=", s.model.mtp_layers));
+    if (s.model.moe && s.model.moe->num_groups > 0) {
+      taken.push_back(absl::StrFormat("moe routing limited to %d of %d expert groups",
+                                      s.model.moe->topk_groups, s.model.moe->num_groups));
+    }
+    if (!taken.empty()) {
+      s.defaults_used.push_back(absl::StrFormat(
+          "%s (the library model %s of the same name and shape; the case format has no field "
+          "for them)",
+          absl::StrJoin(taken, ", "), twin->name));
+    }
+  }
   PROJECTOR_RETURN_IF_ERROR(Complete(s, dp_given, true, origin));
   // The case format cannot state an uneven pipeline split, which a run whose layers pp does not
   // divide must have used (Megatron's --decoder-first/last-pipeline-num-layers).
   if (const int64_t L = s.model.num_layers; !LayersSplitEvenly(L, s.parallel.pp * s.parallel.vpp)) {
     // The last stage holds the fewest layers; each stage needs one per model chunk.
-    if (auto split = SuggestUnevenSplit(L, s.parallel.pp);
+    if (auto split = SuggestUnevenSplit(L, s.parallel.pp, s.parallel.vpp, s.model.mtp_layers);
         split && split->second >= s.parallel.vpp) {
       s.parallel.first_stage_layers = split->first;
       s.parallel.last_stage_layers = split->second;
@@ -1423,6 +1448,16 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
           "the case format states no split; middle stages at the fewest layers any split allows)",
           split->first, split->second, L, s.parallel.pp));
     }
+  }
+  if (!parallel.Has("deepep") &&
+      CaseDispatchesWithDeepEp(s.model, s.parallel, s.training, s.hw.gpus_per_node)) {
+    s.parallel.deepep = true;
+    s.defaults_used.push_back(absl::StrFormat(
+        "deepep=true (the case names no dispatcher: a dropless MoE with routing limited to %d of "
+        "%d expert groups, its EP group of %d across nodes, on the megatron stack dispatches with "
+        "DeepEP, as Megatron-Core recommends for cross-node EP and Megatron-Bridge's DeepSeek-V3 "
+        "presets run it; --deepep=false for NCCL All-to-All)",
+        s.model.moe->topk_groups, s.model.moe->num_groups, s.parallel.ep));
   }
   PROJECTOR_RETURN_IF_ERROR(ResolveKernels(s, origin));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, origin));

@@ -114,9 +114,11 @@ bool InterleavedMicroBatchesFit(const ParallelConfig& parallel, int64_t micro_ba
 // An uneven pipeline split for a layer count that pp does not divide: {first, last} stage
 // layers with the pp − 2 middle stages at m layers each, m as small as any split allows
 // (ceil(layers/pp), the critical stage), and the rest shared by the first and last stage, the
-// last taking the smaller half (it also runs the output layer and loss). Empty when pp < 2 or
+// last taking the smaller half (it also runs the output layer and loss); with MTP modules (on
+// the last stage) and no VPP the first stage takes m and the last the rest. Empty when pp < 2 or
 // the layers are too few to give every stage one.
-std::optional<std::pair<int64_t, int64_t>> SuggestUnevenSplit(int64_t layers, int64_t pp);
+std::optional<std::pair<int64_t, int64_t>> SuggestUnevenSplit(int64_t layers, int64_t pp,
+                                                              int64_t vpp, int64_t mtp_layers);
 
 // Whether ValidateScenario accepts `first` / `last` stage layers (0 = dealt like a middle
 // stage; at least one > 0) for `layers` on pp stages of vpp model chunks: pp >= 2, the layers

@@ -1,5 +1,6 @@
 #include "scenario/scenario_flags.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "hw_profiles/hw_overlay.h"
 #include "hw_profiles/hw_settings.h"
 #include "scenario/network_flags.h"
+#include "scenario/training_defaults.h"
 
 namespace projector {
 
@@ -52,7 +54,8 @@ constexpr FlagSpec kLayoutFlags[] = {
      "turbo|legacy"},
     {"deepep",
      "MoE dispatch by DeepEP's kernels: a token sent once per node and fanned out over NVLink, "
-     "FP8 dispatch under FP8 (default false: NCCL All-to-All)",
+     "in BF16 on the megatron stack, FP8 under FP8 elsewhere (default false: NCCL All-to-All; a "
+     "case takes it for dropless group routing across nodes on the megatron stack)",
      "BOOL", FlagArity::kBool},
 };
 constexpr FlagSpec kTrainingRunFlags[] = {
@@ -504,6 +507,17 @@ void DefaultPrecisionForGpu(const FlagValues& flags, bool from_file, Scenario& s
                                          " has no bf16 tensor cores; --precision to set)"));
 }
 
+// A case's DeepEP default (CaseDispatchesWithDeepEp) no longer holds once flags changed the
+// layout or gave a capacity factor: back to NCCL All-to-All, the note gone.
+void KeepCaseDispatcherDefaultCurrent(Scenario& s) {
+  const bool defaulted = std::any_of(s.defaults_used.begin(), s.defaults_used.end(),
+                                     [](const std::string& d) { return d.starts_with("deepep="); });
+  if (defaulted && !CaseDispatchesWithDeepEp(s.model, s.parallel, s.training, s.hw.gpus_per_node)) {
+    s.parallel.deepep = false;
+    DropDefaultNote("deepep", s);
+  }
+}
+
 absl::StatusOr<Scenario> ProjectionScenarioFromFlags(const FlagValues& flags) {
   PROJECTOR_ASSIGN_OR_RETURN(Scenario s, StartingScenario(flags));
   const bool from_file = Given(flags, "scenario") || Given(flags, "case");
@@ -515,7 +529,8 @@ absl::StatusOr<Scenario> ProjectionScenarioFromFlags(const FlagValues& flags) {
                                                                "overlap_grad_reduce"},
                            {"distributed-optimizer", "distributed_optimizer"},
                            {"grad-reduce-dtype", "grad_reduce_dtype"},
-                           {"tf-amp", "tf_amp"}}) {
+                           {"tf-amp", "tf_amp"},
+                           {"deepep", "deepep"}}) {
     if (Given(flags, flag)) DropDefaultNote(key, s);
   }
   DefaultPrecisionForGpu(flags, from_file, s);
@@ -523,6 +538,7 @@ absl::StatusOr<Scenario> ProjectionScenarioFromFlags(const FlagValues& flags) {
   PROJECTOR_RETURN_IF_ERROR(ReadGpuCountAndDp(flags, layout_changed, s));
   PROJECTOR_RETURN_IF_ERROR(ReadNetworkFlag(flags, s));
   if (!from_file) DefaultDistributedOptimizer(Given(flags, "distributed-optimizer"), s);
+  KeepCaseDispatcherDefaultCurrent(s);
   // Flags may have changed the GPU, the layout or the kernel the file or case resolved.
   PROJECTOR_RETURN_IF_ERROR(ResolveKernels(s, "command line"));
   PROJECTOR_RETURN_IF_ERROR(ValidateScenario(s, "command line"));

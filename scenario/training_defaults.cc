@@ -85,6 +85,14 @@ bool ResolvedMoePermuteFusion(const TrainingConfig& training, const ParallelConf
   return ResolvedStack(training, parallel) != TrainingStack::kTorchTitan;
 }
 
+bool CaseDispatchesWithDeepEp(const ModelSpec& model, const ParallelConfig& parallel,
+                              const TrainingConfig& training, int64_t gpus_per_node) {
+  if (!model.moe || model.moe->num_groups <= 0 || training.moe_capacity_factor > 0) return false;
+  const ProcessGroup ep = parallel.EpGroup();
+  return ResolvedStack(training, parallel) == TrainingStack::kMegatron && ep.size > 1 &&
+         ep.size * ep.stride > gpus_per_node;
+}
+
 RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& parallel,
                              const TrainingConfig& training, std::string_view arch) {
   const DropoutRates dropout = ResolvedDropout(model, parallel, training);

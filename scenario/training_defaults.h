@@ -160,6 +160,18 @@ std::string AutoMoePermuteFusionNote(const ModelSpec& model, const TrainingConfi
 std::string UnmeasuredScatterAddNote(const ModelSpec& model, const TrainingConfig& training,
                                      const ParallelConfig& parallel, const HardwareProfile& hw);
 
+// Whether a measured run that does not name its MoE dispatcher is taken to dispatch with DeepEP
+// (Megatron-Core's flex dispatcher): on the megatron stack, for a dropless MoE with group-limited
+// routing whose EP group spans nodes. Group-limited (node-limited) routing exists to bound each
+// token's cross-node traffic, which only a dispatcher that sends a token once per node exploits
+// (DeepSeek-V3 report, arXiv 2412.19437 §2.1.2, §3.2.2); Megatron-Core's MoE README recommends
+// DeepEP for cross-node expert parallelism ("Leverage DeepSeek's DeepEP for High-Performance
+// Cross-Node Token Dispatching"), and Megatron-Bridge's DeepSeek-V3 presets run it with dropless
+// routing (scripts/performance/configs/deepseek: enable_deepep, which token drop turns off; the
+// later presets run the flex dispatcher with HybridEP, node-deduplicated too).
+bool CaseDispatchesWithDeepEp(const ModelSpec& model, const ParallelConfig& parallel,
+                              const TrainingConfig& training, int64_t gpus_per_node);
+
 // Every choice above for one scenario's model, layout, settings and GPU architecture.
 RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& parallel,
                              const TrainingConfig& training, std::string_view arch);

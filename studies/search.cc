@@ -347,7 +347,7 @@ std::vector<SearchCandidate> EnumerateCandidates(
       for (int64_t vpp : space.vpp) {
         // A layout whose layers split no way is removed by the layers_pp_vpp check.
         const std::pair<int64_t, int64_t> split =
-            DefaultStageSplit(base.model.num_layers, pp, vpp).value_or(std::make_pair(0, 0));
+            DefaultStageSplit(base.model, pp, vpp).value_or(std::make_pair(0, 0));
         p.first_stage_layers = split.first;
         p.last_stage_layers = split.second;
         for (int64_t cp : space.cp) {
@@ -414,11 +414,13 @@ std::vector<SearchCandidate> EnumerateCandidates(
   return out;
 }
 
-std::optional<std::pair<int64_t, int64_t>> DefaultStageSplit(int64_t layers, int64_t pp,
+std::optional<std::pair<int64_t, int64_t>> DefaultStageSplit(const ModelSpec& model, int64_t pp,
                                                              int64_t vpp) {
+  const int64_t layers = model.num_layers;
   if (pp <= 0 || vpp <= 0) return std::nullopt;
   if (LayersSplitEvenly(layers, pp * vpp)) return std::make_pair(int64_t{0}, int64_t{0});
-  std::optional<std::pair<int64_t, int64_t>> split = SuggestUnevenSplit(layers, pp);
+  std::optional<std::pair<int64_t, int64_t>> split =
+      SuggestUnevenSplit(layers, pp, vpp, model.mtp_layers);
   if (split && UnevenSplitAccepted(layers, pp, vpp, split->first, split->second)) return split;
   return std::nullopt;
 }

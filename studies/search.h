@@ -135,9 +135,9 @@ std::optional<SearchConstraint> FirstViolatedConstraint(const Scenario& base,
 
 // The pipeline split a layout is enumerated with: balanced ({0, 0}) when the layers split evenly
 // over pp·vpp virtual stages (LayersSplitEvenly, embedding/loss-aware split included), else
-// SuggestUnevenSplit's first/last stage layers when the scenario accepts them; nullopt when
-// neither applies (the layers_pp_vpp constraint).
-std::optional<std::pair<int64_t, int64_t>> DefaultStageSplit(int64_t layers, int64_t pp,
+// SuggestUnevenSplit's first/last stage layers (the model's MTP modules on the last stage) when
+// the scenario accepts them; nullopt when neither applies (the layers_pp_vpp constraint).
+std::optional<std::pair<int64_t, int64_t>> DefaultStageSplit(const ModelSpec& model, int64_t pp,
                                                              int64_t vpp);
 
 // How many first/last stage splits other than its own the search considers for a layout with

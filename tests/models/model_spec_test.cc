@@ -225,6 +225,34 @@ TEST(ParseModelJsonTest, CalibrationMoeAndMlaMatchTheLibraryModel) {
   EXPECT_THAT(inline_model->ActiveParameters(), IsNearRel(library.ActiveParameters(), 1e-12));
 }
 
+// What the schema cannot state comes from the library model of the same name and shape:
+// DeepSeek-V3's MTP module and its 4-of-8 group routing; none from a model of another name, nor
+// from one of the same name with another shape (or another expert count).
+TEST(ParseModelJsonTest, CalibrationTakesUnstatedFieldsFromTheLibraryTwin) {
+  absl::StatusOr<ModelSpec> twin = ParseModelJson(CalibrationDeepSeekV3(), "c.jsonl:1", "/model");
+  ASSERT_THAT(twin, IsOk());
+  EXPECT_EQ(twin->mtp_layers, 1);
+  EXPECT_EQ(twin->moe->num_groups, 8);
+  EXPECT_EQ(twin->moe->topk_groups, 4);
+  EXPECT_FALSE(twin->qk_norm);
+  ASSERT_TRUE(LibraryTwin(*twin).has_value());
+  for (auto edit : {+[](json& v) { v["name"] = "DeepSeek-V3-like"; },
+                    +[](json& v) { v["layers"] = 60; },
+                    +[](json& v) { v["moe"]["experts"] = 128; }}) {
+    json value = CalibrationDeepSeekV3();
+    edit(value);
+    absl::StatusOr<ModelSpec> other = ParseModelJson(value, "c.jsonl:1", "/model");
+    ASSERT_THAT(other, IsOk());
+    EXPECT_EQ(other->mtp_layers, 0) << value.dump();
+    EXPECT_EQ(other->moe->num_groups, 0) << value.dump();
+    EXPECT_FALSE(LibraryTwin(*other).has_value());
+  }
+  const ModelSpec qwen = MustResolve("qwen3-30b-a3b");
+  ASSERT_TRUE(qwen.qk_norm);
+  ASSERT_TRUE(LibraryTwin(qwen).has_value());
+  EXPECT_TRUE(LibraryTwin(qwen)->qk_norm);
+}
+
 TEST(ParseModelJsonTest, CalibrationNullQLoraMeansDirectQ) {
   json value = CalibrationDeepSeekV3();
   value["mla"]["q_lora_rank"] = nullptr;

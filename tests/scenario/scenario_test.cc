@@ -74,6 +74,30 @@ TEST(ScenarioTest, AutoFp8RecipeFollowsTheStackAndGpu) {
   EXPECT_EQ(AutoFp8RecipeNote(t, p, "sm_90", "h100-sxm"), "");
 }
 
+// A case naming no dispatcher takes DeepEP on the megatron stack for a dropless MoE with
+// group-limited routing whose EP group crosses nodes: DeepSeek-V3 (4 of 8 groups) at EP 64 with
+// ETP 1 spans 64 GPUs > 8 per node; not at EP 8 (one node), not with a capacity factor, not
+// without group routing (Qwen3-style), not on torchtitan.
+TEST(ScenarioTest, CaseDispatchesWithDeepEpOnlyWhereGroupRoutingCrossesNodes) {
+  Scenario s = DefaultWithModel("deepseek-v3");
+  s.training.stack = TrainingStack::kMegatron;
+  s.parallel.ep = 64;
+  EXPECT_TRUE(CaseDispatchesWithDeepEp(s.model, s.parallel, s.training, 8));
+  s.parallel.ep = 8;
+  EXPECT_FALSE(CaseDispatchesWithDeepEp(s.model, s.parallel, s.training, 8));
+  s.parallel.etp = 2;  // 8 EP ranks 2 apart span 16 GPUs
+  EXPECT_TRUE(CaseDispatchesWithDeepEp(s.model, s.parallel, s.training, 8));
+  s.training.moe_capacity_factor = 1.0;
+  EXPECT_FALSE(CaseDispatchesWithDeepEp(s.model, s.parallel, s.training, 8));
+  s.training.moe_capacity_factor = 0;
+  s.training.stack = TrainingStack::kTorchTitan;
+  EXPECT_FALSE(CaseDispatchesWithDeepEp(s.model, s.parallel, s.training, 8));
+  s.training.stack = TrainingStack::kMegatron;
+  s.model.moe->num_groups = 0;
+  s.model.moe->topk_groups = 0;
+  EXPECT_FALSE(CaseDispatchesWithDeepEp(s.model, s.parallel, s.training, 8));
+}
+
 TEST(ScenarioTest, StackNamedBySourceReadsTheFramework) {
   EXPECT_EQ(StackNamedBySource("pytorch/torchtitan benchmarks.md"), TrainingStack::kTorchTitan);
   EXPECT_EQ(StackNamedBySource("mosaicml/llm-foundry scripts/train/benchmarking/README.md"),
@@ -788,13 +812,25 @@ TEST(ScenarioTest, CalibrationCaseBadLineNamesLineAndField) {
 // half: 61 over 8 → m 8, rest 61 − 48 = 13 → 7 + 6; 61 over 16 → m 4, rest 5 → 3 + 2;
 // 61 over 2 → 31 + 30; 5 over 4 → m 2, rest 1: no split gives every stage a layer.
 TEST(ScenarioTest, SuggestedUnevenSplitMinimisesTheCriticalStage) {
-  EXPECT_EQ(SuggestUnevenSplit(61, 8), std::make_optional(std::make_pair(int64_t{7}, int64_t{6})));
-  EXPECT_EQ(SuggestUnevenSplit(61, 16), std::make_optional(std::make_pair(int64_t{3}, int64_t{2})));
-  EXPECT_EQ(SuggestUnevenSplit(61, 2),
-            std::make_optional(std::make_pair(int64_t{31}, int64_t{30})));
-  EXPECT_EQ(SuggestUnevenSplit(5, 4), std::nullopt);
-  EXPECT_EQ(SuggestUnevenSplit(10, 1), std::nullopt);
-  EXPECT_EQ(SuggestUnevenSplit(3, 4), std::nullopt);
+  auto split = [](int64_t first, int64_t last) { return std::make_optional(std::make_pair(first, last)); };
+  EXPECT_EQ(SuggestUnevenSplit(61, 8, 1, 0), split(7, 6));
+  EXPECT_EQ(SuggestUnevenSplit(61, 16, 1, 0), split(3, 2));
+  EXPECT_EQ(SuggestUnevenSplit(61, 2, 1, 0), split(31, 30));
+  EXPECT_EQ(SuggestUnevenSplit(5, 4, 1, 0), std::nullopt);
+  EXPECT_EQ(SuggestUnevenSplit(10, 1, 1, 0), std::nullopt);
+  EXPECT_EQ(SuggestUnevenSplit(3, 4, 1, 0), std::nullopt);
+}
+
+// With an MTP module (on the last stage) and no VPP the first stage takes m and the last the
+// rest, Megatron-Bridge's DeepSeek-V3 layouts: 61 over 16 → m 4, rest 5 → 4 + 1 (embedding + 4
+// | 4 × 14 | 1 + MTP + loss); over 8 → m 8, rest 13 → 8 + 5; over 4 → m 16, rest 29 → 16 + 13.
+// With VPP 4 over pp 8 the even share stands, 7 + 6, as its layout Et|(tt|)*30mL places them.
+TEST(ScenarioTest, SuggestedUnevenSplitLeavesTheMtpStageTheRest) {
+  auto split = [](int64_t first, int64_t last) { return std::make_optional(std::make_pair(first, last)); };
+  EXPECT_EQ(SuggestUnevenSplit(61, 16, 1, 1), split(4, 1));
+  EXPECT_EQ(SuggestUnevenSplit(61, 8, 1, 1), split(8, 5));
+  EXPECT_EQ(SuggestUnevenSplit(61, 4, 1, 1), split(16, 13));
+  EXPECT_EQ(SuggestUnevenSplit(61, 8, 4, 1), split(7, 6));
 }
 
 // UnevenSplitAccepted is exactly what ValidateScenario accepts of a first/last stage split, on
@@ -846,19 +882,21 @@ TEST(ScenarioTest, UnevenSplitAcceptedAgreesWithValidation) {
 
 // A case whose layers pp does not divide ran with some uneven split the format cannot state:
 // the suggested one is applied and named under defaults_used; `project` without a case names it
-// in the error instead.
+// in the error instead. DeepSeek-V3 takes its MTP module from the library model, so its last
+// stage holds the rest after the first took m = 8: 61 − 6 · 8 − 8 = 5.
 TEST(ScenarioTest, CaseWithIndivisibleLayersGetsTheSuggestedSplit) {
   auto s = LoadCalibrationCase(Data("cases_uneven.jsonl") + ":dsv3_pp8");
   ASSERT_THAT(s, IsOk());
-  EXPECT_EQ(s->parallel.first_stage_layers, 7);
-  EXPECT_EQ(s->parallel.last_stage_layers, 6);
-  EXPECT_THAT(s->defaults_used, ::testing::Contains(HasSubstr("first_stage_layers=7")));
+  EXPECT_EQ(s->model.mtp_layers, 1);
+  EXPECT_EQ(s->parallel.first_stage_layers, 8);
+  EXPECT_EQ(s->parallel.last_stage_layers, 5);
+  EXPECT_THAT(s->defaults_used, ::testing::Contains(HasSubstr("first_stage_layers=8")));
   Scenario plain = *s;
   plain.parallel.first_stage_layers = 0;
   plain.parallel.last_stage_layers = 0;
   EXPECT_THAT(ValidateScenario(plain, "x.json"),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("e.g. first_stage_layers 7, last_stage_layers 6")));
+                       HasSubstr("e.g. first_stage_layers 8, last_stage_layers 5")));
 }
 
 // Beyond the published schema a case may state how its run executed: a training object with

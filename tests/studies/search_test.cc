@@ -561,7 +561,9 @@ TEST(SearchTest, AlternativeSplitsAreEveryAcceptedSplitButTheEvaluatedOne) {
   for (int64_t layers : {13, 32, 61}) {
     for (int64_t pp : {2, 3, 4, 8}) {
       for (int64_t vpp : {1, 2}) {
-        const auto own = DefaultStageSplit(layers, pp, vpp);
+        ModelSpec model;
+        model.num_layers = layers;
+        const auto own = DefaultStageSplit(model, pp, vpp);
         if (!own) continue;
         ParallelConfig p;
         p.pp = pp;
