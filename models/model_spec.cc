@@ -505,7 +505,8 @@ std::optional<ModelSpec> LibraryTwin(const ModelSpec& m) {
   if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
   absl::StatusOr<ModelSpec> lib = LoadModelFile(path.string());
   if (!lib.ok() || lib->num_layers != m.num_layers || lib->hidden_size != m.hidden_size ||
-      lib->num_attention_heads != m.num_attention_heads || lib->moe.has_value() != m.moe.has_value()) {
+      lib->num_attention_heads != m.num_attention_heads ||
+      lib->moe.has_value() != m.moe.has_value()) {
     return std::nullopt;
   }
   if (m.moe && (lib->moe->num_experts != m.moe->num_experts || lib->moe->top_k != m.moe->top_k)) {
