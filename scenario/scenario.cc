@@ -242,6 +242,8 @@ absl::Status ParseBackends(JsonObject& b, BackendSelection& out) {
 // Mark the defaults_used entries of an "auto" stack, attention kernel, loss kernel and
 // train-metric pass count.
 constexpr std::string_view kKernelNotePrefix = "attention_kernel=";
+// In the note of a setting a calibration case's source names (not the tool's auto choice).
+constexpr std::string_view kNamedBySourceNote = "(named by the case's source";
 
 // "the llm-foundry stack" for the notes.
 std::string StackPhrase(const Scenario& s) { return StackPhrase(s.training, s.parallel); }
@@ -604,8 +606,10 @@ absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
       named_kernel_notes.push_back(d);
     }
   }
+  // A choice the case's source named stays, with its note, until a flag sets another.
   std::erase_if(s.defaults_used, [](const std::string& d) {
-    return d.starts_with(kKernelNotePrefix) || IsRunChoiceNote(d);
+    return d.starts_with(kKernelNotePrefix) ||
+           (IsRunChoiceNote(d) && d.find(kNamedBySourceNote) == std::string::npos);
   });
   if (s.training.stack == TrainingStack::kAuto) {
     s.defaults_used.push_back(AutoStackNote(s.training, s.parallel));
@@ -1406,9 +1410,19 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
   if (!unstated.empty()) s.defaults_used.push_back(absl::StrJoin(unstated, ", "));
   if (!reduce_dtype_stated && SourceIsMegatronBridgePresets(source)) {
     s.training.grad_reduce_dtype = DType::kBf16;
-    s.defaults_used.push_back(
-        "grad_reduce_dtype=bf16 (named by the case's source: Megatron-Bridge's performance "
-        "presets set grad_reduce_in_fp32 = False; --grad-reduce-dtype for another)");
+    s.defaults_used.push_back(absl::StrFormat(
+        "grad_reduce_dtype=bf16 %s: Megatron-Bridge's performance presets set "
+        "grad_reduce_in_fp32 = False; --grad-reduce-dtype for another)",
+        kNamedBySourceNote));
+  }
+  if (s.training.precision == DType::kFp8 && s.training.fp8_recipe == Fp8Recipe::kAuto &&
+      SourceIsMegatronBridgePresets(source) && !HasMxBlockScaling(s.hw.gpu.arch)) {
+    s.training.fp8_recipe = Fp8Recipe::kTensorwise;
+    s.defaults_used.push_back(absl::StrFormat(
+        "fp8_recipe=tensorwise %s: Megatron-Bridge's performance presets run Transformer "
+        "Engine's current scaling, fp8_recipe 'cs', by default on GPUs without MXFP8; "
+        "--fp8-recipe for another)",
+        kNamedBySourceNote));
   }
   s.defaults_used.push_back(absl::StrFormat("interconnect from hw profile %s", s.hw.name));
   const std::optional<ModelSpec> twin = LibraryTwin(s.model);

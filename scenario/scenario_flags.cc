@@ -530,7 +530,8 @@ absl::StatusOr<Scenario> ProjectionScenarioFromFlags(const FlagValues& flags) {
                            {"distributed-optimizer", "distributed_optimizer"},
                            {"grad-reduce-dtype", "grad_reduce_dtype"},
                            {"tf-amp", "tf_amp"},
-                           {"deepep", "deepep"}}) {
+                           {"deepep", "deepep"},
+                           {"fp8-recipe", "fp8_recipe"}}) {
     if (Given(flags, flag)) DropDefaultNote(key, s);
   }
   DefaultPrecisionForGpu(flags, from_file, s);
