@@ -447,6 +447,15 @@ absl::StatusOr<EtpTimes> AddEtpComm(CommBuilder& b, const ParallelConfig& par, B
   return EtpTimes{.forward = ag.time + rs.time, .backward = agb.time + rsb.time};
 }
 
+// Whether DeepEP's dispatch (and the combine's gradient) travels in FP8: DeepSeek's own training
+// does under FP8 (arXiv 2412.19437 §3.3.2); Megatron-Core's DeepEP and HybridEP paths send BF16
+// whatever the GEMM precision (moe/fused_a2a.py; FP8 on the wire only with its ncclep backend and
+// moe_dispatch_fwd_dtype, shared/reference/moe_reference.md §4), so not on the megatron stack.
+bool DispatchesFp8(const TrainingConfig& tr, const ParallelConfig& par) {
+  return par.deepep && tr.precision == DType::kFp8 &&
+         ResolvedStack(tr, par) != TrainingStack::kMegatron;
+}
+
   // --- EP: All-to-All dispatch and combine in forward, and their gradients in backward. The
   // message is what this GPU sends: its tokens (÷TP under sequence parallelism) × top_k ×
   // hidden × 2 B. PXN when DeepEP-style dispatch is on, else the backend's best (single-shot /
@@ -460,15 +469,6 @@ absl::StatusOr<EtpTimes> AddEtpComm(CommBuilder& b, const ParallelConfig& par, B
   // the stack dispatches in FP8 (DispatchesFp8), 1 B per element plus one fp32 scale per 128,
   // the combine stays BF16, and likewise in backward for the gradient of the combine and of the
   // dispatch (§3.3.2 "Low-Precision Communication").
-// Whether DeepEP's dispatch (and the combine's gradient) travels in FP8: DeepSeek's own training
-// does under FP8 (arXiv 2412.19437 §3.3.2); Megatron-Core's DeepEP and HybridEP paths send BF16
-// whatever the GEMM precision (moe/fused_a2a.py; FP8 on the wire only with its ncclep backend and
-// moe_dispatch_fwd_dtype, shared/reference/moe_reference.md §4), so not on the megatron stack.
-bool DispatchesFp8(const TrainingConfig& tr, const ParallelConfig& par) {
-  return par.deepep && tr.precision == DType::kFp8 &&
-         ResolvedStack(tr, par) != TrainingStack::kMegatron;
-}
-
 absl::Status AddEpComm(CommBuilder& b, const LayerCompositionContext& ctx,
                        const ModuleSums& mlp, ComposedLayer& layer) {
   const ModelSpec& model = ctx.model;
