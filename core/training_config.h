@@ -194,6 +194,12 @@ struct TrainingConfig {
   // same): the A2A is exposed only where it outlasts the MoE compute beside it, which loses the
   // SMs the A2A kernels hold. Off by default, as in Megatron-LM.
   bool moe_a2a_overlap = false;
+  // DeepEP's dispatch (and the combine's gradient) in FP8 under FP8 training, one E4M3 byte per
+  // element and an fp32 scale per 128, as DeepSeek-V3 trained (arXiv 2412.19437 §3.3.2: FP8
+  // dispatch, BF16 combine). Megatron-Core's DeepEP and HybridEP paths send BF16 whatever the
+  // GEMM precision (moe/fused_a2a.py; shared/reference/moe_reference.md §4), hence off by
+  // default; without parallel.deepep and precision fp8 it has no effect (and says so).
+  bool moe_dispatch_fp8 = false;
   // The shared experts run on their own stream beside the dispatcher's All-to-All in forward
   // (Megatron-Core --moe-shared-expert-overlap: fc1 and the activation beside the dispatch, fc2
   // beside the combine; backward runs them in order). Megatron-Core takes it with the alltoall

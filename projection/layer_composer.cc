@@ -6,7 +6,6 @@
 #include "absl/status/status.h"
 #include "core/status_macros.h"
 #include "profilers/module_profilers.h"
-#include "scenario/training_defaults.h"
 
 namespace projector {
 namespace {
@@ -447,15 +446,6 @@ absl::StatusOr<EtpTimes> AddEtpComm(CommBuilder& b, const ParallelConfig& par, B
   return EtpTimes{.forward = ag.time + rs.time, .backward = agb.time + rsb.time};
 }
 
-// Whether DeepEP's dispatch (and the combine's gradient) travels in FP8: DeepSeek's own training
-// does under FP8 (arXiv 2412.19437 §3.3.2); Megatron-Core's DeepEP and HybridEP paths send BF16
-// whatever the GEMM precision (moe/fused_a2a.py; FP8 on the wire only with its ncclep backend and
-// moe_dispatch_fwd_dtype, shared/reference/moe_reference.md §4), so not on the megatron stack.
-bool DispatchesFp8(const TrainingConfig& tr, const ParallelConfig& par) {
-  return par.deepep && tr.precision == DType::kFp8 &&
-         ResolvedStack(tr, par) != TrainingStack::kMegatron;
-}
-
   // --- EP: All-to-All dispatch and combine in forward, and their gradients in backward. The
   // message is what this GPU sends: its tokens (÷TP under sequence parallelism) × top_k ×
   // hidden × 2 B. PXN when DeepEP-style dispatch is on, else the backend's best (single-shot /
@@ -465,9 +455,9 @@ bool DispatchesFp8(const TrainingConfig& tr, const ParallelConfig& par) {
   // holds. Expert-TP > 1 adds an AllGather of the dispatched tokens before and a ReduceScatter
   // after the experts.
   // DeepEP also sends a token once per destination node and fans it out over NVLink there
-  // (DeepSeek-V3 report, arXiv 2412.19437 §3.2.2), so the routing goes with the A2A; and where
-  // the stack dispatches in FP8 (DispatchesFp8), 1 B per element plus one fp32 scale per 128,
-  // the combine stays BF16, and likewise in backward for the gradient of the combine and of the
+  // (DeepSeek-V3 report, arXiv 2412.19437 §3.2.2), so the routing goes with the A2A; and with
+  // training.moe_dispatch_fp8 it dispatches in FP8, 1 B per element plus one fp32 scale per 128,
+  // the combine staying BF16, and likewise in backward for the gradient of the combine and of the
   // dispatch (§3.3.2 "Low-Precision Communication").
 absl::Status AddEpComm(CommBuilder& b, const LayerCompositionContext& ctx,
                        const ModuleSums& mlp, ComposedLayer& layer) {
@@ -488,7 +478,7 @@ absl::Status AddEpComm(CommBuilder& b, const LayerCompositionContext& ctx,
                               .groups = model.moe->num_groups,
                               .topk_groups = model.moe->topk_groups}
                  : A2aRouting{};
-  const bool fp8_dispatch = DispatchesFp8(tr, par);
+  const bool fp8_dispatch = par.deepep && tr.precision == DType::kFp8 && tr.moe_dispatch_fp8;
   ProcessGroup ep = par.EpGroup();
   auto a2a = [&](std::string_view name, OpPhase phase, Bytes bytes, int64_t repeat) {
     return b.Add(name, "moe", phase, CommDim::kEp, CollectiveKind::kAllToAll, bytes, ep, algo,

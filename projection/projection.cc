@@ -247,6 +247,12 @@ void NoteInertSwitches(const Scenario& scenario, Projection& p) {
                                   ? "moe_a2a_overlap=true has no effect with ep 1 (no All-to-All)"
                                   : "moe_a2a_overlap=true has no effect: the model has no experts");
   }
+  if (scenario.training.moe_dispatch_fp8 &&
+      (!par.deepep || par.ep == 1 || scenario.training.precision != DType::kFp8)) {
+    p.defaults_used.push_back(
+        "moe_dispatch_fp8=true has no effect: FP8 dispatch is DeepEP's (deepep with ep > 1) under "
+        "precision fp8");
+  }
   if (scenario.training.moe_shared_expert_overlap &&
       (!scenario.model.moe || scenario.model.moe->num_shared_experts == 0 || par.ep == 1)) {
     p.defaults_used.push_back(
@@ -342,6 +348,7 @@ CompositionKey CompositionKeyOf(const Scenario& scenario) {
   k.turbo_grouped_gemm = p.turbo_grouped_gemm;
   k.deepep = p.deepep;
   k.moe_a2a_overlap = t.moe_a2a_overlap;
+  k.moe_dispatch_fp8 = t.moe_dispatch_fp8;
   k.moe_shared_expert_overlap = t.moe_shared_expert_overlap;
   k.pipelined = p.pp > 1;
   k.zero_bubble = p.pipeline_schedule == PipelineSchedule::kZeroBubbleH1;

@@ -197,7 +197,7 @@ struct ComposedModel {
 struct CompositionKey {
   int64_t tp = 1, cp = 1, ep = 1, etp = 1;
   bool sequence_parallel = false, fsdp = false, turbo_grouped_gemm = true, deepep = false;
-  bool moe_a2a_overlap = false, moe_shared_expert_overlap = false;
+  bool moe_a2a_overlap = false, moe_shared_expert_overlap = false, moe_dispatch_fp8 = false;
   bool pipelined = false;    // pp > 1
   bool zero_bubble = false;  // weight gradients deferred
   TrainingStack stack = TrainingStack::kMegatron;
@@ -211,9 +211,9 @@ struct CompositionKey {
   friend H AbslHashValue(H h, const CompositionKey& k) {
     return H::combine(std::move(h), k.tp, k.cp, k.ep, k.etp, k.sequence_parallel, k.fsdp,
                       k.turbo_grouped_gemm, k.deepep, k.moe_a2a_overlap,
-                      k.moe_shared_expert_overlap, k.pipelined, k.zero_bubble, k.stack,
-                      k.micro_batch, k.recompute, k.recompute_layers, k.recompute_modules,
-                      k.moe_imbalance);
+                      k.moe_shared_expert_overlap, k.moe_dispatch_fp8, k.pipelined,
+                      k.zero_bubble, k.stack, k.micro_batch, k.recompute, k.recompute_layers,
+                      k.recompute_modules, k.moe_imbalance);
   }
 };
 CompositionKey CompositionKeyOf(const Scenario& scenario);

@@ -417,6 +417,7 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
                                 : std::vector<std::string>{}},
       {"tp_comm_overlap", scenario.training.tp_comm_overlap},
       {"moe_a2a_overlap", scenario.training.moe_a2a_overlap},
+      {"moe_dispatch_fp8", scenario.training.moe_dispatch_fp8},
       {"moe_shared_expert_overlap", scenario.training.moe_shared_expert_overlap},
       {"cuda_graphs", scenario.training.cuda_graphs},
       {"tf_amp", scenario.training.tf_amp},

@@ -199,6 +199,7 @@ absl::Status ParseTrainingSwitches(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(out.overlap_param_gather, t.BoolOr("overlap_param_gather", true));
   PROJECTOR_ASSIGN_OR_RETURN(out.tp_comm_overlap, t.BoolOr("tp_comm_overlap", false));
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_a2a_overlap, t.BoolOr("moe_a2a_overlap", false));
+  PROJECTOR_ASSIGN_OR_RETURN(out.moe_dispatch_fp8, t.BoolOr("moe_dispatch_fp8", false));
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_shared_expert_overlap,
                              t.BoolOr("moe_shared_expert_overlap", false));
   PROJECTOR_ASSIGN_OR_RETURN(out.cuda_graphs, t.BoolOr("cuda_graphs", false));
@@ -468,6 +469,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"overlap_param_gather", t.overlap_param_gather},
                    {"tp_comm_overlap", t.tp_comm_overlap},
                    {"moe_a2a_overlap", t.moe_a2a_overlap},
+                   {"moe_dispatch_fp8", t.moe_dispatch_fp8},
                    {"moe_shared_expert_overlap", t.moe_shared_expert_overlap},
                    {"cuda_graphs", t.cuda_graphs},
                    {"tf_amp", t.tf_amp},

@@ -54,8 +54,8 @@ constexpr FlagSpec kLayoutFlags[] = {
      "turbo|legacy"},
     {"deepep",
      "MoE dispatch by DeepEP's kernels: a token sent once per node and fanned out over NVLink, "
-     "in BF16 on the megatron stack, FP8 under FP8 elsewhere (default false: NCCL All-to-All; a "
-     "case takes it for dropless group routing across nodes on the megatron stack)",
+     "in BF16 unless --moe-dispatch-fp8 (default false: NCCL All-to-All; a case takes it for "
+     "dropless group routing across nodes on the megatron stack)",
      "BOOL", FlagArity::kBool},
 };
 constexpr FlagSpec kTrainingRunFlags[] = {
@@ -150,6 +150,10 @@ constexpr FlagSpec kKernelAndCommFlags[] = {
     {"moe-a2a-overlap",
      "Overlap the EP All-to-All of one micro-batch with another's MoE compute (Megatron "
      "--overlap-moe-expert-parallel-comm, DeepSeek's DualPipe; default false)",
+     "BOOL", FlagArity::kBool},
+    {"moe-dispatch-fp8",
+     "DeepEP's dispatch in FP8 under FP8 training, as DeepSeek-V3 trained (with --deepep and "
+     "--precision fp8; default false: BF16, as Megatron-Core's DeepEP path sends)",
      "BOOL", FlagArity::kBool},
     {"moe-shared-expert-overlap",
      "Run the shared experts beside the EP All-to-All in forward, fc1 beside the dispatch and "
@@ -282,6 +286,7 @@ absl::Status ReadTrainingSettings(const FlagValues& flags, TrainingConfig& train
   if (recipe) training.fp8_recipe = *recipe;
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "tp-comm-overlap", training.tp_comm_overlap));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "moe-a2a-overlap", training.moe_a2a_overlap));
+  PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "moe-dispatch-fp8", training.moe_dispatch_fp8));
   PROJECTOR_RETURN_IF_ERROR(
       ReadBoolFlag(flags, "moe-shared-expert-overlap", training.moe_shared_expert_overlap));
   PROJECTOR_RETURN_IF_ERROR(ReadBoolFlag(flags, "cuda-graphs", training.cuda_graphs));

@@ -355,10 +355,11 @@ TEST(LayerComposerTest, DeepEpUsesPxnAndTheOverlapHidesTheA2aBehindExpertCompute
 }
 
 // DeepEP carries the model's routing to the All-to-All (so the backend can send a row once per
-// node) and, under FP8 training off the megatron stack (DeepSeek's own), dispatches in FP8: per
-// direction one A2A of 1 + 4/128 B per element (E4M3 plus an fp32 scale per 128) and one BF16
-// A2A of 2 B: for 512 tokens · top_k 2 · hidden 256 = 262144 elements, 270336 B + 524288 B, at
-// 10 GB/s 79.5 us forward and backward. Megatron-Core's DeepEP path sends BF16 both ways.
+// node) and, under FP8 training with moe_dispatch_fp8 (as DeepSeek trained), dispatches in FP8:
+// per direction one A2A of 1 + 4/128 B per element (E4M3 plus an fp32 scale per 128) and one
+// BF16 A2A of 2 B: for 512 tokens · top_k 2 · hidden 256 = 262144 elements, 270336 B + 524288 B,
+// at 10 GB/s 79.5 us forward and backward. Without it (Megatron-Core's DeepEP path) BF16 both
+// ways.
 TEST(LayerComposerTest, DeepEpDispatchesInFp8UnderFp8TrainingAndCarriesTheRouting) {
   Fixture fx;
   UseToyMoeWithDeepEp(fx, /*a2a_overlap=*/true);
@@ -367,18 +368,17 @@ TEST(LayerComposerTest, DeepEpDispatchesInFp8UnderFp8TrainingAndCarriesTheRoutin
   fx.tr.precision = DType::kFp8;
   FakeCollectiveBackend slow(Seconds(1e-8));  // 100 MB/s: nothing hides behind 3 ms
   const double elements = 512.0 * 2 * 256;
-  fx.tr.stack = TrainingStack::kMegatron;
-  auto megatron = ComposeLayer(ToyLayer(true), fx.Ctx(), slow);
-  ASSERT_THAT(megatron, IsOk());
-  int megatron_a2as = 0;
-  for (const Op& op : megatron->comm_ops) {
+  auto bf16_layer = ComposeLayer(ToyLayer(true), fx.Ctx(), slow);
+  ASSERT_THAT(bf16_layer, IsOk());
+  int bf16_a2as = 0;
+  for (const Op& op : bf16_layer->comm_ops) {
     if (op.comm_dim != CommDim::kEp) continue;
-    ++megatron_a2as;
+    ++bf16_a2as;
     EXPECT_DOUBLE_EQ(op.collective.bytes.value(), elements * 2.0);
     EXPECT_EQ(op.repeat, 2);
   }
-  EXPECT_EQ(megatron_a2as, 2);
-  fx.tr.stack = TrainingStack::kTorchTitan;
+  EXPECT_EQ(bf16_a2as, 2);
+  fx.tr.moe_dispatch_fp8 = true;
   auto l = ComposeLayer(ToyLayer(true), fx.Ctx(), slow);
   ASSERT_THAT(l, IsOk());
   const double fp8 = elements * (1.0 + 4.0 / 128.0), bf16 = elements * 2.0;
