@@ -1461,8 +1461,13 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
       s.parallel.last_stage_layers = split->second;
       s.defaults_used.push_back(absl::StrFormat(
           "first_stage_layers=%d, last_stage_layers=%d (%d layers do not divide over pp %d and "
-          "the case format states no split; middle stages at the fewest layers any split allows)",
-          split->first, split->second, L, s.parallel.pp));
+          "the case format states no split; middle stages at the fewest layers any split "
+          "allows%s)",
+          split->first, split->second, L, s.parallel.pp,
+          s.model.mtp_layers > 0 && s.parallel.vpp <= 1
+              ? ", the first stage as many, the last the rest beside the MTP module, as "
+                "Megatron-Bridge's DeepSeek-V3 layouts place them"
+              : ""));
     }
   }
   if (!parallel.Has("deepep") &&
