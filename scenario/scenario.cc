@@ -360,6 +360,28 @@ void DefaultDistributedOptimizer(bool given, Scenario& s) {
 
 namespace {
 
+// NVIDIA's Megatron-Bridge performance presets (SourceIsMegatronBridgePresets), for what the case
+// does not state: gradients reduced in bf16 and, under FP8 on a GPU without MXFP8, Transformer
+// Engine's current scaling; each note names the source and stays until a flag sets another.
+void DefaultMegatronBridgePresets(bool reduce_dtype_stated, Scenario& s) {
+  if (!reduce_dtype_stated) {
+    s.training.grad_reduce_dtype = DType::kBf16;
+    s.defaults_used.push_back(absl::StrFormat(
+        "grad_reduce_dtype=bf16 %s: Megatron-Bridge's performance presets set "
+        "grad_reduce_in_fp32 = False; --grad-reduce-dtype for another)",
+        kNamedBySourceNote));
+  }
+  if (s.training.precision == DType::kFp8 && s.training.fp8_recipe == Fp8Recipe::kAuto &&
+      !HasMxBlockScaling(s.hw.gpu.arch)) {
+    s.training.fp8_recipe = Fp8Recipe::kTensorwise;
+    s.defaults_used.push_back(absl::StrFormat(
+        "fp8_recipe=tensorwise %s: Megatron-Bridge's performance presets run Transformer "
+        "Engine's current scaling, fp8_recipe 'cs', by default on GPUs without MXFP8; "
+        "--fp8-recipe for another)",
+        kNamedBySourceNote));
+  }
+}
+
 // Megatron-LM as the SC21 paper ran it (SourceIsMegatronSc21), for what the case's optional
 // training object and parallel.distributed_optimizer do not state.
 void DefaultMegatronSc21(bool distributed_optimizer_given,
@@ -1410,22 +1432,7 @@ absl::StatusOr<Scenario> ScenarioFromCase(const json& value, const std::string& 
     unstated.push_back("grad_reduce_dtype=fp32");
   }
   if (!unstated.empty()) s.defaults_used.push_back(absl::StrJoin(unstated, ", "));
-  if (!reduce_dtype_stated && SourceIsMegatronBridgePresets(source)) {
-    s.training.grad_reduce_dtype = DType::kBf16;
-    s.defaults_used.push_back(absl::StrFormat(
-        "grad_reduce_dtype=bf16 %s: Megatron-Bridge's performance presets set "
-        "grad_reduce_in_fp32 = False; --grad-reduce-dtype for another)",
-        kNamedBySourceNote));
-  }
-  if (s.training.precision == DType::kFp8 && s.training.fp8_recipe == Fp8Recipe::kAuto &&
-      SourceIsMegatronBridgePresets(source) && !HasMxBlockScaling(s.hw.gpu.arch)) {
-    s.training.fp8_recipe = Fp8Recipe::kTensorwise;
-    s.defaults_used.push_back(absl::StrFormat(
-        "fp8_recipe=tensorwise %s: Megatron-Bridge's performance presets run Transformer "
-        "Engine's current scaling, fp8_recipe 'cs', by default on GPUs without MXFP8; "
-        "--fp8-recipe for another)",
-        kNamedBySourceNote));
-  }
+  if (SourceIsMegatronBridgePresets(source)) DefaultMegatronBridgePresets(reduce_dtype_stated, s);
   s.defaults_used.push_back(absl::StrFormat("interconnect from hw profile %s", s.hw.name));
   const std::optional<ModelSpec> twin = LibraryTwin(s.model);
   s.defaults_used.push_back(absl::StrFormat(

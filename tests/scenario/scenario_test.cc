@@ -808,16 +808,18 @@ TEST(ScenarioTest, CalibrationCaseBadLineNamesLineAndField) {
                        AllOf(HasSubstr("cases_bad_line.jsonl:2"), HasSubstr("/seq_len"))));
 }
 
+// A suggested {first, last} stage split.
+std::optional<std::pair<int64_t, int64_t>> Split(int64_t first, int64_t last) {
+  return std::make_pair(first, last);
+}
+
 // Middle stages at m = ceil(L/pp), the rest over first and last, the last taking the smaller
 // half: 61 over 8 → m 8, rest 61 − 48 = 13 → 7 + 6; 61 over 16 → m 4, rest 5 → 3 + 2;
 // 61 over 2 → 31 + 30; 5 over 4 → m 2, rest 1: no split gives every stage a layer.
 TEST(ScenarioTest, SuggestedUnevenSplitMinimisesTheCriticalStage) {
-  auto split = [](int64_t first, int64_t last) {
-    return std::make_optional(std::make_pair(first, last));
-  };
-  EXPECT_EQ(SuggestUnevenSplit(61, 8, 1, 0), split(7, 6));
-  EXPECT_EQ(SuggestUnevenSplit(61, 16, 1, 0), split(3, 2));
-  EXPECT_EQ(SuggestUnevenSplit(61, 2, 1, 0), split(31, 30));
+  EXPECT_EQ(SuggestUnevenSplit(61, 8, 1, 0), Split(7, 6));
+  EXPECT_EQ(SuggestUnevenSplit(61, 16, 1, 0), Split(3, 2));
+  EXPECT_EQ(SuggestUnevenSplit(61, 2, 1, 0), Split(31, 30));
   EXPECT_EQ(SuggestUnevenSplit(5, 4, 1, 0), std::nullopt);
   EXPECT_EQ(SuggestUnevenSplit(10, 1, 1, 0), std::nullopt);
   EXPECT_EQ(SuggestUnevenSplit(3, 4, 1, 0), std::nullopt);
@@ -828,13 +830,10 @@ TEST(ScenarioTest, SuggestedUnevenSplitMinimisesTheCriticalStage) {
 // | 4 × 14 | 1 + MTP + loss); over 8 → m 8, rest 13 → 8 + 5; over 4 → m 16, rest 29 → 16 + 13.
 // With VPP 4 over pp 8 the even share stands, 7 + 6, as its layout Et|(tt|)*30mL places them.
 TEST(ScenarioTest, SuggestedUnevenSplitLeavesTheMtpStageTheRest) {
-  auto split = [](int64_t first, int64_t last) {
-    return std::make_optional(std::make_pair(first, last));
-  };
-  EXPECT_EQ(SuggestUnevenSplit(61, 16, 1, 1), split(4, 1));
-  EXPECT_EQ(SuggestUnevenSplit(61, 8, 1, 1), split(8, 5));
-  EXPECT_EQ(SuggestUnevenSplit(61, 4, 1, 1), split(16, 13));
-  EXPECT_EQ(SuggestUnevenSplit(61, 8, 4, 1), split(7, 6));
+  EXPECT_EQ(SuggestUnevenSplit(61, 16, 1, 1), Split(4, 1));
+  EXPECT_EQ(SuggestUnevenSplit(61, 8, 1, 1), Split(8, 5));
+  EXPECT_EQ(SuggestUnevenSplit(61, 4, 1, 1), Split(16, 13));
+  EXPECT_EQ(SuggestUnevenSplit(61, 8, 4, 1), Split(7, 6));
 }
 
 // UnevenSplitAccepted is exactly what ValidateScenario accepts of a first/last stage split, on
