@@ -869,6 +869,10 @@ std::string ValidationHtml(const ValidationReport& r) {
        absl::StrFormat("%.0f / %.0f / %.0f%%", s.within_10_pct, s.within_20_pct, s.within_30_pct),
        "within 10 / 20 / 30%");
   Card(out, absl::StrCat(r.inconsistent_cases), "flagged inconsistent");
+  if (r.twin_groups > 0) {
+    Card(out, absl::StrFormat("%d (floor %.0f%%)", r.twin_groups, r.max_twin_error_floor_pct),
+         "twin groups: same inputs, measured apart");
+  }
   Card(out, absl::StrCat(r.measured_but_not_fitting), "measured, projected not to fit");
   out += "</div>\n";
 

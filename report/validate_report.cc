@@ -68,6 +68,10 @@ std::string InconsistencyNote(const ValidationCase& c) {
                                   -*c.longer_sequence_deficit_pct,
                                   c.faster_longer_sequence_seq_len));
   }
+  if (c.twin_ratio) {
+    why.push_back(absl::StrFormat("measured %.2fx its twin %s, same inputs (floor %.0f%%)",
+                                  *c.twin_ratio, c.twin_id, *c.twin_error_floor_pct));
+  }
   return absl::StrJoin(why, "; ");
 }
 
@@ -173,11 +177,21 @@ std::string FormatValidationText(const ValidationReport& r) {
     absl::StrAppendFormat(
         &out,
         "\n%d cases are inconsistent with their siblings (marked [inconsistent]): measured/"
-        "projected more than %.0f%% from the median of their scaling series, or measured more "
+        "projected more than %.0f%% from the median of their scaling series, measured more "
         "than %.0f%% slower than a longer-sequence run of the same tokens per micro-batch and "
-        "step, which does more attention work and the same of everything else. They are "
-        "counted above.\n",
+        "step, which does more attention work and the same of everything else, or measured "
+        "apart from a twin (below). They are counted above.\n",
         r.inconsistent_cases, kSiblingDeviationFlagPct, kSequenceMonotonicityFlagPct);
+  }
+  if (r.twin_groups > 0) {
+    absl::StrAppendFormat(
+        &out,
+        "\n%d groups of twins (cases with the same inputs, projected alike) were measured more "
+        "than %.0f%% apart (marked [inconsistent: measured Nx its twin]): the runs differed in "
+        "something the cases do not state, and one projection serves each group, so at least "
+        "one case of a group stays off by its floor, (max - min) / (max + min) of its "
+        "measurements, up to %.1f%%.\n",
+        r.twin_groups, kTwinSpreadFlagPct, r.max_twin_error_floor_pct);
   }
   if (r.measured_but_not_fitting > 0) {
     absl::StrAppendFormat(
@@ -224,6 +238,11 @@ json ValidationToJson(const ValidationReport& r) {
       j["faster_longer_sequence_id"] = c.faster_longer_sequence_id;
       j["longer_sequence_deficit_pct"] = *c.longer_sequence_deficit_pct;
     }
+    if (c.twin_ratio) {
+      j["twin_id"] = c.twin_id;
+      j["twin_ratio"] = *c.twin_ratio;
+      j["twin_error_floor_pct"] = *c.twin_error_floor_pct;
+    }
     j["inconsistent_with_siblings"] = c.inconsistent;
     cases.push_back(std::move(j));
   }
@@ -253,6 +272,8 @@ json ValidationToJson(const ValidationReport& r) {
   summary.erase("group");
   summary["inconsistent_cases"] = r.inconsistent_cases;
   summary["measured_but_not_fitting"] = r.measured_but_not_fitting;
+  summary["twin_groups"] = r.twin_groups;
+  summary["max_twin_error_floor_pct"] = r.max_twin_error_floor_pct;
   return {{"file", r.file},
           {"cases", cases},
           {"summary", summary},

@@ -158,6 +158,52 @@ void CheckSequenceMonotonicity(std::vector<ParsedCase>& parsed) {
   }
 }
 
+// Cases the projection cannot tell apart: a scaling series' key, the GPU count and global batch,
+// and the projected throughput itself (equal to 9 digits), so that a switch only one of them
+// states (a `training` block) keeps them apart.
+std::string TwinKey(const ParsedCase& pc) {
+  const Scenario& s = *pc.scenario;
+  return absl::StrFormat("%s|%d|%d|%.9g", SiblingKey(pc), s.num_gpus, s.training.global_batch,
+                         *pc.result.projected_tokens_per_s_per_gpu);
+}
+
+// Flags every group of twins whose measurements lie more than kTwinSpreadFlagPct apart. Each
+// member records the twin measured furthest from it and the group's error floor: one projection
+// P serves them all, and max(P / min − 1, 1 − P / max) is least, (max − min) / (max + min), at
+// P = 2 · min · max / (min + max).
+int64_t CheckTwins(std::vector<ParsedCase>& parsed) {
+  std::map<std::string, std::vector<ValidationCase*>> groups;
+  for (ParsedCase& pc : parsed) {
+    if (!pc.scenario || !pc.result.projected_tokens_per_s_per_gpu) continue;
+    if (pc.result.measured_tokens_per_s_per_gpu <= 0) continue;
+    groups[TwinKey(pc)].push_back(&pc.result);
+  }
+  int64_t flagged_groups = 0;
+  for (auto& [key, members] : groups) {
+    if (members.size() < 2) continue;
+    auto by_measured = [](const ValidationCase* a, const ValidationCase* b) {
+      return a->measured_tokens_per_s_per_gpu < b->measured_tokens_per_s_per_gpu;
+    };
+    const ValidationCase* slowest = *std::min_element(members.begin(), members.end(), by_measured);
+    const ValidationCase* fastest = *std::max_element(members.begin(), members.end(), by_measured);
+    const double lo = slowest->measured_tokens_per_s_per_gpu;
+    const double hi = fastest->measured_tokens_per_s_per_gpu;
+    if (100.0 * (hi / lo - 1.0) <= kTwinSpreadFlagPct) continue;
+    ++flagged_groups;
+    const double floor_pct = 100.0 * (hi - lo) / (hi + lo);
+    for (ValidationCase* c : members) {
+      // The furthest twin in ratio: the fastest for a case below the geometric middle.
+      const double m = c->measured_tokens_per_s_per_gpu;
+      const ValidationCase* far = (m * m < lo * hi) ? fastest : slowest;
+      c->twin_id = far->id;
+      c->twin_ratio = m / far->measured_tokens_per_s_per_gpu;
+      c->twin_error_floor_pct = floor_pct;
+      c->inconsistent = true;
+    }
+  }
+  return flagged_groups;
+}
+
 // The what-if kernel on one case: resolved against the case's GPU, then the layout checked
 // again (unfused has no context parallelism).
 absl::Status OverrideAttentionKernel(const std::string& kernel, const std::string& origin,
@@ -560,6 +606,10 @@ void Summarise(ValidationReport& report) {
   std::map<std::pair<int, std::string>, std::vector<const ValidationCase*>> by_seq, by_scale;
   for (const ValidationCase& c : report.cases) {
     report.inconsistent_cases += c.inconsistent;
+    if (c.twin_error_floor_pct) {
+      report.max_twin_error_floor_pct =
+          std::max(report.max_twin_error_floor_pct, *c.twin_error_floor_pct);
+    }
     report.measured_but_not_fitting += c.projected_tokens_per_s_per_gpu && !c.fits_in_memory;
     all.push_back(&c);
     by_gpu[c.gpu].push_back(&c);
@@ -592,6 +642,7 @@ absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
   CheckSiblings(parsed);
   CheckSequenceMonotonicity(parsed);
   ValidationReport report;
+  report.twin_groups = CheckTwins(parsed);
   report.file = path;
   for (ParsedCase& pc : parsed) report.cases.push_back(std::move(pc.result));
   Summarise(report);

@@ -59,7 +59,16 @@ struct ValidationCase {
   std::string faster_longer_sequence_id;
   int64_t faster_longer_sequence_seq_len = 0;
   std::optional<double> longer_sequence_deficit_pct;  // measured vs that sibling, < 0
-  // Flagged by either check.
+  // Twin check: cases the projection cannot tell apart (same source, model, GPU, GPU count,
+  // precision, sequence, micro- and global batch, recompute and layout, and the same projected
+  // throughput, so nothing else the tool reads differs) measured more than kTwinSpreadFlagPct
+  // apart. One projection serves the whole group, so at least one of them is off by
+  // twin_error_floor_pct = (max − min) / (max + min) · 100 of the group's measurements, whatever
+  // the model: the runs differed in something the case does not state.
+  std::string twin_id;                      // the twin measured furthest from this case
+  std::optional<double> twin_ratio;         // this measured / that twin's measured
+  std::optional<double> twin_error_floor_pct;
+  // Flagged by any check.
   bool inconsistent = false;
 };
 
@@ -70,6 +79,9 @@ inline constexpr double kSiblingDeviationFlagPct = 10.0;
 // A case measured more than this much slower (in percent) than a longer-sequence run of the same
 // work is flagged (ValidationCase::longer_sequence_deficit_pct).
 inline constexpr double kSequenceMonotonicityFlagPct = 5.0;
+// Twins (ValidationCase::twin_id) measured more than this far apart, in percent of the slower,
+// are flagged; the same run-to-run allowance as the sibling check.
+inline constexpr double kTwinSpreadFlagPct = 10.0;
 
 struct ErrorSummary {
   std::string group;  // "all", a GPU name or a source label
@@ -119,7 +131,10 @@ struct ValidationReport {
   std::vector<ErrorSummary> by_scale;
   std::vector<Speedup> gpu_speedups;
   std::vector<Speedup> precision_speedups;
-  int64_t inconsistent_cases = 0;  // cases flagged by the sibling check
+  int64_t inconsistent_cases = 0;  // cases flagged by the sibling, sequence or twin check
+  // Flagged twin groups, and the largest error floor among them (ValidationCase::twin_*).
+  int64_t twin_groups = 0;
+  double max_twin_error_floor_pct = 0;
   // Projected cases the memory model says do not fit in HBM although they were measured, so
   // ran: the memory model's false "does not fit" count.
   int64_t measured_but_not_fitting = 0;

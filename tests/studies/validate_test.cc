@@ -17,6 +17,7 @@ using ::projector::testing::IsOk;
 using ::projector::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(SummariseTest, ClosedFormStatistics) {
   // Errors −5, +10, +25, −40 and one unsupported case:
@@ -283,7 +284,9 @@ TEST(ValidateCasesFileTest, FlagsACaseItsScalingSeriesContradicts) {
   // series_0..2 are one layout measured at 1000, 1000 and 800 TGS; the projection P is the same
   // for all three, so the measured/projected ratios are 1000/P, 1000/P, 800/P with median
   // 1000/P: deviations 0, 0 and 800/1000 − 1 = −20% (beyond the 10% flag). pair_0/1 differ
-  // only in micro-batch from the series, form a 2-case series and are never checked.
+  // only in micro-batch from the series, form a 2-case series and are never checked. (All five
+  // state one GPU count, so each group is also a set of twins measured apart, flagged by the
+  // twin check; here only the series' own notes are checked.)
   auto r = ValidateCasesFile(std::string(PROJECTOR_TESTDATA_DIR) + "/scenarios/cases_series.jsonl");
   ASSERT_THAT(r, IsOk());
   ASSERT_EQ(r->cases.size(), 5u);
@@ -295,14 +298,12 @@ TEST(ValidateCasesFileTest, FlagsACaseItsScalingSeriesContradicts) {
   EXPECT_NEAR(*r->cases[0].sibling_deviation_pct, 0.0, 1e-9);
   EXPECT_NEAR(*r->cases[1].sibling_deviation_pct, 0.0, 1e-9);
   EXPECT_NEAR(*r->cases[2].sibling_deviation_pct, -20.0, 1e-9);
-  EXPECT_FALSE(r->cases[0].inconsistent);
+  EXPECT_THAT(InconsistencyNote(r->cases[0]), Not(HasSubstr("case series")));
   EXPECT_TRUE(r->cases[2].inconsistent);
   EXPECT_FALSE(r->cases[3].sibling_deviation_pct.has_value());
-  EXPECT_FALSE(r->cases[4].inconsistent);
-  EXPECT_EQ(r->inconsistent_cases, 1);
-  EXPECT_THAT(FormatValidationText(*r), HasSubstr("[inconsistent: -20% vs 3-case series]"));
+  EXPECT_THAT(InconsistencyNote(r->cases[4]), Not(HasSubstr("case series")));
+  EXPECT_THAT(FormatValidationText(*r), HasSubstr("[inconsistent: -20% vs 3-case series; "));
   auto j = ValidationToJson(*r);
-  EXPECT_EQ(j["summary"]["inconsistent_cases"], 1);
   EXPECT_EQ(j["cases"][2]["inconsistent_with_siblings"], true);
   EXPECT_NEAR(j["cases"][2]["sibling_deviation_pct"].get<double>(), -20.0, 1e-9);
 }
@@ -334,6 +335,50 @@ TEST(ValidateCasesFileTest, FlagsACaseSlowerThanALongerSequenceOfTheSameWork) {
   EXPECT_NEAR(j["cases"][0]["longer_sequence_deficit_pct"].get<double>(), -10.0, 1e-9);
   EXPECT_EQ(j["cases"][0]["inconsistent_with_siblings"], true);
   EXPECT_FALSE(j["cases"][2].contains("longer_sequence_deficit_pct"));
+}
+
+TEST(ValidateCasesFileTest, FlagsTwinsMeasuredApartAndTheirErrorFloor) {
+  // twin_fast, twin_slow and twin_mid state the same inputs, so one projection P serves all
+  // three, measured 1000, 600 and 900: spread 1000/600 − 1 = 67% (beyond the 10% flag). No P
+  // puts them all closer than max(P/600 − 1, 1 − P/1000), least at P = 2·600·1000/1600 = 750:
+  // the floor (1000 − 600)/(1000 + 600) = 25%. Each names the twin furthest from it in ratio
+  // (600 for 1000 and 900, since 900² > 600·1000; 1000 for 600). near_a/near_b (16 GPUs) are
+  // 1050/1000 − 1 = 5% apart, within the flag; `clocked` states a clock, is projected apart
+  // and is nobody's twin.
+  auto r = ValidateCasesFile(std::string(PROJECTOR_TESTDATA_DIR) + "/scenarios/cases_twins.jsonl");
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->cases.size(), 6u);
+  const ValidationCase& fast = r->cases[0];
+  const ValidationCase& slow = r->cases[1];
+  const ValidationCase& mid = r->cases[2];
+  for (const ValidationCase* c : {&fast, &slow, &mid}) {
+    ASSERT_TRUE(c->twin_error_floor_pct.has_value()) << c->id;
+    EXPECT_NEAR(*c->twin_error_floor_pct, 25.0, 1e-9) << c->id;
+    EXPECT_TRUE(c->inconsistent) << c->id;
+  }
+  EXPECT_EQ(fast.twin_id, "twin_slow");
+  EXPECT_NEAR(*fast.twin_ratio, 1000.0 / 600.0, 1e-12);
+  EXPECT_EQ(slow.twin_id, "twin_fast");
+  EXPECT_NEAR(*slow.twin_ratio, 0.6, 1e-12);
+  EXPECT_EQ(mid.twin_id, "twin_slow");
+  EXPECT_NEAR(*mid.twin_ratio, 1.5, 1e-12);
+  for (size_t i = 3; i < 6; ++i) {
+    EXPECT_FALSE(r->cases[i].twin_ratio.has_value()) << r->cases[i].id;
+    EXPECT_THAT(InconsistencyNote(r->cases[i]), Not(HasSubstr("twin"))) << r->cases[i].id;
+  }
+  EXPECT_EQ(r->twin_groups, 1);
+  EXPECT_NEAR(r->max_twin_error_floor_pct, 25.0, 1e-9);
+  const std::string text = FormatValidationText(*r);
+  EXPECT_THAT(text, HasSubstr("measured 0.60x its twin twin_fast, same inputs (floor 25%)]"));
+  EXPECT_THAT(text, HasSubstr("1 groups of twins"));
+  EXPECT_THAT(text, HasSubstr("up to 25.0%"));
+  auto j = ValidationToJson(*r);
+  EXPECT_EQ(j["summary"]["twin_groups"], 1);
+  EXPECT_NEAR(j["summary"]["max_twin_error_floor_pct"].get<double>(), 25.0, 1e-9);
+  EXPECT_EQ(j["cases"][1]["twin_id"], "twin_fast");
+  EXPECT_NEAR(j["cases"][1]["twin_ratio"].get<double>(), 0.6, 1e-12);
+  EXPECT_NEAR(j["cases"][1]["twin_error_floor_pct"].get<double>(), 25.0, 1e-9);
+  EXPECT_FALSE(j["cases"][3].contains("twin_id"));
 }
 
 TEST(ValidateCasesFileTest, KernelWhatIfMarksCasesWhoseGpuLacksItUnsupported) {
