@@ -32,6 +32,7 @@
 #include "studies/chakra_writer.h"
 #endif
 #include "studies/fit_advice.h"
+#include "studies/sensitivity.h"
 #include "studies/lod_high.h"
 #include "studies/profile_mode.h"
 #include "studies/what_if.h"
@@ -95,6 +96,12 @@ constexpr FlagSpec kOutputFlags[] = {
     {"list-backends", "List the backends", "", FlagArity::kSwitch},
     {"show-ops", "Also list every timed op of each layer kind: shape, time, TFLOP/s, GB/s", "",
      FlagArity::kSwitch},
+    {"sensitivity",
+     "Also re-project the step with each run setting switched alone (CUDA graphs, MoE token "
+     "drop, DeepEP, the All-to-All overlap, each other FP8 recipe, gradient-reduction overlap "
+     "and precision, TP overlap) and list how far each moves it: the spread of settings not "
+     "pinned down",
+     "", FlagArity::kSwitch},
     {"trace",
      "Also write the replayed step (every forward/backward/weight-gradient pass per pipeline rank, "
      "then the gradient sync and optimizer) as a Chrome trace for ui.perfetto.dev",
@@ -232,6 +239,7 @@ struct ProjectionOutputs {
   std::string out_dir;        // --out
   std::string plots_dir;      // --plots
   bool show_ops = false;
+  bool sensitivity = false;  // --sensitivity: RunSettingSensitivity after the bottlenecks
   bool require_fit = false;  // --require-fit: exit 3 when it does not fit
   bool lod_high = false;     // --lod high
   HighLodOptions high;       // --slow-rank, --slow-link, --congestion
@@ -391,6 +399,10 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
       PROJECTOR_ASSIGN_OR_RETURN(plots, WritePlots(outputs.plots_dir, html));
     }
   }
+  std::optional<std::vector<SettingChange>> sensitivity;
+  if (outputs.sensitivity) {
+    PROJECTOR_ASSIGN_OR_RETURN(sensitivity, RunSettingSensitivity(scenario));
+  }
   std::optional<FitAdvice> advice;
   if (!projection.fits_in_memory) {
     PROJECTOR_ASSIGN_OR_RETURN(advice, AdviseFit(scenario, projection));
@@ -402,6 +414,9 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
     nlohmann::json j = ProjectionJson(scenario, projection);
     j["bottlenecks"] = BottlenecksJson(bottlenecks, projection.tokens_per_s_per_gpu);
     if (advice) j["fit_advice"] = FitAdviceJson(*advice);
+    if (sensitivity) {
+      j["sensitivity"] = SensitivityJson(*sensitivity, projection.tokens_per_s_per_gpu);
+    }
     if (high) j["lod_high"] = HighLodJson(*high);
     io.out << j.dump(2) << "\n";
   } else {
@@ -409,7 +424,9 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
     if (!outputs.show_ops) projection.op_tables.clear();
     if (advice) io.out << FitAdviceText(*advice);
     io.out << ProjectionText(scenario, projection)
-           << BottlenecksText(bottlenecks, projection.tokens_per_s_per_gpu) << OpsText(scenario, projection);
+           << BottlenecksText(bottlenecks, projection.tokens_per_s_per_gpu);
+    if (sensitivity) io.out << SensitivityText(*sensitivity, projection.tokens_per_s_per_gpu);
+    io.out << OpsText(scenario, projection);
     if (high) io.out << HighLodText(*high);
   }
   std::ostream& note = NoteStream(as_json, io.out, io.err);
@@ -503,6 +520,7 @@ absl::Status RunProjectCommand(int argc, char** argv, const Output& io) {
   PROJECTOR_ASSIGN_OR_RETURN(const Scenario scenario, ScenarioFromFlags(flags));
   ProjectionOutputs outputs;
   outputs.show_ops = Given(flags, "show-ops");
+  outputs.sensitivity = Given(flags, "sensitivity");
   outputs.require_fit = Given(flags, "require-fit");
   PROJECTOR_ASSIGN_OR_RETURN(outputs.trace_path, OutputFileFlag(flags, "trace", mode));
   PROJECTOR_ASSIGN_OR_RETURN(outputs.chakra_prefix, OutputFileFlag(flags, "chakra-out", mode));

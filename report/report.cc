@@ -1,5 +1,6 @@
 #include "report/report.h"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -237,6 +238,28 @@ nlohmann::json FitAdviceJson(const FitAdvice& advice) {
           {"changes", changes}};
 }
 
+namespace {
+
+double ChangePct(const Reprojected& r, double tgs) {
+  return tgs > 0 ? 100 * (r.tokens_per_s_per_gpu - tgs) / tgs : 0.0;
+}
+
+// "TGS  28393.7 ( +24.6%)  peak   87.3 GiB", and the fit when it does not.
+std::string ReprojectedCells(const Reprojected& r, double tgs) {
+  return absl::StrFormat("TGS %9.1f (%+6.1f%%)  peak %6.1f GiB%s", r.tokens_per_s_per_gpu,
+                         ChangePct(r, tgs), GiB(r.peak_memory), r.fits ? "" : "  DOES NOT FIT");
+}
+
+nlohmann::json ReprojectedJson(const Reprojected& r, double tgs) {
+  return {{"flags", r.flags},
+          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+          {"change_pct", ChangePct(r, tgs)},
+          {"peak_bytes", r.peak_memory.value()},
+          {"fits", r.fits}};
+}
+
+}  // namespace
+
 std::string BottlenecksText(const std::vector<Bottleneck>& bottlenecks, double tgs) {
   std::string out = "\nBottlenecks (most severe first; every recommendation re-projected)\n";
   if (bottlenecks.empty()) {
@@ -254,10 +277,7 @@ std::string BottlenecksText(const std::vector<Bottleneck>& bottlenecks, double t
       continue;
     }
     for (const Reprojected& r : b.recommendations) {
-      absl::StrAppendFormat(&out, "      %-40s TGS %9.1f (%+6.1f%%)  peak %6.1f GiB%s\n",
-                            r.flags, r.tokens_per_s_per_gpu,
-                            tgs > 0 ? 100 * (r.tokens_per_s_per_gpu - tgs) / tgs : 0.0,
-                            GiB(r.peak_memory), r.fits ? "" : "  DOES NOT FIT");
+      absl::StrAppendFormat(&out, "      %-40s %s\n", r.flags, ReprojectedCells(r, tgs));
     }
   }
   return out;
@@ -267,13 +287,7 @@ nlohmann::json BottlenecksJson(const std::vector<Bottleneck>& bottlenecks, doubl
   nlohmann::json out = nlohmann::json::array();
   for (const Bottleneck& b : bottlenecks) {
     nlohmann::json recs = nlohmann::json::array();
-    for (const Reprojected& r : b.recommendations) {
-      recs.push_back({{"flags", r.flags},
-                      {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
-                      {"change_pct", tgs > 0 ? 100 * (r.tokens_per_s_per_gpu - tgs) / tgs : 0.0},
-                      {"peak_bytes", r.peak_memory.value()},
-                      {"fits", r.fits}});
-    }
+    for (const Reprojected& r : b.recommendations) recs.push_back(ReprojectedJson(r, tgs));
     nlohmann::json entry = {{"kind", BottleneckKindName(b.kind)},
                             {"severity", SeverityName(b.severity)},
                             {"value", b.value},
@@ -540,6 +554,37 @@ void AppendTraceThread(nlohmann::json& events, int64_t tid, const std::string& n
                     {"pid", 0},
                     {"tid", tid},
                     {"args", {{"sort_index", tid}}}});
+}
+
+std::string SensitivityText(const std::vector<SettingChange>& changes, double tgs) {
+  std::string out =
+      "\nSensitivity to run settings (each switched alone and re-projected: the spread a "
+      "setting not pinned down leaves)\n";
+  if (changes.empty()) return out + "  no setting of the catalogue applies\n";
+  double low = tgs;
+  double high = tgs;
+  for (const SettingChange& c : changes) {
+    absl::StrAppendFormat(&out, "  %-20s %-12s -> %-31s %s  %s\n", c.setting, c.projected,
+                          c.alternative, ReprojectedCells(c.result, tgs), c.result.flags);
+    low = std::min(low, c.result.tokens_per_s_per_gpu);
+    high = std::max(high, c.result.tokens_per_s_per_gpu);
+  }
+  absl::StrAppendFormat(&out, "  range %.1f .. %.1f TGS (%+.1f%% .. %+.1f%% of the projection)\n",
+                        low, high, tgs > 0 ? 100 * (low - tgs) / tgs : 0.0,
+                        tgs > 0 ? 100 * (high - tgs) / tgs : 0.0);
+  return out;
+}
+
+nlohmann::json SensitivityJson(const std::vector<SettingChange>& changes, double tgs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const SettingChange& c : changes) {
+    nlohmann::json j = ReprojectedJson(c.result, tgs);
+    j["setting"] = c.setting;
+    j["projected"] = c.projected;
+    j["alternative"] = c.alternative;
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 nlohmann::json TimelineTraceJson(const Scenario& scenario, const Projection& p) {

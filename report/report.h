@@ -12,6 +12,7 @@
 #include "scenario/scenario.h"
 #include "studies/bottlenecks.h"
 #include "studies/fit_advice.h"
+#include "studies/sensitivity.h"
 
 namespace projector {
 
@@ -66,6 +67,14 @@ std::string BottlenecksText(const std::vector<Bottleneck>& bottlenecks, double t
 // [{"kind", "severity", "value", "threshold", "detail", "recommendations": [{"flags",
 // "tokens_per_s_per_gpu", "change_pct", "peak_bytes", "fits"}]}].
 nlohmann::json BottlenecksJson(const std::vector<Bottleneck>& bottlenecks, double tgs);
+
+// The run-setting sensitivity (RunSettingSensitivity): each setting with its projected and
+// alternative value, the re-projected TGS, change against `tgs` and peak, and the flags that
+// make it; then the range over them (the projection included).
+std::string SensitivityText(const std::vector<SettingChange>& changes, double tgs);
+// [{"setting", "projected", "alternative", "flags", "tokens_per_s_per_gpu", "change_pct",
+// "peak_bytes", "fits"}].
+nlohmann::json SensitivityJson(const std::vector<SettingChange>& changes, double tgs);
 
 // The replayed step (ProjectionOptions::keep_timeline) in the Chrome trace event format that
 // Perfetto (ui.perfetto.dev) and chrome://tracing open: {"traceEvents": [...], "displayTimeUnit":
