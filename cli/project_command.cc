@@ -32,9 +32,9 @@
 #include "studies/chakra_writer.h"
 #endif
 #include "studies/fit_advice.h"
-#include "studies/sensitivity.h"
 #include "studies/lod_high.h"
 #include "studies/profile_mode.h"
+#include "studies/sensitivity.h"
 #include "studies/what_if.h"
 
 namespace projector {
@@ -388,20 +388,21 @@ absl::Status RunOneProjection(const Scenario& scenario, const ProjectionOutputs&
   }
   PROJECTOR_ASSIGN_OR_RETURN(const std::vector<Bottleneck> bottlenecks,
                              AnalyzeBottlenecks(scenario, projection));
+  std::optional<std::vector<SettingChange>> sensitivity;
+  if (outputs.sensitivity) {
+    PROJECTOR_ASSIGN_OR_RETURN(sensitivity, RunSettingSensitivity(scenario));
+  }
   size_t plots = 0;
   if (page) {
     const std::string html =
-        ProjectionHtml(scenario, projection, &bottlenecks, high ? &*high : nullptr);
+        ProjectionHtml(scenario, projection, &bottlenecks, high ? &*high : nullptr,
+                       sensitivity ? &*sensitivity : nullptr);
     if (!outputs.html_path.empty()) {
       PROJECTOR_RETURN_IF_ERROR(WriteOutputFile("html", outputs.html_path, html));
     }
     if (!outputs.plots_dir.empty()) {
       PROJECTOR_ASSIGN_OR_RETURN(plots, WritePlots(outputs.plots_dir, html));
     }
-  }
-  std::optional<std::vector<SettingChange>> sensitivity;
-  if (outputs.sensitivity) {
-    PROJECTOR_ASSIGN_OR_RETURN(sensitivity, RunSettingSensitivity(scenario));
   }
   std::optional<FitAdvice> advice;
   if (!projection.fits_in_memory) {

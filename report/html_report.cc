@@ -122,6 +122,7 @@ void Text(std::string& out, double x, double y, std::string_view text,
 constexpr std::string_view kGridColor = "#e3e5ee";
 constexpr std::string_view kGuideColor = "#8a90a6";
 constexpr std::string_view kLimitColor = "#c0392b";
+constexpr std::string_view kFasterColor = "#59a14f";
 void Line(std::string& out, double x1, double y1, double x2, double y2, std::string_view stroke,
           std::string_view dash = "", double width = 1.0) {
   absl::StrAppendFormat(&out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\"",
@@ -717,6 +718,65 @@ void BottlenecksSection(std::string& out, const std::vector<Bottleneck>& bottlen
   }
 }
 
+// The run-setting sensitivity as a tornado chart: one bar per setting from the projection's TGS,
+// right (green) where the alternative is faster, left (red) where slower, the largest move on
+// top, the axis spanning the largest move; then the table with each change's flags.
+void SensitivitySection(std::string& out, const std::vector<SettingChange>& changes, double tgs) {
+  out += "<h2>Sensitivity to run settings (each switched alone and re-projected)</h2>\n";
+  if (changes.empty() || tgs <= 0) {
+    out += "<p class=\"note\">No setting of the catalogue applies.</p>\n";
+    return;
+  }
+  auto change_pct = [tgs](const SettingChange& c) {
+    return 100 * (c.result.tokens_per_s_per_gpu - tgs) / tgs;
+  };
+  std::vector<const SettingChange*> rows;
+  double span = 1;  // % either side of the centre; at least 1 so that no bar divides by 0
+  for (const SettingChange& c : changes) {
+    rows.push_back(&c);
+    span = std::max(span, std::fabs(change_pct(c)));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [&](const SettingChange* a, const SettingChange* b) {
+    return std::fabs(change_pct(*a)) > std::fabs(change_pct(*b));
+  });
+  Legend(out, {{"faster", kFasterColor}, {"slower", kLimitColor}});
+  // Labels end at kLabel; kValue leaves room for a full-length slower bar's figure.
+  constexpr double kRow = 24, kLabel = 400, kValue = 60, kHalf = 240;
+  const double centre = kLabel + kValue + kHalf;
+  const double height = kRow * static_cast<double>(rows.size()) + 30;
+  absl::StrAppendFormat(&out, "<svg viewBox=\"0 0 1000 %.0f\" role=\"img\">", height);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SettingChange& c = *rows[i];
+    const double y = 6 + kRow * static_cast<double>(i);
+    const double pct = change_pct(c);
+    const double w = std::fabs(pct) / span * kHalf;
+    Text(out, kLabel, y + 13,
+         HtmlEscape(absl::StrCat(c.setting, ": ", c.projected, " \u2192 ", c.alternative)), "end");
+    Rect(out, pct >= 0 ? centre : centre - w, y, w, kRow - 8, pct >= 0 ? kFasterColor : kLimitColor,
+         HtmlEscape(c.result.flags));
+    Text(out, pct >= 0 ? centre + w + 6 : centre - w - 6, y + 13,
+         std::fabs(pct) < 0.05 ? "0.0%" : absl::StrFormat("%+.1f%%", pct),
+         pct >= 0 ? "start" : "end", "#667");
+  }
+  Line(out, centre, 0, centre, height - 24, kGuideColor, "");
+  Text(out, centre, height - 8,
+       absl::StrFormat("the projection, %.1f tokens/s/GPU (axis \u00b1%.0f%%)", tgs, span),
+       "middle", "#667");
+  out +=
+      "</svg>\n<table class=\"grid\"><tr><th>setting</th><th>projected</th><th>alternative</th>"
+      "<th>flags</th><th class=\"n\">TGS</th><th class=\"n\">vs now</th><th>fits</th></tr>";
+  for (const SettingChange* c : rows) {
+    absl::StrAppendFormat(&out,
+                          "<tr><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td>"
+                          "<td class=\"n\">%.1f</td><td class=\"n\">%+.1f%%</td><td>%s</td></tr>",
+                          HtmlEscape(c->setting), HtmlEscape(c->projected),
+                          HtmlEscape(c->alternative), HtmlEscape(c->result.flags),
+                          c->result.tokens_per_s_per_gpu, change_pct(*c),
+                          c->result.fits ? "yes" : "no");
+  }
+  out += "</table>\n";
+}
+
 // The event replay beside the analytical projection: the two levels' figures, then the busy
 // share of the streams (every one while they fit, else the busiest and the least busy) and of
 // the busiest links and NICs.
@@ -832,11 +892,13 @@ void HighLodSection(std::string& out, const HighLodResult& r) {
 }
 
 std::string ProjectionHtml(const Scenario& scenario, const Projection& p,
-                           const std::vector<Bottleneck>* bottlenecks, const HighLodResult* high) {
+                           const std::vector<Bottleneck>* bottlenecks, const HighLodResult* high,
+                           const std::vector<SettingChange>* sensitivity) {
   std::string out;
   PageStart(out, absl::StrCat("Projection: ", HtmlEscape(p.scenario_name)));
   Headline(out, scenario, p);
   if (bottlenecks != nullptr) BottlenecksSection(out, *bottlenecks, p.tokens_per_s_per_gpu);
+  if (sensitivity != nullptr) SensitivitySection(out, *sensitivity, p.tokens_per_s_per_gpu);
   BreakdownSection(out, p);
   ModulesSection(out, p);
   MemorySection(out, p);

@@ -16,6 +16,7 @@
 #include "studies/lod_high.h"
 #include "studies/scale.h"
 #include "studies/search.h"
+#include "studies/sensitivity.h"
 #include "studies/validate.h"
 #include "studies/what_if.h"
 
@@ -41,9 +42,13 @@ namespace projector {
 // With `high` (`--lod high`), a section on the event replay: medium against high (step,
 // pipeline, exposed DP), what shares the NIC, the straggler or slow link, the events, and how
 // busy the streams and the busiest links were, as bars.
+// With `sensitivity` (`--sensitivity`), a section after the bottlenecks: each run setting's move
+// as a tornado chart (faster to the right, slower to the left of the projection, the largest on
+// top) and a table with the flags of each.
 std::string ProjectionHtml(const Scenario& scenario, const Projection& projection,
                            const std::vector<Bottleneck>* bottlenecks = nullptr,
-                           const HighLodResult* high = nullptr);
+                           const HighLodResult* high = nullptr,
+                           const std::vector<SettingChange>* sensitivity = nullptr);
 
 // `project validate --html`: the accuracy of a whole case file on one page. Headline cards
 // (cases, projected, median |error|, mean error, share within 10/20/30%, inconsistent and

@@ -65,8 +65,8 @@ struct ValidationCase {
   // apart. One projection serves the whole group, so at least one of them is off by
   // twin_error_floor_pct = (max − min) / (max + min) · 100 of the group's measurements, whatever
   // the model: the runs differed in something the case does not state.
-  std::string twin_id;                      // the twin measured furthest from this case
-  std::optional<double> twin_ratio;         // this measured / that twin's measured
+  std::string twin_id;               // the twin measured furthest from this case
+  std::optional<double> twin_ratio;  // this measured / that twin's measured
   std::optional<double> twin_error_floor_pct;
   // Flagged by any check.
   bool inconsistent = false;

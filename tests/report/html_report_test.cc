@@ -120,6 +120,40 @@ TEST(ProjectionHtmlTest, TheEventReplayHasItsFiguresAndABarPerResource) {
   EXPECT_THAT(ProjectionHtml(s, high->medium), Not(HasSubstr("Event replay")));
 }
 
+// --sensitivity: a tornado chart after the bottlenecks. Moves of +10% and -20%: the largest
+// move spans the half axis of 240 units either side of the centre at 400 + 60 + 240 = 700, so
+// the -20% bar (largest, on top at y 6) runs from 460 to 700 in the slower colour and the +10%
+// bar (y 6 + 24 = 30) from 700, 120 wide, in the faster colour; each bar's title is its flags.
+TEST(ProjectionHtmlTest, SensitivityTornadoScalesToTheLargestMove) {
+  const Scenario s = TwoStageToy();
+  const Projection p = ProjectToy(s);
+  const double tgs = p.tokens_per_s_per_gpu;
+  const std::vector<SettingChange> changes = {{.setting = "cuda_graphs",
+                                               .projected = "false",
+                                               .alternative = "true",
+                                               .result = {.flags = "--cuda-graphs",
+                                                          .peak_memory = Gibibytes(1),
+                                                          .tokens_per_s_per_gpu = 1.1 * tgs}},
+                                              {.setting = "fp8_recipe",
+                                               .projected = "mxfp8",
+                                               .alternative = "tensorwise",
+                                               .result = {.flags = "--fp8-recipe tensorwise",
+                                                          .peak_memory = Gibibytes(1),
+                                                          .tokens_per_s_per_gpu = 0.8 * tgs}}};
+  const std::string html = ProjectionHtml(s, p, nullptr, nullptr, &changes);
+  const size_t at = html.find("Sensitivity to run settings");
+  ASSERT_NE(at, std::string::npos);
+  const std::string chart = html.substr(html.find("<svg", at), html.find("</svg>", at) - at);
+  EXPECT_THAT(chart, HasSubstr("<rect x=\"460.00\" y=\"6.00\" width=\"240.00\" height=\"16.00\" "
+                               "fill=\"#c0392b\"><title>--fp8-recipe tensorwise</title>"));
+  EXPECT_THAT(chart, HasSubstr("<rect x=\"700.00\" y=\"30.00\" width=\"120.00\" height=\"16.00\" "
+                               "fill=\"#59a14f\"><title>--cuda-graphs</title>"));
+  EXPECT_THAT(chart, HasSubstr(">fp8_recipe: mxfp8 \u2192 tensorwise<"));
+  EXPECT_THAT(chart, HasSubstr(">-20.0%<"));
+  EXPECT_THAT(chart, HasSubstr(">+10.0%<"));
+  EXPECT_THAT(ProjectionHtml(s, p), Not(HasSubstr("Sensitivity to run settings")));
+}
+
 TEST(ProjectionHtmlTest, BreakdownBarSegmentsFillTheBarInProportion) {
   const Scenario s = TwoStageToy();
   const Projection p = ProjectToy(s);

@@ -80,11 +80,11 @@ TEST(RunSettingSensitivityTest, MoeFp8SwitchesEachSettingThatApplies) {
   const Scenario s = Qwen30bOn16H100();
   auto changes = RunSettingSensitivity(s);
   ASSERT_THAT(changes, IsOk());
-  EXPECT_THAT(Settings(*changes),
-              ElementsAre("moe token routing capacity 1, padded, CUDA graphs", "deepep true",
-                          "moe_a2a_overlap true", "fp8_recipe tensorwise", "fp8_recipe blockwise",
-                          "overlap_grad_reduce false", "grad_reduce_dtype bf16",
-                          "tp_comm_overlap true"));
+  EXPECT_THAT(
+      Settings(*changes),
+      ElementsAre("moe token routing capacity 1, padded, CUDA graphs", "deepep true",
+                  "moe_a2a_overlap true", "fp8_recipe tensorwise", "fp8_recipe blockwise",
+                  "overlap_grad_reduce false", "grad_reduce_dtype bf16", "tp_comm_overlap true"));
   const double tgs = TgsOf(s);
   for (const SettingChange& c : *changes) {
     if (c.setting == "moe token routing") {
@@ -109,17 +109,19 @@ TEST(RunSettingSensitivityTest, MoeFp8SwitchesEachSettingThatApplies) {
 // The report: one row per setting, then the range over them and the projection itself.
 // Projection 1000 TGS; rows at 1100 (+10.0%) and 800 (−20.0%): range 800 .. 1100.
 TEST(SensitivityReportTest, RowsAndRange) {
-  std::vector<SettingChange> changes = {
-      {.setting = "cuda_graphs",
-       .projected = "false",
-       .alternative = "true",
-       .result = {.flags = "--cuda-graphs", .peak_memory = Gibibytes(10),
-                  .tokens_per_s_per_gpu = 1100}},
-      {.setting = "fp8_recipe",
-       .projected = "mxfp8",
-       .alternative = "tensorwise",
-       .result = {.flags = "--fp8-recipe tensorwise", .peak_memory = Gibibytes(90),
-                  .tokens_per_s_per_gpu = 800, .fits = false}}};
+  std::vector<SettingChange> changes = {{.setting = "cuda_graphs",
+                                         .projected = "false",
+                                         .alternative = "true",
+                                         .result = {.flags = "--cuda-graphs",
+                                                    .peak_memory = Gibibytes(10),
+                                                    .tokens_per_s_per_gpu = 1100}},
+                                        {.setting = "fp8_recipe",
+                                         .projected = "mxfp8",
+                                         .alternative = "tensorwise",
+                                         .result = {.flags = "--fp8-recipe tensorwise",
+                                                    .peak_memory = Gibibytes(90),
+                                                    .tokens_per_s_per_gpu = 800,
+                                                    .fits = false}}};
   const std::string text = SensitivityText(changes, 1000);
   EXPECT_THAT(text, HasSubstr("cuda_graphs          false        -> true"));
   EXPECT_THAT(text, HasSubstr("TGS    1100.0 ( +10.0%)  peak   10.0 GiB  --cuda-graphs\n"));
