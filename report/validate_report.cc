@@ -34,6 +34,22 @@ std::string InconsistencyMark(const ValidationCase& c) {
   return absl::StrCat("  [inconsistent: ", InconsistencyNote(c), "]");
 }
 
+// "dense 20 of 300, moe 4 of 11": the cases within their run-settings range per model family.
+std::string WithinSettingsRangeByFamily(const ValidationReport& r) {
+  std::map<std::string, std::pair<int, int>> counts;  // family -> (within, with a range)
+  for (const ValidationCase& c : r.cases) {
+    if (!c.settings_low_tokens_per_s_per_gpu) continue;
+    auto& [within, with] = counts[c.model_family];
+    within += MeasuredWithinSettingsRange(c);
+    ++with;
+  }
+  std::vector<std::string> parts;
+  for (const auto& [family, n] : counts) {
+    parts.push_back(absl::StrFormat("%s %d of %d", family, n.first, n.second));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
 // "fa1 144, fa2 72": each value with its count, the most frequent first (ties by name).
 std::string Tally(const std::map<std::string, int>& counts) {
   std::vector<std::pair<std::string, int>> v(counts.begin(), counts.end());
@@ -183,6 +199,16 @@ std::string FormatValidationText(const ValidationReport& r) {
         "apart from a twin (below). They are counted above.\n",
         r.inconsistent_cases, kSiblingDeviationFlagPct, kSequenceMonotonicityFlagPct);
   }
+  if (r.with_settings_range > 0) {
+    absl::StrAppendFormat(
+        &out,
+        "\n%d of %d cases were measured within the range their run settings span (--sensitivity: "
+        "the projection with CUDA graphs, MoE token drop, DeepEP, the All-to-All overlap, each "
+        "FP8 recipe, gradient reduction and TP overlap each switched alone; %s): a setting the "
+        "case does not state could account for their error; the others lie beyond any one of "
+        "them.\n",
+        r.within_settings_range, r.with_settings_range, WithinSettingsRangeByFamily(r));
+  }
   if (r.twin_groups > 0) {
     absl::StrAppendFormat(
         &out,
@@ -244,6 +270,11 @@ json ValidationToJson(const ValidationReport& r) {
       j["twin_error_floor_pct"] = *c.twin_error_floor_pct;
     }
     j["inconsistent_with_siblings"] = c.inconsistent;
+    if (c.settings_low_tokens_per_s_per_gpu) {
+      j["settings_low_tokens_per_s_per_gpu"] = *c.settings_low_tokens_per_s_per_gpu;
+      j["settings_high_tokens_per_s_per_gpu"] = *c.settings_high_tokens_per_s_per_gpu;
+      j["measured_within_settings_range"] = MeasuredWithinSettingsRange(c);
+    }
     cases.push_back(std::move(j));
   }
   auto speedups = [](const std::vector<Speedup>& v, const char* context, const char* a,
@@ -273,6 +304,10 @@ json ValidationToJson(const ValidationReport& r) {
   summary["inconsistent_cases"] = r.inconsistent_cases;
   summary["measured_but_not_fitting"] = r.measured_but_not_fitting;
   summary["twin_groups"] = r.twin_groups;
+  if (r.with_settings_range > 0) {
+    summary["with_settings_range"] = r.with_settings_range;
+    summary["within_settings_range"] = r.within_settings_range;
+  }
   summary["max_twin_error_floor_pct"] = r.max_twin_error_floor_pct;
   return {{"file", r.file},
           {"cases", cases},

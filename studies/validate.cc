@@ -25,6 +25,7 @@
 #include "scenario/scenario.h"
 #include "scenario/training_defaults.h"
 #include "studies/convnet_training.h"
+#include "studies/sensitivity.h"
 
 namespace projector {
 namespace {
@@ -531,7 +532,22 @@ void ProjectConvNetCase(const ConvNetCase& cc, const BackendSet& set, Validation
 
 // Projects every projectable case on `threads` workers (all cores when <= 0), one backend set
 // per distinct hardware (backends are immutable and shared across threads).
-absl::Status ProjectCases(std::vector<ParsedCase>& parsed, int threads,
+// The range of a case's projection and its run-setting re-projections (RunSettingSensitivity);
+// unset when the re-projections fail.
+void RecordSettingsRange(const Scenario& s, double tgs, ValidationCase& c) {
+  absl::StatusOr<std::vector<SettingChange>> changes = RunSettingSensitivity(s);
+  if (!changes.ok()) return;
+  double low = tgs;
+  double high = tgs;
+  for (const SettingChange& change : *changes) {
+    low = std::min(low, change.result.tokens_per_s_per_gpu);
+    high = std::max(high, change.result.tokens_per_s_per_gpu);
+  }
+  c.settings_low_tokens_per_s_per_gpu = low;
+  c.settings_high_tokens_per_s_per_gpu = high;
+}
+
+absl::Status ProjectCases(std::vector<ParsedCase>& parsed, int threads, bool sensitivity,
                           const std::function<void(int64_t, int64_t)>& on_progress) {
   std::map<std::string, BackendSet> backends;
   for (ParsedCase& pc : parsed) {
@@ -577,6 +593,7 @@ absl::Status ProjectCases(std::vector<ParsedCase>& parsed, int threads,
     c.train_metric_passes = ResolvedTrainMetricPasses(s.training, s.parallel);
     c.stack = std::string(TrainingStackName(ResolvedStack(s.training, s.parallel)));
     c.fits_in_memory = projection->fits_in_memory;
+    if (sensitivity) RecordSettingsRange(s, projection->tokens_per_s_per_gpu, c);
   };
   auto worker = [&]() {
     for (size_t i = next++; i < parsed.size(); i = next++) {
@@ -606,6 +623,10 @@ void Summarise(ValidationReport& report) {
   std::map<std::pair<int, std::string>, std::vector<const ValidationCase*>> by_seq, by_scale;
   for (const ValidationCase& c : report.cases) {
     report.inconsistent_cases += c.inconsistent;
+    if (c.settings_low_tokens_per_s_per_gpu) {
+      ++report.with_settings_range;
+      report.within_settings_range += MeasuredWithinSettingsRange(c);
+    }
     if (c.twin_error_floor_pct) {
       report.max_twin_error_floor_pct =
           std::max(report.max_twin_error_floor_pct, *c.twin_error_floor_pct);
@@ -634,11 +655,17 @@ void Summarise(ValidationReport& report) {
 
 }  // namespace
 
+bool MeasuredWithinSettingsRange(const ValidationCase& c) {
+  return c.settings_low_tokens_per_s_per_gpu && c.settings_high_tokens_per_s_per_gpu &&
+         *c.settings_low_tokens_per_s_per_gpu <= c.measured_tokens_per_s_per_gpu &&
+         c.measured_tokens_per_s_per_gpu <= *c.settings_high_tokens_per_s_per_gpu;
+}
+
 absl::StatusOr<ValidationReport> ValidateCasesFile(const std::string& path,
                                                    const ValidationOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   PROJECTOR_ASSIGN_OR_RETURN(std::vector<ParsedCase> parsed, ParseCasesFile(path, options));
-  PROJECTOR_RETURN_IF_ERROR(ProjectCases(parsed, options.threads, options.on_progress));
+  PROJECTOR_RETURN_IF_ERROR(ProjectCases(parsed, options.threads, options.sensitivity, options.on_progress));
   CheckSiblings(parsed);
   CheckSequenceMonotonicity(parsed);
   ValidationReport report;

@@ -70,7 +70,14 @@ struct ValidationCase {
   std::optional<double> twin_error_floor_pct;
   // Flagged by any check.
   bool inconsistent = false;
+  // With ValidationOptions::sensitivity: the lowest and highest throughput over the projection
+  // and its re-projections with each run setting switched alone (RunSettingSensitivity).
+  std::optional<double> settings_low_tokens_per_s_per_gpu;
+  std::optional<double> settings_high_tokens_per_s_per_gpu;
 };
+
+// Whether a case's measurement lies within its run-settings range (false without one).
+bool MeasuredWithinSettingsRange(const ValidationCase& c);
 
 // A measured value more than this far (in percent) from what its scaling series predicts is
 // flagged: the projection's own variation across the series is removed first, so the flag marks
@@ -135,6 +142,10 @@ struct ValidationReport {
   // Flagged twin groups, and the largest error floor among them (ValidationCase::twin_*).
   int64_t twin_groups = 0;
   double max_twin_error_floor_pct = 0;
+  // With ValidationOptions::sensitivity: the cases with a run-settings range, and those of them
+  // measured within it (a setting the case does not state could account for the error).
+  int64_t with_settings_range = 0;
+  int64_t within_settings_range = 0;
   // Projected cases the memory model says do not fit in HBM although they were measured, so
   // ran: the memory model's false "does not fit" count.
   int64_t measured_but_not_fitting = 0;
@@ -179,6 +190,8 @@ struct ValidationOptions {
   std::string only;
   // Keep only cases of this model family, "dense" or "moe" (empty: all).
   std::string model_family;
+  // Also re-project every case with each run setting switched alone (`--sensitivity`).
+  bool sensitivity = false;
   // Called as cases finish with (cases done, cases in the file), one call at a time though the
   // cases are projected on several threads (a progress bar's Update); empty: none.
   std::function<void(int64_t done, int64_t total)> on_progress;

@@ -28,6 +28,10 @@ constexpr FlagSpec kRunFlags[] = {
      "Also fit, per source and GPU with 3 or more cases, the compute scale that best matches them "
      "(project calibrate --cases), to show which stack is off by how much",
      "", FlagArity::kSwitch},
+    {"sensitivity",
+     "Also re-project every case with each run setting switched alone (as project --sensitivity) "
+     "and count the cases measured within the range they span",
+     "", FlagArity::kSwitch},
     {"min-within-20-pct", "Fail (exit 3) when fewer cases are within 20%", "PCT"},
     {"max-median-error-pct", "Fail (exit 3) when the median |error| is larger", "PCT"},
     {"max-not-fitting",
@@ -70,6 +74,7 @@ absl::StatusOr<ValidationOptions> ValidationOptionsFromFlags(const FlagValues& f
                                ValidationKernel(StringFlag(flags, "attention-kernel")));
   }
   PROJECTOR_ASSIGN_OR_RETURN(v.training, ReadStackFlags(flags));
+  v.sensitivity = Given(flags, "sensitivity");
   if (Given(flags, "model-family")) {
     v.model_family = StringFlag(flags, "model-family");
     if (v.model_family != "dense" && v.model_family != "moe") {

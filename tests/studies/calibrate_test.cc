@@ -12,6 +12,7 @@
 #include "report/calibrate_report.h"
 #include "studies/profile_mode.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/synthetic_cases.h"
 
 namespace projector {
 namespace {
@@ -349,18 +350,9 @@ TEST(CalibrateTest, StackCalibrationRecoversAKnownComputeScale) {
   auto projected = ValidateCasesFile(series, truth);
   ASSERT_THAT(projected, IsOk());
   const std::string synthetic = ::testing::TempDir() + "/stack_synthetic.jsonl";
-  {
-    std::ifstream in(series);
-    std::ofstream out(synthetic);
-    std::string line;
-    size_t i = 0;
-    while (std::getline(in, line)) {
-      nlohmann::json c = nlohmann::json::parse(line);
-      c["measured"]["tokens_per_s_per_gpu"] =
-          *projected->cases.at(i++).projected_tokens_per_s_per_gpu;
-      out << c.dump() << "\n";
-    }
-  }
+  testing::WriteCasesMeasuredAt(series, synthetic, [&](size_t i) {
+    return *projected->cases.at(i).projected_tokens_per_s_per_gpu;
+  });
   std::vector<std::pair<int64_t, int64_t>> progress;
   auto fit = CalibrateFromCases(synthetic, "h100-sxm", {}, [&](int64_t done, int64_t total) {
     progress.emplace_back(done, total);

@@ -9,6 +9,7 @@
 #include "hw_profiles/hardware_profile.h"
 #include "report/validate_report.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/synthetic_cases.h"
 
 namespace projector {
 namespace {
@@ -379,6 +380,44 @@ TEST(ValidateCasesFileTest, FlagsTwinsMeasuredApartAndTheirErrorFloor) {
   EXPECT_NEAR(j["cases"][1]["twin_ratio"].get<double>(), 0.6, 1e-12);
   EXPECT_NEAR(j["cases"][1]["twin_error_floor_pct"].get<double>(), 25.0, 1e-9);
   EXPECT_FALSE(j["cases"][3].contains("twin_id"));
+}
+
+// --sensitivity: every projected case gets the range of its projection and its run settings
+// switched alone, which contains the projection. The twins file's measurements (500-1050 TGS)
+// lie far below its projections (~5e5): none within. The same cases "measured" at their own
+// projections: all 6 within.
+TEST(ValidateCasesFileTest, SensitivityRangesContainTheProjection) {
+  const std::string file = std::string(PROJECTOR_TESTDATA_DIR) + "/scenarios/cases_twins.jsonl";
+  ValidationOptions options;
+  options.sensitivity = true;
+  auto r = ValidateCasesFile(file, options);
+  ASSERT_THAT(r, IsOk());
+  for (const ValidationCase& c : r->cases) {
+    ASSERT_TRUE(c.settings_low_tokens_per_s_per_gpu.has_value()) << c.id;
+    EXPECT_LE(*c.settings_low_tokens_per_s_per_gpu, *c.projected_tokens_per_s_per_gpu) << c.id;
+    EXPECT_GE(*c.settings_high_tokens_per_s_per_gpu, *c.projected_tokens_per_s_per_gpu) << c.id;
+    EXPECT_FALSE(MeasuredWithinSettingsRange(c)) << c.id;
+  }
+  EXPECT_EQ(r->with_settings_range, 6);
+  EXPECT_EQ(r->within_settings_range, 0);
+  const std::string synthetic = ::testing::TempDir() + "/twins_at_projection.jsonl";
+  testing::WriteCasesMeasuredAt(
+      file, synthetic, [&](size_t i) { return *r->cases.at(i).projected_tokens_per_s_per_gpu; });
+  auto at_projection = ValidateCasesFile(synthetic, options);
+  ASSERT_THAT(at_projection, IsOk());
+  EXPECT_EQ(at_projection->within_settings_range, 6);
+  EXPECT_THAT(FormatValidationText(*at_projection),
+              HasSubstr("6 of 6 cases were measured within the range their run settings span"));
+  EXPECT_THAT(FormatValidationText(*at_projection), HasSubstr("; dense 6 of 6)"));
+  auto j = ValidationToJson(*at_projection);
+  EXPECT_EQ(j["summary"]["within_settings_range"], 6);
+  EXPECT_EQ(j["cases"][0]["measured_within_settings_range"], true);
+  EXPECT_TRUE(j["cases"][0].contains("settings_low_tokens_per_s_per_gpu"));
+  // Without the flag nothing is re-projected.
+  auto plain = ValidateCasesFile(file);
+  ASSERT_THAT(plain, IsOk());
+  EXPECT_EQ(plain->with_settings_range, 0);
+  EXPECT_FALSE(ValidationToJson(*plain)["cases"][0].contains("settings_low_tokens_per_s_per_gpu"));
 }
 
 TEST(ValidateCasesFileTest, KernelWhatIfMarksCasesWhoseGpuLacksItUnsupported) {
