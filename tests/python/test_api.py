@@ -27,6 +27,19 @@ def test_project_matches_the_command_line_json():
     assert "bottlenecks" in r
 
 
+def test_sensitivity_rows_reproject_each_setting():
+    r = projector.project(model="llama3.1-8b", gpu_arch="h100-sxm", num_gpus=8, seq_len=4096,
+                          global_batch=16, sensitivity=True)
+    settings = {row["setting"] for row in r.sensitivity}
+    # DP 8, bf16, dense: graphs and the two gradient settings; no MoE, FP8 or TP row.
+    assert settings == {"cuda_graphs", "overlap_grad_reduce", "grad_reduce_dtype"}
+    graphs = next(row for row in r.sensitivity if row["setting"] == "cuda_graphs")
+    with_graphs = projector.project(model="llama3.1-8b", gpu_arch="h100-sxm", num_gpus=8,
+                                    seq_len=4096, global_batch=16, cuda_graphs=True)
+    assert graphs["tokens_per_s_per_gpu"] == pytest.approx(with_graphs.tokens_per_s_per_gpu)
+    assert graphs["flags"] == "--cuda-graphs"
+
+
 def test_switches_lists_and_dicts_become_flags():
     # A library model edited as a dict: Llama-3.1-8B cut to 4 layers.
     here = os.path.dirname(os.path.abspath(__file__))
