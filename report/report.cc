@@ -1,6 +1,5 @@
 #include "report/report.h"
 
-#include <algorithm>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -561,17 +560,14 @@ std::string SensitivityText(const std::vector<SettingChange>& changes, double tg
       "\nSensitivity to run settings (each switched alone and re-projected: the spread a "
       "setting not pinned down leaves)\n";
   if (changes.empty()) return out + "  no setting of the catalogue applies\n";
-  double low = tgs;
-  double high = tgs;
   for (const SettingChange& c : changes) {
     absl::StrAppendFormat(&out, "  %-20s %-12s -> %-31s %s  %s\n", c.setting, c.projected,
                           c.alternative, ReprojectedCells(c.result, tgs), c.result.flags);
-    low = std::min(low, c.result.tokens_per_s_per_gpu);
-    high = std::max(high, c.result.tokens_per_s_per_gpu);
   }
+  const SettingsRange range = RangeOf(changes, tgs);
   absl::StrAppendFormat(&out, "  range %.1f .. %.1f TGS (%+.1f%% .. %+.1f%% of the projection)\n",
-                        low, high, tgs > 0 ? 100 * (low - tgs) / tgs : 0.0,
-                        tgs > 0 ? 100 * (high - tgs) / tgs : 0.0);
+                        range.low, range.high, tgs > 0 ? 100 * (range.low - tgs) / tgs : 0.0,
+                        tgs > 0 ? 100 * (range.high - tgs) / tgs : 0.0);
   return out;
 }
 

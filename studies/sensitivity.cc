@@ -1,5 +1,6 @@
 #include "studies/sensitivity.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -147,6 +148,15 @@ absl::StatusOr<std::vector<SettingChange>> RunSettingSensitivity(const Scenario&
                    .result = std::move(*r)});
   }
   return out;
+}
+
+SettingsRange RangeOf(const std::vector<SettingChange>& changes, double tgs) {
+  SettingsRange range{.low = tgs, .high = tgs};
+  for (const SettingChange& c : changes) {
+    range.low = std::min(range.low, c.result.tokens_per_s_per_gpu);
+    range.high = std::max(range.high, c.result.tokens_per_s_per_gpu);
+  }
+  return range;
 }
 
 }  // namespace projector

@@ -33,6 +33,13 @@ struct SettingChange {
 // re-projection fails for a reason other than an invalid layout.
 absl::StatusOr<std::vector<SettingChange>> RunSettingSensitivity(const Scenario& scenario);
 
+// The lowest and highest throughput over a projection (`tgs`) and its setting changes.
+struct SettingsRange {
+  double low = 0;
+  double high = 0;
+};
+SettingsRange RangeOf(const std::vector<SettingChange>& changes, double tgs);
+
 }  // namespace projector
 
 #endif  // PROJECTOR_STUDIES_SENSITIVITY_H_

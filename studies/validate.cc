@@ -530,23 +530,18 @@ void ProjectConvNetCase(const ConvNetCase& cc, const BackendSet& set, Validation
   c.fits_in_memory = t->activations < cc.hw.gpu.hbm_capacity;
 }
 
-// Projects every projectable case on `threads` workers (all cores when <= 0), one backend set
-// per distinct hardware (backends are immutable and shared across threads).
 // The range of a case's projection and its run-setting re-projections (RunSettingSensitivity);
 // unset when the re-projections fail.
 void RecordSettingsRange(const Scenario& s, double tgs, ValidationCase& c) {
   absl::StatusOr<std::vector<SettingChange>> changes = RunSettingSensitivity(s);
   if (!changes.ok()) return;
-  double low = tgs;
-  double high = tgs;
-  for (const SettingChange& change : *changes) {
-    low = std::min(low, change.result.tokens_per_s_per_gpu);
-    high = std::max(high, change.result.tokens_per_s_per_gpu);
-  }
-  c.settings_low_tokens_per_s_per_gpu = low;
-  c.settings_high_tokens_per_s_per_gpu = high;
+  const SettingsRange range = RangeOf(*changes, tgs);
+  c.settings_low_tokens_per_s_per_gpu = range.low;
+  c.settings_high_tokens_per_s_per_gpu = range.high;
 }
 
+// Projects every projectable case on `threads` workers (all cores when <= 0), one backend set
+// per distinct hardware (backends are immutable and shared across threads).
 absl::Status ProjectCases(std::vector<ParsedCase>& parsed, int threads, bool sensitivity,
                           const std::function<void(int64_t, int64_t)>& on_progress) {
   std::map<std::string, BackendSet> backends;
