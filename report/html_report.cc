@@ -32,7 +32,7 @@ h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:28px 0 8px;border-bott
 table{border-collapse:collapse}td,th{padding:3px 10px;text-align:left}
 th{font-weight:600;color:#556}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 table.meta td:first-child{color:#667;padding-left:0}
-table.grid tr:nth-child(even){background:#f5f6fa}
+table.grid tr:nth-child(even){background:#f5f6fa}td.wrap{overflow-wrap:anywhere;min-width:14em}
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:14px 0}
 .card{border:1px solid #dde;border-radius:6px;padding:8px 14px;min-width:130px}
 .card .v{font-size:21px;font-weight:600;font-variant-numeric:tabular-nums}
@@ -935,6 +935,10 @@ std::string ValidationHtml(const ValidationReport& r) {
     Card(out, absl::StrFormat("%d (floor %.0f%%)", r.twin_groups, r.max_twin_error_floor_pct),
          "twin groups: same inputs, measured apart");
   }
+  if (r.with_settings_range > 0) {
+    Card(out, absl::StrFormat("%d of %d", r.within_settings_range, r.with_settings_range),
+         "measured within their run-settings range");
+  }
   Card(out, absl::StrCat(r.measured_but_not_fitting), "measured, projected not to fit");
   out += "</div>\n";
 
@@ -978,10 +982,18 @@ std::string ValidationHtml(const ValidationReport& r) {
     if (c.inconsistent) {
       absl::StrAppend(&flags, flags.empty() ? "" : "; ", "inconsistent: ", InconsistencyNote(c));
     }
+    if (c.settings_low_tokens_per_s_per_gpu) {
+      absl::StrAppend(&flags, flags.empty() ? "" : "; ", "run settings ",
+                      Figure(*c.settings_low_tokens_per_s_per_gpu), "\u2013",
+                      Figure(*c.settings_high_tokens_per_s_per_gpu),
+                      MeasuredWithinSettingsRange(c) ? ": measured within" : ": measured outside");
+    }
+    // The id and the flags (which name twins by id) may break anywhere: ids are long and have no
+    // spaces, and the table keeps to the page.
     absl::StrAppendFormat(&out,
-                          "<tr><td>%s</td><td>%s</td><td>%s</td><td class=\"n\">%d</td>"
+                          "<tr><td class=\"wrap\">%s</td><td>%s</td><td>%s</td><td class=\"n\">%d</td>"
                           "<td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
-                          "<td class=\"n %s\">%+.1f%%</td><td>%s</td><td>%s</td></tr>",
+                          "<td class=\"n %s\">%+.1f%%</td><td>%s</td><td class=\"wrap\">%s</td></tr>",
                           HtmlEscape(c.id), HtmlEscape(c.model), HtmlEscape(c.gpu), c.num_gpus,
                           HtmlEscape(c.layout), Figure(c.measured_tokens_per_s_per_gpu),
                           Figure(*c.projected_tokens_per_s_per_gpu), ErrorClass(*c.error_pct),

@@ -305,6 +305,25 @@ TEST(ValidationHtmlTest, AxesNameTheUnitTheCasesCount) {
   EXPECT_THAT(mixed, HasSubstr(">projected (tokens or images)/s per GPU</text>"));
 }
 
+// With --sensitivity each projected case names its run-settings range and whether the
+// measurement lies within it, and a card counts them: run_a measured 1,000 within 900-1,200,
+// run_b measured 4,000 outside 2,500-3,500.
+TEST(ValidationHtmlTest, RunSettingsRangesAreListedAndCounted) {
+  ValidationReport r = ToyValidation();
+  r.cases[0].settings_low_tokens_per_s_per_gpu = 900;
+  r.cases[0].settings_high_tokens_per_s_per_gpu = 1200;
+  r.cases[1].settings_low_tokens_per_s_per_gpu = 2500;
+  r.cases[1].settings_high_tokens_per_s_per_gpu = 3500;
+  r.with_settings_range = 2;
+  r.within_settings_range = 1;
+  const std::string html = ValidationHtml(r);
+  EXPECT_THAT(html, HasSubstr("run settings 900\u20131,200: measured within"));
+  EXPECT_THAT(html, HasSubstr("run settings 2,500\u20133,500: measured outside"));
+  EXPECT_THAT(html, HasSubstr("1 of 2"));
+  EXPECT_THAT(html, HasSubstr("measured within their run-settings range"));
+  EXPECT_THAT(ValidationHtml(ToyValidation()), Not(HasSubstr("run-settings range")));
+}
+
 TEST(ValidationHtmlTest, EveryProjectedCaseIsPlottedTwiceAndEveryOtherListed) {
   const std::string html = ValidationHtml(ToyValidation());
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
