@@ -25,16 +25,24 @@ std::shared_ptr<cxxopts::Value> ValueOf(const FlagSpec& spec) {
   return value;
 }
 
-// The parse result as FlagValues: each value given, and the declared defaults apart.
+// The parse result as FlagValues: each value given, and the declared defaults apart. A switch
+// written off (`--show-ops=false`, as cxxopts reads a boolean) counts as not given, so that
+// Given() reads it as the user meant.
 FlagValues ToFlagValues(const cxxopts::Options& options, const cxxopts::ParseResult& result) {
   FlagValues values;
-  for (const cxxopts::KeyValue& kv : result.arguments()) values.Add(kv.key(), kv.value());
+  std::vector<std::string> switches;
   for (const std::string& group : options.groups()) {
     for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options) {
       if (o.has_default && !o.is_boolean && !o.l.empty()) {
         values.SetDefault(o.l.front(), o.default_value);
       }
+      if (o.is_boolean) switches.insert(switches.end(), o.l.begin(), o.l.end());
     }
+  }
+  for (const cxxopts::KeyValue& kv : result.arguments()) {
+    const bool is_switch = std::find(switches.begin(), switches.end(), kv.key()) != switches.end();
+    if (is_switch && !result[kv.key()].as<bool>()) continue;
+    values.Add(kv.key(), kv.value());
   }
   return values;
 }

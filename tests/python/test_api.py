@@ -38,6 +38,10 @@ def test_sensitivity_rows_reproject_each_setting():
                                     seq_len=4096, global_batch=16, cuda_graphs=True)
     assert graphs["tokens_per_s_per_gpu"] == pytest.approx(with_graphs.tokens_per_s_per_gpu)
     assert graphs["flags"] == "--cuda-graphs"
+    # False passes --sensitivity=false: a switch written off is off.
+    off = projector.project(model="llama3.1-8b", gpu_arch="h100-sxm", num_gpus=8, seq_len=4096,
+                            global_batch=16, sensitivity=False)
+    assert "sensitivity" not in off
 
 
 def test_switches_lists_and_dicts_become_flags():
