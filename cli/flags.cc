@@ -25,20 +25,30 @@ std::shared_ptr<cxxopts::Value> ValueOf(const FlagSpec& spec) {
   return value;
 }
 
+// The long names of the switches (FlagArity::kSwitch: cxxopts booleans).
+std::vector<std::string> SwitchNames(const cxxopts::Options& options) {
+  std::vector<std::string> names;
+  for (const std::string& group : options.groups()) {
+    for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options) {
+      if (o.is_boolean) names.insert(names.end(), o.l.begin(), o.l.end());
+    }
+  }
+  return names;
+}
+
 // The parse result as FlagValues: each value given, and the declared defaults apart. A switch
 // written off (`--show-ops=false`, as cxxopts reads a boolean) counts as not given, so that
 // Given() reads it as the user meant.
 FlagValues ToFlagValues(const cxxopts::Options& options, const cxxopts::ParseResult& result) {
   FlagValues values;
-  std::vector<std::string> switches;
   for (const std::string& group : options.groups()) {
     for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options) {
       if (o.has_default && !o.is_boolean && !o.l.empty()) {
         values.SetDefault(o.l.front(), o.default_value);
       }
-      if (o.is_boolean) switches.insert(switches.end(), o.l.begin(), o.l.end());
     }
   }
+  const std::vector<std::string> switches = SwitchNames(options);
   for (const cxxopts::KeyValue& kv : result.arguments()) {
     const bool is_switch = std::find(switches.begin(), switches.end(), kv.key()) != switches.end();
     if (is_switch && !result[kv.key()].as<bool>()) continue;
@@ -76,6 +86,29 @@ std::string UnknownFlagMessage(const cxxopts::Options& options, std::span<char*>
   return "";
 }
 
+// The first "--name=value" among `args` whose name is a switch and whose value cxxopts could not
+// read (`error` quotes it): "--show-ops: 'maybe' is not true or false; ...". Empty when there is
+// none.
+std::string BadSwitchValueMessage(const cxxopts::Options& options, std::span<char*> args,
+                                  std::string_view error) {
+  const std::vector<std::string> switches = SwitchNames(options);
+  for (char* arg : args) {
+    const std::string_view a(arg);
+    const size_t eq = a.find('=');
+    if (!a.starts_with("--") || eq == std::string_view::npos) continue;
+    const std::string name(a.substr(2, eq - 2));
+    const std::string value(a.substr(eq + 1));
+    if (std::find(switches.begin(), switches.end(), name) == switches.end()) continue;
+    if (value == "true" || value == "false" || error.find(value) == std::string_view::npos) {
+      continue;
+    }
+    return absl::StrCat("--", name, ": '", value, "' is not true or false; the switch takes no ",
+                        "value (--", name, " turns it on, leaving it out or --", name,
+                        "=false leaves it off)");
+  }
+  return "";
+}
+
 }  // namespace
 
 void AddFlags(cxxopts::Options& options, absl::string_view group, std::span<const FlagSpec> flags) {
@@ -96,9 +129,10 @@ absl::StatusOr<std::optional<FlagValues>> ParseFlags(cxxopts::Options& options,
   try {
     result = options.parse(static_cast<int>(args.size()), args.data());
   } catch (const std::exception& e) {
-    const std::string unknown = UnknownFlagMessage(options, args.subspan(1));
-    return absl::InvalidArgumentError(
-        absl::StrCat(command, unknown.empty() ? std::string(e.what()) : unknown, hint));
+    std::string message = UnknownFlagMessage(options, args.subspan(1));
+    if (message.empty()) message = BadSwitchValueMessage(options, args.subspan(1), e.what());
+    if (message.empty()) message = e.what();
+    return absl::InvalidArgumentError(absl::StrCat(command, message, hint));
   }
   if (result.count("help")) {
     out << (help_groups.empty() ? options.help() : options.help(help_groups));
