@@ -11,21 +11,14 @@
 #include "backends/backend_registry.h"
 #include "benchmark/benchmark.h"
 #include "network/hardware_network.h"
-#include "scenario/scenario_flags.h"
+#include "benchmarks/scenario_from_flags.h"
 #include "studies/lod_high.h"
 
 namespace projector {
 namespace {
 
-Scenario FromFlags(std::vector<std::pair<const char*, const char*>> given) {
-  FlagValues flags;
-  for (const auto& [name, value] : given) flags.Add(name, value);
-  absl::StatusOr<Scenario> s = ScenarioFromFlags(flags);
-  if (!s.ok()) {
-    std::cerr << "lod_benchmark: " << s.status() << "\n";
-    std::abort();
-  }
-  return *s;
+Scenario FromFlags(const std::vector<std::pair<const char*, const char*>>& given) {
+  return BenchmarkScenario("lod_benchmark", given);
 }
 
 // The scenario on its hardware profile's built-in network as a network file (`--network`): the

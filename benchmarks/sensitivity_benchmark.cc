@@ -2,27 +2,18 @@
 // step re-projected, each on backends built for the changed scenario. On DeepSeek-V3 on 1,024
 // H100 (the public file's Megatron-Bridge layout: TP2 PP8 VPP4 EP64, fp8, DeepEP) and on
 // Llama-3.1-8B on 8 H100 (DP 8, bf16: three settings).
-#include <cstdlib>
-#include <iostream>
 #include <utility>
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "scenario/scenario_flags.h"
+#include "benchmarks/scenario_from_flags.h"
 #include "studies/sensitivity.h"
 
 namespace projector {
 namespace {
 
-Scenario FromFlags(std::vector<std::pair<const char*, const char*>> given) {
-  FlagValues flags;
-  for (const auto& [name, value] : given) flags.Add(name, value);
-  absl::StatusOr<Scenario> s = ScenarioFromFlags(flags);
-  if (!s.ok()) {
-    std::cerr << "sensitivity_benchmark: " << s.status() << "\n";
-    std::abort();
-  }
-  return *s;
+Scenario FromFlags(const std::vector<std::pair<const char*, const char*>>& given) {
+  return BenchmarkScenario("sensitivity_benchmark", given);
 }
 
 void RunSensitivity(benchmark::State& state, const Scenario& s) {
