@@ -444,6 +444,8 @@ absl::Status ReadScaleOut(JsonObject& root, std::map<std::string, std::string>& 
   PROJECTOR_ASSIGN_OR_RETURN(double peer_us,
                              out.Or("alltoall_per_peer_overhead_us", Range::kNonNegative, 0.0));
   n.alltoall_per_peer_overhead = Microseconds(peer_us);
+  PROJECTOR_ASSIGN_OR_RETURN(n.deepep_efficiency,
+                             out.Optional("deepep_efficiency", Range::kFraction));
   return obj.CheckNoUnknownKeys();
 }
 
@@ -654,6 +656,10 @@ absl::Status ValidateFieldRanges(const HardwareProfile& hw, const std::string& o
   };
   for (const RangeRule& rule : rules) {
     PROJECTOR_RETURN_IF_ERROR(CheckRange(origin, rule.pointer, rule.value, rule.range));
+  }
+  if (out.deepep_efficiency.has_value()) {
+    PROJECTOR_RETURN_IF_ERROR(CheckRange(origin, "/scale_out/deepep_efficiency",
+                                         *out.deepep_efficiency, Range::kFraction));
   }
   if (g.gemm_efficiency_fp8.has_value()) {
     PROJECTOR_RETURN_IF_ERROR(

@@ -132,6 +132,11 @@ struct ScaleOutNetwork {
   Seconds latency;
   double efficiency = 0.8;  // achieved / line rate
   Seconds alltoall_per_peer_overhead;  // per inter-node A2A peer (Primus a2a_peer_lat 0.45 us)
+  // Achieved / line rate of DeepEP's normal dispatch and combine kernels (RDMA writes issued by
+  // the GPU, NVLink forwarding beside them), which reach more of the NIC than NCCL's proxy-driven
+  // collectives; nullopt: `efficiency`.
+  std::optional<double> deepep_efficiency;
+  double DeepEpEfficiency() const { return deepep_efficiency.value_or(efficiency); }
 };
 
 // How a collective kernel running beside compute slows that compute: NCCL/RCCL launch one CTA

@@ -139,6 +139,9 @@ struct Call {
   // AllToAll under PXN: the share of S the scale-up fabric carries: 1 (every routed copy), or
   // for a dispatcher that sends a row once per destination rank ExpectedDistinctRanks / top_k.
   double scale_up_share = 1.0;
+  // AllToAll under PXN with the routing: DeepEP's normal kernels, whose own RDMA writes reach
+  // more of the NIC (scale_out.deepep_efficiency); 0 = `out`.
+  double out_routed = 0;
 };
 
 // The RDMA warm-up penalty of a multi-node AllReduce (kRdmaWarmupSeconds).
@@ -331,12 +334,13 @@ Cost HierarchicalAllToAll(const Call& c, double intra_peer_s) {
 // PXN (NCCL PXN / DeepEP): the same volumes as two-phase (with the routing, a row once per
 // destination node over the NICs and once per destination rank over the scale-up fabric), but
 // the NIC hop streams while the scale-up aggregation is still running; it starts after one 4 MB chunk has been aggregated
-// (Primus PXN model, reference/primus.md 6.6).
+// (Primus PXN model, reference/primus.md 6.6). With the routing these are DeepEP's normal
+// kernels, whose NIC hop runs at their own measured rate (Call::out_routed).
 Cost PxnAllToAll(const Call& c, double intra_peer_s) {
   double intra = UpTime(c.bytes * c.scale_up_share * D(c.r - 1) / D(c.r), c.up_all);
   double out_bytes = c.bytes * (c.network_share >= 0 ? c.network_share
                                                      : D(c.nodes - 1) / D(c.nodes));
-  double inter = c.nodes > 1 ? out_bytes / c.out : 0.0;
+  double inter = c.nodes > 1 ? out_bytes / (c.out_routed > 0 ? c.out_routed : c.out) : 0.0;
   double delay = c.nodes > 1 ? UpTime(std::min(out_bytes, kPipelineChunkBytes), c.up_all) : 0.0;
   double lat = (c.r > 1 ? c.alpha_up : 0.0) + (c.nodes > 1 ? c.alpha_out : 0.0) +
                PeerOverhead(c, intra_peer_s, (c.r - 1) + (c.nodes - 1));
@@ -421,6 +425,7 @@ class HierarchicalCollectiveBackend final : public CollectiveBackend {
   const double allreduce_eff_;
   const double alltoall_eff_;
   const double out_eff_;
+  const double deepep_out_eff_;
   const double alpha_up_;
   const double alpha_out_;
   const double launch_;
@@ -451,6 +456,7 @@ HierarchicalCollectiveBackend::HierarchicalCollectiveBackend(const HardwareProfi
       allreduce_eff_(hw.scale_up.allreduce_efficiency),
       alltoall_eff_(hw.scale_up.alltoall_efficiency),
       out_eff_(hw.scale_out.efficiency),
+      deepep_out_eff_(hw.scale_out.DeepEpEfficiency()),
       alpha_up_(hw.scale_up.latency.value()),
       alpha_out_(hw.scale_out.latency.value()),
       launch_(hw.gpu.kernel_launch_overhead.value()),
@@ -613,6 +619,7 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
   if (op.kind == CollectiveKind::kAllToAll && op.routing.top_k > 0 && c.nodes > 1) {
     c.network_share = ExpectedRemoteNodesPerRow(op.routing, c.nodes) /
                       static_cast<double>(op.routing.top_k);
+    c.out_routed = nic_share_bw_ * deepep_out_eff_;
   }
   if (op.kind == CollectiveKind::kAllToAll && op.routing.top_k > 0 && c.n > 1) {
     c.scale_up_share = std::min(1.0, ExpectedDistinctRanks(op.routing, c.n) /

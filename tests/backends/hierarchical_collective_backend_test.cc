@@ -507,6 +507,32 @@ TEST(HierarchicalCollectiveBackendTest, PxnSendsARowOncePerRemoteNode) {
             MustEstimate(*backend, plain, Algo::kHierarchical).time);
 }
 
+// DeepEP's normal kernels reach scale_out.deepep_efficiency of the NIC (0.87 on a ConnectX-7
+// 400G, the README's measured rows) where NCCL reaches scale_out.efficiency (0.73). Over 8
+// H100-like nodes the routed PXN call is NIC-bound (3.5/8 of 512 MiB at 50 GB/s·0.73 = 6.4 ms
+// against at most 7/8 of it over the 360 GB/s fabric, 1.3 ms), so it gets faster by exactly
+// the NIC time saved, S·3.5/8·(1/(50e9·0.73) − 1/(50e9·0.87)); a call without the routing
+// (NCCL's own PXN) and DeepEP's low-latency kernels keep the NCCL figure.
+TEST(HierarchicalCollectiveBackendTest, DeepEpNormalKernelsTakeTheirOwnNicEfficiency) {
+  HardwareProfile nccl_only = H100Like();
+  HardwareProfile with_deepep = H100Like();
+  with_deepep.scale_out.deepep_efficiency = 0.87;
+  auto nccl = MakeHierarchicalCollectiveBackend(nccl_only);
+  auto deepep = MakeHierarchicalCollectiveBackend(with_deepep);
+  CollectiveOp plain = Op(CollectiveKind::kAllToAll, Mebibytes(512), 64);
+  CollectiveOp routed = plain;
+  routed.routing = {.top_k = 8, .experts = 256, .groups = 8, .topk_groups = 4};
+  const double s = Mebibytes(512).value();
+  const double saved = s * 3.5 / 8.0 * (1.0 / (50e9 * 0.73) - 1.0 / (50e9 * 0.87));
+  EXPECT_NEAR(MustEstimate(*nccl, routed, Algo::kPxn).time.value() -
+                  MustEstimate(*deepep, routed, Algo::kPxn).time.value(),
+              saved, 1e-12);
+  EXPECT_EQ(MustEstimate(*nccl, plain, Algo::kPxn).time,
+            MustEstimate(*deepep, plain, Algo::kPxn).time);
+  EXPECT_EQ(MustEstimate(*nccl, routed, Algo::kLowLatency).time,
+            MustEstimate(*deepep, routed, Algo::kLowLatency).time);
+}
+
 // A routed row reaches its experts' distinct ranks: 64 experts top-6 without a group limit on
 // 4 ranks of 16: a rank is missed with C(48,6)/C(64,6) = 8,835,488,640 / 53,981,544,960, so
 // 4·(1 − 0.163677) = 3.34529 ranks; DeepSeek-V3 (top-8 from the best 4 of 8 groups) on 8 ranks

@@ -530,6 +530,13 @@ TEST(ShippedFiguresTest, NetworkFiguresMatchTheReferences) {
   // 400 Gb/s = 50 GB/s per NIC; A100 HDR 200 Gb/s = 25 GB/s.
   EXPECT_NEAR(ToGigabytesPerSecond(h100->scale_out.per_nic_bandwidth), 50, 1e-9);
   EXPECT_NEAR(ToGigabytesPerSecond(a100->scale_out.per_nic_bandwidth), 25, 1e-9);
+  // DeepEP's normal kernels on a ConnectX-7 400G: 43.7 of 50 GB/s on the wire (the README's
+  // EP32/EP64 rows, hardware_profile.h); a profile without the figure (A100, no DeepEP
+  // measurement) prices them as NCCL: its scale_out.efficiency.
+  EXPECT_DOUBLE_EQ(h100->scale_out.DeepEpEfficiency(), 0.87);
+  EXPECT_DOUBLE_EQ(h800->scale_out.DeepEpEfficiency(), 0.87);
+  EXPECT_FALSE(a100->scale_out.deepep_efficiency.has_value());
+  EXPECT_DOUBLE_EQ(a100->scale_out.DeepEpEfficiency(), a100->scale_out.efficiency);
   // GB200 NVL72: the node is the 72-GPU NVLink domain.
   EXPECT_EQ(gb200->gpus_per_node, 72);
   // Cache sizes are binary: 4 MiB per XCD x 8.
@@ -700,6 +707,12 @@ TEST(ValidateHardwareProfileTest, ChecksProfilesBuiltInCode) {
                        AllOf(HasSubstr("in-code: /gpu/gemm_efficiency_fp8"),
                              HasSubstr("must be a fraction in [0.001, 1], got 1.5"))));
   hw->gpu.gemm_efficiency_fp8.reset();
+  hw->scale_out.deepep_efficiency = 0;
+  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("in-code: /scale_out/deepep_efficiency"),
+                             HasSubstr("must be a fraction in [0.001, 1], got 0"))));
+  hw->scale_out.deepep_efficiency.reset();
   hw->gpu.hbm_capacity = Gibibytes(-2);
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,
