@@ -446,6 +446,8 @@ absl::Status ReadScaleOut(JsonObject& root, std::map<std::string, std::string>& 
   n.alltoall_per_peer_overhead = Microseconds(peer_us);
   PROJECTOR_ASSIGN_OR_RETURN(n.deepep_efficiency,
                              out.Optional("deepep_efficiency", Range::kFraction));
+  PROJECTOR_ASSIGN_OR_RETURN(n.deepep_low_latency_efficiency,
+                             out.Optional("deepep_low_latency_efficiency", Range::kFraction));
   return obj.CheckNoUnknownKeys();
 }
 
@@ -660,6 +662,10 @@ absl::Status ValidateFieldRanges(const HardwareProfile& hw, const std::string& o
   if (out.deepep_efficiency.has_value()) {
     PROJECTOR_RETURN_IF_ERROR(CheckRange(origin, "/scale_out/deepep_efficiency",
                                          *out.deepep_efficiency, Range::kFraction));
+  }
+  if (out.deepep_low_latency_efficiency.has_value()) {
+    PROJECTOR_RETURN_IF_ERROR(CheckRange(origin, "/scale_out/deepep_low_latency_efficiency",
+                                         *out.deepep_low_latency_efficiency, Range::kFraction));
   }
   if (g.gemm_efficiency_fp8.has_value()) {
     PROJECTOR_RETURN_IF_ERROR(

@@ -132,11 +132,16 @@ struct ScaleOutNetwork {
   Seconds latency;
   double efficiency = 0.8;  // achieved / line rate
   Seconds alltoall_per_peer_overhead;  // per inter-node A2A peer (Primus a2a_peer_lat 0.45 us)
-  // Achieved / line rate of DeepEP's normal dispatch and combine kernels (RDMA writes issued by
-  // the GPU, NVLink forwarding beside them), which reach more of the NIC than NCCL's proxy-driven
-  // collectives; nullopt: `efficiency`.
+  // Achieved / line rate of DeepEP's kernels, measured on their own: the normal dispatch and
+  // combine (RDMA writes issued by the GPU, NVLink forwarding beside them) and the low-latency
+  // ones (a small batch straight to every peer); nullopt: `efficiency`, and for the low-latency
+  // kernels the normal ones' figure first.
   std::optional<double> deepep_efficiency;
+  std::optional<double> deepep_low_latency_efficiency;
   double DeepEpEfficiency() const { return deepep_efficiency.value_or(efficiency); }
+  double DeepEpLowLatencyEfficiency() const {
+    return deepep_low_latency_efficiency.value_or(DeepEpEfficiency());
+  }
 };
 
 // How a collective kernel running beside compute slows that compute: NCCL/RCCL launch one CTA

@@ -139,9 +139,10 @@ struct Call {
   // AllToAll under PXN: the share of S the scale-up fabric carries: 1 (every routed copy), or
   // for a dispatcher that sends a row once per destination rank ExpectedDistinctRanks / top_k.
   double scale_up_share = 1.0;
-  // AllToAll under PXN with the routing: DeepEP's normal kernels, whose own RDMA writes reach
-  // more of the NIC (scale_out.deepep_efficiency); 0 = `out`.
-  double out_routed = 0;
+  // B/s of scale-out DeepEP's kernels reach: the normal ones (an AllToAll under PXN with the
+  // routing; scale_out.deepep_efficiency) and the low-latency ones.
+  double out_deepep = 0;
+  double out_deepep_low_latency = 0;
 };
 
 // The RDMA warm-up penalty of a multi-node AllReduce (kRdmaWarmupSeconds).
@@ -335,12 +336,12 @@ Cost HierarchicalAllToAll(const Call& c, double intra_peer_s) {
 // destination node over the NICs and once per destination rank over the scale-up fabric), but
 // the NIC hop streams while the scale-up aggregation is still running; it starts after one 4 MB chunk has been aggregated
 // (Primus PXN model, reference/primus.md 6.6). With the routing these are DeepEP's normal
-// kernels, whose NIC hop runs at their own measured rate (Call::out_routed).
+// kernels, whose NIC hop runs at their own measured rate (Call::out_deepep).
 Cost PxnAllToAll(const Call& c, double intra_peer_s) {
   double intra = UpTime(c.bytes * c.scale_up_share * D(c.r - 1) / D(c.r), c.up_all);
   double out_bytes = c.bytes * (c.network_share >= 0 ? c.network_share
                                                      : D(c.nodes - 1) / D(c.nodes));
-  double inter = c.nodes > 1 ? out_bytes / (c.out_routed > 0 ? c.out_routed : c.out) : 0.0;
+  double inter = c.nodes > 1 ? out_bytes / (c.network_share >= 0 ? c.out_deepep : c.out) : 0.0;
   double delay = c.nodes > 1 ? UpTime(std::min(out_bytes, kPipelineChunkBytes), c.up_all) : 0.0;
   double lat = (c.r > 1 ? c.alpha_up : 0.0) + (c.nodes > 1 ? c.alpha_out : 0.0) +
                PeerOverhead(c, intra_peer_s, (c.r - 1) + (c.nodes - 1));
@@ -358,7 +359,7 @@ Cost PxnAllToAll(const Call& c, double intra_peer_s) {
 Cost LowLatencyAllToAll(const Call& c) {
   double shard = c.bytes / D(c.n);
   double intra = UpTime(D(c.r - 1) * shard, c.up_all);
-  double inter = c.nodes > 1 ? D(c.n - c.r) * shard / c.out : 0.0;
+  double inter = c.nodes > 1 ? D(c.n - c.r) * shard / c.out_deepep_low_latency : 0.0;
   double lat = (c.r > 1 ? c.alpha_up : 0.0) + (c.nodes > 1 ? c.alpha_out : 0.0);
   return Make(std::max(intra, inter), lat, c);
 }
@@ -426,6 +427,7 @@ class HierarchicalCollectiveBackend final : public CollectiveBackend {
   const double alltoall_eff_;
   const double out_eff_;
   const double deepep_out_eff_;
+  const double deepep_low_latency_out_eff_;
   const double alpha_up_;
   const double alpha_out_;
   const double launch_;
@@ -457,6 +459,7 @@ HierarchicalCollectiveBackend::HierarchicalCollectiveBackend(const HardwareProfi
       alltoall_eff_(hw.scale_up.alltoall_efficiency),
       out_eff_(hw.scale_out.efficiency),
       deepep_out_eff_(hw.scale_out.DeepEpEfficiency()),
+      deepep_low_latency_out_eff_(hw.scale_out.DeepEpLowLatencyEfficiency()),
       alpha_up_(hw.scale_up.latency.value()),
       alpha_out_(hw.scale_out.latency.value()),
       launch_(hw.gpu.kernel_launch_overhead.value()),
@@ -610,6 +613,8 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
     c.up_all = c.up_peer;
   }
   c.out = nic_share_bw_ * out_eff_;
+  c.out_deepep = nic_share_bw_ * deepep_out_eff_;
+  c.out_deepep_low_latency = nic_share_bw_ * deepep_low_latency_out_eff_;
   c.alpha_up = alpha_up_;
   c.alpha_out = alpha_out_;
   c.launch = launch_;
@@ -619,7 +624,6 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
   if (op.kind == CollectiveKind::kAllToAll && op.routing.top_k > 0 && c.nodes > 1) {
     c.network_share = ExpectedRemoteNodesPerRow(op.routing, c.nodes) /
                       static_cast<double>(op.routing.top_k);
-    c.out_routed = nic_share_bw_ * deepep_out_eff_;
   }
   if (op.kind == CollectiveKind::kAllToAll && op.routing.top_k > 0 && c.n > 1) {
     c.scale_up_share = std::min(1.0, ExpectedDistinctRanks(op.routing, c.n) /

@@ -537,6 +537,13 @@ TEST(ShippedFiguresTest, NetworkFiguresMatchTheReferences) {
   EXPECT_DOUBLE_EQ(h800->scale_out.DeepEpEfficiency(), 0.87);
   EXPECT_FALSE(a100->scale_out.deepep_efficiency.has_value());
   EXPECT_DOUBLE_EQ(a100->scale_out.DeepEpEfficiency(), a100->scale_out.efficiency);
+  // Their low-latency kernels: 37.4 of 50 GB/s (the README's EP128/EP256 rows); without a
+  // figure of their own they take the normal kernels' one.
+  EXPECT_DOUBLE_EQ(h800->scale_out.DeepEpLowLatencyEfficiency(), 0.75);
+  EXPECT_DOUBLE_EQ(a100->scale_out.DeepEpLowLatencyEfficiency(), a100->scale_out.efficiency);
+  ScaleOutNetwork normal_only = h800->scale_out;
+  normal_only.deepep_low_latency_efficiency.reset();
+  EXPECT_DOUBLE_EQ(normal_only.DeepEpLowLatencyEfficiency(), 0.87);
   // GB200 NVL72: the node is the 72-GPU NVLink domain.
   EXPECT_EQ(gb200->gpus_per_node, 72);
   // Cache sizes are binary: 4 MiB per XCD x 8.
@@ -713,6 +720,12 @@ TEST(ValidateHardwareProfileTest, ChecksProfilesBuiltInCode) {
                        AllOf(HasSubstr("in-code: /scale_out/deepep_efficiency"),
                              HasSubstr("must be a fraction in [0.001, 1], got 0"))));
   hw->scale_out.deepep_efficiency.reset();
+  hw->scale_out.deepep_low_latency_efficiency = 2;
+  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("in-code: /scale_out/deepep_low_latency_efficiency"),
+                             HasSubstr("must be a fraction in [0.001, 1], got 2"))));
+  hw->scale_out.deepep_low_latency_efficiency.reset();
   hw->gpu.hbm_capacity = Gibibytes(-2);
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,
