@@ -659,17 +659,16 @@ absl::Status ValidateFieldRanges(const HardwareProfile& hw, const std::string& o
   for (const RangeRule& rule : rules) {
     PROJECTOR_RETURN_IF_ERROR(CheckRange(origin, rule.pointer, rule.value, rule.range));
   }
-  if (out.deepep_efficiency.has_value()) {
-    PROJECTOR_RETURN_IF_ERROR(CheckRange(origin, "/scale_out/deepep_efficiency",
-                                         *out.deepep_efficiency, Range::kFraction));
-  }
-  if (out.deepep_low_latency_efficiency.has_value()) {
-    PROJECTOR_RETURN_IF_ERROR(CheckRange(origin, "/scale_out/deepep_low_latency_efficiency",
-                                         *out.deepep_low_latency_efficiency, Range::kFraction));
-  }
-  if (g.gemm_efficiency_fp8.has_value()) {
-    PROJECTOR_RETURN_IF_ERROR(
-        CheckRange(origin, "/gpu/gemm_efficiency_fp8", *g.gemm_efficiency_fp8, Range::kFraction));
+  // Optional fractions: checked where given.
+  const std::pair<std::string_view, const std::optional<double>*> optional_fractions[] = {
+      {"/gpu/gemm_efficiency_fp8", &g.gemm_efficiency_fp8},
+      {"/scale_out/deepep_efficiency", &out.deepep_efficiency},
+      {"/scale_out/deepep_low_latency_efficiency", &out.deepep_low_latency_efficiency},
+  };
+  for (const auto& [pointer, value] : optional_fractions) {
+    if (value->has_value()) {
+      PROJECTOR_RETURN_IF_ERROR(CheckRange(origin, pointer, **value, Range::kFraction));
+    }
   }
   PROJECTOR_RETURN_IF_ERROR(ValidateAttentionKernels(g, origin));
   for (DType d : kAllDTypes) {

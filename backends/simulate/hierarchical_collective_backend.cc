@@ -334,9 +334,9 @@ Cost HierarchicalAllToAll(const Call& c, double intra_peer_s) {
 
 // PXN (NCCL PXN / DeepEP): the same volumes as two-phase (with the routing, a row once per
 // destination node over the NICs and once per destination rank over the scale-up fabric), but
-// the NIC hop streams while the scale-up aggregation is still running; it starts after one 4 MB chunk has been aggregated
-// (Primus PXN model, reference/primus.md 6.6). With the routing these are DeepEP's normal
-// kernels, whose NIC hop runs at their own measured rate (Call::out_deepep).
+// the NIC hop streams while the scale-up aggregation is still running; it starts after one 4 MB
+// chunk has been aggregated (Primus PXN model, reference/primus.md 6.6). With the routing these are
+// DeepEP's normal kernels, whose NIC hop runs at their own measured rate (Call::out_deepep).
 Cost PxnAllToAll(const Call& c, double intra_peer_s) {
   double intra = UpTime(c.bytes * c.scale_up_share * D(c.r - 1) / D(c.r), c.up_all);
   double out_bytes = c.bytes * (c.network_share >= 0 ? c.network_share
