@@ -293,6 +293,11 @@ struct RunChoices {
   // TE's 4 compute streams: the megatron stack on NVIDIA GPUs) rather than one grouped kernel
   // (GemmShape::kernels).
   bool grouped_linear_kernel_per_expert = false;
+  // Transformer Engine prepares both operands' block scales for cuBLAS with a kernel each before
+  // every fp8 GEMM (profiler_internal.cc ScaleSwizzleOp): MXFP8, and the blockwise recipe where
+  // GPUs have MX block scaling (TE emulates it there by converting to MXFP8). The megatron stack
+  // (ResolvedGemmScaleSwizzle).
+  bool gemm_scale_swizzle = false;
   // The forward of an inference engine (serving/): weights are stored in the GEMM precision
   // (quantised once offline, so no per-step weight casts), no load-balancing loss, no dropout.
   bool inference = false;

@@ -362,8 +362,8 @@ absl::StatusOr<std::vector<bool>> ParseLayerPattern(const json& array, const std
 absl::StatusOr<MoeSpec> ParseLibraryMoe(JsonObject& obj) {
   PROJECTOR_RETURN_IF_ERROR(
       CheckKeys(obj, {"num_experts", "top_k", "expert_ffn_hidden", "num_shared_experts",
-                      "shared_expert_ffn_hidden", "num_dense_layers", "layer_pattern",
-                      "num_groups", "topk_groups"}));
+                      "shared_expert_ffn_hidden", "num_dense_layers", "layer_pattern", "num_groups",
+                      "topk_groups", "router_dtype"}));
   MoeSpec moe;
   PROJECTOR_ASSIGN_OR_RETURN(moe.num_experts, obj.PositiveInt("num_experts"));
   PROJECTOR_ASSIGN_OR_RETURN(moe.top_k, obj.PositiveInt("top_k"));
@@ -393,6 +393,11 @@ absl::StatusOr<MoeSpec> ParseLibraryMoe(JsonObject& obj) {
   if (obj.Has("num_groups")) {
     PROJECTOR_ASSIGN_OR_RETURN(moe.num_groups, obj.PositiveInt("num_groups"));
     PROJECTOR_ASSIGN_OR_RETURN(moe.topk_groups, obj.PositiveInt("topk_groups"));
+  }
+  if (obj.Has("router_dtype")) {
+    PROJECTOR_ASSIGN_OR_RETURN(const std::string router_dtype,
+                               obj.Enum("router_dtype", {"bf16", "fp32"}));
+    moe.router_dtype = router_dtype == "fp32" ? DType::kFp32 : DType::kBf16;
   }
   return moe;
 }
@@ -519,7 +524,8 @@ namespace {
 
 // What the schema cannot state, from the library model of the same name and shape (LibraryTwin):
 // its position embedding (MPT's ALiBi), per-head q/k norms (Qwen3), multi-token-prediction
-// modules (DeepSeek-V3's one) and group-limited routing (DeepSeek-V3's 4 of 8 groups). Without a
+// modules (DeepSeek-V3's one), group-limited routing (DeepSeek-V3's 4 of 8 groups) and the
+// router's dtype (DeepSeek's fp32 gate). Without a
 // twin: learned absolute positions for a GELU model (GPT-2/3, Megatron GPT:
 // --position-embedding-type learned_absolute is Megatron-LM's default), RoPE for a SwiGLU one,
 // and none of the rest.
@@ -536,6 +542,7 @@ void TakeUnstatedFieldsFromLibraryTwin(ModelSpec& m) {
   if (m.moe) {
     m.moe->num_groups = twin->moe->num_groups;
     m.moe->topk_groups = twin->moe->topk_groups;
+    m.moe->router_dtype = twin->moe->router_dtype;
   }
 }
 

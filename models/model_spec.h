@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/dtype.h"
 #include "core/json_reader.h"
 
 namespace projector {
@@ -34,6 +35,11 @@ struct MoeSpec {
   // groups and a token's top_k experts come from its topk_groups best groups. 0 = no limit.
   int64_t num_groups = 0;
   int64_t topk_groups = 0;
+  // The dtype the router computes its logits in: the activations' (kBf16, Megatron-Core's
+  // default moe_router_dtype=None) or kFp32 (moe_router_dtype="fp32", the DeepSeek recipes:
+  // DeepSeek-V3 report 3.3.1 keeps the MoE gating in higher precision). How a stack runs an
+  // fp32 gate is the MoE profiler's (profilers/moe_mlp_profiler.cc, RouterGemmOf).
+  DType router_dtype = DType::kBf16;
   // Optional explicit per-layer pattern (size = num_layers, true = MoE); overrides
   // num_dense_layers when non-empty.
   std::vector<bool> layer_pattern;

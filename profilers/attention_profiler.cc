@@ -210,7 +210,7 @@ absl::StatusOr<ModuleProfile> ProfileStandard(const ProfileContext& ctx, const L
   ModuleProfile profile;
   profile.module = kModule;
   profile.tokens = T;
-  ModuleOpBuilder b(kModule, profile.ops, 32, dims);
+  ModuleOpBuilder b(kModule, profile.ops, 64, dims);
   // Column-parallel fused QKV: N = (a + 2g)·d/t (replicated kv heads count once per rank).
   // A Q/K/V bias (attention_bias, or linear_bias on every linear layer) is fused into the
   // GEMM epilogue: parameters only. Under FP8 it is Megatron's TELayerNormColumnParallelLinear:
@@ -313,7 +313,7 @@ absl::StatusOr<ModuleProfile> ProfileMla(const ProfileContext& ctx, const LayerD
   ModuleProfile profile;
   profile.module = kModule;
   profile.tokens = T;
-  ModuleOpBuilder b(kModule, profile.ops, 64, dims);
+  ModuleOpBuilder b(kModule, profile.ops, 128, dims);
   double params = 0;
   const double norm_w = NormParamsPerElement(model);
   const bool eager_rms = dims.eager_elementwise && model.norm != NormKind::kLayerNorm;

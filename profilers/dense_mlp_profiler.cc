@@ -31,7 +31,7 @@ absl::StatusOr<ModuleProfile> ProfileDenseMlp(const ProfileContext& ctx) {
   ModuleProfile profile;
   profile.module = "mlp";
   profile.tokens = T;
-  profiler_internal::ModuleOpBuilder b("mlp", profile.ops, 24, dims);
+  profiler_internal::ModuleOpBuilder b("mlp", profile.ops, 40, dims);
   b.BeginRecomputeGroup(RecomputeModule::kMlp);
   profiler_internal::AddMlpOps(b,
                                {.fc1 = gated ? "fc1_gate_up" : "fc1_up",

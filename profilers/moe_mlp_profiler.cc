@@ -144,14 +144,65 @@ MemoryOp SummedByAtomics(MemoryOp op, AtomicAddKernel kernel, const MoeShape& s)
   return op;
 }
 
+// How the router gate's GEMM runs, from the model's router dtype (MoeSpec::router_dtype) and the
+// stack.
+enum class RouterGemm {
+  // In the activations' dtype, forward and backward (Megatron-Core's default moe_router_dtype;
+  // an inference engine's gate, which vLLM's GateLinear runs as one bf16 GEMM with fp32 output).
+  kActivationDtype,
+  // Megatron-Core's RouterGatingLinearFunction under moe_router_dtype="fp32" (moe_utils.py, with
+  // Transformer Engine): the forward is TE's general_gemm on the bf16 input and weight writing
+  // fp32 logits; the backward casts the weight and the saved input to fp32 and runs the dgrad
+  // and wgrad as pure-FP32 GEMMs, which Transformer Engine issues on TF32 tensor cores
+  // (cublaslt_gemm.cu: "Use TF32 only for pure FP32 GEMM", CUBLAS_COMPUTE_32F_FAST_TF32), then
+  // casts both gradients back to bf16.
+  kTeFp32Logits,
+  // PyTorch fp32 GEMMs on fp32 copies of the input and weight: torchtitan's gate, run under
+  // torch.autocast(dtype=float32) for every MoE model (torchtitan models/moe, "Compute gate in
+  // float32 to help stability of expert load balancing"), and Megatron-Core's torch.mm path
+  // without Transformer Engine. With PyTorch's default fp32 matmul precision (IEEE, TF32 off)
+  // cuBLAS has no tensor-core kernel for them: SIMT SGEMM on the FP32 cores for the forward,
+  // dgrad and wgrad (pytorch/torchtitan #4273 measured it at 4% of speed of light on B300, 8-9%
+  // of a step).
+  kFp32Simt,
+};
+
+RouterGemm RouterGemmOf(const ProfileContext& ctx, const profiler_internal::LayerDims& dims) {
+  if (dims.inference) return RouterGemm::kActivationDtype;
+  if (ctx.run.stack == TrainingStack::kTorchTitan) return RouterGemm::kFp32Simt;
+  if (ctx.model.moe->router_dtype != DType::kFp32) return RouterGemm::kActivationDtype;
+  return dims.te_modules ? RouterGemm::kTeFp32Logits : RouterGemm::kFp32Simt;
+}
+
 // Router GEMM, fused softmax and top-k, and the permutation gather.
 void AddRoutingOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
                    const profiler_internal::LayerDims& dims, const TrainingConfig& training,
-                   const PermutationAdds& adds) {
+                   RouterGemm router, const PermutationAdds& adds) {
   const double e = dims.act_bytes;
-  // Router: replicated over TP (not split), in the parameter dtype (bf16; Megatron's
-  // moe_router_dtype=fp32 is not modelled), never FP8.
-  b.Linear("router", s.tokens_local, s.hidden, s.experts, dims.act_dtype);
+  // Router: replicated over TP (not split), never FP8 (RouterGemm for its dtype). The fp32
+  // copies of its input and weight are casts reading e bytes and writing 4 an element, and the
+  // fp32 gradients' casts back read 4 and write e: under autocast the copies are made in the
+  // forward and the gradients cast back in the backward (two kernels each way); Megatron-Core's
+  // fp32 path makes the copies and casts back all in the backward (four kernels).
+  const double gate_elements = (D(s.tokens_local) + D(s.experts)) * D(s.hidden);
+  const MemoryOp fp32_casts{
+      .bytes = Bytes((e + 4.0) * gate_elements), .flops = Flops(gate_elements), .launches = 2};
+  switch (router) {
+    case RouterGemm::kActivationDtype:
+      b.Linear("router", s.tokens_local, s.hidden, s.experts, dims.act_dtype);
+      break;
+    case RouterGemm::kTeFp32Logits: {
+      const MemoryOp both_ways{
+          .bytes = fp32_casts.bytes * 2.0, .flops = fp32_casts.flops * 2.0, .launches = 4};
+      b.Linear("router", s.tokens_local, s.hidden, s.experts, dims.act_dtype);
+      b.SetBackwardGemmDType(DType::kTf32, both_ways);
+      break;
+    }
+    case RouterGemm::kFp32Simt:
+      b.Memory("router_fp32_cast", fp32_casts, fp32_casts);
+      b.Linear("router", s.tokens_local, s.hidden, s.experts, DType::kFp32);
+      break;
+  }
   b.PlainTorchLinear();  // Megatron's TopKRouter gate: torch's linear, not a TE module
   // Fused softmax + top-k: reads the logits, writes the top-k probabilities (fp32), indices
   // (int64) and the boolean routing map; backward reads the probability gradient and writes the
@@ -245,8 +296,11 @@ void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
 // fp32 router probabilities, the permuted expert input (fc1's input: SavedLinearInputBytes),
 // the experts' activation and fc2 inputs and the permuted probabilities the weighted
 // activation keeps (4 bytes a pair; the unweighted unpermutation keeps nothing), the shared
-// experts' activation and fc2 inputs, and the dropout mask.
-Bytes StoredActivations(const MoeShape& s, const profiler_internal::LayerDims& dims) {
+// experts' activation and fc2 inputs, and the dropout mask. A gate run on fp32 copies
+// (RouterGemm::kFp32Simt) keeps them for its wgrad and dgrad: 4 bytes per element of the input
+// and of the weight.
+Bytes StoredActivations(const MoeShape& s, const profiler_internal::LayerDims& dims,
+                        RouterGemm router) {
   const double e = dims.act_bytes;
   const double saved = profiler_internal::SavedLinearInputBytes(dims);
   const double logits = D(s.tokens_local) * D(s.experts);
@@ -261,6 +315,9 @@ Bytes StoredActivations(const MoeShape& s, const profiler_internal::LayerDims& d
                                                          s.gated, dims);
   }
   if (dims.hidden_dropout) stored += D(s.tokens_local) * D(s.hidden);
+  if (router == RouterGemm::kFp32Simt) {
+    stored += 4.0 * (D(s.tokens_local) + D(s.experts)) * D(s.hidden);
+  }
   return Bytes(stored);
 }
 
@@ -302,10 +359,11 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
   ModuleProfile profile;
   profile.module = "moe";
   profile.tokens = s.pairs;
-  profiler_internal::ModuleOpBuilder b("moe", profile.ops, 64, dims);
+  profiler_internal::ModuleOpBuilder b("moe", profile.ops, 128, dims);
   b.BeginRecomputeGroup(RecomputeModule::kMoe);
   const PermutationAdds adds = PermutationAddsOf(ctx.run);
-  AddRoutingOps(b, s, dims, ctx.training, adds);
+  const RouterGemm router = RouterGemmOf(ctx, dims);
+  AddRoutingOps(b, s, dims, ctx.training, router, adds);
   AddExpertOps(b, s, dims, ctx.parallel, adds);
   b.EndRecomputeGroup(RecomputeModule::kMoe);
   b.Finish(ctx.recompute, ctx.training.recompute_modules);
@@ -319,7 +377,7 @@ absl::StatusOr<ModuleProfile> ProfileMoeMlp(const ProfileContext& ctx) {
   profile.expert_parameters =
       D(s.local_experts) *
       profiler_internal::MlpParameters(s.hidden, s.expert_ffn_local, s.gated, bias);
-  profile.activation_bytes = StoredActivations(s, dims);
+  profile.activation_bytes = StoredActivations(s, dims, router);
   profile.activation_bytes_selective =
       dims.op_sac ? b.OpSacStoredBytes()
                   : StoredUnderSelective(ctx, s, dims, profile.activation_bytes);

@@ -63,6 +63,23 @@ constexpr double kMxfp8ScaleBytesPerCopy = 1.0 / 32.0;
 constexpr double kBlockwiseScaleBytesPerElement = 2.0 * kBlockwiseScaleBytesPerCopy;
 constexpr double kMxfp8ScaleBytesPerElement = 2.0 * kMxfp8ScaleBytesPerCopy;
 
+// The scale swizzles of one MXFP8 GEMM with operands of `a` and `b` elements (over all of a
+// grouped GEMM's experts). Transformer Engine's GEMM call rearranges each operand's E8M0 scales
+// (1 byte per 32 elements) into the tiled layout cuBLAS reads, into a freshly allocated buffer,
+// before every GEMM, forward and backward (pytorch/csrc/extensions/gemm.cpp: generic_gemm calls
+// swizzle_scaling_factors for A and B; te_general_grouped_gemm multi_tensor_swizzle_scaling_
+// factors, one kernel per operand for all the experts): two kernels reading and writing the
+// scales. Launch-bound: TE PR #3519 times a captured swizzle at 1.1-4.3 us on GB200 (64x64 to
+// 16384x4128). Until scales are stored pre-swizzled (TE issue #2446, 2025-12), as in the
+// containers of the public runs. On the host, the two launches from TE's C++ (an at::empty
+// and a kernel launch each) cost what a forward element-wise launch does: no autograd node,
+// no Python op of their own.
+MemoryOp ScaleSwizzleOp(double a, double b, int64_t batch) {
+  return MemoryOp{.bytes = Bytes(2.0 * kMxfp8ScaleBytesPerCopy * (a + b) * D(batch)),
+                  .flops = Flops(0),
+                  .launches = 2};
+}
+
 }  // namespace
 
 Fp8Quantization QuantizationOf(Fp8Recipe recipe, double e, double q) {
@@ -215,6 +232,7 @@ absl::StatusOr<LayerDims> ResolveDims(const ProfileContext& ctx) {
   dims.op_sac = ctx.run.stack == TrainingStack::kTorchTitan;
   dims.te_modules = ctx.run.stack == TrainingStack::kMegatron && !dims.pytorch_modules;
   dims.grouped_linear_kernel_per_expert = ctx.run.grouped_linear_kernel_per_expert;
+  dims.gemm_scale_swizzle = ctx.run.gemm_scale_swizzle;
   dims.hidden_dropout = ctx.run.dropout.hidden > 0;
   dims.attention_dropout = ctx.run.dropout.attention > 0;
   dims.inference = ctx.run.inference;
@@ -233,6 +251,7 @@ ModuleOpBuilder::ModuleOpBuilder(std::string_view module, OpList& ops, size_t ca
       op_sac_(dims.op_sac),
       inference_(dims.inference),
       grouped_linear_kernel_per_expert_(dims.grouped_linear_kernel_per_expert),
+      gemm_scale_swizzle_(dims.gemm_scale_swizzle),
       amp_casts_(dims.tf_amp && !dims.inference),
       ops_(ops),
       start_(ops.size()) {
@@ -281,6 +300,32 @@ void ModuleOpBuilder::AddCast(std::string_view name, Bytes bytes_per_repeat,
   p.recomputed = !once_per_step;
 }
 
+void ModuleOpBuilder::AddScaleSwizzle(const MemoryOp& swizzle, int64_t repeat) {
+  Op& op = AddForward("scale_swizzle", OpKind::kMemory);
+  op.memory = swizzle;
+  op.repeat = repeat;
+  op.host_fanout = 0;  // launched inside the GEMM call: host_extra instead
+  op.host_extra = D(swizzle.launches) * HostCallWeight(OpKind::kMemory, OpPhase::kForward);
+  op.flops = swizzle.flops * D(repeat);
+  op.bytes = swizzle.bytes * D(repeat);
+  pending_[forward_count_ - 1].has_backward = false;
+}
+
+void ModuleOpBuilder::AddBackwardScaleSwizzle(const MemoryOp& swizzle, int64_t repeat,
+                                              OpPhase phase) {
+  Op& op = ops_.emplace_back();
+  op.name = "scale_swizzle";
+  op.module = module_;
+  op.kind = OpKind::kMemory;
+  op.phase = phase;
+  op.memory = swizzle;
+  op.repeat = repeat;
+  op.host_fanout = 0;
+  op.host_extra = D(swizzle.launches) * HostCallWeight(OpKind::kMemory, OpPhase::kForward);
+  op.flops = swizzle.flops * D(repeat);
+  op.bytes = swizzle.bytes * D(repeat);
+}
+
 void ModuleOpBuilder::AddAmpWeightCast(const MemoryOp& cast, int64_t repeat) {
   Op& op = AddForward("weight_amp_cast", OpKind::kMemory);
   op.memory = cast;
@@ -325,6 +370,10 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
   // weight (the activations' casts fuse into XLA's elementwise kernels, counted in their fp32
   // bytes); the weight gradient is cast back at the wgrad, 2 + 4 bytes.
   // The attention core's batched GEMMs multiply activations: no weight there.
+  // MXFP8 (LayerDims::gemm_scale_swizzle): both operands' scales swizzled for cuBLAS before the
+  // GEMM (ScaleSwizzleOp).
+  const bool swizzle = quantized && gemm_scale_swizzle_;
+  if (swizzle) AddScaleSwizzle(ScaleSwizzleOp(D(m) * D(in), D(in) * D(out), batch), repeat);
   const bool amp_casts = amp_casts_ && !InAttentionCore();
   const double amp_weights = D(in) * D(out) * D(batch);
   const MemoryOp amp_cast{.bytes = Bytes(6.0 * amp_weights),
@@ -343,6 +392,11 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
   if (amp_casts) pending_[forward_count_ - 1].wgrad_cast = amp_cast;
   if (!quantized) return;
   Pending& p = pending_[forward_count_ - 1];
+  if (swizzle) {
+    // dgrad dX = dY·Wᵀ, wgrad dW = Xᵀ·dY.
+    p.dgrad_swizzle = ScaleSwizzleOp(D(m) * D(out), D(in) * D(out), batch);
+    p.wgrad_swizzle = ScaleSwizzleOp(D(m) * D(in), D(m) * D(out), batch);
+  }
   const double dy = D(m) * D(out) * D(batch);
   p.grad_cast = CastOp(Bytes(cast * dy), dy);
   p.grad_cast_host_fanout = CastHostFanout();
@@ -366,6 +420,13 @@ void ModuleOpBuilder::SeparateInputGradients(int64_t parts) {
 void ModuleOpBuilder::PlainTorchLinear() {
   PROJECTOR_CHECK(forward_count_ > 0 && ops_.back().kind == OpKind::kGemm);
   ops_.back().host_extra = 0;
+}
+
+void ModuleOpBuilder::SetBackwardGemmDType(DType dtype, const MemoryOp& casts) {
+  PROJECTOR_CHECK(forward_count_ > 0 && ops_.back().kind == OpKind::kGemm);
+  Pending& p = pending_[forward_count_ - 1];
+  p.backward_dtype = dtype;
+  p.backward_casts = casts;
 }
 
 void ModuleOpBuilder::SetMmOutputs(std::initializer_list<int64_t> widths) {
@@ -499,6 +560,20 @@ void ModuleOpBuilder::Finish(Recompute recompute, RecomputeModules modules) {
     switch (ops_[at].kind) {
       case OpKind::kGemm: {
         const GemmShape f = ops_[at].gemm;
+        // dgrad dX = dY·Wᵀ (B transposed), wgrad dW = Xᵀ·dY (A transposed), in the backward
+        // dtype (SetBackwardGemmDType).
+        auto backward_gemm = [&f, dtype = p.backward_dtype.value_or(f.dtype)](
+                                 int64_t m, int64_t n, int64_t k, bool transpose_a) {
+          return GemmShape{.m = m,
+                           .n = n,
+                           .k = k,
+                           .batch = f.batch,
+                           .dtype = dtype,
+                           .transpose_a = transpose_a,
+                           .transpose_b = !transpose_a,
+                           .block_scaled = f.block_scaled,
+                           .kernels = f.kernels};
+        };
         const int64_t repeat = ops_[at].repeat;
         const int64_t host_fanout = ops_[at].host_fanout;
         // Memory-bound companions of a quantised GEMM's backward, run `repeat` times like it.
@@ -521,12 +596,16 @@ void ModuleOpBuilder::Finish(Recompute recompute, RecomputeModules modules) {
           add_memory("grad_fp8_cast", p.grad_cast, OpPhase::kBackwardDgrad);
           ops_.back().host_fanout = p.grad_cast_host_fanout;
         }
+        if (p.backward_casts.launches > 0) {
+          add_memory("backward_operand_cast", p.backward_casts, OpPhase::kBackwardDgrad);
+        }
+        if (p.dgrad_swizzle.launches > 0) {
+          AddBackwardScaleSwizzle(p.dgrad_swizzle, repeat, OpPhase::kBackwardDgrad);
+        }
         Op& dgrad = copy_forward(at);
         dgrad.phase = OpPhase::kBackwardDgrad;
         dgrad.host_extra = 0;  // the module's forward call was counted once
-        dgrad.gemm = GemmShape{.m = f.m, .n = f.k, .k = f.n, .batch = f.batch, .dtype = f.dtype,
-                               .transpose_b = true, .block_scaled = f.block_scaled,
-                               .kernels = f.kernels};
+        dgrad.gemm = backward_gemm(f.m, f.k, f.n, /*transpose_a=*/false);
         dgrad.flops = GemmFlops(dgrad.gemm) * D(repeat);
         dgrad.bytes = GemmBytes(dgrad.gemm, false) * D(repeat);
         if (p.input_grad_sum.launches > 0) {
@@ -535,12 +614,13 @@ void ModuleOpBuilder::Finish(Recompute recompute, RecomputeModules modules) {
         if (p.input_transpose.bytes.value() > 0) {
           add_memory("input_fp8_transpose", p.input_transpose, OpPhase::kBackwardWgrad);
         }
+        if (p.wgrad_swizzle.launches > 0) {
+          AddBackwardScaleSwizzle(p.wgrad_swizzle, repeat, OpPhase::kBackwardWgrad);
+        }
         Op& wgrad = copy_forward(at);
         wgrad.phase = OpPhase::kBackwardWgrad;
         wgrad.host_extra = 0;
-        wgrad.gemm = GemmShape{.m = f.k, .n = f.n, .k = f.m, .batch = f.batch, .dtype = f.dtype,
-                               .transpose_a = true, .block_scaled = f.block_scaled,
-                               .kernels = f.kernels};
+        wgrad.gemm = backward_gemm(f.k, f.n, f.m, /*transpose_a=*/true);
         wgrad.flops = GemmFlops(wgrad.gemm) * D(repeat);
         wgrad.bytes = GemmBytes(wgrad.gemm, true) * D(repeat);
         if (p.wgrad_cast.bytes.value() > 0) {

@@ -5,9 +5,10 @@
 #define PROJECTOR_PROFILERS_PROFILER_INTERNAL_H_
 
 #include <array>
-#include <initializer_list>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -67,6 +68,9 @@ struct LayerDims {
   // RunChoices::grouped_linear_kernel_per_expert: a GroupedLinear's GEMMs launch one kernel per
   // expert.
   bool grouped_linear_kernel_per_expert = false;
+  // RunChoices::gemm_scale_swizzle: every quantised GEMM is preceded by its operands' scale
+  // swizzles (op "scale_swizzle").
+  bool gemm_scale_swizzle = false;
 };
 
 // The kernels of one eager PyTorch elementwise block, per element: bytes moved (reads +
@@ -191,7 +195,7 @@ inline double D(int64_t v) { return static_cast<double>(v); }
 // dgrad then wgrad, as Megatron computes them). Names and module are static strings.
 class ModuleOpBuilder {
  public:
-  static constexpr size_t kMaxForwardOps = 32;
+  static constexpr size_t kMaxForwardOps = 48;
 
   // Reserves `capacity` ops once (a module emits at most ~3× its forward op count + recompute).
   // `dims` sets the activation dtype and the quantisation of low-precision linear layers.
@@ -222,6 +226,11 @@ class ModuleOpBuilder {
   // The last Linear is a plain PyTorch linear even under Transformer Engine (Megatron's router
   // gate and its own ColumnParallelLinear output layer): no TE module call on the host.
   void PlainTorchLinear();
+  // The last Linear's backward GEMMs (dgrad and wgrad) run in `dtype` rather than its forward's,
+  // on operands cast for them by `casts` (op "backward_operand_cast", before the dgrad; it
+  // includes casting the gradients back): Megatron-Core's fp32 router gate, whose backward is a
+  // pure-FP32 GEMM that Transformer Engine runs on TF32 tensor cores.
+  void SetBackwardGemmDType(DType dtype, const MemoryOp& casts);
   // The last Linear's output is split into `parts` tensors by PyTorch module code (MPT's and
   // GPT's fused Wqkv: qkv.chunk(3)) whose gradients come back as separate tensors (the
   // attention kernel allocates dQ, dK and dV), so autograd's split backward concatenates them
@@ -292,6 +301,13 @@ class ModuleOpBuilder {
     MemoryOp input_transpose;
     // TF AMP: the fp16 weight gradient cast back to its fp32 variable, after the wgrad.
     MemoryOp wgrad_cast;
+    // MXFP8: the scale swizzles before the dgrad and the wgrad (no launches: none).
+    MemoryOp dgrad_swizzle{.bytes = Bytes(0), .flops = Flops(0), .launches = 0};
+    MemoryOp wgrad_swizzle{.bytes = Bytes(0), .flops = Flops(0), .launches = 0};
+    // SetBackwardGemmDType: the dgrad's and wgrad's dtype (none: the forward's) and the casts
+    // of their operands.
+    std::optional<DType> backward_dtype;
+    MemoryOp backward_casts{.bytes = Bytes(0), .flops = Flops(0), .launches = 0};
   };
   Op& AddForward(std::string_view name, OpKind kind);
   void AddOpSacRecompute(size_t first, size_t end);
@@ -308,6 +324,10 @@ class ModuleOpBuilder {
   // forward and its recompute, or once per step (OpPhase::kOncePerStep, not recomputed).
   void AddCast(std::string_view name, Bytes bytes_per_repeat, double elements_per_repeat,
                int64_t repeat, bool once_per_step);
+  // The two scale swizzles before a GEMM (forward, recomputed with it; AddScaleSwizzle) or its
+  // dgrad / wgrad (Finish), run `repeat` times like it (ScaleSwizzleOp).
+  void AddScaleSwizzle(const MemoryOp& swizzle, int64_t repeat);
+  void AddBackwardScaleSwizzle(const MemoryOp& swizzle, int64_t repeat, OpPhase phase);
   // TF AMP's cast of a linear layer's fp32 weight to fp16 (LayerDims::tf_amp), in every
   // micro-batch's forward and its recompute, run `repeat` times; no backward op.
   void AddAmpWeightCast(const MemoryOp& cast, int64_t repeat);
@@ -327,6 +347,7 @@ class ModuleOpBuilder {
   bool op_sac_;           // LayerDims::op_sac
   bool inference_;        // LayerDims::inference
   bool grouped_linear_kernel_per_expert_;  // LayerDims::grouped_linear_kernel_per_expert
+  bool gemm_scale_swizzle_;                // LayerDims::gemm_scale_swizzle
   bool amp_casts_;        // LayerDims::tf_amp outside inference: per-micro-batch weight casts
   Bytes op_sac_stored_;   // OpSacStoredBytes
   OpList& ops_;

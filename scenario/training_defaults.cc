@@ -80,6 +80,23 @@ Fp8Recipe ResolvedFp8Recipe(const TrainingConfig& training, const ParallelConfig
   return Fp8Recipe::kDelayed;
 }
 
+bool ResolvedGemmScaleSwizzle(const TrainingConfig& training, const ParallelConfig& parallel,
+                              std::string_view arch) {
+  if (training.precision != DType::kFp8) return false;
+  if (ResolvedStack(training, parallel) != TrainingStack::kMegatron) return false;
+  switch (ResolvedFp8Recipe(training, parallel, arch)) {
+    case Fp8Recipe::kMxfp8:
+      return true;
+    case Fp8Recipe::kBlockwise:
+      // pytorch/csrc/extensions/gemm.cpp: "Emulate the FP8 block scaling recipe with MXFP8 on
+      // Blackwell and newer as it is not natively supported by cublasLt"
+      // (convert_block_scaling_to_mxfp8_tensor, one kernel per operand).
+      return HasMxBlockScaling(arch);
+    default:
+      return false;
+  }
+}
+
 bool ResolvedMoePermuteFusion(const TrainingConfig& training, const ParallelConfig& parallel) {
   if (training.moe_permute_fusion) return *training.moe_permute_fusion;
   return ResolvedStack(training, parallel) != TrainingStack::kTorchTitan;
@@ -96,17 +113,18 @@ bool CaseDispatchesWithDeepEp(const ModelSpec& model, const ParallelConfig& para
 RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& parallel,
                              const TrainingConfig& training, std::string_view arch) {
   const DropoutRates dropout = ResolvedDropout(model, parallel, training);
-  return RunChoices{.stack = ResolvedStack(training, parallel),
-                    .loss_kernel = ResolvedLossKernel(training, parallel),
-                    .fsdp_impl = ResolvedFsdpImpl(training, parallel),
-                    .train_metric_passes = ResolvedTrainMetricPasses(training, parallel),
-                    .dropout = dropout,
-                    .eager_elementwise = RunsEagerElementwise(training, parallel),
-                    .fp8_recipe = ResolvedFp8Recipe(training, parallel, arch),
-                    .moe_permute_fused = ResolvedMoePermuteFusion(training, parallel),
-                    .grouped_linear_kernel_per_expert =
-                        ResolvedStack(training, parallel) == TrainingStack::kMegatron &&
-                        arch.starts_with("sm_")};
+  return RunChoices{
+      .stack = ResolvedStack(training, parallel),
+      .loss_kernel = ResolvedLossKernel(training, parallel),
+      .fsdp_impl = ResolvedFsdpImpl(training, parallel),
+      .train_metric_passes = ResolvedTrainMetricPasses(training, parallel),
+      .dropout = dropout,
+      .eager_elementwise = RunsEagerElementwise(training, parallel),
+      .fp8_recipe = ResolvedFp8Recipe(training, parallel, arch),
+      .moe_permute_fused = ResolvedMoePermuteFusion(training, parallel),
+      .grouped_linear_kernel_per_expert =
+          ResolvedStack(training, parallel) == TrainingStack::kMegatron && arch.starts_with("sm_"),
+      .gemm_scale_swizzle = ResolvedGemmScaleSwizzle(training, parallel, arch)};
 }
 
 namespace {

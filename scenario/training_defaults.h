@@ -145,6 +145,12 @@ Fp8Recipe ResolvedFp8Recipe(const TrainingConfig& training, const ParallelConfig
 std::string AutoFp8RecipeNote(const TrainingConfig& training, const ParallelConfig& parallel,
                               std::string_view arch, std::string_view gpu_name);
 
+// RunChoices::gemm_scale_swizzle: fp8 on the megatron stack (Transformer Engine) with the MXFP8
+// recipe, or the blockwise one on a GPU with MX block scaling (HasMxBlockScaling), which TE runs
+// as MXFP8 there.
+bool ResolvedGemmScaleSwizzle(const TrainingConfig& training, const ParallelConfig& parallel,
+                              std::string_view arch);
+
 // Whether the MoE token permutation runs as fused kernels: training.moe_permute_fusion when set;
 // auto: false on torchtitan (its MoE gathers the routed tokens with torch.gather and sums them
 // back with scatter_add, PyTorch ops), true elsewhere (the Megatron-Bridge/NeMo MoE recipes set

@@ -234,6 +234,7 @@ TEST(ParseModelJsonTest, CalibrationTakesUnstatedFieldsFromTheLibraryTwin) {
   EXPECT_EQ(twin->mtp_layers, 1);
   EXPECT_EQ(twin->moe->num_groups, 8);
   EXPECT_EQ(twin->moe->topk_groups, 4);
+  EXPECT_EQ(twin->moe->router_dtype, DType::kFp32);
   EXPECT_FALSE(twin->qk_norm);
   ASSERT_TRUE(LibraryTwin(*twin).has_value());
   for (auto edit : {+[](json& v) { v["name"] = "DeepSeek-V3-like"; },
@@ -544,7 +545,8 @@ TEST_P(BadModelFileTest, NamesFileAndField) {
 INSTANTIATE_TEST_SUITE_P(
     Rules, BadModelFileTest,
     ::testing::Values(
-        BadModelCase{"unknown_key.json", "/num_layer", "unknown key 'num_layer' (did you mean 'num_layers'?); accepted keys:"},
+        BadModelCase{"unknown_key.json", "/num_layer",
+                     "unknown key 'num_layer' (did you mean 'num_layers'?); accepted keys:"},
         BadModelCase{"unknown_nested_key.json", "/moe/topk", "unknown key 'topk'"},
         BadModelCase{"wrong_type.json", "/hidden_size", "expected an integer, got string"},
         BadModelCase{"wrong_type_bool.json", "/tied_embeddings", "expected true or false"},
@@ -574,9 +576,11 @@ INSTANTIATE_TEST_SUITE_P(
                      "1 groups of 2 experts cannot hold top_k 4; accepted: 2..4"},
         BadModelCase{"topk_groups_exceed_groups.json", "/moe/topk_groups",
                      "5 exceeds num_groups 4; accepted: 1..4"},
+        BadModelCase{"unknown_router_dtype.json", "/moe/router_dtype", "unknown value 'fp16'"},
         BadModelCase{"dense_layers_need_ffn.json", "/ffn_hidden_size",
                      "must be > 0 because the model has 1 dense layers"},
-        BadModelCase{"unknown_mlp.json", "/mlp", "unknown value 'relu' (did you mean 'gelu'?); accepted: swiglu, gelu"},
+        BadModelCase{"unknown_mlp.json", "/mlp",
+                     "unknown value 'relu' (did you mean 'gelu'?); accepted: swiglu, gelu"},
         BadModelCase{"unknown_norm.json", "/norm", "unknown value 'batchnorm'"},
         BadModelCase{"unknown_position_embedding.json", "/position_embedding",
                      "unknown value 'sinusoidal'; accepted: rope, alibi, learned"},
@@ -603,6 +607,22 @@ TEST(ModelSpecTest, DeepSeekV3CarriesGroupLimitedRouting) {
   absl::StatusOr<ModelSpec> mixtral = ResolveModel("mixtral-8x7b");
   ASSERT_THAT(mixtral, IsOk());
   EXPECT_EQ(mixtral->moe->num_groups, 0);
+}
+
+// The DeepSeek recipes compute the router's logits in fp32 (Megatron-Bridge's DeepSeekModelProvider
+// sets moe_router_dtype "fp32"); Qwen3's and Mixtral's keep Megatron-Core's default, the
+// activations' dtype.
+TEST(ModelSpecTest, DeepSeekRoutersComputeInFp32) {
+  for (const char* name : {"deepseek-v3", "deepseek-v2-lite"}) {
+    absl::StatusOr<ModelSpec> m = ResolveModel(name);
+    ASSERT_THAT(m, IsOk());
+    EXPECT_EQ(m->moe->router_dtype, DType::kFp32) << name;
+  }
+  for (const char* name : {"qwen3-30b-a3b", "qwen3-235b-a22b", "mixtral-8x7b"}) {
+    absl::StatusOr<ModelSpec> m = ResolveModel(name);
+    ASSERT_THAT(m, IsOk());
+    EXPECT_EQ(m->moe->router_dtype, DType::kBf16) << name;
+  }
 }
 
 // DeepSeek-V3 trains one MTP module (num_nextn_predict_layers 1): an MoE layer (the last layer's

@@ -1,6 +1,8 @@
+#include "backends/simulate/tile_gemm_backend.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "profilers/module_profilers.h"
+#include "tests/testing/compute_hardware.h"
 #include "tests/testing/fake_backends.h"
 #include "tests/testing/models_and_op_queries.h"
 #include "tests/testing/status_matchers.h"
@@ -188,6 +190,111 @@ TEST(ProfileMoeMlpTest, LegacyRepeatsOneGemmPerLocalExpertWithTheSameFlops) {
   ASSERT_THAT(TimeOps(fakes.Refs(), legacy->ops), IsOk());
   EXPECT_THAT(SumTime(legacy->ops, OpPhase::kForward).value(),
               IsNearRel(SumTime(turbo->ops, OpPhase::kForward).value(), 1e-12));
+}
+
+// The router gate's precision on Mixtral TP2+SP EP4 (T_l = 2048 routed tokens, E = 8,
+// h = 4096, bf16 activations; (T_l + E)·h = 2056·4096 = 8421376 gate elements):
+//   bf16 router (the model's default): the gate GEMM in bf16 each way, no casts;
+//   fp32 router on the megatron stack (Megatron-Core's RouterGatingLinearFunction on Transformer
+//     Engine): the forward in bf16 (fp32 logits out); the backward casts the input and weight
+//     to fp32 and both gradients back, (2 + 4)·2 = 12 bytes a gate element: 101056512 B in 4
+//     kernels; dgrad and wgrad as TF32 GEMMs;
+//   torchtitan (autocast to fp32 whatever the model): the fp32 copies made in the forward and
+//     the gradients cast back in the backward, 6 bytes an element each way: 50528256 B in 2
+//     kernels each; all three GEMMs fp32 (SIMT SGEMM);
+//   an fp32 router in PyTorch module code without Transformer Engine (the llm-foundry stack):
+//     the same, and the fp32 copies kept for the backward, 4·8421376 = 33685504 B beyond the
+//     same stack's bf16-router activations;
+//   an inference engine's gate: bf16 whatever the model.
+TEST(ProfileMoeMlpTest, RouterGateRunsInTheModelsDtypeAsTheStackRunsIt) {
+  const auto router_dtypes = [](const ModuleProfile& p) {
+    std::vector<DType> dtypes;
+    for (OpPhase phase : {OpPhase::kForward, OpPhase::kBackwardDgrad, OpPhase::kBackwardWgrad}) {
+      const Op* op = FindOp(p.ops, "router", phase);
+      EXPECT_NE(op, nullptr);
+      dtypes.push_back(op != nullptr ? op->gemm.dtype : DType::kFp4);
+    }
+    return dtypes;
+  };
+  Case bf16 = Mixtral(true);
+  absl::StatusOr<ModuleProfile> p = ProfileMoeMlp(bf16.Ctx());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(router_dtypes(*p), (std::vector<DType>{DType::kBf16, DType::kBf16, DType::kBf16}));
+  EXPECT_EQ(FindOp(p->ops, "backward_operand_cast", OpPhase::kBackwardDgrad), nullptr);
+  EXPECT_EQ(FindOp(p->ops, "router_fp32_cast", OpPhase::kForward), nullptr);
+
+  Case fp32 = Mixtral(true);
+  fp32.model.moe->router_dtype = DType::kFp32;
+  p = ProfileMoeMlp(fp32.Ctx());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(router_dtypes(*p), (std::vector<DType>{DType::kBf16, DType::kTf32, DType::kTf32}));
+  const Op* casts = FindOp(p->ops, "backward_operand_cast", OpPhase::kBackwardDgrad);
+  ASSERT_NE(casts, nullptr);
+  EXPECT_DOUBLE_EQ(casts->bytes.value(), 101056512.0);
+  EXPECT_EQ(casts->memory.launches, 4);
+  EXPECT_EQ(FindOp(p->ops, "router_fp32_cast", OpPhase::kForward), nullptr);
+  EXPECT_THAT(p->activation_bytes.value(), IsNearRel(MixtralMoeBytes(2), 1e-12));
+
+  Case titan = Mixtral(true);
+  titan.training.stack = TrainingStack::kTorchTitan;
+  p = ProfileMoeMlp(titan.Ctx());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(router_dtypes(*p), (std::vector<DType>{DType::kFp32, DType::kFp32, DType::kFp32}));
+  for (OpPhase phase : {OpPhase::kForward, OpPhase::kBackwardDgrad}) {
+    const Op* cast = FindOp(p->ops, "router_fp32_cast", phase);
+    ASSERT_NE(cast, nullptr);
+    EXPECT_DOUBLE_EQ(cast->bytes.value(), 50528256.0);
+    EXPECT_EQ(cast->memory.launches, 2);
+  }
+
+  Case foundry = Mixtral(true);
+  foundry.training.stack = TrainingStack::kLlmFoundry;
+  absl::StatusOr<ModuleProfile> foundry_bf16 = ProfileMoeMlp(foundry.Ctx());
+  foundry.model.moe->router_dtype = DType::kFp32;
+  p = ProfileMoeMlp(foundry.Ctx());
+  ASSERT_THAT(foundry_bf16, IsOk());
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(router_dtypes(*foundry_bf16),
+            (std::vector<DType>{DType::kBf16, DType::kBf16, DType::kBf16}));
+  EXPECT_EQ(router_dtypes(*p), (std::vector<DType>{DType::kFp32, DType::kFp32, DType::kFp32}));
+  EXPECT_DOUBLE_EQ(p->activation_bytes.value() - foundry_bf16->activation_bytes.value(),
+                   33685504.0);
+
+  ProfileContext serving = fp32.Ctx();
+  serving.run.inference = true;
+  p = ProfileMoeMlp(serving);
+  ASSERT_THAT(p, IsOk());
+  const Op* gate = FindOp(p->ops, "router", OpPhase::kForward);
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(gate->gemm.dtype, DType::kBf16);
+}
+
+// An fp32 gate is never faster than the bf16 one (the tile model on an H100-like GPU: TF32 at
+// half the bf16 rate, SIMT at 1/16 of it, plus the casts' traffic).
+TEST(ProfileMoeMlpTest, Fp32RouterGateIsNeverFasterThanBf16) {
+  const auto router_time = [](const Case& c) {
+    absl::StatusOr<ModuleProfile> p = ProfileMoeMlp(c.Ctx());
+    EXPECT_THAT(p, IsOk());
+    TileGemmBackend gemm(testing::compute::H100Like());
+    double t = 0;
+    for (const Op& op : p->ops) {
+      if (op.kind == OpKind::kGemm && op.name == "router") {
+        absl::StatusOr<GemmEstimate> e = gemm.Estimate(op.gemm);
+        EXPECT_THAT(e, IsOk());
+        t += e->time.value();
+      } else if (op.name == "router_fp32_cast" || op.name == "backward_operand_cast") {
+        t += op.bytes.value() / 3.35e12;  // any positive rate: casts only add time
+      }
+    }
+    return t;
+  };
+  Case bf16 = Mixtral(true);
+  Case fp32 = bf16;
+  fp32.model.moe->router_dtype = DType::kFp32;
+  Case titan = bf16;
+  titan.training.stack = TrainingStack::kTorchTitan;
+  EXPECT_GT(router_time(fp32), router_time(bf16));
+  EXPECT_GT(router_time(titan), router_time(fp32));
 }
 
 // The routing knobs in closed form (MoeExpertLoad): dropless → the imbalance; a capacity caps it;

@@ -266,6 +266,50 @@ TEST(ModuleOpBuilderTest, BlockScaledRecipesMarkTheirGemms) {
   for (const Op& op : ops) EXPECT_FALSE(op.gemm.block_scaled) << op.name;
 }
 
+// MXFP8: two scale swizzles (Transformer Engine rearranges each operand's E8M0 scales, 1 byte
+// per 32 elements, read and written, for cuBLAS; one kernel per operand) before the forward,
+// dgrad and wgrad GEMMs of fc (m 512, in 1024, out 2048):
+//   forward  X 512·1024 + W 1024·2048 = 2621440 elements: 2·2621440/32 = 163840 B;
+//   dgrad    dY 512·2048 + W 1024·2048 = 3145728: 196608 B;
+//   wgrad    X 512·1024 + dY 512·2048 = 1572864: 98304 B;
+// each launched from TE's C++ inside the GEMM call: on the host a forward element-wise launch
+// each (HostCallWeight 0.39), whatever the phase: 0.78 dispatch equivalents. A grouped GEMM of
+// 4 experts swizzles all of them in one kernel per operand (4x the bytes, still 2 launches);
+// full recompute re-runs the forward's; none without LayerDims::gemm_scale_swizzle, nor on a
+// bf16 linear.
+TEST(ModuleOpBuilderTest, Mxfp8SwizzlesBothOperandsScalesBeforeEveryGemm) {
+  LayerDims dims = Fp8Dims();
+  dims.fp8_recipe = Fp8Recipe::kMxfp8;
+  dims.gemm_scale_swizzle = true;
+  for (int64_t batch : {1, 4}) {
+    OpList ops;
+    ModuleOpBuilder b("mlp", ops, 16, dims);
+    b.Linear("fc", 512, 1024, 2048, DType::kFp8, batch, 1);
+    b.Finish(Recompute::kFull);
+    for (auto [phase, bytes] : {std::pair{OpPhase::kForward, 163840.0},
+                                {OpPhase::kRecompute, 163840.0},
+                                {OpPhase::kBackwardDgrad, 196608.0},
+                                {OpPhase::kBackwardWgrad, 98304.0}}) {
+      const Op* swizzle = FindOp(ops, "scale_swizzle", phase);
+      ASSERT_NE(swizzle, nullptr) << static_cast<int>(phase);
+      EXPECT_DOUBLE_EQ(swizzle->bytes.value(), bytes * static_cast<double>(batch))
+          << static_cast<int>(phase);
+      EXPECT_EQ(swizzle->memory.launches, 2);
+      EXPECT_DOUBLE_EQ(HostDispatchEquivalents(*swizzle), 2 * 0.39);
+    }
+  }
+  for (auto [swizzle, dtype] : {std::pair{false, DType::kFp8}, {true, DType::kBf16}}) {
+    LayerDims other = Fp8Dims();
+    other.fp8_recipe = Fp8Recipe::kMxfp8;
+    other.gemm_scale_swizzle = swizzle;
+    OpList ops;
+    ModuleOpBuilder b("mlp", ops, 16, other);
+    b.Linear("fc", 512, 1024, 2048, dtype, 1, 1);
+    b.Finish(Recompute::kNone);
+    for (const Op& op : ops) EXPECT_NE(op.name, "scale_swizzle") << swizzle;
+  }
+}
+
 // torchtitan's per-op SAC on a Llama-like block (q 512, k and v 128 wide; SwiGLU of 1024), the
 // mms counted in call order: wq 1, wk 2, wv 3, wo 4 in the attention module and w1 1, w3 2,
 // w2 3 in the MLP, so the recompute re-runs wk (N 128 of the fused 768), wo whole and w3 (N 1024

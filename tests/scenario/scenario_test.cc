@@ -74,6 +74,31 @@ TEST(ScenarioTest, AutoFp8RecipeFollowsTheStackAndGpu) {
   EXPECT_EQ(AutoFp8RecipeNote(t, p, "sm_90", "h100-sxm"), "");
 }
 
+// Transformer Engine swizzles block scales before every fp8 GEMM under MXFP8 (the megatron
+// stack's Blackwell default) and under blockwise where it emulates blockwise as MXFP8 (Blackwell),
+// not blockwise on Hopper (scales stored GEMM-ready), nor per-tensor recipes, torchtitan's
+// torchao, or bf16.
+TEST(ScenarioTest, GemmScaleSwizzleFollowsRecipeAndGpu) {
+  TrainingConfig t;
+  t.precision = DType::kFp8;
+  t.stack = TrainingStack::kMegatron;
+  ParallelConfig p;
+  EXPECT_TRUE(ResolvedGemmScaleSwizzle(t, p, "sm_100"));
+  EXPECT_FALSE(ResolvedGemmScaleSwizzle(t, p, "sm_90"));
+  t.fp8_recipe = Fp8Recipe::kBlockwise;
+  EXPECT_TRUE(ResolvedGemmScaleSwizzle(t, p, "sm_100"));
+  EXPECT_FALSE(ResolvedGemmScaleSwizzle(t, p, "sm_90"));
+  t.fp8_recipe = Fp8Recipe::kTensorwise;
+  EXPECT_FALSE(ResolvedGemmScaleSwizzle(t, p, "sm_100"));
+  t.fp8_recipe = Fp8Recipe::kMxfp8;
+  EXPECT_TRUE(ResolvedGemmScaleSwizzle(t, p, "sm_100"));
+  t.stack = TrainingStack::kTorchTitan;
+  EXPECT_FALSE(ResolvedGemmScaleSwizzle(t, p, "sm_100"));
+  t.stack = TrainingStack::kMegatron;
+  t.precision = DType::kBf16;
+  EXPECT_FALSE(ResolvedGemmScaleSwizzle(t, p, "sm_100"));
+}
+
 // A case naming no dispatcher takes DeepEP on the megatron stack for a dropless MoE with
 // group-limited routing whose EP group crosses nodes: DeepSeek-V3 (4 of 8 groups) at EP 64 with
 // ETP 1 spans 64 GPUs > 8 per node; not at EP 8 (one node), not with a capacity factor, not
