@@ -83,7 +83,11 @@ Fp8Recipe ResolvedFp8Recipe(const TrainingConfig& training, const ParallelConfig
 bool ResolvedGemmScaleSwizzle(const TrainingConfig& training, const ParallelConfig& parallel,
                               std::string_view arch) {
   if (training.precision != DType::kFp8) return false;
-  if (ResolvedStack(training, parallel) != TrainingStack::kMegatron) return false;
+  // ROCm's Transformer Engine builds no swizzle for hipBLASLt (pytorch/csrc/util.h declares
+  // swizzle_scaling_factors under #ifndef USE_ROCM).
+  if (ResolvedStack(training, parallel) != TrainingStack::kMegatron || !arch.starts_with("sm_")) {
+    return false;
+  }
   switch (ResolvedFp8Recipe(training, parallel, arch)) {
     case Fp8Recipe::kMxfp8:
       return true;

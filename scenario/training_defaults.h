@@ -145,9 +145,9 @@ Fp8Recipe ResolvedFp8Recipe(const TrainingConfig& training, const ParallelConfig
 std::string AutoFp8RecipeNote(const TrainingConfig& training, const ParallelConfig& parallel,
                               std::string_view arch, std::string_view gpu_name);
 
-// RunChoices::gemm_scale_swizzle: fp8 on the megatron stack (Transformer Engine) with the MXFP8
-// recipe, or the blockwise one on a GPU with MX block scaling (HasMxBlockScaling), which TE runs
-// as MXFP8 there.
+// RunChoices::gemm_scale_swizzle: fp8 on the megatron stack (Transformer Engine) on an NVIDIA GPU
+// with the MXFP8 recipe, or the blockwise one on a GPU with MX block scaling (HasMxBlockScaling),
+// which TE runs as MXFP8 there.
 bool ResolvedGemmScaleSwizzle(const TrainingConfig& training, const ParallelConfig& parallel,
                               std::string_view arch);
 

@@ -76,8 +76,8 @@ TEST(ScenarioTest, AutoFp8RecipeFollowsTheStackAndGpu) {
 
 // Transformer Engine swizzles block scales before every fp8 GEMM under MXFP8 (the megatron
 // stack's Blackwell default) and under blockwise where it emulates blockwise as MXFP8 (Blackwell),
-// not blockwise on Hopper (scales stored GEMM-ready), nor per-tensor recipes, torchtitan's
-// torchao, or bf16.
+// not blockwise on Hopper (scales stored GEMM-ready), nor per-tensor recipes, ROCm's TE (MI355X's
+// MXFP8), torchtitan's torchao, or bf16.
 TEST(ScenarioTest, GemmScaleSwizzleFollowsRecipeAndGpu) {
   TrainingConfig t;
   t.precision = DType::kFp8;
@@ -92,6 +92,7 @@ TEST(ScenarioTest, GemmScaleSwizzleFollowsRecipeAndGpu) {
   EXPECT_FALSE(ResolvedGemmScaleSwizzle(t, p, "sm_100"));
   t.fp8_recipe = Fp8Recipe::kMxfp8;
   EXPECT_TRUE(ResolvedGemmScaleSwizzle(t, p, "sm_100"));
+  EXPECT_FALSE(ResolvedGemmScaleSwizzle(t, p, "gfx950"));  // ROCm TE: no swizzle kernel
   t.stack = TrainingStack::kTorchTitan;
   EXPECT_FALSE(ResolvedGemmScaleSwizzle(t, p, "sm_100"));
   t.stack = TrainingStack::kMegatron;
