@@ -71,9 +71,7 @@ constexpr double kMxfp8ScaleBytesPerElement = 2.0 * kMxfp8ScaleBytesPerCopy;
 // factors, one kernel per operand for all the experts): two kernels reading and writing the
 // scales. Launch-bound: TE PR #3519 times a captured swizzle at 1.1-4.3 us on GB200 (64x64 to
 // 16384x4128). Until scales are stored pre-swizzled (TE issue #2446, 2025-12), as in the
-// containers of the public runs. On the host, the two launches from TE's C++ (an at::empty
-// and a kernel launch each) cost what a forward element-wise launch does: no autograd node,
-// no Python op of their own.
+// containers of the public runs. Host cost: MakeScaleSwizzle.
 MemoryOp ScaleSwizzleOp(double a, double b, int64_t batch) {
   return MemoryOp{.bytes = Bytes(2.0 * kMxfp8ScaleBytesPerCopy * (a + b) * D(batch)),
                   .flops = Flops(0),
@@ -300,14 +298,24 @@ void ModuleOpBuilder::AddCast(std::string_view name, Bytes bytes_per_repeat,
   p.recomputed = !once_per_step;
 }
 
-void ModuleOpBuilder::AddScaleSwizzle(const MemoryOp& swizzle, int64_t repeat) {
-  Op& op = AddForward("scale_swizzle", OpKind::kMemory);
+namespace {
+
+// `op` as the scale swizzles `swizzle` run `repeat` times (ScaleSwizzleOp). Launched from TE's
+// C++ inside the GEMM call (an at::empty and a kernel launch each: no autograd node, no Python
+// op of their own): on the host a forward element-wise launch each, in any phase (host_extra).
+void MakeScaleSwizzle(Op& op, const MemoryOp& swizzle, int64_t repeat) {
   op.memory = swizzle;
   op.repeat = repeat;
-  op.host_fanout = 0;  // launched inside the GEMM call: host_extra instead
+  op.host_fanout = 0;
   op.host_extra = D(swizzle.launches) * HostCallWeight(OpKind::kMemory, OpPhase::kForward);
   op.flops = swizzle.flops * D(repeat);
   op.bytes = swizzle.bytes * D(repeat);
+}
+
+}  // namespace
+
+void ModuleOpBuilder::AddScaleSwizzle(const MemoryOp& swizzle, int64_t repeat) {
+  MakeScaleSwizzle(AddForward("scale_swizzle", OpKind::kMemory), swizzle, repeat);
   pending_[forward_count_ - 1].has_backward = false;
 }
 
@@ -318,12 +326,7 @@ void ModuleOpBuilder::AddBackwardScaleSwizzle(const MemoryOp& swizzle, int64_t r
   op.module = module_;
   op.kind = OpKind::kMemory;
   op.phase = phase;
-  op.memory = swizzle;
-  op.repeat = repeat;
-  op.host_fanout = 0;
-  op.host_extra = D(swizzle.launches) * HostCallWeight(OpKind::kMemory, OpPhase::kForward);
-  op.flops = swizzle.flops * D(repeat);
-  op.bytes = swizzle.bytes * D(repeat);
+  MakeScaleSwizzle(op, swizzle, repeat);
 }
 
 void ModuleOpBuilder::AddAmpWeightCast(const MemoryOp& cast, int64_t repeat) {
@@ -366,14 +369,14 @@ void ModuleOpBuilder::Linear(std::string_view name, int64_t m, int64_t in, int64
       AddCast("input_fp8_cast", Bytes(cast * x), x, repeat, /*once_per_step=*/false);
     }
   }
-  // TF AMP: the fp32 variable is read and cast to fp16 in every micro-batch, 4 + 2 bytes per
-  // weight (the activations' casts fuse into XLA's elementwise kernels, counted in their fp32
-  // bytes); the weight gradient is cast back at the wgrad, 2 + 4 bytes.
-  // The attention core's batched GEMMs multiply activations: no weight there.
   // MXFP8 (LayerDims::gemm_scale_swizzle): both operands' scales swizzled for cuBLAS before the
   // GEMM (ScaleSwizzleOp).
   const bool swizzle = quantized && gemm_scale_swizzle_;
   if (swizzle) AddScaleSwizzle(ScaleSwizzleOp(D(m) * D(in), D(in) * D(out), batch), repeat);
+  // TF AMP: the fp32 variable is read and cast to fp16 in every micro-batch, 4 + 2 bytes per
+  // weight (the activations' casts fuse into XLA's elementwise kernels, counted in their fp32
+  // bytes); the weight gradient is cast back at the wgrad, 2 + 4 bytes.
+  // The attention core's batched GEMMs multiply activations: no weight there.
   const bool amp_casts = amp_casts_ && !InAttentionCore();
   const double amp_weights = D(in) * D(out) * D(batch);
   const MemoryOp amp_cast{.bytes = Bytes(6.0 * amp_weights),
