@@ -33,7 +33,16 @@ const OverlayConstant kConstants[] = {
      [](HardwareProfile& h) -> double& { return h.scale_up.allreduce_efficiency; }},
     {"alltoall_efficiency", "scale_up",
      [](HardwareProfile& h) -> double& { return h.scale_up.alltoall_efficiency; }},
-    {"efficiency", "scale_out", [](HardwareProfile& h) -> double& { return h.scale_out.efficiency; }},
+    {"efficiency", "scale_out",
+     [](HardwareProfile& h) -> double& { return h.scale_out.efficiency; }},
+    // Absent, NCCL's point-to-point traffic takes `efficiency` (ScaleOutNetwork::
+    // AllToAllEfficiency); materialised at that value so it can be fitted on its own.
+    {"alltoall_efficiency", "scale_out",
+     [](HardwareProfile& h) -> double& {
+       if (!h.scale_out.alltoall_efficiency)
+         h.scale_out.alltoall_efficiency = h.scale_out.efficiency;
+       return *h.scale_out.alltoall_efficiency;
+     }},
 };
 
 }  // namespace

@@ -426,6 +426,7 @@ class HierarchicalCollectiveBackend final : public CollectiveBackend {
   const double allreduce_eff_;
   const double alltoall_eff_;
   const double out_eff_;
+  const double alltoall_out_eff_;
   const double deepep_out_eff_;
   const double deepep_low_latency_out_eff_;
   const double alpha_up_;
@@ -458,6 +459,7 @@ HierarchicalCollectiveBackend::HierarchicalCollectiveBackend(const HardwareProfi
       allreduce_eff_(hw.scale_up.allreduce_efficiency),
       alltoall_eff_(hw.scale_up.alltoall_efficiency),
       out_eff_(hw.scale_out.efficiency),
+      alltoall_out_eff_(hw.scale_out.AllToAllEfficiency()),
       deepep_out_eff_(hw.scale_out.DeepEpEfficiency()),
       deepep_low_latency_out_eff_(hw.scale_out.DeepEpLowLatencyEfficiency()),
       alpha_up_(hw.scale_up.latency.value()),
@@ -600,9 +602,11 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
   c.r = place.ranks_per_node;
   c.nodes = place.nodes_spanned;
   c.gpus_per_node = gpus_per_node_;
-  // AllToAll carries its own measured fabric efficiency; the ring-type collectives and
-  // point-to-point copies use the all-reduce busbw fraction.
-  const double up_eff = op.kind == CollectiveKind::kAllToAll ? alltoall_eff_ : allreduce_eff_;
+  // AllToAll carries its own measured efficiencies, on the fabric and on the NICs; the ring-type
+  // collectives and point-to-point copies use the all-reduce busbw fraction and the NICs' own.
+  const bool all_to_all = op.kind == CollectiveKind::kAllToAll;
+  const bool point_to_point = all_to_all || op.kind == CollectiveKind::kSendRecv;
+  const double up_eff = all_to_all ? alltoall_eff_ : allreduce_eff_;
   if (full_mesh_) {
     // Full mesh: one link to one peer; k peers at once use min(k, links) links.
     c.up_peer = per_link_bw_ * up_eff;
@@ -612,7 +616,7 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
     c.up_peer = per_gpu_bw_ * up_eff;
     c.up_all = c.up_peer;
   }
-  c.out = nic_share_bw_ * out_eff_;
+  c.out = nic_share_bw_ * (point_to_point ? alltoall_out_eff_ : out_eff_);
   c.out_deepep = nic_share_bw_ * deepep_out_eff_;
   c.out_deepep_low_latency = nic_share_bw_ * deepep_low_latency_out_eff_;
   c.alpha_up = alpha_up_;
@@ -621,11 +625,11 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
   c.in_network_reduction = in_network_reduction_;
   c.nvls_bw = nvls_bw_;
   c.inter_peer = inter_peer_overhead_;
-  if (op.kind == CollectiveKind::kAllToAll && op.routing.top_k > 0 && c.nodes > 1) {
+  if (all_to_all && op.routing.top_k > 0 && c.nodes > 1) {
     c.network_share = ExpectedRemoteNodesPerRow(op.routing, c.nodes) /
                       static_cast<double>(op.routing.top_k);
   }
-  if (op.kind == CollectiveKind::kAllToAll && op.routing.top_k > 0 && c.n > 1) {
+  if (all_to_all && op.routing.top_k > 0 && c.n > 1) {
     c.scale_up_share = std::min(1.0, ExpectedDistinctRanks(op.routing, c.n) /
                                          static_cast<double>(op.routing.top_k));
   }

@@ -536,6 +536,35 @@ TEST(HierarchicalCollectiveBackendTest, DeepEpNormalKernelsTakeTheirOwnNicEffici
               s * 56.0 / 64.0 * (1.0 / (50e9 * 0.73) - 1.0 / (50e9 * 0.87)), 1e-12);
 }
 
+// NCCL's All-to-All is one send/recv per peer, each GPU on its own NIC, so across nodes it runs
+// at scale_out.alltoall_efficiency of the NIC (0.94 on the ConnectX-7 400G profiles: 47 of
+// 50 GB/s, nccl-tests #267/#290), as do the pipeline's send/recv; the ring and tree
+// collectives keep scale_out.efficiency (0.73 in this test profile). A direct A2A of 1 GiB over
+// 2 H100-like nodes sends 8 of its 16 shards over the NIC, 8·S/16 at 50 GB/s·e = 14.7 ms at
+// 0.73 against 7/16 of S over the 360 GB/s fabric, 1.3 ms: NIC-bound either way, so it gets
+// faster by exactly S/2·(1/(50e9·0.73) − 1/(50e9·0.94)); a 32 MiB send/recv between nodes
+// by S·(…); a 1 GiB all-reduce over the same 16 ranks not at all. Without the field the
+// profile's one figure serves all (the A100 profiles).
+TEST(HierarchicalCollectiveBackendTest, PointToPointTrafficTakesTheAllToAllNicEfficiency) {
+  HardwareProfile one_figure = H100Like();
+  HardwareProfile own_figure = H100Like();
+  own_figure.scale_out.alltoall_efficiency = 0.94;
+  EXPECT_DOUBLE_EQ(one_figure.scale_out.AllToAllEfficiency(), 0.73);
+  auto before = MakeHierarchicalCollectiveBackend(one_figure);
+  auto after = MakeHierarchicalCollectiveBackend(own_figure);
+  const double gib = Gibibytes(1).value();
+  const double per_byte = 1.0 / (50e9 * 0.73) - 1.0 / (50e9 * 0.94);
+  const CollectiveOp a2a = Op(CollectiveKind::kAllToAll, Gibibytes(1), 16);
+  EXPECT_NEAR(MustEstimate(*before, a2a, Algo::kDirect).time.value() -
+                  MustEstimate(*after, a2a, Algo::kDirect).time.value(),
+              gib / 2.0 * per_byte, 1e-12);
+  const CollectiveOp p2p = Op(CollectiveKind::kSendRecv, Mebibytes(32), 2, 8);
+  EXPECT_NEAR(MustEstimate(*before, p2p).time.value() - MustEstimate(*after, p2p).time.value(),
+              Mebibytes(32).value() * per_byte, 1e-12);
+  const CollectiveOp all_reduce = Op(CollectiveKind::kAllReduce, Gibibytes(1), 16);
+  EXPECT_EQ(MustEstimate(*before, all_reduce).time, MustEstimate(*after, all_reduce).time);
+}
+
 // A routed row reaches its experts' distinct ranks: 64 experts top-6 without a group limit on
 // 4 ranks of 16: a rank is missed with C(48,6)/C(64,6) = 8,835,488,640 / 53,981,544,960, so
 // 4·(1 − 0.163677) = 3.34529 ranks; DeepSeek-V3 (top-8 from the best 4 of 8 groups) on 8 ranks

@@ -537,6 +537,14 @@ TEST(ShippedFiguresTest, NetworkFiguresMatchTheReferences) {
   EXPECT_DOUBLE_EQ(h800->scale_out.DeepEpEfficiency(), 0.87);
   EXPECT_FALSE(a100->scale_out.deepep_efficiency.has_value());
   EXPECT_DOUBLE_EQ(a100->scale_out.DeepEpEfficiency(), a100->scale_out.efficiency);
+  // NCCL's point-to-point traffic (All-to-All, send/recv) on a ConnectX-7 NDR NIC: 47 of 50 GB/s
+  // (nccl-tests #267/#290), above the ring collectives' scale_out.efficiency; without a figure
+  // of its own (A100) the profile's one.
+  EXPECT_DOUBLE_EQ(h100->scale_out.AllToAllEfficiency(), 0.94);
+  EXPECT_DOUBLE_EQ(h800->scale_out.AllToAllEfficiency(), 0.94);
+  EXPECT_GT(h100->scale_out.AllToAllEfficiency(), h100->scale_out.efficiency);
+  EXPECT_FALSE(a100->scale_out.alltoall_efficiency.has_value());
+  EXPECT_DOUBLE_EQ(a100->scale_out.AllToAllEfficiency(), a100->scale_out.efficiency);
   // Their low-latency kernels: 37.4 of 50 GB/s (the README's EP128/EP256 rows); without a
   // figure of their own they take the normal kernels' one.
   EXPECT_DOUBLE_EQ(h800->scale_out.DeepEpLowLatencyEfficiency(), 0.75);
@@ -609,8 +617,9 @@ TEST_P(BadInputTest, NamesCodeFileAndField) {
 INSTANTIATE_TEST_SUITE_P(
     Rules, BadInputTest,
     ::testing::Values(
-        BadInput{"bad_unknown_key.json", absl::StatusCode::kInvalidArgument,
-                 "/gpu/hbm_bandwith_tbs", "unknown key 'hbm_bandwith_tbs' (did you mean 'hbm_bandwidth_tbs'?); accepted keys:"},
+        BadInput{
+            "bad_unknown_key.json", absl::StatusCode::kInvalidArgument, "/gpu/hbm_bandwith_tbs",
+            "unknown key 'hbm_bandwith_tbs' (did you mean 'hbm_bandwidth_tbs'?); accepted keys:"},
         BadInput{"bad_unknown_top_key.json", absl::StatusCode::kInvalidArgument, "/scale_upp",
                  "unknown key"},
         BadInput{"bad_unknown_figure_key.json", absl::StatusCode::kInvalidArgument,
@@ -634,6 +643,9 @@ INSTANTIATE_TEST_SUITE_P(
                  "/gpu/gemm_efficiency_fp8/value", "must be a fraction in [0.001, 1], got 1.3"},
         BadInput{"bad_gemm_efficiency_fp8_zero.json", absl::StatusCode::kInvalidArgument,
                  "/gpu/gemm_efficiency_fp8", "must be a fraction in [0.001, 1], got 0"},
+        BadInput{"bad_alltoall_efficiency.json", absl::StatusCode::kInvalidArgument,
+                 "/scale_out/alltoall_efficiency/value",
+                 "must be a fraction in [0.001, 1], got 1.5"},
         BadInput{"bad_scatter_add_rate_zero.json", absl::StatusCode::kInvalidArgument,
                  "/gpu/scatter_add_gelems_per_s", "must be in [0.001, 1e7]"},
         BadInput{"bad_missing_field.json", absl::StatusCode::kInvalidArgument,
@@ -708,24 +720,38 @@ TEST(ValidateHardwareProfileTest, ChecksProfilesBuiltInCode) {
                        AllOf(HasSubstr("in-code: /gpu/hbm_efficiency"),
                              HasSubstr("must be a fraction in [0.001, 1], got 0"))));
   hw->gpu.hbm_efficiency = 0.8;
-  hw->gpu.gemm_efficiency_fp8 = 1.5;
-  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("in-code: /gpu/gemm_efficiency_fp8"),
-                             HasSubstr("must be a fraction in [0.001, 1], got 1.5"))));
-  hw->gpu.gemm_efficiency_fp8.reset();
-  hw->scale_out.deepep_efficiency = 0;
-  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("in-code: /scale_out/deepep_efficiency"),
-                             HasSubstr("must be a fraction in [0.001, 1], got 0"))));
-  hw->scale_out.deepep_efficiency.reset();
-  hw->scale_out.deepep_low_latency_efficiency = 2;
-  EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("in-code: /scale_out/deepep_low_latency_efficiency"),
-                             HasSubstr("must be a fraction in [0.001, 1], got 2"))));
-  hw->scale_out.deepep_low_latency_efficiency.reset();
+  // The optional fractions, each out of range alone.
+  struct OptionalFraction {
+    const char* pointer;
+    std::optional<double>& (*field)(HardwareProfile&);
+    double bad;
+    const char* got;
+  };
+  const OptionalFraction optional_fractions[] = {
+      {"/gpu/gemm_efficiency_fp8",
+       [](HardwareProfile& h) -> std::optional<double>& { return h.gpu.gemm_efficiency_fp8; }, 1.5,
+       "got 1.5"},
+      {"/scale_out/alltoall_efficiency",
+       [](HardwareProfile& h) -> std::optional<double>& { return h.scale_out.alltoall_efficiency; },
+       -0.5, "got -0.5"},
+      {"/scale_out/deepep_efficiency",
+       [](HardwareProfile& h) -> std::optional<double>& { return h.scale_out.deepep_efficiency; },
+       0, "got 0"},
+      {"/scale_out/deepep_low_latency_efficiency",
+       [](HardwareProfile& h) -> std::optional<double>& {
+         return h.scale_out.deepep_low_latency_efficiency;
+       },
+       2, "got 2"},
+  };
+  for (const OptionalFraction& f : optional_fractions) {
+    f.field(*hw) = f.bad;
+    EXPECT_THAT(
+        ValidateHardwareProfile(*hw, "in-code"),
+        StatusIs(absl::StatusCode::kInvalidArgument,
+                 AllOf(HasSubstr(absl::StrCat("in-code: ", f.pointer)),
+                       HasSubstr(absl::StrCat("must be a fraction in [0.001, 1], ", f.got)))));
+    f.field(*hw).reset();
+  }
   hw->gpu.hbm_capacity = Gibibytes(-2);
   EXPECT_THAT(ValidateHardwareProfile(*hw, "in-code"),
               StatusIs(absl::StatusCode::kInvalidArgument,
