@@ -444,8 +444,7 @@ absl::Status ReadScaleOut(JsonObject& root, std::map<std::string, std::string>& 
   PROJECTOR_ASSIGN_OR_RETURN(double peer_us,
                              out.Or("alltoall_per_peer_overhead_us", Range::kNonNegative, 0.0));
   n.alltoall_per_peer_overhead = Microseconds(peer_us);
-  PROJECTOR_ASSIGN_OR_RETURN(n.alltoall_efficiency,
-                             out.Optional("alltoall_efficiency", Range::kFraction));
+  PROJECTOR_ASSIGN_OR_RETURN(n.p2p_efficiency, out.Optional("p2p_efficiency", Range::kFraction));
   PROJECTOR_ASSIGN_OR_RETURN(n.deepep_efficiency,
                              out.Optional("deepep_efficiency", Range::kFraction));
   PROJECTOR_ASSIGN_OR_RETURN(n.deepep_low_latency_efficiency,
@@ -664,7 +663,7 @@ absl::Status ValidateFieldRanges(const HardwareProfile& hw, const std::string& o
   // Optional fractions: checked where given.
   const std::pair<std::string_view, const std::optional<double>*> optional_fractions[] = {
       {"/gpu/gemm_efficiency_fp8", &g.gemm_efficiency_fp8},
-      {"/scale_out/alltoall_efficiency", &out.alltoall_efficiency},
+      {"/scale_out/p2p_efficiency", &out.p2p_efficiency},
       {"/scale_out/deepep_efficiency", &out.deepep_efficiency},
       {"/scale_out/deepep_low_latency_efficiency", &out.deepep_low_latency_efficiency},
   };

@@ -132,10 +132,11 @@ struct ScaleOutNetwork {
   Seconds latency;
   double efficiency = 0.8;  // achieved / line rate
   Seconds alltoall_per_peer_overhead;  // per inter-node A2A peer (Primus a2a_peer_lat 0.45 us)
-  // Achieved / line rate of the point-to-point traffic an NCCL/RCCL All-to-All is made of (one
-  // send/recv per peer, each GPU on its own NIC), measured on its own; nullopt: `efficiency`.
-  std::optional<double> alltoall_efficiency;
-  double AllToAllEfficiency() const { return alltoall_efficiency.value_or(efficiency); }
+  // Achieved / line rate of NCCL's/RCCL's point-to-point traffic across nodes: the pipeline's
+  // send/recv and the All-to-All made of them (one send/recv per peer, each GPU on its own NIC),
+  // measured on its own; nullopt: `efficiency`, which the ring and tree collectives use.
+  std::optional<double> p2p_efficiency;
+  double PointToPointEfficiency() const { return p2p_efficiency.value_or(efficiency); }
   // Achieved / line rate of DeepEP's kernels, measured on their own: the normal dispatch and
   // combine (RDMA writes issued by the GPU, NVLink forwarding beside them) and the low-latency
   // ones (a small batch straight to every peer); nullopt: `efficiency`, and for the low-latency

@@ -37,11 +37,10 @@ const OverlayConstant kConstants[] = {
      [](HardwareProfile& h) -> double& { return h.scale_out.efficiency; }},
     // Absent, NCCL's point-to-point traffic takes `efficiency` (ScaleOutNetwork::
     // AllToAllEfficiency); materialised at that value so it can be fitted on its own.
-    {"alltoall_efficiency", "scale_out",
+    {"p2p_efficiency", "scale_out",
      [](HardwareProfile& h) -> double& {
-       if (!h.scale_out.alltoall_efficiency)
-         h.scale_out.alltoall_efficiency = h.scale_out.efficiency;
-       return *h.scale_out.alltoall_efficiency;
+       if (!h.scale_out.p2p_efficiency) h.scale_out.p2p_efficiency = h.scale_out.efficiency;
+       return *h.scale_out.p2p_efficiency;
      }},
 };
 

@@ -35,7 +35,8 @@ using Algo = CollectiveAlgorithm;
 //   node 1: [g0]--[g1]--...--[g(r-1)]      (siblings of other groups run in lockstep)
 //
 // Bandwidths carry the measured efficiencies (allreduce_efficiency for ring-type collectives and
-// copies, alltoall_efficiency for A2A, scale_out.efficiency on the NICs); latencies are per step;
+// copies, alltoall_efficiency for A2A, on the NICs scale_out.efficiency and, for the A2A and
+// send/recv, scale_out.p2p_efficiency); latencies are per step;
 // one kernel launch per call.
 
 // NVLS (NVSwitch in-network reduction, multimem ld_reduce + st): each GPU's links carry about S
@@ -426,7 +427,7 @@ class HierarchicalCollectiveBackend final : public CollectiveBackend {
   const double allreduce_eff_;
   const double alltoall_eff_;
   const double out_eff_;
-  const double alltoall_out_eff_;
+  const double p2p_out_eff_;
   const double deepep_out_eff_;
   const double deepep_low_latency_out_eff_;
   const double alpha_up_;
@@ -459,7 +460,7 @@ HierarchicalCollectiveBackend::HierarchicalCollectiveBackend(const HardwareProfi
       allreduce_eff_(hw.scale_up.allreduce_efficiency),
       alltoall_eff_(hw.scale_up.alltoall_efficiency),
       out_eff_(hw.scale_out.efficiency),
-      alltoall_out_eff_(hw.scale_out.AllToAllEfficiency()),
+      p2p_out_eff_(hw.scale_out.PointToPointEfficiency()),
       deepep_out_eff_(hw.scale_out.DeepEpEfficiency()),
       deepep_low_latency_out_eff_(hw.scale_out.DeepEpLowLatencyEfficiency()),
       alpha_up_(hw.scale_up.latency.value()),
@@ -602,8 +603,9 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
   c.r = place.ranks_per_node;
   c.nodes = place.nodes_spanned;
   c.gpus_per_node = gpus_per_node_;
-  // AllToAll carries its own measured efficiencies, on the fabric and on the NICs; the ring-type
-  // collectives and point-to-point copies use the all-reduce busbw fraction and the NICs' own.
+  // AllToAll carries its own measured fabric efficiency, the ring-type collectives and copies
+  // the all-reduce busbw fraction; on the NICs the AllToAll and send/recv (NCCL's point-to-point
+  // traffic) take theirs, the ring-type collectives the NICs' own.
   const bool all_to_all = op.kind == CollectiveKind::kAllToAll;
   const bool point_to_point = all_to_all || op.kind == CollectiveKind::kSendRecv;
   const double up_eff = all_to_all ? alltoall_eff_ : allreduce_eff_;
@@ -616,7 +618,7 @@ absl::StatusOr<CollectiveEstimate> HierarchicalCollectiveBackend::Compute(
     c.up_peer = per_gpu_bw_ * up_eff;
     c.up_all = c.up_peer;
   }
-  c.out = nic_share_bw_ * (point_to_point ? alltoall_out_eff_ : out_eff_);
+  c.out = nic_share_bw_ * (point_to_point ? p2p_out_eff_ : out_eff_);
   c.out_deepep = nic_share_bw_ * deepep_out_eff_;
   c.out_deepep_low_latency = nic_share_bw_ * deepep_low_latency_out_eff_;
   c.alpha_up = alpha_up_;

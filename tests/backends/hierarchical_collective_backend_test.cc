@@ -537,19 +537,19 @@ TEST(HierarchicalCollectiveBackendTest, DeepEpNormalKernelsTakeTheirOwnNicEffici
 }
 
 // NCCL's All-to-All is one send/recv per peer, each GPU on its own NIC, so across nodes it runs
-// at scale_out.alltoall_efficiency of the NIC (0.94 on the ConnectX-7 400G profiles: 47 of
-// 50 GB/s, nccl-tests #267/#290), as do the pipeline's send/recv; the ring and tree
+// at scale_out.p2p_efficiency of the NIC (0.94 on the ConnectX-7 400G profiles: 47 of
+// 50 GB/s, nccl-tests #267/#290), as does the pipeline's send/recv; the ring and tree
 // collectives keep scale_out.efficiency (0.73 in this test profile). A direct A2A of 1 GiB over
 // 2 H100-like nodes sends 8 of its 16 shards over the NIC, 8·S/16 at 50 GB/s·e = 14.7 ms at
 // 0.73 against 7/16 of S over the 360 GB/s fabric, 1.3 ms: NIC-bound either way, so it gets
 // faster by exactly S/2·(1/(50e9·0.73) − 1/(50e9·0.94)); a 32 MiB send/recv between nodes
 // by S·(…); a 1 GiB all-reduce over the same 16 ranks not at all. Without the field the
 // profile's one figure serves all (the A100 profiles).
-TEST(HierarchicalCollectiveBackendTest, PointToPointTrafficTakesTheAllToAllNicEfficiency) {
+TEST(HierarchicalCollectiveBackendTest, PointToPointTrafficTakesItsOwnNicEfficiency) {
   HardwareProfile one_figure = H100Like();
   HardwareProfile own_figure = H100Like();
-  own_figure.scale_out.alltoall_efficiency = 0.94;
-  EXPECT_DOUBLE_EQ(one_figure.scale_out.AllToAllEfficiency(), 0.73);
+  own_figure.scale_out.p2p_efficiency = 0.94;
+  EXPECT_DOUBLE_EQ(one_figure.scale_out.PointToPointEfficiency(), 0.73);
   auto before = MakeHierarchicalCollectiveBackend(one_figure);
   auto after = MakeHierarchicalCollectiveBackend(own_figure);
   const double gib = Gibibytes(1).value();

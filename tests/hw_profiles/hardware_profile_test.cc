@@ -540,11 +540,11 @@ TEST(ShippedFiguresTest, NetworkFiguresMatchTheReferences) {
   // NCCL's point-to-point traffic (All-to-All, send/recv) on a ConnectX-7 NDR NIC: 47 of 50 GB/s
   // (nccl-tests #267/#290), above the ring collectives' scale_out.efficiency; without a figure
   // of its own (A100) the profile's one.
-  EXPECT_DOUBLE_EQ(h100->scale_out.AllToAllEfficiency(), 0.94);
-  EXPECT_DOUBLE_EQ(h800->scale_out.AllToAllEfficiency(), 0.94);
-  EXPECT_GT(h100->scale_out.AllToAllEfficiency(), h100->scale_out.efficiency);
-  EXPECT_FALSE(a100->scale_out.alltoall_efficiency.has_value());
-  EXPECT_DOUBLE_EQ(a100->scale_out.AllToAllEfficiency(), a100->scale_out.efficiency);
+  EXPECT_DOUBLE_EQ(h100->scale_out.PointToPointEfficiency(), 0.94);
+  EXPECT_DOUBLE_EQ(h800->scale_out.PointToPointEfficiency(), 0.94);
+  EXPECT_GT(h100->scale_out.PointToPointEfficiency(), h100->scale_out.efficiency);
+  EXPECT_FALSE(a100->scale_out.p2p_efficiency.has_value());
+  EXPECT_DOUBLE_EQ(a100->scale_out.PointToPointEfficiency(), a100->scale_out.efficiency);
   // Their low-latency kernels: 37.4 of 50 GB/s (the README's EP128/EP256 rows); without a
   // figure of their own they take the normal kernels' one.
   EXPECT_DOUBLE_EQ(h800->scale_out.DeepEpLowLatencyEfficiency(), 0.75);
@@ -643,9 +643,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "/gpu/gemm_efficiency_fp8/value", "must be a fraction in [0.001, 1], got 1.3"},
         BadInput{"bad_gemm_efficiency_fp8_zero.json", absl::StatusCode::kInvalidArgument,
                  "/gpu/gemm_efficiency_fp8", "must be a fraction in [0.001, 1], got 0"},
-        BadInput{"bad_alltoall_efficiency.json", absl::StatusCode::kInvalidArgument,
-                 "/scale_out/alltoall_efficiency/value",
-                 "must be a fraction in [0.001, 1], got 1.5"},
+        BadInput{"bad_p2p_efficiency.json", absl::StatusCode::kInvalidArgument,
+                 "/scale_out/p2p_efficiency/value", "must be a fraction in [0.001, 1], got 1.5"},
         BadInput{"bad_scatter_add_rate_zero.json", absl::StatusCode::kInvalidArgument,
                  "/gpu/scatter_add_gelems_per_s", "must be in [0.001, 1e7]"},
         BadInput{"bad_missing_field.json", absl::StatusCode::kInvalidArgument,
@@ -731,8 +730,8 @@ TEST(ValidateHardwareProfileTest, ChecksProfilesBuiltInCode) {
       {"/gpu/gemm_efficiency_fp8",
        [](HardwareProfile& h) -> std::optional<double>& { return h.gpu.gemm_efficiency_fp8; }, 1.5,
        "got 1.5"},
-      {"/scale_out/alltoall_efficiency",
-       [](HardwareProfile& h) -> std::optional<double>& { return h.scale_out.alltoall_efficiency; },
+      {"/scale_out/p2p_efficiency",
+       [](HardwareProfile& h) -> std::optional<double>& { return h.scale_out.p2p_efficiency; },
        -0.5, "got -0.5"},
       {"/scale_out/deepep_efficiency",
        [](HardwareProfile& h) -> std::optional<double>& { return h.scale_out.deepep_efficiency; },

@@ -71,11 +71,9 @@ Profile SyntheticProfile(const HardwareProfile& truth) {
   return p;
 }
 
-// By name, or by JSON pointer where the name is in more than one section
-// (/scale_up/alltoall_efficiency, /scale_out/alltoall_efficiency).
-const CalibratedConstant* Find(const CalibrationResult& r, const std::string& key) {
+const CalibratedConstant* Find(const CalibrationResult& r, const std::string& name) {
   for (const CalibratedConstant& c : r.constants) {
-    if (c.name == key || c.json_pointer == key) return &c;
+    if (c.name == name) return &c;
   }
   return nullptr;
 }
@@ -91,7 +89,7 @@ TEST(CalibrateTest, RecoversKnownConstantsWithinOnePercent) {
   truth.scale_up.allreduce_efficiency = 0.61;
   truth.scale_up.alltoall_efficiency = 0.58;
   truth.scale_out.efficiency = 0.7;
-  truth.scale_out.alltoall_efficiency = 0.83;
+  truth.scale_out.p2p_efficiency = 0.83;
   const Profile profile = SyntheticProfile(truth);
   auto result = Calibrate(profile, *hw);
   ASSERT_THAT(result, IsOk());
@@ -101,18 +99,17 @@ TEST(CalibrateTest, RecoversKnownConstantsWithinOnePercent) {
                                 {"attention_bwd_efficiency", 0.42},
                                 {"hbm_efficiency", 0.66},
                                 {"allreduce_efficiency", 0.61},
-                                {"/scale_up/alltoall_efficiency", 0.58},
-                                {"/scale_out/efficiency", 0.7},
-                                {"/scale_out/alltoall_efficiency", 0.83}}) {
+                                {"alltoall_efficiency", 0.58},
+                                {"efficiency", 0.7},
+                                {"p2p_efficiency", 0.83}}) {
     SCOPED_TRACE(name);
     const CalibratedConstant* c = Find(*result, name);
     ASSERT_NE(c, nullptr);
     // The compute constants must be identifiable; a collective one may not be used by the
     // collective model for this GPU (e.g. NVLS all-reduce ignores allreduce_efficiency).
     if (!c->identifiable) {
-      EXPECT_THAT(std::string(name),
-                  ::testing::AnyOf("allreduce_efficiency", "/scale_up/alltoall_efficiency",
-                                   "/scale_out/efficiency", "/scale_out/alltoall_efficiency"));
+      EXPECT_THAT(std::string(name), ::testing::AnyOf("allreduce_efficiency", "alltoall_efficiency",
+                                                      "efficiency", "p2p_efficiency"));
       continue;
     }
     if (std::string(name).find("efficiency") != std::string::npos) ++identified;
@@ -246,7 +243,7 @@ TEST(CalibrateTest, OverlayBringsTheFullProjectionOfTheProfiledScenarioToTheMeas
         {"attention_bwd_efficiency", truth.gpu.attention_bwd_efficiency},
         {"hbm_efficiency", truth.gpu.hbm_efficiency},
         {"allreduce_efficiency", truth.scale_up.allreduce_efficiency},
-        {"/scale_up/alltoall_efficiency", truth.scale_up.alltoall_efficiency}}) {
+        {"alltoall_efficiency", truth.scale_up.alltoall_efficiency}}) {
     SCOPED_TRACE(name);
     const CalibratedConstant* c = Find(*fit, name);
     ASSERT_NE(c, nullptr);
