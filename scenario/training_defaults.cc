@@ -80,14 +80,23 @@ Fp8Recipe ResolvedFp8Recipe(const TrainingConfig& training, const ParallelConfig
   return Fp8Recipe::kDelayed;
 }
 
+namespace {
+
+// The megatron stack on an NVIDIA GPU: Transformer Engine's CUDA build (its multi-stream
+// GroupedLinear, the cuBLAS scale swizzles), not ROCm's.
+bool RunsCudaTransformerEngine(const TrainingConfig& training, const ParallelConfig& parallel,
+                               std::string_view arch) {
+  return ResolvedStack(training, parallel) == TrainingStack::kMegatron && arch.starts_with("sm_");
+}
+
+}  // namespace
+
 bool ResolvedGemmScaleSwizzle(const TrainingConfig& training, const ParallelConfig& parallel,
                               std::string_view arch) {
   if (training.precision != DType::kFp8) return false;
   // ROCm's Transformer Engine builds no swizzle for hipBLASLt (pytorch/csrc/util.h declares
   // swizzle_scaling_factors under #ifndef USE_ROCM).
-  if (ResolvedStack(training, parallel) != TrainingStack::kMegatron || !arch.starts_with("sm_")) {
-    return false;
-  }
+  if (!RunsCudaTransformerEngine(training, parallel, arch)) return false;
   switch (ResolvedFp8Recipe(training, parallel, arch)) {
     case Fp8Recipe::kMxfp8:
       return true;
@@ -126,8 +135,7 @@ RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& paral
       .eager_elementwise = RunsEagerElementwise(training, parallel),
       .fp8_recipe = ResolvedFp8Recipe(training, parallel, arch),
       .moe_permute_fused = ResolvedMoePermuteFusion(training, parallel),
-      .grouped_linear_kernel_per_expert =
-          ResolvedStack(training, parallel) == TrainingStack::kMegatron && arch.starts_with("sm_"),
+      .grouped_linear_kernel_per_expert = RunsCudaTransformerEngine(training, parallel, arch),
       .gemm_scale_swizzle = ResolvedGemmScaleSwizzle(training, parallel, arch)};
 }
 
