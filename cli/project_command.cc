@@ -98,8 +98,9 @@ constexpr FlagSpec kOutputFlags[] = {
      FlagArity::kSwitch},
     {"sensitivity",
      "Also re-project the step with each run setting switched alone (CUDA graphs, MoE token "
-     "drop, DeepEP, the All-to-All overlap, each other FP8 recipe, gradient-reduction overlap "
-     "and precision, TP overlap) and list how far each moves it: the spread of settings not "
+     "drop, DeepEP, the All-to-All overlap, MoE router padding, each other FP8 recipe, "
+     "gradient-reduction overlap and precision, TP overlap) and list how far each moves it: the "
+     "spread of settings not "
      "pinned down",
      "", FlagArity::kSwitch},
     {"trace",

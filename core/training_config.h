@@ -239,6 +239,12 @@ struct TrainingConfig {
   // sum the copies back, atomic adds; torchtitan's gather and scatter_add likewise). nullopt =
   // auto, the stack's choice (ResolvedMoePermuteFusion).
   std::optional<bool> moe_permute_fusion;
+  // Megatron-Core --moe-router-padding-for-fp8 (renamed --moe-router-padding-for-quantization):
+  // under fp8 the router rounds every expert's token count up to the quantisation alignment by
+  // routing extra tokens to it (true), instead of Transformer Engine's Fp8Padding copying the
+  // routed rows into a padded buffer before the expert GEMMs and back after them (false). The
+  // megatron stack's fp8 MoE only; nullopt = auto (ResolvedMoeRouterPadding).
+  std::optional<bool> moe_router_padding;
 };
 
 // Whether a MoE layer's experts take inputs of a size known only on the GPU (dropless, or a
@@ -298,10 +304,40 @@ struct RunChoices {
   // GPUs have MX block scaling (TE emulates it there by converting to MXFP8). The megatron stack
   // (ResolvedGemmScaleSwizzle).
   bool gemm_scale_swizzle = false;
+  // The rows of every local expert's quantised GEMMs are padded to this multiple (Transformer
+  // Engine's alignment: 32 under MXFP8, 16 for the other fp8 recipes; Megatron-Core
+  // get_fp8_align_size): the megatron stack's fp8 MoE; 0 when no padding work is done (another
+  // precision or stack, or experts padded to a capacity). ResolvedMoeQuantAlign.
+  int64_t moe_quant_align = 0;
+  // With moe_quant_align > 0: the router pads the routing map (true) or Transformer Engine's
+  // Fp8Padding/Fp8Unpadding copy the rows (false). ResolvedMoeRouterPadding.
+  bool moe_router_padding = false;
   // The forward of an inference engine (serving/): weights are stored in the GEMM precision
   // (quantised once offline, so no per-step weight casts), no load-balancing loss, no dropout.
   bool inference = false;
 };
+
+// The token-expert pairs router padding (RunChoices::moe_router_padding) adds. A count whose
+// remainder modulo the alignment a is uniform (dropless routing) is rounded up by (a − 1)/2 on
+// average.
+// - The alltoall dispatcher pads each rank's own [tokens, E] routing map before the dispatch
+//   (Megatron-Core token_dispatcher.py dispatch_preprocess: pad_routing_map "converting some 0s
+//   to 1s in the routing map"): every rank routes E·(a − 1)/2 pairs more, which are dispatched,
+//   computed and combined like the others (MoeRouterPaddingPairsRouted).
+// - The flex dispatcher (DeepEP) pads the map it received, after the dispatch (the counts rounded
+//   up per local expert): (E/EP)·(a − 1)/2 more rows computed on a GPU, none sent
+//   (MoeRouterPaddingRowsAfterDispatch).
+inline double MoeRouterPaddingPerCount(const RunChoices& run) {
+  if (run.moe_quant_align <= 0 || !run.moe_router_padding) return 0;
+  return (static_cast<double>(run.moe_quant_align) - 1.0) / 2.0;
+}
+inline double MoeRouterPaddingPairsRouted(const RunChoices& run, bool deepep, int64_t experts) {
+  return deepep ? 0.0 : static_cast<double>(experts) * MoeRouterPaddingPerCount(run);
+}
+inline double MoeRouterPaddingRowsAfterDispatch(const RunChoices& run, bool deepep,
+                                                int64_t local_experts) {
+  return deepep ? static_cast<double>(local_experts) * MoeRouterPaddingPerCount(run) : 0.0;
+}
 
 // How-a-run-executes settings that a command line or a validate/calibrate what-if overrides
 // (--stack, --loss-kernel, --train-metric-passes, --torch-compile, --fsdp-impl,

@@ -49,7 +49,22 @@ struct MoeShape {
   int64_t expert_ffn_local = 0; // expert_ffn/ETP
   int64_t shared_ffn = 0;       // num_shared·shared_ffn (0: no shared experts)
   bool gated = false;
+  // Transformer Engine's Fp8Padding copies the experts' rows to the quantisation alignment and
+  // back (ExpertRowsPaddedByCopies).
+  bool padding_copies = false;
 };
+
+// Whether the experts' rows reach the fp8 GEMMs through padding copies: the megatron stack's fp8
+// MoE (RunChoices::moe_quant_align) without router padding, when a count is not a multiple of the
+// alignment. Dropless routing (or a capacity without padding) gives counts that vary every step,
+// whose remainders are almost never all zero, so the copies run (TE Fp8Padding skips them only
+// when "no padding needed"); padded to capacity every expert takes the same fixed count.
+bool ExpertRowsPaddedByCopies(const RunChoices& run, const TrainingConfig& training,
+                              int64_t rows_per_expert) {
+  if (run.moe_quant_align <= 0 || run.moe_router_padding) return false;
+  if (!MoeForwardSyncsHost(training)) return rows_per_expert % run.moe_quant_align != 0;
+  return true;
+}
 
 absl::StatusOr<MoeShape> ResolveMoeShape(const ProfileContext& ctx,
                                          const profiler_internal::LayerDims& dims) {
@@ -84,7 +99,10 @@ absl::StatusOr<MoeShape> ResolveMoeShape(const ProfileContext& ctx,
                                              dims.tokens, "tp (MoE tokens are split over TP)",
                                              dims.tp));
     s.tokens_local = dims.tokens / dims.tp;
-    pairs = D(parallel.etp * s.tokens_local * k);
+    // Router padding with the alltoall dispatcher: every routing rank's map gains
+    // MoeRouterPaddingPairsRouted pairs, which reach the experts like routed ones.
+    pairs = D(parallel.etp) *
+            (D(s.tokens_local * k) + MoeRouterPaddingPairsRouted(ctx.run, parallel.deepep, E));
   }
   s.active_experts = s.local_experts;
   if (dims.inference) {
@@ -99,9 +117,15 @@ absl::StatusOr<MoeShape> ResolveMoeShape(const ProfileContext& ctx,
   }
   // At least one row per active expert: a capacity is rounded up per expert (Megatron
   // get_capacity: ceil(tokens/experts · factor)), so a tiny factor still leaves one.
-  s.pairs = std::max(s.active_experts, static_cast<int64_t>(std::ceil(
-                                           pairs * MoeExpertLoad(ctx.training) - 1e-9)));
+  // Router padding after DeepEP's dispatch rounds each local expert's count up on the GPU.
+  s.pairs = std::max(
+      s.active_experts,
+      static_cast<int64_t>(std::ceil(
+          pairs * MoeExpertLoad(ctx.training) +
+          MoeRouterPaddingRowsAfterDispatch(ctx.run, parallel.deepep, s.local_experts) - 1e-9)));
   s.rows_per_expert = (s.pairs + s.active_experts - 1) / s.active_experts;
+  s.padding_copies =
+      !dims.inference && ExpertRowsPaddedByCopies(ctx.run, ctx.training, s.rows_per_expert);
   s.expert_ffn_local = f_e / parallel.etp;
   s.gated = model.mlp == MlpKind::kSwiGlu;
   s.shared_ffn = moe.num_shared_experts *
@@ -240,6 +264,34 @@ void AddRoutingOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
   b.Memory("permute", permute, SummedByAtomics(permute, adds.permute_backward, s));
 }
 
+// The copies that pad the experts' rows for the fp8 GEMMs (MoeShape::padding_copies): pairs rows
+// of h elements of e bytes and their fp32 routing probabilities, each read and written once (the
+// few padded rows, (a − 1)/2 an expert on average, are left out).
+// - Grouped (Megatron-Core TEGroupedMLP.forward under fp8): Transformer Engine's Fp8Padding on
+//   the hidden states and on the probabilities (tex.fused_multi_row_padding, one kernel each),
+//   whose backward unpads the two gradients (tex.fused_multi_row_unpadding); after the experts,
+//   Fp8Unpadding (fused_multi_row_unpadding, its backward fused_multi_row_padding) on the output.
+// - One GEMM per expert (Megatron-Core SequentialMLP._pad_tensor_for_quantization): every
+//   expert's rows and probabilities are concatenated with zero rows, a zeros and a cat kernel
+//   each, whose backward takes views; the expert's output is sliced back (a view), whose backward
+//   zero-fills the padded gradient and copies the slice's in, two kernels an expert, counted here
+//   as the padding's backward.
+void AddFp8PaddingOp(profiler_internal::ModuleOpBuilder& b, const MoeShape& s, double e,
+                     bool grouped) {
+  const double rows = D(s.pairs) * D(s.hidden) * e;
+  const MemoryOp pad{.bytes = Bytes(2.0 * (rows + 4.0 * D(s.pairs))),
+                     .flops = Flops(0),
+                     .launches = grouped ? 2 : 4 * s.active_experts};
+  const MemoryOp slice_grad{
+      .bytes = Bytes(3.0 * rows), .flops = Flops(0), .launches = 2 * s.active_experts};
+  b.Memory("fp8_padding", pad, grouped ? pad : slice_grad);
+}
+
+void AddFp8UnpaddingOp(profiler_internal::ModuleOpBuilder& b, const MoeShape& s, double e) {
+  const MemoryOp copy{.bytes = Bytes(2.0 * D(s.pairs) * D(s.hidden) * e), .flops = Flops(0)};
+  b.Memory("fp8_unpadding", copy, copy);
+}
+
 // The local experts' GEMMs (turbo: one batched GEMM per projection; legacy: one per expert),
 // the unpermutation, and the shared experts.
 void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
@@ -258,6 +310,7 @@ void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
   const double rows_moved = D(s.pairs) * D(s.hidden) * e;
   const MemoryOp sort_chunks{.bytes = Bytes(2.0 * rows_moved), .flops = Flops(0)};
   if (s.local_experts > 1) b.Memory("sort_chunks", sort_chunks, sort_chunks);
+  if (s.padding_copies) AddFp8PaddingOp(b, s, e, turbo);
   b.SetLinearHostFanout(turbo ? s.active_experts : 1);
   profiler_internal::AddMlpOps(
       b, {.fc1 = "expert_fc1", .act = "expert_act", .fc2 = "expert_fc2", .routed_experts = true},
@@ -267,6 +320,7 @@ void AddExpertOps(profiler_internal::ModuleOpBuilder& b, const MoeShape& s,
       /*repeat=*/turbo ? 1 : s.active_experts, profiler_internal::LinearInput::kCast,
       dims.eager_elementwise);
   b.SetLinearHostFanout(1);
+  if (s.padding_copies && turbo) AddFp8UnpaddingOp(b, s, e);
   if (s.local_experts > 1) b.Memory("unsort_chunks", sort_chunks, sort_chunks);
   // Unpermutation sums the k copies back into token order; backward permutes the gradient
   // again. The routing probabilities scale the copies inside the experts' activation

@@ -467,9 +467,11 @@ absl::Status AddEpComm(CommBuilder& b, const LayerCompositionContext& ctx,
   double tokens = static_cast<double>(tr.micro_batch * tr.seq_len) / static_cast<double>(par.cp);
   if (par.sequence_parallel) tokens /= static_cast<double>(par.tp);
   // The busiest EP rank receives (dispatch) and sends back (combine) L times the balanced
-  // share (MoeExpertLoad), and every rank waits for it.
-  const double rows = tokens * static_cast<double>(model.moe->top_k) *
-                      static_cast<double>(model.hidden_size) * MoeExpertLoad(tr);
+  // share (MoeExpertLoad), and every rank waits for it. Router padding before the dispatch adds
+  // the pairs it routes (MoeRouterPaddingPairsRouted).
+  const double pairs = tokens * static_cast<double>(model.moe->top_k) +
+                       MoeRouterPaddingPairsRouted(ctx.run, par.deepep, model.moe->num_experts);
+  const double rows = pairs * static_cast<double>(model.hidden_size) * MoeExpertLoad(tr);
   Bytes msg(rows * kCommBytesPerElement);
   CollectiveAlgorithm algo = par.deepep ? CollectiveAlgorithm::kPxn : CollectiveAlgorithm::kAuto;
   const A2aRouting routing =

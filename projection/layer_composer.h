@@ -110,6 +110,9 @@ struct LayerCompositionContext {
   bool weight_grad_deferred = false;
   // The host's cost per op and CUDA graphs (projection/host_overhead.h); default: not modelled.
   HostCostModel host{};
+  // What the stack runs (scenario/training_defaults.h ResolveRunChoices): the pairs router
+  // padding adds to the All-to-All.
+  RunChoices run{};
 };
 
 // One layer, one micro-batch, one GPU. "compute" = GEMM, attention and memory-bound ops.

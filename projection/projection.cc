@@ -322,15 +322,15 @@ std::vector<NetworkGroupUse> NetworkUses(const ParallelConfig& p,
 LayerCompositionContext CompositionContext(const Scenario& scenario) {
   const ParallelConfig& par = scenario.parallel;
   const TrainingConfig& tr = scenario.training;
-  return {
-      .model = scenario.model,
-      .parallel = par,
-      .training = tr,
-      .recompute = tr.recompute,
-      .tp_comm_overlap = tr.tp_comm_overlap,
-      .interference = MakeCommInterferenceModel(scenario.hw),
-      .weight_grad_deferred = par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1,
-      .host = {.per_dispatch = scenario.hw.gpu.host_op_dispatch, .cuda_graphs = tr.cuda_graphs}};
+  return {.model = scenario.model,
+          .parallel = par,
+          .training = tr,
+          .recompute = tr.recompute,
+          .tp_comm_overlap = tr.tp_comm_overlap,
+          .interference = MakeCommInterferenceModel(scenario.hw),
+          .weight_grad_deferred = par.pipeline_schedule == PipelineSchedule::kZeroBubbleH1,
+          .host = {.per_dispatch = scenario.hw.gpu.host_op_dispatch, .cuda_graphs = tr.cuda_graphs},
+          .run = ResolveRunChoices(scenario.model, par, tr, scenario.hw.gpu.arch)};
 }
 
 }  // namespace
@@ -364,8 +364,7 @@ CompositionKey CompositionKeyOf(const Scenario& scenario) {
 absl::StatusOr<ComposedModel> ComposeModel(const Scenario& scenario, const BackendRefs& backends,
                                            const ProjectionOptions& options) {
   const LayerCompositionContext lctx = CompositionContext(scenario);
-  const RunChoices run =
-      ResolveRunChoices(scenario.model, scenario.parallel, scenario.training, scenario.hw.gpu.arch);
+  const RunChoices& run = lctx.run;
   ComposedModel composed;
   PROJECTOR_RETURN_IF_ERROR(ComposeLayerKinds(scenario, backends, options, lctx, run, composed));
   PROJECTOR_RETURN_IF_ERROR(ComposeEnds(scenario, backends, options, lctx, run, composed));
@@ -378,7 +377,7 @@ absl::StatusOr<Projection> Project(const Scenario& scenario, const BackendRefs& 
   const ParallelConfig& par = scenario.parallel;
   const TrainingConfig& tr = scenario.training;
   const LayerCompositionContext lctx = CompositionContext(scenario);
-  const RunChoices run = ResolveRunChoices(scenario.model, par, tr, scenario.hw.gpu.arch);
+  const RunChoices& run = lctx.run;
   StepInputs in{.model = scenario.model,
                 .parallel = par,
                 .training = tr,

@@ -52,6 +52,14 @@ nlohmann::json Fp8RecipeJson(const Scenario& s) {
   return std::string(Fp8RecipeName(ResolvedFp8Recipe(s.training, s.parallel, s.hw.gpu.arch)));
 }
 
+// Whether the router pads an fp8 MoE's expert rows (true) or Transformer Engine's Fp8Padding
+// copies them (false); null where no padding work is done (ResolvedMoeQuantAlign: another
+// precision or stack, a dense model) or the experts are padded to their capacity.
+nlohmann::json MoeRouterPaddingJson(const Scenario& s) {
+  if (!MoeRouterPaddingApplies(s.model, s.training, s.parallel, s.hw.gpu.arch)) return nullptr;
+  return ResolvedMoeRouterPadding(s.training, s.parallel);
+}
+
 std::string MoeRoutingNote(const TrainingConfig& t) {
   std::string out;
   if (t.moe_capacity_factor > 0) {
@@ -434,10 +442,10 @@ nlohmann::json ProjectionJson(const Scenario& scenario, const Projection& p) {
       {"moe_shared_expert_overlap", scenario.training.moe_shared_expert_overlap},
       {"cuda_graphs", scenario.training.cuda_graphs},
       {"tf_amp", scenario.training.tf_amp},
-      {"moe_permute_fusion",
-       scenario.model.moe ? nlohmann::json(ResolvedMoePermuteFusion(scenario.training,
-                                                                    scenario.parallel))
-                          : nlohmann::json(nullptr)},
+      {"moe_permute_fusion", scenario.model.moe ? nlohmann::json(ResolvedMoePermuteFusion(
+                                                      scenario.training, scenario.parallel))
+                                                : nlohmann::json(nullptr)},
+      {"moe_router_padding", MoeRouterPaddingJson(scenario)},
       {"fp8_recipe", Fp8RecipeJson(scenario)},
       {"grad_reduce_dtype", std::string(DTypeName(scenario.training.grad_reduce_dtype))},
       {"moe_capacity_factor", scenario.training.moe_capacity_factor},

@@ -118,9 +118,9 @@ absl::StatusOr<int64_t> ReadTrainMetricPasses(JsonObject& t) {
       kKey, absl::StrFormat("must be \"auto\" or an integer from 0 to %d", kMaxTrainMetricPasses));
 }
 
-// training.moe_permute_fusion: "auto" (absent or null: the stack's choice), true or false.
-absl::StatusOr<std::optional<bool>> ReadMoePermuteFusion(JsonObject& t) {
-  constexpr std::string_view kKey = "moe_permute_fusion";
+// A training switch with an auto setting (moe_permute_fusion, moe_router_padding): "auto" (absent
+// or null: the stack's choice), true or false.
+absl::StatusOr<std::optional<bool>> ReadAutoBool(JsonObject& t, std::string_view kKey) {
   if (!t.Has(kKey)) {
     t.Accept(kKey);
     return std::nullopt;
@@ -212,7 +212,8 @@ absl::Status ParseTrainingSwitches(JsonObject& t, TrainingConfig& out) {
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_capacity_factor, t.NumberOr("moe_capacity_factor", 0.0));
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_pad_to_capacity, t.BoolOr("moe_pad_to_capacity", false));
   PROJECTOR_ASSIGN_OR_RETURN(out.moe_imbalance, t.NumberOr("moe_imbalance", 1.0));
-  PROJECTOR_ASSIGN_OR_RETURN(out.moe_permute_fusion, ReadMoePermuteFusion(t));
+  PROJECTOR_ASSIGN_OR_RETURN(out.moe_permute_fusion, ReadAutoBool(t, "moe_permute_fusion"));
+  PROJECTOR_ASSIGN_OR_RETURN(out.moe_router_padding, ReadAutoBool(t, "moe_router_padding"));
   return ReadRecomputeModules(t, out);
 }
 
@@ -501,6 +502,7 @@ nlohmann::json ScenarioToJson(const Scenario& s) {
                    {"moe_pad_to_capacity", t.moe_pad_to_capacity},
                    {"moe_imbalance", t.moe_imbalance}};
   if (s.model.moe) j["training"]["moe_permute_fusion"] = ResolvedMoePermuteFusion(t, p);
+  if (t.moe_router_padding) j["training"]["moe_router_padding"] = *t.moe_router_padding;
   j["backends"] = {{"gemm", s.backends.gemm},
                    {"attention", s.backends.attention},
                    {"memory", s.backends.memory},
@@ -651,8 +653,36 @@ absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
       AutoFp8RecipeNote(s.training, s.parallel, s.hw.gpu.arch, s.hw.name);
   if (!fp8_note.empty()) s.defaults_used.push_back(std::move(fp8_note));
   for (std::string note : {AutoMoePermuteFusionNote(s.model, s.training, s.parallel),
+                           AutoMoeRouterPaddingNote(s.model, s.training, s.parallel, s.hw.gpu.arch),
                            UnmeasuredScatterAddNote(s.model, s.training, s.parallel, s.hw)}) {
     if (!note.empty()) s.defaults_used.push_back(std::move(note));
+  }
+  return absl::OkStatus();
+}
+
+// training.moe_router_padding: Megatron-Core's switch of the fp8 MoE (TransformerConfig: "fp8 must
+// be specified when moe_router_padding_for_fp8 is True"), where the experts' token counts vary.
+absl::Status ValidateMoeRouterPadding(const Scenario& s, const std::string& origin) {
+  const TrainingConfig& t = s.training;
+  if (!t.moe_router_padding) return absl::OkStatus();
+  const std::string kField = "/training/moe_router_padding";
+  if (ResolvedStack(t, s.parallel) != TrainingStack::kMegatron) {
+    return Precondition(origin, kField,
+                        "router padding is Megatron-Core's (--moe-router-padding-for-fp8), for "
+                        "Transformer Engine's fp8 expert GEMMs; other stacks align the expert "
+                        "rows their own way: leave it out, or take the megatron stack");
+  }
+  if (t.precision != DType::kFp8) {
+    return Precondition(origin, kField,
+                        absl::StrFormat("pads expert rows for fp8 GEMMs; the precision is %s: "
+                                        "leave it out, or set precision fp8",
+                                        DTypeName(t.precision)));
+  }
+  if (t.moe_capacity_factor > 0 && t.moe_pad_to_capacity) {
+    return Precondition(origin, kField,
+                        "experts padded to their capacity take fixed token counts, so there is "
+                        "nothing for the router to pad: leave it out, or moe_pad_to_capacity "
+                        "false");
   }
   return absl::OkStatus();
 }
@@ -663,14 +693,15 @@ absl::Status ResolveKernels(Scenario& s, const std::string& origin) {
 // experts) pairs of every token, ep·min(...)/top_k times the balanced share).
 absl::Status ValidateMoeRouting(const Scenario& s, const std::string& origin) {
   const TrainingConfig& t = s.training;
-  const bool set = t.moe_capacity_factor != 0 || t.moe_pad_to_capacity ||
-                   t.moe_imbalance != 1.0 || t.moe_permute_fusion.has_value();
+  const bool set = t.moe_capacity_factor != 0 || t.moe_pad_to_capacity || t.moe_imbalance != 1.0 ||
+                   t.moe_permute_fusion.has_value() || t.moe_router_padding.has_value();
   if (!s.model.moe) {
     if (!set) return absl::OkStatus();
     const char* field = t.moe_capacity_factor != 0 ? "/training/moe_capacity_factor"
                         : t.moe_pad_to_capacity    ? "/training/moe_pad_to_capacity"
                         : t.moe_imbalance != 1.0   ? "/training/moe_imbalance"
-                                                   : "/training/moe_permute_fusion";
+                        : t.moe_permute_fusion     ? "/training/moe_permute_fusion"
+                                                   : "/training/moe_router_padding";
     return Precondition(origin, field,
                         absl::StrFormat("%s has no experts; MoE routing settings apply to MoE "
                                         "models only (leave them out)",
@@ -705,6 +736,7 @@ absl::Status ValidateMoeRouting(const Scenario& s, const std::string& origin) {
                         "fused permutation: leave moe_permute_fusion out, or false, or take "
                         "another stack");
   }
+  PROJECTOR_RETURN_IF_ERROR(ValidateMoeRouterPadding(s, origin));
   if (t.moe_pad_to_capacity && t.moe_capacity_factor == 0) {
     return Precondition(origin, "/training/moe_pad_to_capacity",
                         "padding to capacity needs a capacity: set moe_capacity_factor > 0");

@@ -194,6 +194,12 @@ constexpr FlagSpec kPrecisionAndRoutingFlags[] = {
      "--moe-permute-fusion), false (PyTorch index_select and atomic scatter_add_) or auto "
      "(default: the stack's; unfused on torchtitan)",
      "auto|true|false"},
+    {"moe-router-padding",
+     "MoE under fp8 on the megatron stack: true (the router rounds every expert's token count "
+     "up to the quantisation alignment, Megatron-Core --moe-router-padding-for-fp8), false "
+     "(Transformer Engine's Fp8Padding copies the rows into a padded buffer and back) or auto "
+     "(default: true where the run dispatches with DeepEP)",
+     "auto|true|false"},
     {"moe-pad-to-capacity",
      "MoE: pad every expert's input to the capacity (Megatron --moe-pad-expert-input-to-capacity)",
      "BOOL", FlagArity::kBool},
@@ -310,14 +316,15 @@ absl::Status ReadTrainingSettings(const FlagValues& flags, TrainingConfig& train
     if (!Given(flags, name)) continue;
     PROJECTOR_ASSIGN_OR_RETURN(*target, NumberFlag(flags, name));
   }
-  if (Given(flags, "moe-permute-fusion")) {
-    const std::string v = StringFlag(flags, "moe-permute-fusion");
+  for (auto [name, target] : {std::pair<const char*, std::optional<bool>*>{
+                                  "moe-permute-fusion", &training.moe_permute_fusion},
+                              {"moe-router-padding", &training.moe_router_padding}}) {
+    if (!Given(flags, name)) continue;
+    const std::string v = StringFlag(flags, name);
     if (v != "auto" && v != "true" && v != "false") {
-      return FlagError("moe-permute-fusion",
-                       absl::StrCat("unknown value '", v, "'; accepted: auto, true, false"));
+      return FlagError(name, absl::StrCat("unknown value '", v, "'; accepted: auto, true, false"));
     }
-    training.moe_permute_fusion =
-        v == "auto" ? std::nullopt : std::optional<bool>(v == "true");
+    *target = v == "auto" ? std::nullopt : std::optional<bool>(v == "true");
   }
   return ReadBoolFlag(flags, "moe-pad-to-capacity", training.moe_pad_to_capacity);
 }

@@ -115,6 +115,25 @@ bool ResolvedMoePermuteFusion(const TrainingConfig& training, const ParallelConf
   return ResolvedStack(training, parallel) != TrainingStack::kTorchTitan;
 }
 
+int64_t ResolvedMoeQuantAlign(const ModelSpec& model, const TrainingConfig& training,
+                              const ParallelConfig& parallel, std::string_view arch) {
+  if (!model.moe || training.precision != DType::kFp8 ||
+      ResolvedStack(training, parallel) != TrainingStack::kMegatron) {
+    return 0;
+  }
+  return ResolvedFp8Recipe(training, parallel, arch) == Fp8Recipe::kMxfp8 ? 32 : 16;
+}
+
+bool ResolvedMoeRouterPadding(const TrainingConfig& training, const ParallelConfig& parallel) {
+  return training.moe_router_padding.value_or(parallel.deepep);
+}
+
+bool MoeRouterPaddingApplies(const ModelSpec& model, const TrainingConfig& training,
+                             const ParallelConfig& parallel, std::string_view arch) {
+  return ResolvedMoeQuantAlign(model, training, parallel, arch) > 0 &&
+         !(training.moe_capacity_factor > 0 && training.moe_pad_to_capacity);
+}
+
 bool CaseDispatchesWithDeepEp(const ModelSpec& model, const ParallelConfig& parallel,
                               const TrainingConfig& training, int64_t gpus_per_node) {
   if (!model.moe || model.moe->num_groups <= 0 || training.moe_capacity_factor > 0) return false;
@@ -136,7 +155,10 @@ RunChoices ResolveRunChoices(const ModelSpec& model, const ParallelConfig& paral
       .fp8_recipe = ResolvedFp8Recipe(training, parallel, arch),
       .moe_permute_fused = ResolvedMoePermuteFusion(training, parallel),
       .grouped_linear_kernel_per_expert = RunsCudaTransformerEngine(training, parallel, arch),
-      .gemm_scale_swizzle = ResolvedGemmScaleSwizzle(training, parallel, arch)};
+      .gemm_scale_swizzle = ResolvedGemmScaleSwizzle(training, parallel, arch),
+      .moe_quant_align = ResolvedMoeQuantAlign(model, training, parallel, arch),
+      .moe_router_padding = MoeRouterPaddingApplies(model, training, parallel, arch) &&
+                            ResolvedMoeRouterPadding(training, parallel)};
 }
 
 namespace {
@@ -151,6 +173,7 @@ constexpr std::string_view kAttentionDropoutNotePrefix = "attention_dropout=";
 constexpr std::string_view kFp8RecipeNotePrefix = "fp8_recipe=";
 constexpr std::string_view kMoePermuteNotePrefix = "moe_permute_fusion=";
 constexpr std::string_view kScatterAddNotePrefix = "scatter_add_rate=";
+constexpr std::string_view kRouterPaddingNotePrefix = "moe_router_padding=";
 
 // The defaults_used entry of an "auto" loss kernel.
 std::string AutoLossNote(const TrainingConfig& t, const ParallelConfig& parallel) {
@@ -303,6 +326,27 @@ std::string AutoMoePermuteFusionNote(const ModelSpec& model, const TrainingConfi
                                : "");
 }
 
+std::string AutoMoeRouterPaddingNote(const ModelSpec& model, const TrainingConfig& training,
+                                     const ParallelConfig& parallel, std::string_view arch) {
+  if (training.moe_router_padding || !MoeRouterPaddingApplies(model, training, parallel, arch)) {
+    return "";
+  }
+  const int64_t align = ResolvedMoeQuantAlign(model, training, parallel, arch);
+  if (ResolvedMoeRouterPadding(training, parallel)) {
+    return absl::StrFormat(
+        "%strue (auto: the run dispatches with DeepEP, and Megatron-Bridge's DeepEP preset sets "
+        "moe_router_padding_for_fp8=True: each local expert's token count rounded up to %d by "
+        "the router; --moe-router-padding false for Transformer Engine's Fp8Padding copies)",
+        kRouterPaddingNotePrefix, align);
+  }
+  return absl::StrFormat(
+      "%sfalse (auto: Megatron-Core's default moe_router_padding_for_fp8=False, which "
+      "Megatron-Bridge's MoE recipes keep: Transformer Engine's Fp8Padding copies each local "
+      "expert's rows into a buffer padded to %d rows before the fp8 expert GEMMs and unpads "
+      "after; --moe-router-padding true to pad the routing map instead)",
+      kRouterPaddingNotePrefix, align);
+}
+
 std::string UnmeasuredScatterAddNote(const ModelSpec& model, const TrainingConfig& training,
                                      const ParallelConfig& parallel, const HardwareProfile& hw) {
   if (!model.moe || ResolvedMoePermuteFusion(training, parallel)) return "";
@@ -321,7 +365,7 @@ bool IsRunChoiceNote(std::string_view note) {
   for (std::string_view prefix :
        {kLossNotePrefix, kMetricNotePrefix, kStackNotePrefix, kHiddenDropoutNotePrefix,
         kAttentionDropoutNotePrefix, kFsdpImplNotePrefix, kFp8RecipeNotePrefix,
-        kMoePermuteNotePrefix, kScatterAddNotePrefix}) {
+        kMoePermuteNotePrefix, kScatterAddNotePrefix, kRouterPaddingNotePrefix}) {
     if (note.starts_with(prefix)) return true;
   }
   return false;

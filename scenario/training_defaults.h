@@ -160,6 +160,25 @@ bool ResolvedMoePermuteFusion(const TrainingConfig& training, const ParallelConf
 // "moe_permute_fusion=true (auto: ...)" for an auto setting on a MoE model, else empty.
 std::string AutoMoePermuteFusionNote(const ModelSpec& model, const TrainingConfig& training,
                                      const ParallelConfig& parallel);
+// RunChoices::moe_quant_align: the row alignment of a MoE's quantised expert GEMMs where the
+// megatron stack runs the experts in fp8 (Transformer Engine's GroupedLinear; 32 under MXFP8, 16
+// under the other recipes: Megatron-Core get_fp8_align_size, TE Fp8Padding "32 for MXFP8 and 16
+// for others"), else 0.
+int64_t ResolvedMoeQuantAlign(const ModelSpec& model, const TrainingConfig& training,
+                              const ParallelConfig& parallel, std::string_view arch);
+// Whether the router pads the routing map to that alignment (training.moe_router_padding when
+// set). Auto: where the run dispatches with DeepEP, as Megatron-Bridge's DeepEP preset sets
+// moe_router_padding_for_fp8=True (DeepSeek-V3, scripts/performance); else Megatron-Core's
+// default False, which Megatron-Bridge's other MoE recipes keep (the Qwen3 ones set it False):
+// Transformer Engine's Fp8Padding copies the rows instead.
+bool ResolvedMoeRouterPadding(const TrainingConfig& training, const ParallelConfig& parallel);
+// Whether there is a choice of padding for ResolvedMoeRouterPadding to make: the megatron
+// stack's fp8 MoE (ResolvedMoeQuantAlign > 0) whose experts are not padded to a capacity.
+bool MoeRouterPaddingApplies(const ModelSpec& model, const TrainingConfig& training,
+                             const ParallelConfig& parallel, std::string_view arch);
+// "moe_router_padding=false (auto: ...)" for an auto setting where it applies, else empty.
+std::string AutoMoeRouterPaddingNote(const ModelSpec& model, const TrainingConfig& training,
+                                     const ParallelConfig& parallel, std::string_view arch);
 // "scatter_add_rate=unmeasured (...)" where a MoE model's unfused permutation runs on a GPU whose
 // profile has no measured rate for its scatter-adds (timed by their bytes, a lower bound), else
 // empty.

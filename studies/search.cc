@@ -1077,9 +1077,9 @@ std::string ReproduceCommand(const Scenario& base, const SearchCandidate& c) {
   }
   if (base.training.cuda_graphs) absl::StrAppend(&cmd, " --cuda-graphs");
   if (base.training.tf_amp) absl::StrAppend(&cmd, " --tf-amp");
-  if (base.training.moe_permute_fusion) {
-    absl::StrAppend(&cmd, " --moe-permute-fusion ",
-                    *base.training.moe_permute_fusion ? "true" : "false");
+  for (auto [flag, value] : {std::pair{" --moe-permute-fusion ", base.training.moe_permute_fusion},
+                             {" --moe-router-padding ", base.training.moe_router_padding}}) {
+    if (value) absl::StrAppend(&cmd, flag, *value ? "true" : "false");
   }
   if (!base.training.overlap_grad_reduce) absl::StrAppend(&cmd, " --overlap-grad-reduce=false");
   if (!base.training.overlap_param_gather) absl::StrAppend(&cmd, " --overlap-param-gather=false");

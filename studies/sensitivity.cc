@@ -97,6 +97,22 @@ void AddFp8Recipes(const Scenario& s, std::vector<Entry>& out) {
   }
 }
 
+// The other way of padding an fp8 MoE's expert rows (training.moe_router_padding), where the
+// megatron stack pads them and their counts vary.
+void AddRouterPadding(const Scenario& s, std::vector<Entry>& out) {
+  const TrainingConfig& t = s.training;
+  if (!MoeRouterPaddingApplies(s.model, t, s.parallel, s.hw.gpu.arch)) return;
+  const bool current = ResolvedMoeRouterPadding(t, s.parallel);
+  out.push_back({.setting = "moe_router_padding",
+                 .projected = OnOff(current),
+                 .alternative = OnOff(!current),
+                 .parts = {{.flags = "--moe-router-padding " + OnOff(!current),
+                            .apply = [current](Scenario& c) {
+                              c.training.moe_router_padding = !current;
+                              return true;
+                            }}}});
+}
+
 std::vector<Entry> Catalogue(const Scenario& s) {
   const TrainingConfig& t = s.training;
   const ParallelConfig& p = s.parallel;
@@ -112,6 +128,7 @@ std::vector<Entry> Catalogue(const Scenario& s) {
                            [](Scenario& c) -> bool& { return c.training.moe_a2a_overlap; }));
     }
   }
+  if (IsMoe(s)) AddRouterPadding(s, out);
   AddFp8Recipes(s, out);
   if (p.dp > 1 || p.fsdp) {
     out.push_back(Toggle("overlap_grad_reduce", "--overlap-grad-reduce", t.overlap_grad_reduce,

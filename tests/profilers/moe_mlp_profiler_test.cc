@@ -157,6 +157,100 @@ TEST(ProfileMoeMlpTest, DispatcherKernelsAndPerExpertHostCalls) {
   EXPECT_EQ(HostDispatches(*FindOp(q->ops, "dispatch_preprocess", OpPhase::kForward)), 1);
 }
 
+// Transformer Engine's Fp8Padding under fp8 on Mixtral TP2+SP EP4 (pairs 4096 over 2 local
+// experts, h = 4096, bf16 rows e = 2; delayed scaling, alignment 16). Dropless counts vary, so the
+// copies run:
+//   fp8_padding    the rows and their fp32 probabilities read and written:
+//                  2·4096·(4096·2 + 4) = 67141632 B, 2 kernels, each way;
+//   fp8_unpadding  the output rows: 2·4096·4096·2 = 67108864 B, 1 kernel, each way.
+// One GEMM per expert (SequentialMLP) pads by a zeros and a cat per expert and per tensor
+// (4·2 = 8 kernels) and its backward zero-fills and copies the sliced output's gradient per
+// expert: 3·4096·4096·2 = 100663296 B, 2·2 = 4 kernels; no unpadding op.
+TEST(ProfileMoeMlpTest, Fp8PaddingCopiesTheRoutedRowsEachWay) {
+  const auto profile = [](Case c) {
+    c.training.precision = DType::kFp8;
+    c.training.fp8_recipe = Fp8Recipe::kDelayed;
+    absl::StatusOr<ModuleProfile> p = ProfileMoeMlp(c.Ctx());
+    EXPECT_THAT(p, IsOk());
+    return *p;
+  };
+  const ModuleProfile grouped = profile(Mixtral(true));
+  EXPECT_EQ(grouped.tokens, 4096);
+  for (OpPhase phase : {OpPhase::kForward, OpPhase::kBackwardDgrad}) {
+    const Op* pad = FindOp(grouped.ops, "fp8_padding", phase);
+    const Op* unpad = FindOp(grouped.ops, "fp8_unpadding", phase);
+    ASSERT_NE(pad, nullptr);
+    ASSERT_NE(unpad, nullptr);
+    EXPECT_DOUBLE_EQ(pad->bytes.value(), 67141632.0);
+    EXPECT_EQ(pad->memory.launches, 2);
+    EXPECT_DOUBLE_EQ(unpad->bytes.value(), 67108864.0);
+    EXPECT_EQ(unpad->memory.launches, 1);
+  }
+  const ModuleProfile legacy = profile(Mixtral(false));
+  const Op* pad = FindOp(legacy.ops, "fp8_padding", OpPhase::kForward);
+  const Op* slice_grad = FindOp(legacy.ops, "fp8_padding", OpPhase::kBackwardDgrad);
+  ASSERT_NE(pad, nullptr);
+  ASSERT_NE(slice_grad, nullptr);
+  EXPECT_DOUBLE_EQ(pad->bytes.value(), 67141632.0);
+  EXPECT_EQ(pad->memory.launches, 8);
+  EXPECT_DOUBLE_EQ(slice_grad->bytes.value(), 100663296.0);
+  EXPECT_EQ(slice_grad->memory.launches, 4);
+  EXPECT_EQ(FindOp(legacy.ops, "fp8_unpadding", OpPhase::kForward), nullptr);
+
+  // A capacity without padding leaves counts that vary: the copies run.
+  Case capped = Mixtral(true);
+  capped.training.moe_capacity_factor = 1.0;
+  EXPECT_NE(FindOp(profile(capped).ops, "fp8_padding", OpPhase::kForward), nullptr);
+  // Padded to capacity 1 every expert takes 2048 rows, a multiple of 16: no copies. At capacity
+  // 1.01 it takes ceil(ceil(4096·1.01)/2) = 2069 rows, 5 past a multiple: copies.
+  Case padded = capped;
+  padded.training.moe_pad_to_capacity = true;
+  EXPECT_EQ(FindOp(profile(padded).ops, "fp8_padding", OpPhase::kForward), nullptr);
+  padded.training.moe_capacity_factor = 1.01;
+  EXPECT_NE(FindOp(profile(padded).ops, "fp8_padding", OpPhase::kForward), nullptr);
+  // bf16, or another stack (torchtitan aligns the rows inside its own permutation): none.
+  Case bf16 = Mixtral(true);
+  absl::StatusOr<ModuleProfile> b = ProfileMoeMlp(bf16.Ctx());
+  ASSERT_THAT(b, IsOk());
+  EXPECT_EQ(FindOp(b->ops, "fp8_padding", OpPhase::kForward), nullptr);
+  Case titan = Mixtral(true);
+  titan.training.stack = TrainingStack::kTorchTitan;
+  EXPECT_EQ(FindOp(profile(titan).ops, "fp8_padding", OpPhase::kForward), nullptr);
+}
+
+// Router padding (training.moe_router_padding) makes the counts multiples of the alignment a:
+// no copies, but (a − 1)/2 more rows per padded count on average.
+//   alltoall dispatcher: every rank pads its map of E = 8 experts before the dispatch, and this
+//     GPU's experts receive all of them: pairs = T_l·k + E·(a − 1)/2 = 4096 + 8·7.5 = 4156
+//     under delayed scaling (a = 16), 4096 + 8·15.5 = 4220 under MXFP8 (a = 32, on sm_100);
+//   DeepEP: the received counts of the 2 local experts rounded up: 4096 + 2·7.5 = 4111.
+TEST(ProfileMoeMlpTest, RouterPaddingAddsRowsInsteadOfCopies) {
+  const auto profile = [](Case c, Fp8Recipe recipe) {
+    c.training.precision = DType::kFp8;
+    c.training.fp8_recipe = recipe;
+    c.training.moe_router_padding = true;
+    absl::StatusOr<ModuleProfile> p = ProfileMoeMlp(c.Ctx());
+    EXPECT_THAT(p, IsOk());
+    return *p;
+  };
+  const ModuleProfile routed = profile(Mixtral(true), Fp8Recipe::kDelayed);
+  EXPECT_EQ(routed.tokens, 4156);
+  EXPECT_EQ(FindOp(routed.ops, "fp8_padding", OpPhase::kForward), nullptr);
+  EXPECT_EQ(FindOp(routed.ops, "fp8_unpadding", OpPhase::kForward), nullptr);
+  Case blackwell = Mixtral(true);
+  blackwell.arch = "sm_100";
+  EXPECT_EQ(profile(blackwell, Fp8Recipe::kMxfp8).tokens, 4220);
+  Case deepep = Mixtral(true);
+  deepep.parallel.deepep = true;
+  EXPECT_EQ(profile(deepep, Fp8Recipe::kDelayed).tokens, 4111);
+  // Auto: router padding where the run dispatches with DeepEP, the copies elsewhere.
+  deepep.training.precision = DType::kFp8;
+  absl::StatusOr<ModuleProfile> auto_deepep = ProfileMoeMlp(deepep.Ctx());
+  ASSERT_THAT(auto_deepep, IsOk());
+  EXPECT_EQ(auto_deepep->tokens, 4111);
+  EXPECT_EQ(FindOp(auto_deepep->ops, "fp8_padding", OpPhase::kForward), nullptr);
+}
+
 // One local expert: nothing to sort.
 TEST(ProfileMoeMlpTest, OneLocalExpertHasNoSort) {
   Case c = Mixtral(true);

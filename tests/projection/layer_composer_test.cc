@@ -278,6 +278,32 @@ TEST(LayerComposerTest, EpAllToAllCarriesTheBusiestRanksLoad) {
   }
 }
 
+// Router padding under fp8 (RunChoices::moe_router_padding, alignment 16): the alltoall
+// dispatcher pads each rank's routing map before the dispatch, E·(16 − 1)/2 = 8·7.5 = 60 pairs
+// more than its 256·2 = 512, which the All-to-All carries: (512 + 60)·256·2 B. DeepEP pads
+// after its dispatch and sends none of them.
+TEST(LayerComposerTest, RouterPaddingBeforeTheDispatchIsSent) {
+  for (bool deepep : {false, true}) {
+    Fixture fx;
+    UseToyMoe(fx);
+    fx.par.deepep = deepep;
+    LayerCompositionContext ctx = fx.Ctx();
+    ctx.run.moe_quant_align = 16;
+    ctx.run.moe_router_padding = true;
+    auto l = ComposeLayer(ToyLayer(true), ctx, fx.collective);
+    ASSERT_THAT(l, IsOk());
+    const double msg = (deepep ? 512.0 : 572.0) * 256 * 2;
+    int found = 0;
+    for (const Op& op : l->comm_ops) {
+      if (op.comm_dim == CommDim::kEp && op.collective.kind == CollectiveKind::kAllToAll) {
+        EXPECT_DOUBLE_EQ(op.collective.bytes.value(), msg) << deepep;
+        ++found;
+      }
+    }
+    EXPECT_EQ(found, 2);
+  }
+}
+
 // DeepEP alone changes the kernels (PXN), not the exposure: its dispatch and combine run in the
 // layer's stream, all exposed, 2 · 512 · 2 · 256 · 2 B = 1 MiB at 10 GB/s = 0.1 ms each pass.
 // Megatron's A2A overlap hides them behind the other micro-batch's 3 ms of MoE compute, for the

@@ -691,6 +691,17 @@ TEST(ScenarioTest, MoeRoutingIsReadAndRoundTrips) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("/training/moe_permute_fusion"),
                              HasSubstr("must be true, false or \"auto\""))));
+  EXPECT_EQ(s->training.moe_router_padding, std::nullopt);
+  EXPECT_EQ(j["training"].count("moe_router_padding"), 0u);
+  auto padded = LoadScenarioFile(Data("moe_router_padding.json"));
+  ASSERT_THAT(padded, IsOk());
+  EXPECT_EQ(padded->training.moe_router_padding, std::optional<bool>(true));
+  EXPECT_EQ(ScenarioToJson(*padded)["training"]["moe_router_padding"], true);
+  EXPECT_THAT(LoadScenarioFile(Data("bad_moe_router_padding.json")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("bad_moe_router_padding.json"),
+                             HasSubstr("/training/moe_router_padding"),
+                             HasSubstr("must be true, false or \"auto\""))));
   EXPECT_THAT(
       LoadScenarioFile(Data("bad_moe_imbalance.json")),
       StatusIs(absl::StatusCode::kInvalidArgument,
@@ -740,6 +751,21 @@ TEST(ScenarioTest, MoeRoutingBoundsNameTheirField) {
                absl::StatusCode::kFailedPrecondition);
   s.training.moe_permute_fusion = false;
   EXPECT_THAT(ValidateScenario(s, "x.json"), IsOk());
+  // Router padding: Megatron-Core's, under fp8, where the counts vary.
+  s.training.moe_router_padding = true;
+  expect_error("/training/moe_router_padding", "other stacks align the expert rows",
+               absl::StatusCode::kFailedPrecondition);
+  s.training.stack = TrainingStack::kMegatron;
+  expect_error("/training/moe_router_padding", "the precision is bf16",
+               absl::StatusCode::kFailedPrecondition);
+  s.training.precision = DType::kFp8;
+  EXPECT_THAT(ValidateScenario(s, "x.json"), IsOk());
+  s.training.moe_capacity_factor = 1.0;
+  s.training.moe_pad_to_capacity = true;
+  expect_error("/training/moe_router_padding", "take fixed token counts",
+               absl::StatusCode::kFailedPrecondition);
+  s.training.moe_router_padding = std::nullopt;
+  EXPECT_THAT(ValidateScenario(s, "x.json"), IsOk());
   Scenario dense = Default();
   dense.training.moe_imbalance = 1.2;
   EXPECT_THAT(ValidateScenario(dense, "x.json"),
@@ -751,6 +777,12 @@ TEST(ScenarioTest, MoeRoutingBoundsNameTheirField) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        AllOf(HasSubstr("/training/moe_permute_fusion"),
                              HasSubstr("has no experts"))));
+  dense.training.moe_permute_fusion = std::nullopt;
+  dense.training.moe_router_padding = false;
+  EXPECT_THAT(
+      ValidateScenario(dense, "x.json"),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               AllOf(HasSubstr("/training/moe_router_padding"), HasSubstr("has no experts"))));
 }
 
 TEST(ScenarioTest, GlobalBatchNotDivisible) {

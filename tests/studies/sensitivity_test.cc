@@ -80,11 +80,11 @@ TEST(RunSettingSensitivityTest, MoeFp8SwitchesEachSettingThatApplies) {
   const Scenario s = Qwen30bOn16H100();
   auto changes = RunSettingSensitivity(s);
   ASSERT_THAT(changes, IsOk());
-  EXPECT_THAT(
-      Settings(*changes),
-      ElementsAre("moe token routing capacity 1, padded, CUDA graphs", "deepep true",
-                  "moe_a2a_overlap true", "fp8_recipe tensorwise", "fp8_recipe blockwise",
-                  "overlap_grad_reduce false", "grad_reduce_dtype bf16", "tp_comm_overlap true"));
+  EXPECT_THAT(Settings(*changes), ElementsAre("moe token routing capacity 1, padded, CUDA graphs",
+                                              "deepep true", "moe_a2a_overlap true",
+                                              "moe_router_padding true", "fp8_recipe tensorwise",
+                                              "fp8_recipe blockwise", "overlap_grad_reduce false",
+                                              "grad_reduce_dtype bf16", "tp_comm_overlap true"));
   const double tgs = TgsOf(s);
   for (const SettingChange& c : *changes) {
     if (c.setting == "moe token routing") {
@@ -96,6 +96,12 @@ TEST(RunSettingSensitivityTest, MoeFp8SwitchesEachSettingThatApplies) {
     }
     if (c.setting == "fp8_recipe") {
       EXPECT_EQ(c.projected, "delayed");
+    }
+    if (c.setting == "moe_router_padding") {
+      // Auto without DeepEP: Transformer Engine's Fp8Padding copies; the alternative pads the
+      // routing map, E·(16 − 1)/2 = 960 more pairs a rank instead of four copies of the rows.
+      EXPECT_EQ(c.projected, "false");
+      EXPECT_EQ(c.result.flags, "--moe-router-padding true");
     }
   }
   // Each row is the scenario with that one setting switched, projected on its own.
