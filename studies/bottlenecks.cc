@@ -175,6 +175,15 @@ std::vector<ScenarioChange> MemoryBandwidthChanges() {
                    c.training.moe_permute_fusion = true;
                    return true;
                  }});
+  // The fp8 MoE's padding copies (Transformer Engine's Fp8Padding) traded for the router's.
+  out.push_back({"--moe-router-padding true", [](Scenario& c) {
+                   if (!MoeRouterPaddingApplies(c.model, c.training, c.parallel, c.hw.gpu.arch) ||
+                       ResolvedMoeRouterPadding(c.training, c.parallel)) {
+                     return false;
+                   }
+                   c.training.moe_router_padding = true;
+                   return true;
+                 }});
   return out;
 }
 

@@ -320,5 +320,28 @@ TEST(BottlenecksTest, FusedPermutationIsOfferedForAnUnfusedMegatronMoe) {
   EXPECT_FALSE(offered(titan).has_value());
 }
 
+// Under fp8 the megatron stack's MoE pads its expert rows with Transformer Engine's copies by
+// default: where memory-bound kernels bind, the router's padding is offered and re-projected
+// (the same Qwen3-30B-A3B run in fp8 with its fused permutation, where memory-bound work is 32%
+// of the step); not once the router pads, nor in bf16, which pads nothing.
+TEST(BottlenecksTest, RouterPaddingIsOfferedWhereTheFp8PaddingCopiesRun) {
+  Scenario s = ExpertParallelOnH100("qwen3-30b-a3b", 8, 256);
+  s.training.recompute = Recompute::kFull;
+  s.training.precision = DType::kFp8;
+  ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
+  const auto offered = [](const Scenario& scenario) {
+    return Offered(scenario, BottleneckKind::kMemoryBandwidth, "--moe-router-padding true");
+  };
+  ExpectOfferedAsReprojected(s, BottleneckKind::kMemoryBandwidth, "--moe-router-padding true",
+                             [](Scenario& c) { c.training.moe_router_padding = true; });
+  Scenario routed = s;
+  routed.training.moe_router_padding = true;
+  EXPECT_FALSE(offered(routed).has_value());
+  Scenario bf16 = s;
+  bf16.training.precision = DType::kBf16;
+  ASSERT_THAT(ResolveKernels(bf16, "test"), IsOk());
+  EXPECT_FALSE(offered(bf16).has_value());
+}
+
 }  // namespace
 }  // namespace projector
