@@ -100,8 +100,7 @@ constexpr FlagSpec kOutputFlags[] = {
      "Also re-project the step with each run setting switched alone (CUDA graphs, MoE token "
      "drop, DeepEP, the All-to-All overlap, MoE router padding, each other FP8 recipe, "
      "gradient-reduction overlap and precision, TP overlap) and list how far each moves it: the "
-     "spread of settings not "
-     "pinned down",
+     "spread of settings not pinned down",
      "", FlagArity::kSwitch},
     {"trace",
      "Also write the replayed step (every forward/backward/weight-gradient pass per pipeline rank, "
