@@ -306,11 +306,12 @@ struct RunChoices {
   bool gemm_scale_swizzle = false;
   // The rows of every local expert's quantised GEMMs are padded to this multiple (Transformer
   // Engine's alignment: 32 under MXFP8, 16 for the other fp8 recipes; Megatron-Core
-  // get_fp8_align_size): the megatron stack's fp8 MoE; 0 when no padding work is done (another
-  // precision or stack, or experts padded to a capacity). ResolvedMoeQuantAlign.
+  // get_fp8_align_size): the megatron stack's fp8 MoE; 0 where the experts' GEMMs are not
+  // Transformer Engine's fp8 ones (another precision or stack). ResolvedMoeQuantAlign.
   int64_t moe_quant_align = 0;
-  // With moe_quant_align > 0: the router pads the routing map (true) or Transformer Engine's
-  // Fp8Padding/Fp8Unpadding copy the rows (false). ResolvedMoeRouterPadding.
+  // The router pads the routing map to that alignment (MoeRouterPaddingApplies and
+  // ResolvedMoeRouterPadding); false: Transformer Engine's Fp8Padding/Fp8Unpadding copy the rows
+  // where a count is not aligned (the MoE profiler's ExpertRowsPaddedByCopies).
   bool moe_router_padding = false;
   // The forward of an inference engine (serving/): weights are stored in the GEMM precision
   // (quantised once offline, so no per-step weight casts), no load-balancing loss, no dropout.

@@ -204,11 +204,9 @@ std::string FormatValidationText(const ValidationReport& r) {
         &out,
         "\n%d of %d cases were measured within the range their run settings span (--sensitivity: "
         "the projection with CUDA graphs, MoE token drop, DeepEP, the All-to-All overlap, MoE "
-        "router "
-        "padding, each FP8 recipe, gradient reduction and TP overlap each switched alone; %s): a "
-        "setting the "
-        "case does not state could account for their error; the others lie beyond any one of "
-        "them.\n",
+        "router padding, each FP8 recipe, gradient reduction and TP overlap each switched alone; "
+        "%s): a setting the case does not state could account for their error; the others lie "
+        "beyond any one of them.\n",
         r.within_settings_range, r.with_settings_range, WithinSettingsRangeByFamily(r));
   }
   if (r.twin_groups > 0) {
