@@ -293,13 +293,20 @@ TEST(BottlenecksTest, SharedExpertOverlapIsOfferedForTheAlltoallDispatcher) {
       Offered(s, BottleneckKind::kNetwork, "--moe-shared-expert-overlap").has_value());
 }
 
+// Qwen3-30B-A3B on 8 H100, EP8, full recompute: memory-bound kernels bind (the MoE
+// permutation and padding tests below).
+Scenario Qwen30bFullRecomputeOnH100() {
+  Scenario s = ExpertParallelOnH100("qwen3-30b-a3b", 8, 256);
+  s.training.recompute = Recompute::kFull;
+  return s;
+}
+
 // Megatron-Core's unfused MoE permutation sums the routed rows back by atomic scatter-adds:
 // where memory-bound kernels bind, Transformer Engine's fused permutation is offered and
 // re-projected (Qwen3-30B-A3B on 8 H100, EP8, full recompute, where memory-bound work is 26% of
 // the step); not on torchtitan, which has no fused permutation, nor when it is fused already.
 TEST(BottlenecksTest, FusedPermutationIsOfferedForAnUnfusedMegatronMoe) {
-  Scenario s = ExpertParallelOnH100("qwen3-30b-a3b", 8, 256);
-  s.training.recompute = Recompute::kFull;
+  Scenario s = Qwen30bFullRecomputeOnH100();
   s.training.moe_permute_fusion = false;
   ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
   const auto offered = [](const Scenario& scenario) {
@@ -325,8 +332,7 @@ TEST(BottlenecksTest, FusedPermutationIsOfferedForAnUnfusedMegatronMoe) {
 // (the same Qwen3-30B-A3B run in fp8 with its fused permutation, where memory-bound work is 32%
 // of the step); not once the router pads, nor in bf16, which pads nothing.
 TEST(BottlenecksTest, RouterPaddingIsOfferedWhereTheFp8PaddingCopiesRun) {
-  Scenario s = ExpertParallelOnH100("qwen3-30b-a3b", 8, 256);
-  s.training.recompute = Recompute::kFull;
+  Scenario s = Qwen30bFullRecomputeOnH100();
   s.training.precision = DType::kFp8;
   ASSERT_THAT(ResolveKernels(s, "test"), IsOk());
   const auto offered = [](const Scenario& scenario) {
