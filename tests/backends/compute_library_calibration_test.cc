@@ -86,17 +86,27 @@ struct AttentionPoint {
   AttentionShape shape;
   AttentionPass pass;
   double tflops;
+  std::string kernel = "";  // a kernel the profile names; empty: its default
 };
 
 // ±15% of: H100 FA3 hdim128 16k fwd 648, causal fwd 616, bwd 561 (FA3 paper); MI355X AITER
 // B16 H16 8k fwd 1259, bwd 1167 (HipKittens JSON); A100 FA2 fwd ≈ 212 (50-73% of 312; 225
-// end-to-end); B200 FA4 8k fwd 1837 (flash-attention PR 2605).
+// end-to-end); B200 FA4 8k fwd 1837 (flash-attention PR 2605); B200 cuDNN 9.10.2 (its default)
+// causal 128/8 heads 32k fwd 1434, bwd 1201 (cudnn-frontend sdpa_benchmark_training README).
 TEST(ComputeLibraryCalibrationTest, FlashAttentionNearPublishedThroughput) {
   auto shape = [](int64_t batch, int64_t seq, bool causal) {
     return AttentionShape{.batch = batch, .num_q_heads = 16, .num_kv_heads = 16, .seq_q = seq,
                           .seq_kv = seq, .qk_head_dim = 128, .v_head_dim = 128,
                           .causal = causal};
   };
+  const AttentionShape cudnn_shape{.batch = 1,
+                                   .num_q_heads = 128,
+                                   .num_kv_heads = 8,
+                                   .seq_q = 32768,
+                                   .seq_kv = 32768,
+                                   .qk_head_dim = 128,
+                                   .v_head_dim = 128,
+                                   .causal = true};
   const std::vector<AttentionPoint> points = {
       {"h100-sxm", shape(1, 16384, false), AttentionPass::kForward, 648},
       {"h100-sxm", shape(1, 16384, true), AttentionPass::kForward, 616},
@@ -104,12 +114,20 @@ TEST(ComputeLibraryCalibrationTest, FlashAttentionNearPublishedThroughput) {
       {"mi355x", shape(16, 8192, false), AttentionPass::kForward, 1259},
       {"mi355x", shape(16, 8192, false), AttentionPass::kBackward, 1167},
       {"a100-sxm-80gb", shape(2, 8192, false), AttentionPass::kForward, 212},
-      {"b200", shape(2, 8192, false), AttentionPass::kForward, 1837},
+      {"b200", shape(2, 8192, false), AttentionPass::kForward, 1837, "fa4"},
+      {"b200", cudnn_shape, AttentionPass::kForward, 1434},
+      {"b200", cudnn_shape, AttentionPass::kBackward, 1201},
   };
   int checked = 0;
   for (const AttentionPoint& p : points) {
     absl::StatusOr<HardwareProfile> hw = AtBenchmarkClock(p.gpu);
     if (!hw.ok()) continue;
+    if (!p.kernel.empty()) {
+      const AttentionKernelSpec* kernel = hw->gpu.FindAttentionKernel(p.kernel);
+      ASSERT_NE(kernel, nullptr) << p.gpu << " " << p.kernel;
+      hw->gpu.attention_fwd_efficiency = kernel->fwd_efficiency;
+      hw->gpu.attention_bwd_efficiency = kernel->bwd_efficiency;
+    }
     absl::StatusOr<AttentionEstimate> e = TileAttentionBackend(*hw).Estimate(p.shape, p.pass);
     ASSERT_THAT(e, IsOk()) << p.gpu;
     const double tflops = AttentionFlops(p.shape, p.pass).value() / e->time.value() * 1e-12;
