@@ -413,12 +413,14 @@ TEST(AttentionKernelsTest, H100HasFa3AsDefaultFa2ForPyTorchAndFa1WithABias) {
 // Megatron-Core's attention (Transformer Engine) runs cuDNN's fused attention on Blackwell, so
 // the B200 profile's default is cuDNN (cudnn-frontend sdpa_benchmark_training, cuDNN 9.10.2,
 // causal hdim 128 at 32k: fwd 1434, bwd 1201 TFLOPS) over the 148 x 8192 FLOP/clk x 1856 MHz =
-// 2250.2 TFLOPS peak; FlashAttention-4 (fwd 1837 TFLOPS, PR 2605) is a kernel of its own.
-TEST(AttentionKernelsTest, B200DefaultsToCudnnWithFa4ByName) {
+// 2250.2 TFLOPS peak; FlashAttention-4 (fwd 1837 TFLOPS, PR 2605) is a kernel of its own, and
+// so is FlashAttention-2 (the same benchmark: 435.8 / 345.6 TFLOPS), which PyTorch SDPA ran
+// before it preferred cuDNN on sm100.
+TEST(AttentionKernelsTest, B200DefaultsToCudnnWithFa4AndFa2ByName) {
   auto hw = LoadHardwareProfileFile(LibraryFile("b200"));
   ASSERT_THAT(hw, IsOk());
   const GpuSpec& g = hw->gpu;
-  EXPECT_THAT(KernelNamesOf(g), ElementsAre("cudnn", "fa4"));
+  EXPECT_THAT(KernelNamesOf(g), ElementsAre("cudnn", "fa2", "fa4"));
   const AttentionKernelSpec* cudnn = g.FindAttentionKernel("cudnn");
   const AttentionKernelSpec* fa4 = g.FindAttentionKernel("fa4");
   ASSERT_NE(cudnn, nullptr);
@@ -427,6 +429,11 @@ TEST(AttentionKernelsTest, B200DefaultsToCudnnWithFa4ByName) {
   EXPECT_NEAR(cudnn->bwd_efficiency, 1201 / 2250.2, 1e-3);
   EXPECT_NEAR(fa4->fwd_efficiency, 1837 / 2250.2, 1e-3);
   EXPECT_GT(fa4->bwd_efficiency, cudnn->bwd_efficiency);
+  const AttentionKernelSpec* fa2 = g.FindAttentionKernel("fa2");
+  ASSERT_NE(fa2, nullptr);
+  EXPECT_NEAR(fa2->fwd_efficiency, 435.8 / 2250.2, 1e-3);
+  EXPECT_NEAR(fa2->bwd_efficiency, 345.6 / 2250.2, 1e-3);
+  EXPECT_EQ(g.attention_kernel_pytorch, "cudnn");
   EXPECT_FALSE(hw->figure_sources.at("/gpu/attention_kernels/fa4/fwd_efficiency").empty());
   EXPECT_FALSE(hw->figure_sources.at("/gpu/attention_kernel_default").empty());
 }
@@ -465,17 +472,19 @@ TEST_P(ShippedKernelsTest, NamesTheSourcedKernelsOnly) {
 
 INSTANTIATE_TEST_SUITE_P(
     Library, ShippedKernelsTest,
-    ::testing::Values(
-        ShippedKernels{"h100-sxm", {"fa3", "fa1", "fa2"}, "fa2", "fa1"},
-        ShippedKernels{"h200-sxm", {"fa3", "fa1", "fa2"}, "fa2", "fa1"},
-        ShippedKernels{"h800-sxm", {"fa3", "fa1", "fa2"}, "fa2", "fa1"},
-        ShippedKernels{"a100-sxm-40gb", {"fa2", "fa1"}, "fa2", "fa1"},
-        ShippedKernels{"a100-sxm-80gb", {"fa2", "fa1"}, "fa2", "fa1"},
-        ShippedKernels{"b200", {"cudnn", "fa4"}, "", ""},
-        ShippedKernels{"gb200", {"cudnn", "fa4"}, "", ""}, ShippedKernels{"mi300x", {"ck"}, "", ""},
-        ShippedKernels{"mi325x", {"ck"}, "", ""}, ShippedKernels{"mi355x", {"aiter"}, "", ""},
-        ShippedKernels{"v100-sxm2-16gb", {"mem_efficient"}, "mem_efficient", "mem_efficient"},
-        ShippedKernels{"a6000", {"fa2"}, "fa2", "fa2"}));
+    ::testing::Values(ShippedKernels{"h100-sxm", {"fa3", "fa1", "fa2"}, "fa2", "fa1"},
+                      ShippedKernels{"h200-sxm", {"fa3", "fa1", "fa2"}, "fa2", "fa1"},
+                      ShippedKernels{"h800-sxm", {"fa3", "fa1", "fa2"}, "fa2", "fa1"},
+                      ShippedKernels{"a100-sxm-40gb", {"fa2", "fa1"}, "fa2", "fa1"},
+                      ShippedKernels{"a100-sxm-80gb", {"fa2", "fa1"}, "fa2", "fa1"},
+                      ShippedKernels{"b200", {"cudnn", "fa2", "fa4"}, "cudnn", ""},
+                      ShippedKernels{"gb200", {"cudnn", "fa2", "fa4"}, "cudnn", ""},
+                      ShippedKernels{"mi300x", {"ck"}, "", ""},
+                      ShippedKernels{"mi325x", {"ck"}, "", ""},
+                      ShippedKernels{"mi355x", {"aiter"}, "", ""},
+                      ShippedKernels{
+                          "v100-sxm2-16gb", {"mem_efficient"}, "mem_efficient", "mem_efficient"},
+                      ShippedKernels{"a6000", {"fa2"}, "fa2", "fa2"}));
 
 TEST(AttentionKernelsTest, LibraryKernelNamesAreSortedAndDistinct) {
   EXPECT_THAT(ListLibraryAttentionKernels(),

@@ -434,7 +434,7 @@ TEST(ValidateCasesFileTest, KernelWhatIfMarksCasesWhoseGpuLacksItUnsupported) {
       EXPECT_EQ(c.status, "ok") << c.id << ": " << c.reason;
       continue;
     }
-    ++lacking;  // gb200 (cudnn, fa4), mi325x (ck)
+    ++lacking;  // mi325x (ck)
     EXPECT_EQ(c.status, "unsupported") << c.id;
     EXPECT_THAT(c.reason,
                 AllOf(HasSubstr("/training/attention_kernel"),
