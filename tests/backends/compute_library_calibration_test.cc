@@ -91,22 +91,21 @@ struct AttentionPoint {
 
 // ±15% of: H100 FA3 hdim128 16k fwd 648, causal fwd 616, bwd 561 (FA3 paper); MI355X AITER
 // B16 H16 8k fwd 1259, bwd 1167 (HipKittens JSON); A100 FA2 fwd ≈ 212 (50-73% of 312; 225
-// end-to-end); B200 FA4 8k fwd 1837 (flash-attention PR 2605); B200 cuDNN 9.10.2 (its default)
-// causal 128/8 heads 32k fwd 1434, bwd 1201 (cudnn-frontend sdpa_benchmark_training README).
+// end-to-end); B200 FA4 8k fwd 1837 (flash-attention PR 2605); B200 cuDNN 9.10.2, its default
+// kernel, causal batch 1 with 128/8 heads, hdim 128 (NVIDIA/cudnn-frontend
+// sdpa_benchmark_training): 32k fwd 1434, bwd 1201 (README, cuDNN frontend); 16k 1332 / 1075
+// and 8k 1171 / 943 (artifacts CSV, through PyTorch SDPA). At 4k (856 / 701) the model is faster
+// than cuDNN by about a third: a known gap (docs/accuracy.md), not asserted.
 TEST(ComputeLibraryCalibrationTest, FlashAttentionNearPublishedThroughput) {
   auto shape = [](int64_t batch, int64_t seq, bool causal) {
     return AttentionShape{.batch = batch, .num_q_heads = 16, .num_kv_heads = 16, .seq_q = seq,
                           .seq_kv = seq, .qk_head_dim = 128, .v_head_dim = 128,
                           .causal = causal};
   };
-  const AttentionShape cudnn_shape{.batch = 1,
-                                   .num_q_heads = 128,
-                                   .num_kv_heads = 8,
-                                   .seq_q = 32768,
-                                   .seq_kv = 32768,
-                                   .qk_head_dim = 128,
-                                   .v_head_dim = 128,
-                                   .causal = true};
+  auto cudnn_shape = [](int64_t seq) {
+    return AttentionShape{.batch = 1, .num_q_heads = 128, .num_kv_heads = 8, .seq_q = seq,
+                          .seq_kv = seq, .qk_head_dim = 128, .v_head_dim = 128, .causal = true};
+  };
   const std::vector<AttentionPoint> points = {
       {"h100-sxm", shape(1, 16384, false), AttentionPass::kForward, 648},
       {"h100-sxm", shape(1, 16384, true), AttentionPass::kForward, 616},
@@ -115,8 +114,12 @@ TEST(ComputeLibraryCalibrationTest, FlashAttentionNearPublishedThroughput) {
       {"mi355x", shape(16, 8192, false), AttentionPass::kBackward, 1167},
       {"a100-sxm-80gb", shape(2, 8192, false), AttentionPass::kForward, 212},
       {"b200", shape(2, 8192, false), AttentionPass::kForward, 1837, "fa4"},
-      {"b200", cudnn_shape, AttentionPass::kForward, 1434},
-      {"b200", cudnn_shape, AttentionPass::kBackward, 1201},
+      {"b200", cudnn_shape(32768), AttentionPass::kForward, 1434},
+      {"b200", cudnn_shape(32768), AttentionPass::kBackward, 1201},
+      {"b200", cudnn_shape(16384), AttentionPass::kForward, 1332},
+      {"b200", cudnn_shape(16384), AttentionPass::kBackward, 1075},
+      {"b200", cudnn_shape(8192), AttentionPass::kForward, 1171},
+      {"b200", cudnn_shape(8192), AttentionPass::kBackward, 943},
   };
   int checked = 0;
   for (const AttentionPoint& p : points) {

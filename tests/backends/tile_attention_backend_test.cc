@@ -6,7 +6,6 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hw_profiles/hardware_profile.h"
 #include "tests/testing/compute_hardware.h"
 #include "tests/testing/status_matchers.h"
 
@@ -231,50 +230,6 @@ TEST(TileAttentionBackendTest, MemoisedResultEqualsColdResult) {
     EXPECT_EQ(a->time, b->time);
     EXPECT_EQ(a->time, cold->time);
     EXPECT_EQ(a->waves, cold->waves);
-  }
-}
-
-}  // namespace
-}  // namespace projector
-
-namespace projector {
-namespace {
-
-// The shipped B200 profile's default kernel is cuDNN's fused attention, whose figures come from
-// NVIDIA/cudnn-frontend's sdpa_benchmark_training (cuDNN 9.10.2 on one B200, free clock): causal,
-// batch 1, 128 query and 8 KV heads, hdim 128. Through PyTorch SDPA (artifacts CSV): fwd 1171,
-// 1332, 1419 and bwd 943, 1075, 1109 TFLOPS at 8k, 16k, 32k. The profile runs at the sustained
-// 1580 MHz (flashinfer PR 2899), the benchmark near the 1856 MHz tensor-spec clock, so each
-// figure is scaled by 1580/1856 before comparing, within ±15%. At 4k (856 fwd, 701 bwd) the
-// model is faster than cuDNN by about a third: a known gap (docs/accuracy.md), not asserted.
-TEST(TileAttentionBackendTest, ShippedB200TracksCudnnOverSequenceLength) {
-  absl::StatusOr<HardwareProfile> hw = ResolveHardwareProfile("b200");
-  ASSERT_THAT(hw, IsOk());
-  TileAttentionBackend backend(*hw);
-  const double clock_ratio = 1580.0 / 1856.0;
-  struct Point {
-    int64_t seq;
-    AttentionPass pass;
-    double measured_tflops;
-  };
-  for (const Point& p : std::vector<Point>{{8192, AttentionPass::kForward, 1171},
-                                           {16384, AttentionPass::kForward, 1332},
-                                           {32768, AttentionPass::kForward, 1419},
-                                           {8192, AttentionPass::kBackward, 943},
-                                           {16384, AttentionPass::kBackward, 1075},
-                                           {32768, AttentionPass::kBackward, 1109}}) {
-    const AttentionShape shape{.batch = 1,
-                               .num_q_heads = 128,
-                               .num_kv_heads = 8,
-                               .seq_q = p.seq,
-                               .seq_kv = p.seq,
-                               .qk_head_dim = 128,
-                               .v_head_dim = 128,
-                               .causal = true};
-    absl::StatusOr<AttentionEstimate> e = backend.Estimate(shape, p.pass);
-    ASSERT_THAT(e, IsOk());
-    EXPECT_THAT(Tflops(shape, p.pass, *e), IsNearRel(p.measured_tflops * clock_ratio, 0.15))
-        << p.seq << (p.pass == AttentionPass::kForward ? " fwd" : " bwd");
   }
 }
 
